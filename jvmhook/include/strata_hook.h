@@ -1,0 +1,318 @@
+/*
+ * strata_hook.h - the wire format between the Strata JVM hook and the node
+ * agent (agent/hooksrv). This header is the one specification of the format;
+ * the Go decoder's constants are checked against it by a layout test
+ * (agent/hooksrv/layout_test.go), never copied by hand.
+ *
+ * PROTOCOL VERSION 1
+ *
+ * Transport
+ * ---------
+ * An AF_UNIX SOCK_SEQPACKET socket (default path /run/strata/hook.sock). One
+ * connection per JVM process; its first frame is HELLO. Every packet carries
+ * exactly one frame.
+ *
+ * Why SEQPACKET and not STREAM: the hook must never block a JVM thread, so it
+ * sends with MSG_DONTWAIT and drops the frame when the socket is full. On a
+ * SEQPACKET socket a send either queues the whole packet or fails with EAGAIN:
+ * a frame is dropped atomically and the receiver never sees half of one. On a
+ * STREAM socket a non-blocking send may write part of a frame, and the hook
+ * would then have to buffer and finish it later (allocation, a flusher thread,
+ * or a corrupted stream). SEQPACKET also lets the receiver check the length
+ * field against the packet size, so a framing error is caught at once.
+ *
+ * Byte order and layout
+ * ---------------------
+ * All integers are little-endian. The structs below are packed (no padding)
+ * and their sizes and field offsets are fixed by _Static_assert. The encoder
+ * fills them on little-endian hosts only (x86-64, aarch64), which is checked
+ * at compile time. Reserved fields must be zero in version 1; the receiver
+ * rejects a frame with a non-zero reserved field, so a later version can give
+ * them a meaning.
+ *
+ * A frame is:   strata_hdr | fixed body of its type | variable tail (strings)
+ *
+ *   strata_hdr (32 bytes)
+ *   off size field     meaning
+ *     0    4 magic     STRATA_MAGIC, the bytes "STRH"
+ *     4    2 version   STRATA_PROTO_VERSION (1); every frame of a session
+ *                      carries the version its HELLO carried
+ *     6    2 type      enum strata_frame_type
+ *     8    4 length    bytes in the whole frame, header included; equals the
+ *                      packet size; STRATA_HDR_SIZE <= length <= STRATA_FRAME_MAX
+ *    12    4 seq       per-connection sequence number, +1 for every frame the
+ *                      hook tried to send (sent or dropped), HELLO is 0; a gap
+ *                      seen by the receiver is frames the hook dropped
+ *    16    4 tid       kernel thread id (gettid) of the thread the frame is
+ *                      about; for ACCESS the thread that read or wrote
+ *    20    4 reserved  zero
+ *    24    8 time_ns   when the event happened, CLOCK_REALTIME nanoseconds
+ *                      since the Unix epoch (HELLO also carries the
+ *                      CLOCK_MONOTONIC reading taken at the same instant)
+ *
+ *   HELLO (type 1), fixed body 28 bytes, then app_id then executor_id bytes
+ *   off size field              meaning
+ *     0    4 pid                getpid() of the JVM as it sees itself; must
+ *                               be the connecting process (see "Pids")
+ *     4    4 page_size          sysconf(_SC_PAGESIZE) in the JVM
+ *     8    8 monotonic_ns       CLOCK_MONOTONIC at the instant of hdr.time_ns,
+ *                               so the agent can map kernel (BPF) timestamps
+ *                               to the hook's wall clock
+ *    16    2 byte_array_base    Unsafe.arrayBaseOffset(byte[].class): the
+ *                               byte[] header size, asked of the running JVM
+ *                               (12, 16, 20 or 24 depending on JDK and flags)
+ *    18    2 long_array_base    Unsafe.arrayBaseOffset(long[].class)
+ *    20    2 ref_size           bytes per object reference (4 with
+ *                               compressed oops, else 8); 0 when unknown
+ *    22    2 reserved           zero
+ *    24    2 app_id_len         bytes of app_id, <= STRATA_STR_MAX
+ *    26    2 executor_id_len    bytes of executor_id, <= STRATA_STR_MAX
+ *    28    - app_id             spark.app.id, UTF-8, not NUL-terminated
+ *     -    - executor_id        spark.executor.id ("1", "driver"), UTF-8
+ *
+ *   REGISTER (type 2), fixed body 40 bytes, then name bytes
+ *   A block's data now occupies [vaddr, vaddr+length) in the JVM's address
+ *   space (MemoryStore put, TaskMemoryManager allocatePage).
+ *   off size field       meaning
+ *     0    8 block_id    the hook's id for the block, unique per process and
+ *                        never reused while the process lives; 0 is invalid
+ *     8    8 vaddr       first byte of the data (not page aligned in general)
+ *    16    8 length      bytes; > 0
+ *    24    4 pid         whose address space holds the range (see "Pids")
+ *    28    4 rdd_id      signed; -1 when the block is not an RDD block
+ *    32    4 partition   signed; -1 when not applicable
+ *    36    1 mode        enum strata_memory_mode (= proto strata.v1.MemoryMode)
+ *    37    1 location    enum strata_memory_location (= strata.v1.MemoryLocation)
+ *    38    2 name_len    bytes of name, 1..STRATA_STR_MAX
+ *    40    - name        Spark's BlockId name, e.g. rdd_7_3 or page_<task>_<n>
+ *   A second REGISTER of a live block_id replaces the first (a block that was
+ *   re-put under the same id).
+ *
+ *   MOVE (type 3), fixed body 32 bytes
+ *   A registered block's data now lives at a new range (after a GC moved it).
+ *     0    8 block_id
+ *     8    8 vaddr       new first byte
+ *    16    8 length      new length in bytes; > 0
+ *    24    4 pid         as in REGISTER
+ *    28    4 gc_epoch    count of GCs the hook has seen finish; lets the
+ *                        receiver order re-reports of the same block
+ *
+ *   ACCESS (type 4), fixed body 32 bytes
+ *   A thread (hdr.tid, at hdr.time_ns) read or wrote a registered block.
+ *     0    8 block_id
+ *     8    8 offset      first byte accessed, relative to the block's vaddr
+ *    16    8 length      bytes accessed; 0 means the whole block (offset 0)
+ *    24    1 kind        STRATA_ACCESS_READ or STRATA_ACCESS_WRITE
+ *                        (= proto strata.v1.AccessKind READ / WRITE)
+ *    25    3 reserved    zero
+ *    28    4 reserved2   zero
+ *
+ *   FREE (type 5), fixed body 8 bytes
+ *   The block is gone (MemoryStore remove/evict, freePage); its id is dead.
+ *     0    8 block_id
+ *
+ *   DROPPED (type 6), fixed body 16 bytes
+ *   The hook's own counters since HELLO, cumulative (the receiver takes the
+ *   difference to the previous report). Sent when the hook chooses, e.g.
+ *   after a GC or before exit.
+ *     0    8 dropped     frames dropped because the socket was full or gone
+ *     8    8 sent        frames sent, this one not included
+ *
+ * Pids
+ * ----
+ * The receiver takes the connecting process from SO_PEERCRED, never from the
+ * frame. HELLO, REGISTER and MOVE also name a pid, and the receiver rejects
+ * the frame unless that pid is the peer itself, one of its threads, or the
+ * peer's pid as seen inside its own pid namespace (a JVM in a container sees
+ * a different getpid() than the host agent does). A peer can therefore only
+ * ever describe its own address space.
+ *
+ * Sizes
+ * -----
+ * STRATA_FRAME_MAX bounds every frame; the largest is a HELLO with two
+ * maximal strings: 32 + 28 + 2*255 = 570 bytes. A sender's stack buffer of
+ * STRATA_FRAME_MAX bytes always suffices.
+ */
+#ifndef STRATA_HOOK_H
+#define STRATA_HOOK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "strata_hook.h: the frame structs are little-endian; this host is not"
+#endif
+
+#define STRATA_MAGIC 0x48525453u /* "STRH" read as a little-endian u32 */
+#define STRATA_PROTO_VERSION 1
+#define STRATA_FRAME_MAX 1024 /* bytes, header included */
+#define STRATA_STR_MAX 255    /* bytes in any one string */
+#define STRATA_DEFAULT_SOCKET "/run/strata/hook.sock"
+#define STRATA_SOCKET_ENV "STRATA_HOOK_SOCKET" /* overrides the default */
+
+enum strata_frame_type {
+	STRATA_FRAME_HELLO = 1,
+	STRATA_FRAME_REGISTER = 2,
+	STRATA_FRAME_MOVE = 3,
+	STRATA_FRAME_ACCESS = 4,
+	STRATA_FRAME_FREE = 5,
+	STRATA_FRAME_DROPPED = 6,
+};
+
+/* Values equal proto strata.v1.MemoryMode (checked by the layout test). */
+enum strata_memory_mode {
+	STRATA_MODE_UNSPECIFIED = 0,
+	STRATA_MODE_STORAGE = 1,   /* MemoryStore blocks */
+	STRATA_MODE_EXECUTION = 2, /* Tungsten pages */
+};
+
+/* Values equal proto strata.v1.MemoryLocation (checked by the layout test). */
+enum strata_memory_location {
+	STRATA_LOCATION_UNSPECIFIED = 0,
+	STRATA_LOCATION_ON_HEAP = 1,
+	STRATA_LOCATION_OFF_HEAP = 2,
+};
+
+/* Values equal proto strata.v1.AccessKind READ and WRITE (layout test). */
+enum strata_access_kind {
+	STRATA_ACCESS_READ = 2,
+	STRATA_ACCESS_WRITE = 3,
+};
+
+struct strata_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t length;
+	uint32_t seq;
+	uint32_t tid;
+	uint32_t reserved;
+	uint64_t time_ns;
+} __attribute__((packed));
+
+struct strata_hello {
+	uint32_t pid;
+	uint32_t page_size;
+	uint64_t monotonic_ns;
+	uint16_t byte_array_base;
+	uint16_t long_array_base;
+	uint16_t ref_size;
+	uint16_t reserved;
+	uint16_t app_id_len;
+	uint16_t executor_id_len;
+	/* followed by app_id, then executor_id */
+} __attribute__((packed));
+
+struct strata_register {
+	uint64_t block_id;
+	uint64_t vaddr;
+	uint64_t length;
+	uint32_t pid;
+	int32_t rdd_id;
+	int32_t partition;
+	uint8_t mode;
+	uint8_t location;
+	uint16_t name_len;
+	/* followed by name */
+} __attribute__((packed));
+
+struct strata_move {
+	uint64_t block_id;
+	uint64_t vaddr;
+	uint64_t length;
+	uint32_t pid;
+	uint32_t gc_epoch;
+} __attribute__((packed));
+
+struct strata_access {
+	uint64_t block_id;
+	uint64_t offset;
+	uint64_t length;
+	uint8_t kind;
+	uint8_t reserved[3];
+	uint32_t reserved2;
+} __attribute__((packed));
+
+struct strata_free {
+	uint64_t block_id;
+} __attribute__((packed));
+
+struct strata_dropped {
+	uint64_t dropped;
+	uint64_t sent;
+} __attribute__((packed));
+
+#define STRATA_HDR_SIZE 32
+#define STRATA_HELLO_SIZE 28
+#define STRATA_REGISTER_SIZE 40
+#define STRATA_MOVE_SIZE 32
+#define STRATA_ACCESS_SIZE 32
+#define STRATA_FREE_SIZE 8
+#define STRATA_DROPPED_SIZE 16
+
+#define STRATA_ASSERT_FIELD(type, field, off, size)                             \
+	_Static_assert(offsetof(struct type, field) == (off),                   \
+		       #type "." #field " offset");                             \
+	_Static_assert(sizeof(((struct type *)0)->field) == (size),             \
+		       #type "." #field " size")
+
+_Static_assert(sizeof(struct strata_hdr) == STRATA_HDR_SIZE, "strata_hdr size");
+STRATA_ASSERT_FIELD(strata_hdr, magic, 0, 4);
+STRATA_ASSERT_FIELD(strata_hdr, version, 4, 2);
+STRATA_ASSERT_FIELD(strata_hdr, type, 6, 2);
+STRATA_ASSERT_FIELD(strata_hdr, length, 8, 4);
+STRATA_ASSERT_FIELD(strata_hdr, seq, 12, 4);
+STRATA_ASSERT_FIELD(strata_hdr, tid, 16, 4);
+STRATA_ASSERT_FIELD(strata_hdr, reserved, 20, 4);
+STRATA_ASSERT_FIELD(strata_hdr, time_ns, 24, 8);
+
+_Static_assert(sizeof(struct strata_hello) == STRATA_HELLO_SIZE, "strata_hello size");
+STRATA_ASSERT_FIELD(strata_hello, pid, 0, 4);
+STRATA_ASSERT_FIELD(strata_hello, page_size, 4, 4);
+STRATA_ASSERT_FIELD(strata_hello, monotonic_ns, 8, 8);
+STRATA_ASSERT_FIELD(strata_hello, byte_array_base, 16, 2);
+STRATA_ASSERT_FIELD(strata_hello, long_array_base, 18, 2);
+STRATA_ASSERT_FIELD(strata_hello, ref_size, 20, 2);
+STRATA_ASSERT_FIELD(strata_hello, reserved, 22, 2);
+STRATA_ASSERT_FIELD(strata_hello, app_id_len, 24, 2);
+STRATA_ASSERT_FIELD(strata_hello, executor_id_len, 26, 2);
+
+_Static_assert(sizeof(struct strata_register) == STRATA_REGISTER_SIZE, "strata_register size");
+STRATA_ASSERT_FIELD(strata_register, block_id, 0, 8);
+STRATA_ASSERT_FIELD(strata_register, vaddr, 8, 8);
+STRATA_ASSERT_FIELD(strata_register, length, 16, 8);
+STRATA_ASSERT_FIELD(strata_register, pid, 24, 4);
+STRATA_ASSERT_FIELD(strata_register, rdd_id, 28, 4);
+STRATA_ASSERT_FIELD(strata_register, partition, 32, 4);
+STRATA_ASSERT_FIELD(strata_register, mode, 36, 1);
+STRATA_ASSERT_FIELD(strata_register, location, 37, 1);
+STRATA_ASSERT_FIELD(strata_register, name_len, 38, 2);
+
+_Static_assert(sizeof(struct strata_move) == STRATA_MOVE_SIZE, "strata_move size");
+STRATA_ASSERT_FIELD(strata_move, block_id, 0, 8);
+STRATA_ASSERT_FIELD(strata_move, vaddr, 8, 8);
+STRATA_ASSERT_FIELD(strata_move, length, 16, 8);
+STRATA_ASSERT_FIELD(strata_move, pid, 24, 4);
+STRATA_ASSERT_FIELD(strata_move, gc_epoch, 28, 4);
+
+_Static_assert(sizeof(struct strata_access) == STRATA_ACCESS_SIZE, "strata_access size");
+STRATA_ASSERT_FIELD(strata_access, block_id, 0, 8);
+STRATA_ASSERT_FIELD(strata_access, offset, 8, 8);
+STRATA_ASSERT_FIELD(strata_access, length, 16, 8);
+STRATA_ASSERT_FIELD(strata_access, kind, 24, 1);
+STRATA_ASSERT_FIELD(strata_access, reserved, 25, 3);
+STRATA_ASSERT_FIELD(strata_access, reserved2, 28, 4);
+
+_Static_assert(sizeof(struct strata_free) == STRATA_FREE_SIZE, "strata_free size");
+STRATA_ASSERT_FIELD(strata_free, block_id, 0, 8);
+
+_Static_assert(sizeof(struct strata_dropped) == STRATA_DROPPED_SIZE, "strata_dropped size");
+STRATA_ASSERT_FIELD(strata_dropped, dropped, 0, 8);
+STRATA_ASSERT_FIELD(strata_dropped, sent, 8, 8);
+
+_Static_assert(STRATA_HDR_SIZE + STRATA_HELLO_SIZE + 2 * STRATA_STR_MAX <= STRATA_FRAME_MAX,
+	       "the largest HELLO fits in STRATA_FRAME_MAX");
+_Static_assert(STRATA_HDR_SIZE + STRATA_REGISTER_SIZE + STRATA_STR_MAX <= STRATA_FRAME_MAX,
+	       "the largest REGISTER fits in STRATA_FRAME_MAX");
+
+#endif /* STRATA_HOOK_H */

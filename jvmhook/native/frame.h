@@ -1,0 +1,102 @@
+/*
+ * frame.h - the hook's frame encoder and non-blocking sender.
+ *
+ * The wire format is specified in jvmhook/include/strata_hook.h. This file is
+ * the small API over it that the JNI/JVMTI library (and the test workload in
+ * test/workload) link against:
+ *
+ *   - strata_encode_*: write one frame into a caller buffer and return its
+ *     length, or a negative errno (-ENOSPC buffer too small, -ENAMETOOLONG a
+ *     string over STRATA_STR_MAX, -EINVAL a value the receiver would reject).
+ *     Pure: no I/O, no allocation, no global state. Header fields (seq, tid,
+ *     time) come from the caller, so tests can produce byte-exact frames.
+ *   - strata_conn_*: one connection per process. strata_conn_open blocks
+ *     (call it once, off the hot path); everything after it never blocks.
+ *   - strata_send_*: encode onto a STRATA_FRAME_MAX stack buffer with a fresh
+ *     header (next seq, gettid(), CLOCK_REALTIME now) and send with
+ *     MSG_DONTWAIT|MSG_NOSIGNAL. A full or closed socket drops the frame and
+ *     counts it; the frame's seq is used either way, so the receiver sees a
+ *     gap. Returns 0 when sent, else a negative errno (the frame is dropped).
+ *     Safe to call from any number of threads at once (counters are atomic,
+ *     one send per frame on a SEQPACKET socket is atomic).
+ */
+#ifndef STRATA_FRAME_H
+#define STRATA_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strata_hook.h"
+
+/* Header fields that vary per frame. */
+struct strata_frame_meta {
+	uint32_t seq;
+	uint32_t tid;
+	uint64_t time_ns; /* CLOCK_REALTIME, ns since the epoch */
+};
+
+struct strata_hello_args {
+	uint32_t pid;
+	uint32_t page_size;
+	uint64_t monotonic_ns;
+	uint16_t byte_array_base;
+	uint16_t long_array_base;
+	uint16_t ref_size;
+	const char *app_id;      /* NUL-terminated; NULL means "" */
+	const char *executor_id; /* NUL-terminated; NULL means "" */
+};
+
+struct strata_block_args {
+	uint64_t block_id; /* != 0 */
+	uint64_t vaddr;
+	uint64_t length; /* > 0 */
+	uint32_t pid;
+	int32_t rdd_id;
+	int32_t partition;
+	uint8_t mode;     /* enum strata_memory_mode */
+	uint8_t location; /* enum strata_memory_location */
+	const char *name; /* NUL-terminated, 1..STRATA_STR_MAX bytes */
+};
+
+struct strata_conn {
+	int fd; /* -1 when not connected */
+	uint32_t seq;     /* next seq; atomic */
+	uint64_t sent;    /* atomic */
+	uint64_t dropped; /* atomic */
+};
+
+int strata_encode_hello(void *buf, size_t cap, const struct strata_frame_meta *m,
+			const struct strata_hello_args *a);
+int strata_encode_register(void *buf, size_t cap, const struct strata_frame_meta *m,
+			   const struct strata_block_args *a);
+int strata_encode_move(void *buf, size_t cap, const struct strata_frame_meta *m,
+		       uint64_t block_id, uint64_t vaddr, uint64_t length, uint32_t pid,
+		       uint32_t gc_epoch);
+int strata_encode_access(void *buf, size_t cap, const struct strata_frame_meta *m,
+			 uint64_t block_id, uint64_t offset, uint64_t length, uint8_t kind);
+int strata_encode_free(void *buf, size_t cap, const struct strata_frame_meta *m,
+		       uint64_t block_id);
+int strata_encode_dropped(void *buf, size_t cap, const struct strata_frame_meta *m,
+			  uint64_t dropped, uint64_t sent);
+
+/* Connects to path (NULL: $STRATA_HOOK_SOCKET, else STRATA_DEFAULT_SOCKET).
+ * Returns 0 or a negative errno; on failure c->fd is -1 and every send
+ * counts a drop. */
+int strata_conn_open(struct strata_conn *c, const char *path);
+void strata_conn_close(struct strata_conn *c);
+/* Fills m with the next seq, the calling thread's tid and the time now. */
+void strata_conn_meta(struct strata_conn *c, struct strata_frame_meta *m);
+/* Sends one encoded frame without blocking; counts it sent or dropped. */
+int strata_conn_send(struct strata_conn *c, const void *frame, size_t len);
+
+int strata_send_hello(struct strata_conn *c, const struct strata_hello_args *a);
+int strata_send_register(struct strata_conn *c, const struct strata_block_args *a);
+int strata_send_move(struct strata_conn *c, uint64_t block_id, uint64_t vaddr,
+		     uint64_t length, uint32_t pid, uint32_t gc_epoch);
+int strata_send_access(struct strata_conn *c, uint64_t block_id, uint64_t offset,
+		       uint64_t length, uint8_t kind);
+int strata_send_free(struct strata_conn *c, uint64_t block_id);
+/* Reports the connection's cumulative dropped and sent counters. */
+int strata_send_dropped(struct strata_conn *c);
+
+#endif /* STRATA_FRAME_H */
