@@ -1,0 +1,27 @@
+// Package procmem reads the kernel's per-page memory files: /proc/PID/pagemap,
+// /proc/kpageflags, /proc/kpagecount, /proc/PID/maps and the sysfs memory-block
+// to NUMA node links. It is a set of pure readers rooted at a configurable
+// /proc and /sys (see FS), so that every parser also runs against the fixture
+// trees in testdata/ and under the fuzzer.
+//
+// What callers must know:
+//
+//   - PFNs in pagemap are visible only when the opener of the pagemap file has
+//     CAP_SYS_ADMIN in the initial user namespace; otherwise the kernel reports
+//     present pages with PFN 0. Entry.PFN returns what the kernel gave; callers
+//     treat a present entry with PFN 0 as "hidden", not as page frame 0.
+//   - /proc/kpageflags and /proc/kpagecount are root-only (mode 0400).
+//   - The binary files are read in bulk with pread at 8 bytes per entry.
+//     KPages.ReadSpans sorts the spans it is given by PFN and merges spans that
+//     lie close together into one pread, because a syscall here costs far more
+//     than reading a few extra entries.
+//   - Nothing in this package logs; errors are returned, wrapped as
+//     "verb noun: %w". A process that has exited is reported as ErrProcessGone.
+//   - Readers hold scratch buffers and are not safe for concurrent use.
+//
+// Dependencies: the standard library and golang.org/x/sys, as for every
+// reader of kernel files in Strata, plus github.com/prometheus/procfs for
+// /proc/PID/maps, because the project prefers procfs wherever it already
+// parses a file (Maps is the only such file here; procfs has no reader for the
+// binary page files).
+package procmem
