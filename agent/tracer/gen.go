@@ -1,0 +1,22 @@
+package tracer
+
+// bpf2go compiles ../../bpf/strata.bpf.c and writes strata_x86_bpfel.{go,o}
+// beside this file. Flags, one by one:
+//
+//	-cc clang-14           the pinned compiler (Debian 12's clang 14.0.6); the
+//	                       committed object is reproducible only with it
+//	-target amd64          x86 only: the fault classifier decodes the x86
+//	                       error code, and __TARGET_ARCH_x86 selects pt_regs
+//	-go-package tracer     the package of the generated Go file
+//	-type ...              Go mirrors of the structs in bpf/strata.h, so no
+//	                       layout is written twice by hand
+//	-I../../bpf/include    vmlinux.h (bpftool, from this kernel's BTF) and the
+//	                       vendored libbpf 1.1.2 headers
+//	-I../../bpf            strata.h
+//	-mcpu=v3               overrides bpf2go's v1: atomic fetch-and (exit
+//	                       cleanup) and 32-bit jumps need v3 (kernel >= 5.12)
+//	-Wall -Werror          warnings fail the build
+//
+// bpf2go strips DWARF with the llvm-strip matching -cc and maps the source
+// directory to a relative path, so regenerating gives byte-identical output.
+//go:generate go tool bpf2go -cc clang-14 -target amd64 -go-package tracer -type event -type bucket_key -type range_set -type block_range -type block_counters -type tgid_counters -type fault_stats strata ../../bpf/strata.bpf.c -- -I../../bpf/include -I../../bpf -mcpu=v3 -Wall -Werror

@@ -1,0 +1,337 @@
+//go:build ignore
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * strata.bpf.c attributes page faults and sampled data addresses of traced
+ * processes to registered RDD blocks.
+ *
+ * Hot path of a page fault, in order of cost:
+ *   1. pid_bits: one bit per TGID in an array map (an inlined load). Every
+ *      process on the node pays this and nothing more when it is untraced.
+ *   2. buckets: one hash lookup of {tgid, addr >> 21}; a dense bucket
+ *      redirects to a second lookup of {tgid, addr >> 12}.
+ *   3. a fully unrolled scan of at most STRATA_SLOTS ranges.
+ *   4. the block's per-CPU counters, then 1 in sample_every faults goes to
+ *      the ring, submitted without wakeup (user space drains on a deadline).
+ *
+ * Exactly one fault program is loaded, chosen by the loader: tp_btf, then
+ * raw_tp, then the software page-fault perf event (which cannot see the
+ * error code, so its faults are "unclassified").
+ */
+#include "vmlinux.h"
+#include "bpf/bpf_helpers.h"
+#include "bpf/bpf_tracing.h"
+#include "bpf/bpf_core_read.h"
+#include "strata.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Emit one ring record per sample_every matched faults; 0 disables. */
+volatile const __u32 sample_every = 64;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, STRATA_PID_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} pid_bits SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 20); /* resized by the loader */
+	__type(key, struct bucket_key);
+	__type(value, struct range_set);
+} buckets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 65536); /* resized by the loader: Config.MaxBlocks */
+	__type(key, __u32);
+	__type(value, struct block_counters);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct tgid_counters);
+} tgids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fault_stats);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20); /* resized by the loader */
+} events SEC(".maps");
+
+/* Force BTF for the types user space decodes (bpf2go -type). */
+const struct event *unused_event __attribute__((unused));
+const struct bucket_key *unused_bucket_key __attribute__((unused));
+
+static __always_inline bool traced(__u32 tgid)
+{
+	__u32 word = tgid >> 6;
+	__u64 *bits = bpf_map_lookup_elem(&pid_bits, &word);
+
+	return bits && ((*bits >> (tgid & 63)) & 1);
+}
+
+static __always_inline struct fault_stats *cpu_stats(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&stats, &zero);
+}
+
+static __always_inline struct block_range *match(__u32 tgid, __u64 addr)
+{
+	struct bucket_key key = {
+		.tgid = tgid,
+		.level = STRATA_LEVEL_BUCKET,
+		.index = addr >> STRATA_BUCKET_SHIFT,
+	};
+	struct range_set *b = bpf_map_lookup_elem(&buckets, &key);
+
+	if (!b)
+		return NULL;
+	if (b->flags & STRATA_BUCKET_FINE) {
+		key.level = STRATA_LEVEL_PAGE;
+		key.index = addr >> STRATA_PAGE_SHIFT;
+		b = bpf_map_lookup_elem(&buckets, &key);
+		if (!b)
+			return NULL;
+	}
+	__u32 n = b->n;
+	/* Written out because clang 14 will not unroll a loop that returns
+	 * early, and this verifier rejects the bounded loop it emits instead. */
+#define STRATA_TRY(i)                                                   \
+	if (n > (i) && addr >= b->ranges[i].start && addr < b->ranges[i].end) \
+		return &b->ranges[i];
+	STRATA_TRY(0)
+	STRATA_TRY(1)
+	STRATA_TRY(2)
+	STRATA_TRY(3)
+	STRATA_TRY(4)
+	STRATA_TRY(5)
+	STRATA_TRY(6)
+	STRATA_TRY(7)
+#undef STRATA_TRY
+	_Static_assert(STRATA_SLOTS == 8, "STRATA_TRY list must match STRATA_SLOTS");
+	return NULL;
+}
+
+static __always_inline void emit(struct fault_stats *st, __u64 pid_tgid, __u64 addr,
+				 __u64 ip, struct block_range *r, __u8 kind)
+{
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		st->ring_full++;
+		return;
+	}
+	e->ts_ns = bpf_ktime_get_ns();
+	e->addr = addr;
+	e->ip = ip;
+	e->block_id = r ? r->block_id : 0;
+	e->slot = r ? r->slot : 0;
+	e->tgid = pid_tgid >> 32;
+	e->tid = (__u32)pid_tgid;
+	e->kind = kind;
+	e->_pad[0] = 0;
+	e->_pad[1] = 0;
+	e->_pad[2] = 0;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	st->events++;
+}
+
+static __always_inline __u8 classify(__u64 error_code)
+{
+	if (error_code & STRATA_PF_INSTR)
+		return STRATA_KIND_EXEC;
+	if (error_code & STRATA_PF_WRITE)
+		return STRATA_KIND_WRITE;
+	return STRATA_KIND_READ;
+}
+
+/* regs is read (probe_read) only when an event is emitted. */
+static __always_inline void on_fault(__u64 addr, struct pt_regs *regs, __u64 ip, __u8 kind)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+
+	if (!traced(tgid))
+		return;
+	struct fault_stats *st = cpu_stats();
+	if (!st)
+		return;
+	st->traced_faults++;
+	struct block_range *r = match(tgid, addr);
+	if (!r)
+		return;
+	__u32 slot = r->slot;
+	struct block_counters *c = bpf_map_lookup_elem(&counters, &slot);
+	if (!c)
+		return;
+	st->matched_faults++;
+	switch (kind) {
+	case STRATA_KIND_READ:
+		c->read++;
+		break;
+	case STRATA_KIND_WRITE:
+		c->write++;
+		break;
+	case STRATA_KIND_EXEC:
+		c->exec++;
+		break;
+	default:
+		c->unclassified++;
+		break;
+	}
+	if (sample_every == 0)
+		return;
+	if (++st->sample_tick < sample_every)
+		return;
+	st->sample_tick = 0;
+	if (regs)
+		bpf_probe_read_kernel(&ip, sizeof(ip), &regs->ip);
+	emit(st, pid_tgid, addr, ip, r, kind);
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(fault_btf, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	on_fault(address, regs, 0, classify(error_code));
+	return 0;
+}
+
+SEC("raw_tp/page_fault_user")
+int fault_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	on_fault(ctx->args[0], (struct pt_regs *)ctx->args[1], 0, classify(ctx->args[2]));
+	return 0;
+}
+
+/* Attached to PERF_COUNT_SW_PAGE_FAULTS, sample_period 1, one event per CPU. */
+SEC("perf_event")
+int fault_perf(struct bpf_perf_event_data *ctx)
+{
+	on_fault(ctx->addr, NULL, ctx->regs.ip, STRATA_KIND_UNCLASSIFIED);
+	return 0;
+}
+
+/*
+ * Attached to PERF_COUNT_SW_PAGE_FAULTS_MAJ, sample_period 1, one event per
+ * CPU. Major faults are rare, so each matched one is emitted when events are
+ * enabled at all.
+ */
+SEC("perf_event")
+int major_fault(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	__u64 addr = ctx->addr;
+
+	if (!traced(tgid))
+		return 0;
+	struct block_range *r = match(tgid, addr);
+	if (!r)
+		return 0;
+	__u32 slot = r->slot;
+	struct block_counters *c = bpf_map_lookup_elem(&counters, &slot);
+	struct fault_stats *st = cpu_stats();
+	if (!c || !st)
+		return 0;
+	c->major++;
+	st->major_faults++;
+	if (sample_every)
+		emit(st, pid_tgid, addr, ctx->regs.ip, r, STRATA_KIND_MAJOR);
+	return 0;
+}
+
+/*
+ * Attached to sampling events that carry a data address (PEBS
+ * MEM_INST_RETIRED.STLB_MISS_*, AMD IBS op, or a software event standing in
+ * for them): counts samples per traced TGID and per block. Returning 0 skips
+ * the perf ring; the counts are all we want.
+ */
+SEC("perf_event")
+int walk_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+
+	if (!traced(tgid))
+		return 0;
+	struct tgid_counters *t = bpf_map_lookup_elem(&tgids, &tgid);
+	if (t)
+		t->walk_samples++;
+	struct block_range *r = match(tgid, ctx->addr);
+	if (!r)
+		return 0;
+	__u32 slot = r->slot;
+	struct block_counters *c = bpf_map_lookup_elem(&counters, &slot);
+	struct fault_stats *st = cpu_stats();
+	if (!c || !st)
+		return 0;
+	c->walk_samples++;
+	st->walk_samples++;
+	if (t)
+		t->walk_samples_matched++;
+	return 0;
+}
+
+static __always_inline void on_group_exit(__u32 tgid)
+{
+	__u32 word = tgid >> 6;
+	__u64 *bits = bpf_map_lookup_elem(&pid_bits, &word);
+
+	if (!bits || !((*bits >> (tgid & 63)) & 1))
+		return;
+	/* Kernel-side cleanup: stop counting at once; user space frees the
+	 * buckets and counter slots when it reads the exit record. */
+	__sync_fetch_and_and(bits, ~(1ULL << (tgid & 63)));
+	struct fault_stats *st = cpu_stats();
+	if (!st)
+		return;
+	st->exits++;
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		st->ring_full++;
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->ts_ns = bpf_ktime_get_ns();
+	e->tgid = tgid;
+	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->kind = STRATA_KIND_EXIT;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	st->events++;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(exit_btf, struct task_struct *p, bool group_dead)
+{
+	if (group_dead)
+		on_group_exit(p->tgid);
+	return 0;
+}
+
+/* Older kernels lack group_dead: the leader's exit stands in for it, and the
+ * loader's liveness poll catches leaders that exit before their threads. */
+SEC("raw_tp/sched_process_exit")
+int exit_raw(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *p = (struct task_struct *)ctx->args[0];
+	__u32 pid = BPF_CORE_READ(p, pid);
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+
+	if (pid == tgid)
+		on_group_exit(tgid);
+	return 0;
+}

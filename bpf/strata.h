@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * strata.h is the C side of the ABI between bpf/strata.bpf.c and the Go
+ * loader in agent/tracer. Every struct here is emitted into Go by
+ * `bpf2go -type`, and agent/tracer's layout test checks the constants that
+ * the Go side repeats, so the two halves cannot drift apart silently.
+ */
+#ifndef STRATA_H
+#define STRATA_H
+
+/*
+ * Address matching is two-level. Level 0 keys a 2 MiB bucket
+ * (addr >> STRATA_BUCKET_SHIFT) and holds up to STRATA_SLOTS block ranges (a range_set)
+ * overlapping it. A bucket touched by more blocks than that is marked
+ * STRATA_BUCKET_FINE and its blocks are listed per 4 KiB page at level 1
+ * (addr >> STRATA_PAGE_SHIFT), again up to STRATA_SLOTS per page.
+ */
+#define STRATA_BUCKET_SHIFT 21
+#define STRATA_PAGE_SHIFT 12
+#define STRATA_SLOTS 8
+
+#define STRATA_LEVEL_BUCKET 0
+#define STRATA_LEVEL_PAGE 1
+
+#define STRATA_BUCKET_FINE 1
+
+/* pid_bits covers every possible PID: PID_MAX_LIMIT (4 Mi) bits on 64-bit. */
+#define STRATA_PID_WORDS (4194304 / 64)
+
+/* Event kinds; a fault kind doubles as the counter it bumps. */
+enum strata_kind {
+	STRATA_KIND_READ = 0,
+	STRATA_KIND_WRITE = 1,
+	STRATA_KIND_EXEC = 2,
+	STRATA_KIND_UNCLASSIFIED = 3, /* perf fallback: no error code */
+	STRATA_KIND_MAJOR = 4,
+	STRATA_KIND_WALK_SAMPLE = 5,
+	STRATA_KIND_EXIT = 15, /* a traced thread group exited */
+};
+
+/* x86 page-fault error code bits (arch/x86/include/asm/trap_pf.h). */
+#define STRATA_PF_WRITE (1 << 1)
+#define STRATA_PF_INSTR (1 << 4)
+
+struct bucket_key {
+	__u32 tgid;
+	__u32 level; /* STRATA_LEVEL_* */
+	__u64 index; /* addr >> 21 at level 0, addr >> 12 at level 1 */
+};
+
+struct block_range {
+	__u64 start; /* inclusive */
+	__u64 end;   /* exclusive */
+	__u64 block_id;
+	__u32 slot; /* index into the counters map */
+	__u32 _pad;
+};
+
+struct range_set {
+	__u32 n;     /* used entries of ranges */
+	__u32 flags; /* STRATA_BUCKET_* */
+	struct block_range ranges[STRATA_SLOTS];
+};
+
+/* Per block, per CPU; summed by user space. */
+struct block_counters {
+	__u64 read;
+	__u64 write;
+	__u64 exec;
+	__u64 unclassified;
+	__u64 major;
+	__u64 walk_samples;
+};
+
+/* Per traced TGID, per CPU: the denominators for "RDD vs the rest". */
+struct tgid_counters {
+	__u64 walk_samples;
+	__u64 walk_samples_matched;
+};
+
+/* Per CPU, one entry. */
+struct fault_stats {
+	__u64 traced_faults;  /* faults of traced TGIDs */
+	__u64 matched_faults; /* ... that hit a registered block */
+	__u64 events;         /* records submitted to the ring */
+	__u64 ring_full;      /* bpf_ringbuf_reserve failures */
+	__u64 major_faults;   /* matched major faults */
+	__u64 walk_samples;   /* matched walk samples */
+	__u64 exits;          /* traced thread groups that exited */
+	__u64 sample_tick;    /* 1-in-N sampler state, not a statistic */
+};
+
+/* One ring record, 48 bytes. */
+struct event {
+	__u64 ts_ns; /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
+	__u64 addr;
+	__u64 ip;
+	__u64 block_id;
+	__u32 tgid;
+	__u32 tid;
+	__u8 kind; /* enum strata_kind */
+	__u8 _pad[3];
+	__u32 slot;
+};
+
+#endif /* STRATA_H */
