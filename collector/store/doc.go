@@ -1,0 +1,54 @@
+// Package store keeps what the collector receives and answers the questions
+// asked of it.
+//
+// Store is the small interface the rest of the collector uses; ingest and
+// query each declare the narrower part they need. DuckDB (Open) is the
+// embedded backend: one database file, strata.duckdb, in the store directory.
+// A server backend for larger clusters (ClickHouse, fed over HTTP with
+// INSERT … FORMAT RowBinary as measured in the storage research) can satisfy
+// the same interface; none is written yet, and nothing outside this package
+// depends on DuckDB.
+//
+// # Writes
+//
+// One writer goroutine owns the write connection and its three appenders.
+// Append validates a batch (ValidateBatch; refusals wrap ErrInvalidBatch),
+// then, on the writer, looks up its key (node_name, boot_id, seq): a stored
+// key makes the batch a duplicate and nothing is written. Otherwise the
+// batch's records, runs and workloads go through the appenders and its key
+// row into batches, all in one transaction; Append returns after COMMIT, so
+// an acknowledged batch is durable and a failed one left nothing behind.
+// Close stops the writer, closes the appenders, runs CHECKPOINT and closes
+// the database. Every method returns ErrClosed once Close has begun.
+//
+// # Tables
+//
+//   - batches: one row per stored batch, unique on (node_name, boot_id, seq).
+//   - records: one row per record, with its block's Spark columns, fault
+//     counters (has_faults says whether they were sent) and resolve_error.
+//   - runs: one row per PageRun, carrying the block's Spark columns and the
+//     record's time, access and pid, so page queries need no join. Runs are
+//     expanded into pages only when a query asks for pages.
+//   - workloads: one row per WorkloadCounters; absent hardware counters are
+//     NULL.
+//   - jobs: one row per analysed job, the JobResult kept as protobuf bytes.
+//
+// # Query semantics
+//
+//   - Trace: records are a time series of accesses, so Trace lists every page
+//     of every matching record, oldest record first, expanded with
+//     PageRun.Page; a page covered by three records appears three times.
+//   - Numa: for each block (executor_id, block_id) the latest record of its
+//     life cycle (alloc, read, write, move, free) is taken; a block whose
+//     latest record is a free holds nothing. Its pages are counted once per
+//     (executor, pid, page address) under their NUMA node, -1 when not known
+//     (not present, or the PFN hidden). Fault records are not life-cycle
+//     records: they cover one page, not the block.
+//   - Faults: counters are cumulative since a block's registration, so the
+//     latest record carrying them wins per registration (executor, block,
+//     pid, hook_block_id); registrations of one Spark block are summed.
+//   - Overhead: per (executor, pid); snapshots sharing a start are
+//     cumulative (latest wins), different starts are summed as successive
+//     intervals. A hardware counter is reported only when every snapshot
+//     measured it; walk percentages need a non-zero cycle count.
+package store

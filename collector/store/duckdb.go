@@ -1,0 +1,490 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	duckdb "github.com/duckdb/duckdb-go/v2"
+	"google.golang.org/protobuf/proto"
+
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// DBFile is the database file's name inside Options.Dir.
+const DBFile = "strata.duckdb"
+
+// Options configure the embedded store.
+type Options struct {
+	// Dir holds the database file; it is created if missing.
+	Dir string
+	// MemoryLimit is DuckDB's memory_limit, e.g. "1GB". Empty = DuckDB's
+	// default (80% of RAM), which a collector sharing a node should not take.
+	MemoryLimit string
+	// Threads caps DuckDB's worker threads; 0 = DuckDB's default (all cores).
+	Threads int
+	// Logger receives open/close events; nil discards them.
+	Logger *slog.Logger
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS batches (
+	batch_id    BIGINT PRIMARY KEY,
+	node_name   VARCHAR NOT NULL,
+	boot_id     VARCHAR NOT NULL,
+	seq         UBIGINT NOT NULL,
+	records     UINTEGER NOT NULL,
+	received_ns BIGINT NOT NULL,
+	UNIQUE (node_name, boot_id, seq)
+);
+CREATE TABLE IF NOT EXISTS records (
+	batch_id      BIGINT NOT NULL,
+	rec_idx       INTEGER NOT NULL,
+	node_name     VARCHAR NOT NULL,
+	time_ns       BIGINT NOT NULL,
+	access_kind   TINYINT NOT NULL,
+	pid           UINTEGER NOT NULL,
+	tid           UINTEGER NOT NULL,
+	app_id        VARCHAR NOT NULL,
+	executor_id   VARCHAR NOT NULL,
+	rdd_id        INTEGER NOT NULL,
+	partition_id  INTEGER NOT NULL,
+	block_id      VARCHAR NOT NULL,
+	hook_block_id UBIGINT NOT NULL,
+	vaddr         UBIGINT NOT NULL,
+	length        UBIGINT NOT NULL,
+	page_size     UINTEGER NOT NULL,
+	cpu_numa      INTEGER NOT NULL,
+	runs          UINTEGER NOT NULL,
+	pages         UBIGINT NOT NULL,
+	has_faults    BOOLEAN NOT NULL,
+	fault_read    UBIGINT NOT NULL,
+	fault_write   UBIGINT NOT NULL,
+	fault_exec    UBIGINT NOT NULL,
+	fault_major   UBIGINT NOT NULL,
+	resolve_error VARCHAR NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+	batch_id      BIGINT NOT NULL,
+	rec_idx       INTEGER NOT NULL,
+	time_ns       BIGINT NOT NULL,
+	access_kind   TINYINT NOT NULL,
+	pid           UINTEGER NOT NULL,
+	app_id        VARCHAR NOT NULL,
+	executor_id   VARCHAR NOT NULL,
+	rdd_id        INTEGER NOT NULL,
+	partition_id  INTEGER NOT NULL,
+	block_id      VARCHAR NOT NULL,
+	mem_mode      TINYINT NOT NULL,
+	mem_location  TINYINT NOT NULL,
+	hook_block_id UBIGINT NOT NULL,
+	page_size     UINTEGER NOT NULL,
+	vaddr         UBIGINT NOT NULL,
+	pages         UINTEGER NOT NULL,
+	state         UINTEGER NOT NULL,
+	pfn           UBIGINT NOT NULL,
+	kpageflags    UBIGINT NOT NULL,
+	folio_pages   UINTEGER NOT NULL,
+	kpagecount    UBIGINT NOT NULL,
+	numa_node     INTEGER NOT NULL,
+	swap_type     UINTEGER NOT NULL,
+	swap_offset   UBIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS workloads (
+	batch_id         BIGINT NOT NULL,
+	node_name        VARCHAR NOT NULL,
+	app_id           VARCHAR NOT NULL,
+	executor_id      VARCHAR NOT NULL,
+	pid              UINTEGER NOT NULL,
+	start_ns         BIGINT NOT NULL,
+	end_ns           BIGINT NOT NULL,
+	task_clock_ns    UBIGINT NOT NULL,
+	context_switches UBIGINT NOT NULL,
+	cpu_migrations   UBIGINT NOT NULL,
+	minor_faults     UBIGINT NOT NULL,
+	major_faults     UBIGINT NOT NULL,
+	cycles           UBIGINT,
+	instructions     UBIGINT,
+	dtlb_misses      UBIGINT,
+	walk_load        UBIGINT,
+	walk_store       UBIGINT,
+	walk_rdd         UBIGINT,
+	pmu_status       VARCHAR NOT NULL
+);
+CREATE TABLE IF NOT EXISTS jobs (
+	job_id      VARCHAR PRIMARY KEY,
+	severity    INTEGER NOT NULL,
+	finish_ms   BIGINT NOT NULL,
+	analyzed_ms BIGINT NOT NULL,
+	app_id      VARCHAR NOT NULL,
+	result      BLOB NOT NULL
+);`
+
+// DuckDB is the embedded Store. One writer goroutine owns the write
+// connection and its appenders; queries use a separate connection pool.
+type DuckDB struct {
+	log       *slog.Logger
+	connector *duckdb.Connector
+	db        *sql.DB // readers
+	reqs      chan writeReq
+	quit      chan struct{}
+	done      chan struct{} // closed when the writer has returned
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ Store = (*DuckDB)(nil)
+
+// writeReq is one unit of work for the writer goroutine.
+type writeReq struct {
+	fn   func(w *writer) error
+	done chan error
+}
+
+// writer is the state only the writer goroutine touches.
+type writer struct {
+	conn      driver.Conn
+	exec      driver.ExecerContext
+	query     driver.QueryerContext
+	records   *duckdb.Appender
+	runs      *duckdb.Appender
+	workloads *duckdb.Appender
+	nextBatch int64
+}
+
+// Open opens (creating if needed) the database in opts.Dir and starts its
+// writer goroutine. Close must be called to flush and checkpoint.
+func Open(ctx context.Context, opts Options) (*DuckDB, error) {
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("open store: %w: empty directory", ErrInvalidQuery)
+	}
+	if err := os.MkdirAll(opts.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create store dir: %w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	params := url.Values{}
+	if opts.MemoryLimit != "" {
+		params.Set("memory_limit", opts.MemoryLimit)
+	}
+	if opts.Threads > 0 {
+		params.Set("threads", fmt.Sprint(opts.Threads))
+	}
+	dsn := filepath.Join(opts.Dir, DBFile)
+	if len(params) > 0 {
+		dsn += "?" + params.Encode()
+	}
+	connector, err := duckdb.NewConnector(dsn, nil)
+	if err != nil {
+		return nil, fmt.Errorf("open duckdb %s: %w", opts.Dir, err)
+	}
+	w, err := openWriter(ctx, connector)
+	if err != nil {
+		connector.Close()
+		return nil, err
+	}
+	s := &DuckDB{
+		log:       log.With("component", "store"),
+		connector: connector,
+		db:        sql.OpenDB(connector),
+		reqs:      make(chan writeReq),
+		quit:      make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	go s.writeLoop(w)
+	s.log.Info("store open", "path", filepath.Join(opts.Dir, DBFile), "memory_limit", opts.MemoryLimit, "next_batch", w.nextBatch)
+	return s, nil
+}
+
+func openWriter(ctx context.Context, connector *duckdb.Connector) (w *writer, err error) {
+	conn, err := connector.Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect duckdb: %w", err)
+	}
+	w = &writer{conn: conn}
+	defer func() {
+		if err != nil {
+			w.close()
+		}
+	}()
+	var ok bool
+	if w.exec, ok = conn.(driver.ExecerContext); !ok {
+		return nil, errors.New("connect duckdb: connection cannot exec")
+	}
+	if w.query, ok = conn.(driver.QueryerContext); !ok {
+		return nil, errors.New("connect duckdb: connection cannot query")
+	}
+	if _, err := w.exec.ExecContext(ctx, schema, nil); err != nil {
+		return nil, fmt.Errorf("create schema: %w", err)
+	}
+	var maxID int64
+	if err := w.scanOne(ctx, "SELECT coalesce(max(batch_id), 0) FROM batches", nil, &maxID); err != nil {
+		return nil, fmt.Errorf("read last batch id: %w", err)
+	}
+	w.nextBatch = maxID + 1
+	for _, a := range []struct {
+		dst   **duckdb.Appender
+		table string
+	}{{&w.records, "records"}, {&w.runs, "runs"}, {&w.workloads, "workloads"}} {
+		if *a.dst, err = duckdb.NewAppenderFromConn(conn, "", a.table); err != nil {
+			return nil, fmt.Errorf("create %s appender: %w", a.table, err)
+		}
+	}
+	return w, nil
+}
+
+// scanOne runs a query on the writer's connection and scans its first row.
+func (w *writer) scanOne(ctx context.Context, q string, args []driver.NamedValue, dst ...any) error {
+	rows, err := w.query.QueryContext(ctx, q, args)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	vals := make([]driver.Value, len(rows.Columns()))
+	if err := rows.Next(vals); err != nil {
+		return err
+	}
+	for i, d := range dst {
+		switch p := d.(type) {
+		case *int64:
+			v, ok := vals[i].(int64)
+			if !ok {
+				return fmt.Errorf("scan column %d: got %T", i, vals[i])
+			}
+			*p = v
+		case *uint32:
+			v, ok := vals[i].(uint32)
+			if !ok {
+				return fmt.Errorf("scan column %d: got %T", i, vals[i])
+			}
+			*p = v
+		default:
+			return fmt.Errorf("scan column %d: unsupported %T", i, d)
+		}
+	}
+	return nil
+}
+
+func (w *writer) close() error {
+	var errs []error
+	for _, a := range []*duckdb.Appender{w.records, w.runs, w.workloads} {
+		if a != nil {
+			errs = append(errs, a.Close())
+		}
+	}
+	if w.exec != nil {
+		if _, err := w.exec.ExecContext(context.Background(), "CHECKPOINT", nil); err != nil {
+			errs = append(errs, fmt.Errorf("checkpoint: %w", err))
+		}
+	}
+	errs = append(errs, w.conn.Close())
+	return errors.Join(errs...)
+}
+
+func (s *DuckDB) writeLoop(w *writer) {
+	defer close(s.done)
+	for {
+		select {
+		case r := <-s.reqs:
+			r.done <- r.fn(w)
+		case <-s.quit:
+			if err := w.close(); err != nil {
+				s.closeErr = fmt.Errorf("close writer: %w", err)
+			}
+			return
+		}
+	}
+}
+
+// submit runs fn on the writer goroutine and waits for it. If ctx ends first
+// the work may still complete; a replayed batch is then a duplicate.
+func (s *DuckDB) submit(ctx context.Context, fn func(w *writer) error) error {
+	r := writeReq{fn: fn, done: make(chan error, 1)}
+	select {
+	case s.reqs <- r:
+	case <-s.quit:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops the writer, closes its appenders, checkpoints the WAL into the
+// database file and closes it. Later calls return the first call's result.
+func (s *DuckDB) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.quit)
+		<-s.done
+		errs := []error{s.closeErr, s.db.Close(), s.connector.Close()}
+		s.closeErr = errors.Join(errs...)
+		s.log.Info("store closed", "error", s.closeErr)
+	})
+	return s.closeErr
+}
+
+func (s *DuckDB) closed() bool {
+	select {
+	case <-s.quit:
+		return true
+	default:
+		return false
+	}
+}
+
+// Append stores b in one transaction: its key row in batches, then its
+// records, runs and workloads through the appenders. It returns after COMMIT.
+func (s *DuckDB) Append(ctx context.Context, b *stratav1.Batch) (AppendResult, error) {
+	if err := ValidateBatch(b); err != nil {
+		return AppendResult{}, err
+	}
+	var res AppendResult
+	err := s.submit(ctx, func(w *writer) error {
+		var err error
+		res, err = w.append(ctx, b)
+		return err
+	})
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("append batch %s/%d: %w", b.GetNodeName(), b.GetSeq(), err)
+	}
+	return res, nil
+}
+
+func (w *writer) append(ctx context.Context, b *stratav1.Batch) (res AppendResult, err error) {
+	key := []driver.NamedValue{
+		{Ordinal: 1, Value: b.GetNodeName()},
+		{Ordinal: 2, Value: b.GetBootId()},
+		{Ordinal: 3, Value: b.GetSeq()},
+	}
+	var prev uint32
+	err = w.scanOne(ctx, "SELECT records FROM batches WHERE node_name = $1 AND boot_id = $2 AND seq = $3", key, &prev)
+	switch {
+	case err == nil:
+		return AppendResult{Duplicate: true, Records: prev}, nil
+	case !errors.Is(err, io.EOF):
+		return res, fmt.Errorf("look up batch: %w", err)
+	}
+	if _, err := w.exec.ExecContext(ctx, "BEGIN TRANSACTION", nil); err != nil {
+		return res, fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			// Drop what the appenders buffered, then the transaction.
+			for _, a := range []*duckdb.Appender{w.records, w.runs, w.workloads} {
+				_ = a.Clear()
+			}
+			_, _ = w.exec.ExecContext(context.Background(), "ROLLBACK", nil)
+		}
+	}()
+	id := w.nextBatch
+	if err := w.appendRows(id, b); err != nil {
+		return res, err
+	}
+	for _, a := range []*duckdb.Appender{w.records, w.runs, w.workloads} {
+		if err := a.Flush(); err != nil {
+			return res, fmt.Errorf("flush appender: %w", err)
+		}
+	}
+	n := uint32(len(b.GetRecords()))
+	keyRow := append(key, driver.NamedValue{Ordinal: 4, Value: id}, driver.NamedValue{Ordinal: 5, Value: n},
+		driver.NamedValue{Ordinal: 6, Value: time.Now().UnixNano()})
+	if _, err := w.exec.ExecContext(ctx, `INSERT INTO batches (node_name, boot_id, seq, batch_id, records, received_ns)
+		VALUES ($1, $2, $3, $4, $5, $6)`, keyRow); err != nil {
+		return res, fmt.Errorf("insert batch key: %w", err)
+	}
+	if _, err := w.exec.ExecContext(ctx, "COMMIT", nil); err != nil {
+		return res, fmt.Errorf("commit: %w", err)
+	}
+	w.nextBatch++
+	return AppendResult{Records: n}, nil
+}
+
+func (w *writer) appendRows(id int64, b *stratav1.Batch) error {
+	node := b.GetNodeName()
+	for i, r := range b.GetRecords() {
+		blk := r.GetBlock()
+		f := r.GetFaults()
+		var pages uint64
+		for _, run := range r.GetRuns() {
+			pages += uint64(run.GetCount())
+		}
+		err := w.records.AppendRow(id, int32(i), node, r.GetTimeUnixNano(), int8(r.GetAccess()), r.GetPid(), r.GetTid(),
+			blk.GetAppId(), blk.GetExecutorId(), blk.GetRddId(), blk.GetPartition(), blk.GetBlockId(), blk.GetHookBlockId(),
+			r.GetVaddr(), r.GetLength(), r.GetPageSize(), r.GetCpuNumaNode(), uint32(len(r.GetRuns())), pages,
+			f != nil, f.GetRead(), f.GetWrite(), f.GetExec(), f.GetMajor(), r.GetResolveError())
+		if err != nil {
+			return fmt.Errorf("append record %d: %w", i, err)
+		}
+		for j, run := range r.GetRuns() {
+			err := w.runs.AppendRow(id, int32(i), r.GetTimeUnixNano(), int8(r.GetAccess()), r.GetPid(),
+				blk.GetAppId(), blk.GetExecutorId(), blk.GetRddId(), blk.GetPartition(), blk.GetBlockId(),
+				int8(blk.GetMode()), int8(blk.GetLocation()), blk.GetHookBlockId(), r.GetPageSize(),
+				run.GetVaddr(), run.GetCount(), run.GetState(), run.GetPfn(), run.GetKpageflags(), run.GetFolioPages(),
+				run.GetKpagecount(), run.GetNumaNode(), run.GetSwapType(), run.GetSwapOffset())
+			if err != nil {
+				return fmt.Errorf("append record %d run %d: %w", i, j, err)
+			}
+		}
+	}
+	for i, wl := range b.GetWorkloads() {
+		err := w.workloads.AppendRow(id, node, wl.GetAppId(), wl.GetExecutorId(), wl.GetPid(),
+			wl.GetStartUnixNano(), wl.GetEndUnixNano(), wl.GetTaskClockNs(), wl.GetContextSwitches(), wl.GetCpuMigrations(),
+			wl.GetMinorFaults(), wl.GetMajorFaults(), optional(wl.Cycles), optional(wl.Instructions), optional(wl.DtlbMisses),
+			optional(wl.WalkCyclesLoad), optional(wl.WalkCyclesStore), optional(wl.WalkCyclesRdd), wl.GetPmuStatus())
+		if err != nil {
+			return fmt.Errorf("append workload %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// optional turns an absent proto3 optional into SQL NULL.
+func optional(p *uint64) driver.Value {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// PutJob stores r, replacing an earlier result for the same job id.
+func (s *DuckDB) PutJob(ctx context.Context, r *stratav1.JobResult) error {
+	if r.GetJobId() == "" {
+		return fmt.Errorf("put job: %w: empty job_id", ErrInvalidQuery)
+	}
+	blob, err := proto.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("marshal job %s: %w", r.GetJobId(), err)
+	}
+	args := []driver.NamedValue{
+		{Ordinal: 1, Value: r.GetJobId()},
+		{Ordinal: 2, Value: int32(r.GetSeverity())},
+		{Ordinal: 3, Value: r.GetFinishUnixMs()},
+		{Ordinal: 4, Value: r.GetAnalyzedUnixMs()},
+		{Ordinal: 5, Value: r.GetAppId()},
+		{Ordinal: 6, Value: blob},
+	}
+	err = s.submit(ctx, func(w *writer) error {
+		_, err := w.exec.ExecContext(ctx, "INSERT OR REPLACE INTO jobs VALUES ($1, $2, $3, $4, $5, $6)", args)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("put job %s: %w", r.GetJobId(), err)
+	}
+	return nil
+}

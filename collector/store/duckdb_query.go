@@ -1,0 +1,400 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// Access kinds as stored (TINYINT), named for the SQL below.
+const (
+	accessAlloc = int8(stratav1.AccessKind_ACCESS_KIND_ALLOC)
+	accessRead  = int8(stratav1.AccessKind_ACCESS_KIND_READ)
+	accessWrite = int8(stratav1.AccessKind_ACCESS_KIND_WRITE)
+	accessFree  = int8(stratav1.AccessKind_ACCESS_KIND_FREE)
+	accessMove  = int8(stratav1.AccessKind_ACCESS_KIND_MOVE)
+)
+
+func (s *DuckDB) reader(appID string) error {
+	if s.closed() {
+		return ErrClosed
+	}
+	if appID == "" {
+		return fmt.Errorf("%w: empty app_id", ErrInvalidQuery)
+	}
+	return nil
+}
+
+const traceSQL = `
+SELECT time_ns, access_kind, pid, app_id, executor_id, rdd_id, partition_id, block_id,
+	mem_mode, mem_location, hook_block_id, page_size,
+	vaddr, pages, state, pfn, kpageflags, folio_pages, kpagecount, numa_node, swap_type, swap_offset
+FROM runs
+WHERE app_id = $1 AND ($2::INTEGER IS NULL OR rdd_id = $2) AND ($3::INTEGER IS NULL OR partition_id = $3)
+ORDER BY time_ns, batch_id, rec_idx, vaddr`
+
+// Trace lists, per record and per page, what the record saw: records are a
+// time series of accesses, so a page appears once for every record that
+// covered it, oldest first. Runs are expanded here with PageRun.Page.
+func (s *DuckDB) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.TracePage) error) error {
+	if err := s.reader(q.AppID); err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	var rdd, part any
+	if q.RDD != nil {
+		rdd = *q.RDD
+	}
+	if q.Partition != nil {
+		part = *q.Partition
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the query when the limit is reached early
+	rows, err := s.db.QueryContext(ctx, traceSQL, q.AppID, rdd, part)
+	if err != nil {
+		return fmt.Errorf("trace %s: %w", q.AppID, err)
+	}
+	defer rows.Close()
+	var sent uint32
+	for rows.Next() {
+		var (
+			t                    int64
+			access, mode, loc    int8
+			pid, pageSize        uint32
+			blk                  stratav1.SparkBlock
+			run                  stratav1.PageRun
+			pages, state, folio  uint32
+			vaddr, pfn, kpf, kpc uint64
+			node                 int32
+			swapType             uint32
+			swapOff              uint64
+		)
+		err := rows.Scan(&t, &access, &pid, &blk.AppId, &blk.ExecutorId, &blk.RddId, &blk.Partition, &blk.BlockId,
+			&mode, &loc, &blk.HookBlockId, &pageSize,
+			&vaddr, &pages, &state, &pfn, &kpf, &folio, &kpc, &node, &swapType, &swapOff)
+		if err != nil {
+			return fmt.Errorf("scan trace row: %w", err)
+		}
+		blk.Mode = stratav1.MemoryMode(mode)
+		blk.Location = stratav1.MemoryLocation(loc)
+		run.Vaddr, run.Count, run.State, run.Pfn = vaddr, pages, state, pfn
+		run.Kpageflags, run.FolioPages, run.Kpagecount, run.NumaNode = kpf, folio, kpc, node
+		run.SwapType, run.SwapOffset = swapType, swapOff
+		for i := range pages {
+			if q.Limit > 0 && sent >= q.Limit {
+				return nil
+			}
+			p := run.Page(i, uint64(pageSize))
+			err := fn(&stratav1.TracePage{
+				TimeUnixNano: t,
+				Access:       stratav1.AccessKind(access),
+				Block:        &blk, // one per row; pages of a run share it
+				Pid:          pid,
+				Vaddr:        p.VAddr,
+				State:        p.State,
+				Pfn:          p.PFN,
+				Paddr:        p.PAddr(uint64(pageSize)),
+				Kpageflags:   p.KPageFlags,
+				Kpagecount:   p.KPageCount,
+				NumaNode:     p.NUMANode,
+			})
+			if err != nil {
+				return err
+			}
+			sent++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read trace rows: %w", err)
+	}
+	return nil
+}
+
+// numaSQL: the latest lifecycle record (alloc, read, write, move, free) of
+// each block (executor_id, block_id) wins; a block whose latest is a free
+// holds no pages. Its runs are expanded in SQL and deduplicated per
+// (executor, pid, page vaddr); a page whose node is not known (not present,
+// PFN hidden) counts under node -1.
+const numaSQL = `
+WITH life AS (
+	SELECT batch_id, rec_idx, access_kind,
+		row_number() OVER (PARTITION BY executor_id, block_id
+			ORDER BY time_ns DESC, batch_id DESC, rec_idx DESC) AS rn
+	FROM records
+	WHERE app_id = $1 AND access_kind IN ($2, $3, $4, $5, $6)
+), latest AS (
+	SELECT batch_id, rec_idx FROM life WHERE rn = 1 AND access_kind <> $5
+), pages AS (
+	SELECT DISTINCT r.rdd_id, r.executor_id, r.pid, r.page_size,
+		r.vaddr + i.i * r.page_size AS page,
+		CASE WHEN r.state & 1 = 0 OR r.state & 128 <> 0 THEN -1 ELSE r.numa_node END AS node
+	FROM runs r JOIN latest USING (batch_id, rec_idx)
+	CROSS JOIN LATERAL (SELECT unnest(range(r.pages::BIGINT)) AS i) i
+	WHERE r.app_id = $1
+)
+SELECT rdd_id, node, count(*)::UBIGINT, sum(page_size)::UBIGINT
+FROM pages GROUP BY rdd_id, node ORDER BY rdd_id, node`
+
+// Numa counts distinct resident pages per RDD per NUMA node; see numaSQL.
+func (s *DuckDB) Numa(ctx context.Context, appID string) ([]*stratav1.NumaRow, error) {
+	if err := s.reader(appID); err != nil {
+		return nil, fmt.Errorf("numa: %w", err)
+	}
+	rows, err := s.db.QueryContext(ctx, numaSQL, appID, accessAlloc, accessRead, accessWrite, accessFree, accessMove)
+	if err != nil {
+		return nil, fmt.Errorf("query numa %s: %w", appID, err)
+	}
+	return collect(rows, func(sc func(...any) error) (*stratav1.NumaRow, error) {
+		var r stratav1.NumaRow
+		return &r, sc(&r.RddId, &r.NumaNode, &r.Pages, &r.Bytes)
+	})
+}
+
+// faultsSQL: counters are cumulative since a block's registration, so the
+// latest record carrying them wins per registration (executor, block, pid,
+// hook_block_id); registrations of the same Spark block (freed and cached
+// again) are summed.
+const faultsSQL = `
+WITH latest AS (
+	SELECT executor_id, rdd_id, partition_id, block_id, pid,
+		fault_read, fault_write, fault_exec, fault_major,
+		row_number() OVER (PARTITION BY executor_id, block_id, pid, hook_block_id
+			ORDER BY time_ns DESC, batch_id DESC, rec_idx DESC) AS rn
+	FROM records WHERE app_id = $1 AND has_faults
+)
+SELECT executor_id, rdd_id, partition_id, block_id, pid,
+	sum(fault_read)::UBIGINT, sum(fault_write)::UBIGINT, sum(fault_exec)::UBIGINT, sum(fault_major)::UBIGINT
+FROM latest WHERE rn = 1
+GROUP BY executor_id, rdd_id, partition_id, block_id, pid
+ORDER BY rdd_id, partition_id, executor_id, block_id, pid`
+
+type faultRow struct {
+	row *stratav1.FaultRow
+	pid uint32
+}
+
+func (s *DuckDB) faults(ctx context.Context, appID string) ([]faultRow, error) {
+	rows, err := s.db.QueryContext(ctx, faultsSQL, appID)
+	if err != nil {
+		return nil, fmt.Errorf("query faults %s: %w", appID, err)
+	}
+	return collect(rows, func(sc func(...any) error) (faultRow, error) {
+		r := faultRow{row: &stratav1.FaultRow{Faults: &stratav1.FaultCounts{}}}
+		f := r.row.Faults
+		return r, sc(&r.row.ExecutorId, &r.row.RddId, &r.row.Partition, &r.row.BlockId, &r.pid,
+			&f.Read, &f.Write, &f.Exec, &f.Major)
+	})
+}
+
+// Faults returns the latest fault counters per block; see faultsSQL. A block
+// seen in several processes of one executor (rare) gives one row per pid.
+func (s *DuckDB) Faults(ctx context.Context, appID string) ([]*stratav1.FaultRow, error) {
+	if err := s.reader(appID); err != nil {
+		return nil, fmt.Errorf("faults: %w", err)
+	}
+	fr, err := s.faults(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*stratav1.FaultRow, len(fr))
+	for i, r := range fr {
+		out[i] = r.row
+	}
+	return out, nil
+}
+
+// overheadSQL: snapshots sharing a start are cumulative (the latest end
+// wins); snapshots with different starts are successive intervals and are
+// summed. A hardware counter is reported only when every summed snapshot
+// measured it, and pmu_status is the latest snapshot's.
+const overheadSQL = `
+WITH snap AS (
+	SELECT *, row_number() OVER (PARTITION BY executor_id, pid, start_ns
+		ORDER BY end_ns DESC, batch_id DESC) AS rn
+	FROM workloads WHERE app_id = $1
+)
+SELECT executor_id, pid, min(start_ns), max(end_ns),
+	sum(task_clock_ns)::UBIGINT, sum(context_switches)::UBIGINT, sum(cpu_migrations)::UBIGINT,
+	sum(minor_faults)::UBIGINT, sum(major_faults)::UBIGINT,
+	CASE WHEN count(cycles) = count(*) THEN sum(cycles)::UBIGINT END,
+	CASE WHEN count(instructions) = count(*) THEN sum(instructions)::UBIGINT END,
+	CASE WHEN count(dtlb_misses) = count(*) THEN sum(dtlb_misses)::UBIGINT END,
+	CASE WHEN count(walk_load) = count(*) THEN sum(walk_load)::UBIGINT END,
+	CASE WHEN count(walk_store) = count(*) THEN sum(walk_store)::UBIGINT END,
+	CASE WHEN count(walk_rdd) = count(*) THEN sum(walk_rdd)::UBIGINT END,
+	arg_max(pmu_status, end_ns)
+FROM snap WHERE rn = 1
+GROUP BY executor_id, pid ORDER BY executor_id, pid`
+
+// Overhead returns per (executor, pid) workload counters, their fault rate,
+// the faults inside the app's blocks, and page-walk shares of cycles when
+// the PMU measured them (see walkShares).
+func (s *DuckDB) Overhead(ctx context.Context, appID string) ([]*stratav1.OverheadRow, error) {
+	if err := s.reader(appID); err != nil {
+		return nil, fmt.Errorf("overhead: %w", err)
+	}
+	rows, err := s.db.QueryContext(ctx, overheadSQL, appID)
+	if err != nil {
+		return nil, fmt.Errorf("query overhead %s: %w", appID, err)
+	}
+	out, err := collect(rows, func(sc func(...any) error) (*stratav1.OverheadRow, error) {
+		c := &stratav1.WorkloadCounters{AppId: appID}
+		var cyc, ins, dtlb, wl, ws, wr sql.Null[uint64]
+		err := sc(&c.ExecutorId, &c.Pid, &c.StartUnixNano, &c.EndUnixNano,
+			&c.TaskClockNs, &c.ContextSwitches, &c.CpuMigrations, &c.MinorFaults, &c.MajorFaults,
+			&cyc, &ins, &dtlb, &wl, &ws, &wr, &c.PmuStatus)
+		c.Cycles, c.Instructions, c.DtlbMisses = nullPtr(cyc), nullPtr(ins), nullPtr(dtlb)
+		c.WalkCyclesLoad, c.WalkCyclesStore, c.WalkCyclesRdd = nullPtr(wl), nullPtr(ws), nullPtr(wr)
+		return &stratav1.OverheadRow{Counters: c}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	faults, err := s.faults(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	type proc struct {
+		exec string
+		pid  uint32
+	}
+	rdd := map[proc]*stratav1.FaultCounts{}
+	for _, f := range faults {
+		k := proc{f.row.GetExecutorId(), f.pid}
+		sum := rdd[k]
+		if sum == nil {
+			sum = &stratav1.FaultCounts{}
+			rdd[k] = sum
+		}
+		sum.Read += f.row.Faults.GetRead()
+		sum.Write += f.row.Faults.GetWrite()
+		sum.Exec += f.row.Faults.GetExec()
+		sum.Major += f.row.Faults.GetMajor()
+	}
+	for _, r := range out {
+		c := r.Counters
+		r.RddFaults = rdd[proc{c.GetExecutorId(), c.GetPid()}]
+		if r.RddFaults == nil {
+			r.RddFaults = &stratav1.FaultCounts{}
+		}
+		if d := c.GetEndUnixNano() - c.GetStartUnixNano(); d > 0 {
+			r.FaultRatePerSec = float64(c.GetMinorFaults()+c.GetMajorFaults()) / (float64(d) / 1e9)
+		}
+		walkShares(r)
+	}
+	return out, nil
+}
+
+// walkShares sets the page-walk percentages of cycles that were measured:
+// read = load-walk cycles, write = store-walk cycles, rdd = walk cycles
+// sampled inside RDD blocks, and walk_pct = read + write of those present.
+// Nothing is set without a non-zero cycle count: no number is invented.
+func walkShares(r *stratav1.OverheadRow) {
+	c := r.GetCounters()
+	if c.Cycles == nil || c.GetCycles() == 0 {
+		return
+	}
+	pct := func(v uint64) *float64 {
+		p := float64(v) * 100 / float64(c.GetCycles())
+		return &p
+	}
+	if c.WalkCyclesLoad != nil {
+		r.WalkPctRead = pct(c.GetWalkCyclesLoad())
+	}
+	if c.WalkCyclesStore != nil {
+		r.WalkPctWrite = pct(c.GetWalkCyclesStore())
+	}
+	if c.WalkCyclesRdd != nil {
+		r.WalkPctRdd = pct(c.GetWalkCyclesRdd())
+	}
+	if c.WalkCyclesLoad != nil || c.WalkCyclesStore != nil {
+		r.WalkPct = pct(c.GetWalkCyclesLoad() + c.GetWalkCyclesStore())
+	}
+}
+
+func nullPtr(n sql.Null[uint64]) *uint64 {
+	if !n.Valid {
+		return nil
+	}
+	return &n.V
+}
+
+// collect scans every row with scan and closes rows.
+func collect[T any](rows *sql.Rows, scan func(sc func(...any) error) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows.Scan)
+		if err != nil {
+			return nil, fmt.Errorf("scan row: %w", err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read rows: %w", err)
+	}
+	return out, nil
+}
+
+// HasJob reports whether a result for id is stored.
+func (s *DuckDB) HasJob(ctx context.Context, id string) (bool, error) {
+	if s.closed() {
+		return false, fmt.Errorf("has job: %w", ErrClosed)
+	}
+	var n int64
+	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM jobs WHERE job_id = $1", id).Scan(&n); err != nil {
+		return false, fmt.Errorf("look up job %s: %w", id, err)
+	}
+	return n > 0, nil
+}
+
+// Jobs lists results at or above min, newest finish first; limit 0 = all.
+func (s *DuckDB) Jobs(ctx context.Context, min stratav1.Severity, limit uint32) ([]*stratav1.JobResult, error) {
+	if s.closed() {
+		return nil, fmt.Errorf("jobs: %w", ErrClosed)
+	}
+	q := "SELECT result FROM jobs WHERE severity >= $1 ORDER BY finish_ms DESC, job_id"
+	args := []any{int32(min)}
+	if limit > 0 {
+		q += " LIMIT $2"
+		args = append(args, int64(limit))
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("query jobs: %w", err)
+	}
+	return collect(rows, func(sc func(...any) error) (*stratav1.JobResult, error) {
+		return scanJob(sc)
+	})
+}
+
+// Job returns one result, or ErrNotFound.
+func (s *DuckDB) Job(ctx context.Context, id string) (*stratav1.JobResult, error) {
+	if s.closed() {
+		return nil, fmt.Errorf("job: %w", ErrClosed)
+	}
+	r, err := scanJob(s.db.QueryRowContext(ctx, "SELECT result FROM jobs WHERE job_id = $1", id).Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", id, err)
+	}
+	return r, nil
+}
+
+func scanJob(sc func(...any) error) (*stratav1.JobResult, error) {
+	var blob []byte
+	if err := sc(&blob); err != nil {
+		return nil, err
+	}
+	var r stratav1.JobResult
+	if err := proto.Unmarshal(blob, &r); err != nil {
+		return nil, fmt.Errorf("decode job: %w", err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,300 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stratatrace/strata/collector/store"
+	"github.com/stratatrace/strata/collector/store/storetest"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+func trace(t *testing.T, s store.Store, q store.TraceQuery) []*stratav1.TracePage {
+	t.Helper()
+	var pages []*stratav1.TracePage
+	if err := s.Trace(context.Background(), q, func(p *stratav1.TracePage) error {
+		pages = append(pages, p)
+		return nil
+	}); err != nil {
+		t.Fatalf("trace: %v", err)
+	}
+	return pages
+}
+
+func mustAppend(t *testing.T, s store.Store, b *stratav1.Batch) store.AppendResult {
+	t.Helper()
+	res, err := s.Append(context.Background(), b)
+	if err != nil {
+		t.Fatalf("append seq %d: %v", b.GetSeq(), err)
+	}
+	return res
+}
+
+func TestAppendDuplicateAndReopen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := store.Open(ctx, store.Options{Dir: dir, MemoryLimit: "256MB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustAppend(t, s, storetest.Sample(1)); got != (store.AppendResult{Records: 3}) {
+		t.Fatalf("first append = %+v", got)
+	}
+	if got := mustAppend(t, s, storetest.Sample(1)); got != (store.AppendResult{Duplicate: true, Records: 3}) {
+		t.Fatalf("replayed append = %+v, want duplicate", got)
+	}
+	if n := len(trace(t, s, store.TraceQuery{AppID: storetest.App})); n != storetest.SamplePages {
+		t.Fatalf("after replay: %d pages, want %d (stored once)", n, storetest.SamplePages)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if _, err := s.Append(ctx, storetest.Sample(2)); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("append after close: %v, want ErrClosed", err)
+	}
+
+	s, err = store.Open(ctx, store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := mustAppend(t, s, storetest.Sample(1)); !got.Duplicate {
+		t.Fatalf("replay after reopen = %+v, want duplicate", got)
+	}
+	mustAppend(t, s, storetest.Sample(2))
+	if n := len(trace(t, s, store.TraceQuery{AppID: storetest.App})); n != 2*storetest.SamplePages {
+		t.Fatalf("after reopen and seq 2: %d pages, want %d", n, 2*storetest.SamplePages)
+	}
+}
+
+func TestAppendInvalid(t *testing.T) {
+	s := storetest.Open(t)
+	for name, mutate := range map[string]func(*stratav1.Batch){
+		"no node":       func(b *stratav1.Batch) { b.NodeName = "" },
+		"no boot":       func(b *stratav1.Batch) { b.BootId = "" },
+		"no app":        func(b *stratav1.Batch) { b.Records[2].Block.AppId = "" },
+		"no block":      func(b *stratav1.Batch) { b.Records[1].Block = nil },
+		"zero count":    func(b *stratav1.Batch) { b.Records[0].Runs[1].Count = 0 },
+		"no page size":  func(b *stratav1.Batch) { b.Records[0].PageSize = 0 },
+		"odd page size": func(b *stratav1.Batch) { b.Records[0].PageSize = 4095 },
+		"wraps":         func(b *stratav1.Batch) { b.Records[0].Runs[0].Vaddr = ^uint64(0) &^ 4095 },
+		"workload app":  func(b *stratav1.Batch) { b.Workloads[0].AppId = "" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := storetest.Sample(1)
+			mutate(b)
+			if _, err := s.Append(context.Background(), b); !errors.Is(err, store.ErrInvalidBatch) {
+				t.Fatalf("append: %v, want ErrInvalidBatch", err)
+			}
+		})
+	}
+	// Nothing of the refused batches was stored, and seq 1 is still free.
+	if n := len(trace(t, s, store.TraceQuery{AppID: storetest.App})); n != 0 {
+		t.Fatalf("%d pages stored from refused batches", n)
+	}
+	if got := mustAppend(t, s, storetest.Sample(1)); got.Duplicate {
+		t.Fatal("seq 1 reported duplicate after refusals")
+	}
+}
+
+func TestTracePages(t *testing.T) {
+	s := storetest.Open(t)
+	mustAppend(t, s, storetest.Sample(1))
+	rdd, part := int32(7), int32(3)
+	pages := trace(t, s, store.TraceQuery{AppID: storetest.App, RDD: &rdd, Partition: &part, Limit: 6})
+	const ps = storetest.PageSize
+	base := storetest.KPF(3, 5, 12)
+	thp := base | storetest.KPF(stratav1.KPFTHP)
+	want := []struct {
+		vaddr, pfn, flags uint64
+		node              int32
+		state             stratav1.PageState
+	}{
+		{storetest.BlockA, 0x1000, base, 0, stratav1.PageState_PAGE_STATE_PRESENT | stratav1.PageState_PAGE_STATE_EXCLUSIVE},
+		{storetest.BlockA + ps, 0x1001, base, 0, stratav1.PageState_PAGE_STATE_PRESENT | stratav1.PageState_PAGE_STATE_EXCLUSIVE},
+		{storetest.BlockA + 2*ps, 0x1002, base, 0, stratav1.PageState_PAGE_STATE_PRESENT | stratav1.PageState_PAGE_STATE_EXCLUSIVE},
+		{storetest.BlockA + 3*ps, 0x2000, thp | storetest.KPF(stratav1.KPFCompoundHead), 1, stratav1.PageState_PAGE_STATE_PRESENT | stratav1.PageState_PAGE_STATE_THP},
+		{storetest.BlockA + 4*ps, 0x2001, thp | storetest.KPF(stratav1.KPFCompoundTail), 1, stratav1.PageState_PAGE_STATE_PRESENT | stratav1.PageState_PAGE_STATE_THP},
+		{storetest.BlockA + 5*ps, 0, 0, -1, stratav1.PageState_PAGE_STATE_SWAPPED},
+	}
+	if len(pages) != len(want) {
+		t.Fatalf("got %d pages, want %d", len(pages), len(want))
+	}
+	for i, w := range want {
+		p := pages[i]
+		if p.GetVaddr() != w.vaddr || p.GetPfn() != w.pfn || p.GetPaddr() != w.pfn*ps || p.GetKpageflags() != w.flags ||
+			p.GetNumaNode() != w.node || p.GetState() != uint32(w.state) {
+			t.Errorf("page %d = vaddr %#x pfn %#x paddr %#x flags %#x node %d state %#x, want %+v",
+				i, p.GetVaddr(), p.GetPfn(), p.GetPaddr(), p.GetKpageflags(), p.GetNumaNode(), p.GetState(), w)
+		}
+		if p.GetTimeUnixNano() != storetest.T0 || p.GetAccess() != stratav1.AccessKind_ACCESS_KIND_ALLOC || p.GetPid() != 100 {
+			t.Errorf("page %d: time %d access %v pid %d, want the ALLOC record", i, p.GetTimeUnixNano(), p.GetAccess(), p.GetPid())
+		}
+		wantBlk := storetest.Sample(1).Records[0].Block
+		if !proto.Equal(p.GetBlock(), wantBlk) {
+			t.Errorf("page %d block = %v, want %v", i, p.GetBlock(), wantBlk)
+		}
+	}
+	if got := stratav1.KPageFlagNames(pages[3].GetKpageflags()); len(got) != 5 || got[3] != "compound_head" || got[4] != "thp" {
+		t.Errorf("flag names of THP head = %v", got)
+	}
+	// Without the limit the READ record's pages follow, and rdd 8 is filtered out.
+	if all := trace(t, s, store.TraceQuery{AppID: storetest.App, RDD: &rdd}); len(all) != 12 ||
+		all[6].GetAccess() != stratav1.AccessKind_ACCESS_KIND_READ {
+		t.Fatalf("rdd 7 trace: %d pages", len(all))
+	}
+	if other := trace(t, s, store.TraceQuery{AppID: "other"}); len(other) != 0 {
+		t.Fatalf("other app: %d pages", len(other))
+	}
+}
+
+func TestNuma(t *testing.T) {
+	s := storetest.Open(t)
+	mustAppend(t, s, storetest.Sample(1))
+	mustAppend(t, s, storetest.Sample(2)) // same blocks again: still distinct pages
+	rows, err := s.Numa(context.Background(), storetest.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*stratav1.NumaRow{
+		{RddId: 7, NumaNode: -1, Pages: 1, Bytes: 4096},
+		{RddId: 7, NumaNode: 0, Pages: 3, Bytes: 3 * 4096},
+		{RddId: 7, NumaNode: 1, Pages: 2, Bytes: 2 * 4096},
+		{RddId: 8, NumaNode: 1, Pages: 4, Bytes: 4 * 4096},
+	}
+	equalRows(t, rows, want)
+
+	// Freeing rdd_8_0 removes its pages.
+	free := storetest.Sample(3)
+	free.Records = []*stratav1.Record{proto.CloneOf(free.Records[2])}
+	free.Records[0].Access = stratav1.AccessKind_ACCESS_KIND_FREE
+	free.Records[0].TimeUnixNano += 1e9
+	free.Records[0].Runs = nil
+	free.Workloads = nil
+	mustAppend(t, s, free)
+	rows, err = s.Numa(context.Background(), storetest.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalRows(t, rows, want[:3])
+}
+
+func TestFaultsLatestPerBlock(t *testing.T) {
+	s := storetest.Open(t)
+	mustAppend(t, s, storetest.Sample(1))
+	rows, err := s.Faults(context.Background(), storetest.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalRows(t, rows, []*stratav1.FaultRow{{ExecutorId: "1", RddId: 7, Partition: 3, BlockId: "rdd_7_3",
+		Faults: &stratav1.FaultCounts{Read: 9, Write: 3, Exec: 1, Major: 1}}})
+}
+
+func TestOverhead(t *testing.T) {
+	s := storetest.Open(t)
+	mustAppend(t, s, storetest.Sample(1))
+	rows, err := s.Overhead(context.Background(), storetest.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("got %d rows, want 2", len(rows))
+	}
+	noPMU, pmu := rows[0], rows[1]
+	if noPMU.GetCounters().GetPid() != 100 || noPMU.WalkPct != nil || noPMU.WalkPctRead != nil ||
+		noPMU.GetCounters().GetPmuStatus() != "unavailable: no hardware PMU" {
+		t.Errorf("pid 100 row = %v, want no walk share and the PMU reason", noPMU)
+	}
+	if noPMU.GetFaultRatePerSec() != 20 {
+		t.Errorf("fault rate = %v, want 20/s", noPMU.GetFaultRatePerSec())
+	}
+	if !proto.Equal(noPMU.GetRddFaults(), &stratav1.FaultCounts{Read: 9, Write: 3, Exec: 1, Major: 1}) {
+		t.Errorf("rdd faults = %v", noPMU.GetRddFaults())
+	}
+	if pmu.GetCounters().GetPid() != 200 || pmu.WalkPct == nil || pmu.GetWalkPct() != 7.5 ||
+		pmu.GetWalkPctRead() != 5 || pmu.GetWalkPctWrite() != 2.5 || pmu.GetWalkPctRdd() != 1 {
+		t.Errorf("pid 200 row = %v, want walk 7.5%% (5 read, 2.5 write, 1 rdd)", pmu)
+	}
+}
+
+func TestJobs(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.Open(t)
+	for i, sev := range []stratav1.Severity{stratav1.Severity_SEVERITY_LOW, stratav1.Severity_SEVERITY_MODERATE, stratav1.Severity_SEVERITY_CRITICAL} {
+		r := &stratav1.JobResult{JobId: "job_" + sev.String(), Severity: sev, FinishUnixMs: int64(1000 + i),
+			Heuristics: []*stratav1.HeuristicResult{{Name: "Mapper Skew", Severity: sev}}}
+		if err := s.PutJob(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Jobs(ctx, stratav1.Severity_SEVERITY_MODERATE, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].GetJobId() != "job_SEVERITY_CRITICAL" || got[1].GetJobId() != "job_SEVERITY_MODERATE" {
+		t.Fatalf("jobs >= MODERATE = %v", got)
+	}
+	if got, _ := s.Jobs(ctx, stratav1.Severity_SEVERITY_NONE, 1); len(got) != 1 {
+		t.Fatalf("limit 1: %d jobs", len(got))
+	}
+	if ok, err := s.HasJob(ctx, "job_SEVERITY_LOW"); !ok || err != nil {
+		t.Fatalf("has job: %v %v", ok, err)
+	}
+	if ok, _ := s.HasJob(ctx, "nope"); ok {
+		t.Fatal("has unknown job")
+	}
+	// Put replaces.
+	if err := s.PutJob(ctx, &stratav1.JobResult{JobId: "job_SEVERITY_LOW", Severity: stratav1.Severity_SEVERITY_SEVERE, Name: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	j, err := s.Job(ctx, "job_SEVERITY_LOW")
+	if err != nil || j.GetName() != "again" || j.GetSeverity() != stratav1.Severity_SEVERITY_SEVERE {
+		t.Fatalf("job after replace = %v, %v", j, err)
+	}
+	if _, err := s.Job(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown job: %v, want ErrNotFound", err)
+	}
+}
+
+func equalRows[T proto.Message](t *testing.T, got, want []T) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d rows %v, want %d %v", len(got), got, len(want), want)
+	}
+	for i := range want {
+		if !proto.Equal(got[i], want[i]) {
+			t.Errorf("row %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+// FuzzValidateBatch decodes arbitrary bytes as a Batch: a batch
+// ValidateBatch accepts must expand into a bounded number of pages.
+func FuzzValidateBatch(f *testing.F) {
+	seed, _ := proto.Marshal(storetest.Sample(1))
+	f.Add(seed)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var b stratav1.Batch
+		if proto.Unmarshal(data, &b) != nil {
+			return
+		}
+		if err := store.ValidateBatch(&b); err != nil {
+			if !errors.Is(err, store.ErrInvalidBatch) {
+				t.Fatalf("refusal not ErrInvalidBatch: %v", err)
+			}
+			return
+		}
+		for _, r := range b.GetRecords() {
+			for _, run := range r.GetRuns() {
+				last := run.Page(run.GetCount()-1, uint64(r.GetPageSize()))
+				if last.VAddr < run.GetVaddr() {
+					t.Fatalf("accepted run wraps: %v", run)
+				}
+			}
+		}
+	})
+}
