@@ -427,3 +427,10 @@ func (s *Spool) Close() error {
 	}
 	return nil
 }
+
+// Acked returns the highest acknowledged sequence number.
+func (s *Spool) Acked() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.acked
+}
