@@ -1,0 +1,398 @@
+package annotator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stratatrace/strata/agent/hooksrv"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// Resolver reads the pages behind a range of a process.
+type Resolver interface {
+	Resolve(pid uint32, vaddr, length uint64) ([]*stratav1.PageRun, error)
+}
+
+// Sink takes finished batches; *spool.Spool satisfies it.
+type Sink interface {
+	Append(*stratav1.Batch) error
+}
+
+// Kernel mirrors the registry into the kernel's fault attribution. It is
+// optional; a nil Kernel means no probes are loaded.
+type Kernel interface {
+	RegisterBlock(pid uint32, blockID, start, end uint64) error
+	FreeBlock(pid uint32, blockID uint64) error
+	ForgetProcess(pid uint32) error
+}
+
+// Config of an annotator; zero values take defaults.
+type Config struct {
+	NodeName      string
+	BootID        string
+	PageSize      uint32        // base page size (default 4096)
+	MaxRecords    int           // flush a batch at this many records (default 1024)
+	MaxRuns       int           // ... or this many page runs (default 65536)
+	FlushInterval time.Duration // ... or when the oldest record is this old (default 200 ms)
+	ReuseWindow   time.Duration // reuse a block's pages for accesses this soon after resolving (default 1 s; <0 never)
+	Kernel        Kernel
+	Logger        *slog.Logger
+}
+
+// Stats are counters since New.
+type Stats struct {
+	Events       uint64
+	Records      uint64 // records handed to the sink
+	Batches      uint64
+	Dropped      uint64 // records lost because the sink refused their batch
+	ResolveError uint64 // records whose range could not be resolved
+	Reused       uint64 // access records that reused recent pages
+	LiveBlocks   int
+	Processes    int
+}
+
+type blockKey struct {
+	pid uint32
+	id  uint64
+}
+
+type liveBlock struct {
+	session  *hooksrv.Session
+	block    hooksrv.Block
+	vaddr    uint64
+	length   uint64
+	runs     []*stratav1.PageRun
+	resolved time.Time
+}
+
+// Annotator builds records; see the package comment.
+type Annotator struct {
+	res  Resolver
+	sink Sink
+	cfg  Config
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	blocks  map[blockKey]*liveBlock
+	perPID  map[uint32]int
+	pending *stratav1.Batch
+	runs    int
+	oldest  time.Time
+
+	// sinkMu serialises Append so batches reach the sink in the order they
+	// were cut, without holding mu during disk writes.
+	sinkMu sync.Mutex
+
+	events, records, batches, dropped, resolveErr, reused atomic.Uint64
+}
+
+// New returns an annotator writing to sink.
+func New(res Resolver, sink Sink, cfg Config) *Annotator {
+	if cfg.PageSize == 0 {
+		cfg.PageSize = 4096
+	}
+	if cfg.MaxRecords <= 0 {
+		cfg.MaxRecords = 1024
+	}
+	if cfg.MaxRuns <= 0 {
+		cfg.MaxRuns = 65536
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = 200 * time.Millisecond
+	}
+	if cfg.ReuseWindow == 0 {
+		cfg.ReuseWindow = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Annotator{
+		res: res, sink: sink, cfg: cfg,
+		log:    cfg.Logger.With("component", "annotator"),
+		blocks: map[blockKey]*liveBlock{},
+		perPID: map[uint32]int{},
+	}
+}
+
+// HandleEvent implements hooksrv.Handler.
+func (a *Annotator) HandleEvent(_ context.Context, ev hooksrv.Event) {
+	a.events.Add(1)
+	switch ev.Kind {
+	case hooksrv.EventRegister, hooksrv.EventMove:
+		a.place(ev)
+	case hooksrv.EventAccess:
+		a.access(ev)
+	case hooksrv.EventFree:
+		a.free(ev)
+	case hooksrv.EventSessionEnd:
+		a.endSession(ev)
+	}
+}
+
+func (a *Annotator) record(ev hooksrv.Event, vaddr, length uint64) *stratav1.Record {
+	b := ev.Block
+	return &stratav1.Record{
+		TimeUnixNano: ev.Time.UnixNano(),
+		Access:       ev.Access,
+		Pid:          ev.Session.PID,
+		Tid:          ev.TID,
+		Block: &stratav1.SparkBlock{
+			AppId: ev.Session.AppID, ExecutorId: ev.Session.ExecutorID,
+			RddId: b.RDDID, Partition: b.Partition, BlockId: b.Name,
+			Mode: b.Mode, Location: b.Location, HookBlockId: b.HookID,
+		},
+		Vaddr:       vaddr,
+		Length:      length,
+		PageSize:    a.cfg.PageSize,
+		CpuNumaNode: -1,
+	}
+}
+
+// resolve fills rec's pages, or its resolve_error.
+func (a *Annotator) resolve(rec *stratav1.Record) {
+	runs, err := a.res.Resolve(rec.GetPid(), rec.GetVaddr(), rec.GetLength())
+	rec.Runs = runs
+	if err != nil {
+		rec.ResolveError = err.Error()
+		a.resolveErr.Add(1)
+	}
+}
+
+func (a *Annotator) place(ev hooksrv.Event) {
+	rec := a.record(ev, ev.Vaddr, ev.Length)
+	a.resolve(rec)
+	key := blockKey{ev.Session.PID, ev.Block.HookID}
+	a.mu.Lock()
+	lb, ok := a.blocks[key]
+	if !ok {
+		lb = &liveBlock{}
+		a.blocks[key] = lb
+		a.perPID[key.pid]++
+	}
+	*lb = liveBlock{session: ev.Session, block: ev.Block, vaddr: ev.Vaddr, length: ev.Length, runs: rec.Runs, resolved: time.Now()}
+	a.mu.Unlock()
+	if k := a.cfg.Kernel; k != nil {
+		if err := k.RegisterBlock(key.pid, key.id, ev.Vaddr, ev.Vaddr+ev.Length); err != nil {
+			a.log.Warn("register block in kernel", "pid", key.pid, "block", ev.Block.Name, "err", err)
+		}
+	}
+	a.add(rec)
+}
+
+func (a *Annotator) access(ev hooksrv.Event) {
+	vaddr, length := ev.Vaddr, ev.Length
+	whole := ev.AccessLength == 0 || (ev.AccessOffset == 0 && ev.AccessLength >= ev.Length)
+	if !whole {
+		vaddr, length = ev.Vaddr+ev.AccessOffset, ev.AccessLength
+	}
+	rec := a.record(ev, vaddr, length)
+	key := blockKey{ev.Session.PID, ev.Block.HookID}
+	a.mu.Lock()
+	lb := a.blocks[key]
+	fresh := whole && lb != nil && lb.vaddr == ev.Vaddr && lb.length == ev.Length &&
+		a.cfg.ReuseWindow > 0 && time.Since(lb.resolved) < a.cfg.ReuseWindow
+	if fresh {
+		rec.Runs = lb.runs
+	}
+	a.mu.Unlock()
+	if fresh {
+		a.reused.Add(1)
+	} else {
+		a.resolve(rec)
+		if whole {
+			a.mu.Lock()
+			if lb := a.blocks[key]; lb != nil && lb.vaddr == ev.Vaddr {
+				lb.runs, lb.resolved = rec.Runs, time.Now()
+			}
+			a.mu.Unlock()
+		}
+	}
+	a.add(rec)
+}
+
+func (a *Annotator) free(ev hooksrv.Event) {
+	key := blockKey{ev.Session.PID, ev.Block.HookID}
+	a.mu.Lock()
+	if _, ok := a.blocks[key]; ok {
+		delete(a.blocks, key)
+		a.dropPID(key.pid)
+	}
+	a.mu.Unlock()
+	if k := a.cfg.Kernel; k != nil {
+		if err := k.FreeBlock(key.pid, key.id); err != nil {
+			a.log.Warn("free block in kernel", "pid", key.pid, "block", ev.Block.Name, "err", err)
+		}
+	}
+	a.add(a.record(ev, ev.Vaddr, ev.Length))
+}
+
+func (a *Annotator) dropPID(pid uint32) {
+	if a.perPID[pid]--; a.perPID[pid] <= 0 {
+		delete(a.perPID, pid)
+	}
+}
+
+// endSession frees every block the session's process still had, with a
+// FREE record each, so the collector never shows a dead JVM's blocks as live.
+func (a *Annotator) endSession(ev hooksrv.Event) {
+	pid := ev.Session.PID
+	var gone []*liveBlock
+	a.mu.Lock()
+	for key, lb := range a.blocks {
+		if key.pid == pid && lb.session == ev.Session {
+			gone = append(gone, lb)
+			delete(a.blocks, key)
+			a.dropPID(pid)
+		}
+	}
+	a.mu.Unlock()
+	if k := a.cfg.Kernel; k != nil {
+		if err := k.ForgetProcess(pid); err != nil {
+			a.log.Warn("forget process in kernel", "pid", pid, "err", err)
+		}
+	}
+	for _, lb := range gone {
+		fe := hooksrv.Event{Kind: hooksrv.EventFree, Session: lb.session, Access: stratav1.AccessKind_ACCESS_KIND_FREE, Time: ev.Time, Block: lb.block}
+		a.add(a.record(fe, lb.vaddr, lb.length))
+	}
+	if ev.Err != nil {
+		a.log.Info("hook session ended", "pid", pid, "app", ev.Session.AppID, "executor", ev.Session.ExecutorID, "blocks", len(gone), "reason", ev.Err)
+	}
+}
+
+// Add queues a record built elsewhere (fault events from the tracer).
+func (a *Annotator) Add(rec *stratav1.Record) { a.add(rec) }
+
+// AddWorkload queues perf-stat style counters of a traced process.
+func (a *Annotator) AddWorkload(w *stratav1.WorkloadCounters) {
+	a.mu.Lock()
+	a.batch().Workloads = append(a.pending.Workloads, w)
+	a.mu.Unlock()
+}
+
+func (a *Annotator) batch() *stratav1.Batch {
+	if a.pending == nil {
+		a.pending = &stratav1.Batch{NodeName: a.cfg.NodeName, BootId: a.cfg.BootID}
+		a.oldest = time.Now()
+		a.runs = 0
+	}
+	return a.pending
+}
+
+func (a *Annotator) add(rec *stratav1.Record) {
+	a.mu.Lock()
+	b := a.batch()
+	b.Records = append(b.Records, rec)
+	a.runs += len(rec.GetRuns())
+	var full *stratav1.Batch
+	if len(b.Records) >= a.cfg.MaxRecords || a.runs >= a.cfg.MaxRuns {
+		full = a.cut()
+	}
+	a.mu.Unlock()
+	if full != nil {
+		a.emit(full)
+	}
+}
+
+// cut takes the pending batch; the caller holds mu.
+func (a *Annotator) cut() *stratav1.Batch {
+	b := a.pending
+	a.pending = nil
+	a.sinkMu.Lock() // taken before mu is released: keeps cut order = append order
+	return b
+}
+
+// emit appends a cut batch; the caller got sinkMu from cut.
+func (a *Annotator) emit(b *stratav1.Batch) {
+	defer a.sinkMu.Unlock()
+	if err := a.sink.Append(b); err != nil {
+		a.dropped.Add(uint64(len(b.GetRecords())))
+		a.log.Warn("batch not spooled; records dropped", "records", len(b.GetRecords()), "err", err)
+		return
+	}
+	a.batches.Add(1)
+	a.records.Add(uint64(len(b.GetRecords())))
+}
+
+// Flush hands the pending batch to the sink now.
+func (a *Annotator) Flush() {
+	a.mu.Lock()
+	if a.pending == nil {
+		a.mu.Unlock()
+		return
+	}
+	b := a.cut()
+	a.mu.Unlock()
+	a.emit(b)
+}
+
+// Run flushes batches that grew old until ctx ends, then flushes once more.
+func (a *Annotator) Run(ctx context.Context) error {
+	t := time.NewTicker(a.cfg.FlushInterval / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			a.Flush()
+			return nil
+		case <-t.C:
+			a.mu.Lock()
+			old := a.pending != nil && time.Since(a.oldest) >= a.cfg.FlushInterval
+			a.mu.Unlock()
+			if old {
+				a.Flush()
+			}
+		}
+	}
+}
+
+// Stats returns a snapshot of the counters.
+func (a *Annotator) Stats() Stats {
+	a.mu.Lock()
+	live, procs := len(a.blocks), len(a.perPID)
+	a.mu.Unlock()
+	return Stats{
+		Events: a.events.Load(), Records: a.records.Load(), Batches: a.batches.Load(),
+		Dropped: a.dropped.Load(), ResolveError: a.resolveErr.Load(), Reused: a.reused.Load(),
+		LiveBlocks: live, Processes: procs,
+	}
+}
+
+// Semantics returns the Spark names of pid's live block id, for
+// attributing a kernel fault event the tracer matched to that block.
+func (a *Annotator) Semantics(pid uint32, id uint64) (*stratav1.SparkBlock, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	lb, ok := a.blocks[blockKey{pid, id}]
+	if !ok {
+		return nil, false
+	}
+	b := lb.block
+	return &stratav1.SparkBlock{
+		AppId: lb.session.AppID, ExecutorId: lb.session.ExecutorID,
+		RddId: b.RDDID, Partition: b.Partition, BlockId: b.Name,
+		Mode: b.Mode, Location: b.Location, HookBlockId: b.HookID,
+	}, true
+}
+
+// Block returns a live block by its hook id.
+func (a *Annotator) Block(pid uint32, id uint64) (vaddr, length uint64, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	lb, ok := a.blocks[blockKey{pid, id}]
+	if !ok {
+		return 0, 0, false
+	}
+	return lb.vaddr, lb.length, true
+}
+
+var _ hooksrv.Handler = (*Annotator)(nil)
+
+// String helps logs.
+func (s Stats) String() string {
+	return fmt.Sprintf("events=%d records=%d batches=%d dropped=%d resolve_errors=%d live_blocks=%d", s.Events, s.Records, s.Batches, s.Dropped, s.ResolveError, s.LiveBlocks)
+}

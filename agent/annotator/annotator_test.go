@@ -1,0 +1,205 @@
+package annotator
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stratatrace/strata/agent/hooksrv"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// rangeResolver answers with one present run per range and counts calls;
+// the real resolver is exercised by the end-to-end test in test/e2e.
+type rangeResolver struct {
+	mu    sync.Mutex
+	calls int
+	dead  map[uint32]bool
+}
+
+var errGone = errors.New("process gone")
+
+func (r *rangeResolver) Resolve(pid uint32, vaddr, length uint64) ([]*stratav1.PageRun, error) {
+	r.mu.Lock()
+	r.calls++
+	r.mu.Unlock()
+	if r.dead[pid] {
+		return nil, errGone
+	}
+	return []*stratav1.PageRun{{Vaddr: vaddr, Count: uint32(length / 4096), State: 1, Pfn: vaddr >> 12}}, nil
+}
+
+type memSink struct {
+	mu      sync.Mutex
+	batches []*stratav1.Batch
+	refuse  bool
+}
+
+func (s *memSink) Append(b *stratav1.Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refuse {
+		return errors.New("full")
+	}
+	s.batches = append(s.batches, b)
+	return nil
+}
+
+func (s *memSink) records() []*stratav1.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*stratav1.Record
+	for _, b := range s.batches {
+		out = append(out, b.Records...)
+	}
+	return out
+}
+
+type kernelLog struct {
+	mu  sync.Mutex
+	ops []string
+}
+
+func (k *kernelLog) RegisterBlock(pid uint32, id, start, end uint64) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.ops = append(k.ops, "reg")
+	return nil
+}
+func (k *kernelLog) FreeBlock(pid uint32, id uint64) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.ops = append(k.ops, "free")
+	return nil
+}
+func (k *kernelLog) ForgetProcess(pid uint32) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.ops = append(k.ops, "forget")
+	return nil
+}
+
+func ev(s *hooksrv.Session, kind hooksrv.EventKind, access stratav1.AccessKind, id uint64, vaddr, length uint64) hooksrv.Event {
+	return hooksrv.Event{Kind: kind, Session: s, Access: access, Time: time.Unix(100, int64(id)),
+		Block: hooksrv.Block{HookID: id, RDDID: 7, Partition: int32(id), Name: "rdd_7_" + string(rune('0'+id)),
+			Mode: stratav1.MemoryMode_MEMORY_MODE_STORAGE, Location: stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP},
+		Vaddr: vaddr, Length: length}
+}
+
+func TestLifecycleRecordsAndRegistry(t *testing.T) {
+	res := &rangeResolver{}
+	sink := &memSink{}
+	k := &kernelLog{}
+	a := New(res, sink, Config{NodeName: "n1", BootID: "b1", Kernel: k, ReuseWindow: time.Hour})
+	s := &hooksrv.Session{PID: 42, AppID: "app-1", ExecutorID: "3"}
+	ctx := context.Background()
+	const (
+		alloc = stratav1.AccessKind_ACCESS_KIND_ALLOC
+		read  = stratav1.AccessKind_ACCESS_KIND_READ
+		move  = stratav1.AccessKind_ACCESS_KIND_MOVE
+		free  = stratav1.AccessKind_ACCESS_KIND_FREE
+	)
+	a.HandleEvent(ctx, ev(s, hooksrv.EventRegister, alloc, 1, 0x10000, 0x4000))
+	a.HandleEvent(ctx, ev(s, hooksrv.EventRegister, alloc, 2, 0x20000, 0x2000))
+	a.HandleEvent(ctx, ev(s, hooksrv.EventAccess, read, 1, 0x10000, 0x4000)) // reuses pages
+	a.HandleEvent(ctx, ev(s, hooksrv.EventMove, move, 1, 0x30000, 0x4000))
+	a.HandleEvent(ctx, ev(s, hooksrv.EventAccess, read, 1, 0x30000, 0x4000)) // reuses the moved pages
+	if st := a.Stats(); st.LiveBlocks != 2 || st.Processes != 1 || st.Reused != 2 {
+		t.Fatalf("stats = %+v", st)
+	}
+	if res.calls != 3 {
+		t.Fatalf("resolver calls = %d, want 3 (2 registers + 1 move)", res.calls)
+	}
+	sem, ok := a.Semantics(42, 1)
+	if !ok || sem.GetAppId() != "app-1" || sem.GetRddId() != 7 || sem.GetPartition() != 1 {
+		t.Fatalf("semantics = %v %v", sem, ok)
+	}
+	a.HandleEvent(ctx, ev(s, hooksrv.EventFree, free, 2, 0x20000, 0x2000))
+	a.HandleEvent(ctx, hooksrv.Event{Kind: hooksrv.EventSessionEnd, Session: s, Time: time.Unix(200, 0)})
+	if st := a.Stats(); st.LiveBlocks != 0 || st.Processes != 0 {
+		t.Fatalf("after session end: %+v", st)
+	}
+	a.Flush()
+	recs := sink.records()
+	var kinds []stratav1.AccessKind
+	for _, r := range recs {
+		kinds = append(kinds, r.GetAccess())
+		if r.GetBlock().GetAppId() != "app-1" || r.GetPid() != 42 {
+			t.Fatalf("record lost its semantics: %v", r)
+		}
+	}
+	want := []stratav1.AccessKind{alloc, alloc, read, move, read, free, free}
+	if len(kinds) != len(want) {
+		t.Fatalf("kinds = %v, want %v", kinds, want)
+	}
+	for i := range want {
+		if kinds[i] != want[i] {
+			t.Fatalf("kinds = %v, want %v", kinds, want)
+		}
+	}
+	if r := recs[4]; r.GetVaddr() != 0x30000 || r.GetRuns()[0].GetPfn() != 0x30 {
+		t.Fatalf("access after move = %v", r)
+	}
+	if r := recs[6]; r.GetBlock().GetHookBlockId() != 1 || len(r.GetRuns()) != 0 {
+		t.Fatalf("session-end free = %v", r)
+	}
+	// register, register, move (re-register at the new range), free, session end
+	if got := strings.Join(k.ops, " "); got != "reg reg reg free forget" {
+		t.Fatalf("kernel ops = %v", k.ops)
+	}
+	if sink.batches[0].GetNodeName() != "n1" || sink.batches[0].GetBootId() != "b1" {
+		t.Fatalf("batch identity = %v", sink.batches[0])
+	}
+}
+
+func TestDeadProcessRecordSaysWhy(t *testing.T) {
+	res := &rangeResolver{dead: map[uint32]bool{9: true}}
+	sink := &memSink{}
+	a := New(res, sink, Config{})
+	s := &hooksrv.Session{PID: 9}
+	a.HandleEvent(context.Background(), ev(s, hooksrv.EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, 1, 0x1000, 0x1000))
+	a.Flush()
+	r := sink.records()[0]
+	if r.GetResolveError() != errGone.Error() || len(r.GetRuns()) != 0 {
+		t.Fatalf("record = %v", r)
+	}
+	if a.Stats().ResolveError != 1 {
+		t.Fatalf("stats = %+v", a.Stats())
+	}
+}
+
+func TestBatchesCutBySizeAndTime(t *testing.T) {
+	sink := &memSink{}
+	a := New(&rangeResolver{}, sink, Config{MaxRecords: 3, FlushInterval: 20 * time.Millisecond})
+	s := &hooksrv.Session{PID: 1}
+	for i := uint64(1); i <= 7; i++ {
+		a.HandleEvent(context.Background(), ev(s, hooksrv.EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, i, i<<20, 4096))
+	}
+	sink.mu.Lock()
+	n := len(sink.batches)
+	sink.mu.Unlock()
+	if n != 2 {
+		t.Fatalf("batches by size = %d, want 2", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(sink.records()) != 7 {
+		if time.Now().After(deadline) {
+			t.Fatalf("time flush did not happen: %d records", len(sink.records()))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	sink.refuse = true
+	a.HandleEvent(context.Background(), ev(s, hooksrv.EventFree, stratav1.AccessKind_ACCESS_KIND_FREE, 1, 1<<20, 4096))
+	a.Flush()
+	if st := a.Stats(); st.Dropped != 1 || st.Records != 7 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
