@@ -1,0 +1,160 @@
+package resolver
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/stratatrace/strata/agent/procmem"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// Errors a caller tells apart with errors.Is.
+var (
+	// ErrProcessGone: the process exited before or while it was read.
+	ErrProcessGone = procmem.ErrProcessGone
+	// ErrPFNHidden: pagemap gave PFN 0 for present pages because the
+	// reader lacks CAP_SYS_ADMIN; those pages are marked PFN_HIDDEN.
+	ErrPFNHidden = errors.New("PFNs need CAP_SYS_ADMIN")
+	// ErrFlagsUnavailable: /proc/kpageflags or /proc/kpagecount could not
+	// be read; present pages are marked FLAGS_UNKNOWN.
+	ErrFlagsUnavailable = procmem.ErrFlagsUnavailable
+	// ErrBadRange: an empty range, or one that wraps around.
+	ErrBadRange = errors.New("bad address range")
+)
+
+// Options tune a Resolver; the zero value is the default.
+type Options struct {
+	// ChunkPages is how many pages one pagemap pread covers (rounded up to
+	// a multiple of 512; default 65536, 512 KiB of entries).
+	ChunkPages int
+	// NoRecheck skips the second pagemap read that detects pages reused
+	// between the pagemap and kpageflags reads. It saves one pagemap read
+	// per page; pages that kpageflags shows as free are still RACED.
+	NoRecheck bool
+	// MergeGap is the largest PFN hole read through to merge two spans in
+	// one kpageflags pread (default procmem.DefaultMergeGap).
+	MergeGap uint64
+}
+
+// Request is one range of a batch.
+type Request struct {
+	VAddr   uint64
+	Length  uint64 // bytes; the range is widened to whole pages
+	CPUNode int32  // NUMA node of the accessing CPU, -1 when unknown
+}
+
+// Result is the answer for one range.
+type Result struct {
+	Runs []*stratav1.PageRun
+	// Page counts by state, for callers that want a summary without
+	// expanding runs.
+	Pages, Present, Swapped, Unmapped, Hidden, Raced, THP uint64
+	// Warning is non-nil when the runs are complete but less detailed than
+	// asked: ErrPFNHidden, ErrFlagsUnavailable (joined when both).
+	Warning error
+	// Err is why this range could not be resolved (ResolveBatch only).
+	Err error
+}
+
+// Resolver resolves address ranges to pages. Build one with New and keep it.
+type Resolver struct {
+	fs       procmem.FS
+	kp       *procmem.KPages
+	kpErr    error // why kpageflags cannot be read
+	nodes    *procmem.NodeMap
+	opts     Options
+	pageSize uint64
+
+	// Scratch reused across calls, sized to one chunk.
+	ents, again   []procmem.Entry
+	flags, counts []uint64
+	spans         []procmem.Span
+	window        []uint64
+	runs          []run
+	vmas          []procmem.VMA
+	vmasLoaded    bool
+	folioHead     uint64 // cached folio [folioHead, folioHead+folioN)
+	folioN        uint64
+}
+
+// New opens /proc/kpageflags, /proc/kpagecount and the sysfs node map under
+// fs. Neither being unreadable is an error: results then carry
+// FLAGS_UNKNOWN or node -1 and a Warning.
+func New(fs procmem.FS, opts Options) (*Resolver, error) {
+	if opts.ChunkPages <= 0 {
+		opts.ChunkPages = 1 << 16
+	}
+	opts.ChunkPages = (opts.ChunkPages + 511) &^ 511
+	if opts.MergeGap == 0 {
+		opts.MergeGap = procmem.DefaultMergeGap
+	}
+	r := &Resolver{fs: fs, opts: opts, pageSize: procmem.PageSize}
+	kp, err := fs.OpenKPages()
+	switch {
+	case err != nil:
+		r.kpErr = err
+	case kp.FlagsErr() != nil || kp.CountErr() != nil:
+		// Half a view would make runs that mix known and unknown fields.
+		r.kpErr = errors.Join(kp.FlagsErr(), kp.CountErr())
+		kp.Close()
+	default:
+		kp.MergeGap = opts.MergeGap
+		r.kp = kp
+	}
+	// A missing node map only costs node numbers (-1).
+	r.nodes, _ = fs.LoadNodeMap()
+	return r, nil
+}
+
+// Close releases the kpageflags and kpagecount handles.
+func (r *Resolver) Close() error {
+	if r == nil {
+		return nil
+	}
+	err := r.kp.Close()
+	r.kp = nil
+	return err
+}
+
+// Nodes is the PFN to node map in use, nil when sysfs had none.
+func (r *Resolver) Nodes() *procmem.NodeMap { return r.nodes }
+
+// Resolve resolves [vaddr, vaddr+length) of pid with no CPU node.
+func (r *Resolver) Resolve(pid int, vaddr, length uint64) (Result, error) {
+	var req = [1]Request{{VAddr: vaddr, Length: length, CPUNode: -1}}
+	var out [1]Result
+	if err := r.ResolveBatch(pid, req[:], out[:]); err != nil {
+		return Result{}, err
+	}
+	return out[0], out[0].Err
+}
+
+// ResolveBatch resolves every request of one process into out (which must be
+// at least as long as reqs), opening the pagemap once. It returns an error
+// only when nothing could be resolved (the process is gone, or out is
+// short); per-range failures are in out[i].Err.
+func (r *Resolver) ResolveBatch(pid int, reqs []Request, out []Result) error {
+	if len(out) < len(reqs) {
+		return fmt.Errorf("resolve batch: %d results for %d requests", len(out), len(reqs))
+	}
+	pm, err := r.fs.OpenPagemap(pid)
+	if err != nil {
+		return fmt.Errorf("resolve pid %d: %w", pid, err)
+	}
+	defer pm.Close()
+	r.vmas, r.vmasLoaded = r.vmas[:0], false
+	for i, q := range reqs {
+		out[i] = Result{}
+		err := r.resolve(pm, pid, q, &out[i])
+		if err != nil {
+			out[i] = Result{Err: fmt.Errorf("resolve %#x+%#x: %w", q.VAddr, q.Length, err)}
+			if errors.Is(err, ErrProcessGone) {
+				for j := i + 1; j < len(reqs); j++ {
+					out[j] = Result{Err: out[i].Err}
+				}
+				return fmt.Errorf("resolve pid %d: %w", pid, err)
+			}
+		}
+	}
+	return nil
+}

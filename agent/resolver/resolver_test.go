@@ -1,0 +1,222 @@
+package resolver
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/stratatrace/strata/agent/procmem"
+	"github.com/stratatrace/strata/agent/resolver/resolvertest"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+	"github.com/stratatrace/strata/test/testenv"
+)
+
+func TestMain(m *testing.M) { resolvertest.Main(m) }
+
+// pages expands runs into pages, checking that they tile the range.
+func pages(t *testing.T, runs []*stratav1.PageRun, vaddr uint64, n int) []stratav1.Page {
+	t.Helper()
+	ps := procmem.PageSize
+	var out []stratav1.Page
+	next := vaddr
+	for _, r := range runs {
+		if r.GetVaddr() != next || r.GetCount() == 0 {
+			t.Fatalf("run at %#x count %d, want a run at %#x", r.GetVaddr(), r.GetCount(), next)
+		}
+		for i := range r.GetCount() {
+			out = append(out, r.Page(i, ps))
+		}
+		next += uint64(r.GetCount()) * ps
+	}
+	if len(out) != n {
+		t.Fatalf("runs cover %d pages, want %d", len(out), n)
+	}
+	return out
+}
+
+// independent reads pagemap and kpageflags one page at a time, with nothing
+// shared with the resolver but the entry decoding.
+func independent(t *testing.T, pid int, vaddr uint64, n int) ([]procmem.Entry, []uint64) {
+	t.Helper()
+	pm, err := procmem.Default().OpenPagemap(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pm.Close()
+	kp, err := procmem.Default().OpenKPages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kp.Close()
+	ents := make([]procmem.Entry, n)
+	flags := make([]uint64, n)
+	for i := range ents {
+		if err := pm.Read(ents[i:i+1], vaddr+uint64(i)*procmem.PageSize); err != nil {
+			t.Fatal(err)
+		}
+		if ents[i].Present() {
+			if err := kp.ReadFlags(flags[i:i+1], ents[i].PFN()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return ents, flags
+}
+
+func newResolver(t testing.TB, opts Options) *Resolver {
+	t.Helper()
+	r, err := New(procmem.Default(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestResolveLive(t *testing.T) {
+	testenv.RequireRoot(t)
+	const n = 2048 // 8 MiB per region
+	c := resolvertest.Start(t, []resolvertest.Region{
+		{Name: "full", Pages: n, Touch: resolvertest.TouchAll},
+		{Name: "half", Pages: n, Touch: resolvertest.TouchHalf},
+		{Name: "thp", Pages: n, Touch: resolvertest.TouchAll, THP: true},
+		{Name: "hole", Hole: true, Touch: resolvertest.TouchAll},
+	}, nil)
+	// Small chunks make the runs cross chunk boundaries too.
+	for _, opts := range []Options{{}, {ChunkPages: 512, NoRecheck: true}} {
+		r := newResolver(t, opts)
+		t.Run("full", func(t *testing.T) {
+			res, err := r.Resolve(c.Pid, c.Addr["full"], n*procmem.PageSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Warning != nil || res.Pages != n || res.Present != n || res.THP != 0 || res.Raced != 0 {
+				t.Fatalf("result %+v", res)
+			}
+			ents, flags := independent(t, c.Pid, c.Addr["full"], n)
+			for i, p := range pages(t, res.Runs, c.Addr["full"], n) {
+				if !p.Is(stratav1.PageState_PAGE_STATE_PRESENT) || p.PFN != ents[i].PFN() || p.KPageFlags&^(1<<25) != flags[i]&^(1<<25) {
+					t.Fatalf("page %d: %+v, independent pfn %#x flags %#x", i, p, ents[i].PFN(), flags[i])
+				}
+				if p.KPageCount != 1 || p.NUMANode != r.Nodes().Node(p.PFN) || p.NUMANode < 0 {
+					t.Fatalf("page %d: count %d node %d", i, p.KPageCount, p.NUMANode)
+				}
+			}
+			t.Logf("%d pages in %d runs", n, len(res.Runs))
+		})
+		t.Run("half", func(t *testing.T) {
+			// Start mid-page and end mid-page: the range widens to whole pages.
+			res, err := r.Resolve(c.Pid, c.Addr["half"]+100, n*procmem.PageSize-200)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Pages != n || res.Present != n/2 || res.Unmapped != 0 {
+				t.Fatalf("pages %d present %d unmapped %d, want %d %d 0", res.Pages, res.Present, res.Unmapped, n, n/2)
+			}
+			ps := pages(t, res.Runs, c.Addr["half"], n)
+			for i, p := range ps {
+				if p.Is(stratav1.PageState_PAGE_STATE_PRESENT) != (i < n/2) || p.State&uint32(stratav1.PageState_PAGE_STATE_UNMAPPED) != 0 {
+					t.Fatalf("page %d state %#x", i, p.State)
+				}
+			}
+			if last := res.Runs[len(res.Runs)-1]; last.GetCount() != n/2 || last.GetState() != 0 || last.GetNumaNode() != -1 {
+				t.Errorf("untouched half: %v", last)
+			}
+		})
+		t.Run("thp", func(t *testing.T) {
+			if kb, err := c.AnonHugePages(c.Addr["thp"]); err != nil || kb < n*4 {
+				t.Skipf("skipping: THP not granted (AnonHugePages %d KiB, %v)", kb, err)
+			}
+			// Start in the middle of the first THP: the folio size still comes out.
+			off := uint64(100) * procmem.PageSize
+			res, err := r.Resolve(c.Pid, c.Addr["thp"]+off, n*procmem.PageSize-off)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.THP != n-100 || res.Present != n-100 {
+				t.Fatalf("thp %d present %d, want %d", res.THP, res.Present, n-100)
+			}
+			if len(res.Runs) != n/512 {
+				t.Fatalf("%d runs, want %d", len(res.Runs), n/512)
+			}
+			for i, run := range res.Runs {
+				want := uint32(512)
+				if i == 0 {
+					want = 412
+				}
+				if run.GetCount() != want || run.GetFolioPages() != 512 || run.GetState()&uint32(stratav1.PageState_PAGE_STATE_THP) == 0 ||
+					run.GetKpageflags()&(1<<stratav1.KPFTHP) == 0 || run.GetKpageflags()&(3<<15) != 0 {
+					t.Fatalf("run %d: %v", i, run)
+				}
+			}
+			ents, flags := independent(t, c.Pid, c.Addr["thp"]+off, n-100)
+			for i, p := range pages(t, res.Runs, c.Addr["thp"]+off, n-100) {
+				if p.PFN != ents[i].PFN() || p.KPageFlags&^(1<<25) != flags[i]&^(1<<25) {
+					t.Fatalf("page %d: pfn %#x flags %#x, independent %#x %#x", i, p.PFN, p.KPageFlags, ents[i].PFN(), flags[i])
+				}
+			}
+		})
+		t.Run("hole", func(t *testing.T) {
+			res, err := r.Resolve(c.Pid, c.Addr["hole"], 3*procmem.PageSize)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := pages(t, res.Runs, c.Addr["hole"], 3)
+			if res.Unmapped != 1 || ps[1].State != uint32(stratav1.PageState_PAGE_STATE_UNMAPPED) ||
+				!ps[0].Is(stratav1.PageState_PAGE_STATE_PRESENT) || !ps[2].Is(stratav1.PageState_PAGE_STATE_PRESENT) {
+				t.Fatalf("hole: %+v", ps)
+			}
+		})
+	}
+}
+
+func TestResolveBatchCPUNode(t *testing.T) {
+	testenv.RequireRoot(t)
+	c := resolvertest.Start(t, []resolvertest.Region{{Name: "a", Pages: 64}}, nil)
+	r := newResolver(t, Options{})
+	reqs := []Request{
+		{VAddr: c.Addr["a"], Length: 64 * procmem.PageSize, CPUNode: -1},
+		{VAddr: c.Addr["a"], Length: 64 * procmem.PageSize, CPUNode: 1 << 20}, // a node nothing is on
+		{VAddr: c.Addr["a"], Length: 0, CPUNode: -1},
+	}
+	out := make([]Result, len(reqs))
+	if err := r.ResolveBatch(c.Pid, reqs, out); err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range out[0].Runs {
+		if run.GetState()&uint32(stratav1.PageState_PAGE_STATE_CROSS_NODE) != 0 {
+			t.Errorf("unknown CPU node, yet CROSS_NODE: %v", run)
+		}
+	}
+	for _, run := range out[1].Runs {
+		if run.GetState()&uint32(stratav1.PageState_PAGE_STATE_CROSS_NODE) == 0 {
+			t.Errorf("CPU on another node, yet no CROSS_NODE: %v", run)
+		}
+	}
+	if !errors.Is(out[2].Err, ErrBadRange) {
+		t.Errorf("empty range: %v, want ErrBadRange", out[2].Err)
+	}
+}
+
+func TestResolveGone(t *testing.T) {
+	testenv.RequireRoot(t)
+	r := newResolver(t, Options{})
+	c := resolvertest.Start(t, []resolvertest.Region{{Name: "a", Pages: 4}}, nil)
+	// A zombie: /proc/PID exists, its memory does not.
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		b, err := os.ReadFile("/proc/" + itoa(c.Pid) + "/stat")
+		if err != nil || containsState(b, 'Z') {
+			break
+		}
+	}
+	if _, err := r.Resolve(c.Pid, c.Addr["a"], 4096); !errors.Is(err, ErrProcessGone) {
+		t.Errorf("zombie: %v, want ErrProcessGone", err)
+	}
+	c.Stop()
+	if _, err := r.Resolve(c.Pid, c.Addr["a"], 4096); !errors.Is(err, ErrProcessGone) {
+		t.Errorf("reaped: %v, want ErrProcessGone", err)
+	}
+}
