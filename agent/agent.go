@@ -1,0 +1,225 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/stratatrace/strata/agent/annotator"
+	"github.com/stratatrace/strata/agent/hooksrv"
+	"github.com/stratatrace/strata/agent/procmem"
+	"github.com/stratatrace/strata/agent/resolver"
+	"github.com/stratatrace/strata/agent/spool"
+	"github.com/stratatrace/strata/agent/streamer"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// lockedResolver serialises a resolver, whose scratch buffers are not
+// shared-safe, between hook sessions, and logs each kind of degraded
+// answer (hidden PFNs, unreadable kpageflags) once.
+type lockedResolver struct {
+	mu     sync.Mutex
+	r      *resolver.Resolver
+	log    *slog.Logger
+	warned map[string]bool
+}
+
+func (l *lockedResolver) Resolve(pid uint32, vaddr, length uint64) ([]*stratav1.PageRun, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	res, err := l.r.Resolve(int(pid), vaddr, length)
+	if w := res.Warning; w != nil && !l.warned[w.Error()] {
+		l.warned[w.Error()] = true
+		l.log.Warn("page resolution degraded", "reason", w)
+	}
+	return res.Runs, err
+}
+
+// Run runs the agent until ctx ends.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	log = log.With("node", cfg.NodeName)
+	bootID, err := readBootID(cfg.ProcRoot)
+	if err != nil {
+		return err
+	}
+
+	res, err := resolver.New(procmem.FS{Proc: cfg.ProcRoot, Sys: cfg.SysRoot}, resolver.Options{})
+	if err != nil {
+		return fmt.Errorf("open resolver: %w", err)
+	}
+	defer res.Close()
+	if os.Geteuid() != 0 {
+		log.Warn("not running as root: PFNs and kpageflags need CAP_SYS_ADMIN; pages will say pfn_hidden")
+	}
+
+	sp, err := spool.Open(cfg.SpoolDir, spool.Options{MaxBytes: cfg.SpoolMaxBytes, Logger: log})
+	if err != nil {
+		return fmt.Errorf("open spool: %w", err)
+	}
+	defer sp.Close()
+	if st := sp.Stats(); st.Pending > 0 {
+		log.Info("spool holds batches from an earlier run; they will be sent first", "batches", st.Pending, "bytes", st.PendingBytes)
+	}
+
+	st, err := streamer.New(sp, streamer.Config{Target: cfg.Collector, Logger: log})
+	if err != nil {
+		return err
+	}
+
+	kern, err := startFaults(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer kern.Close()
+
+	ann := annotator.New(&lockedResolver{r: res, log: log.With("component", "resolver"), warned: map[string]bool{}}, sp, annotator.Config{
+		NodeName:      cfg.NodeName,
+		BootID:        bootID,
+		PageSize:      uint32(procmem.PageSize),
+		FlushInterval: cfg.FlushInterval,
+		Kernel:        kern.kernel(),
+		Logger:        log,
+	})
+
+	hs, err := hooksrv.Listen(hooksrv.Config{Path: cfg.HookSocket, ProcRoot: cfg.ProcRoot}, ann, log)
+	if err != nil {
+		return err
+	}
+	log.Info("agent started", "hook_socket", hs.Path(), "collector", cfg.Collector, "spool", cfg.SpoolDir, "boot_id", bootID, "faults", kern.status())
+
+	m := &metrics{hook: hs, ann: ann, sp: sp, st: st, kern: kern}
+	var httpSrv *http.Server
+	if cfg.HTTPAddr != "" {
+		if httpSrv, err = m.serve(cfg.HTTPAddr, log); err != nil {
+			hs.Close()
+			return err
+		}
+	}
+
+	// Shutdown order: stop taking hook frames, flush the annotator into the
+	// spool, give the streamer DrainTimeout to get it acknowledged.
+	streamCtx, stopStream := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); st.Run(streamCtx) }()
+	annCtx, stopAnn := context.WithCancel(context.Background())
+	go func() { defer wg.Done(); ann.Run(annCtx) }()
+	go func() { defer wg.Done(); kern.run(annCtx, ann, log) }()
+	if cfg.StatsInterval > 0 {
+		go m.logEvery(ctx, cfg.StatsInterval, log)
+	}
+
+	serveErr := hs.Serve(ctx)
+	stopAnn()
+	ann.Flush()
+	deadline := time.Now().Add(cfg.DrainTimeout)
+	for sp.Stats().Pending > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := sp.Stats().Pending; n > 0 {
+		log.Warn("collector did not acknowledge everything before shutdown; kept in the spool for the next start", "batches", n)
+	}
+	stopStream()
+	wg.Wait()
+	if httpSrv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		httpSrv.Shutdown(sctx)
+		cancel()
+	}
+	log.Info("agent stopped", "stats", m.line())
+	if serveErr != nil && !errors.Is(serveErr, context.Canceled) {
+		return serveErr
+	}
+	return nil
+}
+
+func readBootID(procRoot string) (string, error) {
+	b, err := os.ReadFile(procRoot + "/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", fmt.Errorf("read boot id: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// metrics serves the counters an SRE watches, in Prometheus text format.
+type metrics struct {
+	hook *hooksrv.Server
+	ann  *annotator.Annotator
+	sp   *spool.Spool
+	st   *streamer.Streamer
+	kern *faults
+}
+
+func (m *metrics) serve(addr string, log *slog.Logger) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen http: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		m.write(w)
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	log.Info("http listening", "addr", ln.Addr().String())
+	return srv, nil
+}
+
+func (m *metrics) write(w interface{ Write([]byte) (int, error) }) {
+	h, a, s, t := m.hook.Stats(), m.ann.Stats(), m.sp.Stats(), m.st.Stats()
+	p := func(name, help string, v any) {
+		fmt.Fprintf(w, "# HELP %s %s\n%s %v\n", name, help, name, v)
+	}
+	connected := 0
+	if t.Connected {
+		connected = 1
+	}
+	p("strata_hook_sessions_total", "Hook connections accepted.", h.Sessions)
+	p("strata_hook_sessions_active", "Hook sessions open now.", h.Active)
+	p("strata_hook_frames_total", "Hook frames accepted.", h.Frames)
+	p("strata_hook_frames_rejected_total", "Frames naming a pid that is not the peer's (SO_PEERCRED).", h.Rejected)
+	p("strata_hook_sessions_malformed_total", "Sessions closed for a malformed frame.", h.Malformed)
+	p("strata_hook_frames_dropped_by_peer_total", "Frames hooks dropped because the socket was full.", h.DroppedByPeer)
+	p("strata_records_total", "Records handed to the spool.", a.Records)
+	p("strata_records_dropped_total", "Records lost because the spool was full.", a.Dropped)
+	p("strata_resolve_errors_total", "Records whose range could not be resolved.", a.ResolveError)
+	p("strata_live_blocks", "Blocks registered and not freed.", a.LiveBlocks)
+	p("strata_spool_pending_batches", "Batches not yet acknowledged by the collector.", s.Pending)
+	p("strata_spool_pending_bytes", "Bytes of those batches.", s.PendingBytes)
+	p("strata_stream_batches_sent_total", "Batches sent, resends included.", t.Sent)
+	p("strata_stream_acks_total", "Acks received.", t.Acked)
+	p("strata_stream_reconnects_total", "Collector stream reconnects.", t.Reconnects)
+	p("strata_stream_connected", "1 when the collector stream is up.", connected)
+	m.kern.writeMetrics(p)
+}
+
+func (m *metrics) line() string {
+	h, a, s, t := m.hook.Stats(), m.ann.Stats(), m.sp.Stats(), m.st.Stats()
+	return fmt.Sprintf("sessions=%d frames=%d rejected=%d malformed=%d %s spool_pending=%d sent=%d acked=%d reconnects=%d",
+		h.Sessions, h.Frames, h.Rejected, h.Malformed, a, s.Pending, t.Sent, t.Acked, t.Reconnects)
+}
+
+func (m *metrics) logEvery(ctx context.Context, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			log.Info("agent stats", "stats", m.line())
+		}
+	}
+}
