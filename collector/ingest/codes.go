@@ -1,0 +1,54 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/stratatrace/strata/collector/store"
+)
+
+// codeTable maps domain errors to gRPC codes; the first match wins. It is the
+// only place a collector error becomes a code.
+var codeTable = []struct {
+	err  error
+	code codes.Code
+}{
+	{store.ErrInvalidBatch, codes.InvalidArgument},
+	{store.ErrInvalidQuery, codes.InvalidArgument},
+	{store.ErrNotFound, codes.NotFound},
+	{store.ErrClosed, codes.Unavailable},
+	{context.Canceled, codes.Canceled},
+	{context.DeadlineExceeded, codes.DeadlineExceeded},
+}
+
+// Status converts err into a gRPC status error through codeTable. Errors
+// that already carry a status (from the transport) pass through; anything
+// unknown is Internal.
+func Status(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		return err
+	}
+	for _, e := range codeTable {
+		if errors.Is(err, e.err) {
+			return status.Error(e.code, err.Error())
+		}
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+func unaryStatus(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	resp, err := h(ctx, req)
+	return resp, Status(err)
+}
+
+func streamStatus(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	return Status(h(srv, ss))
+}

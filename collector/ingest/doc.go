@@ -1,0 +1,20 @@
+// Package ingest is the collector's gRPC edge.
+//
+// Service implements strata.v1.IngestService: Push reads an agent's batches
+// from one bidirectional stream, appends each to the store and answers each
+// with an Ack carrying its seq, in the order received. An Ack is sent only
+// after the store reports the batch durable; a batch the store already holds
+// (same node_name, boot_id and seq, e.g. replayed from the agent's spool) is
+// acknowledged with duplicate set and not written again.
+//
+// A malformed batch ends the stream with InvalidArgument and a message that
+// names the batch and the reason; everything acknowledged before it is
+// stored, and nothing of the refused batch is. The agent must not replay a
+// refused batch unchanged.
+//
+// NewServer builds the grpc.Server that every collector service shares: the
+// keepalive policy, the health service (SERVING until Shutdown), and the
+// interceptors that turn domain errors into gRPC codes through the one table
+// in codes.go. Handlers in this and other collector packages return plain
+// errors; they never build statuses themselves.
+package ingest

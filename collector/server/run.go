@@ -1,0 +1,129 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/stratatrace/strata/collector/ingest"
+	"github.com/stratatrace/strata/collector/query"
+	"github.com/stratatrace/strata/collector/store"
+)
+
+// Preflight checks what Run needs before anything starts: the store
+// directory can be created and written, and the listen address is usable.
+func Preflight(c Config) error {
+	if err := os.MkdirAll(c.StoreDir, 0o750); err != nil {
+		return fmt.Errorf("preflight: create store dir: %w", err)
+	}
+	f, err := os.CreateTemp(c.StoreDir, ".preflight-*")
+	if err != nil {
+		return fmt.Errorf("preflight: write store dir: %w", err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	if path, ok := strings.CutPrefix(c.Listen, "unix:"); ok {
+		if _, err := os.Stat(filepath.Dir(path)); err != nil {
+			return fmt.Errorf("preflight: unix socket dir: %w", err)
+		}
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("preflight: listen address: %w", err)
+	}
+	return nil
+}
+
+// listen opens host:port over TCP or unix:PATH, removing a stale socket
+// file left by an earlier run (never any other kind of file).
+func listen(addr string) (net.Listener, error) {
+	path, ok := strings.CutPrefix(addr, "unix:")
+	if !ok {
+		return net.Listen("tcp", addr)
+	}
+	if st, err := os.Lstat(path); err == nil && st.Mode().Type() == fs.ModeSocket {
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+	}
+	return net.Listen("unix", path)
+}
+
+// jobHistoryPoller is where the job-history poller will be wired: build it
+// here from the configuration with st as its store (it needs HasJob to skip
+// analysed jobs and PutJob to store results) and return its Run. Until then
+// there is nothing to run.
+func jobHistoryPoller(_ Config, _ store.JobStore, _ *slog.Logger) func(context.Context) error {
+	return nil
+}
+
+// Run serves the collector until ctx ends or serving fails; see the package
+// doc for the shutdown order. It prints "listening ADDR" to out when ready.
+func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err error) {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, store.Options{Dir: c.StoreDir, MemoryLimit: c.MemoryLimit, Threads: c.Threads, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := st.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
+	lis, err := listen(c.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", c.Listen, err)
+	}
+	srv, health := ingest.NewServer(log)
+	ingest.New(st, log).Register(srv)
+	query.New(st).Register(srv)
+
+	errc := make(chan error, 2)
+	go func() {
+		if err := srv.Serve(lis); err != nil {
+			errc <- fmt.Errorf("serve grpc: %w", err)
+		}
+	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if poll := jobHistoryPoller(c, st, log); poll != nil {
+		go func() {
+			if err := poll(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				errc <- fmt.Errorf("job history poller: %w", err)
+			}
+		}()
+	}
+	log.Info("collector serving", "listen", lis.Addr().String(), "store_dir", c.StoreDir)
+	fmt.Fprintf(out, "listening %s\n", lis.Addr())
+
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	health.Shutdown()
+	stopped := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(stopped)
+	}()
+	grace := time.Duration(c.ShutdownGrace)
+	select {
+	case <-stopped:
+		log.Info("collector stopped")
+	case <-time.After(grace):
+		srv.Stop()
+		<-stopped
+		log.Info("collector stopped; open streams cut after the grace period", "grace", grace)
+	}
+	return err
+}
