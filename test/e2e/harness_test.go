@@ -1,0 +1,237 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stratatrace/strata/test/testenv"
+)
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+// bins returns the directory holding strata, strata-agent and
+// strata-collector, building them when $STRATA_BIN is unset.
+func bins(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		if d := os.Getenv("STRATA_BIN"); d != "" {
+			binDir = d
+			return
+		}
+		binDir, binErr = os.MkdirTemp("", "strata-e2e-bin")
+		if binErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", binDir+"/", "./cmd/strata", "./cmd/strata-agent", "./cmd/strata-collector")
+		cmd.Dir = testenv.RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binDir
+}
+
+// proc is a started binary whose output is kept for failure messages.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startProc(t *testing.T, name string, stdout io.Writer, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: exec.Command(args[0], args[1:]...), out: &syncBuffer{}, done: make(chan error, 1)}
+	p.cmd.Stderr = p.out
+	if stdout != nil {
+		p.cmd.Stdout = io.MultiWriter(stdout, p.out)
+	} else {
+		p.cmd.Stdout = p.out
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("--- %s output:\n%s", name, p.out.String())
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and requires a clean exit within 20 s.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("%s exited with %v\n%s", p.name, err, p.out.String())
+		}
+	case <-time.After(20 * time.Second):
+		p.cmd.Process.Kill()
+		t.Fatalf("%s did not stop within 20s after SIGTERM\n%s", p.name, p.out.String())
+	}
+}
+
+// startCollector starts strata-collector on a free loopback port with a
+// fresh store and returns its address.
+func startCollector(t *testing.T, bin string) (*proc, string) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	p := startProc(t, "collector", pw, filepath.Join(bin, "strata-collector"),
+		"--listen", "127.0.0.1:0", "--store-dir", filepath.Join(t.TempDir(), "store"))
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
+				addr <- a
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return p, a
+	case err := <-p.done:
+		t.Fatalf("collector exited: %v\n%s", err, p.out.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("collector not listening after 60s\n%s", p.out.String())
+	}
+	return nil, ""
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type agentProc struct {
+	*proc
+	socket, http string
+}
+
+func startAgent(t *testing.T, bin, collector string, extra ...string) *agentProc {
+	t.Helper()
+	dir := t.TempDir()
+	a := &agentProc{socket: filepath.Join(dir, "hook.sock"), http: freePort(t)}
+	args := []string{filepath.Join(bin, "strata-agent"),
+		"--node-name", "e2e-node", "--hook-socket", a.socket, "--collector", collector,
+		"--spool-dir", filepath.Join(dir, "spool"), "--http", a.http, "--flush-interval", "50ms"}
+	a.proc = startProc(t, "agent", nil, append(args, extra...)...)
+	waitFor(t, "agent metrics endpoint", 30*time.Second, func() bool {
+		_, err := a.metric("strata_hook_sessions_total")
+		return err == nil
+	})
+	return a
+}
+
+// metric reads one counter from the agent's /metrics.
+func (a *agentProc) metric(name string) (float64, error) {
+	resp, err := http.Get("http://" + a.http + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, fmt.Errorf("metric %s not found", name)
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// runCLI runs the strata CLI and returns its stdout.
+func runCLI(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "strata"), args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("strata %v: %v\n%s", args, err, errb.String())
+	}
+	return out.String()
+}
+
+// pagemapEntry reads the raw pagemap entry of addr in pid, one pread per
+// call: the test's own reading, independent of agent/procmem.
+func pagemapEntry(t *testing.T, f *os.File, addr uint64) uint64 {
+	t.Helper()
+	var b [8]byte
+	if _, err := f.ReadAt(b[:], int64(addr/4096*8)); err != nil {
+		t.Fatalf("read pagemap at %#x: %v", addr, err)
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+func kpageflags(t *testing.T, f *os.File, pfn uint64) uint64 {
+	t.Helper()
+	var b [8]byte
+	if _, err := f.ReadAt(b[:], int64(pfn*8)); err != nil {
+		t.Fatalf("read kpageflags of pfn %#x: %v", pfn, err)
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}
