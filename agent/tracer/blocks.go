@@ -1,0 +1,303 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// mapStore writes the address index into the kernel's buckets map.
+type mapStore struct{ m *ebpf.Map }
+
+func (s mapStore) put(key strataBucketKey, val *strataRangeSet) error {
+	if err := s.m.Put(&key, val); err != nil {
+		return fmt.Errorf("put range set: %w", err)
+	}
+	return nil
+}
+
+func (s mapStore) del(key strataBucketKey) error {
+	if err := s.m.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("delete range set: %w", err)
+	}
+	return nil
+}
+
+func (t *Tracer) store() rangeStore { return mapStore{t.maps[strataMapBuckets]} }
+
+func (t *Tracer) pidWord(tgid uint32) *uint64 {
+	return (*uint64)(unsafe.Pointer(&t.pidMem[(tgid>>6)*8]))
+}
+
+// Track starts counting the faults of thread group tgid. Tracking a tracked
+// process again is a no-op.
+func (t *Tracer) Track(tgid uint32) error {
+	if tgid == 0 || tgid >= pidWords*64 {
+		return fmt.Errorf("track %d: %w", tgid, ErrBadPID)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return fmt.Errorf("track %d: %w", tgid, ErrClosed)
+	}
+	if _, ok := t.procs[tgid]; ok {
+		return nil
+	}
+	// The pidfd turns readable when the process exits: the liveness
+	// backstop, immune to PID reuse.
+	pidfd, err := unix.PidfdOpen(int(tgid), 0)
+	if err != nil {
+		return fmt.Errorf("track %d: open pidfd: %w", tgid, err)
+	}
+	zero := make([]strataTgidCounters, t.ncpu)
+	if err := t.maps[strataMapTgids].Put(tgid, zero); err != nil {
+		unix.Close(pidfd)
+		return fmt.Errorf("track %d: put tgid counters: %w", tgid, err)
+	}
+	t.procs[tgid] = &proc{idx: newProcIndex(tgid), pidfd: pidfd}
+	atomic.OrUint64(t.pidWord(tgid), 1<<(tgid&63))
+	return nil
+}
+
+// Untrack stops counting tgid and forgets its blocks.
+func (t *Tracer) Untrack(tgid uint32) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return fmt.Errorf("untrack %d: %w", tgid, ErrClosed)
+	}
+	if _, ok := t.procs[tgid]; !ok {
+		return fmt.Errorf("untrack %d: %w", tgid, ErrNotTracked)
+	}
+	_, err := t.forgetLocked(tgid)
+	return err
+}
+
+// forgetLocked clears the TGID's bit, index entries and counter slots and
+// returns the final counters of its blocks.
+func (t *Tracer) forgetLocked(tgid uint32) (ExitReport, error) {
+	p := t.procs[tgid]
+	atomic.AndUint64(t.pidWord(tgid), ^uint64(1<<(tgid&63)))
+	rep := ExitReport{TGID: tgid}
+	var errs []error
+	for _, b := range p.idx.blocks {
+		c, err := t.readSlot(b.slot)
+		errs = append(errs, err)
+		rep.Blocks = append(rep.Blocks, BlockSnapshot{TGID: tgid, BlockID: b.id, Start: b.start, End: b.end, Counters: c})
+		t.freeSlots = append(t.freeSlots, b.slot)
+	}
+	errs = append(errs, p.idx.clear(t.store()))
+	if err := t.maps[strataMapTgids].Delete(tgid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		errs = append(errs, err)
+	}
+	unix.Close(p.pidfd)
+	delete(t.procs, tgid)
+	if err := errors.Join(errs...); err != nil {
+		return rep, fmt.Errorf("forget %d: %w", tgid, err)
+	}
+	return rep, nil
+}
+
+func (t *Tracer) procLocked(op string, tgid uint32) (*proc, error) {
+	if t.closed {
+		return nil, fmt.Errorf("%s: %w", op, ErrClosed)
+	}
+	p, ok := t.procs[tgid]
+	if !ok {
+		return nil, fmt.Errorf("%s: pid %d: %w", op, tgid, ErrNotTracked)
+	}
+	return p, nil
+}
+
+// RegisterBlock starts counting faults in [start, end) of tgid as block id.
+func (t *Tracer) RegisterBlock(tgid uint32, id, start, end uint64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, err := t.procLocked("register block", tgid)
+	if err != nil {
+		return err
+	}
+	if _, ok := p.idx.blocks[id]; ok {
+		return fmt.Errorf("register block %d: %w", id, ErrBlockExists)
+	}
+	var slot uint32
+	switch {
+	case len(t.freeSlots) > 0:
+		slot = t.freeSlots[len(t.freeSlots)-1]
+		t.freeSlots = t.freeSlots[:len(t.freeSlots)-1]
+	case t.nextSlot < t.cfg.MaxBlocks:
+		slot = t.nextSlot
+		t.nextSlot++
+	default:
+		return fmt.Errorf("register block %d: %w", id, ErrFull)
+	}
+	zero := make([]strataBlockCounters, t.ncpu)
+	if err := t.maps[strataMapCounters].Put(slot, zero); err != nil {
+		t.freeSlots = append(t.freeSlots, slot)
+		return fmt.Errorf("register block %d: reset counters: %w", id, err)
+	}
+	if err := p.idx.add(t.store(), &block{id: id, start: start, end: end, slot: slot}); err != nil {
+		t.freeSlots = append(t.freeSlots, slot)
+		return fmt.Errorf("register block: %w", err)
+	}
+	return nil
+}
+
+// MoveBlock changes the range of a registered block (a GC moved it); its
+// counters carry on.
+func (t *Tracer) MoveBlock(tgid uint32, id, start, end uint64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, err := t.procLocked("move block", tgid)
+	if err != nil {
+		return err
+	}
+	old, ok := p.idx.blocks[id]
+	if !ok {
+		return fmt.Errorf("move block %d: %w", id, ErrUnknownBlock)
+	}
+	if err := p.idx.remove(t.store(), old); err != nil {
+		return fmt.Errorf("move block: %w", err)
+	}
+	if err := p.idx.add(t.store(), &block{id: id, start: start, end: end, slot: old.slot}); err != nil {
+		return errors.Join(fmt.Errorf("move block: %w", err), p.idx.add(t.store(), old))
+	}
+	return nil
+}
+
+// FreeBlock stops counting a block and returns its final counters.
+func (t *Tracer) FreeBlock(tgid uint32, id uint64) (Counters, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, err := t.procLocked("free block", tgid)
+	if err != nil {
+		return Counters{}, err
+	}
+	b, ok := p.idx.blocks[id]
+	if !ok {
+		return Counters{}, fmt.Errorf("free block %d: %w", id, ErrUnknownBlock)
+	}
+	if err := p.idx.remove(t.store(), b); err != nil {
+		return Counters{}, fmt.Errorf("free block: %w", err)
+	}
+	c, err := t.readSlot(b.slot)
+	t.freeSlots = append(t.freeSlots, b.slot)
+	if err != nil {
+		return Counters{}, fmt.Errorf("free block %d: %w", id, err)
+	}
+	return c, nil
+}
+
+// BlockCounters returns one block's counters, summed over CPUs.
+func (t *Tracer) BlockCounters(tgid uint32, id uint64) (Counters, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, err := t.procLocked("read block counters", tgid)
+	if err != nil {
+		return Counters{}, err
+	}
+	b, ok := p.idx.blocks[id]
+	if !ok {
+		return Counters{}, fmt.Errorf("read block counters %d: %w", id, ErrUnknownBlock)
+	}
+	return t.readSlot(b.slot)
+}
+
+func (t *Tracer) readSlot(slot uint32) (Counters, error) {
+	var per []strataBlockCounters
+	if err := t.maps[strataMapCounters].Lookup(slot, &per); err != nil {
+		return Counters{}, fmt.Errorf("read counters slot %d: %w", slot, err)
+	}
+	return sumCounters(per), nil
+}
+
+func sumCounters(per []strataBlockCounters) Counters {
+	var c Counters
+	for _, v := range per {
+		c = c.Add(Counters{v.Read, v.Write, v.Exec, v.Unclassified, v.Major, v.WalkSamples})
+	}
+	return c
+}
+
+// Snapshot returns every registered block with its counters, reading the
+// counters map in batches.
+func (t *Tracer) Snapshot() ([]BlockSnapshot, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, fmt.Errorf("snapshot: %w", ErrClosed)
+	}
+	bySlot := make([]Counters, t.nextSlot)
+	const chunk = 4096
+	keys := make([]uint32, chunk)
+	vals := make([]strataBlockCounters, chunk*t.ncpu)
+	var cursor ebpf.MapBatchCursor
+	for read := uint32(0); read < t.nextSlot; {
+		n, err := t.maps[strataMapCounters].BatchLookup(&cursor, keys, vals, nil)
+		for i := 0; i < n; i++ {
+			if k := keys[i]; k < t.nextSlot {
+				bySlot[k] = sumCounters(vals[i*t.ncpu : (i+1)*t.ncpu])
+			}
+		}
+		read += uint32(n)
+		if errors.Is(err, ebpf.ErrKeyNotExist) || n == 0 {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("snapshot: %w", err)
+		}
+	}
+	var out []BlockSnapshot
+	for tgid, p := range t.procs {
+		for _, b := range p.idx.blocks {
+			out = append(out, BlockSnapshot{TGID: tgid, BlockID: b.id, Start: b.start, End: b.end, Counters: bySlot[b.slot]})
+		}
+	}
+	return out, nil
+}
+
+// WalkSampleCounts returns, for tgid, the SampleWalks samples taken and
+// how many of them hit a registered block.
+func (t *Tracer) WalkSampleCounts(tgid uint32) (total, matched uint64, err error) {
+	var per []strataTgidCounters
+	if err := t.maps[strataMapTgids].Lookup(tgid, &per); err != nil {
+		return 0, 0, fmt.Errorf("read tgid counters %d: %w", tgid, err)
+	}
+	for _, v := range per {
+		total += v.WalkSamples
+		matched += v.WalkSamplesMatched
+	}
+	return total, matched, nil
+}
+
+// Stats sums the kernel's per-CPU statistics and adds the reader's.
+func (t *Tracer) Stats() (Stats, error) {
+	var per []strataFaultStats
+	if err := t.maps[strataMapStats].Lookup(uint32(0), &per); err != nil {
+		return Stats{}, fmt.Errorf("read stats: %w", err)
+	}
+	s := Stats{Hook: t.hook, Delivered: t.delivered.Load(), UserDrops: t.userDrops.Load(), BadRecords: t.badRecords.Load()}
+	for _, v := range per {
+		s.TracedFaults += v.TracedFaults
+		s.MatchedFaults += v.MatchedFaults
+		s.MajorFaults += v.MajorFaults
+		s.WalkSamples += v.WalkSamples
+		s.Exits += v.Exits
+		s.KernelEvents += v.Events
+		s.KernelDrops += v.RingFull
+	}
+	t.mu.Lock()
+	for _, p := range t.procs {
+		s.Blocks += len(p.idx.blocks)
+		s.RangeSets += len(p.idx.buckets)
+		for _, st := range p.idx.buckets {
+			s.RangeSets += len(st.pages)
+		}
+	}
+	t.mu.Unlock()
+	return s, nil
+}

@@ -1,0 +1,94 @@
+package tracer
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Hook selects the program that sees every page fault.
+type Hook string
+
+// Hooks, in the order HookAuto tries them.
+const (
+	HookAuto Hook = ""
+	HookBTF  Hook = "tp_btf"  // tp_btf/page_fault_user: typed args, cheapest
+	HookRaw  Hook = "raw_tp"  // raw_tp/page_fault_user: no BTF needed
+	HookPerf Hook = "perf_sw" // PERF_COUNT_SW_PAGE_FAULTS per CPU: no read/write split
+	hookNone Hook = "none"
+)
+
+// Config sets what Load builds. Zero values take the defaults below.
+type Config struct {
+	// SampleEvery emits one event per this many matched faults (per CPU);
+	// 0 takes the default 64, and DisableEvents turns events off.
+	SampleEvery   uint32
+	DisableEvents bool
+	// MaxBlocks is the number of counter slots (blocks registered at once
+	// on the node). Default 65536. Memory: MaxBlocks × CPUs × 48 bytes.
+	MaxBlocks uint32
+	// MaxRangeSets bounds the address index (2 MiB buckets plus 4 KiB page
+	// entries of dense buckets). Default 1 Mi; entries are allocated on use.
+	MaxRangeSets uint32
+	// RingBytes is the ring buffer size, a power of two ≥ 4096. Default 8 MiB.
+	RingBytes uint32
+	// EventBuffer is the capacity of the Events channel. Default 4096.
+	EventBuffer int
+	// Hook forces one fault hook; HookAuto probes.
+	Hook Hook
+	// NoMajorFaults skips the per-CPU major-fault perf events.
+	NoMajorFaults bool
+	// DrainInterval is the ring reader's deadline. Default 10 ms.
+	DrainInterval time.Duration
+	// LivenessInterval is how often tracked processes are checked for exit,
+	// a backstop for exit notices lost to a full ring. Default 1 s.
+	LivenessInterval time.Duration
+	// OnExit, when set, receives the final counters of a traced process that
+	// exited, from the reader goroutine; it must not block for long.
+	OnExit func(ExitReport)
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.SampleEvery == 0 {
+		c.SampleEvery = 64
+	}
+	if c.MaxBlocks == 0 {
+		c.MaxBlocks = 65536
+	}
+	if c.MaxRangeSets == 0 {
+		c.MaxRangeSets = 1 << 20
+	}
+	if c.RingBytes == 0 {
+		c.RingBytes = 8 << 20
+	}
+	if c.EventBuffer == 0 {
+		c.EventBuffer = 4096
+	}
+	if c.DrainInterval == 0 {
+		c.DrainInterval = 10 * time.Millisecond
+	}
+	if c.LivenessInterval == 0 {
+		c.LivenessInterval = time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports the first setting Load cannot use.
+func (c *Config) Validate() error {
+	if c.RingBytes != 0 && (c.RingBytes < 4096 || c.RingBytes&(c.RingBytes-1) != 0) {
+		return fmt.Errorf("validate config: ring bytes %d: not a power of two >= 4096", c.RingBytes)
+	}
+	if c.EventBuffer < 0 {
+		return fmt.Errorf("validate config: event buffer %d: negative", c.EventBuffer)
+	}
+	switch c.Hook {
+	case HookAuto, HookBTF, HookRaw, HookPerf:
+	default:
+		return fmt.Errorf("validate config: hook %q: unknown", c.Hook)
+	}
+	return nil
+}

@@ -1,0 +1,34 @@
+package tracer
+
+import "errors"
+
+var (
+	// ErrUnsupported means the kernel lacks something the tracer needs.
+	ErrUnsupported = errors.New("not supported by this kernel")
+	// ErrNotTracked means the TGID was not passed to Track.
+	ErrNotTracked = errors.New("process not tracked")
+	// ErrUnknownBlock means no block with that id is registered for the TGID.
+	ErrUnknownBlock = errors.New("unknown block")
+	// ErrBlockExists means the block id is already registered for the TGID.
+	ErrBlockExists = errors.New("block already registered")
+	// ErrOverlap means the range overlaps another block of the same TGID.
+	ErrOverlap = errors.New("range overlaps a registered block")
+	// ErrBadRange means start >= end or the range is outside user space.
+	ErrBadRange = errors.New("invalid address range")
+	// ErrTooDense means more than 8 blocks would share one 4 KiB page.
+	ErrTooDense = errors.New("too many blocks in one page")
+	// ErrFull means every counter slot (Config.MaxBlocks) is in use.
+	ErrFull = errors.New("block table full")
+	// ErrBadPID means the TGID is 0 or beyond the kernel's PID limit.
+	ErrBadPID = errors.New("invalid pid")
+	// ErrClosed means the Tracer was closed.
+	ErrClosed = errors.New("tracer closed")
+	// ErrShortRecord means a ring record is smaller than an event.
+	ErrShortRecord = errors.New("short ring record")
+	// ErrBadKind means a ring record carries an unknown kind.
+	ErrBadKind = errors.New("unknown event kind")
+	// ErrNoPMU means no hardware PMU is exposed (VMs, many cloud instances).
+	ErrNoPMU = errors.New("unavailable: no hardware PMU")
+	// ErrUnknownCPU means no page-walk event table entry fits the CPU model.
+	ErrUnknownCPU = errors.New("no page-walk events known for this CPU model")
+)

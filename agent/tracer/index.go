@@ -1,0 +1,234 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Address-index geometry, equal to the STRATA_* constants in bpf/strata.h
+// (layout_test.go checks them against the generated struct).
+const (
+	bucketShift = 21
+	pageShift   = 12
+	rangeSlots  = 8
+	levelBucket = 0
+	levelPage   = 1
+	bucketFine  = 1
+	pidWords    = 4194304 / 64
+	maxUserAddr = 1 << 47 // x86-64 4-level user space; 5-level is 1<<56
+)
+
+// rangeStore is the kernel's buckets map as the index sees it; tests pass a
+// map-backed fake.
+type rangeStore interface {
+	put(key strataBucketKey, val *strataRangeSet) error
+	del(key strataBucketKey) error
+}
+
+type block struct {
+	id, start, end uint64
+	slot           uint32
+}
+
+// bucketState is what is written for one 2 MiB bucket: the blocks that
+// overlap it and, when it is fine-grained, the page entries written for it.
+type bucketState struct {
+	blocks []*block
+	pages  []uint64 // level-1 indexes currently in the kernel map
+}
+
+// procIndex mirrors the kernel entries of one TGID so that they can be
+// rewritten on change and removed on exit without scanning the kernel map.
+type procIndex struct {
+	tgid    uint32
+	blocks  map[uint64]*block
+	buckets map[uint64]*bucketState
+}
+
+func newProcIndex(tgid uint32) *procIndex {
+	return &procIndex{tgid: tgid, blocks: map[uint64]*block{}, buckets: map[uint64]*bucketState{}}
+}
+
+func bucketsOf(start, end uint64) (first, last uint64) {
+	return start >> bucketShift, (end - 1) >> bucketShift
+}
+
+// add inserts b and writes the buckets it touches. On error nothing of b
+// stays in the index (the kernel entries are rewritten as before).
+func (p *procIndex) add(s rangeStore, b *block) error {
+	if b.start >= b.end || b.end > maxUserAddr {
+		return fmt.Errorf("add block %d [%#x,%#x): %w", b.id, b.start, b.end, ErrBadRange)
+	}
+	if _, ok := p.blocks[b.id]; ok {
+		return fmt.Errorf("add block %d: %w", b.id, ErrBlockExists)
+	}
+	first, last := bucketsOf(b.start, b.end)
+	for i := first; i <= last; i++ {
+		st := p.buckets[i]
+		if st == nil {
+			continue
+		}
+		for _, o := range st.blocks {
+			if b.start < o.end && o.start < b.end {
+				return fmt.Errorf("add block %d: block %d: %w", b.id, o.id, ErrOverlap)
+			}
+		}
+		if len(st.blocks)+1 > rangeSlots {
+			if _, err := layoutPages(i, append(slices.Clip(st.blocks), b)); err != nil {
+				return fmt.Errorf("add block %d: %w", b.id, err)
+			}
+		}
+	}
+	p.blocks[b.id] = b
+	for i := first; i <= last; i++ {
+		st := p.buckets[i]
+		if st == nil {
+			st = &bucketState{}
+			p.buckets[i] = st
+		}
+		st.blocks = append(st.blocks, b)
+	}
+	if err := p.write(s, first, last); err != nil {
+		p.drop(b)
+		return errors.Join(fmt.Errorf("add block %d: %w", b.id, err), p.write(s, first, last))
+	}
+	return nil
+}
+
+// remove deletes b from the index and the kernel map.
+func (p *procIndex) remove(s rangeStore, b *block) error {
+	p.drop(b)
+	first, last := bucketsOf(b.start, b.end)
+	if err := p.write(s, first, last); err != nil {
+		return fmt.Errorf("remove block %d: %w", b.id, err)
+	}
+	return nil
+}
+
+func (p *procIndex) drop(b *block) {
+	delete(p.blocks, b.id)
+	first, last := bucketsOf(b.start, b.end)
+	for i := first; i <= last; i++ {
+		if st := p.buckets[i]; st != nil {
+			st.blocks = slices.DeleteFunc(st.blocks, func(o *block) bool { return o == b })
+		}
+	}
+}
+
+// clear removes every kernel entry of the TGID.
+func (p *procIndex) clear(s rangeStore) error {
+	var errs []error
+	for i, st := range p.buckets {
+		st.blocks = nil
+		errs = append(errs, p.writeOne(s, i))
+	}
+	p.blocks = map[uint64]*block{}
+	return errors.Join(errs...)
+}
+
+func (p *procIndex) write(s rangeStore, first, last uint64) error {
+	for i := first; i <= last; i++ {
+		if err := p.writeOne(s, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeOne makes the kernel entries of bucket i match its state. Ordering
+// keeps a concurrent lookup correct: page entries go in before the bucket
+// is flagged fine, and come out after it is direct again.
+func (p *procIndex) writeOne(s rangeStore, i uint64) error {
+	st := p.buckets[i]
+	if st == nil {
+		return nil
+	}
+	key := strataBucketKey{Tgid: p.tgid, Level: levelBucket, Index: i}
+	if len(st.blocks) == 0 {
+		if err := s.del(key); err != nil {
+			return err
+		}
+		if err := p.delPages(s, st.pages, nil); err != nil {
+			return err
+		}
+		delete(p.buckets, i)
+		return nil
+	}
+	if len(st.blocks) <= rangeSlots {
+		if err := s.put(key, rangeSet(st.blocks)); err != nil {
+			return err
+		}
+		err := p.delPages(s, st.pages, nil)
+		st.pages = nil
+		return err
+	}
+	pages, err := layoutPages(i, st.blocks)
+	if err != nil {
+		return err
+	}
+	idx := make([]uint64, 0, len(pages))
+	for pg, rs := range pages {
+		if err := s.put(strataBucketKey{Tgid: p.tgid, Level: levelPage, Index: pg}, rs); err != nil {
+			return err
+		}
+		idx = append(idx, pg)
+	}
+	if err := s.put(key, &strataRangeSet{Flags: bucketFine}); err != nil {
+		return err
+	}
+	err = p.delPages(s, st.pages, pages)
+	slices.Sort(idx)
+	st.pages = idx
+	return err
+}
+
+func (p *procIndex) delPages(s rangeStore, old []uint64, keep map[uint64]*strataRangeSet) error {
+	for _, pg := range old {
+		if _, ok := keep[pg]; ok {
+			continue
+		}
+		if err := s.del(strataBucketKey{Tgid: p.tgid, Level: levelPage, Index: pg}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// layoutPages lists, per 4 KiB page of bucket i, the blocks covering it.
+func layoutPages(i uint64, blocks []*block) (map[uint64]*strataRangeSet, error) {
+	lo, hi := i<<bucketShift, (i+1)<<bucketShift
+	perPage := map[uint64][]*block{}
+	for _, b := range blocks {
+		s, e := max(b.start, lo), min(b.end, hi)
+		for pg := s >> pageShift; pg <= (e-1)>>pageShift; pg++ {
+			perPage[pg] = append(perPage[pg], b)
+		}
+	}
+	out := make(map[uint64]*strataRangeSet, len(perPage))
+	for pg, bs := range perPage {
+		if len(bs) > rangeSlots {
+			return nil, fmt.Errorf("page %#x: %d blocks: %w", pg<<pageShift, len(bs), ErrTooDense)
+		}
+		out[pg] = rangeSet(bs)
+	}
+	return out, nil
+}
+
+func rangeSet(blocks []*block) *strataRangeSet {
+	bs := slices.Clone(blocks)
+	slices.SortFunc(bs, func(a, b *block) int {
+		switch {
+		case a.start < b.start:
+			return -1
+		case a.start > b.start:
+			return 1
+		}
+		return 0
+	})
+	rs := &strataRangeSet{N: uint32(len(bs))}
+	for j, b := range bs {
+		rs.Ranges[j] = strataBlockRange{Start: b.start, End: b.end, BlockId: b.id, Slot: b.slot}
+	}
+	return rs
+}

@@ -1,0 +1,91 @@
+package tracer
+
+import (
+	"errors"
+	"os"
+	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+)
+
+// readLoop drains the ring on a short deadline (the kernel submits without
+// waking us), hands events to the bounded channel without ever blocking,
+// and checks tracked processes for exit between drains. It never logs per
+// event.
+func (t *Tracer) readLoop() {
+	defer t.wg.Done()
+	var rec ringbuf.Record
+	lastLive := time.Now()
+	for {
+		t.reader.SetDeadline(time.Now().Add(t.cfg.DrainInterval))
+		err := t.reader.ReadInto(&rec)
+		switch {
+		case err == nil:
+			t.handle(rec.RawSample)
+			continue
+		case errors.Is(err, os.ErrDeadlineExceeded):
+		case errors.Is(err, ringbuf.ErrClosed), errors.Is(err, os.ErrClosed):
+			return
+		default:
+			t.log.Error("read ring", "error", err)
+			time.Sleep(t.cfg.DrainInterval)
+		}
+		if time.Since(lastLive) >= t.cfg.LivenessInterval {
+			lastLive = time.Now()
+			t.checkLiveness()
+		}
+	}
+}
+
+func (t *Tracer) handle(raw []byte) {
+	ev, err := DecodeEvent(raw)
+	if err != nil {
+		t.badRecords.Add(1)
+		return
+	}
+	ev.Time = time.Unix(0, int64(ev.MonoNS)+t.monoOff)
+	if ev.Kind == KindExit {
+		t.exited(ev.TGID)
+	}
+	select {
+	case t.events <- ev:
+		t.delivered.Add(1)
+	default:
+		t.userDrops.Add(1)
+	}
+}
+
+// exited forgets a TGID the kernel (or the liveness check) saw exit.
+func (t *Tracer) exited(tgid uint32) {
+	t.mu.Lock()
+	if t.closed || t.procs[tgid] == nil {
+		t.mu.Unlock()
+		return
+	}
+	rep, err := t.forgetLocked(tgid)
+	t.mu.Unlock()
+	if err != nil {
+		t.log.Warn("clean up exited process", "pid", tgid, "error", err)
+	}
+	if t.cfg.OnExit != nil {
+		t.cfg.OnExit(rep)
+	}
+}
+
+// checkLiveness polls each tracked process's pidfd, which is readable once
+// the process has exited: the backstop for exit notices lost to a full ring.
+func (t *Tracer) checkLiveness() {
+	t.mu.Lock()
+	var dead []uint32
+	for tgid, p := range t.procs {
+		fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(fds, 0); err == nil && n > 0 {
+			dead = append(dead, tgid)
+		}
+	}
+	t.mu.Unlock()
+	for _, tgid := range dead {
+		t.exited(tgid)
+	}
+}

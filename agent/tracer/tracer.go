@@ -1,0 +1,399 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+)
+
+// Counters are one block's fault counts since it was registered.
+type Counters struct {
+	Read, Write, Exec uint64
+	Unclassified      uint64 // faults seen by the perf fallback hook
+	Major             uint64
+	WalkSamples       uint64 // SampleWalks samples whose data address hit the block
+}
+
+// Add returns c + o.
+func (c Counters) Add(o Counters) Counters {
+	return Counters{c.Read + o.Read, c.Write + o.Write, c.Exec + o.Exec,
+		c.Unclassified + o.Unclassified, c.Major + o.Major, c.WalkSamples + o.WalkSamples}
+}
+
+// BlockSnapshot is one registered block and its counters.
+type BlockSnapshot struct {
+	TGID       uint32
+	BlockID    uint64
+	Start, End uint64
+	Counters
+}
+
+// ExitReport is what a traced process left behind when it exited.
+type ExitReport struct {
+	TGID   uint32
+	Blocks []BlockSnapshot
+}
+
+// Stats are the tracer's own counters since Load.
+type Stats struct {
+	Hook          Hook   // the fault hook in use
+	TracedFaults  uint64 // faults of traced processes
+	MatchedFaults uint64 // ... inside a registered block
+	MajorFaults   uint64 // matched major faults
+	WalkSamples   uint64 // matched walk samples
+	Exits         uint64 // traced processes the kernel saw exit
+	KernelEvents  uint64 // records submitted to the ring
+	KernelDrops   uint64 // ring reserve failures (ring full)
+	Delivered     uint64 // events handed to the Events channel
+	UserDrops     uint64 // events dropped because the channel was full
+	BadRecords    uint64 // undecodable ring records
+	Blocks        int    // blocks registered now
+	RangeSets     int    // address-index entries in the kernel now
+}
+
+// Tracer owns every kernel handle of the fault tracer. Its methods are safe
+// for concurrent use.
+type Tracer struct {
+	cfg    Config
+	log    *slog.Logger
+	spec   *ebpf.CollectionSpec
+	maps   map[string]*ebpf.Map
+	ncpu   int
+	hook   Hook
+	pidMem []byte // mmap of pid_bits
+
+	closers []io.Closer // in opening order; Close runs them in reverse
+	reader  *ringbuf.Reader
+	events  chan Event
+	wg      sync.WaitGroup
+	monoOff int64 // wall - monotonic, ns
+
+	delivered, userDrops, badRecords atomic.Uint64
+
+	mu        sync.Mutex
+	closed    bool
+	procs     map[uint32]*proc
+	freeSlots []uint32
+	nextSlot  uint32
+}
+
+type proc struct {
+	idx   *procIndex
+	pidfd int
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+func fdCloser(fd int) io.Closer { return closerFunc(func() error { return unix.Close(fd) }) }
+
+// Load creates the maps, loads and attaches the programs and starts the
+// ring reader. On failure it closes whatever it opened.
+func Load(cfg Config) (_ *Tracer, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.setDefaults()
+	if err := features.HaveMapType(ebpf.RingBuf); err != nil {
+		return nil, fmt.Errorf("probe ringbuf: %w: %w", ErrUnsupported, err)
+	}
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("count cpus: %w", err)
+	}
+	spec, err := loadStrata()
+	if err != nil {
+		return nil, fmt.Errorf("load spec: %w", err)
+	}
+	every := cfg.SampleEvery
+	if cfg.DisableEvents {
+		every = 0
+	}
+	if err := spec.Variables[strataVarSampleEvery].Set(every); err != nil {
+		return nil, fmt.Errorf("set sample_every: %w", err)
+	}
+	spec.Maps[strataMapCounters].MaxEntries = cfg.MaxBlocks
+	spec.Maps[strataMapBuckets].MaxEntries = cfg.MaxRangeSets
+	spec.Maps[strataMapEvents].MaxEntries = cfg.RingBytes
+
+	t := &Tracer{
+		cfg:    cfg,
+		log:    cfg.Logger.With("component", "tracer"),
+		spec:   spec,
+		maps:   map[string]*ebpf.Map{},
+		ncpu:   ncpu,
+		events: make(chan Event, cfg.EventBuffer),
+		procs:  map[uint32]*proc{},
+	}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	for _, name := range []string{strataMapPidBits, strataMapBuckets, strataMapCounters,
+		strataMapTgids, strataMapStats, strataMapEvents} {
+		m, err := ebpf.NewMap(spec.Maps[name])
+		if err != nil {
+			return nil, fmt.Errorf("create map %s: %w", name, err)
+		}
+		t.maps[name] = m
+		t.closers = append(t.closers, m)
+	}
+	mem, err := unix.Mmap(t.maps[strataMapPidBits].FD(), 0, pidWords*8,
+		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap pid_bits: %w", err)
+	}
+	t.pidMem = mem
+	t.closers = append(t.closers, closerFunc(func() error { return unix.Munmap(mem) }))
+
+	if err := t.attachFaultHook(); err != nil {
+		return nil, err
+	}
+	if err := t.attachExitHook(); err != nil {
+		return nil, err
+	}
+	if !cfg.NoMajorFaults {
+		if err := t.attachMajorFaults(); err != nil {
+			return nil, err
+		}
+	}
+
+	rd, err := ringbuf.NewReader(t.maps[strataMapEvents])
+	if err != nil {
+		return nil, fmt.Errorf("open ring reader: %w", err)
+	}
+	t.reader = rd
+	var mono unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono); err != nil {
+		return nil, fmt.Errorf("read monotonic clock: %w", err)
+	}
+	t.monoOff = time.Now().UnixNano() - mono.Nano()
+	t.wg.Add(1)
+	go t.readLoop()
+	t.log.Info("tracer loaded", "hook", t.hook, "sample_every", every,
+		"max_blocks", cfg.MaxBlocks, "ring_bytes", cfg.RingBytes, "cpus", ncpu)
+	return t, nil
+}
+
+// loadProgram loads one program of the spec against the tracer's maps and
+// logs the verifier's output when it is rejected.
+func (t *Tracer) loadProgram(name string) (*ebpf.Program, error) {
+	one := t.spec.Copy()
+	for n := range one.Programs {
+		if n != name {
+			delete(one.Programs, n)
+		}
+	}
+	coll, err := ebpf.NewCollectionWithOptions(one, ebpf.CollectionOptions{MapReplacements: t.maps})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			t.log.Error("verifier rejected program", "program", name, "log", fmt.Sprintf("%+v", ve))
+		}
+		return nil, fmt.Errorf("load program %s: %w", name, err)
+	}
+	defer coll.Close()
+	prog := coll.DetachProgram(name)
+	t.closers = append(t.closers, prog)
+	return prog, nil
+}
+
+func (t *Tracer) attachFaultHook() error {
+	hooks := []Hook{HookBTF, HookRaw, HookPerf}
+	if t.cfg.Hook != HookAuto {
+		hooks = []Hook{t.cfg.Hook}
+	}
+	var errs []error
+	for _, h := range hooks {
+		err := t.attachFault(h)
+		if err == nil {
+			t.hook = h
+			return nil
+		}
+		t.log.Warn("fault hook unavailable", "hook", h, "error", err)
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("attach fault hook: %w", errors.Join(errs...))
+}
+
+func (t *Tracer) attachFault(h Hook) error {
+	switch h {
+	case HookBTF:
+		// No features probe here: features.HaveProgramType(ebpf.Tracing)
+		// loads an fentry program, which kernels that block trampolines
+		// (this VM: EPERM) refuse although tp_btf loads fine. Try-load.
+		prog, err := t.loadProgram(strataProgFaultBtf)
+		if err != nil {
+			return err
+		}
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+		if err != nil {
+			return fmt.Errorf("attach tp_btf/page_fault_user: %w", err)
+		}
+		t.closers = append(t.closers, l)
+	case HookRaw:
+		if err := features.HaveProgramType(ebpf.RawTracepoint); err != nil {
+			return fmt.Errorf("probe raw tracepoints: %w", err)
+		}
+		prog, err := t.loadProgram(strataProgFaultRaw)
+		if err != nil {
+			return err
+		}
+		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "page_fault_user", Program: prog})
+		if err != nil {
+			return fmt.Errorf("attach raw_tp/page_fault_user: %w", err)
+		}
+		t.closers = append(t.closers, l)
+	case HookPerf:
+		if err := features.HaveProgramType(ebpf.PerfEvent); err != nil {
+			return fmt.Errorf("probe perf_event programs: %w", err)
+		}
+		prog, err := t.loadProgram(strataProgFaultPerf)
+		if err != nil {
+			return err
+		}
+		attr := swSampler(unix.PERF_COUNT_SW_PAGE_FAULTS)
+		if err := t.attachPerCPU(prog, &attr); err != nil {
+			return fmt.Errorf("attach page-fault perf events: %w", err)
+		}
+	default:
+		return fmt.Errorf("attach fault hook %q: %w", h, ErrUnsupported)
+	}
+	return nil
+}
+
+func (t *Tracer) attachExitHook() error {
+	// Try-load, as for the fault hook.
+	prog, btfErr := t.loadProgram(strataProgExitBtf)
+	if btfErr == nil {
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+		if err == nil {
+			t.closers = append(t.closers, l)
+			return nil
+		}
+		btfErr = err
+	}
+	t.log.Warn("tp_btf/sched_process_exit unavailable, using raw_tp", "error", btfErr)
+	prog, err := t.loadProgram(strataProgExitRaw)
+	if err != nil {
+		return fmt.Errorf("attach exit hook: %w", errors.Join(btfErr, err))
+	}
+	l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_exit", Program: prog})
+	if err != nil {
+		return fmt.Errorf("attach raw_tp/sched_process_exit: %w", err)
+	}
+	t.closers = append(t.closers, l)
+	return nil
+}
+
+func (t *Tracer) attachMajorFaults() error {
+	prog, err := t.loadProgram(strataProgMajorFault)
+	if err != nil {
+		return fmt.Errorf("attach major faults: %w", err)
+	}
+	attr := swSampler(unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ)
+	if err := t.attachPerCPU(prog, &attr); err != nil {
+		return fmt.Errorf("attach major-fault perf events: %w", err)
+	}
+	return nil
+}
+
+// swSampler describes a software event that runs its BPF program on every
+// occurrence, with the fault address as the sample address.
+func swSampler(config uint64) unix.PerfEventAttr {
+	return unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_SOFTWARE,
+		Config:      config,
+		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Sample:      1, // sample_period
+		Sample_type: unix.PERF_SAMPLE_ADDR,
+	}
+}
+
+// attachPerCPU opens attr on every online CPU for all processes and runs
+// prog on each overflow: a BPF perf link, or the ioctl on older kernels.
+func (t *Tracer) attachPerCPU(prog *ebpf.Program, attr *unix.PerfEventAttr) error {
+	opened := 0
+	for cpu := 0; cpu < t.ncpu; cpu++ {
+		fd, err := unix.PerfEventOpen(attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if errors.Is(err, unix.ENODEV) {
+			continue // offline CPU
+		}
+		if err != nil {
+			return fmt.Errorf("open perf event on cpu %d: %w", cpu, err)
+		}
+		t.closers = append(t.closers, fdCloser(fd))
+		l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
+		if err == nil {
+			t.closers = append(t.closers, l)
+		} else if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog.FD()); err != nil {
+			return fmt.Errorf("attach bpf to perf event on cpu %d: %w", cpu, err)
+		}
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+			return fmt.Errorf("enable perf event on cpu %d: %w", cpu, err)
+		}
+		opened++
+	}
+	if opened == 0 {
+		return fmt.Errorf("open perf events: no online cpu: %w", ErrUnsupported)
+	}
+	return nil
+}
+
+// Hook returns the fault hook in use.
+func (t *Tracer) Hook() Hook { return t.hook }
+
+// Events returns the sampled fault events and exit notices. The channel is
+// closed by Close.
+func (t *Tracer) Events() <-chan Event { return t.events }
+
+// Close detaches every program and frees every map, in reverse order of
+// creation. It is safe on a nil or half-loaded Tracer and idempotent.
+func (t *Tracer) Close() error {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	t.mu.Unlock()
+	var errs []error
+	if t.reader != nil {
+		errs = append(errs, t.reader.Close())
+		t.wg.Wait()
+		close(t.events)
+	}
+	t.mu.Lock()
+	for _, p := range t.procs {
+		unix.Close(p.pidfd)
+	}
+	t.procs = nil
+	t.mu.Unlock()
+	for i := len(t.closers) - 1; i >= 0; i-- {
+		if err := t.closers[i].Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	t.closers = nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close tracer: %w", err)
+	}
+	return nil
+}
