@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# make demo: a collector on the embedded store, an agent, and a workload that
+# reports three memory regions as the blocks of RDD 7; then the trace of its
+# pages and the NUMA summary, read back from the collector. Unattended: no
+# prompt, no terminal; exits non-zero if any step fails.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${STRATA_BIN:-$root/bin}
+work=$(mktemp -d /tmp/strata-demo.XXXXXX)
+pids=()
+
+cleanup() {
+	exec 3>&- 2>/dev/null || true
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
+	local t=$1 what=$2
+	shift 2
+	for ((i = 0; i < t * 10; i++)); do
+		if "$@" >/dev/null 2>&1; then return 0; fi
+		sleep 0.1
+	done
+	echo "demo: timed out waiting for $what" >&2
+	return 1
+}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "demo: not root: the agent cannot read PFNs or kpageflags; pages will show pfn_hidden" >&2
+fi
+
+say "collector (embedded DuckDB store in $work/store)"
+"$bin/strata-collector" --listen 127.0.0.1:0 --store-dir "$work/store" >"$work/collector.out" 2>"$work/collector.log" &
+pids+=($!)
+wait_for 60 "the collector" grep -q '^listening ' "$work/collector.out"
+addr=$(sed -n 's/^listening //p' "$work/collector.out" | head -n1)
+echo "listening on $addr"
+
+say "agent (hook socket $work/hook.sock)"
+"$bin/strata-agent" --node-name demo-node --hook-socket "$work/hook.sock" --collector "$addr" \
+	--spool-dir "$work/spool" --flush-interval 100ms >"$work/agent.log" 2>&1 &
+agent=$!
+pids+=($agent)
+wait_for 30 "the agent's hook socket" test -S "$work/hook.sock"
+echo "agent pid $agent"
+
+say "workload: three regions reported as blocks of RDD 7"
+gcc -std=gnu11 -O2 -I"$root/jvmhook/include" -I"$root/jvmhook/native" \
+	-o "$work/regions" "$root/test/workload/regions.c" "$root/jvmhook/native/frame.c"
+mkfifo "$work/stdin"
+"$work/regions" --app app-demo --executor 1 --rdd 7 --socket "$work/hook.sock" <"$work/stdin" >"$work/regions.out" &
+pids+=($!)
+exec 3>"$work/stdin"
+wait_for 30 "the workload" grep -q '"ready"' "$work/regions.out"
+grep '"block"' "$work/regions.out"
+sleep 1
+
+say "strata trace --app app-demo --rdd 7 --partition 2 (the THP block; first pages)"
+"$bin/strata" trace --collector "$addr" --app app-demo --rdd 7 --partition 2 --limit 8
+say "strata trace --app app-demo --rdd 7 --partition 1 (half touched: odd pages not present)"
+"$bin/strata" trace --collector "$addr" --app app-demo --rdd 7 --partition 1 --limit 6
+
+say "strata numa --app app-demo"
+"$bin/strata" numa --collector "$addr" --app app-demo
+
+say "stopping"
+exec 3>&- # the workload frees its blocks and exits
+wait_for 30 "the workload to exit" grep -q '"done"' "$work/regions.out"
+kill -TERM "$agent"
+wait "$agent"
+kill -TERM "${pids[0]}"
+wait "${pids[0]}"
+pids=()
+echo "agent: $(grep -o 'agent stopped.*' "$work/agent.log" | head -c 400)"
+echo "demo finished"
