@@ -28,7 +28,10 @@
  * fills them on little-endian hosts only (x86-64, aarch64), which is checked
  * at compile time. Reserved fields must be zero in version 1; the receiver
  * rejects a frame with a non-zero reserved field, so a later version can give
- * them a meaning.
+ * them a meaning. Strings are length-prefixed (the length sits in the fixed
+ * body), not NUL-terminated, at most STRATA_STR_MAX bytes, and meant to be
+ * UTF-8; the receiver replaces invalid sequences (JNI's modified UTF-8) with
+ * U+FFFD rather than rejecting the frame.
  *
  * A frame is:   strata_hdr | fixed body of its type | variable tail (strings)
  *
@@ -60,8 +63,9 @@
  *                               to the hook's wall clock
  *    16    2 byte_array_base    Unsafe.arrayBaseOffset(byte[].class): the
  *                               byte[] header size, asked of the running JVM
- *                               (12, 16, 20 or 24 depending on JDK and flags)
- *    18    2 long_array_base    Unsafe.arrayBaseOffset(long[].class)
+ *                               (12, 16, 20 or 24 depending on JDK and
+ *                               flags); 0 when unknown or not a JVM
+ *    18    2 long_array_base    Unsafe.arrayBaseOffset(long[].class); 0 unknown
  *    20    2 ref_size           bytes per object reference (4 with
  *                               compressed oops, else 8); 0 when unknown
  *    22    2 reserved           zero

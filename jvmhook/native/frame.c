@@ -110,7 +110,7 @@ int strata_encode_register(void *buf, size_t cap, const struct strata_frame_meta
 
 	if (name < 0)
 		return -ENAMETOOLONG;
-	if (name == 0 || a->block_id == 0 || a->length == 0)
+	if (name == 0 || a->block_id == 0 || a->length == 0 || a->vaddr + a->length < a->vaddr)
 		return -EINVAL;
 	len = STRATA_HDR_SIZE + STRATA_REGISTER_SIZE + (size_t)name;
 	if (cap < len)
@@ -143,7 +143,7 @@ int strata_encode_move(void *buf, size_t cap, const struct strata_frame_meta *m,
 		.gc_epoch = gc_epoch,
 	};
 
-	if (block_id == 0 || length == 0)
+	if (block_id == 0 || length == 0 || vaddr + length < vaddr)
 		return -EINVAL;
 	return put_fixed(buf, cap, STRATA_FRAME_MOVE, m, &b, sizeof(b));
 }
@@ -153,7 +153,8 @@ int strata_encode_access(void *buf, size_t cap, const struct strata_frame_meta *
 {
 	struct strata_access b;
 
-	if (block_id == 0 || (kind != STRATA_ACCESS_READ && kind != STRATA_ACCESS_WRITE))
+	if (block_id == 0 || offset + length < offset ||
+	    (kind != STRATA_ACCESS_READ && kind != STRATA_ACCESS_WRITE))
 		return -EINVAL;
 	memset(&b, 0, sizeof(b));
 	b.block_id = block_id;

@@ -1,0 +1,65 @@
+// Package hooksrv is the node agent's end of the JVM hook: it listens on a
+// Unix SOCK_SEQPACKET socket, runs one session per connected JVM, decodes the
+// hook's frames and hands typed events to a Handler (the annotator).
+//
+// # Wire format
+//
+// The format is specified once, in the C header
+// jvmhook/include/strata_hook.h (protocol version 1): a 32-byte header
+// (magic "STRH", version, type, length, seq, tid, time) and one body of type
+// HELLO, REGISTER, MOVE, ACCESS, FREE or DROPPED, one frame per packet.
+// The constants and offsets in frame.go are checked against that header by
+// layout_test.go, which compiles a C program printing offsetof/sizeof; the
+// decoder is tested against golden frames produced by the C encoder
+// (jvmhook/native/frame.c). Decode is pure: no I/O, no logging.
+//
+// # Trust
+//
+// The peer process is taken from SO_PEERCRED when the connection is
+// accepted, never from a frame, and every event's ranges belong to
+// Session.PID. HELLO, REGISTER and MOVE also name a pid; it must be the peer,
+// a thread of the peer (/proc/<tid>/status Tgid), or the peer's pid inside
+// its own pid namespace (last NSpid entry), else the frame is rejected and
+// counted in Stats.Rejected:
+//
+//   - a foreign REGISTER or MOVE is logged (the first of a session at warn
+//     level, later ones at debug) and dropped; the session goes on, because
+//     the rest of what the JVM reports is still its own and still useful.
+//     The block of a dropped REGISTER stays unknown, so its later frames
+//     count in Stats.Unknown.
+//   - a foreign HELLO closes the session: every later frame would be
+//     attributed to an identity the peer does not own.
+//
+// The socket file is mode 0666 by default so executors of any user can
+// connect (YARN runs containers as the submitting user); the pid binding
+// above, not the file mode, is what keeps a peer to its own address space.
+//
+// # Sessions
+//
+// The first frame must be HELLO. A malformed frame (bad magic, version,
+// length, string, reserved field or value, unknown type, an oversized
+// packet, a second HELLO, too many live blocks) closes that session with a
+// logged reason and counts in Stats.Malformed; other sessions go on, and
+// events already delivered stand. MOVE, ACCESS and FREE of a block id that
+// is not live are counted in Stats.Unknown and skipped (the hook may have
+// dropped the REGISTER because its socket was full). DROPPED frames add the
+// hook's newly dropped frames to Stats.DroppedByPeer.
+//
+// # Events
+//
+// Handler.HandleEvent is called synchronously from the session goroutine:
+// events of one session arrive in frame order; different sessions call it
+// concurrently. A session yields EventSessionStart, block events
+// (EventRegister, EventMove, EventAccess, EventFree) that each carry the
+// block as registered and its current range, and exactly one
+// EventSessionEnd, after which all blocks of that session are dead and the
+// consumer should drop them. A connection that never sends a valid HELLO
+// yields no events.
+//
+// # Lifecycle
+//
+//	srv, err := hooksrv.Listen(hooksrv.Config{Path: p}, handler, logger)
+//	go srv.Serve(ctx) // returns when ctx is done or Close is called
+//	...
+//	srv.Close() // stops accepting, ends sessions, waits, removes the socket
+package hooksrv

@@ -1,0 +1,117 @@
+package hooksrv
+
+import (
+	"context"
+	"time"
+
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// Handler consumes the events of every session. HandleEvent is called from
+// the session's own goroutine, in frame order for that session, and
+// concurrently for different sessions, so it must be safe for concurrent use.
+// It should return quickly: while it runs, that session's frames queue in
+// the socket and, once the socket is full, the hook drops new ones (the JVM
+// never waits). ctx is cancelled when the server closes.
+type Handler interface {
+	HandleEvent(ctx context.Context, ev Event)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, ev Event)
+
+// HandleEvent calls f.
+func (f HandlerFunc) HandleEvent(ctx context.Context, ev Event) { f(ctx, ev) }
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+// Event kinds. A session yields SessionStart (after a valid HELLO), then any
+// number of block events, then exactly one SessionEnd. A connection that
+// never sends a valid HELLO yields no events at all.
+const (
+	EventSessionStart EventKind = iota + 1
+	EventRegister               // a block now occupies [Vaddr, Vaddr+Length)
+	EventMove                   // a live block's data moved to [Vaddr, Vaddr+Length)
+	EventAccess                 // a live block was read or written
+	EventFree                   // a block is gone; its id is dead
+	EventSessionEnd             // the JVM is gone: every block of the session is dead
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventSessionStart:
+		return "session-start"
+	case EventRegister:
+		return "register"
+	case EventMove:
+		return "move"
+	case EventAccess:
+		return "access"
+	case EventFree:
+		return "free"
+	case EventSessionEnd:
+		return "session-end"
+	}
+	return "unknown"
+}
+
+// Session describes one connected JVM. It is set from SO_PEERCRED and the
+// HELLO frame and never changes afterwards; events share one *Session.
+type Session struct {
+	ID  uint64 // unique per server, counts from 1
+	PID uint32 // the peer process (SO_PEERCRED), the owner of every range
+	UID uint32
+	GID uint32
+	// Reported by the hook in HELLO.
+	AppID         string
+	ExecutorID    string
+	PageSize      uint32
+	ByteArrayBase uint16
+	LongArrayBase uint16
+	RefSize       uint16
+	HelloTime     time.Time // the hook's CLOCK_REALTIME at HELLO
+	HelloMonoNs   uint64    // the hook's CLOCK_MONOTONIC at the same instant
+	Accepted      time.Time // when the agent accepted the connection
+}
+
+// Block is a block as its REGISTER frame described it.
+type Block struct {
+	HookID    uint64 // the hook's block id, unique within the session
+	RDDID     int32  // -1 when not an RDD block
+	Partition int32  // -1 when not applicable
+	Name      string // Spark's BlockId name, e.g. rdd_7_3
+	Mode      stratav1.MemoryMode
+	Location  stratav1.MemoryLocation
+}
+
+// Event is one thing that happened in a session. Block events carry the
+// block as registered and its current range, so a consumer needs no state
+// of its own to build a record from one event.
+type Event struct {
+	Kind    EventKind
+	Session *Session
+	// Access is the proto access kind of a block event: ALLOC (register),
+	// MOVE, READ, WRITE or FREE; UNSPECIFIED for session events.
+	Access   stratav1.AccessKind
+	Seq      uint32    // frame sequence number (0 for SessionEnd)
+	TID      uint32    // thread the frame is about (hook-reported, not checked)
+	Time     time.Time // the hook's time of the event; receive time for SessionEnd
+	Received time.Time // when the agent read the frame
+
+	Block Block  // block events
+	Vaddr uint64 // block events: the block's current range in Session.PID
+	// Length is the block's current length in bytes.
+	Length uint64
+	// AccessOffset and AccessLength are the accessed part of the block
+	// (EventAccess only); AccessLength 0 means the whole block.
+	AccessOffset uint64
+	AccessLength uint64
+	GCEpoch      uint32 // EventMove: the hook's GC count
+
+	// SessionEnd only: why the session ended (nil when the peer closed its
+	// end or the server shut down) and the hook's last reported counters.
+	Err         error
+	PeerDropped uint64
+	PeerSent    uint64
+}

@@ -1,0 +1,433 @@
+package hooksrv
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// Constants of the wire format. The specification is the C header
+// jvmhook/include/strata_hook.h; layout_test.go checks every constant and
+// offset here against what the C compiler says about that header.
+const (
+	Magic        = 0x48525453 // "STRH" as a little-endian u32
+	ProtoVersion = 1
+	FrameMax     = 1024 // bytes in a frame, header included
+	StrMax       = 255  // bytes in one string
+	HeaderSize   = 32
+)
+
+// FrameType is the header's type field.
+type FrameType uint16
+
+// Frame types (enum strata_frame_type).
+const (
+	FrameHello    FrameType = 1
+	FrameRegister FrameType = 2
+	FrameMove     FrameType = 3
+	FrameAccess   FrameType = 4
+	FrameFree     FrameType = 5
+	FrameDropped  FrameType = 6
+)
+
+func (t FrameType) String() string {
+	switch t {
+	case FrameHello:
+		return "HELLO"
+	case FrameRegister:
+		return "REGISTER"
+	case FrameMove:
+		return "MOVE"
+	case FrameAccess:
+		return "ACCESS"
+	case FrameFree:
+		return "FREE"
+	case FrameDropped:
+		return "DROPPED"
+	}
+	return fmt.Sprintf("FrameType(%d)", uint16(t))
+}
+
+// Header field offsets (struct strata_hdr).
+const (
+	offMagic       = 0
+	offVersion     = 4
+	offType        = 6
+	offLength      = 8
+	offSeq         = 12
+	offTID         = 16
+	offHdrReserved = 20
+	offTime        = 24
+)
+
+// Body sizes and field offsets, relative to the start of the body.
+const (
+	helloSize          = 28
+	helloPID           = 0
+	helloPageSize      = 4
+	helloMonotonic     = 8
+	helloByteArrayBase = 16
+	helloLongArrayBase = 18
+	helloRefSize       = 20
+	helloReserved      = 22
+	helloAppIDLen      = 24
+	helloExecutorIDLen = 26
+	registerSize       = 40
+	registerBlockID    = 0
+	registerVaddr      = 8
+	registerLength     = 16
+	registerPID        = 24
+	registerRDDID      = 28
+	registerPartition  = 32
+	registerMode       = 36
+	registerLocation   = 37
+	registerNameLen    = 38
+	moveSize           = 32
+	moveBlockID        = 0
+	moveVaddr          = 8
+	moveLength         = 16
+	movePID            = 24
+	moveGCEpoch        = 28
+	accessSize         = 32
+	accessBlockID      = 0
+	accessOffset       = 8
+	accessLength       = 16
+	accessKind         = 24
+	accessReserved     = 25
+	accessReserved2    = 28
+	freeSize           = 8
+	freeBlockID        = 0
+	droppedSize        = 16
+	droppedDropped     = 0
+	droppedSent        = 8
+)
+
+// Values of the mode, location and kind bytes. They equal the proto enums;
+// layout_test.go checks both sides.
+const (
+	modeMax      = uint8(stratav1.MemoryMode_MEMORY_MODE_EXECUTION)
+	locationMax  = uint8(stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP)
+	accessKindRd = uint8(stratav1.AccessKind_ACCESS_KIND_READ)
+	accessKindWr = uint8(stratav1.AccessKind_ACCESS_KIND_WRITE)
+)
+
+// ErrMalformed is wrapped by every error Decode returns, together with one
+// of the more specific sentinels below.
+var ErrMalformed = errors.New("malformed frame")
+
+// Specific decode failures; each error from Decode wraps ErrMalformed and
+// exactly one of these.
+var (
+	ErrShort       = errors.New("frame shorter than its header")
+	ErrBadMagic    = errors.New("bad magic")
+	ErrBadVersion  = errors.New("unsupported version")
+	ErrBadLength   = errors.New("length field does not match")
+	ErrUnknownType = errors.New("unknown frame type")
+	ErrBadString   = errors.New("bad string")
+	ErrBadField    = errors.New("bad field value")
+)
+
+// Header is the fixed header every frame starts with.
+type Header struct {
+	Version uint16
+	Type    FrameType
+	Length  uint32
+	Seq     uint32 // per-connection, +1 per frame the hook tried to send
+	TID     uint32 // thread the frame is about
+	TimeNs  uint64 // CLOCK_REALTIME ns since the epoch
+}
+
+// Time returns the header time as a time.Time.
+func (h Header) Time() time.Time { return time.Unix(0, int64(h.TimeNs)) }
+
+// Frame is one decoded frame: its header and a body of the type the header
+// names (*Hello, *Register, *Move, *Access, *Free or *Dropped).
+type Frame struct {
+	Header
+	Body Body
+}
+
+// Body is the type-specific part of a frame.
+type Body interface{ frameType() FrameType }
+
+// Hello opens a session (struct strata_hello).
+type Hello struct {
+	PID           uint32 // the JVM's getpid()
+	PageSize      uint32
+	MonotonicNs   uint64 // CLOCK_MONOTONIC at the header's time
+	ByteArrayBase uint16 // Unsafe.arrayBaseOffset(byte[].class)
+	LongArrayBase uint16 // Unsafe.arrayBaseOffset(long[].class)
+	RefSize       uint16 // 4 with compressed oops, 8 without, 0 unknown
+	AppID         string
+	ExecutorID    string
+}
+
+// Register announces a block's range (struct strata_register).
+type Register struct {
+	BlockID   uint64
+	Vaddr     uint64
+	Length    uint64
+	PID       uint32
+	RDDID     int32
+	Partition int32
+	Mode      stratav1.MemoryMode
+	Location  stratav1.MemoryLocation
+	Name      string
+}
+
+// Move gives a registered block's new range after a GC (struct strata_move).
+type Move struct {
+	BlockID uint64
+	Vaddr   uint64
+	Length  uint64
+	PID     uint32
+	GCEpoch uint32
+}
+
+// Access is one read or write of a block (struct strata_access).
+type Access struct {
+	BlockID uint64
+	Offset  uint64 // relative to the block's start
+	Length  uint64 // 0: the whole block
+	Kind    stratav1.AccessKind
+}
+
+// Free ends a block (struct strata_free).
+type Free struct {
+	BlockID uint64
+}
+
+// Dropped is the hook's cumulative send counters (struct strata_dropped).
+type Dropped struct {
+	Dropped uint64
+	Sent    uint64
+}
+
+func (*Hello) frameType() FrameType    { return FrameHello }
+func (*Register) frameType() FrameType { return FrameRegister }
+func (*Move) frameType() FrameType     { return FrameMove }
+func (*Access) frameType() FrameType   { return FrameAccess }
+func (*Free) frameType() FrameType     { return FrameFree }
+func (*Dropped) frameType() FrameType  { return FrameDropped }
+
+var le = binary.LittleEndian
+
+func malformed(kind error, format string, args ...any) error {
+	return fmt.Errorf("decode frame: %w: %w: %s", ErrMalformed, kind, fmt.Sprintf(format, args...))
+}
+
+// Decode parses exactly one frame from b, which must hold the whole frame
+// and nothing else (one SEQPACKET packet). It does no I/O and keeps no
+// reference to b.
+func Decode(b []byte) (Frame, error) {
+	var f Frame
+	if len(b) < HeaderSize {
+		return f, malformed(ErrShort, "%d bytes", len(b))
+	}
+	if m := le.Uint32(b[offMagic:]); m != Magic {
+		return f, malformed(ErrBadMagic, "%#x", m)
+	}
+	f.Version = le.Uint16(b[offVersion:])
+	if f.Version != ProtoVersion {
+		return f, malformed(ErrBadVersion, "version %d, want %d", f.Version, ProtoVersion)
+	}
+	f.Type = FrameType(le.Uint16(b[offType:]))
+	f.Length = le.Uint32(b[offLength:])
+	if f.Length != uint32(len(b)) || len(b) > FrameMax {
+		return f, malformed(ErrBadLength, "length field %d, packet %d bytes (max %d)", f.Length, len(b), FrameMax)
+	}
+	if r := le.Uint32(b[offHdrReserved:]); r != 0 {
+		return f, malformed(ErrBadField, "header reserved %#x", r)
+	}
+	f.Seq = le.Uint32(b[offSeq:])
+	f.TID = le.Uint32(b[offTID:])
+	f.TimeNs = le.Uint64(b[offTime:])
+	body := b[HeaderSize:]
+	var err error
+	switch f.Type {
+	case FrameHello:
+		f.Body, err = decodeHello(body)
+	case FrameRegister:
+		f.Body, err = decodeRegister(body)
+	case FrameMove:
+		f.Body, err = decodeMove(body)
+	case FrameAccess:
+		f.Body, err = decodeAccess(body)
+	case FrameFree:
+		f.Body, err = decodeFree(body)
+	case FrameDropped:
+		f.Body, err = decodeDropped(body)
+	default:
+		return f, malformed(ErrUnknownType, "type %d", uint16(f.Type))
+	}
+	return f, err
+}
+
+// fixedBody checks that body is exactly size bytes.
+func fixedBody(t FrameType, body []byte, size int) error {
+	if len(body) != size {
+		return malformed(ErrBadLength, "%v body %d bytes, want %d", t, len(body), size)
+	}
+	return nil
+}
+
+// takeString cuts a string of n bytes off the front of *tail.
+func takeString(what string, tail *[]byte, n int) (string, error) {
+	if n > StrMax {
+		return "", malformed(ErrBadString, "%s %d bytes, max %d", what, n, StrMax)
+	}
+	if n > len(*tail) {
+		return "", malformed(ErrBadString, "%s truncated: %d bytes, %d left", what, n, len(*tail))
+	}
+	s := (*tail)[:n]
+	*tail = (*tail)[n:]
+	if !utf8.Valid(s) {
+		// JNI hands out modified UTF-8; proto strings must be valid UTF-8.
+		return strings.ToValidUTF8(string(s), "\uFFFD"), nil
+	}
+	return string(s), nil
+}
+
+// checkRange rejects empty ranges and ranges that wrap around.
+func checkRange(t FrameType, blockID, vaddr, length uint64) error {
+	switch {
+	case blockID == 0:
+		return malformed(ErrBadField, "%v block id 0", t)
+	case length == 0:
+		return malformed(ErrBadField, "%v block %d length 0", t, blockID)
+	case vaddr+length < vaddr:
+		return malformed(ErrBadField, "%v block %d range %#x+%#x wraps", t, blockID, vaddr, length)
+	}
+	return nil
+}
+
+func decodeHello(body []byte) (*Hello, error) {
+	if len(body) < helloSize {
+		return nil, malformed(ErrBadLength, "HELLO body %d bytes, want >= %d", len(body), helloSize)
+	}
+	if r := le.Uint16(body[helloReserved:]); r != 0 {
+		return nil, malformed(ErrBadField, "HELLO reserved %#x", r)
+	}
+	h := &Hello{
+		PID:           le.Uint32(body[helloPID:]),
+		PageSize:      le.Uint32(body[helloPageSize:]),
+		MonotonicNs:   le.Uint64(body[helloMonotonic:]),
+		ByteArrayBase: le.Uint16(body[helloByteArrayBase:]),
+		LongArrayBase: le.Uint16(body[helloLongArrayBase:]),
+		RefSize:       le.Uint16(body[helloRefSize:]),
+	}
+	tail := body[helloSize:]
+	var err error
+	if h.AppID, err = takeString("app id", &tail, int(le.Uint16(body[helloAppIDLen:]))); err != nil {
+		return nil, err
+	}
+	if h.ExecutorID, err = takeString("executor id", &tail, int(le.Uint16(body[helloExecutorIDLen:]))); err != nil {
+		return nil, err
+	}
+	if len(tail) != 0 {
+		return nil, malformed(ErrBadLength, "HELLO has %d bytes after its strings", len(tail))
+	}
+	return h, nil
+}
+
+func decodeRegister(body []byte) (*Register, error) {
+	if len(body) < registerSize {
+		return nil, malformed(ErrBadLength, "REGISTER body %d bytes, want >= %d", len(body), registerSize)
+	}
+	r := &Register{
+		BlockID:   le.Uint64(body[registerBlockID:]),
+		Vaddr:     le.Uint64(body[registerVaddr:]),
+		Length:    le.Uint64(body[registerLength:]),
+		PID:       le.Uint32(body[registerPID:]),
+		RDDID:     int32(le.Uint32(body[registerRDDID:])),
+		Partition: int32(le.Uint32(body[registerPartition:])),
+	}
+	if err := checkRange(FrameRegister, r.BlockID, r.Vaddr, r.Length); err != nil {
+		return nil, err
+	}
+	mode, loc := body[registerMode], body[registerLocation]
+	if mode > modeMax || loc > locationMax {
+		return nil, malformed(ErrBadField, "REGISTER mode %d location %d", mode, loc)
+	}
+	r.Mode, r.Location = stratav1.MemoryMode(mode), stratav1.MemoryLocation(loc)
+	n := int(le.Uint16(body[registerNameLen:]))
+	if n == 0 {
+		return nil, malformed(ErrBadString, "REGISTER block %d has an empty name", r.BlockID)
+	}
+	tail := body[registerSize:]
+	var err error
+	if r.Name, err = takeString("block name", &tail, n); err != nil {
+		return nil, err
+	}
+	if len(tail) != 0 {
+		return nil, malformed(ErrBadLength, "REGISTER has %d bytes after its name", len(tail))
+	}
+	return r, nil
+}
+
+func decodeMove(body []byte) (*Move, error) {
+	if err := fixedBody(FrameMove, body, moveSize); err != nil {
+		return nil, err
+	}
+	m := &Move{
+		BlockID: le.Uint64(body[moveBlockID:]),
+		Vaddr:   le.Uint64(body[moveVaddr:]),
+		Length:  le.Uint64(body[moveLength:]),
+		PID:     le.Uint32(body[movePID:]),
+		GCEpoch: le.Uint32(body[moveGCEpoch:]),
+	}
+	if err := checkRange(FrameMove, m.BlockID, m.Vaddr, m.Length); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func decodeAccess(body []byte) (*Access, error) {
+	if err := fixedBody(FrameAccess, body, accessSize); err != nil {
+		return nil, err
+	}
+	a := &Access{
+		BlockID: le.Uint64(body[accessBlockID:]),
+		Offset:  le.Uint64(body[accessOffset:]),
+		Length:  le.Uint64(body[accessLength:]),
+	}
+	if a.BlockID == 0 {
+		return nil, malformed(ErrBadField, "ACCESS block id 0")
+	}
+	k := body[accessKind]
+	if k != accessKindRd && k != accessKindWr {
+		return nil, malformed(ErrBadField, "ACCESS kind %d", k)
+	}
+	a.Kind = stratav1.AccessKind(k)
+	if body[accessReserved] != 0 || body[accessReserved+1] != 0 || body[accessReserved+2] != 0 ||
+		le.Uint32(body[accessReserved2:]) != 0 {
+		return nil, malformed(ErrBadField, "ACCESS reserved bytes set")
+	}
+	if a.Offset+a.Length < a.Offset {
+		return nil, malformed(ErrBadField, "ACCESS range %#x+%#x wraps", a.Offset, a.Length)
+	}
+	return a, nil
+}
+
+func decodeFree(body []byte) (*Free, error) {
+	if err := fixedBody(FrameFree, body, freeSize); err != nil {
+		return nil, err
+	}
+	fr := &Free{BlockID: le.Uint64(body[freeBlockID:])}
+	if fr.BlockID == 0 {
+		return nil, malformed(ErrBadField, "FREE block id 0")
+	}
+	return fr, nil
+}
+
+func decodeDropped(body []byte) (*Dropped, error) {
+	if err := fixedBody(FrameDropped, body, droppedSize); err != nil {
+		return nil, err
+	}
+	return &Dropped{Dropped: le.Uint64(body[droppedDropped:]), Sent: le.Uint64(body[droppedSent:])}, nil
+}

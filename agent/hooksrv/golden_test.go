@@ -1,0 +1,168 @@
+package hooksrv
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+	"github.com/stratatrace/strata/test/workload"
+)
+
+var update = flag.Bool("update", false, "regenerate testdata/golden from the C encoder")
+
+// The inputs of testdata/cgen/golden.c, as the decoder must return them.
+const (
+	gPID  = 4242
+	gTID  = 4243
+	gTime = 1763776800123456789
+)
+
+func gHeader(t FrameType, length, seq uint32) Header {
+	return Header{Version: 1, Type: t, Length: length, Seq: seq, TID: gTID, TimeNs: gTime + uint64(seq)}
+}
+
+var goldenFrames = []struct {
+	name string
+	want Frame
+}{
+	{"hello", Frame{gHeader(FrameHello, 91, 0), &Hello{
+		PID: gPID, PageSize: 4096, MonotonicNs: 987654321012, ByteArrayBase: 16, LongArrayBase: 16,
+		RefSize: 4, AppID: "application_1526555215992_0001", ExecutorID: "7"}}},
+	{"register_heap", Frame{gHeader(FrameRegister, 79, 1), &Register{
+		BlockID: 1, Vaddr: 0x7f1234560010, Length: 1 << 20, PID: gPID, RDDID: 7, Partition: 3,
+		Mode:     stratav1.MemoryMode_MEMORY_MODE_STORAGE,
+		Location: stratav1.MemoryLocation_MEMORY_LOCATION_ON_HEAP, Name: "rdd_7_3"}}},
+	{"register_offheap", Frame{gHeader(FrameRegister, 81, 2), &Register{
+		BlockID: 2, Vaddr: 0x7f0000200000, Length: 64 << 20, PID: gPID, RDDID: -1, Partition: -1,
+		Mode:     stratav1.MemoryMode_MEMORY_MODE_EXECUTION,
+		Location: stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP, Name: "page_12_0"}}},
+	{"move", Frame{gHeader(FrameMove, 64, 3), &Move{
+		BlockID: 1, Vaddr: 0x7f1234a00010, Length: 1 << 20, PID: gPID, GCEpoch: 3}}},
+	{"access_read", Frame{gHeader(FrameAccess, 64, 4), &Access{
+		BlockID: 1, Kind: stratav1.AccessKind_ACCESS_KIND_READ}}},
+	{"access_write", Frame{gHeader(FrameAccess, 64, 5), &Access{
+		BlockID: 2, Offset: 4096, Length: 8192, Kind: stratav1.AccessKind_ACCESS_KIND_WRITE}}},
+	{"free", Frame{gHeader(FrameFree, 40, 6), &Free{BlockID: 1}}},
+	{"dropped", Frame{gHeader(FrameDropped, 48, 7), &Dropped{Dropped: 5, Sent: 42}}},
+	{"hello_max", Frame{gHeader(FrameHello, 570, 8), &Hello{
+		PID: gPID, PageSize: 4096, MonotonicNs: 987654321012, ByteArrayBase: 16, LongArrayBase: 16,
+		RefSize: 4, AppID: strings.Repeat("a", StrMax), ExecutorID: strings.Repeat("b", StrMax)}}},
+	{"hello_empty", Frame{gHeader(FrameHello, 60, 9), &Hello{
+		PID: gPID, PageSize: 4096, MonotonicNs: 987654321012, ByteArrayBase: 16, LongArrayBase: 16,
+		RefSize: 4}}},
+}
+
+func readGolden(tb testing.TB, name string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "golden", name+".bin"))
+	if err != nil {
+		tb.Fatalf("read golden frame (regenerate with go test -run TestCEncoderGolden -update): %v", err)
+	}
+	return b
+}
+
+// TestDecodeGolden decodes the committed frames the C encoder wrote.
+func TestDecodeGolden(t *testing.T) {
+	for _, tc := range goldenFrames {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Decode(readGolden(t, tc.name))
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Decode =\n%+v %+v\nwant\n%+v %+v", got.Header, got.Body, tc.want.Header, tc.want.Body)
+			}
+		})
+	}
+}
+
+// TestEncodeMatchesGolden checks the tests' Go encoder against the C one.
+func TestEncodeMatchesGolden(t *testing.T) {
+	for _, tc := range goldenFrames {
+		if got, want := encode(tc.want), readGolden(t, tc.name); !bytes.Equal(got, want) {
+			t.Errorf("%s: Go test encoder\n%x\nC encoder\n%x", tc.name, got, want)
+		}
+	}
+}
+
+// buildGen compiles testdata/cgen/golden.c with the hook's encoder.
+func buildGen(t *testing.T) string {
+	t.Helper()
+	return workload.Compile(t, "golden", "agent/hooksrv/testdata/cgen/golden.c")
+}
+
+// TestCEncoderGolden runs the C encoder now and compares its frames with the
+// committed ones (or rewrites them with -update).
+func TestCEncoderGolden(t *testing.T) {
+	gen := buildGen(t)
+	dir := t.TempDir()
+	if *update {
+		dir = filepath.Join("testdata", "golden")
+	}
+	if out, err := exec.Command(gen, "frames", dir).CombinedOutput(); err != nil {
+		t.Fatalf("run golden: %v\n%s", err, out)
+	}
+	if *update {
+		t.Logf("rewrote %s", dir)
+		return
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != len(goldenFrames) {
+		t.Errorf("C wrote %d frames, the test expects %d", len(files), len(goldenFrames))
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".bin")
+		got, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := readGolden(t, name); !bytes.Equal(got, want) {
+			t.Errorf("%s: C encoder now writes\n%x\ncommitted golden\n%x\n(run with -update if intended)", name, got, want)
+		}
+	}
+}
+
+// TestCEncoderRejects checks that the C encoder refuses what the decoder
+// would reject, with the documented errno.
+func TestCEncoderRejects(t *testing.T) {
+	out, err := exec.Command(buildGen(t), "errors").CombinedOutput()
+	if err != nil {
+		t.Fatalf("run golden errors: %v\n%s", err, out)
+	}
+	got := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		k, v, _ := strings.Cut(l, " ")
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		got[k] = n
+	}
+	want := map[string]string{
+		"hello_small_buffer":   "ENOSPC",
+		"hello_long_string":    "ENAMETOOLONG",
+		"register_block_zero":  "EINVAL",
+		"register_length_zero": "EINVAL",
+		"register_empty_name":  "EINVAL",
+		"register_long_name":   "ENAMETOOLONG",
+		"register_wraps":       "EINVAL",
+		"access_bad_kind":      "EINVAL",
+		"move_small_buffer":    "ENOSPC",
+		"free_block_zero":      "EINVAL",
+	}
+	for k, errno := range want {
+		if got[k] != got[errno] || got[errno] >= 0 {
+			t.Errorf("%s returned %d, want -%s (%d)", k, got[k], errno, got[errno])
+		}
+	}
+}

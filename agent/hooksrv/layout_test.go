@@ -1,0 +1,131 @@
+package hooksrv
+
+import (
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// TestLayout compares what gcc says about strata_hook.h (sizeof, offsetof,
+// constant values) with the decoder's constants. Every line the C side
+// prints must match an entry here and every entry must be printed.
+func TestLayout(t *testing.T) {
+	out, err := exec.Command(buildGen(t), "layout").CombinedOutput()
+	if err != nil {
+		t.Fatalf("run golden layout: %v\n%s", err, out)
+	}
+	type field struct{ off, size int }
+	sizes := map[string]int{
+		"strata_hdr": HeaderSize, "strata_hello": helloSize, "strata_register": registerSize,
+		"strata_move": moveSize, "strata_access": accessSize, "strata_free": freeSize,
+		"strata_dropped": droppedSize,
+	}
+	fields := map[string]field{
+		"strata_hdr.magic": {offMagic, 4}, "strata_hdr.version": {offVersion, 2},
+		"strata_hdr.type": {offType, 2}, "strata_hdr.length": {offLength, 4},
+		"strata_hdr.seq": {offSeq, 4}, "strata_hdr.tid": {offTID, 4},
+		"strata_hdr.reserved": {offHdrReserved, 4}, "strata_hdr.time_ns": {offTime, 8},
+
+		"strata_hello.pid": {helloPID, 4}, "strata_hello.page_size": {helloPageSize, 4},
+		"strata_hello.monotonic_ns":    {helloMonotonic, 8},
+		"strata_hello.byte_array_base": {helloByteArrayBase, 2},
+		"strata_hello.long_array_base": {helloLongArrayBase, 2},
+		"strata_hello.ref_size":        {helloRefSize, 2}, "strata_hello.reserved": {helloReserved, 2},
+		"strata_hello.app_id_len":      {helloAppIDLen, 2},
+		"strata_hello.executor_id_len": {helloExecutorIDLen, 2},
+
+		"strata_register.block_id": {registerBlockID, 8}, "strata_register.vaddr": {registerVaddr, 8},
+		"strata_register.length": {registerLength, 8}, "strata_register.pid": {registerPID, 4},
+		"strata_register.rdd_id": {registerRDDID, 4}, "strata_register.partition": {registerPartition, 4},
+		"strata_register.mode": {registerMode, 1}, "strata_register.location": {registerLocation, 1},
+		"strata_register.name_len": {registerNameLen, 2},
+
+		"strata_move.block_id": {moveBlockID, 8}, "strata_move.vaddr": {moveVaddr, 8},
+		"strata_move.length": {moveLength, 8}, "strata_move.pid": {movePID, 4},
+		"strata_move.gc_epoch": {moveGCEpoch, 4},
+
+		"strata_access.block_id": {accessBlockID, 8}, "strata_access.offset": {accessOffset, 8},
+		"strata_access.length": {accessLength, 8}, "strata_access.kind": {accessKind, 1},
+		"strata_access.reserved": {accessReserved, 3}, "strata_access.reserved2": {accessReserved2, 4},
+
+		"strata_free.block_id": {freeBlockID, 8},
+
+		"strata_dropped.dropped": {droppedDropped, 8}, "strata_dropped.sent": {droppedSent, 8},
+	}
+	consts := map[string]int64{
+		"STRATA_MAGIC": Magic, "STRATA_PROTO_VERSION": ProtoVersion, "STRATA_FRAME_MAX": FrameMax,
+		"STRATA_STR_MAX": StrMax, "STRATA_HDR_SIZE": HeaderSize,
+		"STRATA_FRAME_HELLO": int64(FrameHello), "STRATA_FRAME_REGISTER": int64(FrameRegister),
+		"STRATA_FRAME_MOVE": int64(FrameMove), "STRATA_FRAME_ACCESS": int64(FrameAccess),
+		"STRATA_FRAME_FREE": int64(FrameFree), "STRATA_FRAME_DROPPED": int64(FrameDropped),
+		"STRATA_MODE_UNSPECIFIED":     int64(stratav1.MemoryMode_MEMORY_MODE_UNSPECIFIED),
+		"STRATA_MODE_STORAGE":         int64(stratav1.MemoryMode_MEMORY_MODE_STORAGE),
+		"STRATA_MODE_EXECUTION":       int64(stratav1.MemoryMode_MEMORY_MODE_EXECUTION),
+		"STRATA_LOCATION_UNSPECIFIED": int64(stratav1.MemoryLocation_MEMORY_LOCATION_UNSPECIFIED),
+		"STRATA_LOCATION_ON_HEAP":     int64(stratav1.MemoryLocation_MEMORY_LOCATION_ON_HEAP),
+		"STRATA_LOCATION_OFF_HEAP":    int64(stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP),
+		"STRATA_ACCESS_READ":          int64(stratav1.AccessKind_ACCESS_KIND_READ),
+		"STRATA_ACCESS_WRITE":         int64(stratav1.AccessKind_ACCESS_KIND_WRITE),
+	}
+	strs := map[string]string{"STRATA_DEFAULT_SOCKET": DefaultPath, "STRATA_SOCKET_ENV": "STRATA_HOOK_SOCKET"}
+	if int64(modeMax) != consts["STRATA_MODE_EXECUTION"] || int64(locationMax) != consts["STRATA_LOCATION_OFF_HEAP"] {
+		t.Errorf("modeMax %d / locationMax %d are not the largest enum values", modeMax, locationMax)
+	}
+
+	seen := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(l)
+		num := func(i int) int64 {
+			n, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+			return n
+		}
+		switch {
+		case f[0] == "size" && len(f) == 3:
+			want, ok := sizes[f[1]]
+			if !ok || int64(want) != num(2) {
+				t.Errorf("sizeof(struct %s) = %s in C, %d (known %v) in Go", f[1], f[2], want, ok)
+			}
+			seen["size "+f[1]] = true
+		case f[0] == "field" && len(f) == 5:
+			key := f[1] + "." + f[2]
+			want, ok := fields[key]
+			if !ok || int64(want.off) != num(3) || int64(want.size) != num(4) {
+				t.Errorf("%s: C offset %s size %s, Go %+v (known %v)", key, f[3], f[4], want, ok)
+			}
+			seen["field "+key] = true
+		case f[0] == "const" && len(f) == 3:
+			want, ok := consts[f[1]]
+			if !ok || want != num(2) {
+				t.Errorf("%s = %s in C, %d (known %v) in Go", f[1], f[2], want, ok)
+			}
+			seen["const "+f[1]] = true
+		case f[0] == "string" && len(f) == 3:
+			if want, ok := strs[f[1]]; !ok || want != f[2] {
+				t.Errorf("%s = %q in C, %q (known %v) in Go", f[1], f[2], want, ok)
+			}
+			seen["string "+f[1]] = true
+		default:
+			t.Errorf("unexpected layout line %q", l)
+		}
+	}
+	requirePrinted(t, seen, "size", sizes)
+	requirePrinted(t, seen, "field", fields)
+	requirePrinted(t, seen, "const", consts)
+	requirePrinted(t, seen, "string", strs)
+}
+
+// requirePrinted fails for every Go entry the C side did not print.
+func requirePrinted[V any](t *testing.T, seen map[string]bool, kind string, m map[string]V) {
+	t.Helper()
+	for k := range m {
+		if !seen[kind+" "+k] {
+			t.Errorf("C does not print %s %s", kind, k)
+		}
+	}
+}

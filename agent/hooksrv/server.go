@@ -1,0 +1,279 @@
+package hooksrv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// DefaultPath is where the agent listens unless configured otherwise; the
+// hook uses the same default (STRATA_DEFAULT_SOCKET in strata_hook.h).
+const DefaultPath = "/run/strata/hook.sock"
+
+// Defaults of Config.
+const (
+	DefaultMode      os.FileMode = 0o666
+	DefaultProcRoot              = "/proc"
+	DefaultMaxBlocks             = 1 << 20
+)
+
+// Errors of Listen and of sessions.
+var (
+	ErrInUse          = errors.New("socket in use by a live listener")
+	ErrNotSocket      = errors.New("path exists and is not a socket")
+	ErrNoHello        = errors.New("first frame is not HELLO")
+	ErrDuplicateHello = errors.New("second HELLO in a session")
+	ErrForeignPID     = errors.New("frame names a pid that is not the peer's")
+	ErrTooManyBlocks  = errors.New("too many live blocks in one session")
+	ErrFrameTooLarge  = errors.New("packet larger than FrameMax")
+	ErrBadConfig      = errors.New("invalid config")
+)
+
+// Config configures a Server.
+type Config struct {
+	// Path of the SEQPACKET socket. Its directory is created (0755) when
+	// missing; a stale socket file there (nobody accepting) is removed.
+	Path string
+	// Mode of the socket file. The default 0666 lets executors of any user
+	// connect: YARN runs containers as the submitting user, and the agent
+	// does not trust file permissions anyway: SO_PEERCRED binds every range
+	// to the peer's own address space, so a peer can only describe itself.
+	// Use 0660 plus a group to restrict who may report at all.
+	Mode os.FileMode
+	// ProcRoot is the procfs mount used for the pid checks.
+	ProcRoot string
+	// MaxBlocks bounds the live blocks of one session; a session that
+	// registers more is closed.
+	MaxBlocks int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Path == "" {
+		c.Path = DefaultPath
+	}
+	if c.Mode == 0 {
+		c.Mode = DefaultMode
+	}
+	if c.ProcRoot == "" {
+		c.ProcRoot = DefaultProcRoot
+	}
+	if c.MaxBlocks == 0 {
+		c.MaxBlocks = DefaultMaxBlocks
+	}
+	return c
+}
+
+// Validate reports a config that cannot work.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if len(c.Path) >= 108 { // sizeof(sockaddr_un.sun_path)
+		return fmt.Errorf("validate config: %w: socket path longer than 107 bytes", ErrBadConfig)
+	}
+	if c.Mode&^os.ModePerm != 0 {
+		return fmt.Errorf("validate config: %w: mode %v has non-permission bits", ErrBadConfig, c.Mode)
+	}
+	if c.MaxBlocks < 0 {
+		return fmt.Errorf("validate config: %w: negative MaxBlocks", ErrBadConfig)
+	}
+	return nil
+}
+
+// Stats are the server's counters since Listen.
+type Stats struct {
+	Sessions      uint64 // connections accepted
+	Active        uint64 // sessions open now
+	Frames        uint64 // frames decoded and accepted
+	Rejected      uint64 // frames naming a pid that is not the peer's
+	Malformed     uint64 // sessions closed for a malformed frame or protocol error
+	Unknown       uint64 // MOVE/ACCESS/FREE of a block id not live (its REGISTER was dropped?)
+	DroppedByPeer uint64 // frames the hooks reported dropping (DROPPED frames)
+}
+
+type counters struct {
+	sessions, active, frames, rejected, malformed, unknown, droppedByPeer atomic.Uint64
+}
+
+// Server accepts hook connections and turns their frames into events.
+type Server struct {
+	cfg     Config
+	handler Handler
+	log     *slog.Logger
+	ln      *net.UnixListener
+	ctx     context.Context // cancelled by Close; passed to the handler
+	cancel  context.CancelFunc
+	c       counters
+	nextID  atomic.Uint64
+
+	mu       sync.Mutex
+	closed   bool
+	sessions map[*net.UnixConn]struct{}
+	wg       sync.WaitGroup
+}
+
+// Listen creates the socket and returns a Server ready to Serve.
+func Listen(cfg Config, h Handler, log *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o755); err != nil {
+		return nil, fmt.Errorf("create socket dir: %w", err)
+	}
+	if err := removeStale(cfg.Path); err != nil {
+		return nil, err
+	}
+	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: cfg.Path, Net: "unixpacket"})
+	if err != nil {
+		return nil, fmt.Errorf("listen hook socket: %w", err)
+	}
+	if err := os.Chmod(cfg.Path, cfg.Mode); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod hook socket: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		cfg:      cfg,
+		handler:  h,
+		log:      log.With("component", "hooksrv"),
+		ln:       ln,
+		ctx:      ctx,
+		cancel:   cancel,
+		sessions: map[*net.UnixConn]struct{}{},
+	}, nil
+}
+
+// removeStale removes a socket file nobody accepts on; it refuses to touch
+// a live socket or a file that is not a socket.
+func removeStale(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("stat hook socket: %w", err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 {
+		return fmt.Errorf("listen %s: %w", path, ErrNotSocket)
+	}
+	c, err := net.DialTimeout("unixpacket", path, time.Second)
+	if err == nil {
+		c.Close()
+		return fmt.Errorf("listen %s: %w", path, ErrInUse)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("probe hook socket %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("remove stale socket: %w", err)
+	}
+	return nil
+}
+
+// Path returns the socket path.
+func (s *Server) Path() string { return s.cfg.Path }
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() Stats {
+	return Stats{
+		Sessions:      s.c.sessions.Load(),
+		Active:        s.c.active.Load(),
+		Frames:        s.c.frames.Load(),
+		Rejected:      s.c.rejected.Load(),
+		Malformed:     s.c.malformed.Load(),
+		Unknown:       s.c.unknown.Load(),
+		DroppedByPeer: s.c.droppedByPeer.Load(),
+	}
+}
+
+// Serve accepts connections until ctx is done or Close is called, starting
+// one goroutine per connection. It returns nil after a shutdown, else the
+// accept error that stopped it. Serve calls Close before returning.
+func (s *Server) Serve(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { s.Close() })
+	defer stop()
+	defer s.Close()
+	backoff := 5 * time.Millisecond
+	for {
+		conn, err := s.ln.AcceptUnix()
+		if err != nil {
+			if s.isClosed() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) ||
+				errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED) {
+				s.log.Warn("accept failed, retrying", "err", err, "backoff", backoff)
+				time.Sleep(backoff)
+				backoff = min(2*backoff, time.Second)
+				continue
+			}
+			return fmt.Errorf("accept hook connection: %w", err)
+		}
+		backoff = 5 * time.Millisecond
+		if !s.track(conn) {
+			conn.Close()
+			return nil
+		}
+		s.c.sessions.Add(1)
+		s.c.active.Add(1)
+		go s.serveConn(conn)
+	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// track registers a session unless the server is closing.
+func (s *Server) track(conn *net.UnixConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.sessions[conn] = struct{}{}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) untrack(conn *net.UnixConn) {
+	s.mu.Lock()
+	delete(s.sessions, conn)
+	s.mu.Unlock()
+	s.c.active.Add(^uint64(0))
+	s.wg.Done()
+}
+
+// Close stops accepting, cancels the handler context, ends every session
+// (each still delivers its SessionEnd event) and waits for the session goroutines. The socket file is removed.
+// Close is safe to call more than once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	err := s.ln.Close()
+	for conn := range s.sessions {
+		conn.Close()
+	}
+	s.mu.Unlock()
+	s.cancel() // unblocks handlers waiting on ctx before we wait for them
+	s.wg.Wait()
+	if err != nil {
+		return fmt.Errorf("close hook socket: %w", err)
+	}
+	return nil
+}

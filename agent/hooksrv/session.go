@@ -1,0 +1,240 @@
+package hooksrv
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+	"golang.org/x/sys/unix"
+)
+
+// blockState is a live block of a session.
+type blockState struct {
+	Block
+	vaddr, length uint64
+}
+
+// session is the state of one connection; only its own goroutine uses it.
+type session struct {
+	s       *Server
+	conn    *net.UnixConn
+	log     *slog.Logger
+	info    *Session // nil until HELLO
+	pids    *pidPolicy
+	blocks  map[uint64]*blockState
+	dropped uint64 // last DROPPED report
+	sent    uint64
+	// rejected counts this session's foreign-pid frames; only the first is
+	// logged at warn level.
+	rejected uint64
+}
+
+// peerCred reads SO_PEERCRED of a connection.
+func peerCred(conn *net.UnixConn) (*unix.Ucred, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("get peer cred: %w", err)
+	}
+	var cred *unix.Ucred
+	var gerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, gerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return nil, fmt.Errorf("get peer cred: %w", err)
+	}
+	if gerr != nil {
+		return nil, fmt.Errorf("get peer cred: %w", gerr)
+	}
+	return cred, nil
+}
+
+func (s *Server) serveConn(conn *net.UnixConn) {
+	defer s.untrack(conn)
+	defer conn.Close()
+	accepted := time.Now()
+	cred, err := peerCred(conn)
+	if err != nil {
+		s.log.Warn("session refused", "err", err)
+		return
+	}
+	ss := &session{
+		s:      s,
+		conn:   conn,
+		log:    s.log.With("peer_pid", cred.Pid, "peer_uid", cred.Uid),
+		pids:   newPIDPolicy(s.cfg.ProcRoot, uint32(cred.Pid)),
+		blocks: map[uint64]*blockState{},
+	}
+	cause := ss.run(cred, accepted)
+	if s.isClosed() && !errors.Is(cause, ErrMalformed) {
+		cause = nil // ended by Close, not by the peer
+	}
+	switch {
+	case cause == nil:
+		ss.log.Debug("session ended", "blocks", len(ss.blocks), "rejected", ss.rejected)
+	case errors.Is(cause, ErrForeignPID):
+		ss.log.Warn("session closed", "reason", cause, "rejected", ss.rejected)
+	case errors.Is(cause, ErrMalformed):
+		s.c.malformed.Add(1)
+		ss.log.Warn("session closed", "reason", cause, "blocks", len(ss.blocks), "rejected", ss.rejected)
+	default:
+		ss.log.Warn("session closed", "reason", cause, "blocks", len(ss.blocks), "rejected", ss.rejected)
+	}
+	if ss.info != nil {
+		now := time.Now()
+		s.handler.HandleEvent(s.ctx, Event{
+			Kind: EventSessionEnd, Session: ss.info, Time: now, Received: now,
+			Err: cause, PeerDropped: ss.dropped, PeerSent: ss.sent,
+		})
+	}
+}
+
+// run reads frames until the peer goes away or a frame ends the session. It
+// returns nil when the peer closed, else why the session was closed.
+func (ss *session) run(cred *unix.Ucred, accepted time.Time) error {
+	buf := make([]byte, FrameMax+1)
+	for {
+		n, _, flags, _, err := ss.conn.ReadMsgUnix(buf, nil)
+		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read frame: %w", err)
+		}
+		if flags&unix.MSG_TRUNC != 0 || n > FrameMax {
+			return fmt.Errorf("read frame: %w: %w", ErrMalformed, ErrFrameTooLarge)
+		}
+		received := time.Now()
+		f, err := Decode(buf[:n])
+		if err != nil {
+			return err
+		}
+		if ss.info == nil {
+			if err := ss.hello(f, cred, accepted, received); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := ss.frame(f, received); err != nil {
+			return err
+		}
+	}
+}
+
+// hello handles the first frame of a session.
+func (ss *session) hello(f Frame, cred *unix.Ucred, accepted, received time.Time) error {
+	h, ok := f.Body.(*Hello)
+	if !ok {
+		return fmt.Errorf("start session: %w: %w: got %v", ErrMalformed, ErrNoHello, f.Type)
+	}
+	if !ss.pids.owns(h.PID) {
+		ss.s.c.rejected.Add(1)
+		ss.rejected++
+		return fmt.Errorf("start session: %w: HELLO pid %d", ErrForeignPID, h.PID)
+	}
+	ss.s.c.frames.Add(1)
+	ss.info = &Session{
+		ID: ss.s.nextID.Add(1), PID: uint32(cred.Pid), UID: cred.Uid, GID: cred.Gid,
+		AppID: h.AppID, ExecutorID: h.ExecutorID, PageSize: h.PageSize,
+		ByteArrayBase: h.ByteArrayBase, LongArrayBase: h.LongArrayBase, RefSize: h.RefSize,
+		HelloTime: f.Time(), HelloMonoNs: h.MonotonicNs, Accepted: accepted,
+	}
+	ss.log = ss.log.With("session", ss.info.ID, "app_id", h.AppID, "executor_id", h.ExecutorID)
+	ss.log.Info("session started")
+	ss.emit(f, received, Event{Kind: EventSessionStart})
+	return nil
+}
+
+// reject counts and logs a frame naming a foreign pid; the frame is dropped
+// and the session goes on.
+func (ss *session) reject(f Frame, pid uint32, blockID uint64) {
+	ss.s.c.rejected.Add(1)
+	ss.rejected++
+	lvl := slog.LevelDebug
+	if ss.rejected == 1 {
+		lvl = slog.LevelWarn
+	}
+	ss.log.Log(ss.s.ctx, lvl, "frame rejected", "type", f.Type, "seq", f.Seq,
+		"claimed_pid", pid, "block", blockID, "reason", ErrForeignPID)
+}
+
+// unknown counts a frame about a block that is not live.
+func (ss *session) unknown(f Frame, blockID uint64) {
+	ss.s.c.unknown.Add(1)
+	ss.log.Debug("frame for unknown block", "type", f.Type, "seq", f.Seq, "block", blockID)
+}
+
+// frame handles every frame after HELLO.
+func (ss *session) frame(f Frame, received time.Time) error {
+	switch b := f.Body.(type) {
+	case *Hello:
+		return fmt.Errorf("handle frame: %w: %w", ErrMalformed, ErrDuplicateHello)
+	case *Register:
+		if !ss.pids.owns(b.PID) {
+			ss.reject(f, b.PID, b.BlockID)
+			return nil
+		}
+		if _, live := ss.blocks[b.BlockID]; !live && len(ss.blocks) >= ss.s.cfg.MaxBlocks {
+			return fmt.Errorf("handle frame: %w: %w: %d", ErrMalformed, ErrTooManyBlocks, ss.s.cfg.MaxBlocks)
+		}
+		bs := &blockState{Block: Block{
+			HookID: b.BlockID, RDDID: b.RDDID, Partition: b.Partition,
+			Name: b.Name, Mode: b.Mode, Location: b.Location,
+		}, vaddr: b.Vaddr, length: b.Length}
+		ss.blocks[b.BlockID] = bs
+		ss.s.c.frames.Add(1)
+		ss.emitBlock(f, received, EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, bs, Event{})
+	case *Move:
+		if !ss.pids.owns(b.PID) {
+			ss.reject(f, b.PID, b.BlockID)
+			return nil
+		}
+		bs, ok := ss.blocks[b.BlockID]
+		if !ok {
+			ss.unknown(f, b.BlockID)
+			return nil
+		}
+		bs.vaddr, bs.length = b.Vaddr, b.Length
+		ss.s.c.frames.Add(1)
+		ss.emitBlock(f, received, EventMove, stratav1.AccessKind_ACCESS_KIND_MOVE, bs, Event{GCEpoch: b.GCEpoch})
+	case *Access:
+		bs, ok := ss.blocks[b.BlockID]
+		if !ok {
+			ss.unknown(f, b.BlockID)
+			return nil
+		}
+		ss.s.c.frames.Add(1)
+		ss.emitBlock(f, received, EventAccess, b.Kind, bs, Event{AccessOffset: b.Offset, AccessLength: b.Length})
+	case *Free:
+		bs, ok := ss.blocks[b.BlockID]
+		if !ok {
+			ss.unknown(f, b.BlockID)
+			return nil
+		}
+		delete(ss.blocks, b.BlockID)
+		ss.s.c.frames.Add(1)
+		ss.emitBlock(f, received, EventFree, stratav1.AccessKind_ACCESS_KIND_FREE, bs, Event{})
+	case *Dropped:
+		if b.Dropped > ss.dropped {
+			ss.s.c.droppedByPeer.Add(b.Dropped - ss.dropped)
+			ss.dropped = b.Dropped
+		}
+		ss.sent = b.Sent
+		ss.s.c.frames.Add(1)
+	}
+	return nil
+}
+
+func (ss *session) emitBlock(f Frame, received time.Time, kind EventKind, access stratav1.AccessKind, bs *blockState, ev Event) {
+	ev.Kind, ev.Access, ev.Block, ev.Vaddr, ev.Length = kind, access, bs.Block, bs.vaddr, bs.length
+	ss.emit(f, received, ev)
+}
+
+// emit fills the fields every frame event shares and hands ev to the handler.
+func (ss *session) emit(f Frame, received time.Time, ev Event) {
+	ev.Session, ev.Seq, ev.TID, ev.Time, ev.Received = ss.info, f.Seq, f.TID, f.Time(), received
+	ss.s.handler.HandleEvent(ss.s.ctx, ev)
+}

@@ -1,0 +1,248 @@
+/*
+ * golden.c - test helper for agent/hooksrv, built by the Go tests with gcc
+ * together with jvmhook/native/frame.c.
+ *
+ *   golden layout        print sizeof/offsetof of every wire struct field and
+ *                        every shared constant, one per line:
+ *                          size <struct> <bytes>
+ *                          field <struct> <field> <offset> <size>
+ *                          const <NAME> <value>
+ *   golden frames DIR    write the golden frames, one file per frame, made by
+ *                        the real encoder from fixed inputs (see golden_test.go)
+ *   golden errors        print "<case> <return value>" for encoder calls that
+ *                        must fail
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame.h"
+
+#define SIZE(t) printf("size %s %zu\n", #t, sizeof(struct t))
+#define FIELD(t, f)                                                              \
+	printf("field %s %s %zu %zu\n", #t, #f, offsetof(struct t, f),            \
+	       sizeof(((struct t *)0)->f))
+#define CONST(c) printf("const %s %lld\n", #c, (long long)(c))
+
+static void layout(void)
+{
+	SIZE(strata_hdr);
+	FIELD(strata_hdr, magic);
+	FIELD(strata_hdr, version);
+	FIELD(strata_hdr, type);
+	FIELD(strata_hdr, length);
+	FIELD(strata_hdr, seq);
+	FIELD(strata_hdr, tid);
+	FIELD(strata_hdr, reserved);
+	FIELD(strata_hdr, time_ns);
+	SIZE(strata_hello);
+	FIELD(strata_hello, pid);
+	FIELD(strata_hello, page_size);
+	FIELD(strata_hello, monotonic_ns);
+	FIELD(strata_hello, byte_array_base);
+	FIELD(strata_hello, long_array_base);
+	FIELD(strata_hello, ref_size);
+	FIELD(strata_hello, reserved);
+	FIELD(strata_hello, app_id_len);
+	FIELD(strata_hello, executor_id_len);
+	SIZE(strata_register);
+	FIELD(strata_register, block_id);
+	FIELD(strata_register, vaddr);
+	FIELD(strata_register, length);
+	FIELD(strata_register, pid);
+	FIELD(strata_register, rdd_id);
+	FIELD(strata_register, partition);
+	FIELD(strata_register, mode);
+	FIELD(strata_register, location);
+	FIELD(strata_register, name_len);
+	SIZE(strata_move);
+	FIELD(strata_move, block_id);
+	FIELD(strata_move, vaddr);
+	FIELD(strata_move, length);
+	FIELD(strata_move, pid);
+	FIELD(strata_move, gc_epoch);
+	SIZE(strata_access);
+	FIELD(strata_access, block_id);
+	FIELD(strata_access, offset);
+	FIELD(strata_access, length);
+	FIELD(strata_access, kind);
+	FIELD(strata_access, reserved);
+	FIELD(strata_access, reserved2);
+	SIZE(strata_free);
+	FIELD(strata_free, block_id);
+	SIZE(strata_dropped);
+	FIELD(strata_dropped, dropped);
+	FIELD(strata_dropped, sent);
+	CONST(STRATA_MAGIC);
+	CONST(STRATA_PROTO_VERSION);
+	CONST(STRATA_FRAME_MAX);
+	CONST(STRATA_STR_MAX);
+	CONST(STRATA_HDR_SIZE);
+	CONST(STRATA_FRAME_HELLO);
+	CONST(STRATA_FRAME_REGISTER);
+	CONST(STRATA_FRAME_MOVE);
+	CONST(STRATA_FRAME_ACCESS);
+	CONST(STRATA_FRAME_FREE);
+	CONST(STRATA_FRAME_DROPPED);
+	CONST(STRATA_MODE_UNSPECIFIED);
+	CONST(STRATA_MODE_STORAGE);
+	CONST(STRATA_MODE_EXECUTION);
+	CONST(STRATA_LOCATION_UNSPECIFIED);
+	CONST(STRATA_LOCATION_ON_HEAP);
+	CONST(STRATA_LOCATION_OFF_HEAP);
+	CONST(STRATA_ACCESS_READ);
+	CONST(STRATA_ACCESS_WRITE);
+	printf("string STRATA_DEFAULT_SOCKET %s\n", STRATA_DEFAULT_SOCKET);
+	printf("string STRATA_SOCKET_ENV %s\n", STRATA_SOCKET_ENV);
+}
+
+static const char *outdir;
+
+static void put(const char *name, const unsigned char *buf, int n)
+{
+	char path[4096];
+	FILE *f;
+
+	if (n < 0) {
+		fprintf(stderr, "encode %s: %s\n", name, strerror(-n));
+		exit(1);
+	}
+	snprintf(path, sizeof(path), "%s/%s.bin", outdir, name);
+	f = fopen(path, "wb");
+	if (f == NULL || fwrite(buf, 1, (size_t)n, f) != (size_t)n || fclose(f) != 0) {
+		perror(path);
+		exit(1);
+	}
+}
+
+/* Fixed inputs; golden_test.go holds the same values as expectations. */
+#define G_PID 4242u
+#define G_TID 4243u
+#define G_TIME 1763776800123456789ull
+
+static struct strata_frame_meta meta(uint32_t seq)
+{
+	struct strata_frame_meta m = { .seq = seq, .tid = G_TID, .time_ns = G_TIME + seq };
+
+	return m;
+}
+
+static void frames(void)
+{
+	unsigned char buf[STRATA_FRAME_MAX];
+	char a[STRATA_STR_MAX + 1], b[STRATA_STR_MAX + 1];
+	struct strata_frame_meta m;
+	struct strata_hello_args h = {
+		.pid = G_PID,
+		.page_size = 4096,
+		.monotonic_ns = 987654321012ull,
+		.byte_array_base = 16,
+		.long_array_base = 16,
+		.ref_size = 4,
+		.app_id = "application_1526555215992_0001",
+		.executor_id = "7",
+	};
+	struct strata_block_args r1 = {
+		.block_id = 1,
+		.vaddr = 0x7f1234560010ull,
+		.length = 1048576,
+		.pid = G_PID,
+		.rdd_id = 7,
+		.partition = 3,
+		.mode = STRATA_MODE_STORAGE,
+		.location = STRATA_LOCATION_ON_HEAP,
+		.name = "rdd_7_3",
+	};
+	struct strata_block_args r2 = {
+		.block_id = 2,
+		.vaddr = 0x7f0000200000ull,
+		.length = 64ull << 20,
+		.pid = G_PID,
+		.rdd_id = -1,
+		.partition = -1,
+		.mode = STRATA_MODE_EXECUTION,
+		.location = STRATA_LOCATION_OFF_HEAP,
+		.name = "page_12_0",
+	};
+
+	m = meta(0);
+	put("hello", buf, strata_encode_hello(buf, sizeof(buf), &m, &h));
+	m = meta(1);
+	put("register_heap", buf, strata_encode_register(buf, sizeof(buf), &m, &r1));
+	m = meta(2);
+	put("register_offheap", buf, strata_encode_register(buf, sizeof(buf), &m, &r2));
+	m = meta(3);
+	put("move", buf, strata_encode_move(buf, sizeof(buf), &m, 1, 0x7f1234a00010ull, 1048576,
+					    G_PID, 3));
+	m = meta(4);
+	put("access_read", buf, strata_encode_access(buf, sizeof(buf), &m, 1, 0, 0,
+						     STRATA_ACCESS_READ));
+	m = meta(5);
+	put("access_write", buf, strata_encode_access(buf, sizeof(buf), &m, 2, 4096, 8192,
+						      STRATA_ACCESS_WRITE));
+	m = meta(6);
+	put("free", buf, strata_encode_free(buf, sizeof(buf), &m, 1));
+	m = meta(7);
+	put("dropped", buf, strata_encode_dropped(buf, sizeof(buf), &m, 5, 42));
+	memset(a, 'a', STRATA_STR_MAX);
+	a[STRATA_STR_MAX] = '\0';
+	memset(b, 'b', STRATA_STR_MAX);
+	b[STRATA_STR_MAX] = '\0';
+	h.app_id = a;
+	h.executor_id = b;
+	m = meta(8);
+	put("hello_max", buf, strata_encode_hello(buf, sizeof(buf), &m, &h));
+	h.app_id = NULL;
+	h.executor_id = NULL;
+	m = meta(9);
+	put("hello_empty", buf, strata_encode_hello(buf, sizeof(buf), &m, &h));
+}
+
+static void errors(void)
+{
+	unsigned char buf[STRATA_FRAME_MAX];
+	char big[STRATA_STR_MAX + 2];
+	struct strata_frame_meta m = meta(0);
+	struct strata_hello_args h = { .pid = G_PID, .app_id = "a", .executor_id = "1" };
+	struct strata_block_args r = { .block_id = 1, .vaddr = 4096, .length = 1, .name = "x" };
+
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	printf("hello_small_buffer %d\n", strata_encode_hello(buf, STRATA_HDR_SIZE, &m, &h));
+	h.app_id = big;
+	printf("hello_long_string %d\n", strata_encode_hello(buf, sizeof(buf), &m, &h));
+	r.block_id = 0;
+	printf("register_block_zero %d\n", strata_encode_register(buf, sizeof(buf), &m, &r));
+	r.block_id = 1;
+	r.length = 0;
+	printf("register_length_zero %d\n", strata_encode_register(buf, sizeof(buf), &m, &r));
+	r.length = 1;
+	r.name = "";
+	printf("register_empty_name %d\n", strata_encode_register(buf, sizeof(buf), &m, &r));
+	r.name = big;
+	printf("register_long_name %d\n", strata_encode_register(buf, sizeof(buf), &m, &r));
+	r.name = "x";
+	r.vaddr = ~0ull;
+	printf("register_wraps %d\n", strata_encode_register(buf, sizeof(buf), &m, &r));
+	printf("access_bad_kind %d\n", strata_encode_access(buf, sizeof(buf), &m, 1, 0, 0, 1));
+	printf("move_small_buffer %d\n", strata_encode_move(buf, 40, &m, 1, 4096, 1, G_PID, 0));
+	printf("free_block_zero %d\n", strata_encode_free(buf, sizeof(buf), &m, 0));
+	printf("ENOSPC %d\nENAMETOOLONG %d\nEINVAL %d\n", -ENOSPC, -ENAMETOOLONG, -EINVAL);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && strcmp(argv[1], "layout") == 0) {
+		layout();
+	} else if (argc == 3 && strcmp(argv[1], "frames") == 0) {
+		outdir = argv[2];
+		frames();
+	} else if (argc == 2 && strcmp(argv[1], "errors") == 0) {
+		errors();
+	} else {
+		fprintf(stderr, "usage: %s layout | frames DIR | errors\n", argv[0]);
+		return 2;
+	}
+	return 0;
+}
