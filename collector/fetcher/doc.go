@@ -1,0 +1,51 @@
+// Package fetcher reads finished Hadoop jobs from history sources into the
+// neutral model of collector/job. Its one entry point is Fetch, which takes
+// a file, a directory or a history-server URL and hands every job it reads
+// to a callback, one at a time, so a caller never holds more than one job.
+//
+// # Formats
+//
+//   - MapReduce job histories (.jhist): Avro-JSON, a line "Avro-Json", a
+//     line with the Avro schema, then one event per line
+//     {"type": "TASK_FINISHED", "event": {"<record class>": {…}}}. Union
+//     values may be bare or wrapped ({"string": "…"}) depending on the
+//     Hadoop version. The job conf is the <jobid>_conf.xml beside the
+//     history file, in both the done (done/yyyy/mm/dd/serial/) and the
+//     done_intermediate (done_intermediate/<user>/) layouts.
+//   - Rumen traces (.json, .json.gz): concatenated JSON job objects; -1
+//     marks an unknown counter.
+//   - Spark event logs: JSON lines, plain or compressed with the codecs
+//     Spark writes, chosen by suffix: .lz4 (lz4-java's LZ4BlockOutputStream
+//     block stream, not the LZ4 frame format), .snappy (snappy-java's
+//     SnappyOutputStream stream, not Snappy's framing format), .zstd/.zst
+//     (standard zstd frames). A ".inprogress" suffix is allowed. Spark 3
+//     rolling logs are directories eventlog_v2_<appid> of parts
+//     events_<n>_<appid>[.codec] read in order (from the last .compact part).
+//     The history server's objects (jobs, stages, executors) are derived
+//     by replaying the events as the history server does; an executor's
+//     memoryUsed is the peak storage memory observed.
+//   - JobHistory server REST (…/ws/v1/history/mapreduce/jobs[/{id}]) and
+//     Spark History Server REST (…/api/v1/applications[/{id}]); a bare
+//     http://host:port is probed for either.
+//
+// Files are recognised by content (the first few KiB after decompression),
+// so names do not matter except for the codec suffix.
+//
+// # Progress splits
+//
+// Job histories and rumen traces carry per-attempt progress splits in 12
+// buckets. They land in job.Attempt.Splits normalised as collector/job
+// documents (see splitsFrom): wall clock and CPU as per-bucket increments,
+// memory as per-bucket state, gaps left by a progress jump interpolated.
+// job.Task.PeakMemory falls back to them when the memory counters are
+// missing (rumen attempts without resourceUsageMetrics).
+//
+// # Damaged input
+//
+// Everything is streamed: lines with a bounded buffer, rumen jobs with a
+// json.Decoder, compressed streams block by block. A truncated or damaged
+// file yields the job as far as it was read, with a sentence in
+// job.Warnings; a file that is not in any known format, or that cannot be
+// opened, is an error (ErrUnknownFormat, ErrCorrupt, ErrUnsupportedCodec,
+// ErrNoJob, ErrHTTP, or the os error). The parsers never log.
+package fetcher

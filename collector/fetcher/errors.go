@@ -1,0 +1,21 @@
+package fetcher
+
+import "errors"
+
+// Sentinel errors; check them with errors.Is.
+var (
+	// ErrUnknownFormat means a file is none of the formats the fetcher
+	// reads (job history, rumen trace, Spark event log).
+	ErrUnknownFormat = errors.New("unknown input format")
+	// ErrUnsupportedCodec means an event log is compressed with a codec the
+	// fetcher does not decode (e.g. lzf).
+	ErrUnsupportedCodec = errors.New("unsupported compression codec")
+	// ErrCorrupt means the input is structurally broken before anything
+	// useful could be read (bad magic, bad header, checksum mismatch).
+	ErrCorrupt = errors.New("corrupt input")
+	// ErrNoJob means the input was readable but described no job (e.g. a
+	// job history without a JOB_SUBMITTED event).
+	ErrNoJob = errors.New("no job in input")
+	// ErrHTTP means a history server answered with a non-2xx status.
+	ErrHTTP = errors.New("history server error")
+)
