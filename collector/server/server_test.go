@@ -1,0 +1,158 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/stratatrace/strata/collector/server"
+	"github.com/stratatrace/strata/collector/server/servertest"
+	"github.com/stratatrace/strata/collector/store"
+	"github.com/stratatrace/strata/collector/store/storetest"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+func TestLoadPrecedence(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "collector.json")
+	os.WriteFile(file, []byte(`{"listen": "10.0.0.1:7070", "store_dir": "/file", "memory_limit": "2GB", "log_level": "debug", "shutdown_grace": "3s"}`), 0o600)
+	env := map[string]string{"STRATA_COLLECTOR_STORE_DIR": "/env", "STRATA_COLLECTOR_MEMORY_LIMIT": "3GB"}
+	c, err := server.Load([]string{"--config", file, "--memory-limit", "4GB"}, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := server.Config{Listen: "10.0.0.1:7070", StoreDir: "/env", MemoryLimit: "4GB", LogLevel: "debug",
+		ShutdownGrace: server.Duration(3 * time.Second)}
+	if c != want {
+		t.Fatalf("config = %+v, want %+v", c, want)
+	}
+	d, err := server.Load(nil, func(string) string { return "" }, io.Discard)
+	if err != nil || d != server.Defaults() {
+		t.Fatalf("no overrides = %+v, %v; want defaults", d, err)
+	}
+}
+
+func TestLoadInvalid(t *testing.T) {
+	for name, args := range map[string][]string{
+		"memory limit": {"--memory-limit", "lots"},
+		"log level":    {"--log-level", "loud"},
+		"listen":       {"--listen", "nowhere"},
+		"grace":        {"--shutdown-grace", "0s"},
+		"threads":      {"--threads", "-1"},
+		"extra arg":    {"serve"},
+	} {
+		if _, err := server.Load(args, func(string) string { return "" }, io.Discard); !errors.Is(err, server.ErrInvalidConfig) {
+			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
+		}
+	}
+	env := func(k string) string {
+		if k == "STRATA_COLLECTOR_THREADS" {
+			return "many"
+		}
+		return ""
+	}
+	if _, err := server.Load(nil, env, io.Discard); err == nil || !strings.Contains(err.Error(), "STRATA_COLLECTOR_THREADS") {
+		t.Errorf("bad env: %v, want an error naming the variable", err)
+	}
+}
+
+// FuzzDecodeConfig: whatever the file holds, decoding returns an error or a
+// config, never panics, and a config that validates has a parsable level.
+func FuzzDecodeConfig(f *testing.F) {
+	f.Add([]byte(`{"listen": "127.0.0.1:7070", "shutdown_grace": "5s", "threads": 2}`))
+	f.Add([]byte(`{"shutdown_grace": 5}`))
+	f.Add([]byte(`{} {}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := server.Defaults()
+		if server.DecodeConfig(data, &c) != nil {
+			return
+		}
+		if c.Validate() == nil {
+			if _, err := c.Level(); err != nil {
+				t.Fatalf("valid config with bad level: %v", err)
+			}
+		}
+	})
+}
+
+// Stopping the collector with an agent's Push stream still open: Run returns
+// after the grace period, and the acknowledged batch is in the store.
+func TestGracefulStopKeepsAcknowledged(t *testing.T) {
+	c := servertest.Start(t, nil, nil)
+	cc := c.Dial(t)
+	h, err := healthpb.NewHealthClient(cc).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health = %v, %v", h, err)
+	}
+	stream, err := stratav1.NewIngestServiceClient(cc).Push(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(storetest.Sample(1)); err != nil {
+		t.Fatal(err)
+	}
+	if ack, err := stream.Recv(); err != nil || ack.GetSeq() != 1 {
+		t.Fatalf("ack = %v, %v", ack, err)
+	}
+	start := time.Now()
+	if err := c.Stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("stop took %v with a 2s grace", took)
+	}
+	if _, err := stream.Recv(); err == nil {
+		t.Fatal("open stream survived the stop")
+	}
+	st, err := store.Open(context.Background(), store.Options{Dir: c.StoreDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	res, err := st.Append(context.Background(), storetest.Sample(1))
+	if err != nil || !res.Duplicate {
+		t.Fatalf("replay after restart = %+v, %v; want duplicate (the acked batch was kept)", res, err)
+	}
+}
+
+// The collector also serves on a Unix socket.
+func TestRunUnixSocket(t *testing.T) {
+	dir := t.TempDir()
+	cfg := server.Defaults()
+	cfg.Listen, cfg.StoreDir = "unix:"+filepath.Join(dir, "c.sock"), filepath.Join(dir, "store")
+	if err := server.Preflight(cfg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- server.Run(ctx, cfg, slog.New(slog.DiscardHandler), pw) }()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil || !strings.HasSuffix(line, "c.sock\n") {
+		t.Fatalf("ready line %q, %v", line, err)
+	}
+	go io.Copy(io.Discard, pr)
+	cc, err := grpc.NewClient(cfg.Listen, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	h, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health over unix socket = %v, %v", h, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
