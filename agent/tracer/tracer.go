@@ -72,6 +72,7 @@ type Tracer struct {
 	maps   map[string]*ebpf.Map
 	ncpu   int
 	hook   Hook
+	fault  *ebpf.Program // the fault program in use (tests run it)
 	pidMem []byte // mmap of pid_bits
 
 	closers []io.Closer // in opening order; Close runs them in reverse
@@ -240,6 +241,7 @@ func (t *Tracer) attachFault(h Hook) error {
 		if err != nil {
 			return err
 		}
+		t.fault = prog
 		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
 		if err != nil {
 			return fmt.Errorf("attach tp_btf/page_fault_user: %w", err)
@@ -253,6 +255,7 @@ func (t *Tracer) attachFault(h Hook) error {
 		if err != nil {
 			return err
 		}
+		t.fault = prog
 		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "page_fault_user", Program: prog})
 		if err != nil {
 			return fmt.Errorf("attach raw_tp/page_fault_user: %w", err)
@@ -266,6 +269,7 @@ func (t *Tracer) attachFault(h Hook) error {
 		if err != nil {
 			return err
 		}
+		t.fault = prog
 		attr := swSampler(unix.PERF_COUNT_SW_PAGE_FAULTS)
 		if err := t.attachPerCPU(prog, &attr); err != nil {
 			return fmt.Errorf("attach page-fault perf events: %w", err)

@@ -1,0 +1,249 @@
+package tracer
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/stratatrace/strata/test/testenv"
+)
+
+func testLogger(tb testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{tb}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type testWriter struct{ tb testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) { w.tb.Log(string(p)); return len(p), nil }
+
+func loadTracer(tb testing.TB, cfg Config) *Tracer {
+	tb.Helper()
+	testenv.RequireRoot(tb)
+	if cfg.Logger == nil {
+		cfg.Logger = testLogger(tb)
+	}
+	tr, err := Load(cfg)
+	if errors.Is(err, ErrUnsupported) {
+		tb.Skipf("skipping: %v", err)
+	}
+	if err != nil {
+		tb.Fatalf("load tracer: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := tr.Close(); err != nil {
+			tb.Errorf("close: %v", err)
+		}
+	})
+	return tr
+}
+
+// kernelEntries counts the buckets-map entries of tgid and reports whether
+// its pid bit and tgid counters are still present.
+func kernelEntries(tb testing.TB, tr *Tracer, tgid uint32) (ranges int, bit, tgidEntry bool) {
+	tb.Helper()
+	var k strataBucketKey
+	var v strataRangeSet
+	it := tr.maps[strataMapBuckets].Iterate()
+	for it.Next(&k, &v) {
+		if k.Tgid == tgid {
+			ranges++
+		}
+	}
+	if err := it.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	bit = *tr.pidWord(tgid)>>(tgid&63)&1 == 1
+	var per []strataTgidCounters
+	tgidEntry = tr.maps[strataMapTgids].Lookup(tgid, &per) == nil
+	return ranges, bit, tgidEntry
+}
+
+func counters(tb testing.TB, tr *Tracer, tgid uint32, id uint64) Counters {
+	tb.Helper()
+	c, err := tr.BlockCounters(tgid, id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// TestFaultCountsExact touches R pages by reading and W by writing inside
+// two registered blocks and K pages outside them, on every fault hook.
+func TestFaultCountsExact(t *testing.T) {
+	const (
+		R, W, K = 10, 12, 8
+		blockA  = 101 // pages [0,16)
+		blockB  = 202 // pages [16,32); pages [32,48) are outside
+	)
+	for _, hook := range []Hook{HookBTF, HookRaw, HookPerf} {
+		t.Run(string(hook), func(t *testing.T) {
+			var mu sync.Mutex
+			var exits []ExitReport
+			tr := loadTracer(t, Config{Hook: hook, SampleEvery: 1, OnExit: func(r ExitReport) {
+				mu.Lock()
+				exits = append(exits, r)
+				mu.Unlock()
+			}})
+			c := startChild(t, 48)
+			other := startChild(t, 48) // untraced, same loop
+			if err := tr.Track(c.pid); err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.RegisterBlock(c.pid, blockA, c.page(0), c.page(16)); err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.RegisterBlock(c.pid, blockB, c.page(16), c.page(32)); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := tr.Stats()
+
+			// Round 1: first touches. Reads map the zero page (one read fault).
+			for _, w := range []*child{c, other} {
+				w.do("r 0 %d", R)
+				w.do("w 16 %d", 16+W)
+				w.do("w 32 %d", 32+K)
+				w.do("r 40 48")
+			}
+			// Round 2: re-fault; read-then-write faults twice per page.
+			for _, w := range []*child{c, other} {
+				w.do("d")
+				w.do("rw 0 %d", R)
+				w.do("w 16 %d", 16+W)
+			}
+			a, b := counters(t, tr, c.pid, blockA), counters(t, tr, c.pid, blockB)
+			wantA, wantB := Counters{Read: 2 * R, Write: R}, Counters{Write: 2 * W}
+			if hook == HookPerf {
+				wantA, wantB = Counters{Unclassified: 3 * R}, Counters{Unclassified: 2 * W}
+			}
+			if a != wantA || b != wantB {
+				t.Errorf("block A %+v want %+v; block B %+v want %+v", a, wantA, b, wantB)
+			}
+			after, _ := tr.Stats()
+			matched := after.MatchedFaults - before.MatchedFaults
+			if want := wantA.Read + wantA.Write + wantA.Unclassified + wantB.Write + wantB.Unclassified; matched != want {
+				t.Errorf("matched faults %d, want %d (pages outside the blocks or the untraced child counted?)", matched, want)
+			}
+			if traced := after.TracedFaults - before.TracedFaults; traced < matched+K+8 {
+				t.Errorf("traced faults %d: the %d outside faults are missing", traced, K+8)
+			}
+
+			// Events: one per matched fault (SampleEvery 1), all of the traced child.
+			got := map[uint64]Counters{}
+			deadline := time.After(2 * time.Second)
+			for n := uint64(0); n < matched; {
+				select {
+				case ev := <-tr.Events():
+					if ev.TGID != c.pid || ev.TID == 0 {
+						t.Fatalf("event of pid %d tid %d, want %d", ev.TGID, ev.TID, c.pid)
+					}
+					if ev.Addr < c.page(0) || ev.Addr >= c.page(32) || ev.Time.IsZero() {
+						t.Fatalf("event %+v outside the blocks", ev)
+					}
+					cc := got[ev.BlockID]
+					switch ev.Kind {
+					case KindRead:
+						cc.Read++
+					case KindWrite:
+						cc.Write++
+					case KindUnclassified:
+						cc.Unclassified++
+					}
+					got[ev.BlockID] = cc
+					n++
+				case <-deadline:
+					t.Fatalf("events: got %d of %d: %+v", n, matched, got)
+				}
+			}
+			if got[blockA] != wantA || got[blockB] != wantB {
+				t.Errorf("events per block %+v, want A %+v B %+v", got, wantA, wantB)
+			}
+			st, _ := tr.Stats()
+			if st.KernelDrops != 0 || st.UserDrops != 0 {
+				t.Errorf("drops: kernel %d user %d", st.KernelDrops, st.UserDrops)
+			}
+
+			// Exit: every kernel entry of the child goes away.
+			if n, _, _ := kernelEntries(t, tr, c.pid); n == 0 {
+				t.Fatal("no bucket entries before exit")
+			}
+			c.quit()
+			deadline = time.After(3 * time.Second)
+			for {
+				n, bit, ent := kernelEntries(t, tr, c.pid)
+				if n == 0 && !bit && !ent {
+					break
+				}
+				select {
+				case <-deadline:
+					t.Fatalf("after exit: %d range sets, pid bit %v, tgid entry %v", n, bit, ent)
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+			if _, err := tr.BlockCounters(c.pid, blockA); !errors.Is(err, ErrNotTracked) {
+				t.Errorf("block counters after exit: %v, want ErrNotTracked", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(exits) != 1 || exits[0].TGID != c.pid || len(exits[0].Blocks) != 2 {
+				t.Fatalf("exit reports %+v", exits)
+			}
+			for _, bs := range exits[0].Blocks {
+				if want := map[uint64]Counters{blockA: wantA, blockB: wantB}[bs.BlockID]; bs.Counters != want {
+					t.Errorf("final counters of block %d: %+v, want %+v", bs.BlockID, bs.Counters, want)
+				}
+			}
+			if st, _ := tr.Stats(); st.Blocks != 0 || st.RangeSets != 0 || st.Exits == 0 {
+				t.Errorf("stats after exit %+v", st)
+			}
+		})
+	}
+}
+
+// TestClassifyErrorCode runs the raw tracepoint program with synthetic
+// arguments (BPF_PROG_TEST_RUN): the x86 error code decides the counter.
+func TestClassifyErrorCode(t *testing.T) {
+	tr := loadTracer(t, Config{Hook: HookRaw, DisableEvents: true, NoMajorFaults: true})
+	self := uint32(os.Getpid())
+	if err := tr.Track(self); err != nil {
+		t.Fatal(err)
+	}
+	const start, end = 0x7e0000000000, 0x7e0000100000
+	if err := tr.RegisterBlock(self, 1, start, end); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		addr uint64
+		code uint64
+		want Counters
+	}{
+		{"read not-present", start + 0x10, 0x4, Counters{Read: 1}},
+		{"write not-present", start + 0x1000, 0x6, Counters{Write: 1}},
+		{"write protection (COW)", end - 1, 0x7, Counters{Write: 1}},
+		{"instruction fetch", start + 0x2000, 0x14, Counters{Exec: 1}},
+		{"instruction fetch, protection", start + 0x2000, 0x15, Counters{Exec: 1}},
+		{"read below the block", start - 1, 0x4, Counters{}},
+		{"write at the end", end, 0x6, Counters{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := counters(t, tr, self, 1)
+			ret, err := tr.fault.Run(&ebpf.RunOptions{Context: []uint64{tc.addr, 0, tc.code}})
+			if err != nil {
+				testenv.RequireRoot(t)
+				t.Skipf("skipping: BPF_PROG_TEST_RUN for raw_tp: %v", err)
+			}
+			if ret != 0 {
+				t.Errorf("return %d", ret)
+			}
+			after := counters(t, tr, self, 1)
+			d := Counters{Read: after.Read - before.Read, Write: after.Write - before.Write, Exec: after.Exec - before.Exec}
+			if d != tc.want {
+				t.Errorf("counted %+v, want %+v", d, tc.want)
+			}
+		})
+	}
+}
