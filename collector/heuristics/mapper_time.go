@@ -1,0 +1,76 @@
+package heuristics
+
+import "github.com/stratatrace/strata/collector/job"
+
+// Mapper Time (§5.6): too many short mappers (the average below the short
+// thresholds, capped by the task count) or too few long ones (the average
+// above the long thresholds); the worse of the two.
+
+func init() {
+	register(entry{key: "mapper_time", name: "Mapper Time", typ: job.MapReduce, order: orderMapperTime,
+		common: func(c *Config) Common { return c.MapperTime.Common },
+		build:  func(c *Config) Heuristic { return &MapperTime{newTaskTime(c.MapperTime)} }})
+}
+
+// taskTime holds the thresholds Mapper Time and Reducer Time share.
+type taskTime struct {
+	short    Thresholds // ms, descending
+	long     Thresholds // ms
+	numTasks Thresholds
+}
+
+func newTaskTime(c TimeConfig) taskTime {
+	return taskTime{short: minutes(c.ShortRuntimeSeverityInMin), long: minutes(c.LongRuntimeSeverityInMin),
+		numTasks: c.NumTasksSeverity}
+}
+
+// severity is max(min(short(avg), numTasks(n)), long(avg)).
+func (t taskTime) severity(avgMs int64, n int) Severity {
+	short := min(t.short.Descending(float64(avgMs)), t.numTasks.Ascending(float64(n)))
+	return max(short, t.long.Ascending(float64(avgMs)))
+}
+
+// MapperTime is the Mapper Time heuristic.
+type MapperTime struct{ taskTime }
+
+// Name implements Heuristic.
+func (h *MapperTime) Name() string { return "Mapper Time" }
+
+// Apply implements Heuristic.
+func (h *MapperTime) Apply(j *job.Job) Result {
+	if !j.Succeeded() {
+		return skip
+	}
+	var runtimes, inputs []int64
+	withTimeAndCounters(j.MapTasks, func(t *job.Task, tv job.Times) {
+		runtimes = append(runtimes, tv.TotalMs)
+		inputs = append(inputs, mapInputBytes(t.Counters))
+	})
+	n := len(j.MapTasks)
+	avg := Average(runtimes)
+	sev := h.severity(avg, n)
+	minRT, maxRT := minMax(runtimes)
+	return Result{
+		Severity: sev,
+		Score:    Score(sev, n),
+		Details: []Detail{
+			detail("Number of tasks", itoa(int64(n))),
+			detail("Avg task input size", mb(Average(inputs))),
+			detail("Avg task runtime", clock(avg)),
+			detail("Max task runtime", clock(maxRT)),
+			detail("Min task runtime", clock(minRT)),
+		},
+	}
+}
+
+func minMax(xs []int64) (lo, hi int64) {
+	for i, x := range xs {
+		if i == 0 || x < lo {
+			lo = x
+		}
+		if i == 0 || x > hi {
+			hi = x
+		}
+	}
+	return lo, hi
+}

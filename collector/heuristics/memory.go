@@ -1,0 +1,104 @@
+package heuristics
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/stratatrace/strata/collector/job"
+)
+
+// Mapper Memory and Reducer Memory (§5.3): flagged only when the container
+// is large (≥ 1.1 × the default container by default) and the tasks' average
+// physical memory uses little of it. Peak memory comes from the
+// PHYSICAL_MEMORY_BYTES counter, or from progress splits when a task's
+// counters lack it.
+
+func init() {
+	register(entry{key: "mapper_memory", name: "Mapper Memory", typ: job.MapReduce, order: orderMapperMemory,
+		common: func(c *Config) Common { return c.MapperMemory.Common },
+		build: func(c *Config) Heuristic {
+			return newMemory("Mapper Memory", job.MapTask, "mapreduce.map.memory.mb", c.MapperMemory)
+		}})
+	register(entry{key: "reducer_memory", name: "Reducer Memory", typ: job.MapReduce, order: orderReducerMemory,
+		common: func(c *Config) Common { return c.ReducerMemory.Common },
+		build: func(c *Config) Heuristic {
+			return newMemory("Reducer Memory", job.ReduceTask, "mapreduce.reduce.memory.mb", c.ReducerMemory)
+		}})
+}
+
+// Memory is Mapper Memory or Reducer Memory.
+type Memory struct {
+	name      string
+	kind      job.TaskKind
+	confKey   string
+	ratio     Thresholds
+	container Thresholds // bytes
+	defaultMB int64
+}
+
+func newMemory(name string, kind job.TaskKind, key string, c MemoryConfig) *Memory {
+	return &Memory{name: name, kind: kind, confKey: key, ratio: c.MemoryRatioSeverity,
+		container: c.ContainerMemorySeverity.Scale(float64(c.ContainerMemoryDefaultMB * mib)),
+		defaultMB: c.ContainerMemoryDefaultMB}
+}
+
+// Name implements Heuristic.
+func (h *Memory) Name() string { return h.name }
+
+// containerBytes reads the container size in MB, following one ${key}
+// reference; missing or unparsable ⇒ the configured default.
+func (h *Memory) containerBytes(conf map[string]string) int64 {
+	v := strings.TrimSpace(conf[h.confKey])
+	if strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}") {
+		v = strings.TrimSpace(conf[v[2:len(v)-1]])
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		n = h.defaultMB
+	}
+	return n * mib
+}
+
+// Apply implements Heuristic.
+func (h *Memory) Apply(j *job.Job) Result {
+	if !j.Succeeded() {
+		return skip
+	}
+	tasks := j.MapTasks
+	if h.kind == job.ReduceTask {
+		tasks = j.ReduceTasks
+	}
+	var runtimes, phys, virt []int64
+	withTimeAndCounters(tasks, func(t *job.Task, tv job.Times) {
+		runtimes = append(runtimes, tv.TotalMs)
+		p, v, _ := t.PeakMemory()
+		phys = append(phys, p)
+		virt = append(virt, v)
+	})
+	container := h.containerBytes(j.Conf)
+	avgPhys := Average(phys)
+	sev := None
+	if len(tasks) > 0 {
+		sev = min(h.ratio.Descending(float64(avgPhys)/float64(container)), h.container.Ascending(float64(container)))
+	}
+	var minPhys, maxPhys int64
+	if len(phys) > 0 {
+		minPhys, maxPhys = phys[0], phys[0]
+		for _, p := range phys {
+			minPhys, maxPhys = min(minPhys, p), max(maxPhys, p)
+		}
+	}
+	return Result{
+		Severity: sev,
+		Score:    Score(sev, len(tasks)),
+		Details: []Detail{
+			detail("Number of tasks", itoa(int64(len(tasks)))),
+			detail("Avg task runtime", clock(Average(runtimes))),
+			detail("Avg physical memory (MB)", itoa(avgPhys/mib)),
+			detail("Max physical memory (MB)", itoa(maxPhys/mib)),
+			detail("Min physical memory (MB)", itoa(minPhys/mib)),
+			detail("Avg virtual memory (MB)", itoa(Average(virt)/mib)),
+			detail("Requested container memory", mb(container)),
+		},
+	}
+}

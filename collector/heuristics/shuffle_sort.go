@@ -1,0 +1,63 @@
+package heuristics
+
+import "github.com/stratatrace/strata/collector/job"
+
+// Shuffle & Sort (§5.8): reducers that spend long in shuffle or sort
+// compared with their own code. For each phase the severity of its average
+// time is capped by the severity of phase × 2 / code time (integer
+// division), unless the code time is not positive.
+
+func init() {
+	register(entry{key: "shuffle_sort", name: "Shuffle & Sort", typ: job.MapReduce, order: orderShuffleSort,
+		common: func(c *Config) Common { return c.ShuffleSort.Common },
+		build:  func(c *Config) Heuristic { return newShuffleSort(c.ShuffleSort) }})
+}
+
+// ShuffleSort is the Shuffle & Sort heuristic.
+type ShuffleSort struct {
+	ratio   Thresholds
+	runtime Thresholds // ms
+}
+
+func newShuffleSort(c ShuffleSortConfig) *ShuffleSort {
+	return &ShuffleSort{ratio: c.RuntimeRatioSeverity, runtime: minutes(c.RuntimeSeverityInMin)}
+}
+
+// Name implements Heuristic.
+func (h *ShuffleSort) Name() string { return "Shuffle & Sort" }
+
+// Apply implements Heuristic.
+func (h *ShuffleSort) Apply(j *job.Job) Result {
+	if !j.Succeeded() {
+		return skip
+	}
+	var execs, shuffles, sorts []int64
+	for i := range j.ReduceTasks {
+		if tv, ok := j.ReduceTasks[i].Times(); ok {
+			execs = append(execs, tv.CodeMs())
+			shuffles = append(shuffles, tv.ShuffleMs)
+			sorts = append(sorts, tv.SortMs)
+		}
+	}
+	avgExec, avgShuffle, avgSort := Average(execs), Average(shuffles), Average(sorts)
+	sev := max(h.phase(avgShuffle, avgExec), h.phase(avgSort, avgExec))
+	n := len(j.ReduceTasks)
+	return Result{
+		Severity: sev,
+		Score:    Score(sev, n),
+		Details: []Detail{
+			detail("Number of tasks", itoa(int64(n))),
+			detail("Average code runtime", clock(avgExec)),
+			detail("Average shuffle time", clock(avgShuffle)+" "+DescribeFactor(avgShuffle, avgExec, "x")),
+			detail("Average sort time", clock(avgSort)+" "+DescribeFactor(avgSort, avgExec, "x")),
+		},
+	}
+}
+
+func (h *ShuffleSort) phase(avg, avgExec int64) Severity {
+	s := h.runtime.Ascending(float64(avg))
+	if avgExec <= 0 {
+		return s
+	}
+	return min(s, h.ratio.Ascending(float64(avg*2/avgExec)))
+}

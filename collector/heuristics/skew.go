@@ -1,0 +1,100 @@
+package heuristics
+
+import "github.com/stratatrace/strata/collector/job"
+
+// Mapper Skew and Reducer Skew (§5.1): tasks are split into two groups by
+// input size (mappers: HDFS+S3 bytes read; reducers: shuffle bytes) and by
+// run time with FindTwoGroups. Data skew is the relative difference of the
+// group averages, capped by the larger group's average size (as a fraction
+// of the HDFS block) and by the smaller group's task count; time skew the
+// same in whole seconds, capped by the task count only. The severity is the
+// higher of the two; the score counts data skew only (Dr. Elephant's
+// quirk).
+
+func init() {
+	register(entry{key: "mapper_skew", name: "Mapper Skew", typ: job.MapReduce, order: orderMapperSkew,
+		common: func(c *Config) Common { return c.MapperSkew.Common },
+		build: func(c *Config) Heuristic {
+			return newSkew("Mapper Skew", job.MapTask, c.MapperSkew, c.HDFSBlockSizeBytes)
+		}})
+	register(entry{key: "reducer_skew", name: "Reducer Skew", typ: job.MapReduce, order: orderReducerSkew,
+		common: func(c *Config) Common { return c.ReducerSkew.Common },
+		build: func(c *Config) Heuristic {
+			return newSkew("Reducer Skew", job.ReduceTask, c.ReducerSkew, c.HDFSBlockSizeBytes)
+		}})
+}
+
+// Skew is Mapper Skew or Reducer Skew.
+type Skew struct {
+	name      string
+	kind      job.TaskKind
+	numTasks  Thresholds
+	deviation Thresholds
+	files     Thresholds // bytes
+}
+
+func newSkew(name string, kind job.TaskKind, c SkewConfig, blockBytes int64) *Skew {
+	return &Skew{name: name, kind: kind, numTasks: c.NumTasksSeverity, deviation: c.DeviationSeverity,
+		files: c.FilesSeverity.Scale(float64(blockBytes))}
+}
+
+// Name implements Heuristic.
+func (h *Skew) Name() string { return h.name }
+
+// Apply implements Heuristic.
+func (h *Skew) Apply(j *job.Job) Result {
+	if !j.Succeeded() {
+		return skip
+	}
+	tasks := j.MapTasks
+	if h.kind == job.ReduceTask {
+		tasks = j.ReduceTasks
+	}
+	var data, runtimes []int64
+	for i := range tasks {
+		t := &tasks[i]
+		if t.HasCounters() {
+			if h.kind == job.MapTask {
+				data = append(data, mapInputBytes(t.Counters))
+			} else {
+				data = append(data, t.Counters.Get(job.ReduceShuffleBytes))
+			}
+		}
+		if tv, ok := t.Times(); ok {
+			runtimes = append(runtimes, tv.TotalMs)
+		}
+	}
+
+	da, db := FindTwoGroups(data)
+	avgA, avgB := Average(da), Average(db)
+	sevData := h.deviation.Ascending(float64(absDiff(avgA, avgB) / max(min(avgA, avgB), 1)))
+	sevData = min(sevData, h.files.Ascending(float64(avgB)))
+	sevData = min(sevData, h.numTasks.Ascending(float64(len(da))))
+
+	ta, tb := FindTwoGroups(runtimes)
+	msA, msB := Average(ta), Average(tb)
+	secA, secB := msA/1000, msB/1000
+	sevTime := h.deviation.Ascending(float64(absDiff(secA, secB) / max(min(secA, secB), 1)))
+	sevTime = min(sevTime, h.numTasks.Ascending(float64(len(ta))))
+
+	return Result{
+		Severity: max(sevData, sevTime),
+		Score:    Score(sevData, len(tasks)),
+		Details: []Detail{
+			detail("Number of tasks", itoa(int64(len(tasks)))),
+			detail("Data skew severity", sevData.String()),
+			detail("Data group A", itoa(int64(len(da)))+" tasks @ "+mb(avgA)+" avg"),
+			detail("Data group B", itoa(int64(len(db)))+" tasks @ "+mb(avgB)+" avg"),
+			detail("Time skew severity", sevTime.String()),
+			detail("Time group A", itoa(int64(len(ta)))+" tasks @ "+clock(msA)+" avg"),
+			detail("Time group B", itoa(int64(len(tb)))+" tasks @ "+clock(msB)+" avg"),
+		},
+	}
+}
+
+func absDiff(a, b int64) int64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}

@@ -1,0 +1,185 @@
+package heuristics
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/stratatrace/strata/collector/job"
+)
+
+// Spark Configuration (§7.1): the Spark properties against recommended
+// settings — Kryo serializer, external shuffle service (worse when dynamic
+// allocation runs without it), executor and driver memory and cores,
+// dynamic allocation bounds, wildcard secondary jars, YARN memory overhead.
+// Score 0.
+
+func init() {
+	register(entry{key: "spark_configuration", name: "Spark Configuration", typ: job.Spark, order: orderSparkConfig,
+		common: func(c *Config) Common { return c.SparkConfig.Common },
+		build:  func(c *Config) Heuristic { return newSparkConfiguration(c.SparkConfig) }})
+}
+
+// Spark property names read by the Spark heuristics and metrics.
+const (
+	propDriverMemory      = "spark.driver.memory"
+	propExecutorMemory    = "spark.executor.memory"
+	propExecutorInstances = "spark.executor.instances"
+	propExecutorCores     = "spark.executor.cores"
+	propDriverCores       = "spark.driver.cores"
+	propSerializer        = "spark.serializer"
+	propDynamicAllocation = "spark.dynamicAllocation.enabled"
+	propShuffleService    = "spark.shuffle.service.enabled"
+	propMinExecutors      = "spark.dynamicAllocation.minExecutors"
+	propMaxExecutors      = "spark.dynamicAllocation.maxExecutors"
+	propSecondaryJars     = "spark.yarn.secondary.jars"
+	propExecutorOverhead  = "spark.yarn.executor.memoryOverhead"
+	propDriverOverhead    = "spark.yarn.driver.memoryOverhead"
+	notPresented          = "Not presented. Using default."
+	gib                   = 1 << 30
+)
+
+// SparkConfiguration is the Spark Configuration heuristic.
+type SparkConfiguration struct {
+	serializer  string
+	memory      Thresholds // bytes
+	cores       Thresholds
+	overhead    Thresholds // bytes
+	maxMinExecs int64
+	maxMaxExecs int64
+}
+
+func newSparkConfiguration(c SparkConfigConfig) *SparkConfiguration {
+	return &SparkConfiguration{serializer: c.SerializerIfNonNullRecommendation,
+		memory: c.MemorySeverityInGB.Scale(gib), cores: c.CoresSeverity,
+		overhead: c.OverheadMemorySeverityInGB.Scale(gib), maxMinExecs: c.MaxMinExecutors, maxMaxExecs: c.MaxMaxExecutors}
+}
+
+// Name implements Heuristic.
+func (h *SparkConfiguration) Name() string { return "Spark Configuration" }
+
+// propBytes parses a memory property; ok is false when absent or malformed.
+func propBytes(conf map[string]string, key string) (int64, bool) {
+	v, ok := conf[key]
+	if !ok {
+		return 0, false
+	}
+	b, err := StringToBytes(v)
+	return b, err == nil
+}
+
+// propInt parses an integer property; ok is false when absent or malformed.
+func propInt(conf map[string]string, key string) (int64, bool) {
+	v, ok := conf[key]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	return n, err == nil
+}
+
+// overheadBytes reads a memoryOverhead property: absent ⇒ 0; a value ending
+// in a digit is MB, anything else a memory string.
+func overheadBytes(conf map[string]string, key string) int64 {
+	v := strings.TrimSpace(conf[key])
+	if v == "" {
+		v = "0"
+	}
+	if c := v[len(v)-1]; '0' <= c && c <= '9' {
+		v += "MB"
+	}
+	b, _ := StringToBytes(v)
+	return b
+}
+
+func orNotPresented(s string, ok bool) string {
+	if !ok {
+		return notPresented
+	}
+	return s
+}
+
+// Apply implements Heuristic.
+func (h *SparkConfiguration) Apply(j *job.Job) Result {
+	conf := j.Conf
+	driverMem, dmOK := propBytes(conf, propDriverMemory)
+	execMem, emOK := propBytes(conf, propExecutorMemory)
+	instances, inOK := propInt(conf, propExecutorInstances)
+	execCores, ecOK := propInt(conf, propExecutorCores)
+	driverCores, dcOK := propInt(conf, propDriverCores)
+	minExecs, minOK := propInt(conf, propMinExecutors)
+	maxExecs, maxOK := propInt(conf, propMaxExecutors)
+	daRaw, daOK := conf[propDynamicAllocation]
+	da := strings.TrimSpace(daRaw) == "true"
+	shuffle := strings.TrimSpace(conf[propShuffleService]) == "true"
+	serializer, serOK := conf[propSerializer]
+	driverOverhead := overheadBytes(conf, propDriverOverhead)
+	execOverhead := overheadBytes(conf, propExecutorOverhead)
+
+	sevSerializer := None
+	if !serOK || serializer != h.serializer {
+		sevSerializer = Moderate
+	}
+	sevShuffle := None
+	switch {
+	case shuffle:
+	case da:
+		sevShuffle = Severe
+	default:
+		sevShuffle = Moderate
+	}
+	sevMinExecs, sevMaxExecs, sevJars := None, None, None
+	if minOK && minExecs > h.maxMinExecs {
+		sevMinExecs = Critical
+	}
+	if maxOK && maxExecs > h.maxMaxExecs {
+		sevMaxExecs = Critical
+	}
+	if strings.Contains(conf[propSecondaryJars], "*") {
+		sevJars = Critical
+	}
+	sevDriverOverhead := h.overhead.Ascending(float64(driverOverhead))
+	sevExecOverhead := h.overhead.Ascending(float64(execOverhead))
+	sev := MaxSeverity(sevSerializer, sevShuffle,
+		h.memory.Ascending(float64(execMem)), h.memory.Ascending(float64(driverMem)),
+		h.cores.Ascending(float64(execCores)), h.cores.Ascending(float64(driverCores)),
+		sevMinExecs, sevMaxExecs, sevJars, sevDriverOverhead, sevExecOverhead)
+
+	var durationMs int64
+	if a := j.Spark.LastAttempt(); a != nil {
+		durationMs = a.DurationMs()
+	}
+	d := []Detail{
+		detail(propDriverMemory, orNotPresented(BytesToString(driverMem), dmOK)),
+		detail(propExecutorMemory, orNotPresented(BytesToString(execMem), emOK)),
+		detail(propExecutorInstances, orNotPresented(itoa(instances), inOK)),
+		detail(propExecutorCores, orNotPresented(itoa(execCores), ecOK)),
+		detail("spark.application.duration", itoa(durationMs/1000)+" Seconds"),
+		detail(propDynamicAllocation, orNotPresented(strconv.FormatBool(da), daOK)),
+		detail(propDriverCores, orNotPresented(itoa(driverCores), dcOK)),
+		detail(propDriverOverhead, BytesToString(driverOverhead)),
+		detail(propExecutorOverhead, BytesToString(execOverhead)),
+	}
+	if sevSerializer != None {
+		d = append(d, detail(propSerializer, "KryoSerializer is not enabled."))
+	}
+	if sevShuffle != None {
+		d = append(d, detail(propShuffleService,
+			"The shuffle service is not enabled; it is needed with dynamic allocation and recommended otherwise."))
+	}
+	if sevMinExecs == Critical {
+		d = append(d, detail(propMinExecutors, "Set to "+itoa(minExecs)+"; keep it at "+itoa(h.maxMinExecs)+" or less."))
+	}
+	if sevMaxExecs == Critical {
+		d = append(d, detail(propMaxExecutors, "Set to "+itoa(maxExecs)+"; keep it at "+itoa(h.maxMaxExecs)+" or less."))
+	}
+	if sevJars == Critical {
+		d = append(d, detail(propSecondaryJars, "Do not use wildcards (*) in secondary jars."))
+	}
+	if sevDriverOverhead >= Severe {
+		d = append(d, detail(propDriverOverhead, "The driver memory overhead is high; check the driver's memory use."))
+	}
+	if sevExecOverhead >= Severe {
+		d = append(d, detail(propExecutorOverhead, "The executor memory overhead is high; check off-heap memory use."))
+	}
+	return Result{Severity: sev, Details: d}
+}

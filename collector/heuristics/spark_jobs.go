@@ -1,0 +1,69 @@
+package heuristics
+
+import (
+	"strconv"
+
+	"github.com/stratatrace/strata/collector/job"
+)
+
+// Spark Job Metrics (§7.3): the share of failed jobs, and per job the share
+// of failed tasks. Score 0.
+
+func init() {
+	register(entry{key: "spark_jobs", name: "Spark Job Metrics", typ: job.Spark, order: orderSparkJobs,
+		common: func(c *Config) Common { return c.SparkJobs.Common },
+		build: func(c *Config) Heuristic {
+			return &SparkJobs{jobRate: c.SparkJobs.JobFailureRateSeverity, taskRate: c.SparkJobs.JobTaskFailureRateSeverity}
+		}})
+}
+
+// SparkJobs is the Spark Job Metrics heuristic.
+type SparkJobs struct{ jobRate, taskRate Thresholds }
+
+// Name implements Heuristic.
+func (h *SparkJobs) Name() string { return "Spark Job Metrics" }
+
+// rate is num/den, 0 when den is 0.
+func rate(num, den int) float64 {
+	if den == 0 {
+		return 0
+	}
+	return float64(num) / float64(den)
+}
+
+func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+
+// Apply implements Heuristic.
+func (h *SparkJobs) Apply(j *job.Job) Result {
+	var jobs []job.SparkJob
+	if j.Spark != nil {
+		jobs = j.Spark.Jobs
+	}
+	var completed, failed int
+	var failedList, highTask []string
+	sev := None
+	for _, sj := range jobs {
+		switch sj.Status {
+		case job.Succeeded:
+			completed++
+		case job.Failed:
+			failed++
+			failedList = append(failedList, "job "+strconv.Itoa(sj.ID)+", "+sj.Name)
+		}
+		r := rate(sj.NumFailedTasks, sj.NumCompletedTasks+sj.NumFailedTasks)
+		s := h.taskRate.Ascending(r)
+		sev = max(sev, s)
+		if s > Moderate {
+			highTask = append(highTask, "job "+strconv.Itoa(sj.ID)+", "+sj.Name+" (task failure rate: "+f3(r)+")")
+		}
+	}
+	jobRate := rate(failed, completed+failed)
+	sev = max(sev, h.jobRate.Ascending(jobRate))
+	return Result{Severity: sev, Details: []Detail{
+		detail("Spark completed jobs count", strconv.Itoa(completed)),
+		detail("Spark failed jobs count", strconv.Itoa(failed)),
+		detail("Spark failed jobs list", joinLines(failedList)),
+		detail("Spark job failure rate", f3(jobRate)),
+		detail("Spark jobs with high task failure rates", joinLines(highTask)),
+	}}
+}
