@@ -147,12 +147,21 @@ func startCollector(t *testing.T, bin string) (*proc, string) {
 
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeListener()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return a
+}
+
+// freeListener returns a loopback address nobody listens on right now.
+func freeListener() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
 	defer l.Close()
-	return l.Addr().String()
+	return l.Addr().String(), nil
 }
 
 type agentProc struct {

@@ -1,0 +1,220 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratatrace/strata/agent/procmem"
+	"github.com/stratatrace/strata/agent/resolver"
+	"github.com/stratatrace/strata/test/testenv"
+	"github.com/stratatrace/strata/test/workload"
+)
+
+// peakRSS returns VmHWM of pid in KiB.
+func peakRSS(pid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			n, _ := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+type blocksProc struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines chan map[string]any
+	pid   int
+	pages uint64
+	base  uint64
+}
+
+func startBlocks(b *testing.B, bin, socket, app string, mib, blockMiB int, thp bool, rounds int) *blocksProc {
+	b.Helper()
+	t := "0"
+	if thp {
+		t = "1"
+	}
+	p := &blocksProc{cmd: exec.Command(bin, socket, app, strconv.Itoa(mib), strconv.Itoa(blockMiB), t, strconv.Itoa(rounds)), lines: make(chan map[string]any, 4)}
+	p.cmd.Stderr = os.Stderr
+	p.in, _ = p.cmd.StdinPipe()
+	out, _ := p.cmd.StdoutPipe()
+	if err := p.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.in.Close(); p.cmd.Wait() })
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				p.lines <- m
+			}
+		}
+		close(p.lines)
+	}()
+	select {
+	case m := <-p.lines:
+		p.pid, p.pages, p.base = int(m["pid"].(float64)), uint64(m["pages"].(float64)), uint64(m["base"].(float64))
+	case <-time.After(5 * time.Minute):
+		b.Fatal("blocks workload did not finish touching its memory")
+	}
+	return p
+}
+
+// BenchmarkAgentToCollector measures pages per second from the hook socket
+// to records the collector acknowledged as stored, with the real binaries,
+// against the baseline of resolving the same ranges in-process (no records,
+// no spool, no gRPC, no store), and reports both daemons' peak RSS.
+func BenchmarkAgentToCollector(b *testing.B) {
+	testenv.RequireRoot(b)
+	bin := benchBins(b)
+	wbin := workload.Compile(b, "blocks", "test/e2e/blocks.c")
+	for _, c := range []struct {
+		name     string
+		thp      bool
+		mib      int
+		blockMiB int
+		rounds   int
+	}{
+		{"4KiB", false, 256, 4, 3},
+		{"THP", true, 512, 8, 3},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			col, addr := benchCollector(b, bin)
+			ag := benchAgent(b, bin, addr)
+			app := fmt.Sprintf("bench-%s-%d", c.name, time.Now().UnixNano())
+			w := startBlocks(b, wbin, ag.socket, app, c.mib, c.blockMiB, c.thp, c.rounds)
+			nblocks := c.mib / c.blockMiB
+			records := float64(nblocks * (1 + c.rounds))
+			pages := float64(w.pages) * float64(1+c.rounds)
+			base, _ := ag.metric("strata_stream_records_acked_total")
+
+			b.ResetTimer()
+			start := time.Now()
+			io.WriteString(w.in, "go\n")
+			deadline := start.Add(5 * time.Minute)
+			for {
+				v, err := ag.metric("strata_stream_records_acked_total")
+				if err == nil && v-base >= records {
+					break
+				}
+				if time.Now().After(deadline) {
+					b.Fatalf("collector acknowledged %v of %v records in 5 minutes", v-base, records)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			elapsed := time.Since(start)
+			b.StopTimer()
+
+			// Baseline: the same ranges resolved in-process, once per record.
+			res, err := resolver.New(procmem.Default(), resolver.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			blen := uint64(c.blockMiB) << 20
+			bstart := time.Now()
+			var resolved uint64
+			for r := 0; r < 1+c.rounds; r++ {
+				for i := 0; i < nblocks; i++ {
+					out, err := res.Resolve(w.pid, w.base+uint64(i)*blen, blen)
+					if err != nil {
+						b.Fatal(err)
+					}
+					resolved += out.Pages
+				}
+			}
+			belapsed := time.Since(bstart)
+			res.Close()
+			e2eRate := pages / elapsed.Seconds()
+			baseRate := float64(resolved) / belapsed.Seconds()
+			b.ReportMetric(e2eRate, "pages/s")
+			b.ReportMetric(baseRate, "resolve-only-pages/s")
+			b.ReportMetric(e2eRate/baseRate, "ratio-vs-resolve")
+			b.ReportMetric(float64(peakRSS(ag.cmd.Process.Pid))/1024, "agent-peak-MiB")
+			b.ReportMetric(float64(peakRSS(col.Process.Pid))/1024, "collector-peak-MiB")
+			b.Logf("%s: %.0f pages (%v records) end to end in %v = %.2f M pages/s; resolve-only %.2f M pages/s; ratio %.3f; agent peak RSS %d MiB, collector peak RSS %d MiB",
+				c.name, pages, records, elapsed, e2eRate/1e6, baseRate/1e6, e2eRate/baseRate, peakRSS(ag.cmd.Process.Pid)/1024, peakRSS(col.Process.Pid)/1024)
+		})
+	}
+}
+
+func benchBins(b *testing.B) string {
+	if d := os.Getenv("STRATA_BIN"); d != "" {
+		return d
+	}
+	dir := b.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/strata", "./cmd/strata-agent", "./cmd/strata-collector")
+	cmd.Dir = testenv.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir
+}
+
+func benchCollector(b *testing.B, bin string) (*exec.Cmd, string) {
+	b.Helper()
+	cmd := exec.Command(filepath.Join(bin, "strata-collector"), "--listen", "127.0.0.1:0", "--store-dir", filepath.Join(b.TempDir(), "store"))
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
+			go io.Copy(io.Discard, out)
+			return cmd, a
+		}
+	}
+	b.Fatal("collector did not print its address")
+	return nil, ""
+}
+
+type benchAgentProc struct {
+	cmd          *exec.Cmd
+	socket, http string
+}
+
+func (a *benchAgentProc) metric(name string) (float64, error) {
+	return (&agentProc{http: a.http}).metric(name)
+}
+
+func benchAgent(b *testing.B, bin, collector string) *benchAgentProc {
+	b.Helper()
+	dir := b.TempDir()
+	l, _ := freeListener()
+	a := &benchAgentProc{socket: filepath.Join(dir, "hook.sock"), http: l}
+	a.cmd = exec.Command(filepath.Join(bin, "strata-agent"), "--node-name", "bench", "--hook-socket", a.socket,
+		"--collector", collector, "--spool-dir", filepath.Join(dir, "spool"), "--http", a.http, "--faults", "off", "--stats-interval", "0")
+	a.cmd.Stderr = io.Discard
+	if err := a.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { a.cmd.Process.Kill(); a.cmd.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := a.metric("strata_stream_records_acked_total"); err == nil {
+			return a
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("agent metrics not up after 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
