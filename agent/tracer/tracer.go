@@ -73,7 +73,7 @@ type Tracer struct {
 	ncpu   int
 	hook   Hook
 	fault  *ebpf.Program // the fault program in use (tests run it)
-	pidMem []byte // mmap of pid_bits
+	pidMem []byte        // mmap of pid_bits
 
 	closers []io.Closer // in opening order; Close runs them in reverse
 	reader  *ringbuf.Reader
