@@ -1,0 +1,83 @@
+// Command strata-gen writes synthetic job histories and Spark event logs
+// (see package test/gen) for demos and benchmarks.
+//
+//	strata-gen -out DIR [-kind mr|spark] [-jobs N] [-maps N] [-reduces N] [-skew X] [-gc X] ...
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/stratatrace/strata/test/gen"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "strata-gen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(_ context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("strata-gen", flag.ContinueOnError)
+	out := fs.String("out", "", "directory to write into (required)")
+	kind := fs.String("kind", "mr", "mr (job history + conf) or spark (event log)")
+	jobs := fs.Int("jobs", 1, "number of jobs or applications")
+	maps := fs.Int("maps", 100, "map tasks per MapReduce job")
+	reduces := fs.Int("reduces", 10, "reduce tasks per MapReduce job")
+	tasks := fs.Int("tasks", 100, "tasks per Spark stage")
+	stages := fs.Int("stages", 2, "stages per Spark application")
+	skew := fs.Float64("skew", 0, "skew factor of the slow tasks (>1 to skew)")
+	gc := fs.Float64("gc", 0, "GC time / CPU time ratio")
+	container := fs.Int("container-mb", 0, "MapReduce container size (MB)")
+	used := fs.Int("used-mb", 0, "MapReduce task peak physical memory (MB)")
+	failed := fs.Bool("failed", false, "make MapReduce jobs fail")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" {
+		fs.Usage()
+		return errors.New("missing -out")
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("create output dir: %w", err)
+	}
+	for i := 1; i <= *jobs; i++ {
+		switch *kind {
+		case "mr":
+			p, err := gen.WriteMRJob(*out, gen.MRJob{
+				JobID: fmt.Sprintf("job_1700000000000_%04d", i), Maps: *maps, Reduces: *reduces,
+				Skew: *skew, GCRatio: *gc, ContainerMB: *container, UsedMB: *used, Failed: *failed,
+				SubmitMs: 1700000000000 + int64(i)*600000, Seed: uint64(i),
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, p)
+		case "spark":
+			app := fmt.Sprintf("application_1700000000000_%04d", i)
+			p := filepath.Join(*out, app)
+			f, err := os.Create(p)
+			if err != nil {
+				return fmt.Errorf("create event log: %w", err)
+			}
+			err = gen.WriteSparkLog(f, gen.SparkApp{AppID: app, Stages: *stages, TasksPerStage: *tasks,
+				Skew: *skew, GCRatio: *gc, StartMs: 1700000000000 + int64(i)*600000, Seed: uint64(i)})
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("write event log: %w", err)
+			}
+			fmt.Fprintln(stdout, p)
+		default:
+			return fmt.Errorf("unknown -kind %q", *kind)
+		}
+	}
+	return nil
+}
