@@ -23,10 +23,18 @@ import (
 //	rw A B        read, then write, each page of [A,B)
 //	d             MADV_DONTNEED the whole mapping (pages fault again)
 //	loop N A B M  N times: touch [A,B) with mode M (r|w), then MADV_DONTNEED
+//	fr A B        read one byte of pages [A,B) of the file mapping
+//	fevict        drop the file mapping's pages from memory and page cache
 //	q             exit
+//
+// With childFileEnv set, the child also maps that file (MADV_RANDOM, so each
+// page read after fevict is one major fault) and prints its address after
+// the anonymous one. The answer's second number is the major faults the
+// command caused (getrusage).
 const (
 	childEnv      = "STRATA_TRACER_CHILD"
 	childPagesEnv = "STRATA_TRACER_CHILD_PAGES"
+	childFileEnv  = "STRATA_TRACER_CHILD_FILE"
 )
 
 func TestMain(m *testing.M) {
@@ -48,7 +56,25 @@ func runChild() {
 		fmt.Println("error", err)
 		return
 	}
-	fmt.Printf("ready %d\n", uintptr(unsafePointer(mem)))
+	var fmem []byte
+	var ffd int
+	if path := os.Getenv(childFileEnv); path != "" {
+		if ffd, err = unix.Open(path, unix.O_RDONLY, 0); err == nil {
+			var st unix.Stat_t
+			unix.Fstat(ffd, &st)
+			fmem, err = unix.Mmap(ffd, 0, int(st.Size), unix.PROT_READ, unix.MAP_SHARED)
+		}
+		if err != nil {
+			fmt.Println("error", err)
+			return
+		}
+		unix.Madvise(fmem, unix.MADV_RANDOM)
+	}
+	fbase := uintptr(0)
+	if fmem != nil {
+		fbase = uintptr(unsafePointer(fmem))
+	}
+	fmt.Printf("ready %d %d\n", uintptr(unsafePointer(mem)), fbase)
 	touch := func(a, b int, mode string) {
 		for p := a; p < b; p++ {
 			switch mode {
@@ -69,8 +95,15 @@ func runChild() {
 			continue
 		}
 		num := func(i int) int { n, _ := strconv.Atoi(f[i]); return n }
-		start := threadCPU()
+		start, maj := threadCPU(), majorFaults()
 		switch f[0] {
+		case "fr":
+			for p := num(1); p < num(2); p++ {
+				sink += fmem[p*ps]
+			}
+		case "fevict":
+			unix.Madvise(fmem, unix.MADV_DONTNEED)
+			unix.Fadvise(ffd, 0, 0, unix.FADV_DONTNEED)
 		case "r", "w", "rw":
 			touch(num(1), num(2), f[0])
 		case "d":
@@ -83,7 +116,7 @@ func runChild() {
 		case "q":
 			return
 		}
-		fmt.Printf("ok %d\n", threadCPU()-start)
+		fmt.Printf("ok %d %d\n", threadCPU()-start, majorFaults()-maj)
 	}
 }
 
@@ -93,19 +126,28 @@ func threadCPU() int64 {
 	return ts.Nano()
 }
 
-type child struct {
-	tb   testing.TB
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Scanner
-	pid  uint32
-	base uint64
+func majorFaults() int64 {
+	var ru unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	return ru.Majflt
 }
 
-func startChild(tb testing.TB, pages int) *child {
+type child struct {
+	tb    testing.TB
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   *bufio.Scanner
+	pid   uint32
+	base  uint64
+	fbase uint64 // file mapping, when started with a file
+}
+
+func startChild(tb testing.TB, pages int) *child { return startChildFile(tb, pages, "") }
+
+func startChildFile(tb testing.TB, pages int, file string) *child {
 	tb.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", fmt.Sprintf("%s=%d", childPagesEnv, pages))
+	cmd.Env = append(os.Environ(), childEnv+"=1", fmt.Sprintf("%s=%d", childPagesEnv, pages), childFileEnv+"="+file)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -121,7 +163,7 @@ func startChild(tb testing.TB, pages int) *child {
 	c := &child{tb: tb, cmd: cmd, in: in, out: bufio.NewScanner(outPipe), pid: uint32(cmd.Process.Pid)}
 	tb.Cleanup(func() { c.quit() })
 	line := c.line()
-	if _, err := fmt.Sscanf(line, "ready %d", &c.base); err != nil {
+	if _, err := fmt.Sscanf(line, "ready %d %d", &c.base, &c.fbase); err != nil {
 		tb.Fatalf("child: %q: %v", line, err)
 	}
 	return c
@@ -137,13 +179,20 @@ func (c *child) line() string {
 // do sends one command and returns the thread CPU time it took.
 func (c *child) do(format string, args ...any) int64 {
 	c.tb.Helper()
+	ns, _ := c.doMajor(format, args...)
+	return ns
+}
+
+// doMajor sends one command and returns its thread CPU time and the major
+// faults it caused.
+func (c *child) doMajor(format string, args ...any) (ns, major int64) {
+	c.tb.Helper()
 	fmt.Fprintf(c.in, format+"\n", args...)
 	line := c.line()
-	var ns int64
-	if _, err := fmt.Sscanf(line, "ok %d", &ns); err != nil {
+	if _, err := fmt.Sscanf(line, "ok %d %d", &ns, &major); err != nil {
 		c.tb.Fatalf("child: %q: %v", line, err)
 	}
-	return ns
+	return ns, major
 }
 
 // page returns the address of page i of the child's mapping.

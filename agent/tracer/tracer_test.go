@@ -1,9 +1,12 @@
 package tracer
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -245,5 +248,84 @@ func TestClassifyErrorCode(t *testing.T) {
 				t.Errorf("counted %+v, want %+v", d, tc.want)
 			}
 		})
+	}
+}
+
+// TestMajorFaults reads evicted pages of a file mapping (MADV_RANDOM: one
+// major fault per page) and compares the per-block count with the child's
+// own getrusage.
+func TestMajorFaults(t *testing.T) {
+	const pages = 32
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("strata-major-%d", os.Getpid()))
+	if err := os.WriteFile(path, bytes.Repeat([]byte{7}, pages*os.Getpagesize()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(path) })
+	tr := loadTracer(t, Config{})
+	c := startChildFile(t, 1, path)
+	if err := tr.Track(c.pid); err != nil {
+		t.Fatal(err)
+	}
+	ps := uint64(os.Getpagesize())
+	if err := tr.RegisterBlock(c.pid, 5, c.fbase, c.fbase+16*ps); err != nil {
+		t.Fatal(err)
+	}
+	c.do("fr 0 %d", pages) // bring the file in once, then evict it
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Sync()
+	f.Close()
+	before := counters(t, tr, c.pid, 5)
+	c.do("fevict")
+	_, inBlock := c.doMajor("fr 0 16")
+	_, outside := c.doMajor("fr 16 %d", pages)
+	if inBlock == 0 {
+		t.Skip("skipping: eviction did not cause major faults (page cache kept the file)")
+	}
+	got := counters(t, tr, c.pid, 5)
+	if d := got.Major - before.Major; d != uint64(inBlock) {
+		t.Errorf("major faults in block %d, child saw %d (and %d outside)", d, inBlock, outside)
+	}
+	t.Logf("major faults: block %d (getrusage %d), outside %d", got.Major-before.Major, inBlock, outside)
+}
+
+// TestMoveAndFree moves a block between rounds and frees it.
+func TestMoveAndFree(t *testing.T) {
+	tr := loadTracer(t, Config{DisableEvents: true, NoMajorFaults: true})
+	c := startChild(t, 32)
+	if err := tr.Track(c.pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.RegisterBlock(c.pid, 1, c.page(0), c.page(8)); err != nil {
+		t.Fatal(err)
+	}
+	c.do("w 0 8")
+	if err := tr.MoveBlock(c.pid, 1, c.page(16), c.page(24)); err != nil {
+		t.Fatal(err)
+	}
+	c.do("w 0 8")   // old place: not counted any more (already present anyway)
+	c.do("w 16 20") // new place
+	final, err := tr.FreeBlock(c.pid, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Counters{Write: 12}); final != want {
+		t.Errorf("final %+v, want %+v", final, want)
+	}
+	c.do("w 20 24")
+	if _, err := tr.BlockCounters(c.pid, 1); !errors.Is(err, ErrUnknownBlock) {
+		t.Errorf("after free: %v", err)
+	}
+	if n, _, _ := kernelEntries(t, tr, c.pid); n != 0 {
+		t.Errorf("%d range sets after free", n)
+	}
+	// The slot is reused with zeroed counters.
+	if err := tr.RegisterBlock(c.pid, 2, c.page(24), c.page(32)); err != nil {
+		t.Fatal(err)
+	}
+	if got := counters(t, tr, c.pid, 2); got != (Counters{}) {
+		t.Errorf("reused slot counters %+v", got)
 	}
 }
