@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+func init() {
+	register(command{name: "jobs", summary: "list analysed jobs, optionally at or above a severity", run: runJobs})
+	register(command{name: "job", summary: "show one analysed job with its heuristics", run: runJob})
+}
+
+// parseSeverity accepts NONE, low, Severe, SEVERITY_CRITICAL, ...
+func parseSeverity(s string) (stratav1.Severity, error) {
+	name := strings.ToUpper(strings.TrimSpace(s))
+	if !strings.HasPrefix(name, "SEVERITY_") {
+		name = "SEVERITY_" + name
+	}
+	v, ok := stratav1.Severity_value[name]
+	if !ok {
+		return 0, fmt.Errorf("parse severity %q: want none, low, moderate, severe or critical", s)
+	}
+	return stratav1.Severity(v), nil
+}
+
+func severityName(s stratav1.Severity) string { return enumName(s.String(), "SEVERITY_") }
+
+// jobRow is one line of `strata jobs -o json`.
+type jobRow struct {
+	JobID    string `json:"job_id"`
+	Severity string `json:"severity"`
+	Score    int64  `json:"score"`
+	Type     string `json:"type"`
+	User     string `json:"user"`
+	AppID    string `json:"app_id"`
+	Finished string `json:"finished"`
+	Name     string `json:"name"`
+}
+
+func msTime(ms int64) string {
+	if ms == 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339)
+}
+
+func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("strata jobs", flag.ContinueOnError)
+	cf := addClientFlags(fs, true)
+	sev := fs.String("severity", "none", "only jobs at or above: none, low, moderate, severe, critical")
+	limit := fs.Uint("limit", 0, "at most this many jobs, newest first (0 = all)")
+	if ok, err := parseFlags(fs, args, stderr); !ok {
+		return err
+	}
+	if err := cf.check(); err != nil {
+		return err
+	}
+	min, err := parseSeverity(*sev)
+	if err != nil {
+		return err
+	}
+	cc, q, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	resp, err := q.Jobs(ctx, &stratav1.JobsRequest{MinSeverity: min, Limit: uint32(*limit)})
+	if err != nil {
+		return rpcError("jobs", err)
+	}
+	out := newOutput(stdout, cf.output, "JOB", "SEVERITY", "SCORE", "TYPE", "USER", "APP", "FINISHED", "NAME")
+	for _, j := range resp.GetJobs() {
+		r := jobRow{JobID: j.GetJobId(), Severity: severityName(j.GetSeverity()), Score: j.GetScore(), Type: j.GetType(),
+			User: j.GetUser(), AppID: j.GetAppId(), Finished: msTime(j.GetFinishUnixMs()), Name: j.GetName()}
+		if err := out.row(r, r.JobID, r.Severity, r.Score, r.Type, r.User, r.AppID, r.Finished, r.Name); err != nil {
+			return fmt.Errorf("write jobs: %w", err)
+		}
+	}
+	return out.flush()
+}
+
+func runJob(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("strata job", flag.ContinueOnError)
+	cf := addClientFlags(fs, true)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: strata job [--collector ADDR] [-o table|json] JOB_ID")
+		fs.PrintDefaults()
+	}
+	if ok, err := parseFlags(fs, args, stderr); !ok {
+		return err
+	}
+	// Flags may also follow the id: strata job ID --collector ADDR.
+	rest := fs.Args()
+	if len(rest) > 1 {
+		if ok, err := parseFlags(fs, rest[1:], stderr); !ok {
+			return err
+		}
+		rest = append(rest[:1], fs.Args()...)
+	}
+	if len(rest) != 1 {
+		fs.Usage()
+		return errUsage
+	}
+	if err := cf.check(); err != nil {
+		return err
+	}
+	cc, q, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	j, err := q.Job(ctx, &stratav1.JobRequest{JobId: rest[0]})
+	if err != nil {
+		return rpcError("job "+rest[0], err)
+	}
+	if cf.output == "json" {
+		b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(j)
+		if err != nil {
+			return fmt.Errorf("encode job: %w", err)
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
+	return writeJob(stdout, j)
+}
+
+// writeJob prints one job for people: identity, metrics, then each
+// heuristic with its details.
+func writeJob(w io.Writer, j *stratav1.JobResult) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "job       %s (%s)\n", j.GetJobId(), j.GetType())
+	fmt.Fprintf(&b, "name      %s\n", j.GetName())
+	fmt.Fprintf(&b, "user      %s  queue %s\n", j.GetUser(), j.GetQueue())
+	fmt.Fprintf(&b, "app       %s\n", j.GetAppId())
+	fmt.Fprintf(&b, "ran       %s .. %s\n", msTime(j.GetStartUnixMs()), msTime(j.GetFinishUnixMs()))
+	fmt.Fprintf(&b, "severity  %s (score %d)\n", severityName(j.GetSeverity()), j.GetScore())
+	if m := j.GetMetrics(); m != nil {
+		fmt.Fprintf(&b, "resources used %.2f GB-h, wasted %.2f GB-h, runtime %s, wait %s\n", m.GetUsedGbHours(), m.GetWastedGbHours(),
+			time.Duration(m.GetRuntimeMs())*time.Millisecond, time.Duration(m.GetWaitMs())*time.Millisecond)
+	}
+	fmt.Fprintf(&b, "source    %s\n", j.GetSource())
+	for _, warn := range j.GetWarnings() {
+		fmt.Fprintf(&b, "warning   %s\n", warn)
+	}
+	for _, h := range j.GetHeuristics() {
+		fmt.Fprintf(&b, "\n%s: %s (score %d)\n", h.GetName(), severityName(h.GetSeverity()), h.GetScore())
+		for _, d := range h.GetDetails() {
+			fmt.Fprintf(&b, "  %s: %s\n", d.GetName(), d.GetValue())
+		}
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("write job: %w", err)
+	}
+	return nil
+}

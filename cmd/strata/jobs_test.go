@@ -1,0 +1,53 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stratatrace/strata/collector/store/storetest"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+func TestJobs(t *testing.T) {
+	addr := collector(t)
+	jobs := storetest.Jobs()
+	got := jsonLines[jobRow](t, strata(t, "jobs", "--collector", addr, "--severity", "MODERATE", "-o", "json"))
+	if len(got) != 2 || got[0].JobID != jobs[2].GetJobId() || got[0].Severity != "critical" ||
+		got[1].JobID != jobs[1].GetJobId() || got[1].Severity != "moderate" {
+		t.Fatalf("jobs >= MODERATE = %v", got)
+	}
+	if all := jsonLines[jobRow](t, strata(t, "jobs", "--collector", addr, "-o", "json")); len(all) != 3 {
+		t.Fatalf("all jobs: %v", all)
+	}
+	show := strata(t, "job", jobs[0].GetJobId(), "--collector", addr)
+	for _, want := range []string{jobs[0].GetJobId(), "severity  low", "Executor GC: low", "GC time: 12%"} {
+		if !strings.Contains(show, want) {
+			t.Errorf("job output lacks %q:\n%s", want, show)
+		}
+	}
+}
+
+func TestParseSeverity(t *testing.T) {
+	for in, want := range map[string]stratav1.Severity{
+		"MODERATE": stratav1.Severity_SEVERITY_MODERATE, "severe": stratav1.Severity_SEVERITY_SEVERE,
+		"SEVERITY_CRITICAL": stratav1.Severity_SEVERITY_CRITICAL, " none ": stratav1.Severity_SEVERITY_NONE,
+	} {
+		if got, err := parseSeverity(in); err != nil || got != want {
+			t.Errorf("parseSeverity(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+}
+
+// FuzzParseSeverity: any input parses to a known severity or fails.
+func FuzzParseSeverity(f *testing.F) {
+	f.Add("moderate")
+	f.Add("SEVERITY_LOW")
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := parseSeverity(s)
+		if err == nil {
+			if _, ok := stratav1.Severity_name[int32(v)]; !ok {
+				t.Fatalf("parseSeverity(%q) = unknown %d", s, v)
+			}
+		}
+	})
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"google.golang.org/grpc"
+
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+func init() {
+	register(command{name: "numa", summary: "pages of an app per NUMA node per RDD", run: runNuma})
+}
+
+// numaRow is one line of `strata numa -o json`.
+type numaRow struct {
+	RDD      int32  `json:"rdd"`
+	NumaNode int32  `json:"numa_node"` // -1 = unknown (not present, or PFN hidden)
+	Pages    uint64 `json:"pages"`
+	Bytes    uint64 `json:"bytes"`
+}
+
+// appClient is a per-app command's parsed flags and connection.
+type appClient struct {
+	*clientFlags
+	app string
+	q   stratav1.QueryServiceClient
+	cc  *grpc.ClientConn
+}
+
+// appCommand parses the flags the per-app commands share (--collector,
+// --app, -o) and dials. It returns nil and nil after -h.
+func appCommand(name string, args []string, stderr io.Writer) (*appClient, error) {
+	fs := flag.NewFlagSet("strata "+name, flag.ContinueOnError)
+	c := &appClient{clientFlags: addClientFlags(fs, true)}
+	fs.StringVar(&c.app, "app", "", "Spark application id (required)")
+	if ok, err := parseFlags(fs, args, stderr); !ok {
+		return nil, err
+	}
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	if c.app == "" {
+		return nil, fmt.Errorf("%s: --app is required", name)
+	}
+	var err error
+	if c.cc, c.q, err = c.dial(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func runNuma(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := appCommand("numa", args, stderr)
+	if c == nil {
+		return err
+	}
+	defer c.cc.Close()
+	resp, err := c.q.Numa(ctx, &stratav1.NumaRequest{AppId: c.app})
+	if err != nil {
+		return rpcError("numa", err)
+	}
+	out := newOutput(stdout, c.output, "RDD", "NODE", "PAGES", "BYTES")
+	for _, r := range resp.GetRows() {
+		row := numaRow{RDD: r.GetRddId(), NumaNode: r.GetNumaNode(), Pages: r.GetPages(), Bytes: r.GetBytes()}
+		node := fmt.Sprint(row.NumaNode)
+		if row.NumaNode < 0 {
+			node = "unknown"
+		}
+		if err := out.row(row, row.RDD, node, row.Pages, row.Bytes); err != nil {
+			return errors.Join(fmt.Errorf("write numa: %w", err), out.flush())
+		}
+	}
+	return out.flush()
+}

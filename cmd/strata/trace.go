@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+func init() {
+	register(command{name: "trace", summary: "list the physical pages of an app's blocks, per record", run: runTrace})
+}
+
+// tracePage is one line of `strata trace -o json`.
+type tracePage struct {
+	Time       string   `json:"time"`
+	Access     string   `json:"access"`
+	RDD        int32    `json:"rdd"`
+	Partition  int32    `json:"partition"`
+	BlockID    string   `json:"block_id"`
+	ExecutorID string   `json:"executor_id"`
+	PID        uint32   `json:"pid"`
+	VAddr      string   `json:"vaddr"`
+	Present    bool     `json:"present"`
+	Swapped    bool     `json:"swapped"`
+	PFN        uint64   `json:"pfn"`
+	PAddr      string   `json:"paddr"`
+	NumaNode   int32    `json:"numa_node"`
+	THP        bool     `json:"thp"`
+	Flags      []string `json:"flags"`
+}
+
+func newTracePage(p *stratav1.TracePage) tracePage {
+	is := func(s stratav1.PageState) bool { return p.GetState()&uint32(s) != 0 }
+	return tracePage{
+		Time:       time.Unix(0, p.GetTimeUnixNano()).UTC().Format(time.RFC3339Nano),
+		Access:     enumName(p.GetAccess().String(), "ACCESS_KIND_"),
+		RDD:        p.GetBlock().GetRddId(),
+		Partition:  p.GetBlock().GetPartition(),
+		BlockID:    p.GetBlock().GetBlockId(),
+		ExecutorID: p.GetBlock().GetExecutorId(),
+		PID:        p.GetPid(),
+		VAddr:      hex(p.GetVaddr()),
+		Present:    is(stratav1.PageState_PAGE_STATE_PRESENT),
+		Swapped:    is(stratav1.PageState_PAGE_STATE_SWAPPED),
+		PFN:        p.GetPfn(),
+		PAddr:      hex(p.GetPaddr()),
+		NumaNode:   p.GetNumaNode(),
+		THP:        is(stratav1.PageState_PAGE_STATE_THP) || p.GetKpageflags()&(1<<stratav1.KPFTHP) != 0,
+		Flags:      stratav1.KPageFlagNames(p.GetKpageflags()),
+	}
+}
+
+// optInt32 is an int32 flag that remembers whether it was set.
+type optInt32 struct{ v *int32 }
+
+func (o *optInt32) String() string {
+	if o.v == nil {
+		return ""
+	}
+	return strconv.Itoa(int(*o.v))
+}
+
+func (o *optInt32) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return errors.New("not a 32-bit integer")
+	}
+	v := int32(n)
+	o.v = &v
+	return nil
+}
+
+func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("strata trace", flag.ContinueOnError)
+	cf := addClientFlags(fs, true)
+	app := fs.String("app", "", "Spark application id (required)")
+	var rdd, part optInt32
+	fs.Var(&rdd, "rdd", "only this RDD id")
+	fs.Var(&part, "partition", "only this partition")
+	limit := fs.Uint("limit", 0, "stop after this many pages (0 = all)")
+	if ok, err := parseFlags(fs, args, stderr); !ok {
+		return err
+	}
+	if err := cf.check(); err != nil {
+		return err
+	}
+	if *app == "" {
+		return errors.New("trace: --app is required")
+	}
+	cc, q, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	stream, err := q.Trace(ctx, &stratav1.TraceRequest{AppId: *app, RddId: rdd.v, Partition: part.v, Limit: uint32(*limit)})
+	if err != nil {
+		return rpcError("trace", err)
+	}
+	out := newOutput(stdout, cf.output, "TIME", "ACCESS", "RDD", "PART", "BLOCK", "PID", "VADDR", "PFN", "PADDR", "NODE", "STATE", "FLAGS")
+	for {
+		p, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			out.flush()
+			return rpcError("trace", err)
+		}
+		tp := newTracePage(p)
+		if err := out.row(tp, tp.Time, tp.Access, tp.RDD, tp.Partition, tp.BlockID, tp.PID, tp.VAddr,
+			tp.PFN, tp.PAddr, tp.NumaNode, pageState(tp), joinFlags(tp.Flags)); err != nil {
+			return fmt.Errorf("write trace: %w", err)
+		}
+	}
+	return out.flush()
+}
+
+// pageState is the table's STATE cell: present/swapped/absent, +thp.
+func pageState(p tracePage) string {
+	s := "absent"
+	switch {
+	case p.Present:
+		s = "present"
+	case p.Swapped:
+		s = "swapped"
+	}
+	if p.THP {
+		s += "+thp"
+	}
+	return s
+}
+
+func joinFlags(f []string) string {
+	if len(f) == 0 {
+		return "-"
+	}
+	return strings.Join(f, ",")
+}
