@@ -1,0 +1,67 @@
+package heuristics
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stratatrace/strata/collector/job"
+)
+
+// §9.1 Spark Configuration, attempt duration 10 s.
+func TestSparkConfigurationVectors(t *testing.T) {
+	h := newSparkConfiguration(defaults(t).SparkConfig)
+	app := func() *job.SparkApp {
+		return &job.SparkApp{Attempts: []job.SparkAttempt{{StartMs: 1_000, EndMs: 11_000}}}
+	}
+	kryo := "org.apache.spark.serializer.KryoSerializer"
+	cf1 := map[string]string{
+		"spark.serializer": kryo, "spark.driver.memory": "2G", "spark.executor.instances": "900",
+		"spark.executor.memory": "1g", "spark.shuffle.service.enabled": "true",
+		"spark.dynamicAllocation.enabled": "true", "spark.yarn.secondary.jars": "something without star",
+		"spark.yarn.driver.memoryOverhead": "500",
+	}
+	runVectors(t, h, []vector{
+		{"CF-1", sparkJob(cf1, app()), None, 0},
+		{"CF-3", sparkJob(map[string]string{}, app()), Moderate, 0},
+		{"CF-5", sparkJob(map[string]string{"spark.serializer": "org.apache.spark.serializer.FooSerializer",
+			"spark.shuffle.service.enabled": "true"}, app()), Moderate, 0},
+		{"CF-7", sparkJob(map[string]string{"spark.shuffle.service.enabled": "true",
+			"spark.dynamicAllocation.enabled": "true"}, app()), Moderate, 0},
+		{"CF-9", sparkJob(map[string]string{"spark.serializer": kryo, "spark.shuffle.service.enabled": "false",
+			"spark.dynamicAllocation.enabled": "false"}, app()), Moderate, 0},
+		{"DA without shuffle service", sparkJob(map[string]string{"spark.serializer": kryo,
+			"spark.dynamicAllocation.enabled": "true"}, app()), Severe, 0},
+		{"wildcard jars", sparkJob(map[string]string{"spark.serializer": kryo, "spark.shuffle.service.enabled": "true",
+			"spark.yarn.secondary.jars": "lib/*"}, app()), Critical, 0},
+		{"min executors", sparkJob(map[string]string{"spark.serializer": kryo, "spark.shuffle.service.enabled": "true",
+			"spark.dynamicAllocation.minExecutors": "2"}, app()), Critical, 0},
+		{"max executors", sparkJob(map[string]string{"spark.serializer": kryo, "spark.shuffle.service.enabled": "true",
+			"spark.dynamicAllocation.maxExecutors": "901"}, app()), Critical, 0},
+		{"big executors", sparkJob(map[string]string{"spark.serializer": kryo, "spark.shuffle.service.enabled": "true",
+			"spark.executor.memory": "20g", "spark.executor.cores": "4"}, app()), Severe, 0},
+		{"overhead", sparkJob(map[string]string{"spark.serializer": kryo, "spark.shuffle.service.enabled": "true",
+			"spark.yarn.executor.memoryOverhead": "6144"}, app()), Severe, 0},
+	})
+
+	r := h.Apply(sparkJob(cf1, app()))
+	if len(r.Details) != 9 {
+		t.Fatalf("CF-1: %d details, want 9: %v", len(r.Details), r.Details)
+	}
+	want := map[string]string{
+		"spark.driver.memory": "2 GB", "spark.executor.memory": "1 GB", "spark.executor.instances": "900",
+		"spark.executor.cores": notPresented, "spark.dynamicAllocation.enabled": "true",
+		"spark.yarn.driver.memoryOverhead": "500 MB",
+	}
+	for k, v := range want {
+		if got, _ := findDetail(r, k); got != v {
+			t.Errorf("CF-1 detail %s = %q, want %q", k, got, v)
+		}
+	}
+	if got, _ := findDetail(r, "spark.application.duration"); !strings.Contains(got, "10") {
+		t.Errorf("CF-1 duration %q does not contain 10", got)
+	}
+	r = h.Apply(sparkJob(map[string]string{}, app()))
+	if _, ok := findDetail(r, "spark.serializer"); !ok {
+		t.Errorf("CF-3: no serializer advice in %v", r.Details)
+	}
+}
