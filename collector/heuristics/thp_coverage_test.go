@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
-
 )
 
 func TestTHPCoverage(t *testing.T) {
