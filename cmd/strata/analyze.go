@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/stratatrace/strata/collector/fetcher"
+	"github.com/stratatrace/strata/collector/heuristics"
+	"github.com/stratatrace/strata/collector/job"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+func init() {
+	register(command{name: "analyze", summary: "analyse job histories, event logs and history servers (Dr. Elephant heuristics)", run: runAnalyze})
+}
+
+// errUnreadable is returned when at least one source could not be read.
+var errUnreadable = errors.New("unreadable input")
+
+// analyzeRow is one line of `strata analyze -o json`.
+type analyzeRow struct {
+	JobID      string          `json:"job_id"`
+	Type       string          `json:"type"`
+	AppID      string          `json:"app_id,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	Source     string          `json:"source,omitempty"`
+	Metrics    analyzeMetrics  `json:"metrics"`
+	Heuristics []analyzeResult `json:"heuristics"`
+	Severity   string          `json:"severity"`
+	Score      int64           `json:"score"`
+	Warnings   []string        `json:"warnings,omitempty"`
+}
+
+type analyzeMetrics struct {
+	UsedGBHours   float64 `json:"used_gb_hours"`
+	WastedGBHours float64 `json:"wasted_gb_hours"`
+	RuntimeMs     int64   `json:"runtime_ms"`
+	WaitMs        int64   `json:"wait_ms"`
+}
+
+type analyzeResult struct {
+	Name     string          `json:"name"`
+	Severity string          `json:"severity"`
+	Score    int64           `json:"score"`
+	Details  []analyzeDetail `json:"details"`
+}
+
+type analyzeDetail struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+func toAnalyzeRow(r *stratav1.JobResult) analyzeRow {
+	row := analyzeRow{JobID: r.GetJobId(), Type: r.GetType(), AppID: r.GetAppId(), Name: r.GetName(),
+		Source: r.GetSource(), Severity: severityName(r.GetSeverity()), Score: r.GetScore(),
+		Warnings: r.GetWarnings(), Heuristics: []analyzeResult{}}
+	if m := r.GetMetrics(); m != nil {
+		row.Metrics = analyzeMetrics{UsedGBHours: m.GetUsedGbHours(), WastedGBHours: m.GetWastedGbHours(),
+			RuntimeMs: m.GetRuntimeMs(), WaitMs: m.GetWaitMs()}
+	}
+	for _, h := range r.GetHeuristics() {
+		ar := analyzeResult{Name: h.GetName(), Severity: severityName(h.GetSeverity()), Score: h.GetScore(),
+			Details: []analyzeDetail{}}
+		for _, d := range h.GetDetails() {
+			ar.Details = append(ar.Details, analyzeDetail{Name: d.GetName(), Value: d.GetValue()})
+		}
+		row.Heuristics = append(row.Heuristics, ar)
+	}
+	return row
+}
+
+// flagged lists the heuristics at MODERATE or above: "Mapper Time=critical".
+func flagged(r *stratav1.JobResult) string {
+	var out []string
+	for _, h := range r.GetHeuristics() {
+		if h.GetSeverity() >= stratav1.Severity_SEVERITY_MODERATE {
+			out = append(out, h.GetName()+"="+severityName(h.GetSeverity()))
+		}
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, ", ")
+}
+
+// progress reports on stderr at most once per interval, so short runs stay
+// quiet and long ones show they are alive.
+type progress struct {
+	w        io.Writer
+	every    time.Duration
+	last     time.Time
+	jobs     int
+	quiet    bool
+	reported bool
+}
+
+func (p *progress) tick(source string) {
+	p.jobs++
+	if p.quiet || time.Since(p.last) < p.every {
+		return
+	}
+	p.last = time.Now()
+	p.reported = true
+	fmt.Fprintf(p.w, "strata analyze: %d jobs analysed (reading %s)\n", p.jobs, source)
+}
+
+func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("strata analyze", flag.ContinueOnError)
+	format := fs.String("o", "table", "output format: table or json (one job per line)")
+	cfgPath := fs.String("config", "", "YAML file overriding the heuristics' default thresholds")
+	quiet := fs.Bool("q", false, "no progress messages on stderr")
+	minSev := fs.String("severity", "none", "only print jobs at or above: none, low, moderate, severe, critical")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: strata analyze [-o table|json] [-config FILE] [-severity S] [-q] PATH|URL...")
+		fmt.Fprintln(fs.Output(), "\nPATH is a job history (.jhist), rumen trace, Spark event log or a directory of them;")
+		fmt.Fprintln(fs.Output(), "URL is a JobHistory server or Spark History Server.")
+		fs.PrintDefaults()
+	}
+	// Flags may come before, between or after the sources.
+	var sources []string
+	for rest := args; ; {
+		if ok, err := parseFlags(fs, rest, stderr); !ok {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		sources = append(sources, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(sources) == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	if *format != "table" && *format != "json" {
+		return fmt.Errorf("parse -o %q: want table or json", *format)
+	}
+	min, err := parseSeverity(*minSev)
+	if err != nil {
+		return err
+	}
+	cfg, err := heuristics.LoadConfig(*cfgPath)
+	if err != nil {
+		return fmt.Errorf("load heuristics config: %w", err)
+	}
+	eng, err := heuristics.NewEngine(cfg)
+	if err != nil {
+		return fmt.Errorf("build heuristics: %w", err)
+	}
+
+	out := newOutput(stdout, *format, "JOB", "TYPE", "SEVERITY", "SCORE", "USED_GBH", "WASTED_GBH", "RUNTIME", "WAIT", "FLAGGED")
+	prog := &progress{w: stderr, every: 2 * time.Second, last: time.Now(), quiet: *quiet}
+	var failed []string
+	for _, src := range sources {
+		err := fetcher.Fetch(ctx, src, func(j *job.Job) error {
+			if j.Source == "" {
+				j.Source = src
+			}
+			res := eng.Analyze(j)
+			res.AnalyzedUnixMs = time.Now().UnixMilli()
+			prog.tick(src)
+			if res.GetSeverity() < min {
+				return nil
+			}
+			m := res.GetMetrics()
+			if err := out.row(toAnalyzeRow(res), res.GetJobId(), res.GetType(), severityName(res.GetSeverity()),
+				res.GetScore(), fmt.Sprintf("%.3f", m.GetUsedGbHours()), fmt.Sprintf("%.3f", m.GetWastedGbHours()),
+				time.Duration(m.GetRuntimeMs())*time.Millisecond, time.Duration(m.GetWaitMs())*time.Millisecond,
+				flagged(res)); err != nil {
+				return fmt.Errorf("write result: %w", err)
+			}
+			return nil
+		})
+		if ctx.Err() != nil {
+			out.flush()
+			return fmt.Errorf("analyze: %w", ctx.Err())
+		}
+		if err != nil {
+			failed = append(failed, src)
+			fmt.Fprintf(stderr, "strata analyze: %s: %v\n", src, err)
+		}
+	}
+	if err := out.flush(); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	if prog.reported {
+		fmt.Fprintf(stderr, "strata analyze: %d jobs analysed\n", prog.jobs)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("analyze %s: %w (%d of %d sources)", strings.Join(failed, ", "), errUnreadable, len(failed), len(sources))
+	}
+	return nil
+}
