@@ -3,7 +3,6 @@ package store_test
 import (
 	"bufio"
 	"context"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,49 +11,9 @@ import (
 	"time"
 
 	"github.com/stratatrace/strata/collector/store"
+	"github.com/stratatrace/strata/collector/store/storetest"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
-
-// benchBatches builds n batches of recs records, each record a 4 MiB block
-// of 1024 pages: every fourth block sits in two PMD THPs (two runs of 512),
-// the others in 4 KiB pages whose PFNs are contiguous for 1..32 pages at a
-// time (seeded, so every run of the benchmark stores the same data).
-func benchBatches(n, recs int) (batches []*stratav1.Batch, pages, runs int) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	const pageSize, blockPages = 4096, 1024
-	for s := range n {
-		b := &stratav1.Batch{NodeName: "bench", BootId: "boot", Seq: uint64(s + 1)}
-		for r := range recs {
-			id := s*recs + r
-			rec := &stratav1.Record{TimeUnixNano: int64(id) * 1e6, Access: stratav1.AccessKind_ACCESS_KIND_ALLOC,
-				Pid: 1000 + uint32(id%8), PageSize: pageSize, Vaddr: 0x7f00_0000_0000 + uint64(id)*blockPages*pageSize,
-				Length: blockPages * pageSize,
-				Block: &stratav1.SparkBlock{AppId: "app-bench", ExecutorId: strconv.Itoa(id % 8), RddId: int32(id % 30),
-					Partition: int32(id % 200), BlockId: "rdd_" + strconv.Itoa(id%30) + "_" + strconv.Itoa(id%200)}}
-			for off := 0; off < blockPages; {
-				run := &stratav1.PageRun{Vaddr: rec.Vaddr + uint64(off)*pageSize, Kpagecount: 1,
-					State: uint32(stratav1.PageState_PAGE_STATE_PRESENT), NumaNode: int32(rng.IntN(2)),
-					Kpageflags: 1<<3 | 1<<5 | 1<<12}
-				if id%4 == 0 {
-					run.Count, run.FolioPages = 512, 512
-					run.Pfn = uint64(rng.IntN(1<<20)) * 512
-					run.State |= uint32(stratav1.PageState_PAGE_STATE_THP)
-					run.Kpageflags |= 1 << stratav1.KPFTHP
-				} else {
-					run.Count = uint32(min(1+rng.IntN(32), blockPages-off))
-					run.Pfn = 1 + uint64(rng.IntN(6<<20))
-				}
-				rec.Runs = append(rec.Runs, run)
-				off += int(run.Count)
-				runs++
-			}
-			pages += blockPages
-			b.Records = append(b.Records, rec)
-		}
-		batches = append(batches, b)
-	}
-	return batches, pages, runs
-}
 
 // perPage rewrites every run of b as runs of one page each: the naive
 // one-row-per-page schema this store avoids, as the baseline.
@@ -125,7 +84,7 @@ func vmHWM() int64 {
 // store (the collector's write path minus gRPC), then the same pages as one
 // row each, and reports the ratios between the two.
 func BenchmarkIngest(b *testing.B) {
-	batches, pages, runs := benchBatches(20, 100)
+	batches, pages, runs := storetest.BenchBatches(20, 100)
 	var runTime time.Duration
 	var runBytes int64
 	for i := range b.N {
@@ -155,4 +114,53 @@ func BenchmarkIngest(b *testing.B) {
 		pages, flatTime.Round(time.Millisecond), float64(pages)/flatTime.Seconds(), flatBytes, float64(flatBytes)/float64(pages), vmHWM()/1024)
 	b.Logf("runs save: %.1fx rows, %.1fx bytes, %.1fx insert time",
 		float64(pages)/float64(runs), float64(flatBytes)/float64(runBytes), flatTime.Seconds()/perRun.Seconds())
+}
+
+// BenchmarkQueries times the query paths over the benchmark's 2 Mi pages:
+// Trace expands every run in Go; Numa expands the latest runs in SQL.
+func BenchmarkQueries(b *testing.B) {
+	ctx := context.Background()
+	batches, pages, _ := storetest.BenchBatches(20, 100)
+	dir := b.TempDir()
+	ingest(b, dir, batches)
+	s, err := store.Open(ctx, store.Options{Dir: dir, MemoryLimit: "1GB", Threads: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		n := 0
+		if err := s.Trace(ctx, store.TraceQuery{AppID: "app-bench"}, func(*stratav1.TracePage) error { n++; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		if n != pages {
+			b.Fatalf("trace: %d pages, want %d", n, pages)
+		}
+		traceTook := time.Since(start)
+		start = time.Now()
+		rows, err := s.Numa(ctx, "app-bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		numaTook := time.Since(start)
+		start = time.Now()
+		if _, err := s.Faults(ctx, "app-bench"); err != nil {
+			b.Fatal(err)
+		}
+		faultsTook := time.Since(start)
+		var counted uint64
+		for _, r := range rows {
+			counted += r.GetPages()
+		}
+		if counted != uint64(pages) {
+			b.Fatalf("numa counted %d pages, want %d", counted, pages)
+		}
+		b.ReportMetric(float64(pages)/traceTook.Seconds(), "trace-pages/s")
+		b.ReportMetric(float64(numaTook.Milliseconds()), "numa-ms")
+		b.ReportMetric(float64(faultsTook.Milliseconds()), "faults-ms")
+		b.Logf("trace %d pages in %v, numa in %v, faults in %v", pages, traceTook.Round(time.Millisecond),
+			numaTook.Round(time.Millisecond), faultsTook.Round(time.Millisecond))
+	}
 }
