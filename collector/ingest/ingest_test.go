@@ -24,15 +24,15 @@ import (
 
 // transports are the two ways every scenario runs: a real loopback TCP
 // socket, and in-process bufconn.
-var transports = map[string]func(t *testing.T) (net.Listener, []grpc.DialOption, string){
-	"tcp": func(t *testing.T) (net.Listener, []grpc.DialOption, string) {
+var transports = map[string]func(t testing.TB) (net.Listener, []grpc.DialOption, string){
+	"tcp": func(t testing.TB) (net.Listener, []grpc.DialOption, string) {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return lis, nil, lis.Addr().String()
 	},
-	"bufconn": func(t *testing.T) (net.Listener, []grpc.DialOption, string) {
+	"bufconn": func(t testing.TB) (net.Listener, []grpc.DialOption, string) {
 		lis := bufconn.Listen(1 << 20)
 		dial := grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })
 		return lis, []grpc.DialOption{dial}, "passthrough:///bufconn"
@@ -40,7 +40,7 @@ var transports = map[string]func(t *testing.T) (net.Listener, []grpc.DialOption,
 }
 
 // serve starts ingest over st on the transport and returns a client conn.
-func serve(t *testing.T, transport string, st ingest.Appender) *grpc.ClientConn {
+func serve(t testing.TB, transport string, st ingest.Appender) *grpc.ClientConn {
 	t.Helper()
 	lis, opts, target := transports[transport](t)
 	srv, _ := ingest.NewServer(slog.New(slog.DiscardHandler))
