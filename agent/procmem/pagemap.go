@@ -87,8 +87,9 @@ var ErrOutOfRange = errors.New("address beyond user space")
 // ranges of one process) and Close it after: PFN visibility is decided by the
 // kernel at open time.
 type Pagemap struct {
-	f   *os.File
-	buf []byte
+	f       *os.File
+	buf     []byte
+	scanVec []pageRegion
 }
 
 // OpenPagemap opens /proc/PID/pagemap. A missing process gives ErrProcessGone.

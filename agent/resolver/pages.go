@@ -89,16 +89,22 @@ func (r *Resolver) resolve(pm *procmem.Pagemap, pid int, q Request, res *Result)
 	return nil
 }
 
-// chunk reads n pages from a and appends their runs.
+// pmdPages is the number of base pages one PMD maps (2 MiB of 4 KiB pages).
+const pmdPages = 512
+
+// chunk reads n pages from a and appends their runs. a is the range start or
+// a multiple of ChunkPages pages, so a PMD block never straddles two chunks.
 func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode int32, res *Result, flagsErr *error) error {
 	ents := grow(&r.ents, n)
 	if err := pm.Read(ents, a); err != nil {
 		return err
 	}
+	ps := r.pageSize
+	r.chunkBase, r.chunkG0, r.chunkN = a, a>>r.pmdShift, n
 
-	// Spans of consecutive PFNs in virtual order.
+	// Spans of consecutive PFNs in virtual order; long ones may be PMD maps.
 	spans := r.spans[:0]
-	absent := false
+	absent, long := false, false
 	prev := ^uint64(0)
 	for i, e := range ents {
 		if e&procmem.EntryPresent == 0 {
@@ -113,12 +119,62 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 		}
 		if pfn == prev+1 {
 			spans[len(spans)-1].N++
+			long = long || spans[len(spans)-1].N >= minScanPages
 		} else {
 			spans = append(spans, procmem.Span{PFN: pfn, N: 1, Out: uint32(i)})
 		}
 		prev = pfn
 	}
+
+	// PMD-mapped folios: one kpageflags read for the head stands for all
+	// 512 pages (flags are the folio's), verified below.
+	r.blk, r.heads = r.blk[:0], r.heads[:0]
+	if long && r.kp != nil && !r.noScan {
+		if err := r.findPMDs(pm, spans, ents); err != nil {
+			return err
+		}
+	}
+	if len(r.heads) > 0 {
+		// Rebuild the spans without the pages the heads stand for.
+		spans = spans[:0]
+		prev = ^uint64(0)
+		for i, e := range ents {
+			pfn := e.PFN()
+			if pfn == 0 || r.blockOf(i) >= 0 {
+				prev = ^uint64(0)
+				continue
+			}
+			if pfn == prev+1 {
+				spans[len(spans)-1].N++
+			} else {
+				spans = append(spans, procmem.Span{PFN: pfn, N: 1, Out: uint32(i)})
+			}
+			prev = pfn
+		}
+		for k, h := range r.heads {
+			spans = append(spans, procmem.Span{PFN: h, N: 1, Out: uint32(n + k)})
+		}
+	}
 	r.spans = spans
+
+	// kpagecount only for pages pagemap does not call exclusive: bit 56 is
+	// set exactly when the page's precise mapcount is 1.
+	cspans := r.cspans[:0]
+	prev = ^uint64(0)
+	for i, e := range ents {
+		pfn := e.PFN()
+		if pfn == 0 || (e&procmem.EntryExclusive != 0 && !r.opts.ReadAllCounts) {
+			prev = ^uint64(0)
+			continue
+		}
+		if pfn == prev+1 {
+			cspans[len(cspans)-1].N++
+		} else {
+			cspans = append(cspans, procmem.Span{PFN: pfn, N: 1, Out: uint32(i)})
+		}
+		prev = pfn
+	}
+	r.cspans = cspans
 
 	var flags, counts []uint64
 	flagsOK := false
@@ -126,8 +182,15 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 		if r.kp == nil {
 			*flagsErr = r.kpErr
 		} else {
-			flags, counts = grow(&r.flags, n), grow(&r.counts, n)
-			if err := r.kp.ReadSpans(spans, flags, counts); err != nil {
+			flags, counts = grow(&r.flags, n+len(r.heads)), grow(&r.counts, n)
+			err := r.kp.ReadSpans(spans, flags, nil)
+			if err == nil {
+				err = r.kp.ReadSpans(cspans, nil, counts)
+			}
+			if err == nil {
+				err = r.checkHeads(ents, flags)
+			}
+			if err != nil {
 				*flagsErr = fmt.Errorf("%w: %w", ErrFlagsUnavailable, err)
 			} else {
 				flagsOK = true
@@ -149,9 +212,9 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 		r.vmas, r.vmasLoaded = vmas, true
 	}
 
-	ps := r.pageSize
 	vi := -1
-	for i, e := range ents {
+	for i := 0; i < n; i++ {
+		e := ents[i]
 		p := run{vaddr: a + uint64(i)*ps, node: -1}
 		if e&procmem.EntryExclusive != 0 {
 			p.state |= stExclusive
@@ -180,7 +243,16 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 				p.state |= stFlagsUnkn
 				break
 			}
-			p.flags, p.kcount = flags[i], counts[i]
+			p.kcount = 1
+			if e&procmem.EntryExclusive == 0 || r.opts.ReadAllCounts {
+				p.kcount = counts[i]
+			}
+			k := r.blockOf(i)
+			if k >= 0 {
+				p.flags = flags[n+int(k)]
+			} else {
+				p.flags = flags[i]
+			}
 			if p.flags&kpfFreed != 0 || (again != nil && again[i] != e && again[i].PFN() != p.pfn) {
 				p.state |= stRaced
 				res.Raced++
@@ -193,7 +265,10 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 			if p.flags&kpfHuge != 0 {
 				p.state |= stHugeTLB
 			}
-			if p.flags&kpfCompound != 0 {
+			if k >= 0 {
+				p.folio = pmdPages
+				p.flags &^= kpfCompound
+			} else if p.flags&kpfCompound != 0 {
 				if fp := r.folioPages(p.pfn, i, ents, flags); fp > 1 {
 					p.folio = fp
 					p.flags &^= kpfCompound
@@ -217,6 +292,126 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 		}
 		res.Pages++
 		r.add(&p)
+		if p.folio == pmdPages && p.state&stRaced == 0 && r.blockOf(i) >= 0 {
+			// The rest of a PMD-mapped folio: the same entry but for the
+			// PFN, so one comparison per page extends the run.
+			m := i + 1
+			end := r.blockEnd(i)
+			for m < end && ents[m] == e+procmem.Entry(m-i) &&
+				(again == nil || again[m] == ents[m]) &&
+				(p.kcount == 1 && e&procmem.EntryExclusive != 0 && !r.opts.ReadAllCounts || counts[m] == p.kcount) {
+				m++
+			}
+			if extra := uint64(m - i - 1); extra > 0 && r.nodes.Node(p.pfn+extra) == p.node {
+				r.runs[len(r.runs)-1].count += uint32(extra)
+				res.Pages += extra
+				res.Present += extra
+				if p.state&stTHP != 0 {
+					res.THP += extra
+				}
+				i = m - 1
+			}
+		}
+	}
+	return nil
+}
+
+// blockEnd is the index, within the chunk, of the first page after the PMD
+// group holding page i.
+func (r *Resolver) blockEnd(i int) int {
+	va := r.chunkBase + uint64(i)*r.pageSize
+	next := (va>>r.pmdShift + 1) << r.pmdShift
+	return min(r.chunkN, int((next-r.chunkBase)/r.pageSize))
+}
+
+// blockOf returns the index in r.heads of the PMD head standing for page i
+// of the chunk, or -1.
+func (r *Resolver) blockOf(i int) int32 {
+	if len(r.blk) == 0 {
+		return -1
+	}
+	return r.blk[(r.chunkBase+uint64(i)*r.pageSize)>>r.pmdShift-r.chunkG0]
+}
+
+// minScanPages is the span length from which the chunk is asked for PMD
+// mappings: shorter spans cannot be a PMD-mapped THP seen whole, and a scan
+// of 4 KiB pages costs about as much as a pagemap read.
+const minScanPages = 64
+
+// findPMDs asks PAGEMAP_SCAN which long spans are PMD-mapped and records,
+// per 2 MiB group of the chunk, the head PFN standing for the group
+// (r.blk[g] = index into r.heads, -1 for none).
+func (r *Resolver) findPMDs(pm *procmem.Pagemap, spans []procmem.Span, ents []procmem.Entry) error {
+	ps, a, g0, shift := r.pageSize, r.chunkBase, r.chunkG0, r.pmdShift
+	n := len(ents)
+	last := (a + uint64(n-1)*ps) >> shift
+	r.blk = grow(&r.blk, int(last-g0+1))
+	for g := range r.blk {
+		r.blk[g] = -1
+	}
+	r.huge = r.huge[:0]
+	for _, s := range spans {
+		if s.N < minScanPages {
+			continue
+		}
+		lo := a + uint64(s.Out)*ps
+		var err error
+		r.huge, err = pm.HugeRanges(r.huge, lo, lo+uint64(s.N)*ps)
+		if errors.Is(err, procmem.ErrScanUnsupported) {
+			r.noScan = true
+			r.blk = r.blk[:0]
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, h := range r.huge {
+		for v := h.Start >> shift << shift; v < h.End; v += 1 << shift {
+			// The part of this PMD inside the chunk must be consecutive
+			// PFNs from a head aligned to the PMD size.
+			i0 := int((max(v, a) - a) / ps)
+			i1 := min(n, int((v+1<<shift-a)/ps))
+			if i0 >= i1 || r.blk[v>>shift-g0] >= 0 {
+				continue
+			}
+			head := ents[i0].PFN() - (max(v, a)-v)/ps
+			ok := ents[i0].PFN() != 0 && head%pmdPages == 0
+			for i := i0; ok && i < i1; i++ {
+				ok = ents[i].PFN() == head+uint64(i-i0)+(max(v, a)-v)/ps
+			}
+			if ok {
+				r.blk[v>>shift-g0] = int32(len(r.heads))
+				r.heads = append(r.heads, head)
+			}
+		}
+	}
+	return nil
+}
+
+// checkHeads verifies that every head read for a PMD group is a compound
+// head of a THP or hugetlb folio; a group that fails is read page by page.
+func (r *Resolver) checkHeads(ents []procmem.Entry, flags []uint64) error {
+	n := len(ents)
+	for k := range r.heads {
+		f := flags[n+k]
+		if f&kpfCompound == kpfHead && f&(kpfTHP|kpfHuge) != 0 {
+			continue
+		}
+		for i := range ents {
+			if r.blockOf(i) != int32(k) {
+				continue
+			}
+			j := i
+			for j < n && r.blockOf(j) == int32(k) {
+				j++
+			}
+			r.blk[(r.chunkBase+uint64(i)*r.pageSize)>>r.pmdShift-r.chunkG0] = -1
+			if err := r.kp.ReadFlags(flags[i:j], ents[i].PFN()); err != nil {
+				return err
+			}
+			break
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package resolver
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 
 	"github.com/stratatrace/strata/agent/procmem"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -31,6 +32,13 @@ type Options struct {
 	// between the pagemap and kpageflags reads. It saves one pagemap read
 	// per page; pages that kpageflags shows as free are still RACED.
 	NoRecheck bool
+	// ReadAllCounts reads kpagecount for every page. By default it is read
+	// only for pages whose pagemap entry lacks bit 56 (exclusively mapped):
+	// the kernel sets that bit exactly when the page's precise mapcount,
+	// which kpagecount reports, is 1 (CONFIG_PAGE_MAPCOUNT kernels such as
+	// 6.18; on kernels without it an exclusive large folio mapped twice in
+	// the same process would read 1 here).
+	ReadAllCounts bool
 	// MergeGap is the largest PFN hole read through to merge two spans in
 	// one kpageflags pread (default procmem.DefaultMergeGap).
 	MergeGap uint64
@@ -75,6 +83,15 @@ type Resolver struct {
 	vmasLoaded    bool
 	folioHead     uint64 // cached folio [folioHead, folioHead+folioN)
 	folioN        uint64
+	cspans        []procmem.Span // kpagecount spans
+	huge          []procmem.Range
+	blk           []int32  // per PMD group of the chunk: index into heads, -1
+	heads         []uint64 // head PFNs of PMD-mapped folios in the chunk
+	noScan        bool     // PAGEMAP_SCAN unsupported
+	pmdShift      uint     // log2 of the bytes one PMD maps
+	chunkBase     uint64   // first address of the current chunk
+	chunkG0       uint64   // chunkBase >> pmdShift
+	chunkN        int      // pages in the current chunk
 }
 
 // New opens /proc/kpageflags, /proc/kpagecount and the sysfs node map under
@@ -89,6 +106,7 @@ func New(fs procmem.FS, opts Options) (*Resolver, error) {
 		opts.MergeGap = procmem.DefaultMergeGap
 	}
 	r := &Resolver{fs: fs, opts: opts, pageSize: procmem.PageSize}
+	r.pmdShift = uint(bits.TrailingZeros64(r.pageSize)) + 9
 	kp, err := fs.OpenKPages()
 	switch {
 	case err != nil:

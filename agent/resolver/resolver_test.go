@@ -36,7 +36,7 @@ func pages(t *testing.T, runs []*stratav1.PageRun, vaddr uint64, n int) []strata
 
 // independent reads pagemap and kpageflags one page at a time, with nothing
 // shared with the resolver but the entry decoding.
-func independent(t *testing.T, pid int, vaddr uint64, n int) ([]procmem.Entry, []uint64) {
+func independent(t *testing.T, pid int, vaddr uint64, n int) ([]procmem.Entry, []uint64, []uint64) {
 	t.Helper()
 	pm, err := procmem.Default().OpenPagemap(pid)
 	if err != nil {
@@ -50,6 +50,7 @@ func independent(t *testing.T, pid int, vaddr uint64, n int) ([]procmem.Entry, [
 	defer kp.Close()
 	ents := make([]procmem.Entry, n)
 	flags := make([]uint64, n)
+	counts := make([]uint64, n)
 	for i := range ents {
 		if err := pm.Read(ents[i:i+1], vaddr+uint64(i)*procmem.PageSize); err != nil {
 			t.Fatal(err)
@@ -58,9 +59,12 @@ func independent(t *testing.T, pid int, vaddr uint64, n int) ([]procmem.Entry, [
 			if err := kp.ReadFlags(flags[i:i+1], ents[i].PFN()); err != nil {
 				t.Fatal(err)
 			}
+			if err := kp.ReadCounts(counts[i:i+1], ents[i].PFN()); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	return ents, flags
+	return ents, flags, counts
 }
 
 func newResolver(t testing.TB, opts Options) *Resolver {
@@ -93,12 +97,12 @@ func TestResolveLive(t *testing.T) {
 			if res.Warning != nil || res.Pages != n || res.Present != n || res.THP != 0 || res.Raced != 0 {
 				t.Fatalf("result %+v", res)
 			}
-			ents, flags := independent(t, c.Pid, c.Addr["full"], n)
+			ents, flags, counts := independent(t, c.Pid, c.Addr["full"], n)
 			for i, p := range pages(t, res.Runs, c.Addr["full"], n) {
 				if !p.Is(stratav1.PageState_PAGE_STATE_PRESENT) || p.PFN != ents[i].PFN() || p.KPageFlags&^(1<<25) != flags[i]&^(1<<25) {
 					t.Fatalf("page %d: %+v, independent pfn %#x flags %#x", i, p, ents[i].PFN(), flags[i])
 				}
-				if p.KPageCount != 1 || p.NUMANode != r.Nodes().Node(p.PFN) || p.NUMANode < 0 {
+				if p.KPageCount != counts[i] || p.NUMANode != r.Nodes().Node(p.PFN) || p.NUMANode < 0 {
 					t.Fatalf("page %d: count %d node %d", i, p.KPageCount, p.NUMANode)
 				}
 			}
@@ -149,9 +153,9 @@ func TestResolveLive(t *testing.T) {
 					t.Fatalf("run %d: %v", i, run)
 				}
 			}
-			ents, flags := independent(t, c.Pid, c.Addr["thp"]+off, n-100)
+			ents, flags, counts := independent(t, c.Pid, c.Addr["thp"]+off, n-100)
 			for i, p := range pages(t, res.Runs, c.Addr["thp"]+off, n-100) {
-				if p.PFN != ents[i].PFN() || p.KPageFlags&^(1<<25) != flags[i]&^(1<<25) {
+				if p.PFN != ents[i].PFN() || p.KPageFlags&^(1<<25) != flags[i]&^(1<<25) || p.KPageCount != counts[i] {
 					t.Fatalf("page %d: pfn %#x flags %#x, independent %#x %#x", i, p.PFN, p.KPageFlags, ents[i].PFN(), flags[i])
 				}
 			}

@@ -1,0 +1,135 @@
+package resolver
+
+import (
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stratatrace/strata/agent/procmem"
+	"github.com/stratatrace/strata/agent/resolver/resolvertest"
+	"github.com/stratatrace/strata/test/testenv"
+)
+
+const benchPages = 1 << 18 // 1 GiB of 4 KiB pages
+
+var (
+	benchOnce  sync.Once
+	benchChild *resolvertest.Child
+	benchErr   string
+)
+
+// benchTarget starts (once per test binary) a child with 1 GiB touched in
+// 4 KiB pages and 1 GiB touched in THPs. First touch is slow on the VM, so
+// every benchmark shares it.
+func benchTarget(b *testing.B) *resolvertest.Child {
+	testenv.RequireRoot(b)
+	benchOnce.Do(func() {
+		start := time.Now()
+		benchChild = resolvertest.Start(&onceTB{b}, []resolvertest.Region{
+			{Name: "4k", Pages: benchPages},
+			{Name: "thp", Pages: benchPages, THP: true},
+		}, nil)
+		b.Logf("touched 2 GiB in %v", time.Since(start))
+		if kb, err := benchChild.AnonHugePages(benchChild.Addr["thp"]); err != nil || kb < benchPages*4 {
+			benchErr = "THP not granted"
+		}
+	})
+	if benchChild == nil {
+		b.Fatal("bench child did not start")
+	}
+	return benchChild
+}
+
+// onceTB lets the shared child outlive the first benchmark: it is killed
+// when the test binary exits (its stdin closes).
+type onceTB struct{ testing.TB }
+
+func (onceTB) Cleanup(func()) {}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// baseline resolves the range the naive way: one pagemap pread and one
+// kpageflags and kpagecount pread per page, plus the node lookup.
+func baseline(b *testing.B, pid int, vaddr uint64, n int, nodes *procmem.NodeMap) time.Duration {
+	pm, err := procmem.Default().OpenPagemap(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pm.Close()
+	kp, err := procmem.Default().OpenKPages()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer kp.Close()
+	var e [1]procmem.Entry
+	var f, c [1]uint64
+	present := 0
+	start := time.Now()
+	for i := range n {
+		if err := pm.Read(e[:], vaddr+uint64(i)*procmem.PageSize); err != nil {
+			b.Fatal(err)
+		}
+		if pfn := e[0].PFN(); pfn != 0 {
+			if err := kp.ReadFlags(f[:], pfn); err != nil {
+				b.Fatal(err)
+			}
+			if err := kp.ReadCounts(c[:], pfn); err != nil {
+				b.Fatal(err)
+			}
+			_ = nodes.Node(pfn)
+			present++
+		}
+	}
+	d := time.Since(start)
+	if present != n {
+		b.Fatalf("baseline: %d of %d pages present", present, n)
+	}
+	return d
+}
+
+func benchResolve(b *testing.B, region string, opts Options) {
+	c := benchTarget(b)
+	if region == "thp" && benchErr != "" {
+		b.Skip("skipping: " + benchErr)
+	}
+	r := newResolver(b, opts)
+	vaddr := c.Addr[region]
+	base := baseline(b, c.Pid, vaddr, benchPages, r.Nodes())
+	basePPS := benchPages / base.Seconds()
+
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	var res Result
+	for b.Loop() {
+		var err error
+		res, err = r.Resolve(c.Pid, vaddr, benchPages*procmem.PageSize)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu := cpuTime() - cpu0
+	b.StopTimer()
+	if res.Present != benchPages {
+		b.Fatalf("%d of %d pages present", res.Present, benchPages)
+	}
+	pps := float64(benchPages) * float64(b.N) / b.Elapsed().Seconds()
+	cpuPPS := float64(benchPages) * float64(b.N) / cpu.Seconds()
+	b.ReportMetric(pps/1e6, "Mpages/s")
+	b.ReportMetric(cpuPPS/1e6, "Mpages/cpu-s")
+	b.ReportMetric(pps/basePPS, "x-baseline")
+	b.ReportMetric(0, "ns/op")
+	b.Logf("%s: %.1f M pages/s (%.1f M per CPU-second), baseline one-page-at-a-time %.2f M pages/s, ratio %.1fx, %d runs, raced %d",
+		region, pps/1e6, cpuPPS/1e6, basePPS/1e6, pps/basePPS, len(res.Runs), res.Raced)
+}
+
+func BenchmarkResolve(b *testing.B) {
+	b.Run("4k", func(b *testing.B) { benchResolve(b, "4k", Options{}) })
+	b.Run("4k-norecheck", func(b *testing.B) { benchResolve(b, "4k", Options{NoRecheck: true}) })
+	b.Run("thp", func(b *testing.B) { benchResolve(b, "thp", Options{}) })
+	b.Run("thp-norecheck", func(b *testing.B) { benchResolve(b, "thp", Options{NoRecheck: true}) })
+}
