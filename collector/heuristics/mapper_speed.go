@@ -51,9 +51,9 @@ func (h *MapperSpeed) Apply(j *job.Job) Result {
 		Score:    Score(sev, n),
 		Details: []Detail{
 			detail("Number of tasks", itoa(int64(n))),
-			detail("Median task input size", mb(medSize)),
+			detail("Median task input size", BytesToString(medSize)),
 			detail("Median task runtime", clock(medRuntime)),
-			detail("Median task speed", mb(medSpeed)+"/s"),
+			detail("Median task speed", BytesToString(medSpeed)+"/s"),
 			detail("Total input size in MB", itoa(total/mib)),
 		},
 	}

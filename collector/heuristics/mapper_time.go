@@ -55,7 +55,7 @@ func (h *MapperTime) Apply(j *job.Job) Result {
 		Score:    Score(sev, n),
 		Details: []Detail{
 			detail("Number of tasks", itoa(int64(n))),
-			detail("Avg task input size", mb(Average(inputs))),
+			detail("Avg task input size", BytesToString(Average(inputs))),
 			detail("Avg task runtime", clock(avg)),
 			detail("Max task runtime", clock(maxRT)),
 			detail("Min task runtime", clock(minRT)),

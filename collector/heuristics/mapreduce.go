@@ -45,8 +45,13 @@ func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 // ftoa formats a ratio the way Java prints a double.
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
-// mb formats bytes as whole MiB ("123 MB").
-func mb(b int64) string { return itoa(b/mib) + " MB" }
+// withFactor appends a DescribeFactor string when there is one.
+func withFactor(s, factor string) string {
+	if factor == "" {
+		return s
+	}
+	return s + " " + factor
+}
 
 // clock formats ms as HH:MM:SS, or "N msec" below one second.
 func clock(ms int64) string {

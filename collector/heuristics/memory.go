@@ -98,7 +98,7 @@ func (h *Memory) Apply(j *job.Job) Result {
 			detail("Max physical memory (MB)", itoa(maxPhys/mib)),
 			detail("Min physical memory (MB)", itoa(minPhys/mib)),
 			detail("Avg virtual memory (MB)", itoa(Average(virt)/mib)),
-			detail("Requested container memory", mb(container)),
+			detail("Requested container memory", BytesToString(container)),
 		},
 	}
 }

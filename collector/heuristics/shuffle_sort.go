@@ -48,8 +48,8 @@ func (h *ShuffleSort) Apply(j *job.Job) Result {
 		Details: []Detail{
 			detail("Number of tasks", itoa(int64(n))),
 			detail("Average code runtime", clock(avgExec)),
-			detail("Average shuffle time", clock(avgShuffle)+" "+DescribeFactor(avgShuffle, avgExec, "x")),
-			detail("Average sort time", clock(avgSort)+" "+DescribeFactor(avgSort, avgExec, "x")),
+			detail("Average shuffle time", withFactor(clock(avgShuffle), DescribeFactor(avgShuffle, avgExec, "x"))),
+			detail("Average sort time", withFactor(clock(avgSort), DescribeFactor(avgSort, avgExec, "x"))),
 		},
 	}
 }

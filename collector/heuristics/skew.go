@@ -83,8 +83,8 @@ func (h *Skew) Apply(j *job.Job) Result {
 		Details: []Detail{
 			detail("Number of tasks", itoa(int64(len(tasks)))),
 			detail("Data skew severity", sevData.String()),
-			detail("Data group A", itoa(int64(len(da)))+" tasks @ "+mb(avgA)+" avg"),
-			detail("Data group B", itoa(int64(len(db)))+" tasks @ "+mb(avgB)+" avg"),
+			detail("Data group A", itoa(int64(len(da)))+" tasks @ "+BytesToString(avgA)+" avg"),
+			detail("Data group B", itoa(int64(len(db)))+" tasks @ "+BytesToString(avgB)+" avg"),
 			detail("Time skew severity", sevTime.String()),
 			detail("Time group A", itoa(int64(len(ta)))+" tasks @ "+clock(msA)+" avg"),
 			detail("Time group B", itoa(int64(len(tb)))+" tasks @ "+clock(msB)+" avg"),

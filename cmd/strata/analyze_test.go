@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratatrace/strata/test/testenv"
+)
+
+// writeTrace writes a small rumen trace: n mappers of one minute reading
+// 1 MiB each, plus one 2-minute reducer.
+func writeTrace(t *testing.T, dir string, n int) string {
+	t.Helper()
+	var maps []string
+	for i := range n {
+		maps = append(maps, fmt.Sprintf(`{"taskID":"task_1_0001_m_%06d","taskType":"MAP","taskStatus":"SUCCESS",
+ "startTime":1000,"finishTime":61000,"attempts":[{"attemptID":"attempt_1_0001_m_%06d_0","result":"SUCCESS",
+ "startTime":1000,"finishTime":61000,"hdfsBytesRead":1048576,"spilledRecords":10,"mapOutputRecords":10}]}`, i, i))
+	}
+	doc := `{"jobID":"job_1_0001","user":"alice","jobName":"synthetic","queue":"default","submitTime":500,
+ "launchTime":900,"finishTime":200000,"outcome":"SUCCESS","jobMapMB":1024,"jobReduceMB":1024,
+ "mapTasks":[` + strings.Join(maps, ",") + `],
+ "reduceTasks":[{"taskID":"task_1_0001_r_000000","taskType":"REDUCE","taskStatus":"SUCCESS","startTime":61000,
+ "finishTime":181000,"attempts":[{"attemptID":"attempt_1_0001_r_000000_0","result":"SUCCESS","startTime":61000,
+ "shuffleFinished":71000,"sortFinished":81000,"finishTime":181000,"reduceShuffleBytes":3145728}]}]}`
+	path := filepath.Join(dir, "trace.json")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func analyze(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), append([]string{"analyze"}, args...), &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func TestAnalyzeJSON(t *testing.T) {
+	path := writeTrace(t, t.TempDir(), 3)
+	out, _, err := analyze(t, "-q", "-o", "json", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("%d lines, want 1 per job:\n%s", len(lines), out)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"job_id", "type", "metrics", "heuristics", "severity", "score"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("missing key %q in %s", k, lines[0])
+		}
+	}
+	if got["job_id"] != "job_1_0001" || got["type"] != "mapreduce" || got["severity"] != "none" {
+		t.Errorf("identity: %v %v %v", got["job_id"], got["type"], got["severity"])
+	}
+	m := got["metrics"].(map[string]any)
+	for _, k := range []string{"used_gb_hours", "wasted_gb_hours", "runtime_ms", "wait_ms"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("metrics lack %q: %v", k, m)
+		}
+	}
+	if m["runtime_ms"].(float64) != 199500 {
+		t.Errorf("runtime_ms = %v, want 199500", m["runtime_ms"])
+	}
+	hs := got["heuristics"].([]any)
+	if len(hs) != 11 {
+		t.Fatalf("%d heuristics, want 11", len(hs))
+	}
+	h0 := hs[0].(map[string]any)
+	for _, k := range []string{"name", "severity", "score", "details"} {
+		if _, ok := h0[k]; !ok {
+			t.Errorf("heuristic lacks %q: %v", k, h0)
+		}
+	}
+}
+
+func TestAnalyzeTableAndFlagsAnywhere(t *testing.T) {
+	dir := t.TempDir()
+	path := writeTrace(t, dir, 2)
+	out, _, err := analyze(t, path, "-q", "-o", "table")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "JOB") || !strings.Contains(out, "job_1_0001") {
+		t.Fatalf("table:\n%s", out)
+	}
+	// A directory works like its files; -severity filters.
+	out, _, err = analyze(t, "-q", "-severity", "critical", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "job_1_0001") {
+		t.Fatalf("-severity critical kept a NONE job:\n%s", out)
+	}
+}
+
+func TestAnalyzeErrors(t *testing.T) {
+	good := writeTrace(t, t.TempDir(), 1)
+	missing := filepath.Join(t.TempDir(), "missing.jhist")
+	out, stderr, err := analyze(t, "-q", "-o", "json", good, missing)
+	if !errors.Is(err, errUnreadable) {
+		t.Fatalf("err = %v, want errUnreadable", err)
+	}
+	if !strings.Contains(err.Error(), missing) || !strings.Contains(stderr, missing) {
+		t.Fatalf("message does not name the input: %v / %s", err, stderr)
+	}
+	if !strings.Contains(out, "job_1_0001") {
+		t.Fatalf("readable input not analysed:\n%s", out)
+	}
+	junk := filepath.Join(t.TempDir(), "junk.txt")
+	os.WriteFile(junk, []byte("hello\n"), 0o644)
+	if _, _, err := analyze(t, "-q", junk); !errors.Is(err, errUnreadable) {
+		t.Fatalf("unknown format: err = %v", err)
+	}
+	if _, _, err := analyze(t); !errors.Is(err, errUsage) {
+		t.Fatalf("no sources: err = %v, want usage", err)
+	}
+	if _, _, err := analyze(t, "-o", "yaml", good); err == nil {
+		t.Fatal("-o yaml accepted")
+	}
+	cfg := filepath.Join(t.TempDir(), "h.yaml")
+	os.WriteFile(cfg, []byte("mapper_gc:\n  nonsense: 1\n"), 0o644)
+	if _, _, err := analyze(t, "-config", cfg, good); err == nil {
+		t.Fatal("bad config accepted")
+	}
+}
+
+func TestAnalyzeSamples(t *testing.T) {
+	dir := testenv.Samples(t)
+	out, _, err := analyze(t, "-q", "-o", "json", filepath.Join(dir, "drelephant", "history"),
+		filepath.Join(dir, "sparkevents", "apache-spark", "application_1506645932520_24630151"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sev := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r analyzeRow
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		sev[r.JobID] = r.Severity
+	}
+	want := map[string]string{
+		"job_1526555215992_0001":             "none",
+		"job_1526555215992_0002":             "none",
+		"job_1526555215992_0004":             "none",
+		"application_1506645932520_24630151": "none",
+	}
+	for id, s := range want {
+		if sev[id] != s {
+			t.Errorf("%s: severity %q, want %q (all: %v)", id, sev[id], s, sev)
+		}
+	}
+}
