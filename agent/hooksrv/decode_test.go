@@ -1,0 +1,182 @@
+package hooksrv
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// mutate returns a copy of the golden frame name changed by f.
+func mutate(tb testing.TB, name string, f func(b []byte) []byte) []byte {
+	tb.Helper()
+	return f(bytes.Clone(readGolden(tb, name)))
+}
+
+// setLength rewrites the header length to the packet size.
+func setLength(b []byte) []byte {
+	le.PutUint32(b[offLength:], uint32(len(b)))
+	return b
+}
+
+func TestDecodeMalformed(t *testing.T) {
+	const reg = HeaderSize // body start
+	tests := []struct {
+		name  string
+		frame []byte
+		want  error
+	}{
+		{"empty", nil, ErrShort},
+		{"short header", mutate(t, "free", func(b []byte) []byte { return b[:HeaderSize-1] }), ErrShort},
+		{"bad magic", mutate(t, "free", func(b []byte) []byte { b[0] ^= 0xff; return b }), ErrBadMagic},
+		{"version 2", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offVersion:], 2); return b }), ErrBadVersion},
+		{"version 0", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offVersion:], 0); return b }), ErrBadVersion},
+		{"length field too big", mutate(t, "free", func(b []byte) []byte { b[offLength]++; return b }), ErrBadLength},
+		{"truncated packet", mutate(t, "register_heap", func(b []byte) []byte { return b[:len(b)-3] }), ErrBadLength},
+		{"over FrameMax", mutate(t, "free", func(b []byte) []byte {
+			return setLength(append(b, make([]byte, FrameMax)...))
+		}), ErrBadLength},
+		{"unknown type", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offType:], 9); return b }), ErrUnknownType},
+		{"type 0", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offType:], 0); return b }), ErrUnknownType},
+		{"header reserved", mutate(t, "free", func(b []byte) []byte { b[offHdrReserved] = 1; return b }), ErrBadField},
+		{"hello body short", mutate(t, "hello", func(b []byte) []byte { return setLength(b[:HeaderSize+10]) }), ErrBadLength},
+		{"hello reserved", mutate(t, "hello", func(b []byte) []byte { b[reg+helloReserved] = 1; return b }), ErrBadField},
+		{"hello app id over max", mutate(t, "hello", func(b []byte) []byte {
+			le.PutUint16(b[reg+helloAppIDLen:], StrMax+1)
+			return b
+		}), ErrBadString},
+		{"hello executor id truncated", mutate(t, "hello", func(b []byte) []byte {
+			le.PutUint16(b[reg+helloExecutorIDLen:], 2)
+			return b
+		}), ErrBadString},
+		{"hello trailing bytes", mutate(t, "hello", func(b []byte) []byte { return setLength(append(b, 'x')) }), ErrBadLength},
+		{"register name truncated", mutate(t, "register_heap", func(b []byte) []byte {
+			le.PutUint16(b[reg+registerNameLen:], 20)
+			return b
+		}), ErrBadString},
+		{"register name empty", mutate(t, "register_heap", func(b []byte) []byte {
+			le.PutUint16(b[reg+registerNameLen:], 0)
+			return setLength(b[:HeaderSize+registerSize])
+		}), ErrBadString},
+		{"register trailing bytes", mutate(t, "register_heap", func(b []byte) []byte {
+			le.PutUint16(b[reg+registerNameLen:], 3)
+			return b
+		}), ErrBadLength},
+		{"register body short", mutate(t, "register_heap", func(b []byte) []byte { return setLength(b[:HeaderSize+8]) }), ErrBadLength},
+		{"register block 0", mutate(t, "register_heap", func(b []byte) []byte {
+			le.PutUint64(b[reg+registerBlockID:], 0)
+			return b
+		}), ErrBadField},
+		{"register length 0", mutate(t, "register_heap", func(b []byte) []byte {
+			le.PutUint64(b[reg+registerLength:], 0)
+			return b
+		}), ErrBadField},
+		{"register range wraps", mutate(t, "register_heap", func(b []byte) []byte {
+			le.PutUint64(b[reg+registerVaddr:], ^uint64(0)-10)
+			return b
+		}), ErrBadField},
+		{"register mode 3", mutate(t, "register_heap", func(b []byte) []byte { b[reg+registerMode] = 3; return b }), ErrBadField},
+		{"register location 3", mutate(t, "register_heap", func(b []byte) []byte { b[reg+registerLocation] = 3; return b }), ErrBadField},
+		{"move body long", mutate(t, "move", func(b []byte) []byte { return setLength(append(b, 0)) }), ErrBadLength},
+		{"move length 0", mutate(t, "move", func(b []byte) []byte { le.PutUint64(b[reg+moveLength:], 0); return b }), ErrBadField},
+		{"move block 0", mutate(t, "move", func(b []byte) []byte { le.PutUint64(b[reg+moveBlockID:], 0); return b }), ErrBadField},
+		{"access kind alloc", mutate(t, "access_read", func(b []byte) []byte { b[reg+accessKind] = 1; return b }), ErrBadField},
+		{"access reserved", mutate(t, "access_read", func(b []byte) []byte { b[reg+accessReserved+2] = 1; return b }), ErrBadField},
+		{"access reserved2", mutate(t, "access_read", func(b []byte) []byte { b[reg+accessReserved2] = 1; return b }), ErrBadField},
+		{"access block 0", mutate(t, "access_read", func(b []byte) []byte { le.PutUint64(b[reg+accessBlockID:], 0); return b }), ErrBadField},
+		{"access range wraps", mutate(t, "access_write", func(b []byte) []byte {
+			le.PutUint64(b[reg+accessOffset:], ^uint64(0))
+			return b
+		}), ErrBadField},
+		{"free body short", mutate(t, "free", func(b []byte) []byte { return setLength(b[:len(b)-1]) }), ErrBadLength},
+		{"free block 0", mutate(t, "free", func(b []byte) []byte { le.PutUint64(b[reg+freeBlockID:], 0); return b }), ErrBadField},
+		{"free as move", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offType:], uint16(FrameMove)); return b }), ErrBadLength},
+		{"dropped body short", mutate(t, "dropped", func(b []byte) []byte { return setLength(b[:len(b)-8]) }), ErrBadLength},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode(tc.frame)
+			if !errors.Is(err, tc.want) || !errors.Is(err, ErrMalformed) {
+				t.Fatalf("Decode error = %v, want %v wrapped with %v", err, tc.want, ErrMalformed)
+			}
+			if !strings.HasPrefix(err.Error(), "decode frame: ") {
+				t.Errorf("error %q does not start with %q", err, "decode frame: ")
+			}
+		})
+	}
+}
+
+// Names from JNI come in modified UTF-8; they are repaired, not rejected.
+func TestDecodeRepairsUTF8(t *testing.T) {
+	b := mutate(t, "register_heap", func(b []byte) []byte { b[len(b)-1] = 0xc0; return b })
+	f, err := Decode(b)
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if got := f.Body.(*Register).Name; got != "rdd_7_\uFFFD" {
+		t.Errorf("name = %q, want %q", got, "rdd_7_\uFFFD")
+	}
+}
+
+// FuzzDecode checks that Decode never panics and that whatever it accepts
+// re-encodes to the same bytes (no field is silently ignored).
+func FuzzDecode(f *testing.F) {
+	for _, tc := range goldenFrames {
+		f.Add(readGolden(f, tc.name))
+	}
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fr, err := Decode(b)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not wrap ErrMalformed", err)
+			}
+			return
+		}
+		if fr.Body == nil || fr.Body.frameType() != fr.Type {
+			t.Fatalf("body %T does not match type %v", fr.Body, fr.Type)
+		}
+		if got := encode(fr); !bytes.Equal(got, b) && !repaired(fr.Body) {
+			t.Fatalf("re-encoded\n%x\ninput\n%x", got, b)
+		}
+	})
+}
+
+// repaired reports whether a string of the body had invalid UTF-8 replaced.
+func repaired(b Body) bool {
+	switch b := b.(type) {
+	case *Hello:
+		return strings.ContainsRune(b.AppID+b.ExecutorID, '\uFFFD')
+	case *Register:
+		return strings.ContainsRune(b.Name, '\uFFFD')
+	}
+	return false
+}
+
+func TestParseStatus(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    string
+		want  procStatus
+		valid bool
+	}{
+		{"host", "Name:\tjava\nTgid:\t1234\nNgid:\t0\nPid:\t1240\nNSpid:\t1240\n", procStatus{1234, []uint32{1240}}, true},
+		{"container", "Tgid:\t77\nNSpid:\t77\t5\t1\n", procStatus{77, []uint32{77, 5, 1}}, true},
+		{"no nspid (old kernel)", "Tgid:\t9\n", procStatus{Tgid: 9}, true},
+		{"no tgid", "Name:\tx\nNSpid:\t1\n", procStatus{}, false},
+		{"bad tgid", "Tgid:\tabc\n", procStatus{}, false},
+		{"bad nspid", "Tgid:\t1\nNSpid:\t1 x\n", procStatus{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseStatus([]byte(tc.in))
+			if (err == nil) != tc.valid {
+				t.Fatalf("parseStatus error = %v, want valid %v", err, tc.valid)
+			}
+			if tc.valid && (got.Tgid != tc.want.Tgid || !slices.Equal(got.NSpid, tc.want.NSpid)) {
+				t.Errorf("parseStatus = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
