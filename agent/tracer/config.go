@@ -28,7 +28,9 @@ type Config struct {
 	// on the node). Default 65536. Memory: MaxBlocks × CPUs × 48 bytes.
 	MaxBlocks uint32
 	// MaxRangeSets bounds the address index (2 MiB buckets plus 4 KiB page
-	// entries of dense buckets). Default 1 Mi; entries are allocated on use.
+	// entries of dense buckets). Default 8 × MaxBlocks. Entries are
+	// allocated on use (~330 bytes each), but the kernel's hash table heads
+	// take 16 bytes × MaxRangeSets rounded up to a power of two at once.
 	MaxRangeSets uint32
 	// RingBytes is the ring buffer size, a power of two ≥ 4096. Default 8 MiB.
 	RingBytes uint32
@@ -58,7 +60,7 @@ func (c *Config) setDefaults() {
 		c.MaxBlocks = 65536
 	}
 	if c.MaxRangeSets == 0 {
-		c.MaxRangeSets = 1 << 20
+		c.MaxRangeSets = 8 * c.MaxBlocks
 	}
 	if c.RingBytes == 0 {
 		c.RingBytes = 8 << 20

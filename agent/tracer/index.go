@@ -35,7 +35,7 @@ type block struct {
 // overlap it and, when it is fine-grained, the page entries written for it.
 type bucketState struct {
 	blocks []*block
-	pages  []uint64 // level-1 indexes currently in the kernel map
+	pages  map[uint64]struct{} // level-1 indexes in the kernel map; nil when direct
 }
 
 // procIndex mirrors the kernel entries of one TGID so that they can be
@@ -75,7 +75,7 @@ func (p *procIndex) add(s rangeStore, b *block) error {
 			}
 		}
 		if len(st.blocks)+1 > rangeSlots {
-			if _, err := layoutPages(i, append(slices.Clip(st.blocks), b)); err != nil {
+			if err := checkDensity(i, st.blocks, b); err != nil {
 				return fmt.Errorf("add block %d: %w", b.id, err)
 			}
 		}
@@ -89,18 +89,42 @@ func (p *procIndex) add(s rangeStore, b *block) error {
 		}
 		st.blocks = append(st.blocks, b)
 	}
-	if err := p.write(s, first, last); err != nil {
+	if err := p.write(s, first, last, b); err != nil {
 		p.drop(b)
-		return errors.Join(fmt.Errorf("add block %d: %w", b.id, err), p.write(s, first, last))
+		return errors.Join(fmt.Errorf("add block %d: %w", b.id, err), p.write(s, first, last, b))
 	}
 	return nil
+}
+
+// checkDensity fails when a page of b in bucket i would be covered by more
+// than rangeSlots blocks.
+func checkDensity(i uint64, blocks []*block, b *block) error {
+	lo, hi := pagesIn(i, b)
+	for pg := lo; pg <= hi; pg++ {
+		n := 1
+		for _, o := range blocks {
+			if o.start < (pg+1)<<pageShift && pg<<pageShift < o.end {
+				n++
+			}
+		}
+		if n > rangeSlots {
+			return fmt.Errorf("page %#x: %d blocks: %w", pg<<pageShift, n, ErrTooDense)
+		}
+	}
+	return nil
+}
+
+// pagesIn returns the first and last page of b inside bucket i.
+func pagesIn(i uint64, b *block) (lo, hi uint64) {
+	s, e := max(b.start, i<<bucketShift), min(b.end, (i+1)<<bucketShift)
+	return s >> pageShift, (e - 1) >> pageShift
 }
 
 // remove deletes b from the index and the kernel map.
 func (p *procIndex) remove(s rangeStore, b *block) error {
 	p.drop(b)
 	first, last := bucketsOf(b.start, b.end)
-	if err := p.write(s, first, last); err != nil {
+	if err := p.write(s, first, last, b); err != nil {
 		return fmt.Errorf("remove block %d: %w", b.id, err)
 	}
 	return nil
@@ -121,25 +145,26 @@ func (p *procIndex) clear(s rangeStore) error {
 	var errs []error
 	for i, st := range p.buckets {
 		st.blocks = nil
-		errs = append(errs, p.writeOne(s, i))
+		errs = append(errs, p.writeOne(s, i, nil))
 	}
 	p.blocks = map[uint64]*block{}
 	return errors.Join(errs...)
 }
 
-func (p *procIndex) write(s rangeStore, first, last uint64) error {
+func (p *procIndex) write(s rangeStore, first, last uint64, changed *block) error {
 	for i := first; i <= last; i++ {
-		if err := p.writeOne(s, i); err != nil {
+		if err := p.writeOne(s, i, changed); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// writeOne makes the kernel entries of bucket i match its state. Ordering
-// keeps a concurrent lookup correct: page entries go in before the bucket
-// is flagged fine, and come out after it is direct again.
-func (p *procIndex) writeOne(s rangeStore, i uint64) error {
+// writeOne makes the kernel entries of bucket i match its state after
+// changed was added or removed (nil: rewrite all). Ordering keeps a
+// concurrent lookup correct: page entries go in before the bucket is
+// flagged fine, and come out after it is direct again.
+func (p *procIndex) writeOne(s rangeStore, i uint64, changed *block) error {
 	st := p.buckets[i]
 	if st == nil {
 		return nil
@@ -149,7 +174,7 @@ func (p *procIndex) writeOne(s rangeStore, i uint64) error {
 		if err := s.del(key); err != nil {
 			return err
 		}
-		if err := p.delPages(s, st.pages, nil); err != nil {
+		if err := p.delPages(s, st, nil); err != nil {
 			return err
 		}
 		delete(p.buckets, i)
@@ -159,38 +184,71 @@ func (p *procIndex) writeOne(s rangeStore, i uint64) error {
 		if err := s.put(key, rangeSet(st.blocks)); err != nil {
 			return err
 		}
-		err := p.delPages(s, st.pages, nil)
-		st.pages = nil
-		return err
+		return p.delPages(s, st, nil)
+	}
+	if st.pages != nil && changed != nil {
+		// Already fine: only the pages of the changed block differ.
+		lo, hi := pagesIn(i, changed)
+		for pg := lo; pg <= hi; pg++ {
+			if err := p.writePage(s, st, pg); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	pages, err := layoutPages(i, st.blocks)
 	if err != nil {
 		return err
 	}
-	idx := make([]uint64, 0, len(pages))
+	if st.pages == nil {
+		st.pages = map[uint64]struct{}{}
+	}
 	for pg, rs := range pages {
 		if err := s.put(strataBucketKey{Tgid: p.tgid, Level: levelPage, Index: pg}, rs); err != nil {
 			return err
 		}
-		idx = append(idx, pg)
+		st.pages[pg] = struct{}{}
 	}
 	if err := s.put(key, &strataRangeSet{Flags: bucketFine}); err != nil {
 		return err
 	}
-	err = p.delPages(s, st.pages, pages)
-	slices.Sort(idx)
-	st.pages = idx
-	return err
+	return p.delPages(s, st, pages)
 }
 
-func (p *procIndex) delPages(s rangeStore, old []uint64, keep map[uint64]*strataRangeSet) error {
-	for _, pg := range old {
+// writePage rewrites the entry of one page of a fine bucket.
+func (p *procIndex) writePage(s rangeStore, st *bucketState, pg uint64) error {
+	var on []*block
+	for _, b := range st.blocks {
+		if b.start < (pg+1)<<pageShift && pg<<pageShift < b.end {
+			on = append(on, b)
+		}
+	}
+	key := strataBucketKey{Tgid: p.tgid, Level: levelPage, Index: pg}
+	switch {
+	case len(on) > rangeSlots:
+		return fmt.Errorf("page %#x: %d blocks: %w", pg<<pageShift, len(on), ErrTooDense)
+	case len(on) == 0:
+		delete(st.pages, pg)
+		return s.del(key)
+	}
+	st.pages[pg] = struct{}{}
+	return s.put(key, rangeSet(on))
+}
+
+// delPages deletes the page entries of st not in keep; with keep nil the
+// bucket is direct afterwards.
+func (p *procIndex) delPages(s rangeStore, st *bucketState, keep map[uint64]*strataRangeSet) error {
+	for pg := range st.pages {
 		if _, ok := keep[pg]; ok {
 			continue
 		}
 		if err := s.del(strataBucketKey{Tgid: p.tgid, Level: levelPage, Index: pg}); err != nil {
 			return err
 		}
+		delete(st.pages, pg)
+	}
+	if keep == nil {
+		st.pages = nil
 	}
 	return nil
 }
