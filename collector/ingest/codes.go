@@ -21,6 +21,7 @@ var codeTable = []struct {
 	{store.ErrInvalidQuery, codes.InvalidArgument},
 	{store.ErrNotFound, codes.NotFound},
 	{store.ErrClosed, codes.Unavailable},
+	{ErrDraining, codes.Unavailable},
 	{context.Canceled, codes.Canceled},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 }

@@ -162,6 +162,7 @@ func TestStatusTable(t *testing.T) {
 		{fmt.Errorf("trace: %w", store.ErrInvalidQuery), codes.InvalidArgument},
 		{fmt.Errorf("job x: %w", store.ErrNotFound), codes.NotFound},
 		{fmt.Errorf("append: %w", store.ErrClosed), codes.Unavailable},
+		{ingest.ErrDraining, codes.Unavailable},
 		{context.Canceled, codes.Canceled},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), codes.DeadlineExceeded},
 		{status.Error(codes.ResourceExhausted, "too big"), codes.ResourceExhausted},

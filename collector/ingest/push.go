@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
 
 	"google.golang.org/grpc"
 
@@ -17,16 +18,30 @@ type Appender interface {
 	Append(ctx context.Context, b *stratav1.Batch) (store.AppendResult, error)
 }
 
+// ErrDraining ends Push streams once Drain was called; agents reconnect
+// (to this collector once restarted, or another) and replay what was not
+// acknowledged.
+var ErrDraining = errors.New("collector shutting down")
+
 // Service implements strata.v1.IngestService over an Appender.
 type Service struct {
 	stratav1.UnimplementedIngestServiceServer
-	store Appender
-	log   *slog.Logger
+	store     Appender
+	log       *slog.Logger
+	draining  chan struct{}
+	drainOnce sync.Once
 }
 
 // New returns the ingest service; register it with Register.
 func New(st Appender, log *slog.Logger) *Service {
-	return &Service{store: st, log: log.With("component", "ingest")}
+	return &Service{store: st, log: log.With("component", "ingest"), draining: make(chan struct{})}
+}
+
+// Drain makes every Push stream end with ErrDraining after the batch it is
+// storing, so a graceful stop need not wait for agents to hang up. Batches
+// received but not yet stored are not acknowledged, and agents replay them.
+func (s *Service) Drain() {
+	s.drainOnce.Do(func() { close(s.draining) })
 }
 
 // Register adds the service to srv.
@@ -44,14 +59,43 @@ func (s *Service) Push(stream grpc.BidiStreamingServer[stratav1.Batch, stratav1.
 	defer func() {
 		s.log.Debug("push stream ended", "stored", stored, "duplicates", dups)
 	}()
+	// Recv blocks, so it runs in its own goroutine and the loop below can
+	// also watch for Drain. The goroutine ends when the stream does, which
+	// returning from this handler guarantees.
+	type recv struct {
+		b   *stratav1.Batch
+		err error
+	}
+	in := make(chan recv)
+	go func() {
+		for {
+			b, err := stream.Recv()
+			select {
+			case in <- recv{b, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	for {
-		b, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
+		var r recv
+		select {
+		case r = <-in:
+		case <-s.draining:
+			return ErrDraining
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if errors.Is(r.err, io.EOF) {
 			return nil
 		}
-		if err != nil {
-			return err
+		if r.err != nil {
+			return r.err
 		}
+		b := r.b
 		res, err := s.store.Append(ctx, b)
 		if err != nil {
 			s.log.Warn("batch refused", "node", b.GetNodeName(), "boot_id", b.GetBootId(), "seq", b.GetSeq(), "error", err)

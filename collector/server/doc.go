@@ -5,11 +5,14 @@
 //
 // Run prints one line, "listening ADDR", to its out writer once the socket
 // accepts connections, so scripts and tests can wait for it (with --listen
-// 127.0.0.1:0 ADDR carries the chosen port). When ctx ends, the health
-// service turns NOT_SERVING, GracefulStop lets running calls finish for up
-// to ShutdownGrace (then Stop cuts the rest, such as agents' open Push
-// streams; nothing acknowledged is lost), and the store is flushed and
-// checkpointed.
+// 127.0.0.1:0 ADDR carries the chosen port). The health service reports
+// SERVING for the server ("") and for each registered service by name.
+//
+// When ctx ends, health turns NOT_SERVING, agents' Push streams end with
+// Unavailable after the batch each is storing (ingest.Service.Drain),
+// GracefulStop lets running calls finish for up to ShutdownGrace (then Stop
+// cuts the rest), and the store is flushed and checkpointed. Nothing
+// acknowledged is lost; what was not acknowledged the agents replay.
 //
 // The job-history poller (a separate package) is not wired yet; its place
 // is jobHistoryPoller in run.go.

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"github.com/stratatrace/strata/collector/ingest"
 	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/store"
@@ -85,8 +87,12 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 		return fmt.Errorf("listen %s: %w", c.Listen, err)
 	}
 	srv, health := ingest.NewServer(log)
-	ingest.New(st, log).Register(srv)
+	in := ingest.New(st, log)
+	in.Register(srv)
 	query.New(st).Register(srv)
+	for name := range srv.GetServiceInfo() {
+		health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	}
 
 	errc := make(chan error, 2)
 	go func() {
@@ -111,6 +117,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 	case err = <-errc:
 	}
 	health.Shutdown()
+	in.Drain()
 	stopped := make(chan struct{})
 	go func() {
 		srv.GracefulStop()
