@@ -115,7 +115,9 @@ func (z *lz4BlockReader) Read(p []byte) (int, error) {
 		if z.err != nil {
 			return 0, z.err
 		}
-		z.err = z.nextBlock()
+		if z.err = z.nextBlock(); z.err != nil {
+			z.out, z.pos = z.out[:0], 0 // never serve a half-decoded block
+		}
 	}
 	n := copy(p, z.out[z.pos:])
 	z.pos += n
@@ -215,7 +217,9 @@ func (s *snappyStreamReader) Read(p []byte) (int, error) {
 		if s.err != nil {
 			return 0, s.err
 		}
-		s.err = s.nextChunk()
+		if s.err = s.nextChunk(); s.err != nil {
+			s.out, s.pos = s.out[:0], 0 // never serve a half-decoded chunk
+		}
 	}
 	n := copy(p, s.out[s.pos:])
 	s.pos += n

@@ -1,0 +1,82 @@
+package fetcher
+
+import (
+	"bytes"
+	"io"
+	"testing"
+
+	"github.com/stratatrace/strata/collector/job"
+	"github.com/stratatrace/strata/test/gen"
+)
+
+func jhistSeed(t testing.TB) []byte {
+	var b bytes.Buffer
+	if err := gen.WriteJhist(&b, gen.MRJob{Maps: 2, Reduces: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func FuzzJhist(f *testing.F) {
+	seed := jhistSeed(f)
+	f.Add(seed)
+	f.Add(seed[:len(seed)/2])
+	f.Add([]byte("Avro-Json\n{}\n{\"type\":\"JOB_SUBMITTED\",\"event\":{\"x\":{\"jobid\":\"job_1_1\",\"jobName\":{\"string\":\"n\"}}}}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		j, err := parseJhist(bytes.NewReader(b))
+		if err == nil && j.ID == "" {
+			t.Fatal("job without id")
+		}
+		if err == nil {
+			for _, tk := range j.MapTasks {
+				tk.Times()
+				tk.PeakMemory()
+			}
+		}
+	})
+}
+
+func FuzzRumen(f *testing.F) {
+	f.Add([]byte(`{"jobID":"job_1_1","mapTasks":[{"taskID":"t","taskStatus":"SUCCESS","attempts":[{"attemptID":"a","result":"SUCCESS","clockSplits":[1,2],"physMemKbytes":[0,5,0,0,7]}]}]} {"jobID":"job_1_2"}`))
+	f.Add([]byte(`{"jobID":"job_1_1","reduceTasks":[{"taskID":"r","attempts":[{"attemptID":"b","result":"FAILED","shuffleFinished":-1}]}]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_ = parseRumen(bytes.NewReader(b), "fuzz", func(j *job.Job) error {
+			for _, tk := range j.MapTasks {
+				if a := tk.AnalyzedAttempt(); a != nil && a.Splits != nil {
+					if n := len(a.Splits.PhysMemKbytes); n != 0 && n != job.SplitBuckets {
+						t.Fatalf("%d buckets", n)
+					}
+				}
+			}
+			return nil
+		})
+	})
+}
+
+func FuzzSparkLog(f *testing.F) {
+	var b bytes.Buffer
+	gen.WriteSparkLog(&b, gen.SparkApp{Executors: 2, Stages: 2, TasksPerStage: 3, FailedTasks: 1})
+	f.Add(b.Bytes())
+	f.Add(b.Bytes()[:b.Len()/3])
+	f.Fuzz(func(t *testing.T, in []byte) {
+		app, _, err := parseSparkLog(bytes.NewReader(in))
+		if err == nil {
+			app.toJob("fuzz", nil)
+		}
+	})
+}
+
+func FuzzLZ4Block(f *testing.F) {
+	f.Add(lz4Block(f, []byte(`{"Event":"SparkListenerLogStart"}`+"\n"), true))
+	f.Add(lz4Block(f, bytes.Repeat([]byte("abc"), 30000), false))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		io.Copy(io.Discard, io.LimitReader(newLZ4BlockReader(bytes.NewReader(in)), 64<<20))
+	})
+}
+
+func FuzzSnappyStream(f *testing.F) {
+	f.Add(snappyStream(f, []byte(`{"Event":"SparkListenerLogStart"}`+"\n")))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		io.Copy(io.Discard, io.LimitReader(newSnappyStreamReader(bytes.NewReader(in)), 64<<20))
+	})
+}

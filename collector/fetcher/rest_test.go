@@ -1,0 +1,165 @@
+package fetcher
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratatrace/strata/collector/job"
+	"github.com/stratatrace/strata/test/testenv"
+)
+
+// routes serves files (or literal JSON bodies) by request path; anything
+// else is a 404.
+type routes map[string]string
+
+func (rt routes) server(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.URL.Path
+		if r.URL.RawQuery != "" {
+			if _, ok := rt[key+"?"+r.URL.RawQuery]; ok {
+				key += "?" + r.URL.RawQuery
+			}
+		}
+		body, ok := rt[key]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasPrefix(body, "@") {
+			b, err := os.ReadFile(body[1:])
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.Write(b)
+			return
+		}
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// The JobHistory server fetcher against the documentation's example
+// responses; the reduce task, which the documentation does not show, is
+// served in the same shapes.
+func TestJobHistoryServerREST(t *testing.T) {
+	data := testenv.Samples(t)
+	doc := func(name string) string {
+		return "@" + filepath.Join(data, "mrhistory/jhs-rest-doc", "jhs_history_mapreduce_"+name+".json")
+	}
+	const jobs = "/ws/v1/history/mapreduce/jobs"
+	const id = "job_1326381300833_2_2"
+	const j = jobs + "/" + id
+	rt := routes{
+		"/ws/v1/history/info": "@" + filepath.Join(data, "mrhistory/jhs-rest-doc/jhs_history_info.json"),
+		jobs:                  `{"jobs":{"job":[{"id":"` + id + `","state":"SUCCEEDED"},{"id":"job_1326381300833_9_9","state":"RUNNING"}]}}`,
+		j:                     doc("jobs_" + id),
+		j + "/conf":           doc("jobs_" + id + "_conf"),
+		j + "/counters":       doc("jobs_" + id + "_counters"),
+		j + "/tasks":          doc("jobs_" + id + "_tasks"),
+		j + "/tasks/task_1326381300833_2_2_m_0/counters": doc("jobs_" + id + "_tasks_task_1326381300833_2_2_m_0_counters"),
+		j + "/tasks/task_1326381300833_2_2_m_0/attempts": doc("jobs_" + id + "_tasks_task_1326381300833_2_2_m_0_attempts"),
+		j + "/tasks/task_1326381300833_2_2_r_0/counters": `{"jobTaskCounters":{"id":"task_1326381300833_2_2_r_0","taskCounterGroup":[{"counterGroupName":"org.apache.hadoop.mapreduce.TaskCounter","counter":[{"name":"REDUCE_SHUFFLE_BYTES","value":2235},{"name":"GC_TIME_MILLIS","value":31}]}]}}`,
+		j + "/tasks/task_1326381300833_2_2_r_0/attempts": `{"taskAttempts":{"taskAttempt":[{"id":"attempt_1326381300833_2_2_r_0_0","type":"REDUCE","state":"SUCCEEDED","startTime":1326381450680,"finishTime":1326381582106,"elapsedShuffleTime":2592,"elapsedMergeTime":47,"shuffleFinishTime":1326381453272,"mergeFinishTime":1326381453319,"diagnostics":""}]}}`,
+	}
+	srv := rt.server(t)
+	for _, src := range []string{srv.URL, srv.URL + jobs, srv.URL + j} {
+		t.Run(strings.TrimPrefix(src, srv.URL), func(t *testing.T) {
+			got := fetchOne(t, src)
+			if got.ID != id || got.AppID != "application_1326381300833_2_2" || !got.Succeeded() || got.Name != "Sleep job" || got.User != "user1" {
+				t.Errorf("job %+v", got)
+			}
+			if got.SubmitMs != 1326381446500 || got.Conf["mapreduce.cluster.temp.dir"] != "/home/hadoop/tmp" {
+				t.Errorf("submit %d conf %v", got.SubmitMs, got.Conf)
+			}
+			if len(got.MapTasks) != 1 || len(got.ReduceTasks) != 1 {
+				t.Fatalf("maps %d reduces %d", len(got.MapTasks), len(got.ReduceTasks))
+			}
+			if got.Counters.Get(job.FileBytesRead) != 2483 && !got.Counters.Has(job.FileBytesRead) {
+				t.Errorf("job counters %v", got.Counters)
+			}
+			m := got.MapTasks[0]
+			if m.Counters.Get(job.FileBytesRead) != 2363 || m.Analyzed != "attempt_1326381300833_2_2_m_0_0" {
+				t.Errorf("map %+v", m)
+			}
+			if tv, ok := m.Times(); !ok || tv.TotalMs != 1326381453318-1326381450680 {
+				t.Errorf("map times %+v", tv)
+			}
+			r := got.ReduceTasks[0]
+			if tv, ok := r.Times(); !ok || tv.ShuffleMs != 2592 || tv.SortMs != 47 || r.Counters.Get(job.ReduceShuffleBytes) != 2235 {
+				t.Errorf("reduce times %+v counters %v", tv, r.Counters)
+			}
+		})
+	}
+}
+
+// The Spark History Server fetcher against the responses the history server
+// test suite recorded for local-1422981780767.
+func TestSparkHistoryServerREST(t *testing.T) {
+	data := testenv.Samples(t)
+	exp := func(name string) string {
+		return "@" + filepath.Join(data, "sparkevents/shs-rest-expectations", name+"_expectation.json")
+	}
+	const app = "/api/v1/applications/local-1422981780767"
+	rt := routes{
+		"/api/v1/applications?status=completed": `[{"id":"local-1422981780767","name":"Spark shell","attempts":[]}]`,
+		"/api/v1/applications":                  `[]`,
+		app:                                     exp("one_app_json"),
+		app + "/jobs":                           exp("job_list_json"),
+		app + "/stages":                         exp("stage_list_json"),
+		app + "/executors":                      exp("executor_list_json"),
+		app + "/environment":                    exp("app_environment"),
+	}
+	srv := rt.server(t)
+	for _, src := range []string{srv.URL, srv.URL + "/api/v1/applications", srv.URL + app} {
+		t.Run(strings.TrimPrefix(src, srv.URL), func(t *testing.T) {
+			j := fetchOne(t, src)
+			if j.ID != "local-1422981780767" || j.Type != job.Spark || j.User != "irashid" || !j.Succeeded() {
+				t.Errorf("app %s %s %s %s", j.ID, j.Type, j.User, j.Status)
+			}
+			a := j.Spark.LastAttempt()
+			if a == nil || a.DurationMs() != 9011 || a.StartMs != 1422981779720 {
+				t.Errorf("attempt %+v", a)
+			}
+			sp := j.Spark
+			if len(sp.Jobs) != 3 || len(sp.Stages) != 4 || len(sp.Executors) != 1 {
+				t.Fatalf("jobs %d stages %d executors %d", len(sp.Jobs), len(sp.Stages), len(sp.Executors))
+			}
+			if sp.Jobs[1].Status != job.Failed || sp.Jobs[1].NumCompletedTasks != 15 || sp.Jobs[1].NumFailedTasks != 1 {
+				t.Errorf("job 1 %+v", sp.Jobs[1])
+			}
+			st := sp.Stages[1]
+			if st.ID != 2 || st.Status != job.Failed || st.NumCompleteTasks != 7 || st.NumFailedTasks != 1 || st.SubmissionMs == 0 {
+				t.Errorf("stage 2 %+v", st)
+			}
+			e := sp.Executors[0]
+			if e.ID != job.DriverID || e.TotalInputBytes != 28000288 || e.TotalShuffleWriteBytes != 13180 || e.CompletedTasks != 31 {
+				t.Errorf("driver %+v", e)
+			}
+			if j.Conf["spark.app.id"] == "" {
+				t.Errorf("environment not read: %v", j.Conf)
+			}
+		})
+	}
+}
+
+func TestRESTErrors(t *testing.T) {
+	srv := routes{"/api/v1/applications/x": `{"id":"x","attempts":[]}`}.server(t)
+	err := Fetch(context.Background(), srv.URL+"/api/v1/applications/missing", func(*job.Job) error { return nil })
+	if !errors.Is(err, ErrHTTP) {
+		t.Errorf("missing app: %v, want ErrHTTP", err)
+	}
+	err = Fetch(context.Background(), srv.URL+"/nothing", func(*job.Job) error { return nil })
+	if !errors.Is(err, ErrUnknownFormat) {
+		t.Errorf("unknown server: %v, want ErrUnknownFormat", err)
+	}
+}
