@@ -298,3 +298,25 @@ func FuzzValidateBatch(f *testing.F) {
 		}
 	})
 }
+
+// A batch that fails half-way leaves nothing behind: records appended before
+// the failure are rolled back, its key stays free, and the writer goes on.
+// (Invalid UTF-8 cannot arrive over gRPC, where proto decoding refuses it;
+// here it makes DuckDB refuse the third record at flush.)
+func TestAppendRollsBackFailedBatch(t *testing.T) {
+	s := storetest.Open(t)
+	bad := storetest.Sample(1)
+	bad.Records[2].Block.BlockId = "rdd_\xff"
+	if _, err := s.Append(context.Background(), bad); err == nil {
+		t.Fatal("append of a batch DuckDB refuses succeeded")
+	}
+	if n := len(trace(t, s, store.TraceQuery{AppID: storetest.App})); n != 0 {
+		t.Fatalf("%d pages of the failed batch stored", n)
+	}
+	if got := mustAppend(t, s, storetest.Sample(1)); got != (store.AppendResult{Records: 3}) {
+		t.Fatalf("append after failure = %+v, want stored", got)
+	}
+	if n := len(trace(t, s, store.TraceQuery{AppID: storetest.App})); n != storetest.SamplePages {
+		t.Fatalf("%d pages after the good batch, want %d", n, storetest.SamplePages)
+	}
+}
