@@ -25,8 +25,8 @@ const (
 
 type pmScanArg struct {
 	size, flags, start, end, walkEnd, vec, vecLen, maxPages uint64
-	categoryInverted, categoryMask, categoryAnyofMask        uint64
-	returnMask                                               uint64
+	categoryInverted, categoryMask, categoryAnyofMask       uint64
+	returnMask                                              uint64
 }
 
 type pageRegion struct{ start, end, categories uint64 }

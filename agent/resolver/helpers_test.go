@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"bytes"
+	"errors"
 	"strconv"
 )
 
@@ -12,3 +13,5 @@ func containsState(stat []byte, s byte) bool {
 	i := bytes.LastIndexByte(stat, ')')
 	return i >= 0 && i+2 < len(stat) && stat[i+2] == s
 }
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

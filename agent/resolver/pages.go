@@ -78,6 +78,9 @@ func (r *Resolver) resolve(pm *procmem.Pagemap, pid int, q Request, res *Result)
 		a = b
 	}
 	res.Runs = r.emit()
+	if r.kp == nil && res.Present > 0 {
+		flagsErr = r.kpErr
+	}
 	var warn []error
 	if res.Hidden > 0 {
 		warn = append(warn, ErrPFNHidden)

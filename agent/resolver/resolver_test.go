@@ -11,8 +11,6 @@ import (
 	"github.com/stratatrace/strata/test/testenv"
 )
 
-func TestMain(m *testing.M) { resolvertest.Main(m) }
-
 // pages expands runs into pages, checking that they tile the range.
 func pages(t *testing.T, runs []*stratav1.PageRun, vaddr uint64, n int) []stratav1.Page {
 	t.Helper()
@@ -104,6 +102,20 @@ func TestResolveLive(t *testing.T) {
 				}
 				if p.KPageCount != counts[i] || p.NUMANode != r.Nodes().Node(p.PFN) || p.NUMANode < 0 {
 					t.Fatalf("page %d: count %d node %d", i, p.KPageCount, p.NUMANode)
+				}
+			}
+			// Node per page from sysfs agrees with move_pages(2).
+			addrs := make([]uintptr, n)
+			status := make([]int32, n)
+			for i := range addrs {
+				addrs[i] = uintptr(c.Addr["full"] + uint64(i)*procmem.PageSize)
+			}
+			if err := procmem.MovePagesNodes(c.Pid, addrs, status); err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range pages(t, res.Runs, c.Addr["full"], n) {
+				if p.NUMANode != status[i] {
+					t.Fatalf("page %d: node %d, move_pages %d", i, p.NUMANode, status[i])
 				}
 			}
 			t.Logf("%d pages in %d runs", n, len(res.Runs))

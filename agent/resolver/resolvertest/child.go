@@ -1,8 +1,9 @@
 // Package resolvertest starts child processes whose memory layout a test
 // controls, for the tests and benchmarks of the resolver and of the
 // `strata resolve` command. The child is the test binary itself, re-executed
-// with an environment variable, so no compiler or extra program is needed:
-// call Main from TestMain, then Start from a test.
+// with an environment variable, so no compiler or extra program is needed.
+// Importing the package is enough: its init turns a process started by Start
+// into the child before any test runs, so no TestMain is needed.
 package resolvertest
 
 import (
@@ -12,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -53,9 +55,8 @@ type Child struct {
 	stdin io.WriteCloser
 }
 
-// Main runs the child when the environment asks for it (and never returns
-// then); otherwise it runs the tests.
-func Main(m *testing.M) {
+// init becomes the child, and exits, when Start launched this process.
+func init() {
 	if spec := os.Getenv(envSpec); spec != "" {
 		if err := child(spec, os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "resolvertest child:", err)
@@ -63,7 +64,6 @@ func Main(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
 }
 
 // Start re-executes the test binary as a child that maps the regions and
@@ -71,7 +71,14 @@ func Main(m *testing.M) {
 // child's credentials.
 func Start(tb testing.TB, regions []Region, attr *syscall.SysProcAttr) *Child {
 	tb.Helper()
-	c, err := start(os.Args[0], regions, attr)
+	return StartBinary(tb, os.Args[0], regions, attr)
+}
+
+// StartBinary is Start with another copy of the test binary, such as the
+// one PublicBinary returns.
+func StartBinary(tb testing.TB, bin string, regions []Region, attr *syscall.SysProcAttr) *Child {
+	tb.Helper()
+	c, err := start(bin, regions, attr)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -118,6 +125,35 @@ func start(bin string, regions []Region, attr *syscall.SysProcAttr) (*Child, err
 	}
 	c.Stop()
 	return nil, fmt.Errorf("child exited before it was ready: %v", sc.Err())
+}
+
+// PublicBinary copies the running test binary into a directory every user
+// can enter, so that a child started with another uid can execute it (go
+// test builds in a directory only its owner can enter).
+func PublicBinary(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "strata-test-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bin := filepath.Join(dir, filepath.Base(os.Args[0]))
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	return bin
+}
+
+// Nobody returns process attributes that run a child as uid and gid 65534.
+func Nobody() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 }
 
 // Stop ends the child (closing its stdin) and reaps it.
