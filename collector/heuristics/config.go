@@ -274,82 +274,89 @@ func LoadConfig(path string) (*Config, error) {
 	return c, nil
 }
 
+// validator collects configuration errors.
+type validator struct{ errs []error }
+
+func (v *validator) asc(name string, t Thresholds) {
+	if err := t.CheckAscending(); err != nil {
+		v.errs = append(v.errs, fmt.Errorf("%s: %w", name, err))
+	}
+}
+
+func (v *validator) desc(name string, t Thresholds) {
+	if err := t.CheckDescending(); err != nil {
+		v.errs = append(v.errs, fmt.Errorf("%s: %w", name, err))
+	}
+}
+
+func (v *validator) positive(name string, n int64) {
+	if n <= 0 {
+		v.errs = append(v.errs, fmt.Errorf("%s: must be positive, is %d", name, n))
+	}
+}
+
+func (c *SkewConfig) check(key string, v *validator) {
+	v.asc(key+".num_tasks_severity", c.NumTasksSeverity)
+	v.asc(key+".deviation_severity", c.DeviationSeverity)
+	v.asc(key+".files_severity", c.FilesSeverity)
+}
+
+func (c *GCConfig) check(key string, v *validator) {
+	v.asc(key+".gc_ratio_severity", c.GCRatioSeverity)
+	v.asc(key+".runtime_severity_in_min", c.RuntimeSeverityInMin)
+}
+
+func (c *TimeConfig) check(key string, v *validator) {
+	v.desc(key+".short_runtime_severity_in_min", c.ShortRuntimeSeverityInMin)
+	v.asc(key+".long_runtime_severity_in_min", c.LongRuntimeSeverityInMin)
+	v.asc(key+".num_tasks_severity", c.NumTasksSeverity)
+}
+
+func (c *MemoryConfig) check(key string, v *validator) {
+	v.desc(key+".memory_ratio_severity", c.MemoryRatioSeverity)
+	v.asc(key+".container_memory_severity", c.ContainerMemorySeverity)
+	v.positive(key+".container_memory_default_mb", c.ContainerMemoryDefaultMB)
+}
+
 // Validate checks threshold ordering per direction, positive sizes and the
 // job type rules, and compiles the rules' regular expressions.
 func (c *Config) Validate() error {
-	var errs []error
-	asc := func(name string, t Thresholds) {
-		if err := t.CheckAscending(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-		}
-	}
-	desc := func(name string, t Thresholds) {
-		if err := t.CheckDescending(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-		}
-	}
-	positive := func(name string, v int64) {
-		if v <= 0 {
-			errs = append(errs, fmt.Errorf("%s: must be positive, is %d", name, v))
-		}
-	}
-	positive("hdfs_block_size_bytes", c.HDFSBlockSizeBytes)
-	for _, s := range []struct {
-		n string
-		c *SkewConfig
-	}{{"mapper_skew", &c.MapperSkew}, {"reducer_skew", &c.ReducerSkew}} {
-		asc(s.n+".num_tasks_severity", s.c.NumTasksSeverity)
-		asc(s.n+".deviation_severity", s.c.DeviationSeverity)
-		asc(s.n+".files_severity", s.c.FilesSeverity)
-	}
-	for _, s := range []struct {
-		n string
-		c *GCConfig
-	}{{"mapper_gc", &c.MapperGC}, {"reducer_gc", &c.ReducerGC}} {
-		asc(s.n+".gc_ratio_severity", s.c.GCRatioSeverity)
-		asc(s.n+".runtime_severity_in_min", s.c.RuntimeSeverityInMin)
-	}
-	for _, s := range []struct {
-		n string
-		c *TimeConfig
-	}{{"mapper_time", &c.MapperTime}, {"reducer_time", &c.ReducerTime}} {
-		desc(s.n+".short_runtime_severity_in_min", s.c.ShortRuntimeSeverityInMin)
-		asc(s.n+".long_runtime_severity_in_min", s.c.LongRuntimeSeverityInMin)
-		asc(s.n+".num_tasks_severity", s.c.NumTasksSeverity)
-	}
-	desc("mapper_speed.disk_speed_severity", c.MapperSpeed.DiskSpeedSeverity)
-	asc("mapper_speed.runtime_severity_in_min", c.MapperSpeed.RuntimeSeverityInMin)
-	asc("mapper_spill.spill_severity", c.MapperSpill.SpillSeverity)
-	asc("mapper_spill.num_tasks_severity", c.MapperSpill.NumTasksSeverity)
-	for _, s := range []struct {
-		n string
-		c *MemoryConfig
-	}{{"mapper_memory", &c.MapperMemory}, {"reducer_memory", &c.ReducerMemory}} {
-		desc(s.n+".memory_ratio_severity", s.c.MemoryRatioSeverity)
-		asc(s.n+".container_memory_severity", s.c.ContainerMemorySeverity)
-		positive(s.n+".container_memory_default_mb", s.c.ContainerMemoryDefaultMB)
-	}
-	asc("shuffle_sort.runtime_ratio_severity", c.ShuffleSort.RuntimeRatioSeverity)
-	asc("shuffle_sort.runtime_severity_in_min", c.ShuffleSort.RuntimeSeverityInMin)
-	positive("distributed_cache.file_size_limit_bytes", c.DistCache.FileSizeLimitBytes)
-	asc("job_queue_limit.runtime_severity_in_sec", c.QueueLimit.RuntimeSeverityInSec)
-	asc("spark_configuration.memory_severity_in_gb", c.SparkConfig.MemorySeverityInGB)
-	asc("spark_configuration.cores_severity", c.SparkConfig.CoresSeverity)
-	asc("spark_configuration.overhead_memory_severity_in_gb", c.SparkConfig.OverheadMemorySeverityInGB)
-	asc("spark_executors.max_to_median_ratio_severity", c.SparkExecutors.MaxToMedianRatioSeverity)
-	asc("spark_jobs.job_failure_rate_severity", c.SparkJobs.JobFailureRateSeverity)
-	asc("spark_jobs.job_task_failure_rate_severity", c.SparkJobs.JobTaskFailureRateSeverity)
-	asc("spark_stages.stage_failure_rate_severity", c.SparkStages.StageFailureRateSeverity)
-	asc("spark_stages.stage_task_failure_rate_severity", c.SparkStages.StageTaskFailureRateSeverity)
-	asc("spark_stages.stage_runtime_severity_in_min", c.SparkStages.StageRuntimeSeverityInMin)
-	asc("spark_executor_gc.gc_severity_a", c.SparkGC.GCSeverityA)
-	desc("spark_executor_gc.gc_severity_d", c.SparkGC.GCSeverityD)
-	asc("numa_balance.imbalance_severity", c.NUMABalance.ImbalanceSeverity)
-	asc("cached_swap.swapped_share_severity", c.CachedSwap.SwappedShareSeverity)
-	asc("remote_faults.remote_share_severity", c.RemoteFaults.RemoteShareSeverity)
-	asc("fault_overhead.walk_cycles_share_severity", c.FaultOverhead.WalkCyclesShareSeverity)
-	asc("fault_overhead.major_faults_per_cpu_sec_severity", c.FaultOverhead.MajorFaultsPerCPUSecSeverity)
-	desc("thp_coverage.thp_share_severity", c.THPCoverage.THPShareSeverity)
+	v := &validator{}
+	v.positive("hdfs_block_size_bytes", c.HDFSBlockSizeBytes)
+	c.MapperSkew.check("mapper_skew", v)
+	c.ReducerSkew.check("reducer_skew", v)
+	c.MapperGC.check("mapper_gc", v)
+	c.ReducerGC.check("reducer_gc", v)
+	c.MapperTime.check("mapper_time", v)
+	c.ReducerTime.check("reducer_time", v)
+	c.MapperMemory.check("mapper_memory", v)
+	c.ReducerMemory.check("reducer_memory", v)
+	v.desc("mapper_speed.disk_speed_severity", c.MapperSpeed.DiskSpeedSeverity)
+	v.asc("mapper_speed.runtime_severity_in_min", c.MapperSpeed.RuntimeSeverityInMin)
+	v.asc("mapper_spill.spill_severity", c.MapperSpill.SpillSeverity)
+	v.asc("mapper_spill.num_tasks_severity", c.MapperSpill.NumTasksSeverity)
+	v.asc("shuffle_sort.runtime_ratio_severity", c.ShuffleSort.RuntimeRatioSeverity)
+	v.asc("shuffle_sort.runtime_severity_in_min", c.ShuffleSort.RuntimeSeverityInMin)
+	v.positive("distributed_cache.file_size_limit_bytes", c.DistCache.FileSizeLimitBytes)
+	v.asc("job_queue_limit.runtime_severity_in_sec", c.QueueLimit.RuntimeSeverityInSec)
+	v.asc("spark_configuration.memory_severity_in_gb", c.SparkConfig.MemorySeverityInGB)
+	v.asc("spark_configuration.cores_severity", c.SparkConfig.CoresSeverity)
+	v.asc("spark_configuration.overhead_memory_severity_in_gb", c.SparkConfig.OverheadMemorySeverityInGB)
+	v.asc("spark_executors.max_to_median_ratio_severity", c.SparkExecutors.MaxToMedianRatioSeverity)
+	v.asc("spark_jobs.job_failure_rate_severity", c.SparkJobs.JobFailureRateSeverity)
+	v.asc("spark_jobs.job_task_failure_rate_severity", c.SparkJobs.JobTaskFailureRateSeverity)
+	v.asc("spark_stages.stage_failure_rate_severity", c.SparkStages.StageFailureRateSeverity)
+	v.asc("spark_stages.stage_task_failure_rate_severity", c.SparkStages.StageTaskFailureRateSeverity)
+	v.asc("spark_stages.stage_runtime_severity_in_min", c.SparkStages.StageRuntimeSeverityInMin)
+	v.asc("spark_executor_gc.gc_severity_a", c.SparkGC.GCSeverityA)
+	v.desc("spark_executor_gc.gc_severity_d", c.SparkGC.GCSeverityD)
+	v.asc("numa_balance.imbalance_severity", c.NUMABalance.ImbalanceSeverity)
+	v.asc("cached_swap.swapped_share_severity", c.CachedSwap.SwappedShareSeverity)
+	v.asc("remote_faults.remote_share_severity", c.RemoteFaults.RemoteShareSeverity)
+	v.asc("fault_overhead.walk_cycles_share_severity", c.FaultOverhead.WalkCyclesShareSeverity)
+	v.asc("fault_overhead.major_faults_per_cpu_sec_severity", c.FaultOverhead.MajorFaultsPerCPUSecSeverity)
+	v.desc("thp_coverage.thp_share_severity", c.THPCoverage.THPShareSeverity)
+	errs := v.errs
 	if b := c.Metrics.AllocatedMemoryWasteBufferPercentage; b < 0 {
 		errs = append(errs, fmt.Errorf("metrics.allocated_memory_waste_buffer_percentage: negative (%v)", b))
 	}

@@ -120,3 +120,30 @@ func TestEngineJobTypeExclusion(t *testing.T) {
 		t.Fatalf("job type %q, want Voldemort", got)
 	}
 }
+
+// BenchmarkAnalyze100kTasks analyses a synthetic job of 80 000 mappers and
+// 20 000 reducers (the 100 000-task history, heuristics only).
+func BenchmarkAnalyze100kTasks(b *testing.B) {
+	e, err := NewEngine(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	maps := make([]job.Task, 80_000)
+	for i := range maps {
+		maps[i] = job.Task{Kind: job.MapTask, Analyzed: "a",
+			Counters: job.Counters{job.HDFSBytesRead: int64(i%100) << 20, job.CPUMilliseconds: 1000, job.GCTimeMillis: 10,
+				job.PhysicalMemoryBytes: 512 << 20, job.VirtualMemoryBytes: 2 << 30, job.SpilledRecords: 20, job.MapOutputRecords: 10},
+			Attempts: []job.Attempt{{ID: "a", StartMs: int64(i), FinishMs: int64(i) + 60_000 + int64(i%7)*1000}}}
+	}
+	reds := make([]job.Task, 20_000)
+	for i := range reds {
+		reds[i] = job.Task{Kind: job.ReduceTask, Analyzed: "a", Counters: job.Counters{job.ReduceShuffleBytes: int64(i%10) << 20},
+			Attempts: []job.Attempt{{ID: "a", StartMs: 100_000, ShuffleFinishMs: 110_000, SortFinishMs: 111_000, FinishMs: 200_000}}}
+	}
+	j := mrJob(maps, reds, map[string]string{"mapreduce.map.memory.mb": "2048"})
+	j.SubmitMs, j.FinishMs = 1, 300_000
+	b.ReportAllocs()
+	for b.Loop() {
+		e.Analyze(j)
+	}
+}

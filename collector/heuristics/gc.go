@@ -35,10 +35,7 @@ func (h *GC) Apply(j *job.Job) Result {
 	if !j.Succeeded() {
 		return skip
 	}
-	tasks := j.MapTasks
-	if h.kind == job.ReduceTask {
-		tasks = j.ReduceTasks
-	}
+	tasks := tasksOf(j, h.kind)
 	var runtimes, cpus, gcs []int64
 	withTimeAndCounters(tasks, func(t *job.Task, tv job.Times) {
 		runtimes = append(runtimes, tv.TotalMs)

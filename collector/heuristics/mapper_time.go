@@ -46,21 +46,21 @@ func (h *MapperTime) Apply(j *job.Job) Result {
 		runtimes = append(runtimes, tv.TotalMs)
 		inputs = append(inputs, mapInputBytes(t.Counters))
 	})
-	n := len(j.MapTasks)
+	return h.result(len(j.MapTasks), runtimes, detail("Avg task input size", BytesToString(Average(inputs))))
+}
+
+// result rates the average of runtimes for n tasks; extra details follow
+// the task count.
+func (t taskTime) result(n int, runtimes []int64, extra ...Detail) Result {
 	avg := Average(runtimes)
-	sev := h.severity(avg, n)
+	sev := t.severity(avg, n)
 	minRT, maxRT := minMax(runtimes)
-	return Result{
-		Severity: sev,
-		Score:    Score(sev, n),
-		Details: []Detail{
-			detail("Number of tasks", itoa(int64(n))),
-			detail("Avg task input size", BytesToString(Average(inputs))),
-			detail("Avg task runtime", clock(avg)),
-			detail("Max task runtime", clock(maxRT)),
-			detail("Min task runtime", clock(minRT)),
-		},
-	}
+	d := append([]Detail{detail("Number of tasks", itoa(int64(n)))}, extra...)
+	d = append(d,
+		detail("Avg task runtime", clock(avg)),
+		detail("Max task runtime", clock(maxRT)),
+		detail("Min task runtime", clock(minRT)))
+	return Result{Severity: sev, Score: Score(sev, n), Details: d}
 }
 
 func minMax(xs []int64) (lo, hi int64) {

@@ -23,6 +23,14 @@ func mapInputBytes(c job.Counters) int64 {
 	return c.Get(job.HDFSBytesRead) + c.Get(job.S3BytesRead) + c.Get(job.S3ABytesRead) + c.Get(job.S3NBytesRead)
 }
 
+// tasksOf returns the job's map or reduce tasks.
+func tasksOf(j *job.Job, kind job.TaskKind) []job.Task {
+	if kind == job.ReduceTask {
+		return j.ReduceTasks
+	}
+	return j.MapTasks
+}
+
 // withTimeAndCounters calls fn for every task that has both time data and
 // counters.
 func withTimeAndCounters(tasks []job.Task, fn func(t *job.Task, tv job.Times)) {

@@ -64,10 +64,7 @@ func (h *Memory) Apply(j *job.Job) Result {
 	if !j.Succeeded() {
 		return skip
 	}
-	tasks := j.MapTasks
-	if h.kind == job.ReduceTask {
-		tasks = j.ReduceTasks
-	}
+	tasks := tasksOf(j, h.kind)
 	var runtimes, phys, virt []int64
 	withTimeAndCounters(tasks, func(t *job.Task, tv job.Times) {
 		runtimes = append(runtimes, tv.TotalMs)

@@ -28,18 +28,5 @@ func (h *ReducerTime) Apply(j *job.Job) Result {
 			runtimes = append(runtimes, tv.TotalMs)
 		}
 	}
-	n := len(j.ReduceTasks)
-	avg := Average(runtimes)
-	sev := h.severity(avg, n)
-	minRT, maxRT := minMax(runtimes)
-	return Result{
-		Severity: sev,
-		Score:    Score(sev, n),
-		Details: []Detail{
-			detail("Number of tasks", itoa(int64(n))),
-			detail("Avg task runtime", clock(avg)),
-			detail("Max task runtime", clock(maxRT)),
-			detail("Min task runtime", clock(minRT)),
-		},
-	}
+	return h.result(len(j.ReduceTasks), runtimes)
 }

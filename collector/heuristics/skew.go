@@ -46,10 +46,7 @@ func (h *Skew) Apply(j *job.Job) Result {
 	if !j.Succeeded() {
 		return skip
 	}
-	tasks := j.MapTasks
-	if h.kind == job.ReduceTask {
-		tasks = j.ReduceTasks
-	}
+	tasks := tasksOf(j, h.kind)
 	var data, runtimes []int64
 	for i := range tasks {
 		t := &tasks[i]
