@@ -1,0 +1,134 @@
+package tracer
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/stratatrace/strata/test/testenv"
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkFaultOverhead measures the CPU time per page fault of a child
+// that writes every page of a 64 MiB mapping and drops it with
+// MADV_DONTNEED, 8 times per run (131,072 faults), under interleaved
+// configurations. It prints each configuration's median against the median
+// of "base" (no tracer loaded) from the same run. Run with -benchtime 1x.
+func BenchmarkFaultOverhead(b *testing.B) {
+	testenv.RequireRoot(b)
+	const (
+		pages  = 16384
+		iters  = 8
+		faults = pages * iters
+		rounds = 5
+	)
+	type config struct {
+		name   string
+		load   bool   // tracer loaded
+		track  bool   // child tracked, its mapping registered as 64 blocks of 1 MiB
+		every  uint32 // sample 1 in every; 0 = counters only
+		blocks int    // extra blocks registered elsewhere in the child
+	}
+	configs := []config{
+		{name: "base"},
+		{name: "untraced", load: true},
+		{name: "count", load: true, track: true},
+		{name: "count+64k", load: true, track: true, blocks: 65536 - 64},
+		{name: "sample64", load: true, track: true, every: 64},
+		{name: "sample1", load: true, track: true, every: 1},
+	}
+	// Kernel BPF run-time statistics, on while this fd is open: the
+	// program's own time per invocation is a noise-free complement to the
+	// CPU-time ratios on this shared machine.
+	if st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
+		defer st.Close()
+	}
+	bpfNs := map[string][]float64{}
+	c := startChild(b, pages)
+	c.do("loop 2 0 %d w", pages) // warm up: first touch in this VM is erratic
+	ns := map[string][]float64{}
+	rate := map[string][]float64{}
+	drops := map[string]uint64{}
+	for r := 0; r < rounds; r++ {
+		order := slices.Clone(configs)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, cf := range order {
+			var tr *Tracer
+			if cf.load {
+				tr = loadTracer(b, Config{SampleEvery: cf.every, DisableEvents: cf.every == 0, MaxBlocks: 65536})
+				if cf.track {
+					if err := tr.Track(c.pid); err != nil {
+						b.Fatal(err)
+					}
+					for i := 0; i < 64; i++ {
+						if err := tr.RegisterBlock(c.pid, uint64(i), c.page(i*256), c.page((i+1)*256)); err != nil {
+							b.Fatal(err)
+						}
+					}
+					for i := 0; i < cf.blocks; i++ {
+						s := uint64(0x200000000000) + uint64(i)<<20
+						if err := tr.RegisterBlock(c.pid, uint64(1000+i), s, s+1<<20); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				go func() { // consume events as the annotator would
+					for range tr.Events() {
+					}
+				}()
+			}
+			var s0 *ebpf.ProgramStats
+			if tr != nil {
+				s0, _ = tr.fault.Stats()
+			}
+			start := time.Now()
+			cpu := c.do("loop %d 0 %d w", iters, pages)
+			wall := time.Since(start)
+			if s0 != nil {
+				if s1, err := tr.fault.Stats(); err == nil && s1.RunCount > s0.RunCount {
+					bpfNs[cf.name] = append(bpfNs[cf.name], float64(s1.Runtime-s0.Runtime)/float64(s1.RunCount-s0.RunCount))
+				}
+			}
+			ns[cf.name] = append(ns[cf.name], float64(cpu)/faults)
+			rate[cf.name] = append(rate[cf.name], faults/wall.Seconds())
+			if tr != nil {
+				time.Sleep(3 * tr.cfg.DrainInterval)
+				st, _ := tr.Stats()
+				if cf.track && st.MatchedFaults != faults {
+					b.Errorf("%s: matched %d faults, want %d", cf.name, st.MatchedFaults, faults)
+				}
+				drops[cf.name] += st.KernelDrops
+				tr.Close()
+			}
+		}
+	}
+	base := median(ns["base"])
+	for _, cf := range configs {
+		m := median(ns[cf.name])
+		bn := median(bpfNs[cf.name])
+		b.Logf("%-10s %5.0f ns/fault  ratio %.3f  runs %v  bpf %3.0f ns/run (ratio %.3f)  %.0f faults/s  kernel drops %d",
+			cf.name, m, m/base, fmtRuns(ns[cf.name], base), bn, (base+bn)/base, median(rate[cf.name]), drops[cf.name])
+		b.ReportMetric(m/base, cf.name+"-ratio")
+	}
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
+
+func fmtRuns(v []float64, base float64) string {
+	out := ""
+	for _, x := range v {
+		out += fmt.Sprintf(" %.2f", x/base)
+	}
+	return "[" + out[1:] + "]"
+}
