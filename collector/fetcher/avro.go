@@ -3,6 +3,7 @@ package fetcher
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 )
 
 // Hadoop writes job histories with Avro's JSON encoding, in which a value of
@@ -19,6 +20,9 @@ func (s *avroString) UnmarshalJSON(b []byte) error {
 	switch {
 	case len(b) == 0 || b[0] == 'n':
 		*s = ""
+		return nil
+	case b[0] == '"' && len(b) >= 2 && bytes.IndexByte(b, '\\') < 0:
+		*s = avroString(b[1 : len(b)-1]) // no escapes: the bytes are the string
 		return nil
 	case b[0] == '"':
 		var v string
@@ -65,6 +69,10 @@ func (a *avroInts) UnmarshalJSON(b []byte) error {
 		*a = nil
 		return nil
 	}
+	if v, ok := parseIntArray(b); ok {
+		*a = v
+		return nil
+	}
 	var v []int64
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
@@ -73,13 +81,42 @@ func (a *avroInts) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// parseIntArray parses a JSON array of plain integers ("[1, -2,3]")
+// without reflection; ok is false for anything else.
+func parseIntArray(b []byte) ([]int64, bool) {
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return nil, false
+	}
+	out := make([]int64, 0, 12)
+	body := b[1 : len(b)-1]
+	if len(bytes.TrimSpace(body)) == 0 {
+		return out, true
+	}
+	for len(body) > 0 {
+		i := bytes.IndexByte(body, ',')
+		tok := body
+		if i >= 0 {
+			tok, body = body[:i], body[i+1:]
+		} else {
+			body = nil
+		}
+		v, err := strconv.ParseInt(string(bytes.TrimSpace(tok)), 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, v)
+	}
+	return out, true
+}
+
 // jhCounters is Hadoop's JhCounters record: named groups of named counts.
-// It may be wrapped in a union object keyed by the record's class name.
+// Strict Avro-JSON writers wrap a nullable record as {"<record class>":
+// {…}}; the Wrapped field catches that spelling, so decoding needs no custom
+// unmarshaller (which would scan the largest part of every line twice more).
 type jhCounters struct {
-	Name   string           `json:"name"`
-	Groups []jhCounterGroup `json:"groups"`
-	// present is true once a counters record (possibly empty) was decoded.
-	present bool
+	Name    string           `json:"name"`
+	Groups  []jhCounterGroup `json:"groups"`
+	Wrapped *jhCounters      `json:"org.apache.hadoop.mapreduce.jobhistory.JhCounters"`
 }
 
 type jhCounterGroup struct {
@@ -90,37 +127,13 @@ type jhCounterGroup struct {
 	} `json:"counts"`
 }
 
-func (c *jhCounters) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || b[0] == 'n' {
-		*c = jhCounters{}
-		return nil
-	}
-	type plain jhCounters
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
-	}
-	if p.Groups == nil && p.Name == "" {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(b, &m); err != nil {
-			return err
-		}
-		if len(m) == 1 {
-			for _, v := range m {
-				return c.UnmarshalJSON(v)
-			}
-		}
-	}
-	*c = jhCounters(p)
-	c.present = true
-	return nil
-}
-
 // flatten returns the counters by name, the first group in input order
 // winning on duplicate names; nil when no counters record was present.
 func (c *jhCounters) flatten() map[string]int64 {
-	if c == nil || !c.present {
+	if c != nil && c.Wrapped != nil {
+		return c.Wrapped.flatten()
+	}
+	if c == nil || (c.Groups == nil && c.Name == "") {
 		return nil
 	}
 	n := 0

@@ -1,0 +1,146 @@
+package fetcher_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stratatrace/strata/collector/fetcher"
+	"github.com/stratatrace/strata/collector/heuristics"
+	"github.com/stratatrace/strata/collector/job"
+	"github.com/stratatrace/strata/test/gen"
+)
+
+// benchTasks is the size of the synthetic job the benchmark parses.
+const benchTasks = 100_000
+
+var (
+	benchOnce sync.Once
+	benchPath string
+	benchErr  error
+)
+
+// benchHistory writes a 100 000-task job history (90 000 maps, 10 000
+// reduces, skewed) once per test binary run.
+func benchHistory(b *testing.B) string {
+	benchOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "strata-bench-")
+		if err != nil {
+			benchErr = err
+			return
+		}
+		benchPath, benchErr = gen.WriteMRJob(dir, gen.MRJob{Maps: benchTasks * 9 / 10, Reduces: benchTasks / 10, Skew: 3, Seed: 1})
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return benchPath
+}
+
+// peakHeap samples the live heap while f runs and returns its peak.
+func peakHeap(f func()) uint64 {
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	f()
+	close(done)
+	return peak.Load()
+}
+
+// plainDecode is the baseline: encoding/json decoding every value of the
+// same file into interface values, nothing else.
+func plainDecode(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 256<<10)
+	if _, err := br.ReadString('\n'); err != nil { // "Avro-Json"
+		return err
+	}
+	dec := json.NewDecoder(br)
+	for {
+		var v any
+		if err := dec.Decode(&v); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+}
+
+// BenchmarkJobHistory100k parses (and analyses) a synthetic 100 000-task job
+// history and reports the time against a plain encoding/json decode of the
+// same file measured in the same run, and the peak live heap of the parse.
+func BenchmarkJobHistory100k(b *testing.B) {
+	path := benchHistory(b)
+	st, _ := os.Stat(path)
+	eng, err := heuristics.NewEngine(heuristics.DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var base, parse, analyse time.Duration
+	var peak uint64
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if err := plainDecode(path); err != nil {
+			b.Fatal(err)
+		}
+		base += time.Since(t0)
+		var j *job.Job
+		peak = max(peak, peakHeap(func() {
+			t1 := time.Now()
+			err = fetcher.Fetch(context.Background(), path, func(x *job.Job) error { j = x; return nil })
+			parse += time.Since(t1)
+		}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n := len(j.MapTasks) + len(j.ReduceTasks); n != benchTasks {
+			b.Fatalf("%d tasks", n)
+		}
+		t2 := time.Now()
+		if r := eng.Analyze(j); r == nil || len(r.Heuristics) == 0 {
+			b.Fatal("no analysis")
+		}
+		analyse += time.Since(t2)
+	}
+	n := float64(b.N)
+	ratio := float64(parse+analyse) / float64(base)
+	b.ReportMetric(float64(parse.Milliseconds())/n, "parse-ms")
+	b.ReportMetric(float64(analyse.Milliseconds())/n, "analyse-ms")
+	b.ReportMetric(float64(base.Milliseconds())/n, "json-baseline-ms")
+	b.ReportMetric(ratio, "x-baseline")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	b.Logf("%s: %d tasks, %.0f MiB; parse %v + analyse %v vs plain encoding/json %v: ratio %.2f (limit 3); peak live heap %.0f MiB",
+		filepath.Base(path), benchTasks, float64(st.Size())/(1<<20), parse/time.Duration(b.N), analyse/time.Duration(b.N),
+		base/time.Duration(b.N), ratio, float64(peak)/(1<<20))
+}
