@@ -2,6 +2,7 @@ package hooksrv
 
 import (
 	"bytes"
+	"encoding/hex"
 	"flag"
 	"os"
 	"os/exec"
@@ -165,4 +166,45 @@ func TestCEncoderRejects(t *testing.T) {
 			t.Errorf("%s returned %d, want -%s (%d)", k, got[k], errno, got[errno])
 		}
 	}
+}
+
+// TestCSendDropsWhenFull floods a socket nobody reads: the C sender must
+// never block, must count every frame as sent or dropped, must deliver the
+// sent ones whole and in order, and must report its drops in DROPPED.
+func TestCSendDropsWhenFull(t *testing.T) {
+	const n = 20000
+	out, err := exec.Command(buildGen(t), "flood", strconv.Itoa(n)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run golden flood: %v\n%s", err, out)
+	}
+	var sent, dropped, received uint64
+	var contiguous int
+	var report []byte
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		switch f := strings.Fields(l); f[0] {
+		case "flood":
+			for i, p := range []*uint64{&sent, &dropped, &received} {
+				if *p, err = strconv.ParseUint(f[i+1], 10, 64); err != nil {
+					t.Fatalf("line %q: %v", l, err)
+				}
+			}
+			contiguous, _ = strconv.Atoi(f[4])
+		case "report":
+			if report, err = hex.DecodeString(f[1]); err != nil {
+				t.Fatalf("line %q: %v", l, err)
+			}
+		}
+	}
+	if sent+dropped != n || dropped == 0 || received != sent || contiguous != 1 {
+		t.Fatalf("sent %d dropped %d received %d contiguous %d: want sent+dropped=%d, some drops, all sent received in order",
+			sent, dropped, received, contiguous, n)
+	}
+	f, err := Decode(report)
+	if err != nil {
+		t.Fatalf("decode DROPPED report: %v", err)
+	}
+	if d, ok := f.Body.(*Dropped); !ok || d.Dropped != dropped || d.Sent != sent || f.Seq != n {
+		t.Errorf("report %+v %+v, want dropped %d sent %d seq %d", f.Header, f.Body, dropped, sent, n)
+	}
+	t.Logf("%d frames: %d sent before the socket filled, %d dropped", n, sent, dropped)
 }

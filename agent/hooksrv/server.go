@@ -20,9 +20,10 @@ const DefaultPath = "/run/strata/hook.sock"
 
 // Defaults of Config.
 const (
-	DefaultMode      os.FileMode = 0o666
-	DefaultProcRoot              = "/proc"
-	DefaultMaxBlocks             = 1 << 20
+	DefaultMode         os.FileMode = 0o666
+	DefaultProcRoot                 = "/proc"
+	DefaultMaxBlocks                = 1 << 20
+	DefaultHelloTimeout             = 10 * time.Second
 )
 
 // Errors of Listen and of sessions.
@@ -35,6 +36,7 @@ var (
 	ErrTooManyBlocks  = errors.New("too many live blocks in one session")
 	ErrFrameTooLarge  = errors.New("packet larger than FrameMax")
 	ErrBadConfig      = errors.New("invalid config")
+	ErrHelloTimeout   = errors.New("no HELLO in time")
 )
 
 // Config configures a Server.
@@ -53,6 +55,9 @@ type Config struct {
 	// MaxBlocks bounds the live blocks of one session; a session that
 	// registers more is closed.
 	MaxBlocks int
+	// HelloTimeout closes a connection that sends no HELLO in time, so a
+	// silent peer cannot hold a session forever.
+	HelloTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -68,6 +73,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxBlocks == 0 {
 		c.MaxBlocks = DefaultMaxBlocks
 	}
+	if c.HelloTimeout == 0 {
+		c.HelloTimeout = DefaultHelloTimeout
+	}
 	return c
 }
 
@@ -80,8 +88,8 @@ func (c Config) Validate() error {
 	if c.Mode&^os.ModePerm != 0 {
 		return fmt.Errorf("validate config: %w: mode %v has non-permission bits", ErrBadConfig, c.Mode)
 	}
-	if c.MaxBlocks < 0 {
-		return fmt.Errorf("validate config: %w: negative MaxBlocks", ErrBadConfig)
+	if c.MaxBlocks < 0 || c.HelloTimeout < 0 {
+		return fmt.Errorf("validate config: %w: negative MaxBlocks or HelloTimeout", ErrBadConfig)
 	}
 	return nil
 }
@@ -250,7 +258,6 @@ func (s *Server) untrack(conn *net.UnixConn) {
 	s.mu.Lock()
 	delete(s.sessions, conn)
 	s.mu.Unlock()
-	s.c.active.Add(^uint64(0))
 	s.wg.Done()
 }
 

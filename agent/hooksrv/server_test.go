@@ -361,6 +361,21 @@ func TestServerNoHelloYieldsNoEvents(t *testing.T) {
 	}
 }
 
+func TestServerHelloTimeout(t *testing.T) {
+	ts := startServer(t, Config{HelloTimeout: 50 * time.Millisecond})
+	p := dial(t, ts.Path())
+	p.waitClosed()
+	if l := ts.logs.String(); !strings.Contains(l, "no HELLO in time") {
+		t.Errorf("log lacks the reason:\n%s", l)
+	}
+	// After HELLO the deadline is gone.
+	q := dial(t, ts.Path())
+	q.send(hello("app-slow"))
+	time.Sleep(150 * time.Millisecond)
+	q.send(register(1, 0x1000, me))
+	waitUntil(t, "register after the hello timeout", func() bool { return len(ts.rec.of("app-slow")) == 2 })
+}
+
 func TestServerUnknownBlocksAndDropped(t *testing.T) {
 	ts := startServer(t, Config{})
 	p := dial(t, ts.Path())

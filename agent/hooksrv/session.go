@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -58,6 +59,7 @@ func (s *Server) serveConn(conn *net.UnixConn) {
 	accepted := time.Now()
 	cred, err := peerCred(conn)
 	if err != nil {
+		s.c.active.Add(^uint64(0))
 		s.log.Warn("session refused", "err", err)
 		return
 	}
@@ -83,6 +85,7 @@ func (s *Server) serveConn(conn *net.UnixConn) {
 	default:
 		ss.log.Warn("session closed", "reason", cause, "blocks", len(ss.blocks), "rejected", ss.rejected)
 	}
+	s.c.active.Add(^uint64(0)) // before SessionEnd, so a handler sees consistent Stats
 	if ss.info != nil {
 		now := time.Now()
 		s.handler.HandleEvent(s.ctx, Event{
@@ -96,10 +99,16 @@ func (s *Server) serveConn(conn *net.UnixConn) {
 // returns nil when the peer closed, else why the session was closed.
 func (ss *session) run(cred *unix.Ucred, accepted time.Time) error {
 	buf := make([]byte, FrameMax+1)
+	if err := ss.conn.SetReadDeadline(accepted.Add(ss.s.cfg.HelloTimeout)); err != nil {
+		return fmt.Errorf("set hello deadline: %w", err)
+	}
 	for {
 		n, _, flags, _, err := ss.conn.ReadMsgUnix(buf, nil)
 		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 			return nil
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("start session: %w after %v", ErrHelloTimeout, ss.s.cfg.HelloTimeout)
 		}
 		if err != nil {
 			return fmt.Errorf("read frame: %w", err)
@@ -115,6 +124,9 @@ func (ss *session) run(cred *unix.Ucred, accepted time.Time) error {
 		if ss.info == nil {
 			if err := ss.hello(f, cred, accepted, received); err != nil {
 				return err
+			}
+			if err := ss.conn.SetReadDeadline(time.Time{}); err != nil {
+				return fmt.Errorf("clear hello deadline: %w", err)
 			}
 			continue
 		}

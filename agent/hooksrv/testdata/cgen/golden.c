@@ -11,11 +11,18 @@
  *                        the real encoder from fixed inputs (see golden_test.go)
  *   golden errors        print "<case> <return value>" for encoder calls that
  *                        must fail
+ *   golden flood N       over a SEQPACKET socketpair nobody reads, send N
+ *                        ACCESS frames without blocking, then drain and
+ *                        check the packets; print
+ *                          flood <sent> <dropped> <received> <contiguous 0|1>
+ *                          report <hex of the DROPPED frame sent after draining>
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "frame.h"
 
@@ -231,6 +238,43 @@ static void errors(void)
 	printf("ENOSPC %d\nENAMETOOLONG %d\nEINVAL %d\n", -ENOSPC, -ENAMETOOLONG, -EINVAL);
 }
 
+static void flood(long n)
+{
+	unsigned char buf[STRATA_FRAME_MAX];
+	struct strata_conn c;
+	int sv[2], contiguous = 1;
+	long received = 0;
+	ssize_t len;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) != 0) {
+		perror("socketpair");
+		exit(1);
+	}
+	memset(&c, 0, sizeof(c));
+	c.fd = sv[0];
+	for (long i = 0; i < n; i++)
+		strata_send_access(&c, 1, 0, 0, STRATA_ACCESS_READ);
+	while ((len = recv(sv[1], buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+		struct strata_hdr h;
+
+		memcpy(&h, buf, sizeof(h));
+		if (h.seq != (uint32_t)received)
+			contiguous = 0;
+		received++;
+	}
+	printf("flood %llu %llu %ld %d\n", (unsigned long long)c.sent,
+	       (unsigned long long)c.dropped, received, contiguous);
+	if (strata_send_dropped(&c) != 0) {
+		fprintf(stderr, "send DROPPED after draining failed\n");
+		exit(1);
+	}
+	len = recv(sv[1], buf, sizeof(buf), MSG_DONTWAIT);
+	printf("report ");
+	for (ssize_t i = 0; i < len; i++)
+		printf("%02x", buf[i]);
+	printf("\n");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "layout") == 0) {
@@ -240,8 +284,10 @@ int main(int argc, char **argv)
 		frames();
 	} else if (argc == 2 && strcmp(argv[1], "errors") == 0) {
 		errors();
+	} else if (argc == 3 && strcmp(argv[1], "flood") == 0) {
+		flood(atol(argv[2]));
 	} else {
-		fprintf(stderr, "usage: %s layout | frames DIR | errors\n", argv[0]);
+		fprintf(stderr, "usage: %s layout | frames DIR | errors | flood N\n", argv[0]);
 		return 2;
 	}
 	return 0;
