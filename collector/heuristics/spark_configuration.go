@@ -109,8 +109,9 @@ func (h *SparkConfiguration) Apply(j *job.Job) Result {
 	minExecs, minOK := propInt(conf, propMinExecutors)
 	maxExecs, maxOK := propInt(conf, propMaxExecutors)
 	daRaw, daOK := conf[propDynamicAllocation]
-	da := strings.TrimSpace(daRaw) == "true"
-	shuffle := strings.TrimSpace(conf[propShuffleService]) == "true"
+	// Scala's toBoolean: case-insensitive "true".
+	da := strings.EqualFold(strings.TrimSpace(daRaw), "true")
+	shuffle := strings.EqualFold(strings.TrimSpace(conf[propShuffleService]), "true")
 	serializer, serOK := conf[propSerializer]
 	driverOverhead := overheadBytes(conf, propDriverOverhead)
 	execOverhead := overheadBytes(conf, propExecutorOverhead)
