@@ -2,8 +2,13 @@ package heuristics_test
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stratatrace/strata/collector/fetcher"
@@ -164,4 +169,68 @@ func keys(m map[string]*stratav1.HeuristicResult) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/samples.golden")
+
+// TestSamplesGolden pins the analysis of every sample job: one line per job
+// with severity, score, metrics and every heuristic's severity and score.
+// After an intended change (here or in the fetcher) run
+// go test ./collector/heuristics -run SamplesGolden -update and review the
+// diff.
+func TestSamplesGolden(t *testing.T) {
+	dir := testenv.Samples(t)
+	eng, err := heuristics.NewEngine(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, sub := range []string{"drelephant", "mrhistory", "sparkevents/apache-spark", "sparkevents/sparklens"} {
+		err := fetcher.Fetch(context.Background(), filepath.Join(dir, sub), func(j *job.Job) error {
+			r := eng.Analyze(j)
+			rel, _ := filepath.Rel(dir, j.Source)
+			m := r.GetMetrics()
+			var b strings.Builder
+			fmt.Fprintf(&b, "%s %s %s %d used=%.6f wasted=%.6f runtime=%d wait=%d |", filepath.ToSlash(rel), r.GetJobId(),
+				heuristics.Severity(r.GetSeverity()), r.GetScore(), m.GetUsedGbHours(), m.GetWastedGbHours(), m.GetRuntimeMs(), m.GetWaitMs())
+			for _, h := range r.GetHeuristics() {
+				fmt.Fprintf(&b, " %s=%s/%d", strings.ReplaceAll(h.GetName(), " ", "_"), heuristics.Severity(h.GetSeverity()), h.GetScore())
+			}
+			lines = append(lines, b.String())
+			return nil
+		})
+		if err != nil {
+			lines = append(lines, "# "+sub+": "+strings.ReplaceAll(err.Error(), dir+string(filepath.Separator), ""))
+		}
+	}
+	sort.Strings(lines)
+	got := strings.Join(lines, "\n") + "\n"
+	golden := filepath.Join("testdata", "samples.golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("read golden (run with -update to create it): %v", err)
+	}
+	if got != string(want) {
+		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
+		for i := 0; i < max(len(gl), len(wl)); i++ {
+			var g, w string
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if g != w {
+				t.Fatalf("sample analysis differs from %s at line %d:\n got: %s\nwant: %s\n(run with -update after checking the change)", golden, i+1, g, w)
+			}
+		}
+	}
 }
