@@ -1,0 +1,319 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/stratatrace/strata/collector/fetcher"
+	"github.com/stratatrace/strata/collector/job"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// Sink stores analysis results; the collector's store satisfies it.
+type Sink interface {
+	HasJob(ctx context.Context, id string) (bool, error)
+	PutJob(ctx context.Context, r *stratav1.JobResult) error
+}
+
+// Analyzer turns a job into its analysis; the heuristics engine satisfies
+// it.
+type Analyzer interface {
+	Analyze(j *job.Job) *stratav1.JobResult
+}
+
+// FetchFunc reads the jobs of one source (fetcher.Fetch's signature).
+type FetchFunc func(ctx context.Context, source string, fn func(*job.Job) error) error
+
+// Config configures a Poller.
+type Config struct {
+	// Sources are directories, files and history-server URLs.
+	Sources []string
+	// Interval between polls; default 60 s (Dr. Elephant's fetch interval).
+	Interval time.Duration
+	// SettleRounds is how many polls an unfinished job's input must stay
+	// unchanged before it is analysed as it stands; default 3.
+	SettleRounds int
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Fetch reads a source; default fetcher.Fetch.
+	Fetch FetchFunc
+	// Now returns the analysis time; default time.Now.
+	Now func() time.Time
+}
+
+// ErrNoSources is returned by New when no source is configured.
+var ErrNoSources = errors.New("no history sources configured")
+
+// Poller polls history sources. It is not safe for concurrent Poll calls.
+type Poller struct {
+	cfg      Config
+	analyzer Analyzer
+	sink     Sink
+	log      *slog.Logger
+	// done holds the fingerprint of every unit (file, rolling log dir)
+	// whose jobs were all handled.
+	done map[string]string
+	// pending counts the polls an unfinished unit stayed unchanged.
+	pending map[string]pendingUnit
+}
+
+type pendingUnit struct {
+	fingerprint string
+	rounds      int
+}
+
+// Stats counts what one poll did.
+type Stats struct {
+	Units    int // files, rolling-log dirs and URLs read
+	Skipped  int // units unchanged since handled
+	Analyzed int // jobs analysed and stored
+	Known    int // jobs the sink already had
+	Deferred int // unfinished jobs left for a later poll
+	Ignored  int // killed jobs
+	Errors   int // units that could not be read
+}
+
+// New returns a poller of cfg.Sources that analyses with a and stores into s.
+func New(cfg Config, a Analyzer, s Sink) (*Poller, error) {
+	if len(cfg.Sources) == 0 {
+		return nil, ErrNoSources
+	}
+	if a == nil || s == nil {
+		return nil, errors.New("new poller: analyzer and sink are required")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 60 * time.Second
+	}
+	if cfg.SettleRounds <= 0 {
+		cfg.SettleRounds = 3
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Fetch == nil {
+		cfg.Fetch = fetcher.Fetch
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Poller{
+		cfg: cfg, analyzer: a, sink: s,
+		log:     cfg.Logger.With("component", "history"),
+		done:    map[string]string{},
+		pending: map[string]pendingUnit{},
+	}, nil
+}
+
+// Run polls at once and then every interval until ctx ends; it returns nil
+// then. Errors of single sources are logged, never fatal.
+func (p *Poller) Run(ctx context.Context) error {
+	t := time.NewTicker(p.cfg.Interval)
+	defer t.Stop()
+	for {
+		st, err := p.Poll(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			p.log.Warn("poll failed", "err", err)
+		}
+		p.log.Debug("poll done", "units", st.Units, "skipped", st.Skipped, "analyzed", st.Analyzed,
+			"known", st.Known, "deferred", st.Deferred, "errors", st.Errors)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Poll reads every source once. The error is the sink's when storing
+// failed (the poll stops there); unreadable sources only count in Stats.
+func (p *Poller) Poll(ctx context.Context) (Stats, error) {
+	var st Stats
+	for _, src := range p.cfg.Sources {
+		if err := ctx.Err(); err != nil {
+			return st, err
+		}
+		units, err := units(src)
+		if err != nil {
+			st.Errors++
+			p.log.Warn("list source", "source", src, "err", err)
+			continue
+		}
+		for _, u := range units {
+			if err := p.pollUnit(ctx, u, &st); err != nil {
+				return st, err
+			}
+		}
+	}
+	return st, nil
+}
+
+// unit is one thing the fetcher reads: a file, a rolling-log directory or
+// a URL; fingerprint is "" when it cannot be known (URLs).
+type unit struct {
+	source      string
+	fingerprint string
+}
+
+// units lists the units of a source: the source itself unless it is a
+// plain directory, whose files and rolling-log directories are listed.
+func units(src string) ([]unit, error) {
+	if strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://") {
+		return []unit{{source: src}}, nil
+	}
+	st, err := os.Stat(src)
+	if err != nil {
+		return nil, fmt.Errorf("stat source: %w", err)
+	}
+	if !st.IsDir() {
+		return []unit{{source: src, fingerprint: stamp(st)}}, nil
+	}
+	if strings.HasPrefix(st.Name(), "eventlog_v2_") {
+		return []unit{rollingUnit(src)}, nil
+	}
+	var out []unit
+	err = filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable subtree: skipped, retried next poll
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != src && strings.HasPrefix(name, ".") {
+				return fs.SkipDir
+			}
+			if strings.HasPrefix(name, "eventlog_v2_") {
+				out = append(out, rollingUnit(path))
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if strings.HasPrefix(name, ".") || strings.HasSuffix(name, "_conf.xml") || !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		fp := stamp(info)
+		if strings.HasSuffix(name, ".jhist") {
+			// The conf arrives with (or after) the history: include it.
+			if ci, err := os.Stat(confBeside(path)); err == nil {
+				fp += "+" + stamp(ci)
+			}
+		}
+		out = append(out, unit{source: path, fingerprint: fp})
+		return nil
+	})
+	return out, err
+}
+
+func stamp(fi fs.FileInfo) string {
+	return fmt.Sprintf("%d@%d", fi.Size(), fi.ModTime().UnixNano())
+}
+
+// confBeside names the _conf.xml of a job history file from its job id
+// (the file name up to the first '-').
+func confBeside(hist string) string {
+	base := filepath.Base(hist)
+	id, _, _ := strings.Cut(base, "-")
+	id = strings.TrimSuffix(id, ".jhist")
+	return filepath.Join(filepath.Dir(hist), id+"_conf.xml")
+}
+
+func rollingUnit(dir string) unit {
+	var fp strings.Builder
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil {
+			fmt.Fprintf(&fp, "%s:%s;", e.Name(), stamp(info))
+		}
+	}
+	return unit{source: dir, fingerprint: fp.String()}
+}
+
+func finished(s job.Status) bool { return s == job.Succeeded || s == job.Failed }
+
+func (p *Poller) pollUnit(ctx context.Context, u unit, st *Stats) error {
+	if u.fingerprint != "" && p.done[u.source] == u.fingerprint {
+		st.Skipped++
+		return nil
+	}
+	st.Units++
+	settled := false
+	if u.fingerprint != "" {
+		pu := p.pending[u.source]
+		if pu.fingerprint == u.fingerprint {
+			pu.rounds++
+		} else {
+			pu = pendingUnit{fingerprint: u.fingerprint}
+		}
+		p.pending[u.source] = pu
+		settled = pu.rounds >= p.cfg.SettleRounds-1
+	}
+	var sinkErr error
+	deferred := false
+	err := p.cfg.Fetch(ctx, u.source, func(j *job.Job) error {
+		if j.Status == job.Killed {
+			st.Ignored++
+			return nil
+		}
+		has, err := p.sink.HasJob(ctx, j.ID)
+		if err != nil {
+			sinkErr = fmt.Errorf("look up job %s: %w", j.ID, err)
+			return sinkErr
+		}
+		if has {
+			st.Known++
+			return nil
+		}
+		if !finished(j.Status) && !settled {
+			st.Deferred++
+			deferred = true
+			return nil
+		}
+		r := p.analyzer.Analyze(j)
+		if r == nil {
+			return nil
+		}
+		if r.Source == "" {
+			r.Source = j.Source
+		}
+		r.AnalyzedUnixMs = p.cfg.Now().UnixMilli()
+		if err := p.sink.PutJob(ctx, r); err != nil {
+			sinkErr = fmt.Errorf("store job %s: %w", j.ID, err)
+			return sinkErr
+		}
+		st.Analyzed++
+		p.log.Info("job analysed", "job", j.ID, "type", j.Type, "severity", r.Severity.String(), "source", u.source)
+		return nil
+	})
+	if sinkErr != nil {
+		return sinkErr
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, fetcher.ErrUnknownFormat) && u.fingerprint != "" {
+			p.done[u.source] = u.fingerprint // not a history file: ignore until it changes
+			return nil
+		}
+		st.Errors++
+		p.log.Warn("read history source", "source", u.source, "err", err)
+		return nil
+	}
+	if !deferred && u.fingerprint != "" {
+		p.done[u.source] = u.fingerprint
+		delete(p.pending, u.source)
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+package history
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stratatrace/strata/collector/heuristics"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+	"github.com/stratatrace/strata/test/gen"
+)
+
+// The heuristics engine is the Analyzer the collector uses.
+var _ Analyzer = (*heuristics.Engine)(nil)
+
+type memSink struct {
+	mu   sync.Mutex
+	jobs map[string]*stratav1.JobResult
+	puts int
+}
+
+func (m *memSink) HasJob(_ context.Context, id string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.jobs[id]
+	return ok, nil
+}
+
+func (m *memSink) PutJob(_ context.Context, r *stratav1.JobResult) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.jobs == nil {
+		m.jobs = map[string]*stratav1.JobResult{}
+	}
+	m.jobs[r.JobId] = r
+	m.puts++
+	return nil
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestPoller(t *testing.T) {
+	dir := t.TempDir()
+	for i, spec := range []gen.MRJob{
+		{JobID: "job_1700000000000_0001", Maps: 20, Reduces: 2},
+		{JobID: "job_1700000000000_0002", Maps: 30, Reduces: 3, Skew: 5},
+		{JobID: "job_1700000000000_0003", Maps: 5, Failed: true},
+		{JobID: "job_1700000000000_0004", Maps: 5, Failed: true}, // killed below? no: kept failed
+	} {
+		spec.Seed = uint64(i)
+		if _, err := gen.WriteMRJob(dir, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Create(filepath.Join(dir, "application_1700000000000_0009"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen.WriteSparkLog(f, gen.SparkApp{AppID: "application_1700000000000_0009", TasksPerStage: 20})
+	f.Close()
+	// A job history cut short for good: it never gets its completion event.
+	cut, err := gen.WriteMRJob(filepath.Join(dir, "cut"), gen.MRJob{JobID: "job_1700000000000_0005", Maps: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(cut)
+	os.WriteFile(cut, b[:len(b)/2], 0o644)
+	os.WriteFile(filepath.Join(dir, "README.txt"), []byte("not a history"), 0o644)
+
+	eng, err := heuristics.NewEngine(heuristics.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	now := time.UnixMilli(1800000000000)
+	cfg := Config{Sources: []string{dir}, SettleRounds: 3, Logger: quiet(), Now: func() time.Time { return now }}
+	p, err := New(cfg, eng, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	poll := func(want Stats) {
+		t.Helper()
+		got, err := p.Poll(ctx)
+		if err != nil || got != want {
+			t.Fatalf("poll: %+v %v, want %+v", got, err, want)
+		}
+	}
+	poll(Stats{Units: 7, Analyzed: 5, Deferred: 1})
+	poll(Stats{Units: 1, Skipped: 6, Deferred: 1})
+	poll(Stats{Units: 1, Skipped: 6, Analyzed: 1}) // settled: analysed as it stands
+	poll(Stats{Skipped: 7})
+
+	r := sink.jobs["job_1700000000000_0005"]
+	if r == nil || len(r.Warnings) == 0 || !strings.Contains(strings.Join(r.Warnings, " "), "truncated") {
+		t.Fatalf("truncated job result %+v", r)
+	}
+	if r.AnalyzedUnixMs != now.UnixMilli() || r.Source != cut {
+		t.Errorf("analysed %d source %s", r.AnalyzedUnixMs, r.Source)
+	}
+	if s := sink.jobs["application_1700000000000_0009"]; s == nil || s.Type != "spark" || len(s.Heuristics) == 0 {
+		t.Errorf("spark result %+v", s)
+	}
+	if f := sink.jobs["job_1700000000000_0003"]; f == nil || f.Severity < stratav1.Severity_SEVERITY_MODERATE {
+		t.Errorf("failed job result %+v", f)
+	}
+
+	// A new history is picked up; a restarted poller asks the sink.
+	if _, err := gen.WriteMRJob(dir, gen.MRJob{JobID: "job_1700000000000_0006", Maps: 3}); err != nil {
+		t.Fatal(err)
+	}
+	poll(Stats{Units: 1, Skipped: 7, Analyzed: 1})
+	p2, _ := New(cfg, eng, sink)
+	if st, err := p2.Poll(ctx); err != nil || st.Known != 7 || st.Analyzed != 0 {
+		t.Errorf("restarted poll: %+v %v", st, err)
+	}
+	if sink.puts != 7 {
+		t.Errorf("%d puts, want 7 (each job once)", sink.puts)
+	}
+}
+
+func TestRunStopsWithContext(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := gen.WriteMRJob(dir, gen.MRJob{Maps: 2}); err != nil {
+		t.Fatal(err)
+	}
+	eng, _ := heuristics.NewEngine(heuristics.DefaultConfig())
+	sink := &memSink{}
+	p, err := New(Config{Sources: []string{dir, filepath.Join(dir, "absent")}, Interval: 10 * time.Millisecond, Logger: quiet()}, eng, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := p.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if sink.puts != 1 {
+		t.Errorf("%d puts, want 1", sink.puts)
+	}
+	if _, err := New(Config{}, eng, sink); err != ErrNoSources {
+		t.Errorf("no sources: %v", err)
+	}
+}
