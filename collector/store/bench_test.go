@@ -1,12 +1,10 @@
 package store_test
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -63,23 +61,6 @@ func ingest(tb testing.TB, dir string, batches []*stratav1.Batch) (time.Duration
 	return took, size
 }
 
-// vmHWM returns this process's peak resident set in KiB (/proc/self/status).
-func vmHWM() int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
-}
-
 // BenchmarkIngest appends 2 Mi pages, carried as runs, into the embedded
 // store (the collector's write path minus gRPC), then the same pages as one
 // row each, and reports the ratios between the two.
@@ -93,7 +74,7 @@ func BenchmarkIngest(b *testing.B) {
 		runBytes = size
 	}
 	b.StopTimer()
-	hwmRuns := vmHWM()
+	hwmRuns := storetest.PeakRSSKiB("self")
 	flat := make([]*stratav1.Batch, len(batches))
 	for i, bt := range batches {
 		flat[i] = perPage(bt)
@@ -111,7 +92,7 @@ func BenchmarkIngest(b *testing.B) {
 	b.Logf("runs: %d pages in %d rows, %v (%.0f pages/s), %d bytes on disk (%.2f B/page); peak RSS %d MiB",
 		pages, runs, perRun.Round(time.Millisecond), pagesPerSec, runBytes, float64(runBytes)/float64(pages), hwmRuns/1024)
 	b.Logf("one row per page: %d rows, %v (%.0f pages/s), %d bytes on disk (%.2f B/page); peak RSS %d MiB",
-		pages, flatTime.Round(time.Millisecond), float64(pages)/flatTime.Seconds(), flatBytes, float64(flatBytes)/float64(pages), vmHWM()/1024)
+		pages, flatTime.Round(time.Millisecond), float64(pages)/flatTime.Seconds(), flatBytes, float64(flatBytes)/float64(pages), storetest.PeakRSSKiB("self")/1024)
 	b.Logf("runs save: %.1fx rows, %.1fx bytes, %.1fx insert time",
 		float64(pages)/float64(runs), float64(flatBytes)/float64(runBytes), flatTime.Seconds()/perRun.Seconds())
 }

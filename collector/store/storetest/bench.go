@@ -1,8 +1,11 @@
 package storetest
 
 import (
+	"bufio"
 	"math/rand/v2"
+	"os"
 	"strconv"
+	"strings"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -46,4 +49,22 @@ func BenchBatches(n, recs int) (batches []*stratav1.Batch, pages, runs int) {
 		batches = append(batches, b)
 	}
 	return batches, pages, runs
+}
+
+// PeakRSSKiB returns the peak resident set of process pid ("self" for this
+// one) in KiB, from VmHWM in /proc/PID/status; 0 when unreadable.
+func PeakRSSKiB(pid string) int64 {
+	f, err := os.Open("/proc/" + pid + "/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
