@@ -170,10 +170,28 @@ func TestCEncoderRejects(t *testing.T) {
 
 // TestCSendDropsWhenFull floods a socket nobody reads: the C sender must
 // never block, must count every frame as sent or dropped, must deliver the
-// sent ones whole and in order, and must report its drops in DROPPED.
+// sent ones whole and in order, and must report its drops in DROPPED. A
+// connection from strata_conn_open holds more frames than a default socket
+// when net.core.wmem_max allows its larger SO_SNDBUF.
 func TestCSendDropsWhenFull(t *testing.T) {
+	gen := buildGen(t)
+	plain := flood(t, gen)
+	conn := flood(t, gen, t.TempDir())
+	wmemMax, _ := os.ReadFile("/proc/sys/net/core/wmem_max")
+	wmemDefault, _ := os.ReadFile("/proc/sys/net/core/wmem_default")
+	wmax, _ := strconv.Atoi(strings.TrimSpace(string(wmemMax)))
+	wdef, _ := strconv.Atoi(strings.TrimSpace(string(wmemDefault)))
+	if wmax > 2*wdef && conn < 2*plain {
+		t.Errorf("strata_conn_open socket held %d frames, default socket %d: SO_SNDBUF request not applied (wmem_max %d)", conn, plain, wmax)
+	}
+}
+
+// flood runs "golden flood" and checks its accounting; it returns how many
+// frames fit before the socket was full.
+func flood(t *testing.T, gen string, dir ...string) uint64 {
+	t.Helper()
 	const n = 20000
-	out, err := exec.Command(buildGen(t), "flood", strconv.Itoa(n)).CombinedOutput()
+	out, err := exec.Command(gen, append([]string{"flood", strconv.Itoa(n)}, dir...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("run golden flood: %v\n%s", err, out)
 	}
@@ -206,5 +224,6 @@ func TestCSendDropsWhenFull(t *testing.T) {
 	if d, ok := f.Body.(*Dropped); !ok || d.Dropped != dropped || d.Sent != sent || f.Seq != n {
 		t.Errorf("report %+v %+v, want dropped %d sent %d seq %d", f.Header, f.Body, dropped, sent, n)
 	}
-	t.Logf("%d frames: %d sent before the socket filled, %d dropped", n, sent, dropped)
+	t.Logf("%d frames (%v): %d sent before the socket filled, %d dropped", n, dir, sent, dropped)
+	return sent
 }

@@ -131,6 +131,16 @@
  * a different getpid() than the host agent does). A peer can therefore only
  * ever describe its own address space.
  *
+ * Receiver behaviour
+ * ------------------
+ * The agent closes the connection on a frame it cannot decode, on a frame
+ * before HELLO, on a second HELLO, on a HELLO naming a foreign pid and when
+ * no HELLO arrives within its timeout (10 s by default); later sends then
+ * fail with EPIPE and count as dropped. A REGISTER or MOVE naming a foreign
+ * pid is dropped and the connection stays. MOVE, ACCESS and FREE of a block
+ * id that is not live are ignored (its REGISTER may have been dropped).
+ * When the connection ends, every block it registered is dead.
+ *
  * Sizes
  * -----
  * STRATA_FRAME_MAX bounds every frame; the largest is a HELLO with two

@@ -201,6 +201,8 @@ int strata_conn_open(struct strata_conn *c, const char *path)
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	/* Best effort: the kernel caps the request at net.core.wmem_max. */
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){ STRATA_SNDBUF_WANT }, sizeof(int));
 	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
 		int err = errno;
 

@@ -28,6 +28,17 @@
 
 #include "strata_hook.h"
 
+/*
+ * Send buffer the connection asks for. On an AF_UNIX SEQPACKET socket the
+ * frames in flight are charged to the sender's SO_SNDBUF at about 768 bytes
+ * each (skb overhead, not frame size), so the default 208 KiB
+ * (net.core.wmem_default) holds only ~280 frames before sends fail with
+ * EAGAIN. strata_conn_open asks for 4 MiB; the kernel caps the request at
+ * net.core.wmem_max and then doubles it, so with wmem_max >= 4 MiB about
+ * 10900 frames fit (measured by agent/hooksrv's TestCSendDropsWhenFull).
+ */
+#define STRATA_SNDBUF_WANT (4 << 20)
+
 /* Header fields that vary per frame. */
 struct strata_frame_meta {
 	uint32_t seq;

@@ -11,9 +11,10 @@
  *                        the real encoder from fixed inputs (see golden_test.go)
  *   golden errors        print "<case> <return value>" for encoder calls that
  *                        must fail
- *   golden flood N       over a SEQPACKET socketpair nobody reads, send N
- *                        ACCESS frames without blocking, then drain and
- *                        check the packets; print
+ *   golden flood N [DIR] over a SEQPACKET socketpair nobody reads (or, with
+ *                        DIR, a connection made by strata_conn_open to a
+ *                        listener there), send N ACCESS frames without
+ *                        blocking, then drain and check the packets; print
  *                          flood <sent> <dropped> <received> <contiguous 0|1>
  *                          report <hex of the DROPPED frame sent after draining>
  */
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "frame.h"
@@ -238,7 +240,25 @@ static void errors(void)
 	printf("ENOSPC %d\nENAMETOOLONG %d\nEINVAL %d\n", -ENOSPC, -ENAMETOOLONG, -EINVAL);
 }
 
-static void flood(long n)
+/* Connects c to a fresh listener in dir through strata_conn_open (so with
+ * its SO_SNDBUF request) and returns the accepted end. */
+static int conn_pair(struct strata_conn *c, const char *dir)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int ln, fd;
+
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/flood.sock", dir);
+	ln = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	if (ln < 0 || bind(ln, (struct sockaddr *)&addr, sizeof(addr)) != 0 || listen(ln, 1) != 0 ||
+	    strata_conn_open(c, addr.sun_path) != 0 || (fd = accept(ln, NULL, NULL)) < 0) {
+		perror("conn_pair");
+		exit(1);
+	}
+	close(ln);
+	return fd;
+}
+
+static void flood(long n, const char *dir)
 {
 	unsigned char buf[STRATA_FRAME_MAX];
 	struct strata_conn c;
@@ -246,12 +266,16 @@ static void flood(long n)
 	long received = 0;
 	ssize_t len;
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) != 0) {
-		perror("socketpair");
-		exit(1);
-	}
 	memset(&c, 0, sizeof(c));
-	c.fd = sv[0];
+	if (dir != NULL) {
+		sv[1] = conn_pair(&c, dir);
+	} else {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) != 0) {
+			perror("socketpair");
+			exit(1);
+		}
+		c.fd = sv[0];
+	}
 	for (long i = 0; i < n; i++)
 		strata_send_access(&c, 1, 0, 0, STRATA_ACCESS_READ);
 	while ((len = recv(sv[1], buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
@@ -284,10 +308,10 @@ int main(int argc, char **argv)
 		frames();
 	} else if (argc == 2 && strcmp(argv[1], "errors") == 0) {
 		errors();
-	} else if (argc == 3 && strcmp(argv[1], "flood") == 0) {
-		flood(atol(argv[2]));
+	} else if ((argc == 3 || argc == 4) && strcmp(argv[1], "flood") == 0) {
+		flood(atol(argv[2]), argc == 4 ? argv[3] : NULL);
 	} else {
-		fprintf(stderr, "usage: %s layout | frames DIR | errors | flood N\n", argv[0]);
+		fprintf(stderr, "usage: %s layout | frames DIR | errors | flood N [DIR]\n", argv[0]);
 		return 2;
 	}
 	return 0;
