@@ -1,6 +1,10 @@
 package heuristics
 
-import stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+import (
+	"strings"
+
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
 
 // Severity is Dr. Elephant's five-level severity. The integer values are the
 // ones used for scoring (§1.1, §1.4) and equal stratav1.Severity's.
@@ -37,30 +41,11 @@ func (s Severity) Proto() stratav1.Severity {
 // severity; ok is false for unknown names.
 func ParseSeverity(name string) (Severity, bool) {
 	for i, n := range severityNames {
-		if equalFold(name, n) || equalFold(name, "SEVERITY_"+n) {
+		if strings.EqualFold(name, n) || strings.EqualFold(name, "SEVERITY_"+n) {
 			return Severity(i), true
 		}
 	}
 	return None, false
-}
-
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'a' <= x && x <= 'z' {
-			x -= 'a' - 'A'
-		}
-		if 'a' <= y && y <= 'z' {
-			y -= 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 // MaxSeverity returns the highest of its arguments, None for none.
