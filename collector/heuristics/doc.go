@@ -4,7 +4,7 @@
 //
 // Everything here is a pure function of its inputs: heuristics never fetch,
 // never log and never read the clock. The authority for every rule, default
-// and quirk is the research note drelephant.md (section numbers in the doc
+// and quirk is the research note ../shared/research/drelephant.md (section numbers in the doc
 // comments refer to it); Dr. Elephant's quirks are reproduced on purpose so
 // that severities and scores match its own.
 //
@@ -27,7 +27,8 @@
 //	res = eng.AnalyzeWithTrace(j, summary)  // plus cross-layer heuristics
 //
 // Every heuristic is one file registering itself in init (the only
-// package-level state); results come in Dr. Elephant's shipped order. The
+// package-level state); a mapper/reducer pair that shares one rule (skew,
+// GC, memory) shares its file, as Dr. Elephant's generic classes do; results come in Dr. Elephant's shipped order. The
 // thresholds live in defaults.yaml (embedded; DefaultsYAML returns it with
 // its comments); an override file replaces only the keys it names and
 // unknown keys are an error.
