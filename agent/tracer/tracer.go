@@ -73,6 +73,7 @@ type Tracer struct {
 	ncpu   int
 	hook   Hook
 	fault  *ebpf.Program // the fault program in use (tests run it)
+	walk   *ebpf.Program // loaded by the first SampleWalks
 	pidMem []byte        // mmap of pid_bits
 
 	closers []io.Closer // in opening order; Close runs them in reverse
