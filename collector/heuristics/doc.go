@@ -4,9 +4,9 @@
 //
 // Everything here is a pure function of its inputs: heuristics never fetch,
 // never log and never read the clock. The authority for every rule, default
-// and quirk is the research note ../shared/research/drelephant.md (section numbers in the doc
-// comments refer to it); Dr. Elephant's quirks are reproduced on purpose so
-// that severities and scores match its own.
+// and quirk is the research note ../shared/research/drelephant.md (section
+// numbers in the doc comments refer to it); Dr. Elephant's quirks are
+// reproduced on purpose so that severities and scores match its own.
 //
 // # Model
 //
