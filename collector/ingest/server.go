@@ -38,6 +38,9 @@ func NewServer(log *slog.Logger) (*grpc.Server, *health.Server) {
 			PermitWithoutStream: true,
 		}),
 		grpc.MaxRecvMsgSize(MaxBatchBytes),
+		// Stop and GracefulStop return only after every handler has, so the
+		// store can be closed right after them with no call still using it.
+		grpc.WaitForHandlers(true),
 		grpc.ChainUnaryInterceptor(unaryStatus),
 		grpc.ChainStreamInterceptor(streamStatus),
 	)

@@ -165,7 +165,7 @@ type writer struct {
 // writer goroutine. Close must be called to flush and checkpoint.
 func Open(ctx context.Context, opts Options) (*DuckDB, error) {
 	if opts.Dir == "" {
-		return nil, fmt.Errorf("open store: %w: empty directory", ErrInvalidQuery)
+		return nil, errors.New("open store: empty directory")
 	}
 	if err := os.MkdirAll(opts.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create store dir: %w", err)
