@@ -36,7 +36,8 @@
 //
 // # Sessions
 //
-// The first frame must be HELLO. A malformed frame (bad magic, version,
+// The first frame must be HELLO, within Config.HelloTimeout of the accept.
+// A malformed frame (bad magic, version,
 // length, string, reserved field or value, unknown type, an oversized
 // packet, a second HELLO, too many live blocks) closes that session with a
 // logged reason and counts in Stats.Malformed; other sessions go on, and
@@ -44,6 +45,11 @@
 // is not live are counted in Stats.Unknown and skipped (the hook may have
 // dropped the REGISTER because its socket was full). DROPPED frames add the
 // hook's newly dropped frames to Stats.DroppedByPeer.
+//
+// The hook never waits: frames queue in the socket (about 280 with default
+// sysctls, about 10900 when net.core.wmem_max allows the 4 MiB SO_SNDBUF
+// the hook asks for) and are dropped by the hook when it is full, so a slow
+// Handler costs frames, never JVM time.
 //
 // # Events
 //
@@ -53,8 +59,9 @@
 // (EventRegister, EventMove, EventAccess, EventFree) that each carry the
 // block as registered and its current range, and exactly one
 // EventSessionEnd, after which all blocks of that session are dead and the
-// consumer should drop them. A connection that never sends a valid HELLO
-// yields no events.
+// consumer should drop them (Stats.Active already excludes the session
+// when its SessionEnd is delivered). A connection that never sends a valid
+// HELLO yields no events.
 //
 // # Lifecycle
 //

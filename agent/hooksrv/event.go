@@ -64,6 +64,7 @@ type Session struct {
 	UID uint32
 	GID uint32
 	// Reported by the hook in HELLO.
+	HookPID       uint32 // the pid HELLO named: PID, or PID as seen in its own pid namespace
 	AppID         string
 	ExecutorID    string
 	PageSize      uint32

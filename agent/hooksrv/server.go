@@ -126,10 +126,17 @@ type Server struct {
 	wg       sync.WaitGroup
 }
 
-// Listen creates the socket and returns a Server ready to Serve.
+// Listen creates the socket and returns a Server ready to Serve. Events go
+// to h; log may be nil to discard the server's log.
 func Listen(cfg Config, h Handler, log *slog.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if h == nil {
+		return nil, fmt.Errorf("listen hook socket: %w: nil Handler", ErrBadConfig)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	cfg = cfg.withDefaults()
 	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o755); err != nil {

@@ -200,7 +200,7 @@ func TestServerTwoPeersForeignPIDRejected(t *testing.T) {
 
 	evs := ts.rec.of("app-a")
 	s := evs[0].Session
-	want := Session{ID: s.ID, PID: me, UID: uint32(os.Getuid()), GID: uint32(os.Getgid()),
+	want := Session{ID: s.ID, PID: me, UID: uint32(os.Getuid()), GID: uint32(os.Getgid()), HookPID: me,
 		AppID: "app-a", ExecutorID: "1", PageSize: 4096, ByteArrayBase: 16, LongArrayBase: 16, RefSize: 4,
 		HelloTime: time.Unix(0, peerTime), HelloMonoNs: 123, Accepted: s.Accepted}
 	if !reflect.DeepEqual(*s, want) || s.Accepted.IsZero() {
@@ -462,6 +462,11 @@ func TestListenSocketFile(t *testing.T) {
 		}
 		if _, err := Listen(Config{Path: path}, h, log); !errors.Is(err, ErrNotSocket) {
 			t.Errorf("Listen on a file: %v, want ErrNotSocket", err)
+		}
+	})
+	t.Run("nil handler", func(t *testing.T) {
+		if _, err := Listen(Config{Path: filepath.Join(dir, "nil.sock")}, nil, log); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("Listen without a handler: %v, want ErrBadConfig", err)
 		}
 	})
 	t.Run("bad config", func(t *testing.T) {

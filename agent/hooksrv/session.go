@@ -74,15 +74,12 @@ func (s *Server) serveConn(conn *net.UnixConn) {
 	if s.isClosed() && !errors.Is(cause, ErrMalformed) {
 		cause = nil // ended by Close, not by the peer
 	}
-	switch {
-	case cause == nil:
+	if cause == nil {
 		ss.log.Debug("session ended", "blocks", len(ss.blocks), "rejected", ss.rejected)
-	case errors.Is(cause, ErrForeignPID):
-		ss.log.Warn("session closed", "reason", cause, "rejected", ss.rejected)
-	case errors.Is(cause, ErrMalformed):
-		s.c.malformed.Add(1)
-		ss.log.Warn("session closed", "reason", cause, "blocks", len(ss.blocks), "rejected", ss.rejected)
-	default:
+	} else {
+		if errors.Is(cause, ErrMalformed) {
+			s.c.malformed.Add(1)
+		}
 		ss.log.Warn("session closed", "reason", cause, "blocks", len(ss.blocks), "rejected", ss.rejected)
 	}
 	s.c.active.Add(^uint64(0)) // before SessionEnd, so a handler sees consistent Stats
@@ -150,7 +147,7 @@ func (ss *session) hello(f Frame, cred *unix.Ucred, accepted, received time.Time
 	ss.s.c.frames.Add(1)
 	ss.info = &Session{
 		ID: ss.s.nextID.Add(1), PID: uint32(cred.Pid), UID: cred.Uid, GID: cred.Gid,
-		AppID: h.AppID, ExecutorID: h.ExecutorID, PageSize: h.PageSize,
+		HookPID: h.PID, AppID: h.AppID, ExecutorID: h.ExecutorID, PageSize: h.PageSize,
 		ByteArrayBase: h.ByteArrayBase, LongArrayBase: h.LongArrayBase, RefSize: h.RefSize,
 		HelloTime: f.Time(), HelloMonoNs: h.MonotonicNs, Accepted: accepted,
 	}

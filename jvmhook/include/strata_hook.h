@@ -44,8 +44,9 @@
  *     8    4 length    bytes in the whole frame, header included; equals the
  *                      packet size; STRATA_HDR_SIZE <= length <= STRATA_FRAME_MAX
  *    12    4 seq       per-connection sequence number, +1 for every frame the
- *                      hook tried to send (sent or dropped), HELLO is 0; a gap
- *                      seen by the receiver is frames the hook dropped
+ *                      hook tried to send (sent or dropped), HELLO is 0; a
+ *                      missing seq is a frame the hook dropped (threads that
+ *                      send at once may deliver neighbouring seqs out of order)
  *    16    4 tid       kernel thread id (gettid) of the thread the frame is
  *                      about; for ACCESS the thread that read or wrote
  *    20    4 reserved  zero

@@ -66,6 +66,9 @@ type Options struct {
 	RDD        int    // RDD id of the three blocks; 0 means the workload's default 7
 	ForeignPID int    // > 0: also claim a range for this pid (must be rejected)
 	Duration   time.Duration
+	// Wrap runs the workload under a command, e.g. {"unshare", "--pid",
+	// "--fork"}; Process.PID is then the wrapper's pid.
+	Wrap []string
 }
 
 func (o Options) args() []string {
@@ -175,7 +178,8 @@ func Start(tb testing.TB, bin string, opt Options) *Process {
 }
 
 func start(bin string, opt Options) (*Process, error) {
-	p := &Process{Cmd: exec.Command(bin, opt.args()...), lines: make(chan line, 16), stderr: &bytes.Buffer{}}
+	argv := append(append(append([]string{}, opt.Wrap...), bin), opt.args()...)
+	p := &Process{Cmd: exec.Command(argv[0], argv[1:]...), lines: make(chan line, 16), stderr: &bytes.Buffer{}}
 	p.Cmd.Stderr = p.stderr
 	var err error
 	if p.stdin, err = p.Cmd.StdinPipe(); err != nil {

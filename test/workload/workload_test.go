@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/stratatrace/strata/agent/hooksrv"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+	"github.com/stratatrace/strata/test/testenv"
 )
 
 // events is a hooksrv.Handler that keeps what it gets.
@@ -200,5 +202,34 @@ func TestNoAgent(t *testing.T) {
 	_, err := start(bin, Options{Socket: filepath.Join(t.TempDir(), "absent.sock"), AppID: "a", ExecutorID: "1"})
 	if err == nil || !strings.Contains(err.Error(), "connect hook socket") {
 		t.Errorf("start without an agent: %v, want a connect error", err)
+	}
+}
+
+// TestPIDNamespace runs the workload in its own pid namespace, where it
+// reports getpid() == 1: the agent accepts that as the peer's own pid (the
+// last NSpid entry) and attributes everything to the host pid.
+func TestPIDNamespace(t *testing.T) {
+	testenv.RequireRoot(t)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	bin := Build(t)
+	srv, ev := serve(t)
+	p := Start(t, bin, Options{Socket: srv.Path(), AppID: "app-ns", ExecutorID: "1",
+		Wrap: []string{unshare, "--pid", "--fork", "--kill-child"}})
+	if p.Regions[0].PID != 1 {
+		t.Fatalf("workload sees pid %d, want 1 inside its namespace", p.Regions[0].PID)
+	}
+	waitFor(t, "registers", func() bool { return ev.count(hooksrv.EventRegister) == 3 })
+	s := ev.all()[0].Session
+	if s.HookPID != 1 || s.PID == 1 || s.PID == uint32(p.PID) {
+		t.Errorf("session pid %d hook pid %d, want the workload's host pid (not 1, not unshare's %d)", s.PID, s.HookPID, p.PID)
+	}
+	if st := srv.Stats(); st.Rejected != 0 {
+		t.Errorf("stats %+v, want no rejection", st)
+	}
+	if _, err := p.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
 	}
 }
