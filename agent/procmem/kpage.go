@@ -1,6 +1,7 @@
 package procmem
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -124,15 +125,7 @@ func (k *KPages) ReadSpans(spans []Span, flags, counts []uint64) error {
 	return nil
 }
 
-func cmpSpan(a, b Span) int {
-	switch {
-	case a.PFN < b.PFN:
-		return -1
-	case a.PFN > b.PFN:
-		return 1
-	}
-	return 0
-}
+func cmpSpan(a, b Span) int { return cmp.Compare(a.PFN, b.PFN) }
 
 // readFile reads the sorted spans from f, merging neighbours.
 func (k *KPages) readFile(f *os.File, spans []Span, dst []uint64) error {

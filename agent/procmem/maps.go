@@ -1,6 +1,7 @@
 package procmem
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -32,15 +33,7 @@ func (f FS) Maps(pid int) ([]VMA, error) {
 	for _, m := range ms {
 		out = append(out, VMA{Start: uint64(m.StartAddr), End: uint64(m.EndAddr), Path: m.Pathname})
 	}
-	slices.SortFunc(out, func(a, b VMA) int {
-		switch {
-		case a.Start < b.Start:
-			return -1
-		case a.Start > b.Start:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b VMA) int { return cmp.Compare(a.Start, b.Start) })
 	return out, nil
 }
 

@@ -106,27 +106,16 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 	r.chunkBase, r.chunkG0, r.chunkN = a, a>>r.pmdShift, n
 
 	// Spans of consecutive PFNs in virtual order; long ones may be PMD maps.
-	spans := r.spans[:0]
 	absent, long := false, false
-	prev := ^uint64(0)
-	for i, e := range ents {
-		if e&procmem.EntryPresent == 0 {
-			absent = absent || e&procmem.EntrySwapped == 0
-			prev = ^uint64(0)
-			continue
+	for _, e := range ents {
+		if e&(procmem.EntryPresent|procmem.EntrySwapped) == 0 {
+			absent = true
+			break
 		}
-		pfn := uint64(e) & pfnMask
-		if pfn == 0 {
-			prev = ^uint64(0)
-			continue
-		}
-		if pfn == prev+1 {
-			spans[len(spans)-1].N++
-			long = long || spans[len(spans)-1].N >= minScanPages
-		} else {
-			spans = append(spans, procmem.Span{PFN: pfn, N: 1, Out: uint32(i)})
-		}
-		prev = pfn
+	}
+	spans := appendSpans(r.spans[:0], ents, func(int, procmem.Entry) bool { return false })
+	for _, s := range spans {
+		long = long || s.N >= minScanPages
 	}
 
 	// PMD-mapped folios: one kpageflags read for the head stands for all
@@ -139,21 +128,7 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 	}
 	if len(r.heads) > 0 {
 		// Rebuild the spans without the pages the heads stand for.
-		spans = spans[:0]
-		prev = ^uint64(0)
-		for i, e := range ents {
-			pfn := e.PFN()
-			if pfn == 0 || r.blockOf(i) >= 0 {
-				prev = ^uint64(0)
-				continue
-			}
-			if pfn == prev+1 {
-				spans[len(spans)-1].N++
-			} else {
-				spans = append(spans, procmem.Span{PFN: pfn, N: 1, Out: uint32(i)})
-			}
-			prev = pfn
-		}
+		spans = appendSpans(spans[:0], ents, func(i int, _ procmem.Entry) bool { return r.blockOf(i) >= 0 })
 		for k, h := range r.heads {
 			spans = append(spans, procmem.Span{PFN: h, N: 1, Out: uint32(n + k)})
 		}
@@ -162,22 +137,10 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 
 	// kpagecount only for pages pagemap does not call exclusive: bit 56 is
 	// set exactly when the page's precise mapcount is 1.
-	cspans := r.cspans[:0]
-	prev = ^uint64(0)
-	for i, e := range ents {
-		pfn := e.PFN()
-		if pfn == 0 || (e&procmem.EntryExclusive != 0 && !r.opts.ReadAllCounts) {
-			prev = ^uint64(0)
-			continue
-		}
-		if pfn == prev+1 {
-			cspans[len(cspans)-1].N++
-		} else {
-			cspans = append(cspans, procmem.Span{PFN: pfn, N: 1, Out: uint32(i)})
-		}
-		prev = pfn
-	}
-	r.cspans = cspans
+	r.cspans = appendSpans(r.cspans[:0], ents, func(_ int, e procmem.Entry) bool {
+		return e&procmem.EntryExclusive != 0 && !r.opts.ReadAllCounts
+	})
+	cspans := r.cspans
 
 	var flags, counts []uint64
 	flagsOK := false
@@ -334,6 +297,26 @@ func (r *Resolver) blockOf(i int) int32 {
 		return -1
 	}
 	return r.blk[(r.chunkBase+uint64(i)*r.pageSize)>>r.pmdShift-r.chunkG0]
+}
+
+// appendSpans appends the spans of virtually and physically consecutive
+// pages of ents that have a PFN and are not skipped; Out is the page index.
+func appendSpans(spans []procmem.Span, ents []procmem.Entry, skip func(int, procmem.Entry) bool) []procmem.Span {
+	prev := ^uint64(0)
+	for i, e := range ents {
+		pfn := e.PFN()
+		if pfn == 0 || skip(i, e) {
+			prev = ^uint64(0)
+			continue
+		}
+		if pfn == prev+1 {
+			spans[len(spans)-1].N++
+		} else {
+			spans = append(spans, procmem.Span{PFN: pfn, N: 1, Out: uint32(i)})
+		}
+		prev = pfn
+	}
+	return spans
 }
 
 // minScanPages is the span length from which the chunk is asked for PMD

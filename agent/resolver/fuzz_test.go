@@ -1,0 +1,127 @@
+package resolver
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stratatrace/strata/agent/procmem"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// FuzzResolveFixture builds a fake /proc from the input: per page one byte
+// choosing absent, swapped, hidden, or present (continuing the previous
+// PFN or jumping), and per PFN flags with arbitrary compound head/tail bits.
+// Whatever the input, the runs must tile the range and expand back to
+// exactly the entries, flags and counts the files hold.
+func FuzzResolveFixture(f *testing.F) {
+	if procmem.PageSize != 4096 {
+		f.Skip("skipping: the fixture assumes 4 KiB pages")
+	}
+	f.Add([]byte{2, 2, 2, 0, 1, 1, 3, 2, 4, 2}, []byte{0x80, 1, 1, 1, 0x80, 1, 0, 1})
+	f.Add([]byte{3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, []byte{0x80, 1, 1, 1, 1, 1, 1, 1, 0x80, 1, 1, 1})
+	f.Fuzz(func(t *testing.T, kinds, flagBytes []byte) {
+		const base, maxPFN = 0x100000, 4096
+		if len(kinds) == 0 || len(kinds) > 256 {
+			return
+		}
+		dir := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(dir, "9"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		flags := make([]uint64, maxPFN)
+		counts := make([]uint64, maxPFN)
+		for p := range flags {
+			var b byte
+			if len(flagBytes) > 0 {
+				b = flagBytes[p%len(flagBytes)]
+			}
+			flags[p] = anonLRU
+			if b&0x80 != 0 {
+				flags[p] |= 1<<procmem.KPFCompoundHead | 1<<procmem.KPFTHP
+			} else if b&1 != 0 {
+				flags[p] |= 1<<procmem.KPFCompoundTail | 1<<procmem.KPFTHP
+			}
+			counts[p] = uint64(b>>1&3) + 1
+		}
+		ents := make([]uint64, len(kinds))
+		pfn := uint64(7)
+		for i, k := range kinds {
+			switch k % 6 {
+			case 0:
+				ents[i] = 0
+			case 1:
+				ents[i] = swapped | uint64(i)<<5 | uint64(k>>3)
+			case 2:
+				pfn = (pfn + 1) % maxPFN
+				ents[i] = present | pfn
+			case 3:
+				pfn = (pfn*131 + uint64(k)) % maxPFN
+				ents[i] = present | pfn
+			case 4:
+				ents[i] = present | excl
+			case 5:
+				pfn = (pfn + 1) % maxPFN
+				ents[i] = present | excl | pfn
+			}
+			if ents[i]&present != 0 && ents[i]&pfnMask == 0 && k%6 != 4 {
+				ents[i] |= 1 // PFN 0 would read as hidden
+			}
+		}
+		for name, vals := range map[string][]uint64{"kpageflags": flags, "kpagecount": counts} {
+			b := make([]byte, 8*len(vals))
+			for i, v := range vals {
+				binary.LittleEndian.PutUint64(b[i*8:], v)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := make([]byte, 8*(base/4096+len(ents)))
+		for i, e := range ents {
+			binary.LittleEndian.PutUint64(b[8*(base/4096+i):], e)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "9", "pagemap"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		maps := []byte("100000-7fffffff rw-p 00000000 00:00 0 \n")
+		if err := os.WriteFile(filepath.Join(dir, "9", "maps"), maps, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, opts := range []Options{{ChunkPages: 512}, {ChunkPages: 1, ReadAllCounts: true}} {
+			r, err := New(procmem.FS{Proc: dir, Sys: "../procmem/testdata/sys2"}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.Resolve(9, base, uint64(len(ents))*4096)
+			r.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages := pages(t, res.Runs, base, len(ents))
+			for i, p := range pages {
+				e := procmem.Entry(ents[i])
+				if p.Is(stratav1.PageState_PAGE_STATE_PRESENT) != e.Present() || p.Is(stratav1.PageState_PAGE_STATE_SWAPPED) != e.Swapped() {
+					t.Fatalf("page %d: state %#x for entry %#x", i, p.State, ents[i])
+				}
+				if e.Swapped() && (p.SwapType != e.SwapType() || p.SwapOffset != e.SwapOffset()) {
+					t.Fatalf("page %d: swap %d/%#x for entry %#x", i, p.SwapType, p.SwapOffset, ents[i])
+				}
+				if !e.Present() || e.PFN() == 0 {
+					continue
+				}
+				if p.PFN != e.PFN() || p.KPageFlags != flags[p.PFN] {
+					t.Fatalf("page %d (opts %+v): pfn %d flags %#x, want %d %#x\nruns %v", i, opts, p.PFN, p.KPageFlags, e.PFN(), flags[e.PFN()], res.Runs)
+				}
+				wantCount := counts[p.PFN]
+				if e.Exclusive() && !opts.ReadAllCounts {
+					wantCount = 1
+				}
+				if p.KPageCount != wantCount {
+					t.Fatalf("page %d: count %d, want %d", i, p.KPageCount, wantCount)
+				}
+			}
+		}
+	})
+}
