@@ -227,3 +227,29 @@ func flood(t *testing.T, gen string, dir ...string) uint64 {
 	t.Logf("%d frames (%v): %d sent before the socket filled, %d dropped", n, dir, sent, dropped)
 	return sent
 }
+
+// TestCSendConcurrent sends from several threads over one connection, as
+// JVM threads will: every frame is counted once, arrives whole, and carries
+// a seq no other frame has.
+func TestCSendConcurrent(t *testing.T) {
+	const threads, each = 4, 5000
+	out, err := exec.Command(buildGen(t), "threads", strconv.Itoa(threads), strconv.Itoa(each)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run golden threads: %v\n%s", err, out)
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 7 || f[0] != "threads" {
+		t.Fatalf("output %q", out)
+	}
+	var v [6]uint64
+	for i := range v {
+		if v[i], err = strconv.ParseUint(f[i+1], 10, 64); err != nil {
+			t.Fatalf("output %q: %v", out, err)
+		}
+	}
+	sent, dropped, received, distinct, maxSeq, whole := v[0], v[1], v[2], v[3], v[4], v[5]
+	if sent+dropped != threads*each || received != sent || distinct != received || whole != received || maxSeq > threads*each {
+		t.Errorf("sent %d dropped %d received %d distinct seqs %d max seq+1 %d whole %d: want every frame counted once, received whole with a unique seq",
+			sent, dropped, received, distinct, maxSeq, whole)
+	}
+}

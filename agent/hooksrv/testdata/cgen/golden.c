@@ -17,8 +17,13 @@
  *                        blocking, then drain and check the packets; print
  *                          flood <sent> <dropped> <received> <contiguous 0|1>
  *                          report <hex of the DROPPED frame sent after draining>
+ *   golden threads T N   T threads send N ACCESS frames each over one
+ *                        connection while a reader drains it; print
+ *                          threads <sent> <dropped> <received> <distinct seqs>
+ *                                  <max seq + 1> <whole frames>
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,6 +304,83 @@ static void flood(long n, const char *dir)
 	printf("\n");
 }
 
+struct sender {
+	struct strata_conn *c;
+	long n;
+};
+
+static void *send_loop(void *arg)
+{
+	struct sender *s = arg;
+
+	for (long i = 0; i < s->n; i++)
+		strata_send_access(s->c, 1 + (uint64_t)i, 0, 0, STRATA_ACCESS_WRITE);
+	return NULL;
+}
+
+struct tally {
+	unsigned char *seen; /* by seq */
+	uint32_t limit;      /* seqs below this are tracked */
+	long received, distinct, whole;
+	uint32_t max;        /* highest seq + 1 */
+};
+
+/* Reads one packet without blocking and counts it; returns 0 when none. */
+static int drain_one(int fd, struct tally *y)
+{
+	unsigned char buf[STRATA_FRAME_MAX];
+	struct strata_hdr h;
+	ssize_t len = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+	if (len <= 0)
+		return 0;
+	memcpy(&h, buf, sizeof(h));
+	y->received++;
+	if (len == STRATA_HDR_SIZE + STRATA_ACCESS_SIZE && h.length == (uint32_t)len &&
+	    h.magic == STRATA_MAGIC)
+		y->whole++;
+	if (h.seq < y->limit && !y->seen[h.seq]) {
+		y->seen[h.seq] = 1;
+		y->distinct++;
+	}
+	if (h.seq + 1 > y->max)
+		y->max = h.seq + 1;
+	return 1;
+}
+
+static void threads(int t, long n)
+{
+	struct strata_conn c;
+	struct sender s;
+	struct tally y;
+	pthread_t th[64];
+	uint64_t total = (uint64_t)t * (uint64_t)n;
+	int sv[2];
+
+	if (t < 1 || t > 64 || socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) != 0) {
+		fprintf(stderr, "threads: bad arguments or socketpair failed\n");
+		exit(1);
+	}
+	memset(&y, 0, sizeof(y));
+	y.limit = (uint32_t)total;
+	y.seen = calloc(total, 1);
+	memset(&c, 0, sizeof(c));
+	c.fd = sv[0];
+	s = (struct sender){ .c = &c, .n = n };
+	for (int i = 0; i < t; i++)
+		pthread_create(&th[i], NULL, send_loop, &s);
+	while (__atomic_load_n(&c.sent, __ATOMIC_RELAXED) +
+		       __atomic_load_n(&c.dropped, __ATOMIC_RELAXED) < total)
+		drain_one(sv[1], &y);
+	for (int i = 0; i < t; i++)
+		pthread_join(th[i], NULL);
+	while (drain_one(sv[1], &y))
+		;
+	printf("threads %llu %llu %ld %ld %u %ld\n", (unsigned long long)c.sent,
+	       (unsigned long long)c.dropped, y.received, y.distinct, y.max, y.whole);
+	free(y.seen);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "layout") == 0) {
@@ -308,10 +390,12 @@ int main(int argc, char **argv)
 		frames();
 	} else if (argc == 2 && strcmp(argv[1], "errors") == 0) {
 		errors();
+	} else if (argc == 4 && strcmp(argv[1], "threads") == 0) {
+		threads(atoi(argv[2]), atol(argv[3]));
 	} else if ((argc == 3 || argc == 4) && strcmp(argv[1], "flood") == 0) {
 		flood(atol(argv[2]), argc == 4 ? argv[3] : NULL);
 	} else {
-		fprintf(stderr, "usage: %s layout | frames DIR | errors | flood N [DIR]\n", argv[0]);
+		fprintf(stderr, "usage: %s layout | frames DIR | errors | flood N [DIR] | threads T N\n", argv[0]);
 		return 2;
 	}
 	return 0;
