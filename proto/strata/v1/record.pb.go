@@ -266,6 +266,65 @@ func (PageState) EnumDescriptor() ([]byte, []int) {
 	return file_strata_v1_record_proto_rawDescGZIP(), []int{3}
 }
 
+// FaultKind classifies one sampled fault (x86 error code: bit 1 write, bit 4 fetch).
+type FaultKind int32
+
+const (
+	FaultKind_FAULT_KIND_UNSPECIFIED  FaultKind = 0
+	FaultKind_FAULT_KIND_READ         FaultKind = 1
+	FaultKind_FAULT_KIND_WRITE        FaultKind = 2
+	FaultKind_FAULT_KIND_EXEC         FaultKind = 3
+	FaultKind_FAULT_KIND_MAJOR        FaultKind = 4
+	FaultKind_FAULT_KIND_UNCLASSIFIED FaultKind = 5
+)
+
+// Enum value maps for FaultKind.
+var (
+	FaultKind_name = map[int32]string{
+		0: "FAULT_KIND_UNSPECIFIED",
+		1: "FAULT_KIND_READ",
+		2: "FAULT_KIND_WRITE",
+		3: "FAULT_KIND_EXEC",
+		4: "FAULT_KIND_MAJOR",
+		5: "FAULT_KIND_UNCLASSIFIED",
+	}
+	FaultKind_value = map[string]int32{
+		"FAULT_KIND_UNSPECIFIED":  0,
+		"FAULT_KIND_READ":         1,
+		"FAULT_KIND_WRITE":        2,
+		"FAULT_KIND_EXEC":         3,
+		"FAULT_KIND_MAJOR":        4,
+		"FAULT_KIND_UNCLASSIFIED": 5,
+	}
+)
+
+func (x FaultKind) Enum() *FaultKind {
+	p := new(FaultKind)
+	*p = x
+	return p
+}
+
+func (x FaultKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FaultKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_strata_v1_record_proto_enumTypes[4].Descriptor()
+}
+
+func (FaultKind) Type() protoreflect.EnumType {
+	return &file_strata_v1_record_proto_enumTypes[4]
+}
+
+func (x FaultKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FaultKind.Descriptor instead.
+func (FaultKind) EnumDescriptor() ([]byte, []int) {
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{4}
+}
+
 // SparkBlock names a block the way Spark does.
 type SparkBlock struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -496,6 +555,7 @@ type FaultCounts struct {
 	Write         uint64                 `protobuf:"varint,2,opt,name=write,proto3" json:"write,omitempty"`
 	Exec          uint64                 `protobuf:"varint,3,opt,name=exec,proto3" json:"exec,omitempty"` // instruction fetch
 	Major         uint64                 `protobuf:"varint,4,opt,name=major,proto3" json:"major,omitempty"`
+	Unclassified  uint64                 `protobuf:"varint,5,opt,name=unclassified,proto3" json:"unclassified,omitempty"` // seen by the perf-event fallback hook, which has no error code
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -558,21 +618,32 @@ func (x *FaultCounts) GetMajor() uint64 {
 	return 0
 }
 
+func (x *FaultCounts) GetUnclassified() uint64 {
+	if x != nil {
+		return x.Unclassified
+	}
+	return 0
+}
+
 // Record is one access to one block.
 type Record struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TimeUnixNano  int64                  `protobuf:"varint,1,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
-	Access        AccessKind             `protobuf:"varint,2,opt,name=access,proto3,enum=strata.v1.AccessKind" json:"access,omitempty"`
-	Pid           uint32                 `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
-	Tid           uint32                 `protobuf:"varint,4,opt,name=tid,proto3" json:"tid,omitempty"`
-	Block         *SparkBlock            `protobuf:"bytes,5,opt,name=block,proto3" json:"block,omitempty"`
-	Vaddr         uint64                 `protobuf:"varint,6,opt,name=vaddr,proto3" json:"vaddr,omitempty"`                       // start of the block's virtual range (fault address for FAULT)
-	Length        uint64                 `protobuf:"varint,7,opt,name=length,proto3" json:"length,omitempty"`                     // bytes
-	PageSize      uint32                 `protobuf:"varint,8,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"` // base page size in bytes
-	Runs          []*PageRun             `protobuf:"bytes,9,rep,name=runs,proto3" json:"runs,omitempty"`
-	CpuNumaNode   int32                  `protobuf:"varint,10,opt,name=cpu_numa_node,json=cpuNumaNode,proto3" json:"cpu_numa_node,omitempty"` // node of the CPU the access came from, -1 unknown
-	Faults        *FaultCounts           `protobuf:"bytes,11,opt,name=faults,proto3" json:"faults,omitempty"`                                 // counters since the block was registered, when traced
-	ResolveError  string                 `protobuf:"bytes,12,opt,name=resolve_error,json=resolveError,proto3" json:"resolve_error,omitempty"` // why the range could not be resolved at all (dead pid, ...)
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	TimeUnixNano int64                  `protobuf:"varint,1,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
+	Access       AccessKind             `protobuf:"varint,2,opt,name=access,proto3,enum=strata.v1.AccessKind" json:"access,omitempty"`
+	Pid          uint32                 `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
+	Tid          uint32                 `protobuf:"varint,4,opt,name=tid,proto3" json:"tid,omitempty"`
+	Block        *SparkBlock            `protobuf:"bytes,5,opt,name=block,proto3" json:"block,omitempty"`
+	Vaddr        uint64                 `protobuf:"varint,6,opt,name=vaddr,proto3" json:"vaddr,omitempty"`                       // start of the block's virtual range (fault address for FAULT)
+	Length       uint64                 `protobuf:"varint,7,opt,name=length,proto3" json:"length,omitempty"`                     // bytes
+	PageSize     uint32                 `protobuf:"varint,8,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"` // base page size in bytes
+	Runs         []*PageRun             `protobuf:"bytes,9,rep,name=runs,proto3" json:"runs,omitempty"`
+	CpuNumaNode  int32                  `protobuf:"varint,10,opt,name=cpu_numa_node,json=cpuNumaNode,proto3" json:"cpu_numa_node,omitempty"` // node of the CPU the access came from, -1 unknown
+	Faults       *FaultCounts           `protobuf:"bytes,11,opt,name=faults,proto3" json:"faults,omitempty"`                                 // counters since the block was registered, when traced
+	ResolveError string                 `protobuf:"bytes,12,opt,name=resolve_error,json=resolveError,proto3" json:"resolve_error,omitempty"` // why the range could not be resolved at all (dead pid, ...)
+	// A FAULT record is either one sampled fault (fault_kind set, vaddr the
+	// faulting address, runs the page it got) or a block's cumulative
+	// counters (faults set, vaddr/length the block, no runs).
+	FaultKind     FaultKind `protobuf:"varint,13,opt,name=fault_kind,json=faultKind,proto3,enum=strata.v1.FaultKind" json:"fault_kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -689,6 +760,13 @@ func (x *Record) GetResolveError() string {
 		return x.ResolveError
 	}
 	return ""
+}
+
+func (x *Record) GetFaultKind() FaultKind {
+	if x != nil {
+		return x.FaultKind
+	}
+	return FaultKind_FAULT_KIND_UNSPECIFIED
 }
 
 // WorkloadCounters are perf-stat style counters of one traced process over
@@ -1036,12 +1114,13 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\tswap_type\x18\t \x01(\rR\bswapType\x12\x1f\n" +
 	"\vswap_offset\x18\n" +
 	" \x01(\x04R\n" +
-	"swapOffset\"a\n" +
+	"swapOffset\"\x85\x01\n" +
 	"\vFaultCounts\x12\x12\n" +
 	"\x04read\x18\x01 \x01(\x04R\x04read\x12\x14\n" +
 	"\x05write\x18\x02 \x01(\x04R\x05write\x12\x12\n" +
 	"\x04exec\x18\x03 \x01(\x04R\x04exec\x12\x14\n" +
-	"\x05major\x18\x04 \x01(\x04R\x05major\"\x9a\x03\n" +
+	"\x05major\x18\x04 \x01(\x04R\x05major\x12\"\n" +
+	"\funclassified\x18\x05 \x01(\x04R\funclassified\"\xcf\x03\n" +
 	"\x06Record\x12$\n" +
 	"\x0etime_unix_nano\x18\x01 \x01(\x03R\ftimeUnixNano\x12-\n" +
 	"\x06access\x18\x02 \x01(\x0e2\x15.strata.v1.AccessKindR\x06access\x12\x10\n" +
@@ -1055,7 +1134,9 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\rcpu_numa_node\x18\n" +
 	" \x01(\x05R\vcpuNumaNode\x12.\n" +
 	"\x06faults\x18\v \x01(\v2\x16.strata.v1.FaultCountsR\x06faults\x12#\n" +
-	"\rresolve_error\x18\f \x01(\tR\fresolveError\"\xe7\x05\n" +
+	"\rresolve_error\x18\f \x01(\tR\fresolveError\x123\n" +
+	"\n" +
+	"fault_kind\x18\r \x01(\x0e2\x14.strata.v1.FaultKindR\tfaultKind\"\xe7\x05\n" +
 	"\x10WorkloadCounters\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1f\n" +
 	"\vexecutor_id\x18\x02 \x01(\tR\n" +
@@ -1125,7 +1206,14 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\x18PAGE_STATE_FLAGS_UNKNOWN\x10\x80\x02\x12\x15\n" +
 	"\x10PAGE_STATE_RACED\x10\x80\x04\x12\x1a\n" +
 	"\x15PAGE_STATE_CROSS_NODE\x10\x80\b\x12\x17\n" +
-	"\x12PAGE_STATE_HUGETLB\x10\x80\x10B8Z6github.com/stratatrace/strata/proto/strata/v1;stratav1b\x06proto3"
+	"\x12PAGE_STATE_HUGETLB\x10\x80\x10*\x9a\x01\n" +
+	"\tFaultKind\x12\x1a\n" +
+	"\x16FAULT_KIND_UNSPECIFIED\x10\x00\x12\x13\n" +
+	"\x0fFAULT_KIND_READ\x10\x01\x12\x14\n" +
+	"\x10FAULT_KIND_WRITE\x10\x02\x12\x13\n" +
+	"\x0fFAULT_KIND_EXEC\x10\x03\x12\x14\n" +
+	"\x10FAULT_KIND_MAJOR\x10\x04\x12\x1b\n" +
+	"\x17FAULT_KIND_UNCLASSIFIED\x10\x05B8Z6github.com/stratatrace/strata/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_record_proto_rawDescOnce sync.Once
@@ -1139,35 +1227,37 @@ func file_strata_v1_record_proto_rawDescGZIP() []byte {
 	return file_strata_v1_record_proto_rawDescData
 }
 
-var file_strata_v1_record_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_strata_v1_record_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
 var file_strata_v1_record_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_strata_v1_record_proto_goTypes = []any{
 	(AccessKind)(0),          // 0: strata.v1.AccessKind
 	(MemoryMode)(0),          // 1: strata.v1.MemoryMode
 	(MemoryLocation)(0),      // 2: strata.v1.MemoryLocation
 	(PageState)(0),           // 3: strata.v1.PageState
-	(*SparkBlock)(nil),       // 4: strata.v1.SparkBlock
-	(*PageRun)(nil),          // 5: strata.v1.PageRun
-	(*FaultCounts)(nil),      // 6: strata.v1.FaultCounts
-	(*Record)(nil),           // 7: strata.v1.Record
-	(*WorkloadCounters)(nil), // 8: strata.v1.WorkloadCounters
-	(*Batch)(nil),            // 9: strata.v1.Batch
-	(*Ack)(nil),              // 10: strata.v1.Ack
+	(FaultKind)(0),           // 4: strata.v1.FaultKind
+	(*SparkBlock)(nil),       // 5: strata.v1.SparkBlock
+	(*PageRun)(nil),          // 6: strata.v1.PageRun
+	(*FaultCounts)(nil),      // 7: strata.v1.FaultCounts
+	(*Record)(nil),           // 8: strata.v1.Record
+	(*WorkloadCounters)(nil), // 9: strata.v1.WorkloadCounters
+	(*Batch)(nil),            // 10: strata.v1.Batch
+	(*Ack)(nil),              // 11: strata.v1.Ack
 }
 var file_strata_v1_record_proto_depIdxs = []int32{
 	1, // 0: strata.v1.SparkBlock.mode:type_name -> strata.v1.MemoryMode
 	2, // 1: strata.v1.SparkBlock.location:type_name -> strata.v1.MemoryLocation
 	0, // 2: strata.v1.Record.access:type_name -> strata.v1.AccessKind
-	4, // 3: strata.v1.Record.block:type_name -> strata.v1.SparkBlock
-	5, // 4: strata.v1.Record.runs:type_name -> strata.v1.PageRun
-	6, // 5: strata.v1.Record.faults:type_name -> strata.v1.FaultCounts
-	7, // 6: strata.v1.Batch.records:type_name -> strata.v1.Record
-	8, // 7: strata.v1.Batch.workloads:type_name -> strata.v1.WorkloadCounters
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	5, // 3: strata.v1.Record.block:type_name -> strata.v1.SparkBlock
+	6, // 4: strata.v1.Record.runs:type_name -> strata.v1.PageRun
+	7, // 5: strata.v1.Record.faults:type_name -> strata.v1.FaultCounts
+	4, // 6: strata.v1.Record.fault_kind:type_name -> strata.v1.FaultKind
+	8, // 7: strata.v1.Batch.records:type_name -> strata.v1.Record
+	9, // 8: strata.v1.Batch.workloads:type_name -> strata.v1.WorkloadCounters
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_record_proto_init() }
@@ -1181,7 +1271,7 @@ func file_strata_v1_record_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_record_proto_rawDesc), len(file_strata_v1_record_proto_rawDesc)),
-			NumEnums:      4,
+			NumEnums:      5,
 			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
