@@ -27,6 +27,24 @@ func (s mapStore) del(key strataBucketKey) error {
 	return nil
 }
 
+// delMany deletes in batches of 4096 (one syscall each), falling back to
+// single deletes when a batch stops early (a key already gone).
+func (s mapStore) delMany(keys []strataBucketKey) error {
+	for len(keys) > 0 {
+		n := min(len(keys), 4096)
+		done, err := s.m.BatchDelete(keys[:n], nil)
+		if err != nil {
+			for _, k := range keys[done:n] {
+				if err := s.del(k); err != nil {
+					return err
+				}
+			}
+		}
+		keys = keys[n:]
+	}
+	return nil
+}
+
 func (t *Tracer) store() rangeStore { return mapStore{t.maps[strataMapBuckets]} }
 
 func (t *Tracer) pidWord(tgid uint32) *uint64 {
@@ -84,8 +102,20 @@ func (t *Tracer) forgetLocked(tgid uint32) (ExitReport, error) {
 	atomic.AndUint64(t.pidWord(tgid), ^uint64(1<<(tgid&63)))
 	rep := ExitReport{TGID: tgid}
 	var errs []error
+	var bySlot []Counters
+	if len(p.idx.blocks) > 64 {
+		var err error
+		bySlot, err = t.readAllSlots()
+		errs = append(errs, err)
+	}
 	for _, b := range p.idx.blocks {
-		c, err := t.readSlot(b.slot)
+		var c Counters
+		var err error
+		if int(b.slot) < len(bySlot) {
+			c = bySlot[b.slot]
+		} else {
+			c, err = t.readSlot(b.slot)
+		}
 		errs = append(errs, err)
 		rep.Blocks = append(rep.Blocks, BlockSnapshot{TGID: tgid, BlockID: b.id, Start: b.start, End: b.end, Counters: c})
 		t.freeSlots = append(t.freeSlots, b.slot)
@@ -231,6 +261,22 @@ func (t *Tracer) Snapshot() ([]BlockSnapshot, error) {
 	if t.closed {
 		return nil, fmt.Errorf("snapshot: %w", ErrClosed)
 	}
+	bySlot, err := t.readAllSlots()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	var out []BlockSnapshot
+	for tgid, p := range t.procs {
+		for _, b := range p.idx.blocks {
+			out = append(out, BlockSnapshot{TGID: tgid, BlockID: b.id, Start: b.start, End: b.end, Counters: bySlot[b.slot]})
+		}
+	}
+	return out, nil
+}
+
+// readAllSlots reads the counters of every slot handed out so far, in
+// batches of 4096 (one syscall each).
+func (t *Tracer) readAllSlots() ([]Counters, error) {
 	bySlot := make([]Counters, t.nextSlot)
 	const chunk = 4096
 	keys := make([]uint32, chunk)
@@ -248,16 +294,10 @@ func (t *Tracer) Snapshot() ([]BlockSnapshot, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("snapshot: %w", err)
+			return nil, fmt.Errorf("read counters: %w", err)
 		}
 	}
-	var out []BlockSnapshot
-	for tgid, p := range t.procs {
-		for _, b := range p.idx.blocks {
-			out = append(out, BlockSnapshot{TGID: tgid, BlockID: b.id, Start: b.start, End: b.end, Counters: bySlot[b.slot]})
-		}
-	}
-	return out, nil
+	return bySlot, nil
 }
 
 // WalkSampleCounts returns, for tgid, the SampleWalks samples taken and

@@ -24,6 +24,7 @@ const (
 type rangeStore interface {
 	put(key strataBucketKey, val *strataRangeSet) error
 	del(key strataBucketKey) error
+	delMany(keys []strataBucketKey) error
 }
 
 type block struct {
@@ -142,13 +143,16 @@ func (p *procIndex) drop(b *block) {
 
 // clear removes every kernel entry of the TGID.
 func (p *procIndex) clear(s rangeStore) error {
-	var errs []error
+	keys := make([]strataBucketKey, 0, len(p.buckets))
 	for i, st := range p.buckets {
-		st.blocks = nil
-		errs = append(errs, p.writeOne(s, i, nil))
+		keys = append(keys, strataBucketKey{Tgid: p.tgid, Level: levelBucket, Index: i})
+		for pg := range st.pages {
+			keys = append(keys, strataBucketKey{Tgid: p.tgid, Level: levelPage, Index: pg})
+		}
 	}
 	p.blocks = map[uint64]*block{}
-	return errors.Join(errs...)
+	p.buckets = map[uint64]*bucketState{}
+	return s.delMany(keys)
 }
 
 func (p *procIndex) write(s rangeStore, first, last uint64, changed *block) error {

@@ -30,6 +30,13 @@ type fakeStore map[strataBucketKey]strataRangeSet
 func (f fakeStore) put(k strataBucketKey, v *strataRangeSet) error { f[k] = *v; return nil }
 func (f fakeStore) del(k strataBucketKey) error                    { delete(f, k); return nil }
 
+func (f fakeStore) delMany(ks []strataBucketKey) error {
+	for _, k := range ks {
+		delete(f, k)
+	}
+	return nil
+}
+
 func TestIndexDirectAndDense(t *testing.T) {
 	const mib = 1 << 20
 	s := fakeStore{}

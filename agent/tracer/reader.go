@@ -46,7 +46,13 @@ func (t *Tracer) handle(raw []byte) {
 	}
 	ev.Time = time.Unix(0, int64(ev.MonoNS)+t.monoOff)
 	if ev.Kind == KindExit {
-		t.exited(ev.TGID)
+		// Off the reader: forgetting 64 k blocks takes a while, and the
+		// ring must keep draining meanwhile.
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			t.exited(ev.TGID)
+		}()
 	}
 	select {
 	case t.events <- ev:
