@@ -43,7 +43,9 @@
 //     latest record is a free holds nothing. Its pages are counted once per
 //     (executor, pid, page address) under their NUMA node, -1 when not known
 //     (not present, or the PFN hidden). Fault records are not life-cycle
-//     records: they cover one page, not the block.
+//     records: they cover one page, not the block. Runs are expanded into
+//     pages (in SQL) only for processes whose latest runs overlap; otherwise
+//     run lengths are summed, which is 10x faster on the benchmark data.
 //   - Faults: counters are cumulative since a block's registration, so the
 //     latest record carrying them wins per registration (executor, block,
 //     pid, hook_block_id); registrations of one Spark block are summed.

@@ -116,9 +116,12 @@ func (s *DuckDB) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.Trac
 
 // numaSQL: the latest lifecycle record (alloc, read, write, move, free) of
 // each block (executor_id, block_id) wins; a block whose latest is a free
-// holds no pages. Its runs are expanded in SQL and deduplicated per
-// (executor, pid, page vaddr); a page whose node is not known (not present,
-// PFN hidden) counts under node -1.
+// holds no pages. Pages are counted once per (executor, pid, page address)
+// within each (RDD, node); a page whose node is not known (not present, PFN
+// hidden) counts under node -1. Expanding runs into pages to deduplicate
+// them is the costly part, so it is done only for the processes whose
+// latest runs overlap (found with a running max of range ends in vaddr
+// order); everywhere else a run's page count is summed as it is.
 const numaSQL = `
 WITH life AS (
 	SELECT batch_id, rec_idx, access_kind,
@@ -128,16 +131,31 @@ WITH life AS (
 	WHERE app_id = $1 AND access_kind IN ($2, $3, $4, $5, $6)
 ), latest AS (
 	SELECT batch_id, rec_idx FROM life WHERE rn = 1 AND access_kind <> $5
-), pages AS (
-	SELECT DISTINCT r.rdd_id, r.executor_id, r.pid, r.page_size,
-		r.vaddr + i.i * r.page_size AS page,
+), r AS (
+	SELECT r.rdd_id, r.executor_id, r.pid, r.page_size::UBIGINT AS page_size, r.vaddr, r.pages::UBIGINT AS pages,
+		r.vaddr + r.pages::UBIGINT * r.page_size AS vend,
 		CASE WHEN r.state & 1 = 0 OR r.state & 128 <> 0 THEN -1 ELSE r.numa_node END AS node
 	FROM runs r JOIN latest USING (batch_id, rec_idx)
-	CROSS JOIN LATERAL (SELECT unnest(range(r.pages::BIGINT)) AS i) i
 	WHERE r.app_id = $1
+), flagged AS (
+	SELECT *, coalesce(vaddr < max(vend) OVER (PARTITION BY executor_id, pid ORDER BY vaddr, vend
+		ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), false) AS covered
+	FROM r
+), procs AS (
+	SELECT executor_id, pid, bool_or(covered) AS overlapping FROM flagged GROUP BY executor_id, pid
+), counted AS (
+	SELECT f.rdd_id, f.node, f.pages, f.pages * f.page_size AS bytes
+	FROM flagged f JOIN procs p USING (executor_id, pid) WHERE NOT p.overlapping
+	UNION ALL
+	SELECT rdd_id, node, 1, page_size FROM (
+		SELECT DISTINCT f.rdd_id, f.executor_id, f.pid, f.page_size, f.node,
+			f.vaddr + i.i * f.page_size AS page
+		FROM flagged f JOIN procs p USING (executor_id, pid)
+		CROSS JOIN LATERAL (SELECT unnest(range(f.pages::BIGINT)) AS i) i
+		WHERE p.overlapping) d
 )
-SELECT rdd_id, node, count(*)::UBIGINT, sum(page_size)::UBIGINT
-FROM pages GROUP BY rdd_id, node ORDER BY rdd_id, node`
+SELECT rdd_id, node, sum(pages)::UBIGINT, sum(bytes)::UBIGINT
+FROM counted GROUP BY rdd_id, node ORDER BY rdd_id, node`
 
 // Numa counts distinct resident pages per RDD per NUMA node; see numaSQL.
 func (s *DuckDB) Numa(ctx context.Context, appID string) ([]*stratav1.NumaRow, error) {

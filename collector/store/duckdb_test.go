@@ -182,6 +182,30 @@ func TestNuma(t *testing.T) {
 	equalRows(t, rows, want[:3])
 }
 
+// Pages of different blocks that overlap in one process are counted once
+// per (RDD, node): rdd_7_4 re-covers two pages of rdd_7_3 and adds one.
+func TestNumaOverlap(t *testing.T) {
+	s := storetest.Open(t)
+	mustAppend(t, s, storetest.Sample(1))
+	b := storetest.Sample(2)
+	r := b.Records[0]
+	r.Block.BlockId, r.Block.Partition, r.Block.HookBlockId = "rdd_7_4", 4, 12
+	r.Runs = []*stratav1.PageRun{{Vaddr: storetest.BlockA + 4*storetest.PageSize, Count: 3,
+		State: uint32(stratav1.PageState_PAGE_STATE_PRESENT), Pfn: 0x5000, NumaNode: 1}}
+	b.Records, b.Workloads = b.Records[:1], nil
+	mustAppend(t, s, b)
+	rows, err := s.Numa(context.Background(), storetest.App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalRows(t, rows, []*stratav1.NumaRow{
+		{RddId: 7, NumaNode: -1, Pages: 1, Bytes: 4096},
+		{RddId: 7, NumaNode: 0, Pages: 3, Bytes: 3 * 4096},
+		{RddId: 7, NumaNode: 1, Pages: 4, Bytes: 4 * 4096},
+		{RddId: 8, NumaNode: 1, Pages: 4, Bytes: 4 * 4096},
+	})
+}
+
 func TestFaultsLatestPerBlock(t *testing.T) {
 	s := storetest.Open(t)
 	mustAppend(t, s, storetest.Sample(1))
