@@ -126,6 +126,19 @@ static __always_inline struct block_range *match(__u32 tgid, __u64 addr)
 	return NULL;
 }
 
+/* The counters of the block of tgid holding addr; *rp gets its range. */
+static __always_inline struct block_counters *block_of(__u32 tgid, __u64 addr,
+						       struct block_range **rp)
+{
+	struct block_range *r = match(tgid, addr);
+
+	if (!r)
+		return NULL;
+	*rp = r;
+	__u32 slot = r->slot;
+	return bpf_map_lookup_elem(&counters, &slot);
+}
+
 static __always_inline void emit(struct fault_stats *st, __u64 pid_tgid, __u64 addr,
 				 __u64 ip, struct block_range *r, __u8 kind)
 {
@@ -171,11 +184,8 @@ static __always_inline void on_fault(__u64 addr, struct pt_regs *regs, __u64 ip,
 	if (!st)
 		return;
 	st->traced_faults++;
-	struct block_range *r = match(tgid, addr);
-	if (!r)
-		return;
-	__u32 slot = r->slot;
-	struct block_counters *c = bpf_map_lookup_elem(&counters, &slot);
+	struct block_range *r;
+	struct block_counters *c = block_of(tgid, addr, &r);
 	if (!c)
 		return;
 	st->matched_faults++;
@@ -239,11 +249,8 @@ int major_fault(struct bpf_perf_event_data *ctx)
 
 	if (!traced(tgid))
 		return 0;
-	struct block_range *r = match(tgid, addr);
-	if (!r)
-		return 0;
-	__u32 slot = r->slot;
-	struct block_counters *c = bpf_map_lookup_elem(&counters, &slot);
+	struct block_range *r;
+	struct block_counters *c = block_of(tgid, addr, &r);
 	struct fault_stats *st = cpu_stats();
 	if (!c || !st)
 		return 0;
@@ -271,11 +278,8 @@ int walk_sample(struct bpf_perf_event_data *ctx)
 	struct tgid_counters *t = bpf_map_lookup_elem(&tgids, &tgid);
 	if (t)
 		t->walk_samples++;
-	struct block_range *r = match(tgid, ctx->addr);
-	if (!r)
-		return 0;
-	__u32 slot = r->slot;
-	struct block_counters *c = bpf_map_lookup_elem(&counters, &slot);
+	struct block_range *r;
+	struct block_counters *c = block_of(tgid, ctx->addr, &r);
 	struct fault_stats *st = cpu_stats();
 	if (!c || !st)
 		return 0;
