@@ -49,7 +49,9 @@
 // The hook never waits: frames queue in the socket (about 280 with default
 // sysctls, about 10900 when net.core.wmem_max allows the 4 MiB SO_SNDBUF
 // the hook asks for) and are dropped by the hook when it is full, so a slow
-// Handler costs frames, never JVM time.
+// Handler costs frames, never JVM time. BenchmarkSessionThroughput measures
+// a session (read, decode, checks, handler) at about 1.5x the cost of a bare
+// packet read on the 2-vCPU dev VM.
 //
 // # Events
 //

@@ -68,7 +68,7 @@ type testServer struct {
 	logs *syncBuffer
 }
 
-func startServer(t *testing.T, cfg Config) *testServer {
+func startServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
 	if cfg.Path == "" {
 		cfg.Path = filepath.Join(t.TempDir(), "hook.sock")
@@ -95,7 +95,7 @@ func startServer(t *testing.T, cfg Config) *testServer {
 	return ts
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
+func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
@@ -110,12 +110,12 @@ const peerTime = 1_700_000_000_000_000_000
 
 // peer is a hook connection driven by the test.
 type peer struct {
-	t   *testing.T
+	t   testing.TB
 	c   *net.UnixConn
 	seq uint32
 }
 
-func dial(t *testing.T, path string) *peer {
+func dial(t testing.TB, path string) *peer {
 	t.Helper()
 	c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: path, Net: "unixpacket"})
 	if err != nil {
