@@ -68,13 +68,7 @@ func TestQueryService(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []*stratav1.NumaRow{
-			{RddId: 7, NumaNode: -1, Pages: 1, Bytes: 4096},
-			{RddId: 7, NumaNode: 0, Pages: 3, Bytes: 3 * 4096},
-			{RddId: 7, NumaNode: 1, Pages: 2, Bytes: 2 * 4096},
-			{RddId: 8, NumaNode: 1, Pages: 4, Bytes: 4 * 4096},
-		}
-		if !proto.Equal(resp, &stratav1.NumaResponse{Rows: want}) {
+		if !proto.Equal(resp, &stratav1.NumaResponse{Rows: storetest.SampleNuma()}) {
 			t.Fatalf("numa = %v", resp)
 		}
 	})
@@ -84,9 +78,7 @@ func TestQueryService(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := &stratav1.FaultsResponse{Rows: []*stratav1.FaultRow{{ExecutorId: "1", RddId: 7, Partition: 3,
-			BlockId: "rdd_7_3", Faults: &stratav1.FaultCounts{Read: 9, Write: 3, Exec: 1, Major: 1}}}}
-		if !proto.Equal(resp, want) {
+		if !proto.Equal(resp, &stratav1.FaultsResponse{Rows: storetest.SampleFaults()}) {
 			t.Fatalf("faults = %v", resp)
 		}
 	})

@@ -159,12 +159,7 @@ func TestNuma(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []*stratav1.NumaRow{
-		{RddId: 7, NumaNode: -1, Pages: 1, Bytes: 4096},
-		{RddId: 7, NumaNode: 0, Pages: 3, Bytes: 3 * 4096},
-		{RddId: 7, NumaNode: 1, Pages: 2, Bytes: 2 * 4096},
-		{RddId: 8, NumaNode: 1, Pages: 4, Bytes: 4 * 4096},
-	}
+	want := storetest.SampleNuma()
 	equalRows(t, rows, want)
 
 	// Freeing rdd_8_0 removes its pages.
@@ -213,8 +208,7 @@ func TestFaultsLatestPerBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	equalRows(t, rows, []*stratav1.FaultRow{{ExecutorId: "1", RddId: 7, Partition: 3, BlockId: "rdd_7_3",
-		Faults: &stratav1.FaultCounts{Read: 9, Write: 3, Exec: 1, Major: 1}}})
+	equalRows(t, rows, storetest.SampleFaults())
 }
 
 func TestOverhead(t *testing.T) {

@@ -120,3 +120,21 @@ func Jobs() []*stratav1.JobResult {
 	}
 	return out
 }
+
+// SampleNuma is Numa's answer for the sample: the latest record of rdd_7_3
+// (3 pages on node 0, 2 on node 1, 1 swapped) and rdd_8_0 (4 on node 1).
+func SampleNuma() []*stratav1.NumaRow {
+	return []*stratav1.NumaRow{
+		{RddId: 7, NumaNode: -1, Pages: 1, Bytes: PageSize},
+		{RddId: 7, NumaNode: 0, Pages: 3, Bytes: 3 * PageSize},
+		{RddId: 7, NumaNode: 1, Pages: 2, Bytes: 2 * PageSize},
+		{RddId: 8, NumaNode: 1, Pages: 4, Bytes: 4 * PageSize},
+	}
+}
+
+// SampleFaults is Faults' answer for the sample: rdd_7_3's latest counters
+// (rdd_8_0 sent none).
+func SampleFaults() []*stratav1.FaultRow {
+	return []*stratav1.FaultRow{{ExecutorId: "1", RddId: 7, Partition: 3, BlockId: "rdd_7_3",
+		Faults: &stratav1.FaultCounts{Read: 9, Write: 3, Exec: 1, Major: 1}}}
+}
