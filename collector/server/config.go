@@ -111,7 +111,7 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 }
 
 // Load builds the configuration from defaults, the JSON file named by
-// --config, the environment, and the other flags in args, in that order of
+// --config (or $STRATA_COLLECTOR_CONFIG), the environment, and the other flags in args, in that order of
 // precedence (last wins), and validates it. Usage goes to out on -h.
 func Load(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	// First pass: only --config, so the file sits under env and flags.
@@ -123,6 +123,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	_ = pre.Parse(args) // errors are reported by the full parse below
 
 	c := Defaults()
+	if *path == "" {
+		*path = getenv(envPrefix + "CONFIG")
+	}
 	if *path != "" {
 		data, err := os.ReadFile(*path)
 		if err != nil {

@@ -38,6 +38,11 @@ func TestLoadPrecedence(t *testing.T) {
 	if c != want {
 		t.Fatalf("config = %+v, want %+v", c, want)
 	}
+	env["STRATA_COLLECTOR_CONFIG"] = file
+	c, err = server.Load(nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil || c.LogLevel != "debug" || c.MemoryLimit != "3GB" {
+		t.Fatalf("config file from env: %+v, %v", c, err)
+	}
 	d, err := server.Load(nil, func(string) string { return "" }, io.Discard)
 	if err != nil || d != server.Defaults() {
 		t.Fatalf("no overrides = %+v, %v; want defaults", d, err)
