@@ -12,35 +12,37 @@ import (
 
 // Config of a node agent.
 type Config struct {
-	NodeName      string        // defaults to the host name
-	HookSocket    string        // Unix socket the JVM hooks connect to
-	Collector     string        // collector gRPC address
-	SpoolDir      string        // durable spool; keep it across restarts (hostPath)
-	SpoolMaxBytes int64         // refuse new batches past this (0 = 1 GiB)
-	ProcRoot      string        // procfs mount (the host's, with hostPID)
-	SysRoot       string        // sysfs mount
-	HTTPAddr      string        // /metrics and /healthz; empty = off
-	FlushInterval time.Duration // cut a batch at least this often
-	DrainTimeout  time.Duration // on shutdown, wait this long for the collector to ack the spool
-	Faults        string        // "auto" (load BPF if possible), "on" (must load), "off"
-	SampleEvery   uint32        // emit one fault event in N (0 = tracer default)
-	StatsInterval time.Duration // log counters this often (0 = never)
+	NodeName         string        // defaults to the host name
+	HookSocket       string        // Unix socket the JVM hooks connect to
+	Collector        string        // collector gRPC address
+	SpoolDir         string        // durable spool; keep it across restarts (hostPath)
+	SpoolMaxBytes    int64         // refuse new batches past this (0 = 1 GiB)
+	ProcRoot         string        // procfs mount (the host's, with hostPID)
+	SysRoot          string        // sysfs mount
+	HTTPAddr         string        // /metrics and /healthz; empty = off
+	FlushInterval    time.Duration // cut a batch at least this often
+	DrainTimeout     time.Duration // on shutdown, wait this long for the collector to ack the spool
+	Faults           string        // "auto" (load BPF if possible), "on" (must load), "off"
+	SampleEvery      uint32        // emit one fault event in N (0 = tracer default, 64)
+	CountersInterval time.Duration // send changed fault and workload counters this often
+	StatsInterval    time.Duration // log counters this often (0 = never)
 }
 
 // DefaultConfig returns the defaults; env and flags override them.
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	return Config{
-		NodeName:      host,
-		HookSocket:    hooksrv.DefaultPath,
-		Collector:     "127.0.0.1:7070",
-		SpoolDir:      "/var/lib/strata/spool",
-		ProcRoot:      "/proc",
-		SysRoot:       "/sys",
-		FlushInterval: 200 * time.Millisecond,
-		DrainTimeout:  5 * time.Second,
-		Faults:        "auto",
-		StatsInterval: time.Minute,
+		NodeName:         host,
+		HookSocket:       hooksrv.DefaultPath,
+		Collector:        "127.0.0.1:7070",
+		SpoolDir:         "/var/lib/strata/spool",
+		ProcRoot:         "/proc",
+		SysRoot:          "/sys",
+		FlushInterval:    200 * time.Millisecond,
+		DrainTimeout:     5 * time.Second,
+		Faults:           "auto",
+		CountersInterval: 2 * time.Second,
+		StatsInterval:    time.Minute,
 	}
 }
 

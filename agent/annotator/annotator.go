@@ -1,9 +1,11 @@
 package annotator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,8 +27,13 @@ type Sink interface {
 // Kernel mirrors the registry into the kernel's fault attribution. It is
 // optional; a nil Kernel means no probes are loaded.
 type Kernel interface {
+	// RegisterBlock starts counting faults in [start, end) as the block.
 	RegisterBlock(pid uint32, blockID, start, end uint64) error
-	FreeBlock(pid uint32, blockID uint64) error
+	// MoveBlock changes a registered block's range, keeping its counters.
+	MoveBlock(pid uint32, blockID, start, end uint64) error
+	// FreeBlock stops counting and returns the block's final counters.
+	FreeBlock(pid uint32, blockID uint64) (*stratav1.FaultCounts, error)
+	// ForgetProcess drops whatever the kernel still holds for pid.
 	ForgetProcess(pid uint32) error
 }
 
@@ -167,8 +174,8 @@ func (a *Annotator) place(ev hooksrv.Event) {
 	a.resolve(rec)
 	key := blockKey{ev.Session.PID, ev.Block.HookID}
 	a.mu.Lock()
-	lb, ok := a.blocks[key]
-	if !ok {
+	lb, existed := a.blocks[key]
+	if !existed {
 		lb = &liveBlock{}
 		a.blocks[key] = lb
 		a.perPID[key.pid]++
@@ -176,8 +183,14 @@ func (a *Annotator) place(ev hooksrv.Event) {
 	*lb = liveBlock{session: ev.Session, block: ev.Block, vaddr: ev.Vaddr, length: ev.Length, runs: rec.Runs, resolved: time.Now()}
 	a.mu.Unlock()
 	if k := a.cfg.Kernel; k != nil {
-		if err := k.RegisterBlock(key.pid, key.id, ev.Vaddr, ev.Vaddr+ev.Length); err != nil {
-			a.log.Warn("register block in kernel", "pid", key.pid, "block", ev.Block.Name, "err", err)
+		var err error
+		if existed {
+			err = k.MoveBlock(key.pid, key.id, ev.Vaddr, ev.Vaddr+ev.Length)
+		} else {
+			err = k.RegisterBlock(key.pid, key.id, ev.Vaddr, ev.Vaddr+ev.Length)
+		}
+		if err != nil {
+			a.log.Warn("mirror block in kernel", "pid", key.pid, "block", ev.Block.Name, "event", ev.Kind, "err", err)
 		}
 	}
 	a.add(rec)
@@ -222,12 +235,23 @@ func (a *Annotator) free(ev hooksrv.Event) {
 		a.dropPID(key.pid)
 	}
 	a.mu.Unlock()
-	if k := a.cfg.Kernel; k != nil {
-		if err := k.FreeBlock(key.pid, key.id); err != nil {
-			a.log.Warn("free block in kernel", "pid", key.pid, "block", ev.Block.Name, "err", err)
-		}
+	rec := a.record(ev, ev.Vaddr, ev.Length)
+	rec.Faults = a.freeInKernel(key, ev.Block.Name)
+	a.add(rec)
+}
+
+// freeInKernel returns the block's final fault counters, nil without probes.
+func (a *Annotator) freeInKernel(key blockKey, name string) *stratav1.FaultCounts {
+	k := a.cfg.Kernel
+	if k == nil {
+		return nil
 	}
-	a.add(a.record(ev, ev.Vaddr, ev.Length))
+	fc, err := k.FreeBlock(key.pid, key.id)
+	if err != nil {
+		a.log.Debug("free block in kernel", "pid", key.pid, "block", name, "err", err)
+		return nil
+	}
+	return fc
 }
 
 func (a *Annotator) dropPID(pid uint32) {
@@ -250,22 +274,77 @@ func (a *Annotator) endSession(ev hooksrv.Event) {
 		}
 	}
 	a.mu.Unlock()
-	if k := a.cfg.Kernel; k != nil {
-		if err := k.ForgetProcess(pid); err != nil {
-			a.log.Warn("forget process in kernel", "pid", pid, "err", err)
-		}
-	}
+	slices.SortFunc(gone, func(x, y *liveBlock) int { return cmp.Compare(x.block.HookID, y.block.HookID) })
 	for _, lb := range gone {
 		fe := hooksrv.Event{Kind: hooksrv.EventFree, Session: lb.session, Access: stratav1.AccessKind_ACCESS_KIND_FREE, Time: ev.Time, Block: lb.block}
-		a.add(a.record(fe, lb.vaddr, lb.length))
+		rec := a.record(fe, lb.vaddr, lb.length)
+		rec.Faults = a.freeInKernel(blockKey{pid, lb.block.HookID}, lb.block.Name)
+		a.add(rec)
+	}
+	if k := a.cfg.Kernel; k != nil {
+		if err := k.ForgetProcess(pid); err != nil {
+			a.log.Debug("forget process in kernel", "pid", pid, "err", err)
+		}
 	}
 	if ev.Err != nil {
 		a.log.Info("hook session ended", "pid", pid, "app", ev.Session.AppID, "executor", ev.Session.ExecutorID, "blocks", len(gone), "reason", ev.Err)
 	}
 }
 
-// Add queues a record built elsewhere (fault events from the tracer).
-func (a *Annotator) Add(rec *stratav1.Record) { a.add(rec) }
+// Fault is one sampled page fault the kernel matched to a block.
+type Fault struct {
+	PID, TID uint32
+	BlockID  uint64
+	Addr     uint64
+	Time     time.Time
+	Kind     stratav1.FaultKind
+}
+
+// AddFault records a sampled fault with the Spark names of its block and
+// the page the fault mapped, resolved now. A fault in a block that is no
+// longer registered (freed since the sample was taken) is dropped and
+// reported false.
+func (a *Annotator) AddFault(f Fault) bool {
+	sem, ok := a.Semantics(f.PID, f.BlockID)
+	if !ok {
+		return false
+	}
+	page := uint64(a.cfg.PageSize)
+	rec := &stratav1.Record{
+		TimeUnixNano: f.Time.UnixNano(), Access: stratav1.AccessKind_ACCESS_KIND_FAULT,
+		Pid: f.PID, Tid: f.TID, Block: sem, Vaddr: f.Addr, Length: 1, PageSize: a.cfg.PageSize,
+		CpuNumaNode: -1, FaultKind: f.Kind,
+	}
+	runs, err := a.res.Resolve(f.PID, f.Addr&^(page-1), page)
+	rec.Runs = runs
+	if err != nil {
+		rec.ResolveError = err.Error()
+		a.resolveErr.Add(1)
+	}
+	a.add(rec)
+	return true
+}
+
+// AddCounters records a block's cumulative fault counters.
+func (a *Annotator) AddCounters(pid uint32, blockID uint64, fc *stratav1.FaultCounts, when time.Time) bool {
+	a.mu.Lock()
+	lb, ok := a.blocks[blockKey{pid, blockID}]
+	var vaddr, length uint64
+	if ok {
+		vaddr, length = lb.vaddr, lb.length
+	}
+	a.mu.Unlock()
+	if !ok {
+		return false
+	}
+	sem, _ := a.Semantics(pid, blockID)
+	a.add(&stratav1.Record{
+		TimeUnixNano: when.UnixNano(), Access: stratav1.AccessKind_ACCESS_KIND_FAULT,
+		Pid: pid, Block: sem, Vaddr: vaddr, Length: length, PageSize: a.cfg.PageSize,
+		CpuNumaNode: -1, Faults: fc,
+	})
+	return true
+}
 
 // AddWorkload queues perf-stat style counters of a traced process.
 func (a *Annotator) AddWorkload(w *stratav1.WorkloadCounters) {
@@ -377,6 +456,19 @@ func (a *Annotator) Semantics(pid uint32, id uint64) (*stratav1.SparkBlock, bool
 		RddId: b.RDDID, Partition: b.Partition, BlockId: b.Name,
 		Mode: b.Mode, Location: b.Location, HookBlockId: b.HookID,
 	}, true
+}
+
+// Process returns the app and executor of pid's live blocks, "" when it
+// has none.
+func (a *Annotator) Process(pid uint32) (app, executor string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for key, lb := range a.blocks {
+		if key.pid == pid {
+			return lb.session.AppID, lb.session.ExecutorID
+		}
+	}
+	return "", ""
 }
 
 // Block returns a live block by its hook id.

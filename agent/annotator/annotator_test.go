@@ -69,11 +69,17 @@ func (k *kernelLog) RegisterBlock(pid uint32, id, start, end uint64) error {
 	k.ops = append(k.ops, "reg")
 	return nil
 }
-func (k *kernelLog) FreeBlock(pid uint32, id uint64) error {
+func (k *kernelLog) MoveBlock(pid uint32, id, start, end uint64) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.ops = append(k.ops, "move")
+	return nil
+}
+func (k *kernelLog) FreeBlock(pid uint32, id uint64) (*stratav1.FaultCounts, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.ops = append(k.ops, "free")
-	return nil
+	return &stratav1.FaultCounts{Read: id, Write: 10 * id}, nil
 }
 func (k *kernelLog) ForgetProcess(pid uint32) error {
 	k.mu.Lock()
@@ -143,11 +149,14 @@ func TestLifecycleRecordsAndRegistry(t *testing.T) {
 	if r := recs[4]; r.GetVaddr() != 0x30000 || r.GetRuns()[0].GetPfn() != 0x30 {
 		t.Fatalf("access after move = %v", r)
 	}
-	if r := recs[6]; r.GetBlock().GetHookBlockId() != 1 || len(r.GetRuns()) != 0 {
+	if r := recs[6]; r.GetBlock().GetHookBlockId() != 1 || len(r.GetRuns()) != 0 || r.GetFaults().GetRead() != 1 || r.GetFaults().GetWrite() != 10 {
 		t.Fatalf("session-end free = %v", r)
 	}
-	// register, register, move (re-register at the new range), free, session end
-	if got := strings.Join(k.ops, " "); got != "reg reg reg free forget" {
+	if r := recs[5]; r.GetBlock().GetHookBlockId() != 2 || r.GetFaults().GetRead() != 2 || r.GetFaults().GetWrite() != 20 {
+		t.Fatalf("free of block 2 = %v", r)
+	}
+	// register x2, move, free of block 2, session end: free of block 1, forget
+	if got := strings.Join(k.ops, " "); got != "reg reg move free free forget" {
 		t.Fatalf("kernel ops = %v", k.ops)
 	}
 	if sink.batches[0].GetNodeName() != "n1" || sink.batches[0].GetBootId() != "b1" {
@@ -201,5 +210,40 @@ func TestBatchesCutBySizeAndTime(t *testing.T) {
 	a.Flush()
 	if st := a.Stats(); st.Dropped != 1 || st.Records != 7 {
 		t.Fatalf("stats = %+v", st)
+	}
+}
+
+func TestFaultSamplesAndCounters(t *testing.T) {
+	sink := &memSink{}
+	a := New(&rangeResolver{}, sink, Config{})
+	s := &hooksrv.Session{PID: 5, AppID: "app", ExecutorID: "2"}
+	a.HandleEvent(context.Background(), ev(s, hooksrv.EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, 3, 0x100000, 0x10000))
+	now := time.Unix(300, 0)
+	if !a.AddFault(Fault{PID: 5, TID: 6, BlockID: 3, Addr: 0x104123, Time: now, Kind: stratav1.FaultKind_FAULT_KIND_WRITE}) {
+		t.Fatal("fault in a live block was dropped")
+	}
+	if a.AddFault(Fault{PID: 5, BlockID: 4, Addr: 0x1, Time: now}) {
+		t.Fatal("fault in an unknown block was recorded")
+	}
+	if !a.AddCounters(5, 3, &stratav1.FaultCounts{Read: 7, Write: 9}, now) {
+		t.Fatal("counters of a live block were dropped")
+	}
+	a.Flush()
+	recs := sink.records()
+	if len(recs) != 3 {
+		t.Fatalf("%d records, want 3", len(recs))
+	}
+	f := recs[1]
+	if f.GetAccess() != stratav1.AccessKind_ACCESS_KIND_FAULT || f.GetFaultKind() != stratav1.FaultKind_FAULT_KIND_WRITE ||
+		f.GetVaddr() != 0x104123 || f.GetTid() != 6 || f.GetBlock().GetPartition() != 3 || f.GetFaults() != nil {
+		t.Fatalf("sample record = %v", f)
+	}
+	// The faulted page, resolved: the resolver saw the page-aligned address.
+	if len(f.GetRuns()) != 1 || f.GetRuns()[0].GetVaddr() != 0x104000 || f.GetRuns()[0].GetCount() != 1 {
+		t.Fatalf("sample runs = %v", f.GetRuns())
+	}
+	c := recs[2]
+	if c.GetFaults().GetRead() != 7 || c.GetFaults().GetWrite() != 9 || c.GetVaddr() != 0x100000 || c.GetLength() != 0x10000 || len(c.GetRuns()) != 0 {
+		t.Fatalf("counter record = %v", c)
 	}
 }

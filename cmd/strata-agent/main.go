@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/stratatrace/strata/agent"
@@ -30,6 +31,12 @@ func main() {
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", cfg.FlushInterval, "cut a batch at least this often")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "on shutdown, wait this long for acks")
 	fs.StringVar(&cfg.Faults, "faults", cfg.Faults, "kernel fault attribution: auto, on or off")
+	fs.Func("sample-every", "emit one sampled fault event per N faults in a block (default 64)", func(v string) error {
+		n, err := strconv.ParseUint(v, 10, 32)
+		cfg.SampleEvery = uint32(n)
+		return err
+	})
+	fs.DurationVar(&cfg.CountersInterval, "counters-interval", cfg.CountersInterval, "send changed fault and workload counters this often")
 	fs.DurationVar(&cfg.StatsInterval, "stats-interval", cfg.StatsInterval, "log counters this often (0: never)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	fs.Parse(os.Args[1:])

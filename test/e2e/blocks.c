@@ -11,7 +11,12 @@
  * socket refused (after a short sleep), because the benchmark needs every
  * frame to arrive; the retries are counted.
  *
- * Usage: blocks SOCKET APP MIB BLOCK_MIB THP(0|1) ROUNDS
+ * With FAULT_ROUNDS > 0 it then waits for another line on stdin, drops the
+ * region's pages (MADV_DONTNEED) and writes one byte per page, FAULT_ROUNDS
+ * times: exactly FAULT_ROUNDS x pages write faults inside the registered
+ * blocks, then prints {"faulted":true}.
+ *
+ * Usage: blocks SOCKET APP MIB BLOCK_MIB THP(0|1) ROUNDS [FAULT_ROUNDS]
  * Output: {"touched":true,"pid":P,"pages":N,"base":ADDR} after faulting in,
  *         {"sent":true,"frames":F,"retries":R} after the last frame.
  * It frees every block and exits when stdin reaches EOF.
@@ -66,13 +71,13 @@ static int do_access(void *p)
 
 int main(int argc, char **argv)
 {
-	if (argc != 7) {
-		fprintf(stderr, "usage: blocks SOCKET APP MIB BLOCK_MIB THP ROUNDS\n");
+	if (argc != 7 && argc != 8) {
+		fprintf(stderr, "usage: blocks SOCKET APP MIB BLOCK_MIB THP ROUNDS [FAULT_ROUNDS]\n");
 		return 2;
 	}
 	const char *sock = argv[1], *app = argv[2];
 	size_t mib = strtoul(argv[3], NULL, 10), block_mib = strtoul(argv[4], NULL, 10);
-	int thp = atoi(argv[5]), rounds = atoi(argv[6]);
+	int thp = atoi(argv[5]), rounds = atoi(argv[6]), fault_rounds = argc == 8 ? atoi(argv[7]) : 0;
 	size_t len = mib * MiB, blen = block_mib * MiB, page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t nblocks = len / blen;
 	unsigned char *raw, *base;
@@ -130,6 +135,22 @@ int main(int argc, char **argv)
 	printf("{\"sent\":true,\"frames\":%zu,\"retries\":%lu}\n", nblocks * (1 + (size_t)rounds),
 	       retries);
 	fflush(stdout);
+	if (fault_rounds > 0) {
+		/* The agent registers blocks in the kernel asynchronously: wait
+		 * for the go-ahead of whoever watches it. */
+		if (!fgets(line, sizeof(line), stdin))
+			return 0;
+		for (int r = 0; r < fault_rounds; r++) {
+			if (madvise(base, len, MADV_DONTNEED) != 0) {
+				perror("madvise(MADV_DONTNEED)");
+				return 1;
+			}
+			for (size_t off = 0; off < len; off += page)
+				base[off] = 2;
+		}
+		printf("{\"faulted\":true}\n");
+		fflush(stdout);
+	}
 	while (fgets(line, sizeof(line), stdin))
 		;
 	for (size_t i = 0; i < nblocks; i++) {

@@ -1,0 +1,138 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratatrace/strata/test/testenv"
+	"github.com/stratatrace/strata/test/workload"
+)
+
+// TestFaults runs the agent with its BPF fault attribution loaded: a
+// process registers 4 blocks of 4 MiB (base pages), then drops and rewrites
+// them 3 times. Each block must show exactly 3 x 1024 write faults and no
+// read faults, through `strata faults`; `strata overhead` must show the
+// process's fault counters and say the page-walk share is unavailable
+// rather than print a number.
+func TestFaults(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := bins(t)
+	wbin := workload.Compile(t, "blocks", "test/e2e/blocks.c")
+	col, addr := startCollector(t, bin)
+	ag := startAgent(t, bin, addr, "--faults", "on", "--counters-interval", "200ms")
+
+	const (
+		mib, blockMiB, faultRounds = 16, 4, 3
+		pagesPerBlock              = blockMiB << 20 / 4096
+	)
+	app := fmt.Sprintf("app-faults-%d", time.Now().UnixNano())
+	cmd := exec.Command(wbin, ag.socket, app, fmt.Sprint(mib), fmt.Sprint(blockMiB), "0", "0", fmt.Sprint(faultRounds))
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); cmd.Wait() }()
+	lines := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func(what string) string {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("workload exited before %s: %s", what, errb.String())
+			}
+			return l
+		case <-time.After(60 * time.Second):
+			t.Fatalf("workload: no %s after 60s", what)
+		}
+		return ""
+	}
+	next("touched")
+	io.WriteString(in, "go\n")
+	if l := next("sent"); !strings.Contains(l, `"sent":true`) {
+		t.Fatalf("workload said %s", l)
+	}
+	waitFor(t, "the agent to register 4 blocks in the kernel", 30*time.Second, func() bool {
+		v, _ := ag.metric("strata_faults_blocks")
+		return v == 4
+	})
+	io.WriteString(in, "fault\n")
+	if l := next("faulted"); !strings.Contains(l, `"faulted":true`) {
+		t.Fatalf("workload said %s", l)
+	}
+
+	type row struct {
+		Partition   int32  `json:"partition"`
+		BlockID     string `json:"block_id"`
+		Read, Write uint64
+		Exec, Major uint64
+	}
+	var rows []row
+	waitFor(t, "fault counters of 4 blocks", 30*time.Second, func() bool {
+		rows = rows[:0]
+		for _, l := range strings.Split(strings.TrimSpace(runCLI(t, bin, "faults", "--collector", addr, "--app", app, "-o", "json")), "\n") {
+			var r row
+			if json.Unmarshal([]byte(l), &r) == nil {
+				rows = append(rows, r)
+			}
+		}
+		if len(rows) != 4 {
+			return false
+		}
+		for _, r := range rows {
+			if r.Write < faultRounds*pagesPerBlock {
+				return false
+			}
+		}
+		return true
+	})
+	for _, r := range rows {
+		if r.Write != faultRounds*pagesPerBlock || r.Read != 0 || r.Exec != 0 || r.Major != 0 {
+			t.Fatalf("block %s: read %d write %d exec %d major %d; want write %d and nothing else (all: %+v)",
+				r.BlockID, r.Read, r.Write, r.Exec, r.Major, faultRounds*pagesPerBlock, rows)
+		}
+	}
+
+	var ov []map[string]any
+	waitFor(t, "workload counters", 30*time.Second, func() bool {
+		ov = ov[:0]
+		for _, l := range strings.Split(strings.TrimSpace(runCLI(t, bin, "overhead", "--collector", addr, "--app", app, "-o", "json")), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil {
+				ov = append(ov, m)
+			}
+		}
+		return len(ov) == 1 && ov[0]["minor_faults"].(float64) >= faultRounds*mib<<20/4096
+	})
+	o := ov[0]
+	if rf := o["rdd_faults"].(map[string]any); rf["write"].(float64) != 4*faultRounds*pagesPerBlock {
+		t.Fatalf("overhead rdd_faults = %v, want write %d", rf, 4*faultRounds*pagesPerBlock)
+	}
+	if _, ok := o["walk_pct"]; ok {
+		t.Fatalf("overhead printed a page-walk share without a PMU: %v", o)
+	}
+	if s, _ := o["pmu_status"].(string); !strings.HasPrefix(s, "unavailable") && !strings.HasPrefix(s, "available") {
+		t.Fatalf("pmu_status = %q", s)
+	}
+	if v, _ := ag.metric("strata_faults_kernel_drops_total"); v != 0 {
+		t.Fatalf("kernel dropped %v fault events", v)
+	}
+	in.Close()
+	cmd.Wait()
+	ag.stop(t)
+	col.stop(t)
+}
