@@ -25,12 +25,13 @@ func BenchmarkFaultOverhead(b *testing.B) {
 		pages  = 16384
 		iters  = 8
 		faults = pages * iters
-		rounds = 5
+		rounds = 9
 	)
 	type config struct {
 		name   string
 		load   bool   // tracer loaded
 		track  bool   // child tracked, its mapping registered as 64 blocks of 1 MiB
+		dense  bool   // ... as 4096 blocks of 16 KiB instead (page-level entries)
 		every  uint32 // sample 1 in every; 0 = counters only
 		blocks int    // extra blocks registered elsewhere in the child
 	}
@@ -39,6 +40,7 @@ func BenchmarkFaultOverhead(b *testing.B) {
 		{name: "untraced", load: true},
 		{name: "count", load: true, track: true},
 		{name: "count+64k", load: true, track: true, blocks: 65536 - 64},
+		{name: "count-dense", load: true, track: true, dense: true},
 		{name: "sample64", load: true, track: true, every: 64},
 		{name: "sample1", load: true, track: true, every: 1},
 	}
@@ -67,8 +69,12 @@ func BenchmarkFaultOverhead(b *testing.B) {
 					if err := tr.Track(c.pid); err != nil {
 						b.Fatal(err)
 					}
-					for i := 0; i < 64; i++ {
-						if err := tr.RegisterBlock(c.pid, uint64(i), c.page(i*256), c.page((i+1)*256)); err != nil {
+					n, per := 64, 256
+					if cf.dense {
+						n, per = 4096, 4
+					}
+					for i := 0; i < n; i++ {
+						if err := tr.RegisterBlock(c.pid, uint64(i), c.page(i*per), c.page((i+1)*per)); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -113,8 +119,8 @@ func BenchmarkFaultOverhead(b *testing.B) {
 	for _, cf := range configs {
 		m := median(ns[cf.name])
 		bn := median(bpfNs[cf.name])
-		b.Logf("%-10s %5.0f ns/fault  ratio %.3f  runs %v  bpf %3.0f ns/run (ratio %.3f)  %.0f faults/s  kernel drops %d",
-			cf.name, m, m/base, fmtRuns(ns[cf.name], base), bn, (base+bn)/base, median(rate[cf.name]), drops[cf.name])
+		b.Logf("%-11s %5.0f ns/fault  ratio %.3f  bpf %3.0f ns/run (ratio %.3f)  %.0f faults/s  kernel drops %d  runs %v",
+			cf.name, m, m/base, bn, (base+bn)/base, median(rate[cf.name]), drops[cf.name], fmtRuns(ns[cf.name], base))
 		b.ReportMetric(m/base, cf.name+"-ratio")
 	}
 }

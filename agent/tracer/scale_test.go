@@ -64,59 +64,66 @@ func reportMemory(tb testing.TB, tr *Tracer) (total int64) {
 // blocks, two per 2 MiB bucket) and dense (16 KiB blocks: buckets split
 // into page entries), checks lookups at both ends and prints memory.
 func Test64kBlocks(t *testing.T) {
-	const n = 65536
 	for _, tc := range []struct {
 		name string
 		size uint64
 	}{{"sparse 1MiB", 1 << 20}, {"dense 16KiB", 16 << 10}} {
-		t.Run(tc.name, func(t *testing.T) {
-			tr := loadTracer(t, Config{MaxBlocks: n, NoMajorFaults: true})
-			c := startChild(t, 8)
-			if err := tr.Track(c.pid); err != nil {
-				t.Fatal(err)
-			}
-			base := uint64(0x200000000000)
-			start := time.Now()
-			for i := uint64(0); i < n; i++ {
-				if err := tr.RegisterBlock(c.pid, i, base+i*tc.size, base+(i+1)*tc.size); err != nil {
-					t.Fatalf("block %d: %v", i, err)
-				}
-			}
-			reg := time.Since(start)
-			if err := tr.RegisterBlock(c.pid, n, 0x100000, 0x200000); err == nil {
-				t.Error("block 65,537 accepted with MaxBlocks 65,536")
-			}
-			start = time.Now()
-			snap, err := tr.Snapshot()
-			if err != nil || len(snap) != n {
-				t.Fatalf("snapshot: %d blocks, %v", len(snap), err)
-			}
-			st, _ := tr.Stats()
-			t.Logf("%s: registered %d blocks in %v (%.1f µs each), snapshot %v, %d range sets",
-				tc.name, n, reg.Round(time.Millisecond), float64(reg.Microseconds())/n, time.Since(start).Round(time.Millisecond), st.RangeSets)
-			reportMemory(t, tr)
-			// Kernel lookups agree with the index at the first and last block.
-			kv := map[strataBucketKey]strataRangeSet{}
-			var k strataBucketKey
-			var v strataRangeSet
-			it := tr.maps[strataMapBuckets].Iterate()
-			for it.Next(&k, &v) {
-				kv[k] = v
-			}
-			for _, i := range []uint64{0, n / 2, n - 1} {
-				r, ok := lookup(kv, c.pid, base+i*tc.size+tc.size/2)
-				if !ok || r.BlockId != i {
-					t.Errorf("lookup block %d: %v %+v", i, ok, r)
-				}
-			}
-			start = time.Now()
-			if err := tr.Untrack(c.pid); err != nil {
-				t.Fatal(err)
-			}
-			if m, _, _ := kernelEntries(t, tr, c.pid); m != 0 {
-				t.Errorf("%d entries after untrack", m)
-			}
-			t.Logf("untrack (removes all): %v", time.Since(start).Round(time.Millisecond))
-		})
+		t.Run(tc.name, func(t *testing.T) { register64k(t, tc.name, tc.size) })
 	}
+}
+
+// BenchmarkBlockMemory64k prints the BPF map memory and the agent's RSS
+// with 65,536 registered 1 MiB blocks.
+func BenchmarkBlockMemory64k(b *testing.B) { register64k(b, "sparse 1MiB", 1<<20) }
+
+func register64k(t testing.TB, name string, size uint64) {
+	t.Helper()
+	const n = 65536
+	tr := loadTracer(t, Config{MaxBlocks: n, NoMajorFaults: true})
+	c := startChild(t, 8)
+	if err := tr.Track(c.pid); err != nil {
+		t.Fatal(err)
+	}
+	base := uint64(0x200000000000)
+	start := time.Now()
+	for i := uint64(0); i < n; i++ {
+		if err := tr.RegisterBlock(c.pid, i, base+i*size, base+(i+1)*size); err != nil {
+			t.Fatalf("block %d: %v", i, err)
+		}
+	}
+	reg := time.Since(start)
+	if err := tr.RegisterBlock(c.pid, n, 0x100000, 0x200000); err == nil {
+		t.Error("block 65,537 accepted with MaxBlocks 65,536")
+	}
+	start = time.Now()
+	snap, err := tr.Snapshot()
+	if err != nil || len(snap) != n {
+		t.Fatalf("snapshot: %d blocks, %v", len(snap), err)
+	}
+	st, _ := tr.Stats()
+	t.Logf("%s: registered %d blocks in %v (%.1f µs each), snapshot %v, %d range sets",
+		name, n, reg.Round(time.Millisecond), float64(reg.Microseconds())/n, time.Since(start).Round(time.Millisecond), st.RangeSets)
+	reportMemory(t, tr)
+	// Kernel lookups agree with the index at the first and last block.
+	kv := map[strataBucketKey]strataRangeSet{}
+	var k strataBucketKey
+	var v strataRangeSet
+	it := tr.maps[strataMapBuckets].Iterate()
+	for it.Next(&k, &v) {
+		kv[k] = v
+	}
+	for _, i := range []uint64{0, n / 2, n - 1} {
+		r, ok := lookup(kv, c.pid, base+i*size+size/2)
+		if !ok || r.BlockId != i {
+			t.Errorf("lookup block %d: %v %+v", i, ok, r)
+		}
+	}
+	start = time.Now()
+	if err := tr.Untrack(c.pid); err != nil {
+		t.Fatal(err)
+	}
+	if m, _, _ := kernelEntries(t, tr, c.pid); m != 0 {
+		t.Errorf("%d entries after untrack", m)
+	}
+	t.Logf("untrack (removes all): %v", time.Since(start).Round(time.Millisecond))
 }
