@@ -36,10 +36,12 @@ func (s *avroString) UnmarshalJSON(b []byte) error {
 		if err := json.Unmarshal(b, &m); err != nil {
 			return err
 		}
-		for _, v := range m {
-			return s.UnmarshalJSON(v)
-		}
 		*s = ""
+		if len(m) == 1 { // a union has exactly one branch
+			for _, v := range m {
+				return s.UnmarshalJSON(v)
+			}
+		}
 		return nil
 	default:
 		// numbers or booleans where a string was expected: keep the text.
@@ -63,10 +65,12 @@ func (a *avroInts) UnmarshalJSON(b []byte) error {
 		if err := json.Unmarshal(b, &m); err != nil {
 			return err
 		}
-		for _, v := range m {
-			return a.UnmarshalJSON(v)
-		}
 		*a = nil
+		if len(m) == 1 {
+			for _, v := range m {
+				return a.UnmarshalJSON(v)
+			}
+		}
 		return nil
 	}
 	if v, ok := parseIntArray(b); ok {
@@ -120,11 +124,13 @@ type jhCounters struct {
 }
 
 type jhCounterGroup struct {
-	Name   string `json:"name"`
-	Counts []struct {
-		Name  string `json:"name"`
-		Value int64  `json:"value"`
-	} `json:"counts"`
+	Name   string    `json:"name"`
+	Counts []jhCount `json:"counts"`
+}
+
+type jhCount struct {
+	Name  string `json:"name"`
+	Value int64  `json:"value"`
 }
 
 // flatten returns the counters by name, the first group in input order

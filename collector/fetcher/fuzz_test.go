@@ -36,6 +36,28 @@ func FuzzJhist(f *testing.F) {
 	})
 }
 
+// FuzzJhistScanner checks the hand-written line decoder against
+// encoding/json: both must read the same job from any input.
+func FuzzJhistScanner(f *testing.F) {
+	seed := jhistSeed(f)
+	f.Add(seed)
+	f.Add([]byte("Avro-Json\n{}\n{\"type\":\"TASK_FINISHED\",\"event\":{\"x\":{\"taskid\":\"task_1_1_m_000001\",\"status\":{\"string\":\"SUCCEEDED\"},\"counters\":{\"org.apache.hadoop.mapreduce.jobhistory.JhCounters\":{\"groups\":[{\"counts\":[{\"name\":\"A\",\"value\":1}]}]}}}}}\n"))
+	f.Add([]byte("Avro-Json\n{}\n{\"type\":\"JOB_SUBMITTED\",\"event\":{\"x\":{\"jobid\":\"job_1_1\",\"JOBNAME\":\"n\\u0041\",\"userName\":7}}}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fast, errFast := parseJhistWith(bytes.NewReader(b), true)
+		ref, errRef := parseJhistWith(bytes.NewReader(b), false)
+		if (errFast == nil) != (errRef == nil) {
+			t.Fatalf("errors differ: scanner %v, encoding/json %v", errFast, errRef)
+		}
+		if errFast != nil {
+			return
+		}
+		if a, b := jsonOf(fast), jsonOf(ref); a != b {
+			t.Fatalf("scanner and encoding/json disagree:\n%s\n%s", a, b)
+		}
+	})
+}
+
 func FuzzRumen(f *testing.F) {
 	f.Add([]byte(`{"jobID":"job_1_1","mapTasks":[{"taskID":"t","taskStatus":"SUCCESS","attempts":[{"attemptID":"a","result":"SUCCESS","clockSplits":[1,2],"physMemKbytes":[0,5,0,0,7]}]}]} {"jobID":"job_1_2"}`))
 	f.Add([]byte(`{"jobID":"job_1_1","reduceTasks":[{"taskID":"r","attempts":[{"attemptID":"b","result":"FAILED","shuffleFinished":-1}]}]`))

@@ -80,7 +80,11 @@ type jhTask struct {
 // parseJhist reads an Avro-JSON job history stream. It never fails on a
 // damaged tail: what was read is returned with a warning. It returns an
 // error only when the stream is not a job history at all or names no job.
-func parseJhist(r io.Reader) (*job.Job, error) {
+func parseJhist(r io.Reader) (*job.Job, error) { return parseJhistWith(r, true) }
+
+// parseJhistWith is parseJhist; scan selects the hand-written line decoder
+// (false: encoding/json only, the reference the fuzz test compares with).
+func parseJhistWith(r io.Reader, scan bool) (*job.Job, error) {
 	lr := newLineReader(r)
 	head, err := lr.next()
 	if err != nil {
@@ -96,6 +100,7 @@ func parseJhist(r io.Reader) (*job.Job, error) {
 		j:     &job.Job{Type: job.MapReduce, Conf: map[string]string{}},
 		tasks: make(map[string]*jhTask),
 	}
+	names := map[string]string{}
 	for {
 		line, err := lr.next()
 		if errors.Is(err, io.EOF) {
@@ -109,6 +114,11 @@ func parseJhist(r io.Reader) (*job.Job, error) {
 			continue
 		}
 		var ev jhLine
+		if scan && scanJhLine(line, names, &ev) {
+			b.applyLine(&ev)
+			continue
+		}
+		ev = jhLine{}
 		if err := json.Unmarshal(line, &ev); err != nil {
 			if lr.reject(err) {
 				b.warnf("job history truncated at line %d: %v", lr.n, err)
@@ -116,16 +126,20 @@ func parseJhist(r io.Reader) (*job.Job, error) {
 			}
 			continue
 		}
-		for _, rec := range ev.Event {
-			if rec != nil {
-				b.apply(ev.Type, rec)
-			}
-		}
+		b.applyLine(&ev)
 	}
 	if msg := lr.skipped(); msg != "" {
 		b.warnf("job history: %s", msg)
 	}
 	return b.finish()
+}
+
+func (b *jhBuilder) applyLine(ev *jhLine) {
+	for _, rec := range ev.Event {
+		if rec != nil {
+			b.apply(ev.Type, rec)
+		}
+	}
 }
 
 func (b *jhBuilder) warnf(format string, args ...any) {

@@ -1,0 +1,548 @@
+package fetcher
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// A hand-written decoder for job-history event lines. Job histories are the
+// largest inputs the collector reads (a 100 000-task job is ~400 MiB), and
+// reflection-driven encoding/json spends most of its time validating and
+// rescanning them. This scanner walks a line once and fills a jhRecord
+// directly; whenever it meets something it does not handle (a string with
+// escapes where bytes are kept, a malformed token) it reports failure and
+// the caller decodes the line with encoding/json instead, so the result is
+// always encoding/json's (FuzzJhistScanner checks that they agree).
+
+type jscan struct {
+	b []byte
+	i int
+	// names interns counter names and event types across lines: a job
+	// repeats the same few dozen names millions of times.
+	names map[string]string
+}
+
+// maxInterned bounds the intern table against inputs made of unique names.
+const maxInterned = 4096
+
+// name reads a string, interned.
+func (s *jscan) name() (string, bool) {
+	save := s.i
+	b, ok := s.str()
+	if !ok || s.names == nil {
+		s.i = save
+		return s.anyStr()
+	}
+	if v, hit := s.names[string(b)]; hit {
+		return v, true
+	}
+	v := string(b)
+	if len(s.names) < maxInterned {
+		s.names[v] = v
+	}
+	return v, true
+}
+
+func (s *jscan) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\r', '\n':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte, 0 at the end.
+func (s *jscan) peek() byte {
+	s.ws()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *jscan) eat(c byte) bool {
+	if s.peek() == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// str reads a string without escapes and returns its bytes (aliasing the
+// line); ok is false for escapes or malformed input.
+func (s *jscan) str() ([]byte, bool) {
+	if !s.eat('"') {
+		return nil, false
+	}
+	start := s.i
+	ascii := true
+	for s.i < len(s.b) {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			s.i++
+			v := s.b[start : s.i-1]
+			if !ascii && !utf8.Valid(v) {
+				return nil, false // encoding/json would substitute U+FFFD
+			}
+			return v, true
+		case c == '\\' || c < 0x20:
+			return nil, false
+		case c >= 0x80:
+			ascii = false
+		}
+		s.i++
+	}
+	return nil, false
+}
+
+// anyStr reads a string, unescaping it when needed.
+func (s *jscan) anyStr() (string, bool) {
+	save := s.i
+	if b, ok := s.str(); ok {
+		return string(b), true
+	}
+	s.i = save
+	s.ws()
+	end, ok := s.skipString()
+	if !ok {
+		return "", false
+	}
+	var v string
+	if json.Unmarshal(s.b[s.i:end], &v) != nil {
+		return "", false
+	}
+	s.i = end
+	return v, true
+}
+
+// skipString returns the index after the string starting at s.i.
+func (s *jscan) skipString() (int, bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return 0, false
+	}
+	for j := s.i + 1; j < len(s.b); j++ {
+		switch c := s.b[j]; {
+		case c == '\\':
+			j++
+			if j >= len(s.b) {
+				return 0, false
+			}
+			switch s.b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(s.b) {
+					return 0, false
+				}
+				for _, h := range s.b[j+1 : j+5] {
+					if !isHex(h) {
+						return 0, false
+					}
+				}
+				j += 4
+			default:
+				return 0, false
+			}
+		case c == '"':
+			return j + 1, true
+		case c < 0x20:
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// number returns the end of the JSON number at s.i (after spaces), and
+// whether it is an integer; ok is false when the grammar is not met.
+func (s *jscan) number() (end int, integer, ok bool) {
+	s.ws()
+	j, b := s.i, s.b
+	digits := func() bool {
+		k := j
+		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		return j > k
+	}
+	if j < len(b) && b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(b) && b[j] == '0':
+		j++
+	case !digits():
+		return 0, false, false
+	}
+	integer = true
+	if j < len(b) && b[j] == '.' {
+		j++
+		integer = false
+		if !digits() {
+			return 0, false, false
+		}
+	}
+	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		integer = false
+		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		if !digits() {
+			return 0, false, false
+		}
+	}
+	return j, integer, true
+}
+
+func (s *jscan) int() (int64, bool) {
+	end, integer, ok := s.number()
+	if !ok || !integer {
+		return 0, false // not an integer: let encoding/json decide
+	}
+	v, err := strconv.ParseInt(string(s.b[s.i:end]), 10, 64)
+	s.i = end
+	return v, err == nil
+}
+
+func (s *jscan) literal(lit string) bool {
+	s.ws()
+	if bytes.HasPrefix(s.b[s.i:], []byte(lit)) {
+		s.i += len(lit)
+		return true
+	}
+	return false
+}
+
+// skip skips one value of any kind.
+func (s *jscan) skip() bool {
+	switch s.peek() {
+	case '"':
+		end, ok := s.skipString()
+		s.i = end
+		return ok
+	case '{':
+		return s.object(func([]byte) bool { return s.skip() })
+	case '[':
+		return s.array(s.skip)
+	case 't':
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	case 'n':
+		return s.literal("null")
+	}
+	end, _, ok := s.number()
+	s.i = end
+	return ok
+}
+
+// object calls field for every key; field must consume the value.
+func (s *jscan) object(field func(key []byte) bool) bool {
+	if !s.eat('{') {
+		return false
+	}
+	if s.eat('}') {
+		return true
+	}
+	for {
+		key, ok := s.str()
+		if !ok || !s.eat(':') || !field(key) {
+			return false
+		}
+		if s.eat(',') {
+			continue
+		}
+		return s.eat('}')
+	}
+}
+
+func (s *jscan) array(elem func() bool) bool {
+	if !s.eat('[') {
+		return false
+	}
+	if s.eat(']') {
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		if s.eat(',') {
+			continue
+		}
+		return s.eat(']')
+	}
+}
+
+// avroStr reads an Avro-JSON string: bare, null, or {"<type>": value}.
+func (s *jscan) avroStr(dst *avroString) bool {
+	switch s.peek() {
+	case '"':
+		v, ok := s.anyStr()
+		*dst = avroString(v)
+		return ok
+	case 'n':
+		*dst = ""
+		return s.literal("null")
+	case '{':
+		*dst = ""
+		n := 0
+		return s.object(func([]byte) bool {
+			n++
+			return n == 1 && s.avroStr(dst) // a union has exactly one branch
+		}) && n == 1
+	}
+	// A number or boolean where a string was expected: keep its text.
+	s.ws()
+	start := s.i
+	if !s.skip() {
+		return false
+	}
+	*dst = avroString(s.b[start:s.i])
+	return true
+}
+
+// avroInts reads an int array: bare, null, or {"array": […]}.
+func (s *jscan) avroInts(dst *avroInts) bool {
+	switch s.peek() {
+	case 'n':
+		*dst = nil
+		return s.literal("null")
+	case '{':
+		*dst = nil
+		n := 0
+		return s.object(func([]byte) bool {
+			n++
+			return n == 1 && s.avroInts(dst)
+		}) && n == 1
+	}
+	out := make(avroInts, 0, 12)
+	ok := s.array(func() bool {
+		v, ok := s.int()
+		out = append(out, v)
+		return ok
+	})
+	*dst = out
+	return ok
+}
+
+// counters reads a JhCounters record (or its union wrapping) straight into
+// the flattened form flatten would produce.
+func (s *jscan) counters(dst **jhCounters) bool {
+	if s.peek() == 'n' {
+		*dst = nil
+		return s.literal("null")
+	}
+	c := &jhCounters{}
+	*dst = c
+	return s.object(func(key []byte) bool {
+		switch string(key) {
+		case "name":
+			v, ok := s.anyStr()
+			c.Name = v
+			return ok
+		case "groups":
+			if s.peek() == 'n' {
+				return s.literal("null")
+			}
+			c.Groups = []jhCounterGroup{}
+			return s.array(func() bool {
+				var g jhCounterGroup
+				ok := s.object(func(key []byte) bool {
+					switch string(key) {
+					case "name":
+						v, ok := s.anyStr()
+						g.Name = v
+						return ok
+					case "counts":
+						if s.peek() == 'n' {
+							return s.literal("null")
+						}
+						return s.array(func() bool {
+							var name string
+							var value int64
+							ok := s.object(func(key []byte) bool {
+								switch string(key) {
+								case "name":
+									v, ok := s.name()
+									name = v
+									return ok
+								case "value":
+									v, ok := s.int()
+									value = v
+									return ok
+								}
+								return s.otherKey(key, "name", "value")
+							})
+							g.Counts = append(g.Counts, jhCount{Name: name, Value: value})
+							return ok
+						})
+					}
+					return s.otherKey(key, "name", "counts")
+				})
+				c.Groups = append(c.Groups, g)
+				return ok
+			})
+		case wrappedCounters:
+			return s.counters(&c.Wrapped)
+		}
+		return s.otherKey(key, "name", "groups", wrappedCounters)
+	})
+}
+
+// otherKey skips the value of a key the caller does not read, unless the
+// key differs only in case from one it reads (encoding/json matches keys
+// case-insensitively; leave such lines to it).
+func (s *jscan) otherKey(key []byte, known ...string) bool {
+	for _, k := range known {
+		if len(k) == len(key) && bytes.EqualFold(key, []byte(k)) {
+			return false
+		}
+	}
+	return s.skip()
+}
+
+var recordKeys = []string{"jobid", "taskid", "attemptId", "taskType", "jobName", "userName", "jobQueueName",
+	"jobStatus", "diagnostics", "trackerName", "hostname", "taskStatus", "status", "error",
+	"successfulAttemptId", "failedDueToAttempt", "submitTime", "launchTime", "finishTime", "startTime",
+	"shuffleFinishTime", "sortFinishTime", "totalMaps", "totalReduces", "counters", "totalCounters",
+	"clockSplits", "cpuUsages", "vMemKbytes", "physMemKbytes"}
+
+const wrappedCounters = "org.apache.hadoop.mapreduce.jobhistory.JhCounters"
+
+// scanJhLine decodes one event line into ev; false means "use
+// encoding/json".
+func scanJhLine(line []byte, names map[string]string, ev *jhLine) bool {
+	s := &jscan{b: line, names: names}
+	ok := s.object(func(key []byte) bool {
+		switch string(key) {
+		case "type":
+			v, ok := s.name()
+			ev.Type = v
+			return ok
+		case "event":
+			if s.peek() == 'n' {
+				return s.literal("null")
+			}
+			ev.Event = map[string]*jhRecord{}
+			return s.object(func(class []byte) bool {
+				if s.peek() == 'n' {
+					ev.Event[string(class)] = nil
+					return s.literal("null")
+				}
+				r := &jhRecord{}
+				ev.Event[string(class)] = r
+				return scanJhRecord(s, r)
+			})
+		}
+		return s.otherKey(key, "type", "event")
+	})
+	if !ok {
+		return false
+	}
+	s.ws()
+	return s.i == len(s.b)
+}
+
+func scanJhRecord(s *jscan, r *jhRecord) bool {
+	return s.object(func(key []byte) bool {
+		var i64 *int64
+		var str *avroString
+		switch string(key) {
+		case "jobid":
+			return s.plainStr(&r.JobID)
+		case "taskid":
+			return s.plainStr(&r.TaskID)
+		case "attemptId":
+			return s.plainStr(&r.AttemptID)
+		case "taskType":
+			return s.plainStr(&r.TaskType)
+		case "jobName":
+			str = &r.JobName
+		case "userName":
+			str = &r.UserName
+		case "jobQueueName":
+			str = &r.JobQueueName
+		case "jobStatus":
+			str = &r.JobStatus
+		case "diagnostics":
+			str = &r.Diagnostics
+		case "trackerName":
+			str = &r.Tracker
+		case "hostname":
+			str = &r.Hostname
+		case "taskStatus":
+			str = &r.TaskStatus
+		case "status":
+			str = &r.Status
+		case "error":
+			str = &r.Error
+		case "successfulAttemptId":
+			str = &r.SuccessfulAttemptID
+		case "failedDueToAttempt":
+			str = &r.FailedDueToAttempt
+		case "submitTime":
+			i64 = &r.SubmitTime
+		case "launchTime":
+			i64 = &r.LaunchTime
+		case "finishTime":
+			i64 = &r.FinishTime
+		case "startTime":
+			i64 = &r.StartTime
+		case "shuffleFinishTime":
+			i64 = &r.ShuffleFinishTime
+		case "sortFinishTime":
+			i64 = &r.SortFinishTime
+		case "totalMaps", "totalReduces":
+			v, ok := s.int()
+			if key[5] == 'M' {
+				r.TotalMaps = int(v)
+			} else {
+				r.TotalReduces = int(v)
+			}
+			return ok && int64(int(v)) == v
+		case "counters":
+			return s.counters(&r.Counters)
+		case "totalCounters":
+			return s.counters(&r.TotalCounters)
+		case "clockSplits":
+			return s.avroInts(&r.ClockSplits)
+		case "cpuUsages":
+			return s.avroInts(&r.CPUUsages)
+		case "vMemKbytes":
+			return s.avroInts(&r.VMemKbytes)
+		case "physMemKbytes":
+			return s.avroInts(&r.PhysMemKbytes)
+		default:
+			return s.otherKey(key, recordKeys...)
+		}
+		if str != nil {
+			return s.avroStr(str)
+		}
+		if s.peek() == 'n' {
+			return s.literal("null")
+		}
+		v, ok := s.int()
+		*i64 = v
+		return ok
+	})
+}
+
+// plainStr reads a string field that encoding/json would decode into a Go
+// string (null leaves it unchanged).
+func (s *jscan) plainStr(dst *string) bool {
+	if s.peek() == 'n' {
+		return s.literal("null")
+	}
+	v, ok := s.anyStr()
+	*dst = v
+	return ok
+}
