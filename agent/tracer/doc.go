@@ -23,10 +23,18 @@
 //   - The fault hook is tp_btf/page_fault_user, else raw_tp, else the
 //     software page-fault perf event (no read/write split: "unclassified").
 //     Major faults come from the software major-fault perf event.
+//   - PIDs are host (initial namespace) PIDs: the kernel side compares
+//     bpf_get_current_pid_tgid() with them. At most 4096 processes are
+//     tracked at once (the tgids map).
 //   - Address matching: a hash of 2 MiB buckets per TGID, each listing up to
 //     8 block ranges; a denser bucket is split into 4 KiB page entries (see
 //     bpf/strata.h). RegisterBlock fails with ErrTooDense when more than 8
-//     blocks share one page.
+//     blocks share one page. A lookup costs one hash probe (two in a dense
+//     bucket) whatever the number of blocks: measured here with bpf_stats,
+//     ~190 ns per traced fault with 64 or with 65,536 blocks, where a sorted
+//     array searched with bpf_loop grew from 156 to 276 ns and needs the
+//     whole array rewritten on every change. An untraced process pays one
+//     bit test in an array map (pid_bits).
 //
 // The package also reads perf-stat style counters of a process (OpenWorkload),
 // detects the hardware PMU and picks page-walk events per CPU model
