@@ -18,6 +18,7 @@ type faultRow struct {
 	Partition  int32  `json:"partition"`
 	BlockID    string `json:"block_id"`
 	ExecutorID string `json:"executor_id"`
+	PID        uint32 `json:"pid"`
 	Read       uint64 `json:"read"`
 	Write      uint64 `json:"write"`
 	Exec       uint64 `json:"exec"`
@@ -34,12 +35,12 @@ func runFaults(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return rpcError("faults", err)
 	}
-	out := newOutput(stdout, c.output, "RDD", "PART", "BLOCK", "EXECUTOR", "READ", "WRITE", "EXEC", "MAJOR")
+	out := newOutput(stdout, c.output, "RDD", "PART", "BLOCK", "EXECUTOR", "PID", "READ", "WRITE", "EXEC", "MAJOR")
 	for _, r := range resp.GetRows() {
 		f := r.GetFaults()
-		row := faultRow{RDD: r.GetRddId(), Partition: r.GetPartition(), BlockID: r.GetBlockId(), ExecutorID: r.GetExecutorId(),
+		row := faultRow{RDD: r.GetRddId(), Partition: r.GetPartition(), BlockID: r.GetBlockId(), ExecutorID: r.GetExecutorId(), PID: r.GetPid(),
 			Read: f.GetRead(), Write: f.GetWrite(), Exec: f.GetExec(), Major: f.GetMajor()}
-		if err := out.row(row, row.RDD, row.Partition, row.BlockID, row.ExecutorID, row.Read, row.Write, row.Exec, row.Major); err != nil {
+		if err := out.row(row, row.RDD, row.Partition, row.BlockID, row.ExecutorID, row.PID, row.Read, row.Write, row.Exec, row.Major); err != nil {
 			return fmt.Errorf("write faults: %w", err)
 		}
 	}

@@ -190,21 +190,15 @@ FROM latest WHERE rn = 1
 GROUP BY executor_id, rdd_id, partition_id, block_id, pid
 ORDER BY rdd_id, partition_id, executor_id, block_id, pid`
 
-type faultRow struct {
-	row *stratav1.FaultRow
-	pid uint32
-}
-
-func (s *DuckDB) faults(ctx context.Context, appID string) ([]faultRow, error) {
+func (s *DuckDB) faults(ctx context.Context, appID string) ([]*stratav1.FaultRow, error) {
 	rows, err := s.db.QueryContext(ctx, faultsSQL, appID)
 	if err != nil {
 		return nil, fmt.Errorf("query faults %s: %w", appID, err)
 	}
-	return collect(rows, func(sc func(...any) error) (faultRow, error) {
-		r := faultRow{row: &stratav1.FaultRow{Faults: &stratav1.FaultCounts{}}}
-		f := r.row.Faults
-		return r, sc(&r.row.ExecutorId, &r.row.RddId, &r.row.Partition, &r.row.BlockId, &r.pid,
-			&f.Read, &f.Write, &f.Exec, &f.Major)
+	return collect(rows, func(sc func(...any) error) (*stratav1.FaultRow, error) {
+		r := &stratav1.FaultRow{Faults: &stratav1.FaultCounts{}}
+		f := r.Faults
+		return r, sc(&r.ExecutorId, &r.RddId, &r.Partition, &r.BlockId, &r.Pid, &f.Read, &f.Write, &f.Exec, &f.Major)
 	})
 }
 
@@ -214,15 +208,7 @@ func (s *DuckDB) Faults(ctx context.Context, appID string) ([]*stratav1.FaultRow
 	if err := s.reader(appID); err != nil {
 		return nil, fmt.Errorf("faults: %w", err)
 	}
-	fr, err := s.faults(ctx, appID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*stratav1.FaultRow, len(fr))
-	for i, r := range fr {
-		out[i] = r.row
-	}
-	return out, nil
+	return s.faults(ctx, appID)
 }
 
 // overheadSQL: snapshots sharing a start are cumulative (the latest end
@@ -282,16 +268,16 @@ func (s *DuckDB) Overhead(ctx context.Context, appID string) ([]*stratav1.Overhe
 	}
 	rdd := map[proc]*stratav1.FaultCounts{}
 	for _, f := range faults {
-		k := proc{f.row.GetExecutorId(), f.pid}
+		k := proc{f.GetExecutorId(), f.GetPid()}
 		sum := rdd[k]
 		if sum == nil {
 			sum = &stratav1.FaultCounts{}
 			rdd[k] = sum
 		}
-		sum.Read += f.row.Faults.GetRead()
-		sum.Write += f.row.Faults.GetWrite()
-		sum.Exec += f.row.Faults.GetExec()
-		sum.Major += f.row.Faults.GetMajor()
+		sum.Read += f.GetFaults().GetRead()
+		sum.Write += f.GetFaults().GetWrite()
+		sum.Exec += f.GetFaults().GetExec()
+		sum.Major += f.GetFaults().GetMajor()
 	}
 	for _, r := range out {
 		c := r.Counters

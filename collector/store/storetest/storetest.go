@@ -135,6 +135,6 @@ func SampleNuma() []*stratav1.NumaRow {
 // SampleFaults is Faults' answer for the sample: rdd_7_3's latest counters
 // (rdd_8_0 sent none).
 func SampleFaults() []*stratav1.FaultRow {
-	return []*stratav1.FaultRow{{ExecutorId: "1", RddId: 7, Partition: 3, BlockId: "rdd_7_3",
+	return []*stratav1.FaultRow{{ExecutorId: "1", RddId: 7, Partition: 3, BlockId: "rdd_7_3", Pid: 100,
 		Faults: &stratav1.FaultCounts{Read: 9, Write: 3, Exec: 1, Major: 1}}}
 }

@@ -421,6 +421,7 @@ type FaultRow struct {
 	Partition     int32                  `protobuf:"varint,3,opt,name=partition,proto3" json:"partition,omitempty"`
 	BlockId       string                 `protobuf:"bytes,4,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
 	Faults        *FaultCounts           `protobuf:"bytes,5,opt,name=faults,proto3" json:"faults,omitempty"`
+	Pid           uint32                 `protobuf:"varint,6,opt,name=pid,proto3" json:"pid,omitempty"` // process that holds the block; one row per (block, pid)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -488,6 +489,13 @@ func (x *FaultRow) GetFaults() *FaultCounts {
 		return x.Faults
 	}
 	return nil
+}
+
+func (x *FaultRow) GetPid() uint32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
 }
 
 type FaultsResponse struct {
@@ -895,14 +903,15 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"\fNumaResponse\x12&\n" +
 	"\x04rows\x18\x01 \x03(\v2\x12.strata.v1.NumaRowR\x04rows\"&\n" +
 	"\rFaultsRequest\x12\x15\n" +
-	"\x06app_id\x18\x01 \x01(\tR\x05appId\"\xab\x01\n" +
+	"\x06app_id\x18\x01 \x01(\tR\x05appId\"\xbd\x01\n" +
 	"\bFaultRow\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12\x15\n" +
 	"\x06rdd_id\x18\x02 \x01(\x05R\x05rddId\x12\x1c\n" +
 	"\tpartition\x18\x03 \x01(\x05R\tpartition\x12\x19\n" +
 	"\bblock_id\x18\x04 \x01(\tR\ablockId\x12.\n" +
-	"\x06faults\x18\x05 \x01(\v2\x16.strata.v1.FaultCountsR\x06faults\"9\n" +
+	"\x06faults\x18\x05 \x01(\v2\x16.strata.v1.FaultCountsR\x06faults\x12\x10\n" +
+	"\x03pid\x18\x06 \x01(\rR\x03pid\"9\n" +
 	"\x0eFaultsResponse\x12'\n" +
 	"\x04rows\x18\x01 \x03(\v2\x13.strata.v1.FaultRowR\x04rows\"(\n" +
 	"\x0fOverheadRequest\x12\x15\n" +
