@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -25,8 +26,26 @@ import (
 // in the job's Warnings; files in a directory that cannot be read at all
 // are reported together, after every readable file was fetched.
 func Fetch(ctx context.Context, source string, fn func(*job.Job) error) error {
+	return Options{}.Fetch(ctx, source, fn)
+}
+
+// Options adjust a fetch; the zero value is what the package-level Fetch
+// uses.
+type Options struct {
+	// HTTPClient talks to history servers (TLS, authentication, timeouts);
+	// default: a client with a 60 s timeout.
+	HTTPClient *http.Client
+	// Skip, when set, is asked with a job's id (MapReduce) or application
+	// id (Spark) before a history server's listed job is fetched in detail;
+	// true skips it. A poller passes "already analysed" here so it does not
+	// re-download every known job at every poll. Files are always read.
+	Skip func(ctx context.Context, id string) (bool, error)
+}
+
+// Fetch is the package-level Fetch with these options.
+func (o Options) Fetch(ctx context.Context, source string, fn func(*job.Job) error) error {
 	if strings.HasPrefix(source, "http://") || strings.HasPrefix(source, "https://") {
-		return fetchURL(ctx, nil, source, fn)
+		return fetchURL(ctx, o, source, fn)
 	}
 	st, err := os.Stat(source)
 	if err != nil {

@@ -24,14 +24,28 @@ const restConcurrency = 4
 
 // restClient issues GETs with a context and decodes JSON bodies.
 type restClient struct {
-	hc *http.Client
+	hc   *http.Client
+	skip func(ctx context.Context, id string) (bool, error)
 }
 
-func newRESTClient(hc *http.Client) *restClient {
+func newRESTClient(o Options) *restClient {
+	hc := o.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: 60 * time.Second}
 	}
-	return &restClient{hc: hc}
+	return &restClient{hc: hc, skip: o.Skip}
+}
+
+// skipped asks the caller's Skip whether a listed job is wanted.
+func (c *restClient) skipped(ctx context.Context, id string) (bool, error) {
+	if c.skip == nil {
+		return false, nil
+	}
+	skip, err := c.skip(ctx, id)
+	if err != nil {
+		return false, fmt.Errorf("check job %s: %w", id, err)
+	}
+	return skip, nil
 }
 
 // get decodes the JSON body of url into v (streamed, never buffered whole).
@@ -66,12 +80,12 @@ func isNotFound(err error) bool {
 //	…/ws/v1/history[/mapreduce/jobs[/{jobid}]]  JobHistory server: one job or every finished job
 //	…/api/v1[/applications[/{appid}]]           Spark History Server: one app or every completed app
 //	http://host:port                            probed: JobHistory first, then Spark History Server
-func fetchURL(ctx context.Context, hc *http.Client, raw string, fn func(*job.Job) error) error {
+func fetchURL(ctx context.Context, o Options, raw string, fn func(*job.Job) error) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("parse url: %w", err)
 	}
-	c := newRESTClient(hc)
+	c := newRESTClient(o)
 	p := strings.TrimRight(u.Path, "/")
 	switch {
 	case strings.Contains(p, "/ws/v1/history"):
@@ -190,6 +204,11 @@ func fetchJHS(ctx context.Context, c *restClient, u *url.URL, fn func(*job.Job) 
 	}
 	for _, lj := range list.Jobs.Job {
 		if !finishedState(lj.State) {
+			continue
+		}
+		if skip, err := c.skipped(ctx, lj.ID); err != nil {
+			return err
+		} else if skip {
 			continue
 		}
 		j, err := fetchJHSJob(ctx, c, at(root+"/"+lj.ID), lj.ID)
@@ -395,6 +414,11 @@ func fetchSHS(ctx context.Context, c *restClient, u *url.URL, fn func(*job.Job) 
 		return fmt.Errorf("list applications: %w", err)
 	}
 	for _, a := range apps {
+		if skip, err := c.skipped(ctx, a.ID); err != nil {
+			return err
+		} else if skip {
+			continue
+		}
 		j, err := fetchSHSApp(ctx, c, at, root, a.ID)
 		if err != nil {
 			return err

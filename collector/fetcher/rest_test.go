@@ -163,3 +163,34 @@ func TestRESTErrors(t *testing.T) {
 		t.Errorf("unknown server: %v, want ErrUnknownFormat", err)
 	}
 }
+
+// Skip keeps known jobs from being fetched in detail.
+func TestRESTSkip(t *testing.T) {
+	var hits []string
+	rt := routes{
+		"/ws/v1/history/mapreduce/jobs": `{"jobs":{"job":[{"id":"job_1_1","state":"SUCCEEDED"}]}}`,
+		"/api/v1/applications":          `[{"id":"app-1","attempts":[]}]`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits = append(hits, r.URL.Path)
+		if body, ok := rt[r.URL.Path]; ok {
+			w.Write([]byte(body))
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	var asked []string
+	o := Options{Skip: func(_ context.Context, id string) (bool, error) { asked = append(asked, id); return true, nil }}
+	for _, src := range []string{srv.URL + "/ws/v1/history/mapreduce/jobs", srv.URL + "/api/v1/applications"} {
+		if err := o.Fetch(context.Background(), src, func(j *job.Job) error {
+			t.Errorf("skipped job %s delivered", j.ID)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Join(asked, " ") != "job_1_1 app-1" || len(hits) != 2 {
+		t.Errorf("asked %v, requests %v", asked, hits)
+	}
+}

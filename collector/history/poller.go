@@ -42,7 +42,7 @@ type Config struct {
 	SettleRounds int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
-	// Fetch reads a source; default fetcher.Fetch.
+	// Fetch reads a source; default fetcher.Options{Skip: sink.HasJob}.Fetch.
 	Fetch FetchFunc
 	// Now returns the analysis time; default time.Now.
 	Now func() time.Time
@@ -98,7 +98,9 @@ func New(cfg Config, a Analyzer, s Sink) (*Poller, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Fetch == nil {
-		cfg.Fetch = fetcher.Fetch
+		// History servers list every job they keep: ask the sink before
+		// downloading one in detail.
+		cfg.Fetch = fetcher.Options{Skip: s.HasJob}.Fetch
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -146,5 +148,39 @@ func TestRunStopsWithContext(t *testing.T) {
 	}
 	if _, err := New(Config{}, eng, sink); err != ErrNoSources {
 		t.Errorf("no sources: %v", err)
+	}
+}
+
+// A history-server source: jobs the sink has are not downloaded again.
+func TestPollerRESTSource(t *testing.T) {
+	var taskRequests int
+	mux := http.NewServeMux()
+	const jobs = "/ws/v1/history/mapreduce/jobs"
+	mux.HandleFunc(jobs, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"jobs":{"job":[{"id":"job_1_1","state":"SUCCEEDED"},{"id":"job_1_2","state":"RUNNING"}]}}`)
+	})
+	mux.HandleFunc(jobs+"/job_1_1", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"job":{"id":"job_1_1","state":"SUCCEEDED","submitTime":1000,"startTime":2000,"finishTime":9000,"name":"n","user":"u"}}`)
+	})
+	mux.HandleFunc(jobs+"/job_1_1/tasks", func(w http.ResponseWriter, r *http.Request) {
+		taskRequests++
+		io.WriteString(w, `{"tasks":{"task":[]}}`)
+	})
+	mux.HandleFunc(jobs+"/job_1_1/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	eng, _ := heuristics.NewEngine(heuristics.DefaultConfig())
+	sink := &memSink{}
+	p, err := New(Config{Sources: []string{srv.URL + jobs}, Logger: quiet()}, eng, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := p.Poll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sink.puts != 1 || taskRequests != 1 || sink.jobs["job_1_1"] == nil {
+		t.Errorf("puts %d, task requests %d", sink.puts, taskRequests)
 	}
 }
