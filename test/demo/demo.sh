@@ -69,9 +69,45 @@ say "strata trace --app app-demo --rdd 7 --partition 1 (half touched: odd pages 
 say "strata numa --app app-demo"
 "$bin/strata" numa --collector "$addr" --app app-demo
 
-say "stopping"
 exec 3>&- # the workload frees its blocks and exits
 wait_for 30 "the workload to exit" grep -q '"done"' "$work/regions.out"
+
+say "page faults per block: 4 blocks of 4 MiB dropped and rewritten 3 times (3 x 1024 write faults each)"
+gcc -std=gnu11 -O2 -I"$root/jvmhook/include" -I"$root/jvmhook/native" \
+	-o "$work/blocks" "$root/test/e2e/blocks.c" "$root/jvmhook/native/frame.c"
+mkfifo "$work/blocks.in"
+"$work/blocks" "$work/hook.sock" app-demo-faults 16 4 0 0 3 <"$work/blocks.in" >"$work/blocks.out" &
+pids+=($!)
+exec 4>"$work/blocks.in"
+wait_for 60 "the fault workload to touch its memory" grep -q '"touched"' "$work/blocks.out"
+echo go >&4
+wait_for 30 "its blocks to be registered" grep -q '"sent"' "$work/blocks.out"
+if grep -q 'faults="on' "$work/agent.log"; then
+	sleep 0.5 # the agent mirrors new blocks into the kernel asynchronously
+	echo fault >&4
+	wait_for 30 "the faults" grep -q '"faulted"' "$work/blocks.out"
+	sleep 3 # counters are sent every 2 s
+	"$bin/strata" faults --collector "$addr" --app app-demo-faults
+	say "strata overhead --app app-demo-faults"
+	"$bin/strata" overhead --collector "$addr" --app app-demo-faults
+else
+	echo "fault attribution is unavailable here: $(grep -o 'faults=[^ ]*.*' "$work/agent.log" | head -n1)"
+fi
+exec 4>&-
+
+say "Dr. Elephant heuristics over generated job histories (strata-gen, strata analyze)"
+"$bin/strata-gen" -out "$work/histories/mr" -kind mr -jobs 1 -maps 200 -skew 10 -gc 0.3 -used-mb 200 -container-mb 4096 >/dev/null
+"$bin/strata-gen" -out "$work/histories/spark" -kind spark -jobs 1 >/dev/null
+"$bin/strata" analyze "$work/histories"
+samples=${STRATA_SAMPLES:-$root/../shared/data}
+if [ -d "$samples" ]; then
+	say "... and over the sample histories and event logs in $samples (moderate and worse, first 24)"
+	"$bin/strata" analyze -severity moderate "$samples" 2>/dev/null | head -n 25
+else
+	echo "(sample data not found at $samples: set STRATA_SAMPLES to analyse it too)"
+fi
+
+say "stopping"
 kill -TERM "$agent"
 wait "$agent"
 kill -TERM "${pids[0]}"
