@@ -284,3 +284,28 @@ func TestGeneratedHistoryRoundTrip(t *testing.T) {
 }
 
 var _ = io.EOF
+
+// Strict Avro-JSON wraps nullable unions ({"string": …}, {"<record class>":
+// {…}}); both decoders unwrap them.
+func TestAvroUnions(t *testing.T) {
+	const hist = "Avro-Json\n{}\n" +
+		`{"type":"JOB_SUBMITTED","event":{"x.JobSubmitted":{"jobid":"job_1_1","jobName":{"string":"w"},"userName":"u","submitTime":5,"jobQueueName":{"string":"q"}}}}` + "\n" +
+		`{"type":"TASK_STARTED","event":{"x.TaskStarted":{"taskid":"task_1_1_m_000000","taskType":"MAP","startTime":6}}}` + "\n" +
+		`{"type":"MAP_ATTEMPT_FINISHED","event":{"x.MapAttemptFinished":{"taskid":"task_1_1_m_000000","attemptId":"attempt_1_1_m_000000_0","taskType":"MAP","taskStatus":"SUCCEEDED","finishTime":9,"hostname":{"string":"h"},"counters":{"org.apache.hadoop.mapreduce.jobhistory.JhCounters":{"name":"C","groups":[{"name":"g","counts":[{"name":"HDFS_BYTES_READ","value":7}]}]}},"physMemKbytes":{"array":[1,2,3,4,5,6,7,8,9,10,11,12]}}}}` + "\n" +
+		`{"type":"TASK_FINISHED","event":{"x.TaskFinished":{"taskid":"task_1_1_m_000000","taskType":"MAP","finishTime":9,"status":"SUCCEEDED","counters":null,"successfulAttemptId":{"string":"attempt_1_1_m_000000_0"}}}}` + "\n"
+	for _, scan := range []bool{true, false} {
+		j, err := parseJhistWith(strings.NewReader(hist), scan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := j.MapTasks[0]
+		a := m.AnalyzedAttempt()
+		if j.Name != "w" || j.Queue != "q" || a == nil || a.Host != "h" || a.Counters.Get(job.HDFSBytesRead) != 7 || m.Counters != nil {
+			t.Fatalf("scan=%v: job %+v task %+v", scan, j, m)
+		}
+		// No task counters: peak memory comes from the attempt's splits.
+		if p, _, ok := m.PeakMemory(); !ok || p != 12*1024 {
+			t.Errorf("scan=%v: peak %d %v", scan, p, ok)
+		}
+	}
+}
