@@ -79,10 +79,10 @@ func (c *clientFlags) dial() (*grpc.ClientConn, stratav1.QueryServiceClient, err
 	return cc, stratav1.NewQueryServiceClient(cc), nil
 }
 
-// rpcError turns a gRPC error into "verb: code: message".
+// rpcError turns a gRPC error into "verb: message (Code)".
 func rpcError(verb string, err error) error {
 	if s, ok := status.FromError(err); ok {
-		return fmt.Errorf("%s: %s: %s", verb, strings.ToLower(s.Code().String()), s.Message())
+		return fmt.Errorf("%s: %s (%s)", verb, s.Message(), s.Code())
 	}
 	return fmt.Errorf("%s: %w", verb, err)
 }

@@ -61,7 +61,7 @@ func TestCommandErrors(t *testing.T) {
 	}
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"job", "--collector", addr, "job_nope"}, &out, &errOut)
-	if err == nil || !strings.Contains(err.Error(), "notfound") {
+	if err == nil || !strings.Contains(err.Error(), "(NotFound)") {
 		t.Errorf("unknown job error = %v, want the NotFound code", err)
 	}
 	if err := run(context.Background(), []string{"trace", "-h"}, &out, &errOut); err != nil {

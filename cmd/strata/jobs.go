@@ -119,7 +119,7 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer cc.Close()
 	j, err := q.Job(ctx, &stratav1.JobRequest{JobId: rest[0]})
 	if err != nil {
-		return rpcError("job "+rest[0], err)
+		return rpcError("job", err)
 	}
 	if cf.output == "json" {
 		b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(j)
