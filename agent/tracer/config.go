@@ -51,6 +51,8 @@ type Config struct {
 	OnExit func(ExitReport)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+
+	manualDrain bool // tests: Load does not start the reader goroutine
 }
 
 func (c *Config) setDefaults() {

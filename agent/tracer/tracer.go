@@ -184,11 +184,17 @@ func Load(cfg Config) (_ *Tracer, err error) {
 		return nil, fmt.Errorf("read monotonic clock: %w", err)
 	}
 	t.monoOff = time.Now().UnixNano() - mono.Nano()
-	t.wg.Add(1)
-	go t.readLoop()
+	if !cfg.manualDrain {
+		t.startReader()
+	}
 	t.log.Info("tracer loaded", "hook", t.hook, "sample_every", every,
 		"max_blocks", cfg.MaxBlocks, "ring_bytes", cfg.RingBytes, "cpus", ncpu)
 	return t, nil
+}
+
+func (t *Tracer) startReader() {
+	t.wg.Add(1)
+	go t.readLoop()
 }
 
 // loadProgram loads one program of the spec against the tracer's maps and

@@ -329,3 +329,34 @@ func TestMoveAndFree(t *testing.T) {
 		t.Errorf("reused slot counters %+v", got)
 	}
 }
+
+// TestRingDropsCounted overfills a one-page ring: reserve failures are
+// counted in the kernel, every fault is still counted per block, and each
+// sampled fault is either submitted or counted as dropped.
+func TestRingDropsCounted(t *testing.T) {
+	const pages = 4096
+	tr := loadTracer(t, Config{RingBytes: 4096, SampleEvery: 1, NoMajorFaults: true})
+	c := startChild(t, pages)
+	if err := tr.Track(c.pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.RegisterBlock(c.pid, 1, c.page(0), c.page(pages)); err != nil {
+		t.Fatal(err)
+	}
+	c.do("w 0 %d", pages)
+	time.Sleep(3 * tr.cfg.DrainInterval)
+	st, err := tr.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := counters(t, tr, c.pid, 1); got.Write != pages {
+		t.Errorf("counted %d writes, want %d despite drops", got.Write, pages)
+	}
+	if st.KernelDrops == 0 {
+		t.Skipf("skipping: the reader kept up with a 4 KiB ring (%+v)", st)
+	}
+	if st.KernelEvents+st.KernelDrops != st.MatchedFaults {
+		t.Errorf("events %d + drops %d != matched %d", st.KernelEvents, st.KernelDrops, st.MatchedFaults)
+	}
+	t.Logf("4 KiB ring: %d submitted, %d kernel drops, %d delivered", st.KernelEvents, st.KernelDrops, st.Delivered)
+}
