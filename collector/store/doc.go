@@ -53,4 +53,11 @@
 //     cumulative (latest wins), different starts are summed as successive
 //     intervals. A hardware counter is reported only when every snapshot
 //     measured it; walk percentages need a non-zero cycle count.
+//
+// # Measured (BenchmarkIngest, BenchmarkQueries, 2-core VM shared with builds)
+//
+// 2 Mi pages carried in 95k runs (21.5 pages per run) ingest at 0.8–3.2 M
+// pages/s depending on the machine's load, 1.4 B per page on disk. The same
+// pages stored one row each take 5.5x the bytes and 10–22x the insert time.
+// Trace expands about 1–1.5 M pages/s; Numa over those pages takes ~0.25 s.
 package store
