@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"slices"
 )
@@ -23,10 +24,12 @@ const (
 )
 
 // DefaultMergeGap is the largest hole, in PFNs, that ReadSpans reads through
-// to join two spans into one pread. The kernel fills an entry in tens of
-// nanoseconds while a pread costs hundreds here, so reading a few unwanted
-// entries is cheaper than another syscall.
-const DefaultMergeGap = 16
+// to join two spans into one pread. Measured on the development VM (6.18,
+// page-table isolation on): a pread costs about 420 ns of CPU beyond its
+// entries, and each kpageflags entry about 130-160 ns (the kernel takes a
+// snapshot of the page and its folio per entry), so a hole of up to three or four
+// entries is about as cheap to read as to skip; four was best in a sweep.
+const DefaultMergeGap = 4
 
 // Span asks for the entries of N consecutive PFNs starting at PFN; they are
 // stored at index Out of the destination slices.
@@ -46,6 +49,10 @@ type KPages struct {
 	flagsErr     error
 	countErr     error
 	buf          []byte
+	preads       uint64 // counters for Stats
+	entries      uint64
+	keys         []uint64 // sortSpans scratch
+	sorted       []Span
 	// MergeGap is the largest hole between spans read through; see
 	// DefaultMergeGap.
 	MergeGap uint64
@@ -73,6 +80,10 @@ func (f FS) OpenKPages() (*KPages, error) {
 	}
 	return k, nil
 }
+
+// Stats returns how many preads the reader made and how many entries they
+// covered, over its lifetime (for metrics and benchmarks).
+func (k *KPages) Stats() (preads, entries uint64) { return k.preads, k.entries }
 
 // FlagsErr is why kpageflags cannot be read, nil when it can.
 func (k *KPages) FlagsErr() error { return k.flagsErr }
@@ -103,9 +114,7 @@ func (k *KPages) ReadSpans(spans []Span, flags, counts []uint64) error {
 	if len(spans) == 0 {
 		return nil
 	}
-	if !slices.IsSortedFunc(spans, cmpSpan) {
-		slices.SortFunc(spans, cmpSpan)
-	}
+	k.sortSpans(spans)
 	if flags != nil {
 		if k.flags == nil {
 			return k.flagsErr
@@ -126,6 +135,35 @@ func (k *KPages) ReadSpans(spans []Span, flags, counts []uint64) error {
 }
 
 func cmpSpan(a, b Span) int { return cmp.Compare(a.PFN, b.PFN) }
+
+// sortSpans sorts spans by PFN. When PFN and index fit in 64 bits together
+// (always, for real memory sizes) it sorts packed integer keys, about three
+// times faster than sorting the structs with a comparison function.
+func (k *KPages) sortSpans(spans []Span) {
+	if slices.IsSortedFunc(spans, cmpSpan) {
+		return
+	}
+	shift := uint(bits.Len(uint(len(spans))))
+	var top uint64
+	for _, s := range spans {
+		top |= s.PFN
+	}
+	if bits.Len64(top)+int(shift) > 64 {
+		slices.SortFunc(spans, cmpSpan)
+		return
+	}
+	keys := k.keys[:0]
+	for i, s := range spans {
+		keys = append(keys, s.PFN<<shift|uint64(i))
+	}
+	slices.Sort(keys)
+	sorted := k.sorted[:0]
+	for _, key := range keys {
+		sorted = append(sorted, spans[key&(1<<shift-1)])
+	}
+	copy(spans, sorted)
+	k.keys, k.sorted = keys, sorted
+}
 
 // readFile reads the sorted spans from f, merging neighbours.
 func (k *KPages) readFile(f *os.File, spans []Span, dst []uint64) error {
@@ -158,6 +196,8 @@ func (k *KPages) pread(f *os.File, pfn, n uint64) ([]byte, error) {
 		k.buf = make([]byte, max(size, 64<<10))
 	}
 	b := k.buf[:size]
+	k.preads++
+	k.entries += n
 	got, err := f.ReadAt(b, int64(pfn*8))
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("pfn %#x: %w", pfn, err)

@@ -87,3 +87,16 @@ func TestKPagesMissing(t *testing.T) {
 		t.Errorf("open with neither file: %v", err)
 	}
 }
+
+func TestSortSpans(t *testing.T) {
+	var k KPages
+	for _, top := range []uint64{0, 1 << 62} { // packed keys, then the fallback
+		spans := []Span{{PFN: top | 9, Out: 0}, {PFN: top | 3, Out: 1}, {PFN: top | 7, Out: 2}, {PFN: top | 1, Out: 3}}
+		k.sortSpans(spans)
+		for i, want := range []uint32{3, 1, 2, 0} {
+			if spans[i].Out != want {
+				t.Fatalf("top %#x: order %v", top, spans)
+			}
+		}
+	}
+}

@@ -134,6 +134,15 @@ func (r *Resolver) Close() error {
 	return err
 }
 
+// KPageStats returns the preads of kpageflags and kpagecount made so far
+// and the entries they covered (zero when the files are unreadable).
+func (r *Resolver) KPageStats() (preads, entries uint64) {
+	if r.kp == nil {
+		return 0, 0
+	}
+	return r.kp.Stats()
+}
+
 // Nodes is the PFN to node map in use, nil when sysfs had none.
 func (r *Resolver) Nodes() *procmem.NodeMap { return r.nodes }
 
