@@ -87,6 +87,9 @@ func (c *Config) Validate() error {
 	if c.RingBytes != 0 && (c.RingBytes < 4096 || c.RingBytes&(c.RingBytes-1) != 0) {
 		return fmt.Errorf("validate config: ring bytes %d: not a power of two >= 4096", c.RingBytes)
 	}
+	if c.MaxBlocks > 1<<24 {
+		return fmt.Errorf("validate config: max blocks %d: above 16 Mi", c.MaxBlocks)
+	}
 	if c.EventBuffer < 0 {
 		return fmt.Errorf("validate config: event buffer %d: negative", c.EventBuffer)
 	}

@@ -360,3 +360,96 @@ func TestRingDropsCounted(t *testing.T) {
 	}
 	t.Logf("4 KiB ring: %d submitted, %d kernel drops, %d delivered", st.KernelEvents, st.KernelDrops, st.Delivered)
 }
+
+func openFDs(tb testing.TB) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return len(ents)
+}
+
+// TestCloseReleasesEverything: nothing is pinned, so after Close the
+// kernel frees every program and map; a Load that fails half-way closes
+// what it opened; Close is nil-safe and idempotent.
+func TestCloseReleasesEverything(t *testing.T) {
+	testenv.RequireRoot(t)
+	var nilTracer *Tracer
+	if err := nilTracer.Close(); err != nil {
+		t.Errorf("nil close: %v", err)
+	}
+	fds := openFDs(t)
+	tr, err := Load(Config{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progIDs []ebpf.ProgramID
+	for _, p := range []*ebpf.Program{tr.fault} {
+		info, err := p.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := info.ID()
+		progIDs = append(progIDs, id)
+	}
+	var mapIDs []ebpf.MapID
+	for _, m := range tr.maps {
+		info, err := m.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := info.ID()
+		mapIDs = append(mapIDs, id)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Errorf("second close: %v", err)
+	}
+	if _, ok := <-tr.Events(); ok {
+		t.Error("events channel open after Close")
+	}
+	if err := tr.Track(1); !errors.Is(err, ErrClosed) {
+		t.Errorf("track after close: %v", err)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for _, id := range progIDs {
+		for {
+			p, err := ebpf.NewProgramFromID(id)
+			if err != nil {
+				break
+			}
+			p.Close()
+			if time.Now().After(deadline) {
+				t.Fatalf("program %d still loaded after Close", id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for _, id := range mapIDs {
+		for {
+			m, err := ebpf.NewMapFromID(id)
+			if err != nil {
+				break
+			}
+			m.Close()
+			if time.Now().After(deadline) {
+				t.Fatalf("map %d still exists after Close", id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if _, err := Load(Config{MaxBlocks: 1 << 31}); err == nil {
+		t.Fatal("load with 2^31 block slots succeeded")
+	}
+	// An index table far beyond memory fails after pid_bits was made.
+	if _, err := Load(Config{MaxRangeSets: 1 << 31, NoMajorFaults: true, Logger: testLogger(t)}); err == nil {
+		t.Fatal("load with 2^31 range sets succeeded")
+	} else {
+		t.Logf("half-way failure: %v", err)
+	}
+	if got := openFDs(t); got != fds {
+		t.Errorf("open fds %d after failed load, %d before", got, fds)
+	}
+}
