@@ -139,7 +139,6 @@ func benchResolve(b *testing.B, region string, opts Options) {
 func BenchmarkResolve(b *testing.B) {
 	b.Run("4k", func(b *testing.B) { benchResolve(b, "4k", Options{}) })
 	b.Run("4k-norecheck", func(b *testing.B) { benchResolve(b, "4k", Options{NoRecheck: true}) })
-	b.Run("4k-chunk1g", func(b *testing.B) { benchResolve(b, "4k", Options{ChunkPages: 1 << 18}) })
 	b.Run("thp", func(b *testing.B) { benchResolve(b, "thp", Options{}) })
 	b.Run("thp-norecheck", func(b *testing.B) { benchResolve(b, "thp", Options{NoRecheck: true}) })
 }

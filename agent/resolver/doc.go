@@ -37,7 +37,8 @@
 //   - ErrBadRange / procmem.ErrOutOfRange: the request itself is wrong.
 //   - Result.Warning carries what made the answer less complete without
 //     making it wrong: ErrPFNHidden (the reader lacks CAP_SYS_ADMIN, pages are
-//     PAGE_STATE_PFN_HIDDEN and FLAGS_UNKNOWN instead of silent zeros) and
+//     PAGE_STATE_PFN_HIDDEN and FLAGS_UNKNOWN instead of silent zeros; their
+//     NUMA node still comes from move_pages(2), which needs no privilege) and
 //     ErrFlagsUnavailable (kpageflags/kpagecount unreadable, present pages are
 //     PAGE_STATE_FLAGS_UNKNOWN).
 //

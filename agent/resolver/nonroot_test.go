@@ -93,8 +93,9 @@ func TestNonRoot(t *testing.T) {
 	}
 	want := uint32(stratav1.PageState_PAGE_STATE_PRESENT | stratav1.PageState_PAGE_STATE_PFN_HIDDEN | stratav1.PageState_PAGE_STATE_FLAGS_UNKNOWN)
 	for _, r := range rep.Runs {
-		if r.GetState()&want != want || r.GetPfn() != 0 || r.GetNumaNode() != -1 {
-			t.Errorf("run %v: want state %#x, no PFN, no node", r, want)
+		// The node still comes from move_pages(2), which needs no privilege.
+		if r.GetState()&want != want || r.GetPfn() != 0 || r.GetNumaNode() < 0 {
+			t.Errorf("run %v: want state %#x, no PFN, a node", r, want)
 		}
 	}
 }

@@ -178,6 +178,8 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 		r.vmas, r.vmasLoaded = vmas, true
 	}
 
+	hiddenNodes := r.nodesOfHidden(pid, ents, a)
+
 	vi := -1
 	for i := 0; i < n; i++ {
 		e := ents[i]
@@ -199,6 +201,12 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 			if p.pfn == 0 {
 				p.state |= stHidden | stFlagsUnkn
 				res.Hidden++
+				if hiddenNodes != nil {
+					p.node = hiddenNodes[i]
+					if cpuNode >= 0 && p.node >= 0 && p.node != cpuNode {
+						p.state |= stCrossNode
+					}
+				}
 				break
 			}
 			p.node = r.nodes.Node(p.pfn)
@@ -280,6 +288,42 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 		}
 	}
 	return nil
+}
+
+// nodesOfHidden asks move_pages(2), which needs no CAP_SYS_ADMIN, for the
+// NUMA node of every present page whose PFN the kernel hid, so that an
+// unprivileged agent still places pages on nodes. The syscall reaches the
+// running kernel, so it is used only when the FS is the live /proc. It
+// returns nil when there
+// are none or the call fails (nodes then stay -1); the slice is indexed like
+// ents, -1 where unknown.
+func (r *Resolver) nodesOfHidden(pid int, ents []procmem.Entry, a uint64) []int32 {
+	addrs := r.hiddenAddrs[:0]
+	for i, e := range ents {
+		if e&procmem.EntryPresent != 0 && uint64(e)&pfnMask == 0 {
+			addrs = append(addrs, uintptr(a+uint64(i)*r.pageSize))
+		}
+	}
+	r.hiddenAddrs = addrs
+	if len(addrs) == 0 || !r.liveProc {
+		return nil
+	}
+	status := grow(&r.hiddenStatus, len(addrs))
+	if procmem.MovePagesNodes(pid, addrs, status) != nil {
+		return nil
+	}
+	nodes := grow(&r.hiddenNodes, len(ents))
+	k := 0
+	for i, e := range ents {
+		nodes[i] = -1
+		if e&procmem.EntryPresent != 0 && uint64(e)&pfnMask == 0 {
+			if status[k] >= 0 {
+				nodes[i] = status[k]
+			}
+			k++
+		}
+	}
+	return nodes
 }
 
 // blockEnd is the index, within the chunk, of the first page after the PMD

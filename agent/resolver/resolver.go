@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"path/filepath"
 
 	"github.com/stratatrace/strata/agent/procmem"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -92,6 +93,10 @@ type Resolver struct {
 	chunkBase     uint64   // first address of the current chunk
 	chunkG0       uint64   // chunkBase >> pmdShift
 	chunkN        int      // pages in the current chunk
+	liveProc      bool // fs.Proc is the running system's /proc
+	hiddenAddrs   []uintptr
+	hiddenStatus  []int32
+	hiddenNodes   []int32
 }
 
 // New opens /proc/kpageflags, /proc/kpagecount and the sysfs node map under
@@ -107,6 +112,7 @@ func New(fs procmem.FS, opts Options) (*Resolver, error) {
 	}
 	r := &Resolver{fs: fs, opts: opts, pageSize: procmem.PageSize}
 	r.pmdShift = uint(bits.TrailingZeros64(r.pageSize)) + 9
+	r.liveProc = filepath.Clean(fs.Proc) == "/proc"
 	kp, err := fs.OpenKPages()
 	switch {
 	case err != nil:
