@@ -93,7 +93,7 @@ type Resolver struct {
 	chunkBase     uint64   // first address of the current chunk
 	chunkG0       uint64   // chunkBase >> pmdShift
 	chunkN        int      // pages in the current chunk
-	liveProc      bool // fs.Proc is the running system's /proc
+	liveProc      bool     // fs.Proc is the running system's /proc
 	hiddenAddrs   []uintptr
 	hiddenStatus  []int32
 	hiddenNodes   []int32
