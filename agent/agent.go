@@ -202,6 +202,7 @@ func (m *metrics) write(w interface{ Write([]byte) (int, error) }) {
 	p("strata_stream_acks_total", "Acks received.", t.Acked)
 	p("strata_stream_records_acked_total", "Records the collector acknowledged as stored.", t.Records)
 	p("strata_stream_reconnects_total", "Collector stream reconnects.", t.Reconnects)
+	p("strata_stream_batches_rejected_total", "Batches the collector refused as invalid and the agent dropped.", t.Rejected)
 	p("strata_stream_connected", "1 when the collector stream is up.", connected)
 	m.kern.writeMetrics(p)
 }

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -42,6 +44,7 @@ type Stats struct {
 	Duplicates uint64 // acks that said the batch was already stored
 	Records    uint64 // records the collector stored
 	Reconnects uint64
+	Rejected   uint64 // batches the collector refused as invalid; dropped from the spool
 	Connected  bool
 }
 
@@ -52,7 +55,7 @@ type Streamer struct {
 	log  *slog.Logger
 	conn *grpc.ClientConn
 
-	sent, acked, dups, records, reconnects atomic.Uint64
+	sent, acked, dups, records, reconnects, rejected atomic.Uint64
 	connected                              atomic.Bool
 	lastErr                                atomic.Value // string
 }
@@ -101,7 +104,8 @@ func New(src Source, cfg Config) (*Streamer, error) {
 func (s *Streamer) Stats() Stats {
 	return Stats{
 		Sent: s.sent.Load(), Acked: s.acked.Load(), Duplicates: s.dups.Load(),
-		Records: s.records.Load(), Reconnects: s.reconnects.Load(), Connected: s.connected.Load(),
+		Records: s.records.Load(), Reconnects: s.reconnects.Load(), Rejected: s.rejected.Load(),
+		Connected: s.connected.Load(),
 	}
 }
 
@@ -143,7 +147,7 @@ func (s *Streamer) session(ctx context.Context) (bool, error) {
 
 	var (
 		mu       sync.Mutex
-		inflight int
+		unacked  []uint64 // sent and not acknowledged, in order
 		ackedAny bool
 	)
 	ackc := make(chan struct{}, 1)
@@ -152,6 +156,24 @@ func (s *Streamer) session(ctx context.Context) (bool, error) {
 		for {
 			ack, err := stream.Recv()
 			if err != nil {
+				if status.Code(err) == codes.InvalidArgument {
+					// Acks come in order, so the refused batch is the oldest
+					// one sent. Resending it would be refused forever: drop
+					// it from the spool, loudly, and let the rest go on.
+					mu.Lock()
+					var bad uint64
+					if len(unacked) > 0 {
+						bad = unacked[0]
+					}
+					mu.Unlock()
+					if bad != 0 {
+						s.rejected.Add(1)
+						s.log.Error("collector refused a batch as invalid; dropping it", "seq", bad, "err", err)
+						if aerr := s.src.Ack(bad); aerr != nil {
+							err = errors.Join(err, aerr)
+						}
+					}
+				}
 				recvErr <- fmt.Errorf("receive ack: %w", err)
 				return
 			}
@@ -166,7 +188,9 @@ func (s *Streamer) session(ctx context.Context) (bool, error) {
 			}
 			s.connected.Store(true)
 			mu.Lock()
-			inflight--
+			if len(unacked) > 0 {
+				unacked = unacked[1:]
+			}
 			ackedAny = true
 			mu.Unlock()
 			select {
@@ -182,7 +206,7 @@ func (s *Streamer) session(ctx context.Context) (bool, error) {
 	defer poll.Stop()
 	for {
 		mu.Lock()
-		full := inflight >= s.cfg.Window
+		full := len(unacked) >= s.cfg.Window
 		mu.Unlock()
 		var b *stratav1.Batch
 		if !full {
@@ -204,7 +228,7 @@ func (s *Streamer) session(ctx context.Context) (bool, error) {
 			continue
 		}
 		mu.Lock()
-		inflight++
+		unacked = append(unacked, b.GetSeq())
 		mu.Unlock()
 		if err := stream.Send(b); err != nil {
 			// The real cause arrives on Recv.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/stratatrace/strata/agent/spool"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -21,6 +23,7 @@ type sink struct {
 	stored map[uint64]int // seq -> records
 	seen   int            // batches received, duplicates included
 	failAt int            // break the stream after this many batches (0 = never)
+	refuse func(*stratav1.Batch) bool
 }
 
 func (k *sink) Push(stream grpc.BidiStreamingServer[stratav1.Batch, stratav1.Ack]) error {
@@ -34,6 +37,10 @@ func (k *sink) Push(stream grpc.BidiStreamingServer[stratav1.Batch, stratav1.Ack
 		if k.failAt > 0 && k.seen == k.failAt {
 			k.mu.Unlock()
 			return context.Canceled // drop the stream before acking
+		}
+		if k.refuse != nil && k.refuse(b) {
+			k.mu.Unlock()
+			return status.Error(codes.InvalidArgument, "batch has no records")
 		}
 		_, dup := k.stored[b.GetSeq()]
 		if !dup {
@@ -137,5 +144,31 @@ func TestCollectorVanishesNothingLostNothingTwice(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v", err)
+	}
+}
+
+func TestInvalidBatchIsDroppedNotResentForever(t *testing.T) {
+	sp, err := spool.Open(t.TempDir(), spool.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	k := &sink{stored: map[uint64]int{}, refuse: func(b *stratav1.Batch) bool { return len(b.GetRecords()) == 0 }}
+	srv, addr := serve(t, "127.0.0.1:0", k)
+	defer srv.Stop()
+	st, err := New(sp, Config{Target: addr, Window: 8, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go st.Run(ctx)
+	appendBatches(t, sp, 3, 2)
+	appendBatches(t, sp, 1, 0) // refused by the collector
+	appendBatches(t, sp, 3, 2)
+	waitFor(t, "the 6 valid batches", func() bool { b, _ := k.count(); return b == 6 })
+	waitFor(t, "an empty spool", func() bool { return sp.Stats().Pending == 0 })
+	if got := st.Stats().Rejected; got != 1 {
+		t.Fatalf("rejected = %d, want 1", got)
 	}
 }
