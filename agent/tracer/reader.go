@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"time"
 
@@ -34,6 +35,7 @@ func (t *Tracer) readLoop() {
 		if time.Since(lastLive) >= t.cfg.LivenessInterval {
 			lastLive = time.Now()
 			t.checkLiveness()
+			t.syncClock() // follow NTP adjustments of the wall clock
 		}
 	}
 }
@@ -44,7 +46,7 @@ func (t *Tracer) handle(raw []byte) {
 		t.badRecords.Add(1)
 		return
 	}
-	ev.Time = time.Unix(0, int64(ev.MonoNS)+t.monoOff)
+	ev.Time = time.Unix(0, int64(ev.MonoNS)+t.monoOff.Load())
 	if ev.Kind == KindExit {
 		// Off the reader: forgetting 64 k blocks takes a while, and the
 		// ring must keep draining meanwhile.
@@ -83,15 +85,37 @@ func (t *Tracer) exited(tgid uint32) {
 // the process has exited: the backstop for exit notices lost to a full ring.
 func (t *Tracer) checkLiveness() {
 	t.mu.Lock()
-	var dead []uint32
+	fds := make([]unix.PollFd, 0, len(t.procs))
+	tgids := make([]uint32, 0, len(t.procs))
 	for tgid, p := range t.procs {
-		fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
-		if n, err := unix.Poll(fds, 0); err == nil && n > 0 {
-			dead = append(dead, tgid)
-		}
+		fds = append(fds, unix.PollFd{Fd: int32(p.pidfd), Events: unix.POLLIN})
+		tgids = append(tgids, tgid)
 	}
 	t.mu.Unlock()
+	if len(fds) == 0 {
+		return
+	}
+	if n, err := unix.Poll(fds, 0); err != nil || n == 0 {
+		return
+	}
+	var dead []uint32
+	for i, fd := range fds {
+		if fd.Revents != 0 {
+			dead = append(dead, tgids[i])
+		}
+	}
 	for _, tgid := range dead {
 		t.exited(tgid)
 	}
+}
+
+// syncClock records wall time minus CLOCK_MONOTONIC (bpf_ktime_get_ns), to
+// stamp events with wall-clock times.
+func (t *Tracer) syncClock() error {
+	var mono unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono); err != nil {
+		return fmt.Errorf("read monotonic clock: %w", err)
+	}
+	t.monoOff.Store(time.Now().UnixNano() - mono.Nano())
+	return nil
 }

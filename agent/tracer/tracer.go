@@ -8,7 +8,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -80,7 +79,7 @@ type Tracer struct {
 	reader  *ringbuf.Reader
 	events  chan Event
 	wg      sync.WaitGroup
-	monoOff int64 // wall - monotonic, ns
+	monoOff atomic.Int64 // wall - monotonic, ns
 
 	delivered, userDrops, badRecords atomic.Uint64
 
@@ -179,11 +178,9 @@ func Load(cfg Config) (_ *Tracer, err error) {
 		return nil, fmt.Errorf("open ring reader: %w", err)
 	}
 	t.reader = rd
-	var mono unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono); err != nil {
-		return nil, fmt.Errorf("read monotonic clock: %w", err)
+	if err := t.syncClock(); err != nil {
+		return nil, err
 	}
-	t.monoOff = time.Now().UnixNano() - mono.Nano()
 	if !cfg.manualDrain {
 		t.startReader()
 	}

@@ -453,3 +453,32 @@ func TestCloseReleasesEverything(t *testing.T) {
 		t.Errorf("open fds %d after failed load, %d before", got, fds)
 	}
 }
+
+// TestLivenessBackstop: with no reader running, the exit notice stays in
+// the ring, and the pidfd poll alone must clean up after the exit.
+func TestLivenessBackstop(t *testing.T) {
+	var reports []ExitReport
+	tr := loadTracer(t, Config{NoMajorFaults: true, manualDrain: true,
+		OnExit: func(r ExitReport) { reports = append(reports, r) }})
+	c := startChild(t, 8)
+	if err := tr.Track(c.pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.RegisterBlock(c.pid, 3, c.page(0), c.page(8)); err != nil {
+		t.Fatal(err)
+	}
+	c.do("w 0 8")
+	tr.checkLiveness()
+	if n, _, _ := kernelEntries(t, tr, c.pid); n == 0 {
+		t.Fatal("live process forgotten")
+	}
+	c.quit()
+	tr.checkLiveness()
+	n, bit, ent := kernelEntries(t, tr, c.pid)
+	if n != 0 || bit || ent {
+		t.Errorf("after exit: %d range sets, pid bit %v, tgid entry %v", n, bit, ent)
+	}
+	if len(reports) != 1 || len(reports[0].Blocks) != 1 || reports[0].Blocks[0].Write != 8 {
+		t.Errorf("exit reports %+v", reports)
+	}
+}
