@@ -34,7 +34,7 @@
 // Error classification (check with errors.Is):
 //
 //   - ErrProcessGone: the process exited; nothing was resolved. Never a panic.
-//   - ErrBadRange / procmem.ErrOutOfRange: the request itself is wrong.
+//   - ErrBadRange, ErrOutOfRange: the request itself is wrong.
 //   - Result.Warning carries what made the answer less complete without
 //     making it wrong: ErrPFNHidden (the reader lacks CAP_SYS_ADMIN, pages are
 //     PAGE_STATE_PFN_HIDDEN and FLAGS_UNKNOWN instead of silent zeros; their

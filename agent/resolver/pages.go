@@ -294,9 +294,8 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 // NUMA node of every present page whose PFN the kernel hid, so that an
 // unprivileged agent still places pages on nodes. The syscall reaches the
 // running kernel, so it is used only when the FS is the live /proc. It
-// returns nil when there
-// are none or the call fails (nodes then stay -1); the slice is indexed like
-// ents, -1 where unknown.
+// returns nil when there are none or the call fails (nodes then stay -1);
+// the slice is indexed like ents, -1 where unknown.
 func (r *Resolver) nodesOfHidden(pid int, ents []procmem.Entry, a uint64) []int32 {
 	addrs := r.hiddenAddrs[:0]
 	for i, e := range ents {

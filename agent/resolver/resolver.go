@@ -22,6 +22,8 @@ var (
 	ErrFlagsUnavailable = procmem.ErrFlagsUnavailable
 	// ErrBadRange: an empty range, or one that wraps around.
 	ErrBadRange = errors.New("bad address range")
+	// ErrOutOfRange: the range reaches beyond the process's user space.
+	ErrOutOfRange = procmem.ErrOutOfRange
 )
 
 // Options tune a Resolver; the zero value is the default.

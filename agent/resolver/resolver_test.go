@@ -236,3 +236,15 @@ func TestResolveGone(t *testing.T) {
 		t.Errorf("reaped: %v, want ErrProcessGone", err)
 	}
 }
+
+func TestResolveOutOfRange(t *testing.T) {
+	testenv.RequireRoot(t)
+	r := newResolver(t, Options{})
+	// Past the 57-bit user space of any x86-64 or arm64 kernel.
+	if _, err := r.Resolve(os.Getpid(), 1<<60, 4096); !errors.Is(err, ErrOutOfRange) {
+		t.Errorf("kernel address: %v, want ErrOutOfRange", err)
+	}
+	if _, err := r.Resolve(os.Getpid(), ^uint64(0)-10, 100); !errors.Is(err, ErrBadRange) {
+		t.Errorf("wrapping range: %v, want ErrBadRange", err)
+	}
+}
