@@ -31,6 +31,14 @@ type Config struct {
 	LogLevel string `json:"log_level"`
 	// ShutdownGrace bounds GracefulStop before open streams are cut.
 	ShutdownGrace Duration `json:"shutdown_grace"`
+	// History lists job-history sources to poll: directories of MapReduce
+	// histories or Spark event logs, and JobHistory / Spark History Server
+	// URLs. Empty: no polling.
+	History []string `json:"history"`
+	// HistoryInterval is the time between polls.
+	HistoryInterval Duration `json:"history_interval"`
+	// Heuristics is a YAML file overriding the heuristics' thresholds.
+	Heuristics string `json:"heuristics"`
 }
 
 // Duration is a time.Duration written as "10s" in JSON.
@@ -53,11 +61,12 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // Defaults returns the configuration used when nothing overrides it.
 func Defaults() Config {
 	return Config{
-		Listen:        "127.0.0.1:7070",
-		StoreDir:      "/var/lib/strata/collector",
-		MemoryLimit:   "1GB",
-		LogLevel:      "info",
-		ShutdownGrace: Duration(10 * time.Second),
+		Listen:          "127.0.0.1:7070",
+		StoreDir:        "/var/lib/strata/collector",
+		MemoryLimit:     "1GB",
+		LogLevel:        "info",
+		ShutdownGrace:   Duration(10 * time.Second),
+		HistoryInterval: Duration(time.Minute),
 	}
 }
 
@@ -102,6 +111,24 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "DuckDB memory limit, e.g. 512MB or 2GB")
 	fs.IntVar(&c.Threads, "threads", c.Threads, "DuckDB worker threads (0 = one per core)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	replaced := false // a list set here replaces the file's, then repeats append
+	fs.Func("history", "job-history source to poll: a directory or a history-server URL (repeat, or separate with commas)", func(s string) error {
+		if !replaced {
+			c.History, replaced = nil, true
+		}
+		for _, v := range strings.Split(s, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				c.History = append(c.History, v)
+			}
+		}
+		return nil
+	})
+	fs.Func("history-interval", "time between job-history polls (default 1m)", func(s string) error {
+		d, err := time.ParseDuration(s)
+		c.HistoryInterval = Duration(d)
+		return err
+	})
+	fs.StringVar(&c.Heuristics, "heuristics", c.Heuristics, "YAML file overriding heuristic thresholds")
 	fs.Func("shutdown-grace", "how long running calls may finish on stop (default 10s)", func(s string) error {
 		d, err := time.ParseDuration(s)
 		c.ShutdownGrace = Duration(d)
@@ -139,7 +166,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		return c, err
 	}
 	fs := c.flagSet(out)
-	fs.String("config", *path, "JSON configuration file (keys: listen, store_dir, memory_limit, threads, log_level, shutdown_grace)")
+	fs.String("config", *path, "JSON configuration file (keys: listen, store_dir, memory_limit, threads, log_level, shutdown_grace, history, history_interval, heuristics)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -167,6 +194,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative threads %d", ErrInvalidConfig, c.Threads)
 	case c.ShutdownGrace <= 0:
 		return fmt.Errorf("%w: shutdown grace %v must be positive", ErrInvalidConfig, time.Duration(c.ShutdownGrace))
+	case len(c.History) > 0 && c.HistoryInterval <= 0:
+		return fmt.Errorf("%w: history interval %v must be positive", ErrInvalidConfig, time.Duration(c.HistoryInterval))
 	}
 	if _, err := c.Level(); err != nil {
 		return err

@@ -59,14 +59,6 @@ func listen(addr string) (net.Listener, error) {
 	return net.Listen("unix", path)
 }
 
-// jobHistoryPoller is where the job-history poller will be wired: build it
-// here from the configuration with st as its store (it needs HasJob to skip
-// analysed jobs and PutJob to store results) and return its Run. Until then
-// there is nothing to run.
-func jobHistoryPoller(_ Config, _ store.JobStore, _ *slog.Logger) func(context.Context) error {
-	return nil
-}
-
 // Run serves the collector until ctx ends or serving fails; see the package
 // doc for the shutdown order. It prints "listening ADDR" to out when ready.
 func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err error) {
@@ -102,7 +94,11 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if poll := jobHistoryPoller(c, st, log); poll != nil {
+	poll, err := jobHistoryPoller(c, st, st, log)
+	if err != nil {
+		return fmt.Errorf("job history poller: %w", err)
+	}
+	if poll != nil {
 		go func() {
 			if err := poll(ctx); err != nil && !errors.Is(err, context.Canceled) {
 				errc <- fmt.Errorf("job history poller: %w", err)

@@ -34,6 +34,13 @@ type Collector struct {
 // the test fails if Run returned an error.
 func Start(tb testing.TB, batches []*stratav1.Batch, jobs []*stratav1.JobResult) *Collector {
 	tb.Helper()
+	return StartWith(tb, batches, jobs, nil)
+}
+
+// StartWith is Start with a hook that adjusts the configuration (history
+// sources, say) before the collector runs.
+func StartWith(tb testing.TB, batches []*stratav1.Batch, jobs []*stratav1.JobResult, configure func(*server.Config)) *Collector {
+	tb.Helper()
 	ctx := context.Background()
 	dir := tb.TempDir()
 	if len(batches)+len(jobs) > 0 {
@@ -58,6 +65,9 @@ func Start(tb testing.TB, batches []*stratav1.Batch, jobs []*stratav1.JobResult)
 	cfg := server.Defaults()
 	cfg.Listen, cfg.StoreDir, cfg.MemoryLimit = "127.0.0.1:0", dir, "256MB"
 	cfg.ShutdownGrace = server.Duration(2 * time.Second)
+	if configure != nil {
+		configure(&cfg)
+	}
 	c := &Collector{StoreDir: dir, done: make(chan error, 1)}
 	runCtx, cancel := context.WithCancel(ctx)
 	c.stop = cancel

@@ -1,0 +1,57 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// CachedPages describes the cached (storage-memory) pages of one RDD on one
+// NUMA node, from each block's latest lifecycle record, as Numa counts them
+// but without de-duplicating overlapping blocks: the input of the
+// cross-layer job heuristics.
+type CachedPages struct {
+	RDDID   int32
+	Node    int32  // -1: not present, or PFN hidden
+	Pages   uint64 // every base page of the blocks' ranges on this node
+	Present uint64
+	Swapped uint64
+	THP     uint64
+}
+
+const cachedSQL = `
+WITH life AS (
+	SELECT batch_id, rec_idx, access_kind,
+		row_number() OVER (PARTITION BY executor_id, block_id
+			ORDER BY time_ns DESC, batch_id DESC, rec_idx DESC) AS rn
+	FROM records
+	WHERE app_id = $1 AND rdd_id >= 0 AND access_kind IN ($2, $3, $4, $5, $6)
+), latest AS (
+	SELECT batch_id, rec_idx FROM life WHERE rn = 1 AND access_kind <> $5
+)
+SELECT r.rdd_id,
+	CASE WHEN r.state & 1 = 0 OR r.state & 128 <> 0 THEN -1 ELSE r.numa_node END AS node,
+	sum(r.pages)::UBIGINT,
+	sum(CASE WHEN r.state & 1 <> 0 THEN r.pages ELSE 0 END)::UBIGINT,
+	sum(CASE WHEN r.state & 2 <> 0 THEN r.pages ELSE 0 END)::UBIGINT,
+	sum(CASE WHEN r.state & 32 <> 0 THEN r.pages ELSE 0 END)::UBIGINT
+FROM runs r JOIN latest USING (batch_id, rec_idx)
+WHERE r.app_id = $1 AND r.mem_mode <> $7
+GROUP BY 1, 2 ORDER BY 1, 2`
+
+// Cached returns an app's cached pages per RDD per node; see CachedPages.
+func (s *DuckDB) Cached(ctx context.Context, appID string) ([]CachedPages, error) {
+	if err := s.reader(appID); err != nil {
+		return nil, fmt.Errorf("cached pages: %w", err)
+	}
+	rows, err := s.db.QueryContext(ctx, cachedSQL, appID, accessAlloc, accessRead, accessWrite, accessFree, accessMove,
+		int8(stratav1.MemoryMode_MEMORY_MODE_EXECUTION))
+	if err != nil {
+		return nil, fmt.Errorf("query cached pages %s: %w", appID, err)
+	}
+	return collect(rows, func(sc func(...any) error) (CachedPages, error) {
+		var c CachedPages
+		return c, sc(&c.RDDID, &c.Node, &c.Pages, &c.Present, &c.Swapped, &c.THP)
+	})
+}
