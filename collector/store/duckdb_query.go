@@ -114,15 +114,10 @@ func (s *DuckDB) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.Trac
 	return nil
 }
 
-// numaSQL: the latest lifecycle record (alloc, read, write, move, free) of
-// each block (executor_id, block_id) wins; a block whose latest is a free
-// holds no pages. Pages are counted once per (executor, pid, page address)
-// within each (RDD, node); a page whose node is not known (not present, PFN
-// hidden) counts under node -1. Expanding runs into pages to deduplicate
-// them is the costly part, so it is done only for the processes whose
-// latest runs overlap (found with a running max of range ends in vaddr
-// order); everywhere else a run's page count is summed as it is.
-const numaSQL = `
+// latestLifecycleCTE defines "latest": the (batch_id, rec_idx) of each
+// block's latest lifecycle record of app $1, unless that record is a free
+// ($2..$6 = alloc, read, write, free, move).
+const latestLifecycleCTE = `
 WITH life AS (
 	SELECT batch_id, rec_idx, access_kind,
 		row_number() OVER (PARTITION BY executor_id, block_id
@@ -131,7 +126,17 @@ WITH life AS (
 	WHERE app_id = $1 AND access_kind IN ($2, $3, $4, $5, $6)
 ), latest AS (
 	SELECT batch_id, rec_idx FROM life WHERE rn = 1 AND access_kind <> $5
-), r AS (
+)`
+
+// numaSQL: the latest lifecycle record (alloc, read, write, move, free) of
+// each block (executor_id, block_id) wins; a block whose latest is a free
+// holds no pages. Pages are counted once per (executor, pid, page address)
+// within each (RDD, node); a page whose node is not known (not present, PFN
+// hidden) counts under node -1. Expanding runs into pages to deduplicate
+// them is the costly part, so it is done only for the processes whose
+// latest runs overlap (found with a running max of range ends in vaddr
+// order); everywhere else a run's page count is summed as it is.
+const numaSQL = latestLifecycleCTE + `, r AS (
 	SELECT r.rdd_id, r.executor_id, r.pid, r.page_size::UBIGINT AS page_size, r.vaddr, r.pages::UBIGINT AS pages,
 		r.vaddr + r.pages::UBIGINT * r.page_size AS vend,
 		CASE WHEN r.state & 1 = 0 OR r.state & 128 <> 0 THEN -1 ELSE r.numa_node END AS node

@@ -20,16 +20,7 @@ type CachedPages struct {
 	THP     uint64
 }
 
-const cachedSQL = `
-WITH life AS (
-	SELECT batch_id, rec_idx, access_kind,
-		row_number() OVER (PARTITION BY executor_id, block_id
-			ORDER BY time_ns DESC, batch_id DESC, rec_idx DESC) AS rn
-	FROM records
-	WHERE app_id = $1 AND rdd_id >= 0 AND access_kind IN ($2, $3, $4, $5, $6)
-), latest AS (
-	SELECT batch_id, rec_idx FROM life WHERE rn = 1 AND access_kind <> $5
-)
+const cachedSQL = latestLifecycleCTE + `
 SELECT r.rdd_id,
 	CASE WHEN r.state & 1 = 0 OR r.state & 128 <> 0 THEN -1 ELSE r.numa_node END AS node,
 	sum(r.pages)::UBIGINT,
@@ -37,7 +28,7 @@ SELECT r.rdd_id,
 	sum(CASE WHEN r.state & 2 <> 0 THEN r.pages ELSE 0 END)::UBIGINT,
 	sum(CASE WHEN r.state & 32 <> 0 THEN r.pages ELSE 0 END)::UBIGINT
 FROM runs r JOIN latest USING (batch_id, rec_idx)
-WHERE r.app_id = $1 AND r.mem_mode <> $7
+WHERE r.app_id = $1 AND r.rdd_id >= 0 AND r.mem_mode <> $7
 GROUP BY 1, 2 ORDER BY 1, 2`
 
 // Cached returns an app's cached pages per RDD per node; see CachedPages.
