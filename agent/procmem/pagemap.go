@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 // Entry is one /proc/PID/pagemap entry: a little-endian u64 per virtual page
@@ -119,10 +120,16 @@ func (p *Pagemap) Read(dst []Entry, vaddr uint64) error {
 	if n == 0 {
 		return nil
 	}
-	if cap(p.buf) < n {
-		p.buf = make([]byte, n)
+	var b []byte
+	if littleEndian {
+		// Entry has the file's layout on this host: read in place.
+		b = unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), n)
+	} else {
+		if cap(p.buf) < n {
+			p.buf = make([]byte, n)
+		}
+		b = p.buf[:n]
 	}
-	b := p.buf[:n]
 	off := int64(vaddr / PageSize * 8)
 	got, err := p.f.ReadAt(b, off)
 	if got == 0 && (err == nil || errors.Is(err, io.EOF)) {
@@ -143,9 +150,14 @@ func (p *Pagemap) Read(dst []Entry, vaddr uint64) error {
 	if got < n {
 		return fmt.Errorf("read pagemap: short read of %d of %d bytes at %#x", got, n, vaddr)
 	}
-	decodeEntries(dst, b)
+	if !littleEndian {
+		decodeEntries(dst, b)
+	}
 	return nil
 }
+
+// littleEndian is true on hosts whose u64 layout is pagemap's.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // decodeEntries decodes little-endian u64 entries from b into dst; it stops
 // at the shorter of the two and returns the number decoded.

@@ -105,18 +105,47 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 	ps := r.pageSize
 	r.chunkBase, r.chunkG0, r.chunkN = a, a>>r.pmdShift, n
 
-	// Spans of consecutive PFNs in virtual order; long ones may be PMD maps.
-	absent, long := false, false
-	for _, e := range ents {
-		if e&(procmem.EntryPresent|procmem.EntrySwapped) == 0 {
-			absent = true
-			break
+	// One pass: spans of consecutive PFNs in virtual order for kpageflags
+	// (long ones may be PMD maps), and for kpagecount the spans of pages
+	// pagemap does not call exclusive: bit 56 is set exactly when the
+	// page's precise mapcount, which kpagecount reports, is 1.
+	spans, cspans := r.spans[:0], r.cspans[:0]
+	absent, hidden, long := false, false, false
+	prev, cprev := ^uint64(0), ^uint64(0)
+	for i, e := range ents {
+		if e&procmem.EntryPresent == 0 {
+			absent = absent || e&procmem.EntrySwapped == 0
+			prev, cprev = ^uint64(0), ^uint64(0)
+			continue
 		}
+		pfn := uint64(e) & pfnMask
+		if pfn == 0 {
+			hidden = true
+			prev, cprev = ^uint64(0), ^uint64(0)
+			continue
+		}
+		if pfn == prev+1 {
+			spans[len(spans)-1].N++
+		} else {
+			if len(spans) > 0 && spans[len(spans)-1].N >= minScanPages {
+				long = true
+			}
+			spans = append(spans, procmem.Span{PFN: pfn, N: 1, Out: uint32(i)})
+		}
+		prev = pfn
+		if e&procmem.EntryExclusive != 0 && !r.opts.ReadAllCounts {
+			cprev = ^uint64(0)
+			continue
+		}
+		if pfn == cprev+1 {
+			cspans[len(cspans)-1].N++
+		} else {
+			cspans = append(cspans, procmem.Span{PFN: pfn, N: 1, Out: uint32(i)})
+		}
+		cprev = pfn
 	}
-	spans := appendSpans(r.spans[:0], ents, func(int, procmem.Entry) bool { return false })
-	for _, s := range spans {
-		long = long || s.N >= minScanPages
-	}
+	long = long || len(spans) > 0 && spans[len(spans)-1].N >= minScanPages
+	r.cspans = cspans
 
 	// PMD-mapped folios: one kpageflags read for the head stands for all
 	// 512 pages (flags are the folio's), verified below.
@@ -128,19 +157,32 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 	}
 	if len(r.heads) > 0 {
 		// Rebuild the spans without the pages the heads stand for.
-		spans = appendSpans(spans[:0], ents, func(i int, _ procmem.Entry) bool { return r.blockOf(i) >= 0 })
+		spans = spans[:0]
+		prev = ^uint64(0)
+		for i := 0; i < n; {
+			if r.blockOf(i) >= 0 {
+				i = r.blockEnd(i)
+				prev = ^uint64(0)
+				continue
+			}
+			pfn := ents[i].PFN()
+			switch {
+			case pfn == 0:
+				prev = ^uint64(0)
+			case pfn == prev+1:
+				spans[len(spans)-1].N++
+				prev = pfn
+			default:
+				spans = append(spans, procmem.Span{PFN: pfn, N: 1, Out: uint32(i)})
+				prev = pfn
+			}
+			i++
+		}
 		for k, h := range r.heads {
 			spans = append(spans, procmem.Span{PFN: h, N: 1, Out: uint32(n + k)})
 		}
 	}
 	r.spans = spans
-
-	// kpagecount only for pages pagemap does not call exclusive: bit 56 is
-	// set exactly when the page's precise mapcount is 1.
-	r.cspans = appendSpans(r.cspans[:0], ents, func(_ int, e procmem.Entry) bool {
-		return e&procmem.EntryExclusive != 0 && !r.opts.ReadAllCounts
-	})
-	cspans := r.cspans
 
 	var flags, counts []uint64
 	flagsOK := false
@@ -178,7 +220,10 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 		r.vmas, r.vmasLoaded = vmas, true
 	}
 
-	hiddenNodes := r.nodesOfHidden(pid, ents, a)
+	var hiddenNodes []int32
+	if hidden {
+		hiddenNodes = r.nodesOfHidden(pid, ents, a)
+	}
 
 	vi := -1
 	for i := 0; i < n; i++ {
@@ -340,26 +385,6 @@ func (r *Resolver) blockOf(i int) int32 {
 		return -1
 	}
 	return r.blk[(r.chunkBase+uint64(i)*r.pageSize)>>r.pmdShift-r.chunkG0]
-}
-
-// appendSpans appends the spans of virtually and physically consecutive
-// pages of ents that have a PFN and are not skipped; Out is the page index.
-func appendSpans(spans []procmem.Span, ents []procmem.Entry, skip func(int, procmem.Entry) bool) []procmem.Span {
-	prev := ^uint64(0)
-	for i, e := range ents {
-		pfn := e.PFN()
-		if pfn == 0 || skip(i, e) {
-			prev = ^uint64(0)
-			continue
-		}
-		if pfn == prev+1 {
-			spans[len(spans)-1].N++
-		} else {
-			spans = append(spans, procmem.Span{PFN: pfn, N: 1, Out: uint32(i)})
-		}
-		prev = pfn
-	}
-	return spans
 }
 
 // minScanPages is the span length from which the chunk is asked for PMD
