@@ -15,6 +15,11 @@
 //     KPages.ReadSpans sorts the spans it is given by PFN and merges spans that
 //     lie close together into one pread, because a syscall here costs far more
 //     than reading a few extra entries.
+//   - Pagemap.HugeRanges uses the PAGEMAP_SCAN ioctl (Linux 6.7+) to find the
+//     PMD-mapped parts of a range; on older kernels it returns
+//     ErrScanUnsupported and callers read every entry instead.
+//   - MovePagesNodes asks move_pages(2) for the node of virtual addresses; it
+//     needs no CAP_SYS_ADMIN, only ptrace-read access to the process.
 //   - Nothing in this package logs; errors are returned, wrapped as
 //     "verb noun: %w". A process that has exited is reported as ErrProcessGone.
 //   - Readers hold scratch buffers and are not safe for concurrent use.
