@@ -8,7 +8,7 @@
  *   1. pid_bits: one bit per TGID in an array map (an inlined load). Every
  *      process on the node pays this and nothing more when it is untraced.
  *   2. buckets: one hash lookup of {tgid, addr >> 21}; a dense bucket
- *      redirects to a second lookup of {tgid, addr >> 12}.
+ *      redirects to a second lookup of {tgid, addr >> 16}.
  *   3. a fully unrolled scan of at most STRATA_SLOTS ranges.
  *   4. the block's per-CPU counters, then 1 in sample_every faults goes to
  *      the ring, submitted without wakeup (user space drains on a deadline).
@@ -101,8 +101,8 @@ static __always_inline struct block_range *match(__u32 tgid, __u64 addr)
 	if (!b)
 		return NULL;
 	if (b->flags & STRATA_BUCKET_FINE) {
-		key.level = STRATA_LEVEL_PAGE;
-		key.index = addr >> STRATA_PAGE_SHIFT;
+		key.level = STRATA_LEVEL_FINE;
+		key.index = addr >> STRATA_FINE_SHIFT;
 		b = bpf_map_lookup_elem(&buckets, &key);
 		if (!b)
 			return NULL;

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,7 +19,8 @@ import (
 // that writes every page of a 64 MiB mapping and drops it with
 // MADV_DONTNEED, 8 times per run (131,072 faults), under interleaved
 // configurations. It prints each configuration's median against the median
-// of "base" (no tracer loaded) from the same run. Run with -benchtime 1x.
+// of "base" (no tracer loaded) from the same run. Run with -benchtime 1x;
+// STRATA_TRACER_BENCH=base,count runs only the configurations named.
 func BenchmarkFaultOverhead(b *testing.B) {
 	testenv.RequireRoot(b)
 	const (
@@ -43,6 +45,11 @@ func BenchmarkFaultOverhead(b *testing.B) {
 		{name: "count-dense", load: true, track: true, dense: true},
 		{name: "sample64", load: true, track: true, every: 64},
 		{name: "sample1", load: true, track: true, every: 1},
+	}
+	if only := os.Getenv("STRATA_TRACER_BENCH"); only != "" { // e.g. base,count
+		configs = slices.DeleteFunc(configs, func(c config) bool {
+			return !slices.Contains(strings.Split(only, ","), c.name)
+		})
 	}
 	// Kernel BPF run-time statistics, on while this fd is open: the
 	// program's own time per invocation is a noise-free complement to the

@@ -27,8 +27,8 @@ type Config struct {
 	// MaxBlocks is the number of counter slots (blocks registered at once
 	// on the node). Default 65536. Memory: MaxBlocks × CPUs × 48 bytes.
 	MaxBlocks uint32
-	// MaxRangeSets bounds the address index (2 MiB buckets plus 4 KiB page
-	// entries of dense buckets). Default 8 × MaxBlocks. Entries are
+	// MaxRangeSets bounds the address index (2 MiB buckets plus 64 KiB
+	// granule entries of dense buckets). Default 8 × MaxBlocks. Entries are
 	// allocated on use (~330 bytes each), but the kernel's hash table heads
 	// take 16 bytes × MaxRangeSets rounded up to a power of two at once.
 	MaxRangeSets uint32

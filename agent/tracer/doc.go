@@ -27,9 +27,9 @@
 //     bpf_get_current_pid_tgid() with them. At most 4096 processes are
 //     tracked at once (the tgids map).
 //   - Address matching: a hash of 2 MiB buckets per TGID, each listing up to
-//     8 block ranges; a denser bucket is split into 4 KiB page entries (see
-//     bpf/strata.h). RegisterBlock fails with ErrTooDense when more than 8
-//     blocks share one page. A lookup costs one hash probe (two in a dense
+//     8 block ranges; a denser bucket is split into 64 KiB granule entries
+//     (see bpf/strata.h). RegisterBlock fails with ErrTooDense when more
+//     than 8 blocks share one granule (blocks averaging under 8 KiB). A lookup costs one hash probe (two in a dense
 //     bucket) whatever the number of blocks: measured here with bpf_stats,
 //     ~190 ns per traced fault with 64 or with 65,536 blocks, where a sorted
 //     array searched with bpf_loop grew from 156 to 276 ns and needs the

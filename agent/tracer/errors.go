@@ -15,8 +15,8 @@ var (
 	ErrOverlap = errors.New("range overlaps a registered block")
 	// ErrBadRange means start >= end or the range is outside user space.
 	ErrBadRange = errors.New("invalid address range")
-	// ErrTooDense means more than 8 blocks would share one 4 KiB page.
-	ErrTooDense = errors.New("too many blocks in one page")
+	// ErrTooDense means more than 8 blocks would share one 64 KiB granule.
+	ErrTooDense = errors.New("too many blocks in one 64 KiB granule")
 	// ErrFull means every counter slot (Config.MaxBlocks) is in use.
 	ErrFull = errors.New("block table full")
 	// ErrBadPID means the TGID is 0 or beyond the kernel's PID limit.

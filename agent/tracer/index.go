@@ -10,10 +10,10 @@ import (
 // (layout_test.go checks them against the generated struct).
 const (
 	bucketShift = 21
-	pageShift   = 12
+	fineShift   = 16
 	rangeSlots  = 8
 	levelBucket = 0
-	levelPage   = 1
+	levelFine   = 1
 	bucketFine  = 1
 	pidWords    = 4194304 / 64
 	maxUserAddr = 1 << 47 // x86-64 4-level user space; 5-level is 1<<56
@@ -33,10 +33,10 @@ type block struct {
 }
 
 // bucketState is what is written for one 2 MiB bucket: the blocks that
-// overlap it and, when it is fine-grained, the page entries written for it.
+// overlap it and, when it is fine-grained, the granule entries written for it.
 type bucketState struct {
 	blocks []*block
-	pages  map[uint64]struct{} // level-1 indexes in the kernel map; nil when direct
+	pages  map[uint64]struct{} // level-1 (granule) indexes in the kernel map; nil when direct
 }
 
 // procIndex mirrors the kernel entries of one TGID so that they can be
@@ -97,28 +97,28 @@ func (p *procIndex) add(s rangeStore, b *block) error {
 	return nil
 }
 
-// checkDensity fails when a page of b in bucket i would be covered by more
+// checkDensity fails when a granule of b in bucket i would be covered by more
 // than rangeSlots blocks.
 func checkDensity(i uint64, blocks []*block, b *block) error {
 	lo, hi := pagesIn(i, b)
 	for pg := lo; pg <= hi; pg++ {
 		n := 1
 		for _, o := range blocks {
-			if o.start < (pg+1)<<pageShift && pg<<pageShift < o.end {
+			if o.start < (pg+1)<<fineShift && pg<<fineShift < o.end {
 				n++
 			}
 		}
 		if n > rangeSlots {
-			return fmt.Errorf("page %#x: %d blocks: %w", pg<<pageShift, n, ErrTooDense)
+			return fmt.Errorf("granule %#x: %d blocks: %w", pg<<fineShift, n, ErrTooDense)
 		}
 	}
 	return nil
 }
 
-// pagesIn returns the first and last page of b inside bucket i.
+// pagesIn returns the first and last fine granule of b inside bucket i.
 func pagesIn(i uint64, b *block) (lo, hi uint64) {
 	s, e := max(b.start, i<<bucketShift), min(b.end, (i+1)<<bucketShift)
-	return s >> pageShift, (e - 1) >> pageShift
+	return s >> fineShift, (e - 1) >> fineShift
 }
 
 // remove deletes b from the index and the kernel map.
@@ -147,7 +147,7 @@ func (p *procIndex) clear(s rangeStore) error {
 	for i, st := range p.buckets {
 		keys = append(keys, strataBucketKey{Tgid: p.tgid, Level: levelBucket, Index: i})
 		for pg := range st.pages {
-			keys = append(keys, strataBucketKey{Tgid: p.tgid, Level: levelPage, Index: pg})
+			keys = append(keys, strataBucketKey{Tgid: p.tgid, Level: levelFine, Index: pg})
 		}
 	}
 	p.blocks = map[uint64]*block{}
@@ -166,7 +166,7 @@ func (p *procIndex) write(s rangeStore, first, last uint64, changed *block) erro
 
 // writeOne makes the kernel entries of bucket i match its state after
 // changed was added or removed (nil: rewrite all). Ordering keeps a
-// concurrent lookup correct: page entries go in before the bucket is
+// concurrent lookup correct: granule entries go in before the bucket is
 // flagged fine, and come out after it is direct again.
 func (p *procIndex) writeOne(s rangeStore, i uint64, changed *block) error {
 	st := p.buckets[i]
@@ -191,7 +191,7 @@ func (p *procIndex) writeOne(s rangeStore, i uint64, changed *block) error {
 		return p.delPages(s, st, nil)
 	}
 	if st.pages != nil && changed != nil {
-		// Already fine: only the pages of the changed block differ.
+		// Already fine: only the granules of the changed block differ.
 		lo, hi := pagesIn(i, changed)
 		for pg := lo; pg <= hi; pg++ {
 			if err := p.writePage(s, st, pg); err != nil {
@@ -208,7 +208,7 @@ func (p *procIndex) writeOne(s rangeStore, i uint64, changed *block) error {
 		st.pages = map[uint64]struct{}{}
 	}
 	for pg, rs := range pages {
-		if err := s.put(strataBucketKey{Tgid: p.tgid, Level: levelPage, Index: pg}, rs); err != nil {
+		if err := s.put(strataBucketKey{Tgid: p.tgid, Level: levelFine, Index: pg}, rs); err != nil {
 			return err
 		}
 		st.pages[pg] = struct{}{}
@@ -219,18 +219,18 @@ func (p *procIndex) writeOne(s rangeStore, i uint64, changed *block) error {
 	return p.delPages(s, st, pages)
 }
 
-// writePage rewrites the entry of one page of a fine bucket.
+// writePage rewrites the entry of one granule of a fine bucket.
 func (p *procIndex) writePage(s rangeStore, st *bucketState, pg uint64) error {
 	var on []*block
 	for _, b := range st.blocks {
-		if b.start < (pg+1)<<pageShift && pg<<pageShift < b.end {
+		if b.start < (pg+1)<<fineShift && pg<<fineShift < b.end {
 			on = append(on, b)
 		}
 	}
-	key := strataBucketKey{Tgid: p.tgid, Level: levelPage, Index: pg}
+	key := strataBucketKey{Tgid: p.tgid, Level: levelFine, Index: pg}
 	switch {
 	case len(on) > rangeSlots:
-		return fmt.Errorf("page %#x: %d blocks: %w", pg<<pageShift, len(on), ErrTooDense)
+		return fmt.Errorf("granule %#x: %d blocks: %w", pg<<fineShift, len(on), ErrTooDense)
 	case len(on) == 0:
 		delete(st.pages, pg)
 		return s.del(key)
@@ -239,14 +239,14 @@ func (p *procIndex) writePage(s rangeStore, st *bucketState, pg uint64) error {
 	return s.put(key, rangeSet(on))
 }
 
-// delPages deletes the page entries of st not in keep; with keep nil the
+// delPages deletes the granule entries of st not in keep; with keep nil the
 // bucket is direct afterwards.
 func (p *procIndex) delPages(s rangeStore, st *bucketState, keep map[uint64]*strataRangeSet) error {
 	for pg := range st.pages {
 		if _, ok := keep[pg]; ok {
 			continue
 		}
-		if err := s.del(strataBucketKey{Tgid: p.tgid, Level: levelPage, Index: pg}); err != nil {
+		if err := s.del(strataBucketKey{Tgid: p.tgid, Level: levelFine, Index: pg}); err != nil {
 			return err
 		}
 		delete(st.pages, pg)
@@ -257,20 +257,20 @@ func (p *procIndex) delPages(s rangeStore, st *bucketState, keep map[uint64]*str
 	return nil
 }
 
-// layoutPages lists, per 4 KiB page of bucket i, the blocks covering it.
+// layoutPages lists, per 64 KiB granule of bucket i, the blocks covering it.
 func layoutPages(i uint64, blocks []*block) (map[uint64]*strataRangeSet, error) {
 	lo, hi := i<<bucketShift, (i+1)<<bucketShift
 	perPage := map[uint64][]*block{}
 	for _, b := range blocks {
 		s, e := max(b.start, lo), min(b.end, hi)
-		for pg := s >> pageShift; pg <= (e-1)>>pageShift; pg++ {
+		for pg := s >> fineShift; pg <= (e-1)>>fineShift; pg++ {
 			perPage[pg] = append(perPage[pg], b)
 		}
 	}
 	out := make(map[uint64]*strataRangeSet, len(perPage))
 	for pg, bs := range perPage {
 		if len(bs) > rangeSlots {
-			return nil, fmt.Errorf("page %#x: %d blocks: %w", pg<<pageShift, len(bs), ErrTooDense)
+			return nil, fmt.Errorf("granule %#x: %d blocks: %w", pg<<fineShift, len(bs), ErrTooDense)
 		}
 		out[pg] = rangeSet(bs)
 	}

@@ -12,7 +12,7 @@ func lookup(kv map[strataBucketKey]strataRangeSet, tgid uint32, addr uint64) (st
 		return strataBlockRange{}, false
 	}
 	if rs.Flags&bucketFine != 0 {
-		if rs, ok = kv[strataBucketKey{Tgid: tgid, Level: levelPage, Index: addr >> pageShift}]; !ok {
+		if rs, ok = kv[strataBucketKey{Tgid: tgid, Level: levelFine, Index: addr >> fineShift}]; !ok {
 			return strataBlockRange{}, false
 		}
 	}
@@ -77,8 +77,9 @@ func TestIndexDirectAndDense(t *testing.T) {
 
 	// Fill the last bucket with 20 small blocks: it turns fine-grained.
 	bucket := (base + 6*mib) >> bucketShift
+	const stride = 16 << 10 // four per 64 KiB granule
 	for i := uint64(0); i < 20; i++ {
-		b := &block{id: 100 + i, start: base + 6*mib + 4096*(i+1), end: base + 6*mib + 4096*(i+1) + 2048, slot: uint32(100 + i)}
+		b := &block{id: 100 + i, start: base + 6*mib + stride*(i+1), end: base + 6*mib + stride*(i+1) + 2048, slot: uint32(100 + i)}
 		if err := p.add(s, b); err != nil {
 			t.Fatal(err)
 		}
@@ -87,10 +88,10 @@ func TestIndexDirectAndDense(t *testing.T) {
 		t.Fatalf("bucket not fine: %+v", rs)
 	}
 	check(base+6*mib+99, 2, true)
-	check(base+6*mib+4096*5+10, 104, true)
-	check(base+6*mib+4096*5+2048, 0, false)
+	check(base+6*mib+stride*5+10, 104, true)
+	check(base+6*mib+stride*5+2048, 0, false)
 	check(base+5*mib, 1, true)
-	// Nine blocks in one page is too dense, and leaves nothing behind.
+	// Nine blocks in one granule is too dense, and leaves nothing behind.
 	var err error
 	for i := uint64(0); i < 9 && err == nil; i++ {
 		err = p.add(s, &block{id: 200 + i, start: base + 200*mib + 100*i, end: base + 200*mib + 100*i + 50})
@@ -101,15 +102,15 @@ func TestIndexDirectAndDense(t *testing.T) {
 	if _, ok := p.blocks[208]; ok {
 		t.Error("rejected block stayed in the index")
 	}
-	// Removing the small blocks makes the bucket direct again, with no page entries.
+	// Removing the small blocks makes the bucket direct again, with no granule entries.
 	for i := uint64(0); i < 20; i++ {
 		if err := p.remove(s, p.blocks[100+i]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for k := range s {
-		if k.Level == levelPage && k.Index>>(bucketShift-pageShift) == bucket {
-			t.Fatalf("page entry %+v left behind", k)
+		if k.Level == levelFine && k.Index>>(bucketShift-fineShift) == bucket {
+			t.Fatalf("granule entry %+v left behind", k)
 		}
 	}
 	check(base+6*mib+99, 2, true)

@@ -62,7 +62,7 @@ func reportMemory(tb testing.TB, tr *Tracer) (total int64) {
 
 // Test64kBlocks registers 65,536 blocks in one process, sparse (1 MiB
 // blocks, two per 2 MiB bucket) and dense (16 KiB blocks: buckets split
-// into page entries), checks lookups at both ends and prints memory.
+// into 64 KiB granule entries), checks lookups at both ends and prints memory.
 func Test64kBlocks(t *testing.T) {
 	for _, tc := range []struct {
 		name string
