@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+
+	"github.com/stratatrace/strata/collector/job"
 )
 
 // Hadoop writes job histories with Avro's JSON encoding, in which a value of
@@ -121,6 +123,10 @@ type jhCounters struct {
 	Name    string           `json:"name"`
 	Groups  []jhCounterGroup `json:"groups"`
 	Wrapped *jhCounters      `json:"org.apache.hadoop.mapreduce.jobhistory.JhCounters"`
+
+	// flat is filled by the hand-written decoder, which flattens while it
+	// scans instead of keeping Counts.
+	flat job.Counters
 }
 
 type jhCounterGroup struct {
@@ -135,18 +141,21 @@ type jhCount struct {
 
 // flatten returns the counters by name, the first group in input order
 // winning on duplicate names; nil when no counters record was present.
-func (c *jhCounters) flatten() map[string]int64 {
+func (c *jhCounters) flatten() job.Counters {
 	if c != nil && c.Wrapped != nil {
 		return c.Wrapped.flatten()
 	}
 	if c == nil || (c.Groups == nil && c.Name == "") {
 		return nil
 	}
+	if c.flat != nil {
+		return c.flat
+	}
 	n := 0
 	for _, g := range c.Groups {
 		n += len(g.Counts)
 	}
-	m := make(map[string]int64, n)
+	m := make(job.Counters, n)
 	for _, g := range c.Groups {
 		for _, k := range g.Counts {
 			if _, dup := m[k.Name]; !dup {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"runtime"
 	"strings"
 
 	"github.com/stratatrace/strata/collector/job"
@@ -59,6 +60,10 @@ type jhRecord struct {
 	CPUUsages     avroInts `json:"cpuUsages"`
 	VMemKbytes    avroInts `json:"vMemKbytes"`
 	PhysMemKbytes avroInts `json:"physMemKbytes"`
+
+	// Set by prepare.
+	flat, flatTotal job.Counters
+	splits          *job.ProgressSplits
 }
 
 // jhBuilder assembles a job.Job from job-history events in file order.
@@ -100,7 +105,11 @@ func parseJhistWith(r io.Reader, scan bool) (*job.Job, error) {
 		j:     &job.Job{Type: job.MapReduce, Conf: map[string]string{}},
 		tasks: make(map[string]*jhTask),
 	}
-	names := map[string]string{}
+	if scan && runtime.GOMAXPROCS(0) > 1 {
+		parallelJhist(lr, b)
+		return b.finish()
+	}
+	d := newJhDecoder()
 	for {
 		line, err := lr.next()
 		if errors.Is(err, io.EOF) {
@@ -113,13 +122,8 @@ func parseJhistWith(r io.Reader, scan bool) (*job.Job, error) {
 		if isBlank(line) {
 			continue
 		}
-		var ev jhLine
-		if scan && scanJhLine(line, names, &ev) {
-			b.applyLine(&ev)
-			continue
-		}
-		ev = jhLine{}
-		if err := json.Unmarshal(line, &ev); err != nil {
+		ev, err := decodeJhLine(line, d, scan)
+		if err != nil {
 			if lr.reject(err) {
 				b.warnf("job history truncated at line %d: %v", lr.n, err)
 				break
@@ -132,6 +136,33 @@ func parseJhistWith(r io.Reader, scan bool) (*job.Job, error) {
 		b.warnf("job history: %s", msg)
 	}
 	return b.finish()
+}
+
+// decodeJhLine decodes one event line (with the hand-written decoder when
+// scan is set, else or on its refusal with encoding/json) and prepares its
+// records for apply.
+func decodeJhLine(line []byte, d *jhDecoder, scan bool) (jhLine, error) {
+	var ev jhLine
+	if !scan || !scanJhLine(line, d, &ev) {
+		ev = jhLine{}
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return jhLine{}, err
+		}
+	}
+	for _, r := range ev.Event {
+		if r != nil {
+			r.prepare()
+		}
+	}
+	return ev, nil
+}
+
+// prepare does the per-record work that needs no builder state (counter
+// flattening, split normalisation), so it can run on decoding goroutines.
+func (r *jhRecord) prepare() {
+	r.flat = r.Counters.flatten()
+	r.flatTotal = r.TotalCounters.flatten()
+	r.splits = splitsFrom(r.ClockSplits, r.CPUUsages, r.VMemKbytes, r.PhysMemKbytes)
 }
 
 func (b *jhBuilder) applyLine(ev *jhLine) {
@@ -216,7 +247,7 @@ func (b *jhBuilder) apply(typ string, r *jhRecord) {
 		b.finished = true
 		j.FinishMs = r.FinishTime
 		j.Status = job.Succeeded
-		j.Counters = r.TotalCounters.flatten()
+		j.Counters = r.flatTotal
 	case "JOB_FAILED", "JOB_KILLED", "JOB_ERROR":
 		b.finished = true
 		j.FinishMs = r.FinishTime
@@ -250,8 +281,8 @@ func (b *jhBuilder) apply(typ string, r *jhRecord) {
 		if r.Hostname != "" {
 			a.Host = string(r.Hostname)
 		}
-		a.Counters = r.Counters.flatten()
-		a.Splits = splitsFrom(r.ClockSplits, r.CPUUsages, r.VMemKbytes, r.PhysMemKbytes)
+		a.Counters = r.flat
+		a.Splits = r.splits
 	case "MAP_ATTEMPT_FAILED", "MAP_ATTEMPT_KILLED", "REDUCE_ATTEMPT_FAILED", "REDUCE_ATTEMPT_KILLED":
 		a := b.task(r.TaskID, r.TaskType).attempt(r.AttemptID)
 		def := job.Failed
@@ -264,19 +295,19 @@ func (b *jhBuilder) apply(typ string, r *jhRecord) {
 			a.Host = string(r.Hostname)
 		}
 		a.Diagnostics = string(r.Error)
-		a.Counters = r.Counters.flatten()
-		a.Splits = splitsFrom(r.ClockSplits, r.CPUUsages, r.VMemKbytes, r.PhysMemKbytes)
+		a.Counters = r.flat
+		a.Splits = r.splits
 	case "TASK_FINISHED":
 		t := b.task(r.TaskID, r.TaskType)
 		t.finished = true
 		t.t.Status = attemptStatus(string(r.Status), job.Succeeded)
-		t.t.Counters = r.Counters.flatten()
+		t.t.Counters = r.flat
 		t.successful = string(r.SuccessfulAttemptID)
 	case "TASK_FAILED":
 		t := b.task(r.TaskID, r.TaskType)
 		t.finished = true
 		t.t.Status = attemptStatus(string(r.Status), job.Failed)
-		if c := r.Counters.flatten(); c != nil {
+		if c := r.flat; c != nil {
 			t.t.Counters = c
 		}
 		t.failedDue = string(r.FailedDueToAttempt)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/stratatrace/strata/collector/job"
 )
 
 // A hand-written decoder for job-history event lines. Job histories are the
@@ -22,7 +24,18 @@ type jscan struct {
 	// names interns counter names and event types across lines: a job
 	// repeats the same few dozen names millions of times.
 	names map[string]string
+	// scratch collects a counters record's counts before they are put in
+	// a map of the right size; reused across lines.
+	scratch *[]jhCount
 }
+
+// jhDecoder is the state one decoding goroutine keeps across lines.
+type jhDecoder struct {
+	names   map[string]string
+	scratch []jhCount
+}
+
+func newJhDecoder() *jhDecoder { return &jhDecoder{names: map[string]string{}} }
 
 // maxInterned bounds the intern table against inputs made of unique names.
 const maxInterned = 4096
@@ -343,6 +356,21 @@ func (s *jscan) counters(dst **jhCounters) bool {
 	}
 	c := &jhCounters{}
 	*dst = c
+	if s.scratch == nil {
+		s.scratch = new([]jhCount)
+	}
+	mark := len(*s.scratch)
+	defer func() {
+		if counts := (*s.scratch)[mark:]; len(counts) > 0 {
+			c.flat = make(job.Counters, len(counts))
+			for _, k := range counts {
+				if _, dup := c.flat[k.Name]; !dup {
+					c.flat[k.Name] = k.Value
+				}
+			}
+		}
+		*s.scratch = (*s.scratch)[:mark]
+	}()
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "name":
@@ -382,7 +410,7 @@ func (s *jscan) counters(dst **jhCounters) bool {
 								}
 								return s.otherKey(key, "name", "value")
 							})
-							g.Counts = append(g.Counts, jhCount{Name: name, Value: value})
+							*s.scratch = append(*s.scratch, jhCount{Name: name, Value: value})
 							return ok
 						})
 					}
@@ -420,8 +448,8 @@ const wrappedCounters = "org.apache.hadoop.mapreduce.jobhistory.JhCounters"
 
 // scanJhLine decodes one event line into ev; false means "use
 // encoding/json".
-func scanJhLine(line []byte, names map[string]string, ev *jhLine) bool {
-	s := &jscan{b: line, names: names}
+func scanJhLine(line []byte, d *jhDecoder, ev *jhLine) bool {
+	s := &jscan{b: line, names: d.names, scratch: &d.scratch}
 	ok := s.object(func(key []byte) bool {
 		switch string(key) {
 		case "type":

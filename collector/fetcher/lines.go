@@ -23,8 +23,28 @@ type lineReader struct {
 	n    int  // lines returned so far
 	last bool // the line just returned ended at EOF without a newline
 
-	bad      int    // malformed lines skipped
-	firstBad string // where the first one was, and why
+	bad badLines
+}
+
+// badLines counts malformed lines skipped and remembers the first.
+type badLines struct {
+	n     int
+	first string
+}
+
+func (b *badLines) note(line int, why error) {
+	b.n++
+	if b.first == "" {
+		b.first = fmt.Sprintf("line %d: %v", line, why)
+	}
+}
+
+// String describes the skipped lines, "" when none were.
+func (b *badLines) String() string {
+	if b.n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("skipped %d malformed line(s), first at %s", b.n, b.first)
 }
 
 // reject records that the line just returned is malformed. It reports true
@@ -35,20 +55,12 @@ func (l *lineReader) reject(why error) (truncated bool) {
 	if l.last {
 		return true
 	}
-	l.bad++
-	if l.firstBad == "" {
-		l.firstBad = fmt.Sprintf("line %d: %v", l.n, why)
-	}
+	l.bad.note(l.n, why)
 	return false
 }
 
 // skipped describes the malformed lines skipped, "" when none were.
-func (l *lineReader) skipped() string {
-	if l.bad == 0 {
-		return ""
-	}
-	return fmt.Sprintf("skipped %d malformed line(s), first at %s", l.bad, l.firstBad)
-}
+func (l *lineReader) skipped() string { return l.bad.String() }
 
 func newLineReader(r io.Reader) *lineReader {
 	br, ok := r.(*bufio.Reader)

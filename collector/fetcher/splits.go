@@ -19,7 +19,8 @@ import "github.com/stratatrace/strata/collector/job"
 //     are interpolated linearly (the writer skipped them); leading and
 //     trailing ones stay as they are (nothing was observed there).
 //
-// It returns nil when every series is empty.
+// It returns nil when every series is empty. The series passed in may be
+// modified and kept.
 func splitsFrom(clock, cpu, vmem, phys []int64) *job.ProgressSplits {
 	if len(clock) == 0 && len(cpu) == 0 && len(vmem) == 0 && len(phys) == 0 {
 		return nil
@@ -32,12 +33,13 @@ func splitsFrom(clock, cpu, vmem, phys []int64) *job.ProgressSplits {
 	}
 }
 
-// cumulativeSeries normalises a per-bucket increment series.
+// cumulativeSeries normalises a per-bucket increment series. It may
+// reuse in's storage.
 func cumulativeSeries(in []int64) []int64 {
 	if len(in) == 0 {
 		return nil
 	}
-	src := make([]int64, len(in))
+	src := in
 	for i, v := range in {
 		src[i] = max(v, 0)
 	}
@@ -67,12 +69,13 @@ func cumulativeSeries(in []int64) []int64 {
 	return out
 }
 
-// stateSeries normalises a per-bucket state series.
+// stateSeries normalises a per-bucket state series. It may reuse in's
+// storage.
 func stateSeries(in []int64) []int64 {
 	if len(in) == 0 {
 		return nil
 	}
-	src := append([]int64(nil), in...)
+	src := in
 	fillGaps(src)
 	if len(src) == job.SplitBuckets {
 		return src

@@ -1,0 +1,156 @@
+package fetcher
+
+import (
+	"errors"
+	"io"
+	"runtime"
+	"slices"
+)
+
+// Parallel decoding of job histories. Decoding a line is independent of
+// every other line; applying it to the job is not. One goroutine reads lines
+// into batches, GOMAXPROCS goroutines decode batches, and the caller applies
+// them in file order. At most a few batches are in flight, so memory stays
+// bounded whatever the file size.
+
+const (
+	batchLines = 1024
+	batchBytes = 1 << 20
+)
+
+type jhBatch struct {
+	buf   []byte
+	ends  []int // end offset of each line in buf
+	nums  []int // line number of each line
+	final bool  // the batch's last line ended the stream without a newline
+	err   error // read error after the batch's lines
+	evs   []jhLine
+	errs  []error
+	done  chan struct{}
+}
+
+func (bt *jhBatch) line(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = bt.ends[i-1]
+	}
+	return bt.buf[start:bt.ends[i]]
+}
+
+// parallelJhist decodes the rest of lr's lines in parallel and applies them
+// to b in order, with the same truncation and malformed-line rules as the
+// sequential loop.
+func parallelJhist(lr *lineReader, b *jhBuilder) {
+	workers := runtime.GOMAXPROCS(0)
+	work := make(chan *jhBatch, 2*workers)
+	ordered := make(chan *jhBatch, 4*workers)
+	quit := make(chan struct{})
+	readerDone := make(chan struct{})
+	// Applied batches come back for reuse: their buffers are the bulk of
+	// what the pipeline would otherwise allocate.
+	free := make(chan *jhBatch, 8*workers)
+	newBatch := func() *jhBatch {
+		select {
+		case bt := <-free:
+			bt.buf, bt.ends, bt.nums = bt.buf[:0], bt.ends[:0], bt.nums[:0]
+			bt.final, bt.err = false, nil
+			bt.done = make(chan struct{})
+			return bt
+		default:
+			return &jhBatch{buf: make([]byte, 0, batchBytes+batchBytes/4), done: make(chan struct{})}
+		}
+	}
+
+	go func() { // reader
+		defer close(readerDone)
+		defer close(ordered)
+		defer close(work)
+		send := func(bt *jhBatch) bool {
+			select {
+			case work <- bt:
+			case <-quit:
+				return false
+			}
+			select {
+			case ordered <- bt:
+				return true
+			case <-quit:
+				return false
+			}
+		}
+		bt := newBatch()
+		for {
+			line, err := lr.next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					bt.err = err
+				}
+				send(bt)
+				return
+			}
+			if isBlank(line) {
+				continue
+			}
+			bt.buf = append(bt.buf, line...)
+			bt.ends = append(bt.ends, len(bt.buf))
+			bt.nums = append(bt.nums, lr.n)
+			bt.final = lr.last
+			if len(bt.ends) >= batchLines || len(bt.buf) >= batchBytes {
+				if !send(bt) {
+					return
+				}
+				bt = newBatch()
+			}
+		}
+	}()
+	for range workers {
+		go func() {
+			d := newJhDecoder()
+			for bt := range work {
+				bt.evs = slices.Grow(bt.evs[:0], len(bt.ends))[:len(bt.ends)]
+				bt.errs = slices.Grow(bt.errs[:0], len(bt.ends))[:len(bt.ends)]
+				for i := range bt.ends {
+					bt.evs[i], bt.errs[i] = decodeJhLine(bt.line(i), d, true)
+				}
+				close(bt.done)
+			}
+		}()
+	}
+
+	var bad badLines
+	defer func() {
+		close(quit)
+		<-readerDone // the reader no longer touches the input when we return
+		if msg := bad.String(); msg != "" {
+			b.warnf("job history: %s", msg)
+		}
+	}()
+	for bt := range ordered {
+		<-bt.done
+		for i := range bt.evs {
+			if err := bt.errs[i]; err != nil {
+				if bt.final && i == len(bt.evs)-1 {
+					b.warnf("job history truncated at line %d: %v", bt.nums[i], err)
+					return
+				}
+				bad.note(bt.nums[i], err)
+				continue
+			}
+			b.applyLine(&bt.evs[i])
+			bt.evs[i] = jhLine{}
+		}
+		clear(bt.errs)
+		select {
+		case free <- bt:
+		default:
+		}
+		if bt.err != nil {
+			last := 0
+			if n := len(bt.nums); n > 0 {
+				last = bt.nums[n-1]
+			}
+			b.warnf("job history unreadable after line %d: %v", last, bt.err)
+			return
+		}
+	}
+}
