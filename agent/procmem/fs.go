@@ -23,8 +23,11 @@ type FS struct {
 // Default returns the FS of the running system: /proc and /sys.
 func Default() FS { return FS{Proc: "/proc", Sys: "/sys"} }
 
+// pageSize is the base page size of the running system in bytes.
+var pageSize = uint64(os.Getpagesize())
+
 // PageSize is the base page size of the running system in bytes.
-var PageSize = uint64(os.Getpagesize())
+func PageSize() uint64 { return pageSize }
 
 func (f FS) procPath(elem ...string) string {
 	return filepath.Join(append([]string{f.Proc}, elem...)...)

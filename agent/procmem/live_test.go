@@ -17,12 +17,12 @@ import (
 func TestLiveSelf(t *testing.T) {
 	testenv.RequireRoot(t)
 	const pages = 64
-	mem, err := unix.Mmap(-1, 0, pages*int(PageSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	mem, err := unix.Mmap(-1, 0, pages*int(pageSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Munmap(mem)
-	for i := 0; i < len(mem); i += int(PageSize) * 2 { // every other page
+	for i := 0; i < len(mem); i += int(pageSize) * 2 { // every other page
 		mem[i] = 1
 	}
 	base := uint64(uintptr(unsafe.Pointer(&mem[0])))
@@ -75,7 +75,7 @@ func TestLiveSelf(t *testing.T) {
 	}
 	addrs := make([]uintptr, pages)
 	for i := range addrs {
-		addrs[i] = uintptr(base + uint64(i)*PageSize)
+		addrs[i] = uintptr(base + uint64(i)*pageSize)
 	}
 	status := make([]int32, pages)
 	if err := MovePagesNodes(os.Getpid(), addrs, status); err != nil {

@@ -15,7 +15,7 @@ import (
 
 // NodeMap maps a PFN to its NUMA node in O(1): memory is hot-plugged in
 // blocks of block_size_bytes, and /sys/devices/system/node/nodeN/memoryM
-// says that block M (PFNs [M*bs/PageSize, (M+1)*bs/PageSize)) is on node N.
+// says that block M (PFNs [M*bs/PageSize(), (M+1)*bs/PageSize())) is on node N.
 // Build it once with LoadNodeMap and again after a memory hotplug event.
 type NodeMap struct {
 	blockShift uint    // log2 of PFNs per block
@@ -71,7 +71,7 @@ func parseBlockSize(b []byte) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("block size %q: %w", b, err)
 	}
-	if v < PageSize || v&(v-1) != 0 {
+	if v < pageSize || v&(v-1) != 0 {
 		return 0, fmt.Errorf("block size %#x: not a power of two of at least a page", v)
 	}
 	return v, nil
@@ -96,7 +96,7 @@ const maxBlocks = 1 << 24
 // newNodeMap builds the table from block size and node -> block numbers.
 func newNodeMap(blockSize uint64, blocks map[int][]int) (*NodeMap, error) {
 	m := &NodeMap{}
-	pages := blockSize / PageSize
+	pages := blockSize / pageSize
 	for pages > 1 {
 		m.blockShift++
 		pages >>= 1

@@ -12,7 +12,7 @@ func TestNodeMapFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bp := uint64(0x8000000) / PageSize
+	bp := uint64(0x8000000) / pageSize
 	if m.BlockPages() != bp || m.Nodes() != 4 {
 		t.Fatalf("block pages %d nodes %d", m.BlockPages(), m.Nodes())
 	}
@@ -65,14 +65,14 @@ func FuzzParseBlockSize(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if v < PageSize || v&(v-1) != 0 {
+		if v < pageSize || v&(v-1) != 0 {
 			t.Fatalf("accepted %#x", v)
 		}
 		m, err := newNodeMap(v, map[int][]int{0: {0, 2}, 1: {1}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.BlockPages()*PageSize != v {
+		if m.BlockPages()*pageSize != v {
 			t.Fatalf("block pages %d for size %#x", m.BlockPages(), v)
 		}
 		if got := m.Node(m.BlockPages()); got != 1 {

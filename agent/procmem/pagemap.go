@@ -11,7 +11,7 @@ import (
 )
 
 // Entry is one /proc/PID/pagemap entry: a little-endian u64 per virtual page
-// at file offset (vaddr / PageSize) * 8 (Documentation/admin-guide/mm/pagemap.rst).
+// at file offset (vaddr / PageSize()) * 8 (Documentation/admin-guide/mm/pagemap.rst).
 //
 //	bits 0-54  PFN when present (bit 63); 0 when the opener lacks CAP_SYS_ADMIN
 //	bits 0-4   swap type when swapped (bit 62)
@@ -130,7 +130,7 @@ func (p *Pagemap) Read(dst []Entry, vaddr uint64) error {
 		}
 		b = p.buf[:n]
 	}
-	off := int64(vaddr / PageSize * 8)
+	off := int64(vaddr / pageSize * 8)
 	got, err := p.f.ReadAt(b, off)
 	if got == 0 && (err == nil || errors.Is(err, io.EOF)) {
 		// The kernel returns 0 bytes once the mm is gone, and also past the

@@ -102,7 +102,7 @@ func TestPagemapFixture(t *testing.T) {
 	}
 	defer pm.Close()
 	got := make([]Entry, 3)
-	if err := pm.Read(got, PageSize); err != nil {
+	if err := pm.Read(got, pageSize); err != nil {
 		t.Fatal(err)
 	}
 	for i := range got {
@@ -110,7 +110,7 @@ func TestPagemapFixture(t *testing.T) {
 			t.Errorf("entry %d = %#x, want %#x", i, got[i], want[i+1])
 		}
 	}
-	if err := pm.Read(make([]Entry, 2), 3*PageSize); err == nil {
+	if err := pm.Read(make([]Entry, 2), 3*pageSize); err == nil {
 		t.Error("read past the end: no error")
 	}
 	if _, err := fs.OpenPagemap(8); !errors.Is(err, ErrProcessGone) {

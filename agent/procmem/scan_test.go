@@ -24,7 +24,7 @@ func TestHugeRangesSelf(t *testing.T) {
 	if err := unix.Madvise(thp, unix.MADV_HUGEPAGE); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < len(thp); i += int(PageSize) {
+	for i := 0; i < len(thp); i += int(pageSize) {
 		thp[i] = 1
 	}
 	small, err := unix.Mmap(-1, 0, 1<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
@@ -33,7 +33,7 @@ func TestHugeRangesSelf(t *testing.T) {
 	}
 	defer unix.Munmap(small)
 	_ = unix.Madvise(small, unix.MADV_NOHUGEPAGE)
-	for i := 0; i < len(small); i += int(PageSize) {
+	for i := 0; i < len(small); i += int(pageSize) {
 		small[i] = 1
 	}
 

@@ -73,7 +73,7 @@ func baseline(b *testing.B, pid int, vaddr uint64, n int, nodes *procmem.NodeMap
 	present := 0
 	start, cpu0 := time.Now(), cpuTime()
 	for i := range n {
-		if err := pm.Read(e[:], vaddr+uint64(i)*procmem.PageSize); err != nil {
+		if err := pm.Read(e[:], vaddr+uint64(i)*procmem.PageSize()); err != nil {
 			b.Fatal(err)
 		}
 		if pfn := e[0].PFN(); pfn != 0 {
@@ -110,7 +110,7 @@ func benchResolve(b *testing.B, region string, opts Options) {
 	var res Result
 	for b.Loop() {
 		var err error
-		res, err = r.Resolve(c.Pid, vaddr, benchPages*procmem.PageSize)
+		res, err = r.Resolve(c.Pid, vaddr, benchPages*procmem.PageSize())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -118,7 +118,7 @@ func benchResolve(b *testing.B, region string, opts Options) {
 	cpu := cpuTime() - cpu0
 	b.StopTimer()
 	pr1, en1 := r.KPageStats()
-	bw2, bc2 := baseline(b, c.Pid, vaddr+benchPages/2*procmem.PageSize, baselinePages, r.Nodes())
+	bw2, bc2 := baseline(b, c.Pid, vaddr+benchPages/2*procmem.PageSize(), baselinePages, r.Nodes())
 	if res.Present != benchPages {
 		b.Fatalf("%d of %d pages present", res.Present, benchPages)
 	}

@@ -43,7 +43,7 @@ func writeAt(t *testing.T, path string, off uint64, vals ...uint64) {
 
 func fixtureFS(t *testing.T) procmem.FS {
 	t.Helper()
-	if procmem.PageSize != 4096 {
+	if procmem.PageSize() != 4096 {
 		t.Skip("skipping: the fixture assumes 4 KiB pages")
 	}
 	dir := t.TempDir()

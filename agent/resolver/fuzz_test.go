@@ -16,7 +16,7 @@ import (
 // Whatever the input, the runs must tile the range and expand back to
 // exactly the entries, flags and counts the files hold.
 func FuzzResolveFixture(f *testing.F) {
-	if procmem.PageSize != 4096 {
+	if procmem.PageSize() != 4096 {
 		f.Skip("skipping: the fixture assumes 4 KiB pages")
 	}
 	f.Add([]byte{2, 2, 2, 0, 1, 1, 3, 2, 4, 2}, []byte{0x80, 1, 1, 1, 0x80, 1, 0, 1})

@@ -42,18 +42,18 @@ type selfReport struct {
 
 func selfTest(w io.Writer) error {
 	const n = 16
-	mem, err := unix.Mmap(-1, 0, n*int(procmem.PageSize), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	mem, err := unix.Mmap(-1, 0, n*int(procmem.PageSize()), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return err
 	}
-	for i := 0; i < len(mem); i += int(procmem.PageSize) {
+	for i := 0; i < len(mem); i += int(procmem.PageSize()) {
 		mem[i] = 1
 	}
 	r, err := New(procmem.Default(), Options{})
 	if err != nil {
 		return err
 	}
-	res, err := r.Resolve(os.Getpid(), uint64(uintptr(unsafe.Pointer(&mem[0]))), n*procmem.PageSize)
+	res, err := r.Resolve(os.Getpid(), uint64(uintptr(unsafe.Pointer(&mem[0]))), n*procmem.PageSize())
 	if err != nil {
 		return err
 	}

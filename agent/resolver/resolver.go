@@ -112,7 +112,7 @@ func New(fs procmem.FS, opts Options) (*Resolver, error) {
 	if opts.MergeGap == 0 {
 		opts.MergeGap = procmem.DefaultMergeGap
 	}
-	r := &Resolver{fs: fs, opts: opts, pageSize: procmem.PageSize}
+	r := &Resolver{fs: fs, opts: opts, pageSize: procmem.PageSize()}
 	r.pmdShift = uint(bits.TrailingZeros64(r.pageSize)) + 9
 	r.liveProc = filepath.Clean(fs.Proc) == "/proc"
 	kp, err := fs.OpenKPages()

@@ -14,7 +14,7 @@ import (
 // pages expands runs into pages, checking that they tile the range.
 func pages(t *testing.T, runs []*stratav1.PageRun, vaddr uint64, n int) []stratav1.Page {
 	t.Helper()
-	ps := procmem.PageSize
+	ps := procmem.PageSize()
 	var out []stratav1.Page
 	next := vaddr
 	for _, r := range runs {
@@ -50,7 +50,7 @@ func independent(t *testing.T, pid int, vaddr uint64, n int) ([]procmem.Entry, [
 	flags := make([]uint64, n)
 	counts := make([]uint64, n)
 	for i := range ents {
-		if err := pm.Read(ents[i:i+1], vaddr+uint64(i)*procmem.PageSize); err != nil {
+		if err := pm.Read(ents[i:i+1], vaddr+uint64(i)*procmem.PageSize()); err != nil {
 			t.Fatal(err)
 		}
 		if ents[i].Present() {
@@ -88,7 +88,7 @@ func TestResolveLive(t *testing.T) {
 	for _, opts := range []Options{{}, {ChunkPages: 512, NoRecheck: true}} {
 		r := newResolver(t, opts)
 		t.Run("full", func(t *testing.T) {
-			res, err := r.Resolve(c.Pid, c.Addr["full"], n*procmem.PageSize)
+			res, err := r.Resolve(c.Pid, c.Addr["full"], n*procmem.PageSize())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +108,7 @@ func TestResolveLive(t *testing.T) {
 			addrs := make([]uintptr, n)
 			status := make([]int32, n)
 			for i := range addrs {
-				addrs[i] = uintptr(c.Addr["full"] + uint64(i)*procmem.PageSize)
+				addrs[i] = uintptr(c.Addr["full"] + uint64(i)*procmem.PageSize())
 			}
 			if err := procmem.MovePagesNodes(c.Pid, addrs, status); err != nil {
 				t.Fatal(err)
@@ -122,7 +122,7 @@ func TestResolveLive(t *testing.T) {
 		})
 		t.Run("half", func(t *testing.T) {
 			// Start mid-page and end mid-page: the range widens to whole pages.
-			res, err := r.Resolve(c.Pid, c.Addr["half"]+100, n*procmem.PageSize-200)
+			res, err := r.Resolve(c.Pid, c.Addr["half"]+100, n*procmem.PageSize()-200)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,8 +144,8 @@ func TestResolveLive(t *testing.T) {
 				t.Skipf("skipping: THP not granted (AnonHugePages %d KiB, %v)", kb, err)
 			}
 			// Start in the middle of the first THP: the folio size still comes out.
-			off := uint64(100) * procmem.PageSize
-			res, err := r.Resolve(c.Pid, c.Addr["thp"]+off, n*procmem.PageSize-off)
+			off := uint64(100) * procmem.PageSize()
+			res, err := r.Resolve(c.Pid, c.Addr["thp"]+off, n*procmem.PageSize()-off)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +173,7 @@ func TestResolveLive(t *testing.T) {
 			}
 		})
 		t.Run("hole", func(t *testing.T) {
-			res, err := r.Resolve(c.Pid, c.Addr["hole"], 3*procmem.PageSize)
+			res, err := r.Resolve(c.Pid, c.Addr["hole"], 3*procmem.PageSize())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,8 +191,8 @@ func TestResolveBatchCPUNode(t *testing.T) {
 	c := resolvertest.Start(t, []resolvertest.Region{{Name: "a", Pages: 64}}, nil)
 	r := newResolver(t, Options{})
 	reqs := []Request{
-		{VAddr: c.Addr["a"], Length: 64 * procmem.PageSize, CPUNode: -1},
-		{VAddr: c.Addr["a"], Length: 64 * procmem.PageSize, CPUNode: 1 << 20}, // a node nothing is on
+		{VAddr: c.Addr["a"], Length: 64 * procmem.PageSize(), CPUNode: -1},
+		{VAddr: c.Addr["a"], Length: 64 * procmem.PageSize(), CPUNode: 1 << 20}, // a node nothing is on
 		{VAddr: c.Addr["a"], Length: 0, CPUNode: -1},
 	}
 	out := make([]Result, len(reqs))

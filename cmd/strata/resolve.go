@@ -165,7 +165,7 @@ func resolveLocal(ctx context.Context, f resolveFlags, stdout, stderr io.Writer)
 			fmt.Fprintln(stderr, "strata resolve: warning:", w)
 		}
 	}
-	ps := procmem.PageSize
+	ps := procmem.PageSize()
 	w := bufio.NewWriter(stdout)
 	var tw *tabwriter.Writer
 	var enc *json.Encoder

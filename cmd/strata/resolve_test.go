@@ -89,14 +89,14 @@ func TestResolveCLI(t *testing.T) {
 		}
 		defer pm.Close()
 		for i, p := range pages {
-			va := c.Addr["full"] + uint64(i)*procmem.PageSize
+			va := c.Addr["full"] + uint64(i)*procmem.PageSize()
 			var e [1]procmem.Entry
 			if err := pm.Read(e[:], va); err != nil {
 				t.Fatal(err)
 			}
 			pfn := uint64(p["pfn"].(float64))
 			if p["vaddr"] != hexArg(va) || p["present"] != true || p["swapped"] != false || pfn != e[0].PFN() ||
-				p["paddr"] != hexArg(pfn*procmem.PageSize) || p["numa_node"].(float64) < 0 {
+				p["paddr"] != hexArg(pfn*procmem.PageSize()) || p["numa_node"].(float64) < 0 {
 				t.Fatalf("page %d: %v, pagemap pfn %#x", i, p, e[0].PFN())
 			}
 			if !strings.Contains(fmt.Sprint(p["flags"]), "anon") {
