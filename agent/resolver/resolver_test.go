@@ -248,3 +248,42 @@ func TestResolveOutOfRange(t *testing.T) {
 		t.Errorf("wrapping range: %v, want ErrBadRange", err)
 	}
 }
+
+// TestResolveRaces resolves a region whose pages the child frees and
+// re-faults in a loop. Pages freed or reused between the pagemap and
+// kpageflags reads must come back RACED; every page not marked so must have
+// the flags of a mapped anonymous page.
+func TestResolveRaces(t *testing.T) {
+	testenv.RequireRoot(t)
+	const n = 1024
+	c := resolvertest.Start(t, []resolvertest.Region{{Name: "churn", Pages: n, Touch: resolvertest.TouchChurn}}, nil)
+	const anonMapped = 1<<12 | 1<<11
+	var raced, present uint64
+	for _, opts := range []Options{{ChunkPages: 512}, {ChunkPages: 512, NoRecheck: true}} {
+		r := newResolver(t, opts)
+		for range 30 {
+			res, err := r.Resolve(c.Pid, c.Addr["churn"], n*procmem.PageSize())
+			if err != nil {
+				t.Fatal(err)
+			}
+			raced += res.Raced
+			present += res.Present
+			if opts.NoRecheck {
+				continue // without the second read a reused page can pass
+			}
+			for _, run := range res.Runs {
+				st := run.GetState()
+				if st&uint32(stratav1.PageState_PAGE_STATE_PRESENT) == 0 || st&uint32(stratav1.PageState_PAGE_STATE_RACED) != 0 {
+					continue
+				}
+				if f := run.GetKpageflags(); f&anonMapped != anonMapped || f&(1<<procmem.KPFBuddy|1<<procmem.KPFNoPage) != 0 {
+					t.Fatalf("run not marked raced with flags %#x: %v", f, run)
+				}
+			}
+		}
+	}
+	t.Logf("%d present page reads, %d raced", present, raced)
+	if raced == 0 {
+		t.Log("no race was caught this time (timing dependent)")
+	}
+}

@@ -34,6 +34,7 @@ const (
 	TouchHalf              // the first half of the pages
 	TouchNone              // none
 	TouchRead              // every page, read only (maps the shared zero page)
+	TouchChurn             // every page, then forever: free them all (MADV_DONTNEED) and touch again
 )
 
 // Region is one mapping the child makes. THP regions are 2 MiB aligned and
@@ -196,6 +197,17 @@ func (c *Child) AnonHugePages(addr uint64) (int, error) {
 	return 0, fmt.Errorf("no mapping holds %#x", addr)
 }
 
+// churn frees and re-faults mem in a loop, so that its pages are freed and
+// reused while a reader looks at them.
+func churn(mem []byte, ps int) {
+	for {
+		_ = unix.Madvise(mem, unix.MADV_DONTNEED)
+		for i := 0; i < len(mem); i += ps {
+			mem[i] = 1
+		}
+	}
+}
+
 // child maps the regions, prints "name address" lines and "ready", then
 // waits for stdin to close.
 func child(spec string, in io.Reader, out io.Writer) error {
@@ -253,6 +265,9 @@ func child(spec string, in io.Reader, out io.Writer) error {
 			}
 		}
 		_ = sink
+		if r.Touch == TouchChurn {
+			go churn(mem, ps)
+		}
 		if r.Hole {
 			if err := unix.MunmapPtr(unsafe.Pointer(&mem[ps]), uintptr(ps)); err != nil {
 				return fmt.Errorf("munmap hole: %w", err)
