@@ -30,11 +30,11 @@ type Touch int
 
 // Touch patterns.
 const (
-	TouchAll  Touch = iota // every page
-	TouchHalf              // the first half of the pages
-	TouchNone              // none
-	TouchRead              // every page, read only (maps the shared zero page)
-	TouchChurn             // every page, then forever: free them all (MADV_DONTNEED) and touch again
+	TouchAll   Touch = iota // every page
+	TouchHalf               // the first half of the pages
+	TouchNone               // none
+	TouchRead               // every page, read only (maps the shared zero page)
+	TouchChurn              // every page, then forever: free them all (MADV_DONTNEED) and touch again
 )
 
 // Region is one mapping the child makes. THP regions are 2 MiB aligned and
