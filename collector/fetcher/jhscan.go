@@ -220,9 +220,31 @@ func (s *jscan) int() (int64, bool) {
 	if !ok || !integer {
 		return 0, false // not an integer: let encoding/json decide
 	}
-	v, err := strconv.ParseInt(string(s.b[s.i:end]), 10, 64)
+	digits := s.b[s.i:end]
 	s.i = end
-	return v, err == nil
+	neg := digits[0] == '-'
+	if neg {
+		digits = digits[1:]
+	}
+	if len(digits) > 18 { // may overflow: let strconv decide
+		v, err := strconv.ParseInt(string(s.b[end-len(digits)-btoi(neg):end]), 10, 64)
+		return v, err == nil
+	}
+	var v int64
+	for _, c := range digits {
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (s *jscan) literal(lit string) bool {
