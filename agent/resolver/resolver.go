@@ -51,7 +51,7 @@ type Options struct {
 type Request struct {
 	VAddr   uint64
 	Length  uint64 // bytes; the range is widened to whole pages
-	CPUNode int32  // NUMA node of the accessing CPU, -1 when unknown
+	CPUNode int32  // NUMA node of the accessing CPU; set -1 when unknown (0 is node 0)
 }
 
 // Result is the answer for one range.

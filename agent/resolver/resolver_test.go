@@ -83,6 +83,7 @@ func TestResolveLive(t *testing.T) {
 		{Name: "half", Pages: n, Touch: resolvertest.TouchHalf},
 		{Name: "thp", Pages: n, Touch: resolvertest.TouchAll, THP: true},
 		{Name: "hole", Hole: true, Touch: resolvertest.TouchAll},
+		{Name: "zero", Pages: 16, Touch: resolvertest.TouchRead},
 	}, nil)
 	// Small chunks make the runs cross chunk boundaries too.
 	for _, opts := range []Options{{}, {ChunkPages: 512, NoRecheck: true}} {
@@ -169,6 +170,19 @@ func TestResolveLive(t *testing.T) {
 			for i, p := range pages(t, res.Runs, c.Addr["thp"]+off, n-100) {
 				if p.PFN != ents[i].PFN() || p.KPageFlags&^(1<<25) != flags[i]&^(1<<25) || p.KPageCount != counts[i] {
 					t.Fatalf("page %d: pfn %#x flags %#x, independent %#x %#x", i, p.PFN, p.KPageFlags, ents[i].PFN(), flags[i])
+				}
+			}
+		})
+		t.Run("zero", func(t *testing.T) {
+			// Read-only touches map the shared zero page: present, one PFN
+			// for all, so one run per page.
+			res, err := r.Resolve(c.Pid, c.Addr["zero"], 16*procmem.PageSize())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range pages(t, res.Runs, c.Addr["zero"], 16) {
+				if !p.Is(stratav1.PageState_PAGE_STATE_PRESENT) || p.KPageFlags&(1<<24) == 0 || p.PFN == 0 {
+					t.Fatalf("page %d: %+v, want the zero page", i, p)
 				}
 			}
 		})

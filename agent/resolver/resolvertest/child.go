@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"unsafe"
@@ -197,6 +198,8 @@ func (c *Child) AnonHugePages(addr uint64) (int, error) {
 	return 0, fmt.Errorf("no mapping holds %#x", addr)
 }
 
+var readSink atomic.Uint32
+
 // churn frees and re-faults mem in a loop, so that its pages are freed and
 // reused while a reader looks at them.
 func churn(mem []byte, ps int) {
@@ -264,7 +267,7 @@ func child(spec string, in io.Reader, out io.Writer) error {
 				mem[i*ps] = byte(i) | 1
 			}
 		}
-		_ = sink
+		readSink.Add(uint32(sink)) // keeps the reads from being optimised away
 		if r.Touch == TouchChurn {
 			go churn(mem, ps)
 		}
