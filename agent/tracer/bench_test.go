@@ -18,8 +18,8 @@ import (
 // BenchmarkFaultOverhead measures the CPU time per page fault of a child
 // that writes every page of a 64 MiB mapping and drops it with
 // MADV_DONTNEED, 8 times per run (131,072 faults), under interleaved
-// configurations. It prints each configuration's median against the median
-// of "base" (no tracer loaded) from the same run. Run with -benchtime 1x;
+// configurations, each paired with a run of "base" (no tracer loaded) next
+// to it; it prints the median of the paired ratios. Run with -benchtime 1x;
 // STRATA_TRACER_BENCH=base,count runs only the configurations named.
 func BenchmarkFaultOverhead(b *testing.B) {
 	testenv.RequireRoot(b)
@@ -27,13 +27,13 @@ func BenchmarkFaultOverhead(b *testing.B) {
 		pages  = 16384
 		iters  = 8
 		faults = pages * iters
-		rounds = 9
+		rounds = 7
 	)
 	type config struct {
 		name   string
 		load   bool   // tracer loaded
 		track  bool   // child tracked, its mapping registered as 64 blocks of 1 MiB
-		dense  bool   // ... as 4096 blocks of 16 KiB instead (page-level entries)
+		dense  bool   // ... as 4096 blocks of 16 KiB instead (granule entries)
 		every  uint32 // sample 1 in every; 0 = counters only
 		blocks int    // extra blocks registered elsewhere in the child
 	}
@@ -51,84 +51,121 @@ func BenchmarkFaultOverhead(b *testing.B) {
 			return !slices.Contains(strings.Split(only, ","), c.name)
 		})
 	}
-	// Kernel BPF run-time statistics, on while this fd is open: the
-	// program's own time per invocation is a noise-free complement to the
-	// CPU-time ratios on this shared machine.
-	if st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
-		defer st.Close()
-	}
 	bpfNs := map[string][]float64{}
 	c := startChild(b, pages)
 	c.do("loop 2 0 %d w", pages) // warm up: first touch in this VM is erratic
 	ns := map[string][]float64{}
+	ratios := map[string][]float64{}
 	rate := map[string][]float64{}
 	drops := map[string]uint64{}
+	// run measures one configuration: set up, fault, tear down. With stats
+	// set it only records the program's own run time.
+	stats := false
+	run := func(cf config) float64 {
+		var tr *Tracer
+		if cf.load {
+			tr = loadTracer(b, Config{SampleEvery: cf.every, DisableEvents: cf.every == 0, MaxBlocks: 65536})
+			defer tr.Close()
+			if cf.track {
+				if err := tr.Track(c.pid); err != nil {
+					b.Fatal(err)
+				}
+				n, per := 64, 256
+				if cf.dense {
+					n, per = 4096, 4
+				}
+				for i := 0; i < n; i++ {
+					if err := tr.RegisterBlock(c.pid, uint64(i), c.page(i*per), c.page((i+1)*per)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for i := 0; i < cf.blocks; i++ {
+					s := uint64(0x200000000000) + uint64(i)<<20
+					if err := tr.RegisterBlock(c.pid, uint64(1000+i), s, s+1<<20); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			go func() { // consume events as the annotator would
+				for range tr.Events() {
+				}
+			}()
+		}
+		var s0 *ebpf.ProgramStats
+		if tr != nil && stats {
+			s0, _ = tr.fault.Stats()
+		}
+		start := time.Now()
+		cpu := c.do("loop %d 0 %d w", iters, pages)
+		wall := time.Since(start)
+		perFault := float64(cpu) / faults
+		if stats {
+			if s1, err := tr.fault.Stats(); err == nil && s0 != nil && s1.RunCount > s0.RunCount {
+				bpfNs[cf.name] = append(bpfNs[cf.name], float64(s1.Runtime-s0.Runtime)/float64(s1.RunCount-s0.RunCount))
+			}
+			return perFault
+		}
+		ns[cf.name] = append(ns[cf.name], perFault)
+		rate[cf.name] = append(rate[cf.name], faults/wall.Seconds())
+		if tr == nil {
+			return perFault
+		}
+		time.Sleep(3 * tr.cfg.DrainInterval)
+		st, _ := tr.Stats()
+		if cf.track && st.MatchedFaults != faults {
+			b.Errorf("%s: matched %d faults, want %d", cf.name, st.MatchedFaults, faults)
+		}
+		drops[cf.name] += st.KernelDrops
+		return perFault
+	}
+	// Each configuration is paired with a base run right next to it (base
+	// first in even rounds, last in odd ones), and its ratio is the median
+	// of the paired ratios: slow drifts of this shared machine cancel.
+	base := config{name: "base"}
 	for r := 0; r < rounds; r++ {
 		order := slices.Clone(configs)
 		if r%2 == 1 {
 			slices.Reverse(order)
 		}
 		for _, cf := range order {
-			var tr *Tracer
-			if cf.load {
-				tr = loadTracer(b, Config{SampleEvery: cf.every, DisableEvents: cf.every == 0, MaxBlocks: 65536})
-				if cf.track {
-					if err := tr.Track(c.pid); err != nil {
-						b.Fatal(err)
-					}
-					n, per := 64, 256
-					if cf.dense {
-						n, per = 4096, 4
-					}
-					for i := 0; i < n; i++ {
-						if err := tr.RegisterBlock(c.pid, uint64(i), c.page(i*per), c.page((i+1)*per)); err != nil {
-							b.Fatal(err)
-						}
-					}
-					for i := 0; i < cf.blocks; i++ {
-						s := uint64(0x200000000000) + uint64(i)<<20
-						if err := tr.RegisterBlock(c.pid, uint64(1000+i), s, s+1<<20); err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
-				go func() { // consume events as the annotator would
-					for range tr.Events() {
-					}
-				}()
+			if cf.name == "base" {
+				continue
 			}
-			var s0 *ebpf.ProgramStats
-			if tr != nil {
-				s0, _ = tr.fault.Stats()
+			var x, y float64
+			if r%2 == 0 {
+				y = run(base)
+				x = run(cf)
+			} else {
+				x = run(cf)
+				y = run(base)
 			}
-			start := time.Now()
-			cpu := c.do("loop %d 0 %d w", iters, pages)
-			wall := time.Since(start)
-			if s0 != nil {
-				if s1, err := tr.fault.Stats(); err == nil && s1.RunCount > s0.RunCount {
-					bpfNs[cf.name] = append(bpfNs[cf.name], float64(s1.Runtime-s0.Runtime)/float64(s1.RunCount-s0.RunCount))
-				}
-			}
-			ns[cf.name] = append(ns[cf.name], float64(cpu)/faults)
-			rate[cf.name] = append(rate[cf.name], faults/wall.Seconds())
-			if tr != nil {
-				time.Sleep(3 * tr.cfg.DrainInterval)
-				st, _ := tr.Stats()
-				if cf.track && st.MatchedFaults != faults {
-					b.Errorf("%s: matched %d faults, want %d", cf.name, st.MatchedFaults, faults)
-				}
-				drops[cf.name] += st.KernelDrops
-				tr.Close()
-			}
+			ratios[cf.name] = append(ratios[cf.name], x/y)
 		}
 	}
-	base := median(ns["base"])
+	// Then the programs' own time per invocation from the kernel's BPF
+	// run-time statistics, which are switched on only for this pass (they
+	// add two clock reads to every run of every BPF program on the node).
+	if st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
+		stats = true
+		for r := 0; r < 3; r++ {
+			for _, cf := range configs {
+				if cf.load {
+					run(cf)
+				}
+			}
+		}
+		st.Close()
+	}
+	baseNs := median(ns["base"])
+	b.Logf("base %.0f ns/fault (median of %d runs), %.0f faults/s", baseNs, len(ns["base"]), median(rate["base"]))
 	for _, cf := range configs {
-		m := median(ns[cf.name])
-		bn := median(bpfNs[cf.name])
-		b.Logf("%-11s %5.0f ns/fault  ratio %.3f  bpf %3.0f ns/run (ratio %.3f)  %.0f faults/s  kernel drops %d  runs %v",
-			cf.name, m, m/base, bn, (base+bn)/base, median(rate[cf.name]), drops[cf.name], fmtRuns(ns[cf.name], base))
-		b.ReportMetric(m/base, cf.name+"-ratio")
+		if cf.name == "base" {
+			continue
+		}
+		m, bn := median(ratios[cf.name]), median(bpfNs[cf.name])
+		b.Logf("%-11s ratio %.3f (paired runs %v)  bpf %3.0f ns/run (ratio %.3f)  %.0f faults/s  kernel drops %d",
+			cf.name, m, fmtRatios(ratios[cf.name]), bn, (baseNs+bn)/baseNs, median(rate[cf.name]), drops[cf.name])
+		b.ReportMetric(m, cf.name+"-ratio")
 	}
 }
 
@@ -141,12 +178,12 @@ func median(v []float64) float64 {
 	return s[len(s)/2]
 }
 
-func fmtRuns(v []float64, base float64) string {
-	out := ""
-	for _, x := range v {
-		out += fmt.Sprintf(" %.2f", x/base)
+func fmtRatios(v []float64) string {
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i] = fmt.Sprintf("%.2f", x)
 	}
-	return "[" + out[1:] + "]"
+	return "[" + strings.Join(out, " ") + "]"
 }
 
 // BenchmarkRingbuf500k drives the fault program through BPF_PROG_TEST_RUN

@@ -16,7 +16,7 @@ const (
 	levelFine   = 1
 	bucketFine  = 1
 	pidWords    = 4194304 / 64
-	maxUserAddr = 1 << 47 // x86-64 4-level user space; 5-level is 1<<56
+	maxUserAddr = 1 << 56 // x86-64 user space with 5-level paging (4-level: 1<<47)
 )
 
 // rangeStore is the kernel's buckets map as the index sees it; tests pass a
