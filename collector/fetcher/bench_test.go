@@ -157,3 +157,64 @@ func BenchmarkJobHistory100k(b *testing.B) {
 		filepath.Base(path), benchTasks, float64(st.Size())/(1<<20), parse/time.Duration(b.N), parseCPU/time.Duration(b.N),
 		runtime.GOMAXPROCS(0), analyse/time.Duration(b.N), base/time.Duration(b.N), ratio, float64(peak)/(1<<20))
 }
+
+// BenchmarkSparkLog100k replays a synthetic 100 000-task Spark event log,
+// against a plain encoding/json decode of the same lines.
+func BenchmarkSparkLog100k(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "application_1700000000000_0100")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := gen.WriteSparkLog(f, gen.SparkApp{AppID: "application_1700000000000_0100", Executors: 50, Stages: 10, TasksPerStage: benchTasks / 10}); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	var base, parse time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if err := plainLines(path); err != nil {
+			b.Fatal(err)
+		}
+		base += time.Since(t0)
+		t1 := time.Now()
+		var tasks int
+		if err := fetcher.Fetch(context.Background(), path, func(j *job.Job) error {
+			for _, st := range j.Spark.Stages {
+				tasks += len(st.Tasks)
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		parse += time.Since(t1)
+		if tasks != benchTasks {
+			b.Fatalf("%d tasks", tasks)
+		}
+	}
+	ratio := float64(parse) / float64(base)
+	b.ReportMetric(float64(parse.Milliseconds())/float64(b.N), "parse-ms")
+	b.ReportMetric(ratio, "x-baseline")
+	b.Logf("spark event log, %d tasks: replay %v vs plain encoding/json %v: ratio %.2f",
+		benchTasks, parse/time.Duration(b.N), base/time.Duration(b.N), ratio)
+}
+
+// plainLines decodes every line of a file into interface values.
+func plainLines(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 256<<10))
+	for {
+		var v any
+		if err := dec.Decode(&v); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+}

@@ -303,6 +303,11 @@ func (b *jhBuilder) apply(typ string, r *jhRecord) {
 		t.t.Status = attemptStatus(string(r.Status), job.Succeeded)
 		t.t.Counters = r.flat
 		t.successful = string(r.SuccessfulAttemptID)
+		// Share the successful attempt's equal map now, so the duplicate is
+		// garbage long before the file is read.
+		if i, ok := t.attempts[t.successful]; ok {
+			shareMap(&t.t.Attempts[i].Counters, t.t.Counters)
+		}
 	case "TASK_FAILED":
 		t := b.task(r.TaskID, r.TaskType)
 		t.finished = true
@@ -431,14 +436,20 @@ func appIDFromJobID(id string) string {
 // when they hold the same values (the usual case: a task's counters are its
 // successful attempt's), halving the memory a large job takes.
 func shareCounters(t *job.Task) {
-	a := t.AnalyzedAttempt()
-	if a == nil || a.Counters == nil || len(a.Counters) != len(t.Counters) {
+	if a := t.AnalyzedAttempt(); a != nil {
+		shareMap(&a.Counters, t.Counters)
+	}
+}
+
+// shareMap points *dst at m when both hold the same counters.
+func shareMap(dst *job.Counters, m job.Counters) {
+	if *dst == nil || len(*dst) != len(m) {
 		return
 	}
-	for k, v := range t.Counters {
-		if w, ok := a.Counters[k]; !ok || w != v {
+	for k, v := range m {
+		if w, ok := (*dst)[k]; !ok || w != v {
 			return
 		}
 	}
-	a.Counters = t.Counters
+	*dst = m
 }
