@@ -96,7 +96,12 @@ func plainDecode(path string) error {
 	if _, err := br.ReadString('\n'); err != nil { // "Avro-Json"
 		return err
 	}
-	dec := json.NewDecoder(br)
+	return decodeAll(br)
+}
+
+// decodeAll decodes every JSON value of r into interface values.
+func decodeAll(r io.Reader) error {
+	dec := json.NewDecoder(r)
 	for {
 		var v any
 		if err := dec.Decode(&v); errors.Is(err, io.EOF) {
@@ -208,13 +213,5 @@ func plainLines(path string) error {
 		return err
 	}
 	defer f.Close()
-	dec := json.NewDecoder(bufio.NewReaderSize(f, 256<<10))
-	for {
-		var v any
-		if err := dec.Decode(&v); errors.Is(err, io.EOF) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-	}
+	return decodeAll(bufio.NewReaderSize(f, 256<<10))
 }
