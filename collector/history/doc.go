@@ -12,7 +12,9 @@
 // application, a job history without its completion event) is deferred; if
 // its input stays unchanged for SettleRounds polls it is analysed as it
 // stands, with the fetcher's truncation warning in the result, so a log
-// cut short for good is still reported once.
+// cut short for good is still reported once — unless its writer marks it in
+// progress (an ".inprogress" event log or rolling-log status file), which is
+// waited for until it is renamed.
 //
 // A source that cannot be read is logged and retried at the next poll; Run
 // only returns when its context ends.

@@ -140,6 +140,7 @@ func (p *Poller) Run(ctx context.Context) error {
 // failed (the poll stops there); unreadable sources only count in Stats.
 func (p *Poller) Poll(ctx context.Context) (Stats, error) {
 	var st Stats
+	seen := map[string]bool{}
 	for _, src := range p.cfg.Sources {
 		if err := ctx.Err(); err != nil {
 			return st, err
@@ -151,9 +152,21 @@ func (p *Poller) Poll(ctx context.Context) (Stats, error) {
 			continue
 		}
 		for _, u := range units {
+			seen[u.source] = true
 			if err := p.pollUnit(ctx, u, &st); err != nil {
 				return st, err
 			}
+		}
+	}
+	// Forget units that disappeared (rotated away, renamed from .inprogress).
+	for src := range p.done {
+		if !seen[src] {
+			delete(p.done, src)
+		}
+	}
+	for src := range p.pending {
+		if !seen[src] {
+			delete(p.pending, src)
 		}
 	}
 	return st, nil
@@ -259,7 +272,9 @@ func (p *Poller) pollUnit(ctx context.Context, u unit, st *Stats) error {
 			pu = pendingUnit{fingerprint: u.fingerprint}
 		}
 		p.pending[u.source] = pu
-		settled = pu.rounds >= p.cfg.SettleRounds-1
+		// An input its writer marks as in progress is never settled: the
+		// application is running, however quiet its log.
+		settled = pu.rounds >= p.cfg.SettleRounds-1 && !strings.Contains(u.fingerprint+u.source, ".inprogress")
 	}
 	var sinkErr error
 	deferred := false

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -74,6 +75,10 @@ func TestPoller(t *testing.T) {
 	b, _ := os.ReadFile(cut)
 	os.WriteFile(cut, b[:len(b)/2], 0o644)
 	os.WriteFile(filepath.Join(dir, "README.txt"), []byte("not a history"), 0o644)
+	// A running Spark application: never analysed while .inprogress.
+	var running bytes.Buffer
+	gen.WriteSparkLog(&running, gen.SparkApp{AppID: "application_1700000000000_0010", TasksPerStage: 5, OmitEnd: true})
+	os.WriteFile(filepath.Join(dir, "application_1700000000000_0010.inprogress"), running.Bytes(), 0o644)
 
 	eng, err := heuristics.NewEngine(heuristics.DefaultConfig())
 	if err != nil {
@@ -94,10 +99,15 @@ func TestPoller(t *testing.T) {
 			t.Fatalf("poll: %+v %v, want %+v", got, err, want)
 		}
 	}
-	poll(Stats{Units: 7, Analyzed: 5, Deferred: 1})
-	poll(Stats{Units: 1, Skipped: 6, Deferred: 1})
-	poll(Stats{Units: 1, Skipped: 6, Analyzed: 1}) // settled: analysed as it stands
-	poll(Stats{Skipped: 7})
+	poll(Stats{Units: 8, Analyzed: 5, Deferred: 2})
+	poll(Stats{Units: 2, Skipped: 6, Deferred: 2})
+	poll(Stats{Units: 2, Skipped: 6, Analyzed: 1, Deferred: 1}) // settled: analysed as it stands
+	poll(Stats{Units: 1, Skipped: 7, Deferred: 1})
+	// The application ends: its log is renamed and analysed.
+	os.Remove(filepath.Join(dir, "application_1700000000000_0010.inprogress"))
+	running.WriteString(`{"Event":"SparkListenerApplicationEnd","Timestamp":1700000999000}` + "\n")
+	os.WriteFile(filepath.Join(dir, "application_1700000000000_0010"), running.Bytes(), 0o644)
+	poll(Stats{Units: 1, Skipped: 7, Analyzed: 1})
 
 	r := sink.jobs["job_1700000000000_0005"]
 	if r == nil || len(r.Warnings) == 0 || !strings.Contains(strings.Join(r.Warnings, " "), "truncated") {
@@ -117,13 +127,13 @@ func TestPoller(t *testing.T) {
 	if _, err := gen.WriteMRJob(dir, gen.MRJob{JobID: "job_1700000000000_0006", Maps: 3}); err != nil {
 		t.Fatal(err)
 	}
-	poll(Stats{Units: 1, Skipped: 7, Analyzed: 1})
+	poll(Stats{Units: 1, Skipped: 8, Analyzed: 1})
 	p2, _ := New(cfg, eng, sink)
-	if st, err := p2.Poll(ctx); err != nil || st.Known != 7 || st.Analyzed != 0 {
+	if st, err := p2.Poll(ctx); err != nil || st.Known != 8 || st.Analyzed != 0 {
 		t.Errorf("restarted poll: %+v %v", st, err)
 	}
-	if sink.puts != 7 {
-		t.Errorf("%d puts, want 7 (each job once)", sink.puts)
+	if sink.puts != 8 {
+		t.Errorf("%d puts, want 8 (each job once)", sink.puts)
 	}
 }
 
