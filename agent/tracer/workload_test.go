@@ -58,6 +58,29 @@ func TestWorkloadCounters(t *testing.T) {
 		}
 		t.Logf("claimed but absent PMU: %q", got2.PMUStatus)
 	}
+	// Counting plumbing end to end: software events stand in for the walk
+	// events, opened with the "core PMU" type as raw walk events would be.
+	standIn := PMUInfo{Core: []PMU{{"cpu", unix.PERF_TYPE_SOFTWARE}}}
+	walk := &WalkEvents{Arch: "stand-in",
+		LoadWalk:  &RawEvent{"minor-faults as load walks", unix.PERF_COUNT_SW_PAGE_FAULTS_MIN},
+		StoreWalk: &RawEvent{"task-clock as store walks", unix.PERF_COUNT_SW_TASK_CLOCK}}
+	w3, err := OpenWorkload(c.pid, WorkloadOptions{PMU: standIn, Walk: walk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w3.Close()
+	c.do("loop 2 0 256 w")
+	got3, err := w3.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got3.WalkCyclesLoad == nil || got3.WalkCyclesStore == nil {
+		t.Fatalf("stand-in walk counters missing: %+v", got3)
+	}
+	if *got3.WalkCyclesLoad != got3.MinorFaults || *got3.WalkCyclesLoad < 2*256 || *got3.WalkCyclesStore == 0 {
+		t.Errorf("stand-in load walks %d, minor faults %d, store walks %d",
+			*got3.WalkCyclesLoad, got3.MinorFaults, *got3.WalkCyclesStore)
+	}
 	c.quit()
 	if _, err := OpenWorkload(c.pid, WorkloadOptions{}); err == nil {
 		t.Error("workload of an exited process opened")
