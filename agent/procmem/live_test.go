@@ -90,3 +90,37 @@ func TestLiveSelf(t *testing.T) {
 		}
 	}
 }
+
+// TestVMAAtSelf asks PROCMAP_QUERY (or the fallback) about a mapping with a
+// hole punched in it.
+func TestVMAAtSelf(t *testing.T) {
+	ps := int(pageSize)
+	mem, err := unix.Mmap(-1, 0, 3*ps, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := uint64(uintptr(unsafe.Pointer(&mem[0])))
+	if err := unix.MunmapPtr(unsafe.Pointer(&mem[ps]), uintptr(ps)); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.MunmapPtr(unsafe.Pointer(&mem[0]), uintptr(ps))
+	defer unix.MunmapPtr(unsafe.Pointer(&mem[2*ps]), uintptr(ps))
+	m, err := Default().OpenMaps(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	p := uint64(ps)
+	for _, tt := range []struct{ addr, start, end uint64 }{
+		{base, base, base + p},
+		{base + p, base + 2*p, base + 3*p}, // the hole: the next mapping
+		{base + 2*p + 5, base + 2*p, base + 3*p},
+	} {
+		v, ok, err := m.VMAAt(tt.addr)
+		// Neighbouring mappings may merge with ours; only the hole is certain.
+		if err != nil || !ok || v.Start > tt.start || v.End < tt.end || (tt.addr == base+p && v.Start != base+2*p) {
+			t.Errorf("VMAAt(%#x) = %+v, %v, %v; want [%#x, %#x)", tt.addr, v, ok, err, tt.start, tt.end)
+		}
+	}
+	t.Logf("PROCMAP_QUERY in use: %v", !m.noQuery)
+}

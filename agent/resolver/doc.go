@@ -6,7 +6,7 @@
 // The annotator calls it for every block a Spark executor reports, so a
 // Resolver keeps its file handles (/proc/kpageflags, /proc/kpagecount) and
 // scratch buffers between calls, and ResolveBatch resolves many ranges of one
-// process with one open pagemap and at most one read of its maps. A Resolver
+// process with one open pagemap and one open maps file. A Resolver
 // is not safe for concurrent use; give each goroutine its own.
 //
 // How a range is read, per chunk of up to Options.ChunkPages pages:
@@ -50,8 +50,10 @@
 // more than their pagemap reads: 30-45 M pages per CPU-second, 90-115 times
 // the baseline.
 //
-// Addresses with no VMA are PAGE_STATE_UNMAPPED runs (found with one read of
-// /proc/PID/maps per batch, only when a non-present page is seen); pages in a
+// Addresses with no VMA are PAGE_STATE_UNMAPPED runs. Only when a chunk has a
+// page that is neither present nor swapped is /proc/PID/maps consulted: one
+// PROCMAP_QUERY ioctl per mapping boundary crossed (Linux 6.11+), else one
+// read of the whole file per batch with procfs; pages in a
 // VMA that were never touched are runs with no PRESENT bit; swapped pages are
 // SWAPPED runs with consecutive swap offsets. Swap cannot be exercised on the
 // development VM (no swap device), so that path is covered by the entry

@@ -212,12 +212,12 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 			return err
 		}
 	}
-	if absent && !r.vmasLoaded {
-		vmas, err := r.fs.Maps(pid)
+	if absent && r.maps == nil {
+		m, err := r.fs.OpenMaps(pid)
 		if err != nil {
 			return err
 		}
-		r.vmas, r.vmasLoaded = vmas, true
+		r.maps = m
 	}
 
 	var hiddenNodes []int32
@@ -225,7 +225,10 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 		hiddenNodes = r.nodesOfHidden(pid, ents, a)
 	}
 
-	vi := -1
+	// The mapping at or above the last absent page: absent pages below its
+	// start have no VMA. Found with one PROCMAP_QUERY per mapping crossed.
+	var vma procmem.VMA
+	vmaOK, vmaKnown := false, false
 	for i := 0; i < n; i++ {
 		e := ents[i]
 		p := run{vaddr: a + uint64(i)*ps, node: -1}
@@ -298,13 +301,14 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 			res.Swapped++
 			p.swapType, p.swapOff = e.SwapType(), e.SwapOffset()
 		default:
-			if vi < 0 {
-				vi = procmem.Covering(r.vmas, p.vaddr)
+			if !vmaKnown || vmaOK && p.vaddr >= vma.End {
+				var err error
+				if vma, vmaOK, err = r.maps.VMAAt(p.vaddr); err != nil {
+					return err
+				}
+				vmaKnown = true
 			}
-			for vi < len(r.vmas) && r.vmas[vi].End <= p.vaddr {
-				vi++
-			}
-			if vi == len(r.vmas) || r.vmas[vi].Start > p.vaddr {
+			if !vmaOK || p.vaddr < vma.Start {
 				p.state |= stUnmapped
 				res.Unmapped++
 			}

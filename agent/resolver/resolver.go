@@ -82,9 +82,8 @@ type Resolver struct {
 	spans         []procmem.Span
 	window        []uint64
 	runs          []run
-	vmas          []procmem.VMA
-	vmasLoaded    bool
-	folioHead     uint64 // cached folio [folioHead, folioHead+folioN)
+	maps          *procmem.MapsFile // of the batch's process, opened on first need
+	folioHead     uint64            // cached folio [folioHead, folioHead+folioN)
 	folioN        uint64
 	cspans        []procmem.Span // kpagecount spans
 	huge          []procmem.Range
@@ -177,7 +176,10 @@ func (r *Resolver) ResolveBatch(pid int, reqs []Request, out []Result) error {
 		return fmt.Errorf("resolve pid %d: %w", pid, err)
 	}
 	defer pm.Close()
-	r.vmas, r.vmasLoaded = r.vmas[:0], false
+	defer func() {
+		r.maps.Close()
+		r.maps = nil
+	}()
 	for i, q := range reqs {
 		out[i] = Result{}
 		err := r.resolve(pm, pid, q, &out[i])
