@@ -18,6 +18,9 @@
 //   - Pagemap.HugeRanges uses the PAGEMAP_SCAN ioctl (Linux 6.7+) to find the
 //     PMD-mapped parts of a range; on older kernels it returns
 //     ErrScanUnsupported and callers read every entry instead.
+//   - MapsFile.VMAAt finds the mapping at an address with the PROCMAP_QUERY
+//     ioctl (Linux 6.11+), one call per lookup; older kernels fall back to
+//     reading the whole of /proc/PID/maps once with procfs (FS.Maps).
 //   - MovePagesNodes asks move_pages(2) for the node of virtual addresses; it
 //     needs no CAP_SYS_ADMIN, only ptrace-read access to the process.
 //   - Nothing in this package logs; errors are returned, wrapped as
@@ -27,6 +30,6 @@
 // Dependencies: the standard library and golang.org/x/sys, as for every
 // reader of kernel files in Strata, plus github.com/prometheus/procfs for
 // /proc/PID/maps, because the project prefers procfs wherever it already
-// parses a file (Maps is the only such file here; procfs has no reader for the
-// binary page files).
+// parses a file (FS.Maps, also the fallback of MapsFile; procfs has no reader
+// for the binary page files, nor for the PROCMAP_QUERY ioctl).
 package procmem

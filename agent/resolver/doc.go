@@ -53,9 +53,9 @@
 // Addresses with no VMA are PAGE_STATE_UNMAPPED runs. Only when a chunk has a
 // page that is neither present nor swapped is /proc/PID/maps consulted: one
 // PROCMAP_QUERY ioctl per mapping boundary crossed (Linux 6.11+), else one
-// read of the whole file per batch with procfs; pages in a
-// VMA that were never touched are runs with no PRESENT bit; swapped pages are
-// SWAPPED runs with consecutive swap offsets. Swap cannot be exercised on the
+// read of the whole file per batch with procfs. Pages in a VMA that were
+// never touched are runs with no PRESENT bit; swapped pages are SWAPPED runs
+// with consecutive swap offsets. Swap cannot be exercised on the
 // development VM (no swap device), so that path is covered by the entry
 // decoding tests in procmem and the fake /proc trees of this package's tests.
 package resolver
