@@ -85,7 +85,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	ann := annotator.New(&lockedResolver{r: res, log: log.With("component", "resolver"), warned: map[string]bool{}}, sp, annotator.Config{
 		NodeName:      cfg.NodeName,
 		BootID:        bootID,
-		PageSize:      uint32(procmem.PageSize),
+		PageSize:      uint32(procmem.PageSize()),
 		FlushInterval: cfg.FlushInterval,
 		Kernel:        kern.kernel(),
 		Logger:        log,
