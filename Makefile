@@ -8,7 +8,7 @@ export STRATA_SAMPLES ?= $(abspath ../shared/data)
 
 APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler libasm-java gcc make
 
-.PHONY: help deps generate build test bench demo fuzz clean check-generated jvmhook
+.PHONY: help deps generate build test bench demo fuzz clean check-generated jvmhook vmlinux
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -23,6 +23,9 @@ deps: ## install what a fresh machine lacks (apt packages, Go modules)
 
 generate: ## regenerate protos, BPF objects and vmlinux-derived code (byte-identical)
 	$(GO) generate ./...
+
+vmlinux: ## regenerate bpf/include/vmlinux.h from this kernel's BTF (not part of generate: kernel-specific)
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/include/vmlinux.h
 
 check-generated: generate ## fail when generated code differs from what is committed
 	git diff --exit-code -- '*.pb.go' '*_bpfel.go' '*_bpfel.o'
