@@ -172,6 +172,12 @@ func sniff(head []byte) int {
 	return formatUnknown
 }
 
+// isJSONName reports a .json or .json.gz file name (rumen's).
+func isJSONName(path string) bool {
+	p := strings.TrimSuffix(strings.ToLower(path), ".gz")
+	return strings.HasSuffix(p, ".json")
+}
+
 // fetchFileAs reads one file. explicit says the caller named the file, so a
 // file in an unknown format is an error worth its own message.
 func fetchFileAs(ctx context.Context, path string, fn func(*job.Job) error, explicit bool) error {
@@ -199,7 +205,11 @@ func fetchFileAs(ctx context.Context, path string, fn func(*job.Job) error, expl
 		}
 		return fmt.Errorf("read %s: %w", path, perr)
 	}
-	switch sniff(head) {
+	format := sniff(head)
+	if format == formatUnknown && isJSONName(path) && bytes.HasPrefix(bytes.TrimLeft(head, " \t\r\n"), []byte("{")) {
+		format = formatRumen // a rumen job whose jobID comes late in the object
+	}
+	switch format {
 	case formatJhist:
 		j, err := parseJhist(br)
 		if err != nil {

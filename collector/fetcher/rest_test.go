@@ -194,3 +194,24 @@ func TestRESTSkip(t *testing.T) {
 		t.Errorf("asked %v, requests %v", asked, hits)
 	}
 }
+
+// A failed job's diagnostics become the stack trace of the attempt of the
+// task the diagnostics name.
+func TestJobHistoryServerFailedJob(t *testing.T) {
+	const j = "/ws/v1/history/mapreduce/jobs/job_1_7"
+	srv := routes{
+		j:                                       `{"job":{"id":"job_1_7","state":"FAILED","diagnostics":"Task failed task_1_7_m_000001\nJob failed as tasks failed. failedMaps:1 failedReduces:0"}}`,
+		j + "/conf":                             `{"conf":{"property":[]}}`,
+		j + "/counters":                         `{"jobCounters":{"counterGroup":[]}}`,
+		j + "/tasks":                            `{"tasks":{"task":[{"id":"task_1_7_m_000000","type":"MAP","state":"SUCCEEDED","successfulAttempt":"attempt_1_7_m_000000_0"},{"id":"task_1_7_m_000001","type":"MAP","state":"FAILED"}]}}`,
+		j + "/tasks/task_1_7_m_000000/attempts": `{"taskAttempts":{"taskAttempt":[{"id":"attempt_1_7_m_000000_0","state":"SUCCEEDED","startTime":1,"finishTime":5}]}}`,
+		j + "/tasks/task_1_7_m_000001/attempts": `{"taskAttempts":{"taskAttempt":[{"id":"attempt_1_7_m_000001_1","state":"FAILED","startTime":9,"finishTime":20,"diagnostics":"second"},{"id":"attempt_1_7_m_000001_0","state":"FAILED","startTime":1,"finishTime":8,"diagnostics":"java.lang.OutOfMemoryError: Java heap space"}]}}`,
+	}.server(t)
+	got := fetchOne(t, srv.URL+j)
+	if got.Status != job.Failed || got.Diagnostics != "java.lang.OutOfMemoryError: Java heap space" {
+		t.Errorf("status %s diagnostics %q", got.Status, got.Diagnostics)
+	}
+	if f := got.MapTasks[1]; f.Analyzed != "attempt_1_7_m_000001_0" || f.Counters != nil {
+		t.Errorf("failed task %+v", f)
+	}
+}

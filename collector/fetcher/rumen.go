@@ -94,6 +94,11 @@ func parseRumen(r io.Reader, source string, fn func(*job.Job) error) error {
 			err = fmt.Errorf("%w: object %d has no jobID", ErrUnknownFormat, n+1)
 		}
 		if err != nil {
+			var typeErr *json.UnmarshalTypeError
+			if pending == nil && errors.As(err, &typeErr) {
+				// JSON, but not shaped like a rumen job.
+				return fmt.Errorf("read rumen trace: %w: %v", ErrUnknownFormat, err)
+			}
 			if pending == nil {
 				return fmt.Errorf("read rumen trace: %w", err)
 			}
