@@ -482,3 +482,16 @@ func TestLivenessBackstop(t *testing.T) {
 		t.Errorf("exit reports %+v", reports)
 	}
 }
+
+// TestEveryProgramLoads passes every program of the object through this
+// kernel's verifier, fallbacks included (exit_raw is never picked here).
+func TestEveryProgramLoads(t *testing.T) {
+	tr := loadTracer(t, Config{NoMajorFaults: true})
+	for name := range tr.spec.Programs {
+		t.Run(name, func(t *testing.T) {
+			if _, err := tr.loadProgram(name); err != nil {
+				t.Fatalf("%+v", err)
+			}
+		})
+	}
+}
