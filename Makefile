@@ -8,7 +8,7 @@ export STRATA_SAMPLES ?= $(abspath ../shared/data)
 
 APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler libasm-java gcc make
 
-.PHONY: help deps generate build test bench demo fuzz clean check-generated jvmhook vmlinux
+.PHONY: help deps generate build test bench demo fuzz clean check-generated vmlinux
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -33,9 +33,6 @@ check-generated: generate ## fail when generated code differs from what is commi
 build: ## build the binaries into bin/
 	$(GO) build -o $(BIN)/ ./cmd/...
 	@if [ -f jvmhook/Makefile ]; then $(MAKE) -C jvmhook; fi
-
-jvmhook: ## build the javaagent and the native hook library
-	$(MAKE) -C jvmhook
 
 test: build ## run every test (root-only tests skip with a reason when not root)
 	@if [ -f jvmhook/Makefile ]; then $(MAKE) -C jvmhook test; fi
