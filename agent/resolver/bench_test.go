@@ -142,3 +142,26 @@ func BenchmarkResolve(b *testing.B) {
 	b.Run("thp", func(b *testing.B) { benchResolve(b, "thp", Options{}) })
 	b.Run("thp-norecheck", func(b *testing.B) { benchResolve(b, "thp", Options{NoRecheck: true}) })
 }
+
+// BenchmarkResolveBatch is the annotator's shape: many 1 MiB blocks of one
+// process per call.
+func BenchmarkResolveBatch(b *testing.B) {
+	for _, region := range []string{"4k", "thp"} {
+		b.Run(region, func(b *testing.B) {
+			c := benchTarget(b)
+			r := newResolver(b, Options{})
+			const blocks, size = 256, 1 << 20
+			reqs := make([]Request, blocks)
+			for i := range reqs {
+				reqs[i] = Request{VAddr: c.Addr[region] + uint64(i)*size*3, Length: size, CPUNode: -1}
+			}
+			out := make([]Result, blocks)
+			for b.Loop() {
+				if err := r.ResolveBatch(c.Pid, reqs, out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*blocks), "µs/block")
+		})
+	}
+}
