@@ -157,18 +157,18 @@ func (t *Tracer) RegisterBlock(tgid uint32, id, start, end uint64) error {
 	var slot uint32
 	switch {
 	case len(t.freeSlots) > 0:
+		// A reused slot still holds its last block's counts.
 		slot = t.freeSlots[len(t.freeSlots)-1]
+		zero := make([]strataBlockCounters, t.ncpu)
+		if err := t.maps[strataMapCounters].Put(slot, zero); err != nil {
+			return fmt.Errorf("register block %d: reset counters: %w", id, err)
+		}
 		t.freeSlots = t.freeSlots[:len(t.freeSlots)-1]
 	case t.nextSlot < t.cfg.MaxBlocks:
-		slot = t.nextSlot
+		slot = t.nextSlot // never used: array maps start zeroed
 		t.nextSlot++
 	default:
 		return fmt.Errorf("register block %d: %w", id, ErrFull)
-	}
-	zero := make([]strataBlockCounters, t.ncpu)
-	if err := t.maps[strataMapCounters].Put(slot, zero); err != nil {
-		t.freeSlots = append(t.freeSlots, slot)
-		return fmt.Errorf("register block %d: reset counters: %w", id, err)
 	}
 	if err := p.idx.add(t.store(), &block{id: id, start: start, end: end, slot: slot}); err != nil {
 		t.freeSlots = append(t.freeSlots, slot)
