@@ -445,3 +445,43 @@ func TestSampleGolden(t *testing.T) {
 		}
 	}
 }
+
+// Executor summaries derived from event logs against the history server's
+// recorded ones. The driver's totalDuration is left out: the history server
+// reports the application's duration there, while Dr. Elephant's event-log
+// path (and collector/job) define it as Σ task time; memoryUsed is the peak
+// storage memory here and the final one there.
+func TestEventLogExecutorsMatchHistoryServer(t *testing.T) {
+	data := testenv.Samples(t)
+	for _, c := range []struct{ log, expectation string }{
+		{"app-20161116163331-0000", "executor_memory_usage"},
+		{"application_1553914137147_0018", "executor_list_with_executor_metrics_json"},
+	} {
+		j := fetchOne(t, filepath.Join(data, "sparkevents/apache-spark", c.log))
+		var want []sparkExecutor
+		readJSON(t, filepath.Join(data, "sparkevents/shs-rest-expectations", c.expectation+"_expectation.json"), &want)
+		got := map[string]job.SparkExecutor{}
+		for _, e := range j.Spark.Executors {
+			got[e.ID] = e
+		}
+		if len(got) != len(want) {
+			t.Errorf("%s: %d executors, history server %d", c.log, len(got), len(want))
+		}
+		for _, w := range want {
+			g, ok := got[w.ID]
+			dur := g.TotalDurationMs
+			if w.ID == job.DriverID {
+				dur = w.TotalDurationMs
+			}
+			if !ok || dur != w.TotalDurationMs || g.TotalGCTimeMs != w.TotalGCTimeMs || g.TotalInputBytes != w.TotalInputBytes ||
+				g.TotalShuffleReadBytes != w.TotalShuffleRead || g.TotalShuffleWriteBytes != w.TotalShuffleWrite ||
+				g.CompletedTasks != w.CompletedTasks || g.FailedTasks != w.FailedTasks || g.TotalTasks != w.TotalTasks ||
+				g.MaxMemoryBytes != w.MaxMemory || g.Cores != w.TotalCores {
+				t.Errorf("%s executor %s:\n got %+v\nwant %+v", c.log, w.ID, g, w)
+			}
+			if hp := w.PeakMemoryMetrics["JVMHeapMemory"]; hp > 0 && (g.Peak == nil || g.Peak.JVMHeapMemory != hp || g.Peak.MajorGCTimeMs != w.PeakMemoryMetrics["MajorGCTime"]) {
+				t.Errorf("%s executor %s: peak %+v, want %v", c.log, w.ID, g.Peak, w.PeakMemoryMetrics)
+			}
+		}
+	}
+}
