@@ -91,6 +91,40 @@ func baseline(b *testing.B, pid int, vaddr uint64, n int, nodes *procmem.NodeMap
 	return wall, cpu
 }
 
+// floor measures what no resolver of this range can avoid: one bulk pagemap
+// read and one kpageflags entry per present PFN, in sorted merged preads.
+// It returns the CPU time.
+func floor(b *testing.B, pid int, vaddr uint64, n int) time.Duration {
+	pm, err := procmem.Default().OpenPagemap(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pm.Close()
+	kp, err := procmem.Default().OpenKPages()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer kp.Close()
+	ents := make([]procmem.Entry, n)
+	flags := make([]uint64, n)
+	var spans []procmem.Span
+	cpu0 := cpuTime()
+	if err := pm.Read(ents, vaddr); err != nil {
+		b.Fatal(err)
+	}
+	for i, e := range ents {
+		if k := len(spans) - 1; k >= 0 && e.PFN() == spans[k].PFN+uint64(spans[k].N) && int(spans[k].Out)+int(spans[k].N) == i {
+			spans[k].N++
+		} else {
+			spans = append(spans, procmem.Span{PFN: e.PFN(), N: 1, Out: uint32(i)})
+		}
+	}
+	if err := kp.ReadSpans(spans, flags, nil); err != nil {
+		b.Fatal(err)
+	}
+	return cpuTime() - cpu0
+}
+
 // baselinePages is how many pages the baseline reads before and after the
 // timed loop; interleaving it so makes the ratio robust to load changes.
 const baselinePages = 1 << 16
@@ -103,6 +137,7 @@ func benchResolve(b *testing.B, region string, opts Options) {
 	r := newResolver(b, opts)
 	vaddr := c.Addr[region]
 	bw1, bc1 := baseline(b, c.Pid, vaddr, baselinePages, r.Nodes())
+	fl := floor(b, c.Pid, vaddr, benchPages)
 
 	b.ResetTimer()
 	pr0, en0 := r.KPageStats()
@@ -130,8 +165,10 @@ func benchResolve(b *testing.B, region string, opts Options) {
 	b.ReportMetric(cpuPPS/1e6, "Mpages/cpu-s")
 	b.ReportMetric(pps/basePPS, "x-baseline")
 	b.ReportMetric(cpuPPS/baseCPUPPS, "x-baseline-cpu")
+	b.ReportMetric(cpuPPS*fl.Seconds()/benchPages, "floor-over-resolver-cpu")
 	b.ReportMetric(0, "ns/op")
-	b.Logf("%s: per page %.3f kpage preads, %.3f kpage entries", region, float64(pr1-pr0)/pages, float64(en1-en0)/pages)
+	b.Logf("%s: per page %.3f kpage preads, %.3f kpage entries; floor (bulk pagemap + kpageflags of every PFN) %.0f ns/page CPU, resolver %.0f ns/page CPU",
+		region, float64(pr1-pr0)/pages, float64(en1-en0)/pages, float64(fl.Nanoseconds())/benchPages, 1e9/cpuPPS)
 	b.Logf("%s: %.1f M pages/s wall, %.1f M pages per CPU-second; baseline (pread per page) %.2f M pages/s wall, %.2f M per CPU-second; ratio %.1fx wall, %.1fx CPU; %d runs, %d raced",
 		region, pps/1e6, cpuPPS/1e6, basePPS/1e6, baseCPUPPS/1e6, pps/basePPS, cpuPPS/baseCPUPPS, len(res.Runs), res.Raced)
 }
