@@ -101,7 +101,7 @@ func fetchDir(ctx context.Context, dir string, fn func(*job.Job) error) error {
 				return fs.SkipDir
 			}
 			if strings.HasPrefix(name, rollingDirPrefix) {
-				if err := fetchRolling(path, wrapped); err != nil {
+				if err := fetchRolling(ctx, path, wrapped); err != nil {
 					var s stopError
 					if errors.As(err, &s) {
 						return err
@@ -172,6 +172,20 @@ func sniff(head []byte) int {
 	return formatUnknown
 }
 
+// ctxReader fails reads once ctx is done, so a long parse stops soon after
+// its fetch is cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
 // isJSONName reports a .json or .json.gz file name (rumen's).
 func isJSONName(path string) bool {
 	p := strings.TrimSuffix(strings.ToLower(path), ".gz")
@@ -192,7 +206,7 @@ func fetchFileAs(ctx context.Context, path string, fn func(*job.Job) error, expl
 		return fmt.Errorf("open history file: %w", err)
 	}
 	defer f.Close()
-	dr, closeDec, err := decompress(f, codecOf(filepath.Base(path)))
+	dr, closeDec, err := decompress(ctxReader{ctx, f}, codecOf(filepath.Base(path)))
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
@@ -212,6 +226,9 @@ func fetchFileAs(ctx context.Context, path string, fn func(*job.Job) error, expl
 	switch format {
 	case formatJhist:
 		j, err := parseJhist(br)
+		if err := ctx.Err(); err != nil {
+			return err // the parse stopped because the fetch was cancelled
+		}
 		if err != nil {
 			return fmt.Errorf("read %s: %w", path, err)
 		}
@@ -220,6 +237,9 @@ func fetchFileAs(ctx context.Context, path string, fn func(*job.Job) error, expl
 		return fn(j)
 	case formatSparkLog:
 		app, warns, err := parseSparkLog(br)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if err != nil {
 			return fmt.Errorf("read %s: %w", path, err)
 		}
@@ -228,7 +248,13 @@ func fetchFileAs(ctx context.Context, path string, fn func(*job.Job) error, expl
 		}
 		return fn(app.toJob(path, warns))
 	case formatRumen:
-		if err := parseRumen(br, path, fn); err != nil {
+		live := func(j *job.Job) error {
+			if err := ctx.Err(); err != nil {
+				return stopError{err}
+			}
+			return fn(j)
+		}
+		if err := parseRumen(br, path, live); err != nil {
 			var s stopError
 			if errors.As(err, &s) {
 				return err
@@ -285,7 +311,7 @@ type rollingPart struct {
 	path    string
 }
 
-func fetchRolling(dir string, fn func(*job.Job) error) error {
+func fetchRolling(ctx context.Context, dir string, fn func(*job.Job) error) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("read rolling event log %s: %w", dir, err)
@@ -327,7 +353,10 @@ func fetchRolling(dir string, fn func(*job.Job) error) error {
 	}
 	cr := &chainReader{parts: parts}
 	defer cr.close()
-	app, w, err := parseSparkLog(cr)
+	app, w, err := parseSparkLog(ctxReader{ctx, cr})
+	if err := ctx.Err(); err != nil {
+		return stopError{err}
+	}
 	if err != nil {
 		return fmt.Errorf("read rolling event log %s: %w", dir, err)
 	}

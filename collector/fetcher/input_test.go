@@ -138,10 +138,25 @@ func TestRollingEventLog(t *testing.T) {
 	write(t, filepath.Join(rd, "events_1_"+app+".zstd"), zstdFrames(t, part(lines[:third])))
 	write(t, filepath.Join(rd, "events_2_"+app+".zstd"), zstdFrames(t, part(lines[third:2*third])))
 	write(t, filepath.Join(rd, "events_10_"+app+".zstd"), zstdFrames(t, part(lines[2*third:])))
-	got := summarize(fetchOne(t, filepath.Join(dir, "logs")))
 	want.Warnings = 1 // parts 3..9 missing
-	if jsonOf(got) != jsonOf(want) {
-		t.Errorf("got %s\nwant %s", jsonOf(got), jsonOf(want))
+	for _, src := range []string{filepath.Join(dir, "logs"), rd} {
+		got := summarize(fetchOne(t, src))
+		if jsonOf(got) != jsonOf(want) {
+			t.Errorf("%s: got %s\nwant %s", src, jsonOf(got), jsonOf(want))
+		}
+	}
+}
+
+func TestCancelledFetch(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "app"), sparkLog(t, gen.SparkApp{TasksPerStage: 10}))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, src := range []string{dir, filepath.Join(dir, "app")} {
+		err := Fetch(ctx, src, func(*job.Job) error { t.Error("job delivered after cancel"); return nil })
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: %v", src, err)
+		}
 	}
 }
 
