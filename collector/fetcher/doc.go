@@ -28,6 +28,10 @@
 //     Spark History Server REST (…/api/v1/applications[/{id}]); a bare
 //     http://host:port is probed for either.
 //
+// LocateJobHistory, DoneDir and Backfill find job histories the way Dr.
+// Elephant's job-history fetcher does, for callers that start from a YARN
+// application (id, user, finish time) rather than from a directory.
+//
 // Files are recognised by content (the first few KiB after decompression),
 // so names do not matter except for the codec suffix. Options carries an
 // HTTP client for history servers (TLS, authentication) and a Skip
