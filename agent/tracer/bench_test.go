@@ -196,15 +196,7 @@ func BenchmarkRingbuf500k(b *testing.B) {
 		period = 2 * time.Millisecond
 		total  = 1_000_000
 	)
-	tr := loadTracer(b, Config{Hook: HookRaw, SampleEvery: 1, NoMajorFaults: true})
-	self := uint32(os.Getpid())
-	if err := tr.Track(self); err != nil {
-		b.Fatal(err)
-	}
-	const addr = 0x7e0000000000
-	if err := tr.RegisterBlock(self, 1, addr, addr+1<<20); err != nil {
-		b.Fatal(err)
-	}
+	tr := selfTracer(b, Config{Hook: HookRaw, SampleEvery: 1, NoMajorFaults: true})
 	var got atomic.Uint64
 	done := make(chan struct{})
 	go func() {
@@ -226,7 +218,7 @@ func BenchmarkRingbuf500k(b *testing.B) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			opts := &ebpf.RunOptions{Context: []uint64{addr + 64, 0, 0x6}}
+			opts := &ebpf.RunOptions{Context: []uint64{selfAddr + 64, 0, 0x6}}
 			for tick := 0; sentTotal.Load() < total; tick++ {
 				for i := 0; i < perTick; i++ {
 					if _, err := tr.fault.Run(opts); err != nil {
@@ -268,16 +260,8 @@ func BenchmarkRingbuf500k(b *testing.B) {
 // absorb without kernel drops when every fault is sampled.
 func BenchmarkReaderDrain(b *testing.B) {
 	const n = 140_000
-	tr := loadTracer(b, Config{Hook: HookRaw, SampleEvery: 1, NoMajorFaults: true, manualDrain: true})
-	self := uint32(os.Getpid())
-	if err := tr.Track(self); err != nil {
-		b.Fatal(err)
-	}
-	const addr = 0x7e0000000000
-	if err := tr.RegisterBlock(self, 1, addr, addr+1<<20); err != nil {
-		b.Fatal(err)
-	}
-	opts := &ebpf.RunOptions{Context: []uint64{addr + 64, 0, 0x6}}
+	tr := selfTracer(b, Config{Hook: HookRaw, SampleEvery: 1, NoMajorFaults: true, manualDrain: true})
+	opts := &ebpf.RunOptions{Context: []uint64{selfAddr + 64, 0, 0x6}}
 	for i := 0; i < n; i++ {
 		if _, err := tr.fault.Run(opts); err != nil {
 			b.Skipf("skipping: BPF_PROG_TEST_RUN: %v", err)
@@ -298,4 +282,20 @@ func BenchmarkReaderDrain(b *testing.B) {
 	b.Logf("read %d events from the ring in %v: %.0f events/s (%d to the channel, %d dropped there); kernel drops %d",
 		read, el.Round(time.Millisecond), float64(read)/el.Seconds(), st.Delivered, st.UserDrops, st.KernelDrops)
 	b.ReportMetric(float64(read)/el.Seconds(), "events/s")
+}
+
+// selfAddr is a block registered for the benchmark process itself by
+// selfTracer; BPF_PROG_TEST_RUN "faults" at it count as this process's.
+const selfAddr = 0x7e0000000000
+
+func selfTracer(b *testing.B, cfg Config) *Tracer {
+	tr := loadTracer(b, cfg)
+	self := uint32(os.Getpid())
+	if err := tr.Track(self); err != nil {
+		b.Fatal(err)
+	}
+	if err := tr.RegisterBlock(self, 1, selfAddr, selfAddr+1<<20); err != nil {
+		b.Fatal(err)
+	}
+	return tr
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -413,32 +414,24 @@ func TestCloseReleasesEverything(t *testing.T) {
 	if err := tr.Track(1); !errors.Is(err, ErrClosed) {
 		t.Errorf("track after close: %v", err)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for _, id := range progIDs {
-		for {
-			p, err := ebpf.NewProgramFromID(id)
+	// The kernel frees them after an RCU grace period: poll for a while.
+	gone := func(what string, open func() (io.Closer, error)) {
+		for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			obj, err := open()
 			if err != nil {
-				break
+				return
 			}
-			p.Close()
+			obj.Close()
 			if time.Now().After(deadline) {
-				t.Fatalf("program %d still loaded after Close", id)
+				t.Fatalf("%s still exists after Close", what)
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	for _, id := range progIDs {
+		gone(fmt.Sprintf("program %d", id), func() (io.Closer, error) { return ebpf.NewProgramFromID(id) })
+	}
 	for _, id := range mapIDs {
-		for {
-			m, err := ebpf.NewMapFromID(id)
-			if err != nil {
-				break
-			}
-			m.Close()
-			if time.Now().After(deadline) {
-				t.Fatalf("map %d still exists after Close", id)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		gone(fmt.Sprintf("map %d", id), func() (io.Closer, error) { return ebpf.NewMapFromID(id) })
 	}
 	if _, err := Load(Config{MaxBlocks: 1 << 31}); err == nil {
 		t.Fatal("load with 2^31 block slots succeeded")
