@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stratatrace/strata/test/gen"
 )
 
@@ -37,6 +38,7 @@ func run(_ context.Context, args []string, stdout io.Writer) error {
 	container := fs.Int("container-mb", 0, "MapReduce container size (MB)")
 	used := fs.Int("used-mb", 0, "MapReduce task peak physical memory (MB)")
 	failed := fs.Bool("failed", false, "make MapReduce jobs fail")
+	codec := fs.String("codec", "", "compress Spark event logs: lz4, snappy or zstd (as Spark writes them)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,17 +64,13 @@ func run(_ context.Context, args []string, stdout io.Writer) error {
 		case "spark":
 			app := fmt.Sprintf("application_1700000000000_%04d", i)
 			p := filepath.Join(*out, app)
-			f, err := os.Create(p)
-			if err != nil {
-				return fmt.Errorf("create event log: %w", err)
+			if *codec != "" {
+				p += "." + *codec
 			}
-			err = gen.WriteSparkLog(f, gen.SparkApp{AppID: app, Stages: *stages, TasksPerStage: *tasks,
-				Skew: *skew, GCRatio: *gc, StartMs: 1700000000000 + int64(i)*600000, Seed: uint64(i)})
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("write event log: %w", err)
+			spec := gen.SparkApp{AppID: app, Stages: *stages, TasksPerStage: *tasks,
+				Skew: *skew, GCRatio: *gc, StartMs: 1700000000000 + int64(i)*600000, Seed: uint64(i)}
+			if err := writeSparkLog(p, *codec, spec); err != nil {
+				return err
 			}
 			fmt.Fprintln(stdout, p)
 		default:
@@ -80,4 +78,36 @@ func run(_ context.Context, args []string, stdout io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// writeSparkLog writes one event log, compressed with codec ("" = plain).
+func writeSparkLog(path, codec string, spec gen.SparkApp) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create event log: %w", err)
+	}
+	defer f.Close()
+	var w io.WriteCloser
+	switch codec {
+	case "":
+	case "lz4":
+		w = gen.NewLZ4BlockWriter(f)
+	case "snappy":
+		w = gen.NewSnappyStreamWriter(f)
+	case "zstd":
+		if w, err = zstd.NewWriter(f); err != nil {
+			return fmt.Errorf("open zstd writer: %w", err)
+		}
+	default:
+		return fmt.Errorf("unknown -codec %q", codec)
+	}
+	if w == nil {
+		err = gen.WriteSparkLog(f, spec)
+	} else if err = gen.WriteSparkLog(w, spec); err == nil {
+		err = w.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("write event log: %w", err)
+	}
+	return f.Close()
 }

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stratatrace/strata/collector/fetcher"
+	"github.com/stratatrace/strata/collector/job"
 )
 
 func TestRun(t *testing.T) {
@@ -17,9 +20,19 @@ func TestRun(t *testing.T) {
 	if err := run(context.Background(), []string{"-out", dir, "-kind", "spark", "-tasks", "5"}, &out); err != nil {
 		t.Fatal(err)
 	}
+	for _, c := range []string{"lz4", "snappy", "zstd"} {
+		if err := run(context.Background(), []string{"-out", filepath.Join(dir, c), "-kind", "spark", "-tasks", "5", "-codec", c}, &out); err != nil {
+			t.Fatal(err)
+		}
+	}
 	lines := strings.Fields(out.String())
-	if len(lines) != 3 || filepath.Base(lines[2]) != "application_1700000000000_0001" {
+	if len(lines) != 6 || filepath.Base(lines[2]) != "application_1700000000000_0001" || filepath.Base(lines[3]) != "application_1700000000000_0001.lz4" {
 		t.Errorf("wrote %q", lines)
+	}
+	// Every file reads back as one job.
+	n := 0
+	if err := fetcher.Fetch(context.Background(), dir, func(*job.Job) error { n++; return nil }); err != nil || n != 6 {
+		t.Errorf("fetched %d jobs: %v", n, err)
 	}
 	if err := run(context.Background(), []string{"-kind", "mr"}, &out); err == nil {
 		t.Error("missing -out accepted")
