@@ -469,17 +469,27 @@ func fetchSHSApp(ctx context.Context, c *restClient, at func(string) string, roo
 		}
 	}
 	var env struct {
-		Spark [][]string `json:"sparkProperties"`
+		Spark  [][]string `json:"sparkProperties"`
+		System [][]string `json:"systemProperties"`
 	}
 	if err := c.get(ctx, at(base+"/environment"), &env); err != nil {
 		warns = append(warns, fmt.Sprintf("environment unavailable (Spark properties unknown): %v", err))
 	}
-	app.Props = map[string]string{}
-	for _, kv := range env.Spark {
-		if len(kv) == 2 {
-			app.Props[kv[0]] = kv[1]
-		}
+	app.Props = pairs(env.Spark)
+	if len(env.System) > 0 {
+		app.SysProps = pairs(env.System)
 	}
 	app.Jobs, app.Stages, app.Executors = jobs, stages, execs
 	return app.toJob(appURL, warns), nil
+}
+
+// pairs turns the history server's [[key, value], …] lists into a map.
+func pairs(kvs [][]string) map[string]string {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		if len(kv) == 2 {
+			m[kv[0]] = kv[1]
+		}
+	}
+	return m
 }

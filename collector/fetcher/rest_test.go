@@ -145,8 +145,8 @@ func TestSparkHistoryServerREST(t *testing.T) {
 			if e.ID != job.DriverID || e.TotalInputBytes != 28000288 || e.TotalShuffleWriteBytes != 13180 || e.CompletedTasks != 31 {
 				t.Errorf("driver %+v", e)
 			}
-			if j.Conf["spark.app.id"] == "" {
-				t.Errorf("environment not read: %v", j.Conf)
+			if j.Conf["spark.app.id"] == "" || sp.SystemProperties["java.vendor"] == "" {
+				t.Errorf("environment not read: %v %v", j.Conf, sp.SystemProperties)
 			}
 		})
 	}

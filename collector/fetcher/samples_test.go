@@ -275,7 +275,7 @@ func TestSampleEventLogs(t *testing.T) {
 	}
 	t.Run("drelephant event_log_1", func(t *testing.T) {
 		j := fetchOne(t, filepath.Join(data, "drelephant/spark_event_logs/event_log_1"))
-		if j.ID != "application_1457600942802_0093" || j.Conf["spark.executor.instances"] != "900" ||
+		if j.ID != "application_1457600942802_0093" || j.Conf["spark.executor.instances"] != "900" || j.Spark.SparkVersion != "1.5.1" ||
 			j.Conf["spark.executor.memory"] != "1g" || j.Conf["spark.driver.memory"] != "2G" || len(j.Spark.Executors) != 3 {
 			t.Errorf("id %s conf %v executors %d", j.ID, j.Conf, len(j.Spark.Executors))
 		}

@@ -2,6 +2,7 @@ package fetcher
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"sort"
 	"strconv"
@@ -23,8 +24,10 @@ type sparkApp struct {
 
 	// SparkVersion is from the event log's LogStart event.
 	SparkVersion string `json:"-"`
-	// Props are the "Spark Properties" of the environment.
+	// Props are the "Spark Properties" of the environment, SysProps its
+	// "System Properties".
 	Props     map[string]string `json:"-"`
+	SysProps  map[string]string `json:"-"`
 	Jobs      []*sparkJob       `json:"-"`
 	Stages    []*sparkStage     `json:"-"`
 	Executors []*sparkExecutor  `json:"-"`
@@ -36,6 +39,7 @@ type sparkAttempt struct {
 	EndMs     shsTime `json:"endTime"`
 	SparkUser string  `json:"sparkUser"`
 	Completed bool    `json:"completed"`
+	Version   string  `json:"appSparkVersion"`
 	// The *Epoch fields of newer servers, preferred when present.
 	StartEpoch int64 `json:"startTimeEpoch"`
 	EndEpoch   int64 `json:"endTimeEpoch"`
@@ -213,7 +217,7 @@ func (a *sparkApp) toJob(source string, warnings []string) *job.Job {
 		j.Conf = map[string]string{}
 	}
 	j.Queue = j.Conf["spark.yarn.queue"]
-	sa := &job.SparkApp{SparkVersion: a.SparkVersion}
+	sa := &job.SparkApp{SparkVersion: a.SparkVersion, SystemProperties: a.SysProps}
 	for _, at := range a.Attempts {
 		sa.Attempts = append(sa.Attempts, job.SparkAttempt{
 			ID: at.AttemptID, StartMs: at.start(), EndMs: at.end(),
@@ -223,6 +227,11 @@ func (a *sparkApp) toJob(source string, warnings []string) *job.Job {
 	// The history server lists attempts newest first; the model wants the
 	// last one last.
 	sort.SliceStable(sa.Attempts, func(i, k int) bool { return sa.Attempts[i].StartMs < sa.Attempts[k].StartMs })
+	if sa.SparkVersion == "" {
+		for _, at := range a.Attempts {
+			sa.SparkVersion = cmp.Or(sa.SparkVersion, at.Version)
+		}
+	}
 	if last := sa.LastAttempt(); last != nil {
 		j.User = last.SparkUser
 		j.SubmitMs, j.StartMs, j.FinishMs = last.StartMs, last.StartMs, last.EndMs

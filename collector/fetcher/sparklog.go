@@ -23,7 +23,8 @@ type sparkEvent struct {
 	Timestamp    int64  `json:"Timestamp"`
 	User         string `json:"User"`
 
-	SparkProperties json.RawMessage `json:"Spark Properties"`
+	SparkProperties  json.RawMessage `json:"Spark Properties"`
+	SystemProperties json.RawMessage `json:"System Properties"`
 
 	ExecutorID   string `json:"Executor ID"`
 	ExecutorInfo *struct {
@@ -327,6 +328,12 @@ func (s *sparkReplay) apply(ev *sparkEvent) {
 		a.Attempts[0].Completed = true
 	case "SparkListenerEnvironmentUpdate":
 		decodeProps(ev.SparkProperties, a.Props)
+		if len(ev.SystemProperties) > 2 {
+			if a.SysProps == nil {
+				a.SysProps = map[string]string{}
+			}
+			decodeProps(ev.SystemProperties, a.SysProps)
+		}
 	case "SparkListenerExecutorAdded":
 		e := s.exec(ev.ExecutorID)
 		e.AddMs = shsTime(ev.Timestamp)
