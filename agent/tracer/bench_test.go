@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -17,156 +16,154 @@ import (
 
 // BenchmarkFaultOverhead measures the CPU time per page fault of a child
 // that writes every page of a 64 MiB mapping and drops it with
-// MADV_DONTNEED, 8 times per run (131,072 faults), under interleaved
-// configurations, each paired with a run of "base" (no tracer loaded) next
-// to it; it prints the median of the paired ratios. Run with -benchtime 1x;
-// STRATA_TRACER_BENCH=base,count runs only the configurations named.
+// MADV_DONTNEED, twice per run (32,768 faults). One tracer per
+// configuration is loaded up front with its fault hook detached; each
+// measurement attaches one, runs, detaches it and runs once more with no
+// hook at all ("base"), in alternating order, so a pair is ~0.2 s apart.
+// The ratio printed is the median of the paired ratios; the programs' own
+// time per run from the kernel's BPF statistics follows in a separate pass.
+// Run with -benchtime 1x; STRATA_TRACER_BENCH=count,sample64 runs only the
+// configurations named.
 func BenchmarkFaultOverhead(b *testing.B) {
 	testenv.RequireRoot(b)
 	const (
 		pages  = 16384
-		iters  = 8
+		iters  = 2
 		faults = pages * iters
-		rounds = 7
+		pairs  = 25
 	)
 	type config struct {
-		name   string
-		load   bool   // tracer loaded
-		track  bool   // child tracked, its mapping registered as 64 blocks of 1 MiB
-		dense  bool   // ... as 4096 blocks of 16 KiB instead (granule entries)
-		every  uint32 // sample 1 in every; 0 = counters only
-		blocks int    // extra blocks registered elsewhere in the child
+		name     string
+		untraced bool   // the child is not tracked (its pid bit is clear)
+		every    uint32 // sample 1 in every; 0 = counters only
+		dense    bool   // the mapping as 4096 blocks of 16 KiB, not 64 of 1 MiB
+		extra    int    // more blocks registered elsewhere in the child
+		tr       *Tracer
 	}
-	configs := []config{
-		{name: "base"},
-		{name: "untraced", load: true},
-		{name: "count", load: true, track: true},
-		{name: "count+64k", load: true, track: true, blocks: 65536 - 64},
-		{name: "count-dense", load: true, track: true, dense: true},
-		{name: "sample64", load: true, track: true, every: 64},
-		{name: "sample1", load: true, track: true, every: 1},
+	configs := []*config{
+		{name: "untraced", untraced: true},
+		{name: "count"},
+		{name: "count+64k", extra: 65536 - 64},
+		{name: "count-dense", dense: true},
+		{name: "sample64", every: 64},
+		{name: "sample1", every: 1},
 	}
-	if only := os.Getenv("STRATA_TRACER_BENCH"); only != "" { // e.g. base,count
-		configs = slices.DeleteFunc(configs, func(c config) bool {
+	if only := os.Getenv("STRATA_TRACER_BENCH"); only != "" {
+		configs = slices.DeleteFunc(configs, func(c *config) bool {
 			return !slices.Contains(strings.Split(only, ","), c.name)
 		})
 	}
-	bpfNs := map[string][]float64{}
 	c := startChild(b, pages)
-	c.do("loop 2 0 %d w", pages) // warm up: first touch in this VM is erratic
-	ns := map[string][]float64{}
-	ratios := map[string][]float64{}
-	rate := map[string][]float64{}
-	drops := map[string]uint64{}
-	// run measures one configuration: set up, fault, tear down. With stats
-	// set it only records the program's own run time.
-	stats := false
-	run := func(cf config) float64 {
-		var tr *Tracer
-		if cf.load {
-			tr = loadTracer(b, Config{SampleEvery: cf.every, DisableEvents: cf.every == 0, MaxBlocks: 65536})
-			defer tr.Close()
-			if cf.track {
-				if err := tr.Track(c.pid); err != nil {
-					b.Fatal(err)
-				}
-				n, per := 64, 256
-				if cf.dense {
-					n, per = 4096, 4
-				}
-				for i := 0; i < n; i++ {
-					if err := tr.RegisterBlock(c.pid, uint64(i), c.page(i*per), c.page((i+1)*per)); err != nil {
-						b.Fatal(err)
-					}
-				}
-				for i := 0; i < cf.blocks; i++ {
-					s := uint64(0x200000000000) + uint64(i)<<20
-					if err := tr.RegisterBlock(c.pid, uint64(1000+i), s, s+1<<20); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			go func() { // consume events as the annotator would
-				for range tr.Events() {
-				}
-			}()
+	for _, cf := range configs {
+		tr := loadTracer(b, Config{SampleEvery: cf.every, DisableEvents: cf.every == 0, MaxBlocks: 65536})
+		cf.tr = tr
+		if err := tr.Track(c.pid); err != nil {
+			b.Fatal(err)
 		}
-		var s0 *ebpf.ProgramStats
-		if tr != nil && stats {
-			s0, _ = tr.fault.Stats()
+		n, per := 64, 256
+		if cf.dense {
+			n, per = 4096, 4
+		}
+		for i := 0; i < n; i++ {
+			if err := tr.RegisterBlock(c.pid, uint64(i), c.page(i*per), c.page((i+1)*per)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := 0; i < cf.extra; i++ {
+			s := uint64(0x200000000000) + uint64(i)<<20
+			if err := tr.RegisterBlock(c.pid, uint64(1000+i), s, s+1<<20); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if cf.untraced {
+			atomic.AndUint64(tr.pidWord(c.pid), ^uint64(1<<(c.pid&63)))
+		}
+		if err := tr.faultLink.set(false); err != nil {
+			b.Fatal(err)
+		}
+		go func() { // consume events as the annotator would
+			for range tr.Events() {
+			}
+		}()
+	}
+	c.do("loop 4 0 %d w", pages) // warm up: first touch in this VM is erratic
+	measure := func(cf *config) (perFault float64, wall time.Duration) {
+		if cf != nil {
+			if err := cf.tr.faultLink.set(true); err != nil {
+				b.Fatal(err)
+			}
+			defer cf.tr.faultLink.set(false)
 		}
 		start := time.Now()
 		cpu := c.do("loop %d 0 %d w", iters, pages)
-		wall := time.Since(start)
-		perFault := float64(cpu) / faults
-		if stats {
-			if s1, err := tr.fault.Stats(); err == nil && s0 != nil && s1.RunCount > s0.RunCount {
-				bpfNs[cf.name] = append(bpfNs[cf.name], float64(s1.Runtime-s0.Runtime)/float64(s1.RunCount-s0.RunCount))
-			}
-			return perFault
-		}
-		ns[cf.name] = append(ns[cf.name], perFault)
-		rate[cf.name] = append(rate[cf.name], faults/wall.Seconds())
-		if tr == nil {
-			return perFault
-		}
-		time.Sleep(3 * tr.cfg.DrainInterval)
-		st, _ := tr.Stats()
-		if cf.track && st.MatchedFaults != faults {
-			b.Errorf("%s: matched %d faults, want %d", cf.name, st.MatchedFaults, faults)
-		}
-		drops[cf.name] += st.KernelDrops
-		return perFault
+		return float64(cpu) / faults, time.Since(start)
 	}
-	// Each configuration is paired with a base run right next to it (base
-	// first in even rounds, last in odd ones), and its ratio is the median
-	// of the paired ratios: slow drifts of this shared machine cancel.
-	base := config{name: "base"}
-	for r := 0; r < rounds; r++ {
-		order := slices.Clone(configs)
-		if r%2 == 1 {
-			slices.Reverse(order)
-		}
-		for _, cf := range order {
-			if cf.name == "base" {
-				continue
-			}
+	ratios := map[string][]float64{}
+	var baseNs []float64
+	var baseWall time.Duration
+	for p := 0; p < pairs; p++ {
+		for i := range configs {
+			cf := configs[(i+p)%len(configs)]
 			var x, y float64
-			if r%2 == 0 {
-				y = run(base)
-				x = run(cf)
+			var w time.Duration
+			if (p+i)%2 == 0 {
+				y, w = measure(nil)
+				x, _ = measure(cf)
 			} else {
-				x = run(cf)
-				y = run(base)
+				x, _ = measure(cf)
+				y, w = measure(nil)
 			}
+			baseNs = append(baseNs, y)
+			baseWall += w
 			ratios[cf.name] = append(ratios[cf.name], x/y)
 		}
 	}
-	// Then the programs' own time per invocation from the kernel's BPF
-	// run-time statistics, which are switched on only for this pass (they
-	// add two clock reads to every run of every BPF program on the node).
+	time.Sleep(30 * time.Millisecond)
+	for _, cf := range configs {
+		st, _ := cf.tr.Stats()
+		want := uint64(pairs * faults)
+		if cf.untraced {
+			want = 0
+		}
+		if st.MatchedFaults != want || st.KernelDrops != 0 {
+			b.Errorf("%s: matched %d faults (want %d), kernel drops %d", cf.name, st.MatchedFaults, want, st.KernelDrops)
+		}
+	}
+	// The programs' own time per invocation, from the kernel's BPF run-time
+	// statistics, switched on only for this pass (they add two clock reads
+	// to every run of every BPF program on the node).
+	bpfNs := map[string][]float64{}
 	if st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
-		stats = true
-		for r := 0; r < 3; r++ {
-			for _, cf := range configs {
-				if cf.load {
-					run(cf)
+		for _, cf := range configs {
+			for r := 0; r < 3; r++ {
+				s0, _ := cf.tr.fault.Stats()
+				measure(cf)
+				if s1, err := cf.tr.fault.Stats(); err == nil && s0 != nil && s1.RunCount > s0.RunCount {
+					bpfNs[cf.name] = append(bpfNs[cf.name], float64(s1.Runtime-s0.Runtime)/float64(s1.RunCount-s0.RunCount))
 				}
 			}
 		}
 		st.Close()
 	}
-	baseNs := median(ns["base"])
-	b.Logf("base %.0f ns/fault (median of %d runs), %.0f faults/s", baseNs, len(ns["base"]), median(rate["base"]))
+	base := median(baseNs)
+	b.Logf("base %.0f ns/fault (median of %d runs), %.0f faults/s", base, len(baseNs),
+		float64(len(baseNs)*faults)/baseWall.Seconds())
 	for _, cf := range configs {
-		if cf.name == "base" {
-			continue
-		}
 		m, bn := median(ratios[cf.name]), median(bpfNs[cf.name])
-		b.Logf("%-11s ratio %.3f (paired runs %v)  bpf %3.0f ns/run (ratio %.3f)  %.0f faults/s  kernel drops %d",
-			cf.name, m, fmtRatios(ratios[cf.name]), bn, (baseNs+bn)/baseNs, median(rate[cf.name]), drops[cf.name])
+		q1, q3 := quartiles(ratios[cf.name])
+		b.Logf("%-11s ratio %.3f (quartiles %.3f-%.3f of %d pairs)  bpf %3.0f ns/run (ratio %.3f)",
+			cf.name, m, q1, q3, len(ratios[cf.name]), bn, (base+bn)/base)
 		b.ReportMetric(m, cf.name+"-ratio")
 	}
+}
+
+func quartiles(v []float64) (q1, q3 float64) {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0, 0
+	}
+	return s[len(s)/4], s[3*len(s)/4]
 }
 
 func median(v []float64) float64 {
@@ -176,14 +173,6 @@ func median(v []float64) float64 {
 		return 0
 	}
 	return s[len(s)/2]
-}
-
-func fmtRatios(v []float64) string {
-	out := make([]string, len(v))
-	for i, x := range v {
-		out[i] = fmt.Sprintf("%.2f", x)
-	}
-	return "[" + strings.Join(out, " ") + "]"
 }
 
 // BenchmarkRingbuf500k drives the fault program through BPF_PROG_TEST_RUN

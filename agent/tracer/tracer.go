@@ -65,15 +65,16 @@ type Stats struct {
 // Tracer owns every kernel handle of the fault tracer. Its methods are safe
 // for concurrent use.
 type Tracer struct {
-	cfg    Config
-	log    *slog.Logger
-	spec   *ebpf.CollectionSpec
-	maps   map[string]*ebpf.Map
-	ncpu   int
-	hook   Hook
-	fault  *ebpf.Program // the fault program in use (tests run it)
-	walk   *ebpf.Program // loaded by the first SampleWalks
-	pidMem []byte        // mmap of pid_bits
+	cfg       Config
+	log       *slog.Logger
+	spec      *ebpf.CollectionSpec
+	maps      map[string]*ebpf.Map
+	ncpu      int
+	hook      Hook
+	fault     *ebpf.Program // the fault program in use (tests run it)
+	walk      *ebpf.Program // loaded by the first SampleWalks
+	faultLink *toggleLink   // nil for the perf hook
+	pidMem    []byte        // mmap of pid_bits
 
 	closers []io.Closer // in opening order; Close runs them in reverse
 	reader  *ringbuf.Reader
@@ -246,11 +247,13 @@ func (t *Tracer) attachFault(h Hook) error {
 			return err
 		}
 		t.fault = prog
-		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
-		if err != nil {
-			return fmt.Errorf("attach tp_btf/page_fault_user: %w", err)
-		}
-		t.closers = append(t.closers, l)
+		return t.attachToggle(func() (link.Link, error) {
+			l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+			if err != nil {
+				return nil, fmt.Errorf("attach tp_btf/page_fault_user: %w", err)
+			}
+			return l, nil
+		})
 	case HookRaw:
 		if err := features.HaveProgramType(ebpf.RawTracepoint); err != nil {
 			return fmt.Errorf("probe raw tracepoints: %w", err)
@@ -260,11 +263,13 @@ func (t *Tracer) attachFault(h Hook) error {
 			return err
 		}
 		t.fault = prog
-		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "page_fault_user", Program: prog})
-		if err != nil {
-			return fmt.Errorf("attach raw_tp/page_fault_user: %w", err)
-		}
-		t.closers = append(t.closers, l)
+		return t.attachToggle(func() (link.Link, error) {
+			l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "page_fault_user", Program: prog})
+			if err != nil {
+				return nil, fmt.Errorf("attach raw_tp/page_fault_user: %w", err)
+			}
+			return l, nil
+		})
 	case HookPerf:
 		if err := features.HaveProgramType(ebpf.PerfEvent); err != nil {
 			return fmt.Errorf("probe perf_event programs: %w", err)
@@ -281,6 +286,41 @@ func (t *Tracer) attachFault(h Hook) error {
 	default:
 		return fmt.Errorf("attach fault hook %q: %w", h, ErrUnsupported)
 	}
+	return nil
+}
+
+// toggleLink is the fault hook's link, which the overhead benchmark detaches
+// and re-attaches between runs; Close detaches it for good.
+type toggleLink struct {
+	attach func() (link.Link, error)
+	l      link.Link
+}
+
+func (tl *toggleLink) set(on bool) error {
+	switch {
+	case on && tl.l == nil:
+		l, err := tl.attach()
+		if err != nil {
+			return err
+		}
+		tl.l = l
+	case !on && tl.l != nil:
+		err := tl.l.Close()
+		tl.l = nil
+		return err
+	}
+	return nil
+}
+
+func (tl *toggleLink) Close() error { return tl.set(false) }
+
+func (t *Tracer) attachToggle(attach func() (link.Link, error)) error {
+	tl := &toggleLink{attach: attach}
+	if err := tl.set(true); err != nil {
+		return err
+	}
+	t.faultLink = tl
+	t.closers = append(t.closers, tl)
 	return nil
 }
 
