@@ -81,9 +81,13 @@ func TestDetectPMU(t *testing.T) {
 }
 
 func TestReadCPUModel(t *testing.T) {
-	m, err := ReadCPUModel("testdata")
-	if err == nil {
+	if m, err := ReadCPUModel("testdata"); err == nil {
 		t.Fatalf("testdata has no cpuinfo, got %+v", m)
+	}
+	// This VM's /proc/cpuinfo (AMD EPYC, Zen 3).
+	m, err := ReadCPUModel("testdata/proc-vm")
+	if err != nil || m != (CPUModel{"AuthenticAMD", 25, 1}) {
+		t.Fatalf("proc-vm: %+v %v", m, err)
 	}
 	got, err := parseCPUInfo([]byte("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n"))
 	if err != nil || got != (CPUModel{"AuthenticAMD", 25, 1}) {
