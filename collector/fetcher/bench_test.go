@@ -27,20 +27,29 @@ const benchTasks = 100_000
 
 var (
 	benchOnce sync.Once
+	benchDir  string
 	benchPath string
 	benchErr  error
 )
+
+// TestMain removes the benchmark's 400 MiB history after the run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
 
 // benchHistory writes a 100 000-task job history (90 000 maps, 10 000
 // reduces, skewed) once per test binary run.
 func benchHistory(b *testing.B) string {
 	benchOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "strata-bench-")
-		if err != nil {
-			benchErr = err
+		benchDir, benchErr = os.MkdirTemp("", "strata-bench-")
+		if benchErr != nil {
 			return
 		}
-		benchPath, benchErr = gen.WriteMRJob(dir, gen.MRJob{Maps: benchTasks * 9 / 10, Reduces: benchTasks / 10, Skew: 3, Seed: 1})
+		benchPath, benchErr = gen.WriteMRJob(benchDir, gen.MRJob{Maps: benchTasks * 9 / 10, Reduces: benchTasks / 10, Skew: 3, Seed: 1})
 	})
 	if benchErr != nil {
 		b.Fatal(benchErr)
