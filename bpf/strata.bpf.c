@@ -172,8 +172,12 @@ static __always_inline __u8 classify(__u64 error_code)
 	return STRATA_KIND_READ;
 }
 
-/* regs is read (probe_read) only when an event is emitted. */
-static __always_inline void on_fault(__u64 addr, struct pt_regs *regs, __u64 ip, __u8 kind)
+/*
+ * regs is read (probe_read) only when an event is emitted; error_code is
+ * classified only once the fault is known to be a traced one, and is
+ * negative when the hook cannot see it (perf fallback).
+ */
+static __always_inline void on_fault(__u64 addr, struct pt_regs *regs, __u64 ip, __s64 error_code)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
@@ -189,6 +193,7 @@ static __always_inline void on_fault(__u64 addr, struct pt_regs *regs, __u64 ip,
 	if (!c)
 		return;
 	st->matched_faults++;
+	__u8 kind = error_code < 0 ? STRATA_KIND_UNCLASSIFIED : classify(error_code);
 	switch (kind) {
 	case STRATA_KIND_READ:
 		c->read++;
@@ -216,14 +221,14 @@ static __always_inline void on_fault(__u64 addr, struct pt_regs *regs, __u64 ip,
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(fault_btf, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
-	on_fault(address, regs, 0, classify(error_code));
+	on_fault(address, regs, 0, error_code);
 	return 0;
 }
 
 SEC("raw_tp/page_fault_user")
 int fault_raw(struct bpf_raw_tracepoint_args *ctx)
 {
-	on_fault(ctx->args[0], (struct pt_regs *)ctx->args[1], 0, classify(ctx->args[2]));
+	on_fault(ctx->args[0], (struct pt_regs *)ctx->args[1], 0, ctx->args[2]);
 	return 0;
 }
 
@@ -231,7 +236,7 @@ int fault_raw(struct bpf_raw_tracepoint_args *ctx)
 SEC("perf_event")
 int fault_perf(struct bpf_perf_event_data *ctx)
 {
-	on_fault(ctx->addr, NULL, ctx->regs.ip, STRATA_KIND_UNCLASSIFIED);
+	on_fault(ctx->addr, NULL, ctx->regs.ip, -1);
 	return 0;
 }
 
