@@ -3,6 +3,7 @@ package resolver
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/stratatrace/strata/agent/procmem"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -45,6 +46,9 @@ type run struct {
 	folio    uint32
 	swapType uint32
 	node     int32
+	// dstart indexes the run's count-1 PFN steps in Resolver.deltas; -1
+	// while the PFNs are consecutive (the common case, no steps kept).
+	dstart int32
 }
 
 func grow[T any](s *[]T, n int) []T {
@@ -67,6 +71,7 @@ func (r *Resolver) resolve(pm *procmem.Pagemap, pid int, q Request, res *Result)
 		return ErrBadRange
 	}
 	r.runs = r.runs[:0]
+	r.deltas = r.deltas[:0]
 	r.folioN = 0
 	var flagsErr error
 	chunk := uint64(r.opts.ChunkPages) * ps
@@ -482,15 +487,33 @@ func (r *Resolver) add(p *run) {
 		n := uint64(c.count)
 		if c.state == p.state && c.flags == p.flags && c.kcount == p.kcount &&
 			c.node == p.node && c.folio == p.folio && c.swapType == p.swapType &&
-			c.vaddr+n*r.pageSize == p.vaddr && c.count < 1<<32-1 &&
-			(p.pfn == 0 && c.pfn == 0 || p.pfn == c.pfn+n) &&
+			c.vaddr+n*r.pageSize == p.vaddr && c.count < 1<<31 &&
 			(p.state&stSwapped == 0 || p.swapOff == c.swapOff+n) &&
 			(p.folio == 0 || p.pfn%uint64(p.folio) != 0) {
-			c.count++
-			return
+			switch {
+			case c.dstart < 0 && (p.pfn == 0 && c.pfn == 0 || p.pfn == c.pfn+n):
+				c.count++
+				r.lastPFN = p.pfn
+				return
+			case p.folio == 0 && p.pfn != 0 && c.pfn != 0:
+				// Same page in all but a scattered PFN (4 KiB pages come
+				// from anywhere in physical memory): keep the step.
+				if c.dstart < 0 {
+					c.dstart = int32(len(r.deltas))
+					for range c.count - 1 {
+						r.deltas = append(r.deltas, 1)
+					}
+				}
+				r.deltas = append(r.deltas, int64(p.pfn-r.lastPFN))
+				r.lastPFN = p.pfn
+				c.count++
+				return
+			}
 		}
 	}
 	p.count = 1
+	p.dstart = -1
+	r.lastPFN = p.pfn
 	r.runs = append(r.runs, *p)
 }
 
@@ -499,12 +522,19 @@ func (r *Resolver) add(p *run) {
 func (r *Resolver) emit() []*stratav1.PageRun {
 	slab := make([]stratav1.PageRun, len(r.runs))
 	out := make([]*stratav1.PageRun, len(r.runs))
+	var deltas []int64
+	if len(r.deltas) > 0 {
+		deltas = slices.Clone(r.deltas)
+	}
 	for i := range r.runs {
 		x := &r.runs[i]
 		m := &slab[i]
 		m.Vaddr, m.Count, m.State, m.Pfn = x.vaddr, x.count, x.state, x.pfn
 		m.Kpageflags, m.FolioPages, m.Kpagecount, m.NumaNode = x.flags, x.folio, x.kcount, x.node
 		m.SwapType, m.SwapOffset = x.swapType, x.swapOff
+		if x.dstart >= 0 {
+			m.PfnDeltas = deltas[x.dstart : int(x.dstart)+int(x.count)-1 : int(x.dstart)+int(x.count)-1]
+		}
 		out[i] = m
 	}
 	return out

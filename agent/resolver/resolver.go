@@ -82,6 +82,8 @@ type Resolver struct {
 	spans         []procmem.Span
 	window        []uint64
 	runs          []run
+	deltas        []int64           // PFN steps of the runs that need them
+	lastPFN       uint64            // PFN of the last page added
 	maps          *procmem.MapsFile // of the batch's process, opened on first need
 	folioHead     uint64            // cached folio [folioHead, folioHead+folioN)
 	folioN        uint64

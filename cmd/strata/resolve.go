@@ -179,15 +179,21 @@ func resolveLocal(ctx context.Context, f resolveFlags, stdout, stderr io.Writer)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		for i := range run.GetCount() {
-			p := newResolvePage(run.Page(i, ps), ps, uint64(run.GetFolioPages()))
+		var werr error
+		run.ForEachPage(ps, func(_ uint32, page stratav1.Page) bool {
+			p := newResolvePage(page, ps, uint64(run.GetFolioPages()))
 			if enc != nil {
-				if err := enc.Encode(p); err != nil {
-					return fmt.Errorf("write page: %w", err)
+				if werr = enc.Encode(p); werr != nil {
+					werr = fmt.Errorf("write page: %w", werr)
+					return false
 				}
-				continue
+				return true
 			}
 			fmt.Fprintln(tw, tableRow(p))
+			return true
+		})
+		if werr != nil {
+			return werr
 		}
 	}
 	if tw != nil {

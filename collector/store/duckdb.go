@@ -97,7 +97,8 @@ CREATE TABLE IF NOT EXISTS runs (
 	kpagecount    UBIGINT NOT NULL,
 	numa_node     INTEGER NOT NULL,
 	swap_type     UINTEGER NOT NULL,
-	swap_offset   UBIGINT NOT NULL
+	swap_offset   UBIGINT NOT NULL,
+	pfn_deltas    BLOB
 );
 CREATE TABLE IF NOT EXISTS workloads (
 	batch_id         BIGINT NOT NULL,
@@ -436,7 +437,7 @@ func (w *writer) appendRows(id int64, b *stratav1.Batch) error {
 				blk.GetAppId(), blk.GetExecutorId(), blk.GetRddId(), blk.GetPartition(), blk.GetBlockId(),
 				int8(blk.GetMode()), int8(blk.GetLocation()), blk.GetHookBlockId(), r.GetPageSize(),
 				run.GetVaddr(), run.GetCount(), run.GetState(), run.GetPfn(), run.GetKpageflags(), run.GetFolioPages(),
-				run.GetKpagecount(), run.GetNumaNode(), run.GetSwapType(), run.GetSwapOffset())
+				run.GetKpagecount(), run.GetNumaNode(), run.GetSwapType(), run.GetSwapOffset(), encodeDeltas(run.GetPfnDeltas()))
 			if err != nil {
 				return fmt.Errorf("append record %d run %d: %w", i, j, err)
 			}

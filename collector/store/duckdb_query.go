@@ -33,7 +33,7 @@ func (s *DuckDB) reader(appID string) error {
 const traceSQL = `
 SELECT time_ns, access_kind, pid, app_id, executor_id, rdd_id, partition_id, block_id,
 	mem_mode, mem_location, hook_block_id, page_size,
-	vaddr, pages, state, pfn, kpageflags, folio_pages, kpagecount, numa_node, swap_type, swap_offset
+	vaddr, pages, state, pfn, kpageflags, folio_pages, kpagecount, numa_node, swap_type, swap_offset, pfn_deltas
 FROM runs
 WHERE app_id = $1 AND ($2::INTEGER IS NULL OR rdd_id = $2) AND ($3::INTEGER IS NULL OR partition_id = $3)
 ORDER BY time_ns, batch_id, rec_idx, vaddr`
@@ -72,10 +72,11 @@ func (s *DuckDB) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.Trac
 			node                 int32
 			swapType             uint32
 			swapOff              uint64
+			deltas               []byte
 		)
 		err := rows.Scan(&t, &access, &pid, &blk.AppId, &blk.ExecutorId, &blk.RddId, &blk.Partition, &blk.BlockId,
 			&mode, &loc, &blk.HookBlockId, &pageSize,
-			&vaddr, &pages, &state, &pfn, &kpf, &folio, &kpc, &node, &swapType, &swapOff)
+			&vaddr, &pages, &state, &pfn, &kpf, &folio, &kpc, &node, &swapType, &swapOff, &deltas)
 		if err != nil {
 			return fmt.Errorf("scan trace row: %w", err)
 		}
@@ -84,12 +85,15 @@ func (s *DuckDB) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.Trac
 		run.Vaddr, run.Count, run.State, run.Pfn = vaddr, pages, state, pfn
 		run.Kpageflags, run.FolioPages, run.Kpagecount, run.NumaNode = kpf, folio, kpc, node
 		run.SwapType, run.SwapOffset = swapType, swapOff
-		for i := range pages {
+		if run.PfnDeltas, err = decodeDeltas(deltas, pages); err != nil {
+			return fmt.Errorf("trace %s: %w", q.AppID, err)
+		}
+		var ferr error
+		run.ForEachPage(uint64(pageSize), func(_ uint32, p stratav1.Page) bool {
 			if q.Limit > 0 && sent >= q.Limit {
-				return nil
+				return false
 			}
-			p := run.Page(i, uint64(pageSize))
-			err := fn(&stratav1.TracePage{
+			ferr = fn(&stratav1.TracePage{
 				TimeUnixNano: t,
 				Access:       stratav1.AccessKind(access),
 				Block:        &blk, // one per row; pages of a run share it
@@ -102,10 +106,17 @@ func (s *DuckDB) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.Trac
 				Kpagecount:   p.KPageCount,
 				NumaNode:     p.NUMANode,
 			})
-			if err != nil {
-				return err
+			if ferr != nil {
+				return false
 			}
 			sent++
+			return true
+		})
+		if ferr != nil {
+			return ferr
+		}
+		if q.Limit > 0 && sent >= q.Limit {
+			return nil
 		}
 	}
 	if err := rows.Err(); err != nil {

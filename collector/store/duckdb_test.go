@@ -338,3 +338,28 @@ func TestAppendRollsBackFailedBatch(t *testing.T) {
 		t.Fatalf("%d pages after the good batch, want %d", n, storetest.SamplePages)
 	}
 }
+
+// TestTraceScatteredPFNs: a run of 4 KiB pages whose PFNs are not
+// consecutive is one row, and expands back to each page's own PFN.
+func TestTraceScatteredPFNs(t *testing.T) {
+	s := storetest.Open(t)
+	b := storetest.Sample(1)
+	rec := b.Records[0]
+	rec.Runs = []*stratav1.PageRun{{Vaddr: storetest.BlockA, Count: 4, State: uint32(stratav1.PageState_PAGE_STATE_PRESENT),
+		Pfn: 0x5000, PfnDeltas: []int64{9, -0x4000, 1}, Kpageflags: storetest.KPF(3, 5, 12), Kpagecount: 1}}
+	b.Records = b.Records[:1]
+	mustAppend(t, s, b)
+	pages := trace(t, s, store.TraceQuery{AppID: storetest.App})
+	want := []uint64{0x5000, 0x5009, 0x1009, 0x100a}
+	if len(pages) != len(want) {
+		t.Fatalf("%d pages, want %d", len(pages), len(want))
+	}
+	for i, w := range want {
+		if p := pages[i]; p.GetPfn() != w || p.GetPaddr() != w*storetest.PageSize || p.GetVaddr() != storetest.BlockA+uint64(i)*storetest.PageSize {
+			t.Errorf("page %d: vaddr %#x pfn %#x paddr %#x, want pfn %#x", i, p.GetVaddr(), p.GetPfn(), p.GetPaddr(), w)
+		}
+	}
+	if limited := trace(t, s, store.TraceQuery{AppID: storetest.App, Limit: 3}); len(limited) != 3 || limited[2].GetPfn() != 0x1009 {
+		t.Fatalf("limit 3: %d pages", len(limited))
+	}
+}

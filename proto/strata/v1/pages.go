@@ -49,9 +49,40 @@ func (p Page) PAddr(pageSize uint64) uint64 { return p.PFN * pageSize }
 func (p Page) Is(s PageState) bool { return p.State&uint32(s) == uint32(s) }
 
 // Page returns page i (0 <= i < Count) of the run, restoring the per-page
-// fields a run shares by rule: consecutive PFNs and swap offsets, and the
-// compound head/tail bits from the folio size.
+// fields a run shares by rule: PFNs (consecutive, or by pfn_deltas), swap
+// offsets, and the compound head/tail bits from the folio size. With
+// pfn_deltas it costs O(i); ForEachPage walks a whole run in O(Count).
 func (r *PageRun) Page(i uint32, pageSize uint64) Page {
+	pfn := r.GetPfn()
+	if d := r.GetPfnDeltas(); len(d) > 0 {
+		for _, x := range d[:i] {
+			pfn += uint64(x)
+		}
+	} else if pfn != 0 {
+		pfn += uint64(i)
+	}
+	return r.page(i, pfn, pageSize)
+}
+
+// ForEachPage calls fn for every page of the run in order until fn returns
+// false.
+func (r *PageRun) ForEachPage(pageSize uint64, fn func(i uint32, p Page) bool) {
+	pfn, d := r.GetPfn(), r.GetPfnDeltas()
+	for i := uint32(0); i < r.GetCount(); i++ {
+		if i > 0 && pfn != 0 {
+			if len(d) > 0 {
+				pfn += uint64(d[i-1])
+			} else {
+				pfn++
+			}
+		}
+		if !fn(i, r.page(i, pfn, pageSize)) {
+			return
+		}
+	}
+}
+
+func (r *PageRun) page(i uint32, pfn, pageSize uint64) Page {
 	p := Page{
 		VAddr:      r.GetVaddr() + uint64(i)*pageSize,
 		State:      r.GetState(),
@@ -60,7 +91,7 @@ func (r *PageRun) Page(i uint32, pageSize uint64) Page {
 		NUMANode:   r.GetNumaNode(),
 	}
 	if r.GetPfn() != 0 {
-		p.PFN = r.GetPfn() + uint64(i)
+		p.PFN = pfn
 		if fp := uint64(r.GetFolioPages()); fp > 1 {
 			if p.PFN%fp == 0 {
 				p.KPageFlags |= 1 << KPFCompoundHead

@@ -31,3 +31,38 @@ func TestPageNotPresentHasNoPFN(t *testing.T) {
 		t.Fatalf("page = %+v", p)
 	}
 }
+
+func TestPageDeltas(t *testing.T) {
+	r := &PageRun{Vaddr: 0x10000, Count: 4, State: uint32(PageState_PAGE_STATE_PRESENT), Pfn: 1000, PfnDeltas: []int64{7, -500, 1}}
+	want := []uint64{1000, 1007, 507, 508}
+	for i, w := range want {
+		if got := r.Page(uint32(i), 4096).PFN; got != w {
+			t.Fatalf("Page(%d).PFN = %d, want %d", i, got, w)
+		}
+	}
+	var got []uint64
+	r.ForEachPage(4096, func(i uint32, p Page) bool {
+		if p.VAddr != 0x10000+uint64(i)*4096 {
+			t.Fatalf("page %d vaddr %#x", i, p.VAddr)
+		}
+		got = append(got, p.PFN)
+		return true
+	})
+	if !slices.Equal(got, want) {
+		t.Fatalf("ForEachPage PFNs = %v, want %v", got, want)
+	}
+	// Without deltas, consecutive; not present, zero.
+	c := &PageRun{Count: 3, Pfn: 5}
+	var cs []uint64
+	c.ForEachPage(4096, func(_ uint32, p Page) bool { cs = append(cs, p.PFN); return len(cs) < 2 })
+	if !slices.Equal(cs, []uint64{5, 6}) {
+		t.Fatalf("consecutive = %v", cs)
+	}
+	h := &PageRun{Count: 2}
+	h.ForEachPage(4096, func(_ uint32, p Page) bool {
+		if p.PFN != 0 {
+			t.Fatalf("hole page has pfn %d", p.PFN)
+		}
+		return true
+	})
+}

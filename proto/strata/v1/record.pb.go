@@ -428,8 +428,10 @@ func (x *SparkBlock) GetHookBlockId() uint64 {
 
 // PageRun is a run of virtually consecutive base pages that share everything
 // but their addresses: page i of the run has vaddr + i*page_size and, when
-// present, PFN pfn + i (swap offset swap_offset + i when swapped).
-// A THP is one run of 512 pages; an unmapped hole is one run.
+// present, PFN pfn + i (swap offset swap_offset + i when swapped) - or,
+// when pfn_deltas is set, PFN pfn + pfn_deltas[0] + ... + pfn_deltas[i-1],
+// so that 4 KiB pages scattered in physical memory still travel and are
+// stored as one run. A THP is one run of 512 pages; an unmapped hole is one run.
 type PageRun struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Vaddr uint64                 `protobuf:"varint,1,opt,name=vaddr,proto3" json:"vaddr,omitempty"` // first page's virtual address (page aligned)
@@ -438,12 +440,15 @@ type PageRun struct {
 	Pfn   uint64                 `protobuf:"varint,4,opt,name=pfn,proto3" json:"pfn,omitempty"`     // first page's PFN when PRESENT and not PFN_HIDDEN, else 0
 	// kpageflags of every page, with COMPOUND_HEAD/COMPOUND_TAIL cleared; those
 	// two are restored on expansion from folio_pages.
-	Kpageflags    uint64 `protobuf:"varint,5,opt,name=kpageflags,proto3" json:"kpageflags,omitempty"`
-	FolioPages    uint32 `protobuf:"varint,6,opt,name=folio_pages,json=folioPages,proto3" json:"folio_pages,omitempty"`  // compound folio size in pages (512 for a PMD THP), 0 if not compound
-	Kpagecount    uint64 `protobuf:"varint,7,opt,name=kpagecount,proto3" json:"kpagecount,omitempty"`                    // mappings of each page (/proc/kpagecount)
-	NumaNode      int32  `protobuf:"varint,8,opt,name=numa_node,json=numaNode,proto3" json:"numa_node,omitempty"`        // -1 when unknown
-	SwapType      uint32 `protobuf:"varint,9,opt,name=swap_type,json=swapType,proto3" json:"swap_type,omitempty"`        // when SWAPPED
-	SwapOffset    uint64 `protobuf:"varint,10,opt,name=swap_offset,json=swapOffset,proto3" json:"swap_offset,omitempty"` // first page's swap offset when SWAPPED
+	Kpageflags uint64 `protobuf:"varint,5,opt,name=kpageflags,proto3" json:"kpageflags,omitempty"`
+	FolioPages uint32 `protobuf:"varint,6,opt,name=folio_pages,json=folioPages,proto3" json:"folio_pages,omitempty"`  // compound folio size in pages (512 for a PMD THP), 0 if not compound
+	Kpagecount uint64 `protobuf:"varint,7,opt,name=kpagecount,proto3" json:"kpagecount,omitempty"`                    // mappings of each page (/proc/kpagecount)
+	NumaNode   int32  `protobuf:"varint,8,opt,name=numa_node,json=numaNode,proto3" json:"numa_node,omitempty"`        // -1 when unknown
+	SwapType   uint32 `protobuf:"varint,9,opt,name=swap_type,json=swapType,proto3" json:"swap_type,omitempty"`        // when SWAPPED
+	SwapOffset uint64 `protobuf:"varint,10,opt,name=swap_offset,json=swapOffset,proto3" json:"swap_offset,omitempty"` // first page's swap offset when SWAPPED
+	// PFN steps between consecutive pages, count-1 of them, when the PFNs are
+	// not simply consecutive; empty otherwise.
+	PfnDeltas     []int64 `protobuf:"zigzag64,11,rep,packed,name=pfn_deltas,json=pfnDeltas,proto3" json:"pfn_deltas,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -546,6 +551,13 @@ func (x *PageRun) GetSwapOffset() uint64 {
 		return x.SwapOffset
 	}
 	return 0
+}
+
+func (x *PageRun) GetPfnDeltas() []int64 {
+	if x != nil {
+		return x.PfnDeltas
+	}
+	return nil
 }
 
 // FaultCounts are per-block page-fault counters kept in the kernel.
@@ -1096,7 +1108,7 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\bblock_id\x18\x05 \x01(\tR\ablockId\x12)\n" +
 	"\x04mode\x18\x06 \x01(\x0e2\x15.strata.v1.MemoryModeR\x04mode\x125\n" +
 	"\blocation\x18\a \x01(\x0e2\x19.strata.v1.MemoryLocationR\blocation\x12\"\n" +
-	"\rhook_block_id\x18\b \x01(\x04R\vhookBlockId\"\x99\x02\n" +
+	"\rhook_block_id\x18\b \x01(\x04R\vhookBlockId\"\xb8\x02\n" +
 	"\aPageRun\x12\x14\n" +
 	"\x05vaddr\x18\x01 \x01(\x04R\x05vaddr\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x12\x14\n" +
@@ -1114,7 +1126,9 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\tswap_type\x18\t \x01(\rR\bswapType\x12\x1f\n" +
 	"\vswap_offset\x18\n" +
 	" \x01(\x04R\n" +
-	"swapOffset\"\x85\x01\n" +
+	"swapOffset\x12\x1d\n" +
+	"\n" +
+	"pfn_deltas\x18\v \x03(\x12R\tpfnDeltas\"\x85\x01\n" +
 	"\vFaultCounts\x12\x12\n" +
 	"\x04read\x18\x01 \x01(\x04R\x04read\x12\x14\n" +
 	"\x05write\x18\x02 \x01(\x04R\x05write\x12\x12\n" +
