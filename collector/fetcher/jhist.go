@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/stratatrace/strata/collector/job"
@@ -20,6 +22,9 @@ const jhistMagic = "Avro-Json"
 type jhLine struct {
 	Type  string               `json:"type"`
 	Event map[string]*jhRecord `json:"event"`
+	// one is the line's only record, when the hand-written decoder read
+	// it (Event is then nil).
+	one *jhRecord
 }
 
 // jhRecord is the union of the fields of every job-history event record the
@@ -60,6 +65,9 @@ type jhRecord struct {
 	CPUUsages     avroInts `json:"cpuUsages"`
 	VMemKbytes    avroInts `json:"vMemKbytes"`
 	PhysMemKbytes avroInts `json:"physMemKbytes"`
+
+	// splitBuf backs the four split series read by the hand-written decoder.
+	splitBuf []int64
 
 	// Set by prepare.
 	flat, flatTotal job.Counters
@@ -149,6 +157,9 @@ func decodeJhLine(line []byte, d *jhDecoder, scan bool) (jhLine, error) {
 			return jhLine{}, err
 		}
 	}
+	if ev.one != nil {
+		ev.one.prepare()
+	}
 	for _, r := range ev.Event {
 		if r != nil {
 			r.prepare()
@@ -166,8 +177,12 @@ func (r *jhRecord) prepare() {
 }
 
 func (b *jhBuilder) applyLine(ev *jhLine) {
-	for _, rec := range ev.Event {
-		if rec != nil {
+	if ev.one != nil {
+		b.apply(ev.Type, ev.one)
+	}
+	// Real events hold one record; apply several in a fixed order.
+	for _, class := range slices.Sorted(maps.Keys(ev.Event)) {
+		if rec := ev.Event[class]; rec != nil {
 			b.apply(ev.Type, rec)
 		}
 	}

@@ -345,8 +345,10 @@ func (s *jscan) avroStr(dst *avroString) bool {
 	return true
 }
 
-// avroInts reads an int array: bare, null, or {"array": […]}.
-func (s *jscan) avroInts(dst *avroInts) bool {
+// avroInts reads an int array: bare, null, or {"array": […]}. The values
+// go to the end of *buf (shared by a record's four split series, one
+// allocation instead of four); dst gets a capacity-capped slice of it.
+func (s *jscan) avroInts(dst *avroInts, buf *[]int64) bool {
 	switch s.peek() {
 	case 'n':
 		*dst = nil
@@ -356,16 +358,19 @@ func (s *jscan) avroInts(dst *avroInts) bool {
 		n := 0
 		return s.object(func([]byte) bool {
 			n++
-			return n == 1 && s.avroInts(dst)
+			return n == 1 && s.avroInts(dst, buf)
 		}) && n == 1
 	}
-	out := make(avroInts, 0, 12)
+	if *buf == nil {
+		*buf = make([]int64, 0, 4*job.SplitBuckets)
+	}
+	start := len(*buf)
 	ok := s.array(func() bool {
 		v, ok := s.int()
-		out = append(out, v)
+		*buf = append(*buf, v)
 		return ok
 	})
-	*dst = out
+	*dst = avroInts((*buf)[start:len(*buf):len(*buf)])
 	return ok
 }
 
@@ -403,7 +408,7 @@ func (s *jscan) counters(dst **jhCounters) bool {
 			if s.peek() == 'n' {
 				return s.literal("null")
 			}
-			c.Groups = []jhCounterGroup{}
+			c.Groups = scannedGroups
 			return s.array(func() bool {
 				var g jhCounterGroup
 				ok := s.object(func(key []byte) bool {
@@ -438,7 +443,6 @@ func (s *jscan) counters(dst **jhCounters) bool {
 					}
 					return s.otherKey(key, "name", "counts")
 				})
-				c.Groups = append(c.Groups, g)
 				return ok
 			})
 		case wrappedCounters:
@@ -468,10 +472,16 @@ var recordKeys = []string{"jobid", "taskid", "attemptId", "taskType", "jobName",
 
 const wrappedCounters = "org.apache.hadoop.mapreduce.jobhistory.JhCounters"
 
+// scannedGroups marks a counters record whose groups the hand-written
+// decoder read (their counts are in flat); flatten only needs to know that
+// groups were present.
+var scannedGroups = []jhCounterGroup{}
+
 // scanJhLine decodes one event line into ev; false means "use
 // encoding/json".
 func scanJhLine(line []byte, d *jhDecoder, ev *jhLine) bool {
 	s := &jscan{b: line, names: d.names, scratch: &d.scratch}
+	seenEvent := false
 	ok := s.object(func(key []byte) bool {
 		switch string(key) {
 		case "type":
@@ -479,19 +489,18 @@ func scanJhLine(line []byte, d *jhDecoder, ev *jhLine) bool {
 			ev.Type = v
 			return ok
 		case "event":
-			if s.peek() == 'n' {
-				return s.literal("null")
+			if seenEvent || s.peek() == 'n' {
+				return false // rare shapes: leave them to encoding/json
 			}
-			ev.Event = map[string]*jhRecord{}
+			seenEvent = true
+			classes := 0
 			return s.object(func(class []byte) bool {
-				if s.peek() == 'n' {
-					ev.Event[string(class)] = nil
-					return s.literal("null")
+				if classes++; classes > 1 || s.peek() == 'n' {
+					return false
 				}
-				r := &jhRecord{}
-				ev.Event[string(class)] = r
-				return scanJhRecord(s, r)
-			})
+				ev.one = &jhRecord{}
+				return scanJhRecord(s, ev.one)
+			}) && classes == 1
 		}
 		return s.otherKey(key, "type", "event")
 	})
@@ -564,13 +573,13 @@ func scanJhRecord(s *jscan, r *jhRecord) bool {
 		case "totalCounters":
 			return s.counters(&r.TotalCounters)
 		case "clockSplits":
-			return s.avroInts(&r.ClockSplits)
+			return s.avroInts(&r.ClockSplits, &r.splitBuf)
 		case "cpuUsages":
-			return s.avroInts(&r.CPUUsages)
+			return s.avroInts(&r.CPUUsages, &r.splitBuf)
 		case "vMemKbytes":
-			return s.avroInts(&r.VMemKbytes)
+			return s.avroInts(&r.VMemKbytes, &r.splitBuf)
 		case "physMemKbytes":
-			return s.avroInts(&r.PhysMemKbytes)
+			return s.avroInts(&r.PhysMemKbytes, &r.splitBuf)
 		default:
 			return s.otherKey(key, recordKeys...)
 		}
