@@ -56,8 +56,8 @@ type Streamer struct {
 	conn *grpc.ClientConn
 
 	sent, acked, dups, records, reconnects, rejected atomic.Uint64
-	connected                              atomic.Bool
-	lastErr                                atomic.Value // string
+	connected                                        atomic.Bool
+	lastErr                                          atomic.Value // string
 }
 
 // New prepares a streamer; it connects lazily in Run.
