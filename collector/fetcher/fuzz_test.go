@@ -43,6 +43,7 @@ func FuzzJhistScanner(f *testing.F) {
 	f.Add(seed)
 	f.Add([]byte("Avro-Json\n{}\n{\"type\":\"TASK_FINISHED\",\"event\":{\"x\":{\"taskid\":\"task_1_1_m_000001\",\"status\":{\"string\":\"SUCCEEDED\"},\"counters\":{\"org.apache.hadoop.mapreduce.jobhistory.JhCounters\":{\"groups\":[{\"counts\":[{\"name\":\"A\",\"value\":1}]}]}}}}}\n"))
 	f.Add([]byte("Avro-Json\n{}\n{\"type\":\"JOB_SUBMITTED\",\"event\":{\"x\":{\"jobid\":\"job_1_1\",\"JOBNAME\":\"n\\u0041\",\"userName\":7}}}\n"))
+	f.Add([]byte("Avro-Json\n{}\n{\"type\":\"TASK_STARTED\",\"event\":{\"x\":{\"taskid\":\"task_1_1_m_000001\",\"TASKTYPE\":\"MAP\",\"\u017ftartTime\":5,\"\xc5\xbftartTime\":6,\"HTTPPort\":1}}}\n"))
 	for _, n := range []string{"9223372036854775807", "-9223372036854775808", "9223372036854775808", "-0", "1e3", "007"} {
 		f.Add([]byte("Avro-Json\n{}\n{\"type\":\"JOB_SUBMITTED\",\"event\":{\"x\":{\"jobid\":\"job_1_1\",\"submitTime\":" + n + "}}}\n"))
 	}

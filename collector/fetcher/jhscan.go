@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/stratatrace/strata/collector/job"
@@ -28,6 +29,15 @@ type jscan struct {
 	// a map of the right size; reused across lines.
 	scratch *[]jhCount
 }
+
+// plainByte marks the bytes a string scan steps over without a second
+// look: printable ASCII other than '"' and '\\'.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // jhDecoder is the state one decoding goroutine keeps across lines.
 type jhDecoder struct {
@@ -95,6 +105,12 @@ func (s *jscan) str() ([]byte, bool) {
 	start := s.i
 	ascii := true
 	for s.i < len(s.b) {
+		for s.i < len(s.b) && plainByte[s.b[s.i]] {
+			s.i++
+		}
+		if s.i >= len(s.b) {
+			break
+		}
 		switch c := s.b[s.i]; {
 		case c == '"':
 			s.i++
@@ -139,6 +155,12 @@ func (s *jscan) skipString() (int, bool) {
 		return 0, false
 	}
 	for j := s.i + 1; j < len(s.b); j++ {
+		for j < len(s.b) && (plainByte[s.b[j]] || s.b[j] >= 0x80) {
+			j++
+		}
+		if j >= len(s.b) {
+			break
+		}
 		switch c := s.b[j]; {
 		case c == '\\':
 			j++
@@ -454,15 +476,47 @@ func (s *jscan) counters(dst **jhCounters) bool {
 
 // otherKey skips the value of a key the caller does not read, unless the
 // key differs only in case from one it reads (encoding/json matches keys
-// case-insensitively; leave such lines to it).
+// case-insensitively; leave such lines to it). known lists the keys the
+// caller reads; none means the job-history record's keys.
 func (s *jscan) otherKey(key []byte, known ...string) bool {
+	for _, c := range key {
+		if c >= 0x80 {
+			return false // Unicode case folding: leave it to encoding/json
+		}
+	}
+	var buf [64]byte
+	if len(key) > len(buf) {
+		return s.skip() // longer than any key we read
+	}
+	lower := buf[:len(key)]
+	for i, c := range key {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	if len(known) == 0 {
+		if recordKeysLower[string(lower)] {
+			return false
+		}
+		return s.skip()
+	}
 	for _, k := range known {
-		if len(k) == len(key) && bytes.EqualFold(key, []byte(k)) {
+		if strings.EqualFold(string(lower), k) {
 			return false
 		}
 	}
 	return s.skip()
 }
+
+// recordKeysLower holds the lower-cased keys scanJhRecord reads.
+var recordKeysLower = func() map[string]bool {
+	m := make(map[string]bool, len(recordKeys))
+	for _, k := range recordKeys {
+		m[strings.ToLower(k)] = true
+	}
+	return m
+}()
 
 var recordKeys = []string{"jobid", "taskid", "attemptId", "taskType", "jobName", "userName", "jobQueueName",
 	"jobStatus", "diagnostics", "trackerName", "hostname", "taskStatus", "status", "error",
@@ -581,7 +635,7 @@ func scanJhRecord(s *jscan, r *jhRecord) bool {
 		case "physMemKbytes":
 			return s.avroInts(&r.PhysMemKbytes, &r.splitBuf)
 		default:
-			return s.otherKey(key, recordKeys...)
+			return s.otherKey(key) // none: the record's keys
 		}
 		if str != nil {
 			return s.avroStr(str)
