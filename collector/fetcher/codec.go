@@ -1,7 +1,6 @@
 package fetcher
 
 import (
-	"bytes"
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
@@ -286,6 +285,3 @@ func (s *snappyStreamReader) nextChunk() error {
 	s.chunks++
 	return nil
 }
-
-// hasPrefixFold reports whether b starts with prefix.
-func hasPrefix(b []byte, prefix string) bool { return bytes.HasPrefix(b, []byte(prefix)) }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -297,8 +296,6 @@ func TestGeneratedHistoryRoundTrip(t *testing.T) {
 		t.Errorf("failed job %s %q %s", f.Status, f.Diagnostics, f.MapTasks[0].Analyzed)
 	}
 }
-
-var _ = io.EOF
 
 // Strict Avro-JSON wraps nullable unions ({"string": …}, {"<record class>":
 // {…}}); both decoders unwrap them.
