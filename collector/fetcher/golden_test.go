@@ -3,7 +3,6 @@ package fetcher
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -37,19 +36,11 @@ func TestGeneratedGolden(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.MarshalIndent(got, "", "  ")
-	golden := filepath.Join("testdata", "generated.golden.json")
-	if *update {
-		if err := os.WriteFile(golden, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	want, ok := golden(t, "generated.golden.json", got)
+	if !ok {
 		return
 	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if string(want) != string(b)+"\n" {
-		t.Errorf("generated inputs differ from %s:\n%s", golden, b)
+	if b, _ := json.MarshalIndent(got, "", "  "); string(want) != string(b)+"\n" {
+		t.Errorf("generated inputs differ from testdata/generated.golden.json:\n%s", b)
 	}
 }

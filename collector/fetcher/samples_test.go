@@ -395,6 +395,28 @@ func summarize(j *job.Job) summary {
 	return s
 }
 
+// golden returns the golden file testdata/name, or with -update rewrites it
+// from got and returns ok = false.
+func golden(t *testing.T, name string, got any) (want []byte, ok bool) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		b, _ := json.MarshalIndent(got, "", "  ")
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return nil, false
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	return want, true
+}
+
 // TestSampleGolden fetches every sample and compares compact summaries with
 // testdata/samples.golden.json (rewrite with -update).
 func TestSampleGolden(t *testing.T) {
@@ -408,20 +430,9 @@ func TestSampleGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "samples.golden.json")
-	b, _ := json.MarshalIndent(got, "", "  ")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, append(b, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	want, ok := golden(t, "samples.golden.json", got)
+	if !ok {
 		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
 	}
 	var wantM map[string][]summary
 	if err := json.Unmarshal(want, &wantM); err != nil {
