@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +43,11 @@ type Config struct {
 	SettleRounds int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
-	// Fetch reads a source; default fetcher.Options{Skip: sink.HasJob}.Fetch.
+	// HTTPClient talks to history servers (TLS, authentication); default
+	// the fetcher's.
+	HTTPClient *http.Client
+	// Fetch reads a source; default fetcher.Options{HTTPClient, Skip:
+	// sink.HasJob}.Fetch.
 	Fetch FetchFunc
 	// Now returns the analysis time; default time.Now.
 	Now func() time.Time
@@ -100,7 +105,7 @@ func New(cfg Config, a Analyzer, s Sink) (*Poller, error) {
 	if cfg.Fetch == nil {
 		// History servers list every job they keep: ask the sink before
 		// downloading one in detail.
-		cfg.Fetch = fetcher.Options{Skip: s.HasJob}.Fetch
+		cfg.Fetch = fetcher.Options{HTTPClient: cfg.HTTPClient, Skip: s.HasJob}.Fetch
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
