@@ -1,9 +1,13 @@
 package heuristics
 
 import (
-	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/stratatrace/strata/collector/job"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
 // NoDataName is the name of the synthetic result of a job without data.
@@ -107,38 +111,17 @@ func (e *Engine) AnalyzeWithTrace(j *job.Job, ts *TraceSummary) *stratav1.JobRes
 	if res.StartUnixMs <= 0 {
 		res.StartUnixMs = j.StartMs
 	}
-	m := e.Metrics(j)
+	// Heuristics are pure functions of the job: they and the metrics run on
+	// every core, and their results are put back in registry order.
+	metricsDone := make(chan Metrics, 1)
+	go func() { metricsDone <- e.Metrics(j) }()
+	results := e.apply(j, ts)
+	m := <-metricsDone
 	res.Metrics = &stratav1.JobMetrics{
 		UsedGbHours:   m.UsedGBHours(),
 		WastedGbHours: m.WastedGBHours(),
 		RuntimeMs:     m.RuntimeMs,
 		WaitMs:        m.DelayMs,
-	}
-	var results []named
-	if j.Type == job.MapReduce && j.Succeeded() && len(j.MapTasks) == 0 && len(j.ReduceTasks) == 0 {
-		results = append(results, named{NoDataName, Result{Severity: Low, Details: []Detail{
-			detail("No Data Received", "the job history has no tasks to analyse"),
-		}}})
-	} else {
-		jt := e.JobType(j)
-		for _, b := range e.jobs {
-			if b.typ != j.Type || excluded(b.exclude, jt) {
-				continue
-			}
-			if r := b.h.Apply(j); !r.Skip {
-				results = append(results, named{b.h.Name(), r})
-			}
-		}
-		if ts != nil && ts.AppID != "" && ts.AppID == j.AppID {
-			for _, b := range e.trace {
-				if excluded(b.exclude, jt) {
-					continue
-				}
-				if r := b.h.ApplyTrace(j, ts); !r.Skip {
-					results = append(results, named{b.h.Name(), r})
-				}
-			}
-		}
 	}
 	sev := None
 	for _, r := range results {
@@ -148,6 +131,47 @@ func (e *Engine) AnalyzeWithTrace(j *job.Job, ts *TraceSummary) *stratav1.JobRes
 	}
 	res.Severity = sev.Proto()
 	return res
+}
+
+// apply runs the heuristics that apply to j (and the cross-layer ones when
+// ts describes j's application) and returns the results that were not
+// skipped, in registry order.
+func (e *Engine) apply(j *job.Job, ts *TraceSummary) []named {
+	if j.Type == job.MapReduce && j.Succeeded() && len(j.MapTasks) == 0 && len(j.ReduceTasks) == 0 {
+		return []named{{NoDataName, Result{Severity: Low, Details: []Detail{
+			detail("No Data Received", "the job history has no tasks to analyse"),
+		}}}}
+	}
+	jt := e.JobType(j)
+	var runs []func() named
+	for _, b := range e.jobs {
+		if b.typ != j.Type || excluded(b.exclude, jt) {
+			continue
+		}
+		runs = append(runs, func() named { return named{b.h.Name(), b.h.Apply(j)} })
+	}
+	if ts != nil && ts.AppID != "" && ts.AppID == j.AppID {
+		for _, b := range e.trace {
+			if excluded(b.exclude, jt) {
+				continue
+			}
+			runs = append(runs, func() named { return named{b.h.Name(), b.h.ApplyTrace(j, ts)} })
+		}
+	}
+	out := make([]named, len(runs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(runs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(runs)); i = next.Add(1) - 1 {
+				out[i] = runs[i]()
+			}
+		}()
+	}
+	wg.Wait()
+	return slices.DeleteFunc(out, func(n named) bool { return n.Skip })
 }
 
 type named struct {
