@@ -31,15 +31,20 @@ type lockedResolver struct {
 	warned map[string]bool
 }
 
-func (l *lockedResolver) Resolve(pid uint32, vaddr, length uint64) ([]*stratav1.PageRun, error) {
+func (l *lockedResolver) Resolve(pid uint32, vaddr, length uint64, cpuNode int32) ([]*stratav1.PageRun, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	res, err := l.r.Resolve(int(pid), vaddr, length)
+	req := [1]resolver.Request{{VAddr: vaddr, Length: length, CPUNode: cpuNode}}
+	var out [1]resolver.Result
+	if err := l.r.ResolveBatch(int(pid), req[:], out[:]); err != nil {
+		return nil, err
+	}
+	res := out[0]
 	if w := res.Warning; w != nil && !l.warned[w.Error()] {
 		l.warned[w.Error()] = true
 		l.log.Warn("page resolution degraded", "reason", w)
 	}
-	return res.Runs, err
+	return res.Runs, res.Err
 }
 
 // Run runs the agent until ctx ends.

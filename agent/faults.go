@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stratatrace/strata/agent/annotator"
+	"github.com/stratatrace/strata/agent/procmem"
 	"github.com/stratatrace/strata/agent/tracer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -24,6 +25,7 @@ type faults struct {
 	pmu    tracer.PMUInfo
 	walk   *tracer.WalkEvents
 	log    *slog.Logger
+	cpus   []int32 // NUMA node per CPU; nil when sysfs does not say
 
 	mu        sync.Mutex
 	ann       *annotator.Annotator
@@ -63,6 +65,9 @@ func startFaults(cfg Config, log *slog.Logger) (*faults, error) {
 		return f, nil
 	}
 	f.t = t
+	if f.cpus, err = (procmem.FS{Proc: cfg.ProcRoot, Sys: cfg.SysRoot}).LoadCPUNodes(); err != nil {
+		f.log.Warn("CPU to NUMA node map unavailable; faults will not say local or remote", "err", err)
+	}
 	f.pmu, _ = tracer.DetectPMU(cfg.SysRoot)
 	if f.pmu.Available() {
 		if m, err := tracer.ReadCPUModel(cfg.ProcRoot); err == nil {
@@ -141,6 +146,14 @@ func faultKind(k tracer.Kind) stratav1.FaultKind {
 		return stratav1.FaultKind_FAULT_KIND_UNCLASSIFIED
 	}
 	return stratav1.FaultKind_FAULT_KIND_UNSPECIFIED
+}
+
+// cpuNode is the NUMA node of cpu, -1 when unknown.
+func (f *faults) cpuNode(cpu uint16) int32 {
+	if int(cpu) < len(f.cpus) {
+		return f.cpus[cpu]
+	}
+	return -1
 }
 
 // openWorkload starts perf-stat counting of pid once.
@@ -227,7 +240,8 @@ func (f *faults) run(ctx context.Context, ann *annotator.Annotator, log *slog.Lo
 			if ev.Kind == tracer.KindExit || ev.Kind == tracer.KindWalkSample {
 				continue
 			}
-			ann.AddFault(annotator.Fault{PID: ev.TGID, TID: ev.TID, BlockID: ev.BlockID, Addr: ev.Addr, Time: ev.Time, Kind: faultKind(ev.Kind)})
+			ann.AddFault(annotator.Fault{PID: ev.TGID, TID: ev.TID, BlockID: ev.BlockID, Addr: ev.Addr, Time: ev.Time,
+				Kind: faultKind(ev.Kind), CPUNode: f.cpuNode(ev.CPU)})
 		case <-tick.C:
 			f.flush(ann)
 		}

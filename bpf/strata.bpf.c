@@ -156,9 +156,8 @@ static __always_inline void emit(struct fault_stats *st, __u64 pid_tgid, __u64 a
 	e->tgid = pid_tgid >> 32;
 	e->tid = (__u32)pid_tgid;
 	e->kind = kind;
-	e->_pad[0] = 0;
-	e->_pad[1] = 0;
-	e->_pad[2] = 0;
+	e->_pad = 0;
+	e->cpu = (__u16)bpf_get_smp_processor_id();
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	st->events++;
 }

@@ -101,7 +101,8 @@ struct event {
 	__u32 tgid;
 	__u32 tid;
 	__u8 kind; /* enum strata_kind */
-	__u8 _pad[3];
+	__u8 _pad;
+	__u16 cpu; /* the CPU the fault ran on: user space maps it to a NUMA node */
 	__u32 slot;
 };
 

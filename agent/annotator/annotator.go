@@ -14,9 +14,11 @@ import (
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
-// Resolver reads the pages behind a range of a process.
+// Resolver reads the pages behind a range of a process. cpuNode is the
+// NUMA node of the CPU that touched the range, -1 when unknown; pages on
+// another node are marked CROSS_NODE.
 type Resolver interface {
-	Resolve(pid uint32, vaddr, length uint64) ([]*stratav1.PageRun, error)
+	Resolve(pid uint32, vaddr, length uint64, cpuNode int32) ([]*stratav1.PageRun, error)
 }
 
 // Sink takes finished batches; *spool.Spool satisfies it.
@@ -161,7 +163,7 @@ func (a *Annotator) record(ev hooksrv.Event, vaddr, length uint64) *stratav1.Rec
 
 // resolve fills rec's pages, or its resolve_error.
 func (a *Annotator) resolve(rec *stratav1.Record) {
-	runs, err := a.res.Resolve(rec.GetPid(), rec.GetVaddr(), rec.GetLength())
+	runs, err := a.res.Resolve(rec.GetPid(), rec.GetVaddr(), rec.GetLength(), rec.GetCpuNumaNode())
 	rec.Runs = runs
 	if err != nil {
 		rec.ResolveError = err.Error()
@@ -298,6 +300,7 @@ type Fault struct {
 	Addr     uint64
 	Time     time.Time
 	Kind     stratav1.FaultKind
+	CPUNode  int32 // NUMA node of the CPU the fault ran on, -1 unknown
 }
 
 // AddFault records a sampled fault with the Spark names of its block and
@@ -313,9 +316,9 @@ func (a *Annotator) AddFault(f Fault) bool {
 	rec := &stratav1.Record{
 		TimeUnixNano: f.Time.UnixNano(), Access: stratav1.AccessKind_ACCESS_KIND_FAULT,
 		Pid: f.PID, Tid: f.TID, Block: sem, Vaddr: f.Addr, Length: 1, PageSize: a.cfg.PageSize,
-		CpuNumaNode: -1, FaultKind: f.Kind,
+		CpuNumaNode: f.CPUNode, FaultKind: f.Kind,
 	}
-	runs, err := a.res.Resolve(f.PID, f.Addr&^(page-1), page)
+	runs, err := a.res.Resolve(f.PID, f.Addr&^(page-1), page, f.CPUNode)
 	rec.Runs = runs
 	if err != nil {
 		rec.ResolveError = err.Error()

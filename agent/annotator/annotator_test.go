@@ -22,14 +22,18 @@ type rangeResolver struct {
 
 var errGone = errors.New("process gone")
 
-func (r *rangeResolver) Resolve(pid uint32, vaddr, length uint64) ([]*stratav1.PageRun, error) {
+func (r *rangeResolver) Resolve(pid uint32, vaddr, length uint64, cpuNode int32) ([]*stratav1.PageRun, error) {
 	r.mu.Lock()
 	r.calls++
 	r.mu.Unlock()
 	if r.dead[pid] {
 		return nil, errGone
 	}
-	return []*stratav1.PageRun{{Vaddr: vaddr, Count: uint32(length / 4096), State: 1, Pfn: vaddr >> 12}}, nil
+	state := uint32(1)
+	if cpuNode >= 0 && cpuNode != 0 { // every page of this resolver is on node 0
+		state |= uint32(stratav1.PageState_PAGE_STATE_CROSS_NODE)
+	}
+	return []*stratav1.PageRun{{Vaddr: vaddr, Count: max(uint32(length/4096), 1), State: state, Pfn: vaddr >> 12}}, nil
 }
 
 type memSink struct {
@@ -219,7 +223,7 @@ func TestFaultSamplesAndCounters(t *testing.T) {
 	s := &hooksrv.Session{PID: 5, AppID: "app", ExecutorID: "2"}
 	a.HandleEvent(context.Background(), ev(s, hooksrv.EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, 3, 0x100000, 0x10000))
 	now := time.Unix(300, 0)
-	if !a.AddFault(Fault{PID: 5, TID: 6, BlockID: 3, Addr: 0x104123, Time: now, Kind: stratav1.FaultKind_FAULT_KIND_WRITE}) {
+	if !a.AddFault(Fault{PID: 5, TID: 6, BlockID: 3, Addr: 0x104123, Time: now, Kind: stratav1.FaultKind_FAULT_KIND_WRITE, CPUNode: 1}) {
 		t.Fatal("fault in a live block was dropped")
 	}
 	if a.AddFault(Fault{PID: 5, BlockID: 4, Addr: 0x1, Time: now}) {
@@ -239,6 +243,9 @@ func TestFaultSamplesAndCounters(t *testing.T) {
 		t.Fatalf("sample record = %v", f)
 	}
 	// The faulted page, resolved: the resolver saw the page-aligned address.
+	if f.GetCpuNumaNode() != 1 || f.GetRuns()[0].GetState()&uint32(stratav1.PageState_PAGE_STATE_CROSS_NODE) == 0 {
+		t.Fatalf("sample from a CPU of node 1 on a node-0 page: cpu node %d, state %#x", f.GetCpuNumaNode(), f.GetRuns()[0].GetState())
+	}
 	if len(f.GetRuns()) != 1 || f.GetRuns()[0].GetVaddr() != 0x104000 || f.GetRuns()[0].GetCount() != 1 {
 		t.Fatalf("sample runs = %v", f.GetRuns())
 	}

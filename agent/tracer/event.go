@@ -50,6 +50,7 @@ type Event struct {
 	IP      uint64 // user instruction pointer at the fault, 0 if unknown
 	BlockID uint64
 	Kind    Kind
+	CPU     uint16 // the CPU the fault ran on (0 for exit notices)
 }
 
 // eventSize is sizeof(struct event); layout_test.go checks it and the
@@ -71,6 +72,7 @@ func DecodeEvent(b []byte) (Event, error) {
 		TGID:    le.Uint32(b[32:]),
 		TID:     le.Uint32(b[36:]),
 		Kind:    Kind(b[40]),
+		CPU:     le.Uint16(b[42:]),
 	}
 	switch ev.Kind {
 	case KindRead, KindWrite, KindExec, KindUnclassified, KindMajor, KindWalkSample, KindExit:

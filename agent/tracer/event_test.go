@@ -23,6 +23,7 @@ func TestLayout(t *testing.T) {
 		{"tgid", unsafe.Offsetof(ev.Tgid), 32},
 		{"tid", unsafe.Offsetof(ev.Tid), 36},
 		{"kind", unsafe.Offsetof(ev.Kind), 40},
+		{"cpu", unsafe.Offsetof(ev.Cpu), 42},
 		{"STRATA_SLOTS", uintptr(len(strataRangeSet{}.Ranges)), rangeSlots},
 	} {
 		if c.got != c.want {
@@ -41,11 +42,12 @@ func encodeEvent(ev Event) []byte {
 	le.PutUint32(b[32:], ev.TGID)
 	le.PutUint32(b[36:], ev.TID)
 	b[40] = byte(ev.Kind)
+	le.PutUint16(b[42:], ev.CPU)
 	return b
 }
 
 func TestDecodeEvent(t *testing.T) {
-	want := Event{MonoNS: 1, Addr: 0x7f00_0000_1000, IP: 0x401000, BlockID: 42, TGID: 7, TID: 8, Kind: KindWrite}
+	want := Event{MonoNS: 1, Addr: 0x7f00_0000_1000, IP: 0x401000, BlockID: 42, TGID: 7, TID: 8, Kind: KindWrite, CPU: 1}
 	got, err := DecodeEvent(encodeEvent(want))
 	if err != nil || got != want {
 		t.Fatalf("decode: %+v %v, want %+v", got, err, want)

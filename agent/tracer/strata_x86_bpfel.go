@@ -48,7 +48,8 @@ type strataEvent struct {
 	Tgid    uint32
 	Tid     uint32
 	Kind    uint8
-	Pad     [3]uint8
+	Pad     uint8
+	Cpu     uint16
 	Slot    uint32
 }
 

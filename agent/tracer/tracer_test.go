@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -146,6 +147,9 @@ func TestFaultCountsExact(t *testing.T) {
 					}
 					if ev.Addr < c.page(0) || ev.Addr >= c.page(32) || ev.Time.IsZero() {
 						t.Fatalf("event %+v outside the blocks", ev)
+					}
+					if int(ev.CPU) >= runtime.NumCPU() {
+						t.Fatalf("event on CPU %d of %d", ev.CPU, runtime.NumCPU())
 					}
 					cc := got[ev.BlockID]
 					switch ev.Kind {

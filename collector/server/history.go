@@ -16,6 +16,7 @@ import (
 type traceSource interface {
 	Cached(ctx context.Context, appID string) ([]store.CachedPages, error)
 	Overhead(ctx context.Context, appID string) ([]*stratav1.OverheadRow, error)
+	FaultNodes(ctx context.Context, appID string) (local, remote uint64, err error)
 }
 
 // analyzer runs the heuristics engine on a job, adding the cross-layer
@@ -50,7 +51,14 @@ func (a analyzer) summary(appID string) *heuristics.TraceSummary {
 	if err != nil {
 		a.log.Warn("read workload counters for cross-layer heuristics", "app", appID, "err", err)
 	}
-	return summarize(appID, cached, over)
+	ts := summarize(appID, cached, over)
+	local, remote, err := a.traces.FaultNodes(ctx, appID)
+	if err != nil {
+		a.log.Warn("read fault samples for cross-layer heuristics", "app", appID, "err", err)
+	} else if ts != nil && local+remote > 0 {
+		ts.Faults = &heuristics.FaultShare{Local: local, Remote: remote}
+	}
+	return ts
 }
 
 // summarize turns per-RDD, per-node page counts and workload counters into
@@ -83,9 +91,6 @@ func summarize(appID string, cached []store.CachedPages, over []*stratav1.Overhe
 	for _, o := range over {
 		ts.Workloads = append(ts.Workloads, o.GetCounters())
 	}
-	// Faults by local/remote node need the faulting CPU's node, which the
-	// agent does not record yet: left nil, so that heuristic says "not
-	// measured" rather than guessing.
 	return ts
 }
 

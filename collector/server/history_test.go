@@ -32,6 +32,20 @@ func TestPollerAnalysesWithTraces(t *testing.T) {
 			{Vaddr: 0x10000000 + 4000*4096, Count: 100, State: uint32(stratav1.PageState_PAGE_STATE_SWAPPED), SwapOffset: 7, NumaNode: -1},
 		},
 	}}}
+	// 1200 sampled faults in the block, 800 of them from a CPU of node 1 on
+	// node-0 pages: remote share 0.667, ascending [0.1 0.25 0.4 0.5].
+	for i := range 1200 {
+		cpu := int32(0)
+		if i < 800 {
+			cpu = 1
+		}
+		va := uint64(0x10000000 + (i%3000)*4096)
+		batch.Records = append(batch.Records, &stratav1.Record{
+			TimeUnixNano: int64(2 + i), Access: stratav1.AccessKind_ACCESS_KIND_FAULT, Pid: 10, PageSize: 4096,
+			CpuNumaNode: cpu, FaultKind: stratav1.FaultKind_FAULT_KIND_READ, Block: batch.Records[0].Block,
+			Vaddr: va + 0x10, Length: 1, Runs: []*stratav1.PageRun{{Vaddr: va, Count: 1, State: present, Pfn: 0x1000 + uint64(i), NumaNode: 0}},
+		})
+	}
 	dir := t.TempDir()
 	c := servertest.StartWith(t, []*stratav1.Batch{batch}, nil, func(cfg *server.Config) {
 		cfg.History = []string{dir}
@@ -68,6 +82,7 @@ func TestPollerAnalysesWithTraces(t *testing.T) {
 		"THP Coverage of Cached Blocks": stratav1.Severity_SEVERITY_MODERATE,
 		// 100 of 4100 pages swapped: 0.024, ascending [0.001 0.01 0.05 0.1].
 		"Swapped Cached Blocks": stratav1.Severity_SEVERITY_MODERATE,
+		"Remote-Node Faults":    stratav1.Severity_SEVERITY_CRITICAL,
 	}
 	for name, sev := range want {
 		if g, ok := got[name]; !ok || g != sev {

@@ -46,3 +46,27 @@ func (s *DuckDB) Cached(ctx context.Context, appID string) ([]CachedPages, error
 		return c, sc(&c.RDDID, &c.Node, &c.Pages, &c.Present, &c.Swapped, &c.THP)
 	})
 }
+
+// faultNodesSQL counts the sampled faults ($2 = FAULT records that carry a
+// CPU node) in an app's cached blocks by whether the faulted page was on
+// the faulting CPU's node. Each sample record holds the one page it faulted.
+const faultNodesSQL = `
+SELECT coalesce(sum(CASE WHEN r.numa_node = rec.cpu_numa THEN r.pages ELSE 0 END), 0)::UBIGINT,
+	coalesce(sum(CASE WHEN r.numa_node <> rec.cpu_numa THEN r.pages ELSE 0 END), 0)::UBIGINT
+FROM runs r JOIN records rec USING (batch_id, rec_idx)
+WHERE rec.app_id = $1 AND rec.access_kind = $2 AND rec.cpu_numa >= 0 AND NOT rec.has_faults
+	AND r.rdd_id >= 0 AND r.mem_mode <> $3 AND r.state & 1 <> 0 AND r.state & 128 = 0 AND r.numa_node >= 0`
+
+// FaultNodes returns how many sampled faults in an app's cached blocks hit
+// a page on the faulting CPU's own node (local) or on another (remote).
+func (s *DuckDB) FaultNodes(ctx context.Context, appID string) (local, remote uint64, err error) {
+	if err := s.reader(appID); err != nil {
+		return 0, 0, fmt.Errorf("fault nodes: %w", err)
+	}
+	row := s.db.QueryRowContext(ctx, faultNodesSQL, appID, int8(stratav1.AccessKind_ACCESS_KIND_FAULT),
+		int8(stratav1.MemoryMode_MEMORY_MODE_EXECUTION))
+	if err := row.Scan(&local, &remote); err != nil {
+		return 0, 0, fmt.Errorf("query fault nodes %s: %w", appID, err)
+	}
+	return local, remote, nil
+}
