@@ -23,6 +23,9 @@ type faultRow struct {
 	Write      uint64 `json:"write"`
 	Exec       uint64 `json:"exec"`
 	Major      uint64 `json:"major"`
+	// Unclassified faults were seen by the perf-event fallback hook, which
+	// cannot tell reads from writes (kernels without page_fault_user).
+	Unclassified uint64 `json:"unclassified"`
 }
 
 func runFaults(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -35,12 +38,12 @@ func runFaults(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return rpcError("faults", err)
 	}
-	out := newOutput(stdout, c.output, "RDD", "PART", "BLOCK", "EXECUTOR", "PID", "READ", "WRITE", "EXEC", "MAJOR")
+	out := newOutput(stdout, c.output, "RDD", "PART", "BLOCK", "EXECUTOR", "PID", "READ", "WRITE", "EXEC", "MAJOR", "UNCLASSIFIED")
 	for _, r := range resp.GetRows() {
 		f := r.GetFaults()
 		row := faultRow{RDD: r.GetRddId(), Partition: r.GetPartition(), BlockID: r.GetBlockId(), ExecutorID: r.GetExecutorId(), PID: r.GetPid(),
-			Read: f.GetRead(), Write: f.GetWrite(), Exec: f.GetExec(), Major: f.GetMajor()}
-		if err := out.row(row, row.RDD, row.Partition, row.BlockID, row.ExecutorID, row.PID, row.Read, row.Write, row.Exec, row.Major); err != nil {
+			Read: f.GetRead(), Write: f.GetWrite(), Exec: f.GetExec(), Major: f.GetMajor(), Unclassified: f.GetUnclassified()}
+		if err := out.row(row, row.RDD, row.Partition, row.BlockID, row.ExecutorID, row.PID, row.Read, row.Write, row.Exec, row.Major, row.Unclassified); err != nil {
 			return fmt.Errorf("write faults: %w", err)
 		}
 	}

@@ -71,7 +71,9 @@ CREATE TABLE IF NOT EXISTS records (
 	fault_write   UBIGINT NOT NULL,
 	fault_exec    UBIGINT NOT NULL,
 	fault_major   UBIGINT NOT NULL,
-	resolve_error VARCHAR NOT NULL
+	resolve_error VARCHAR NOT NULL,
+	fault_unclassified UBIGINT NOT NULL,
+	fault_kind    TINYINT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS runs (
 	batch_id      BIGINT NOT NULL,
@@ -428,7 +430,8 @@ func (w *writer) appendRows(id int64, b *stratav1.Batch) error {
 		err := w.records.AppendRow(id, int32(i), node, r.GetTimeUnixNano(), int8(r.GetAccess()), r.GetPid(), r.GetTid(),
 			blk.GetAppId(), blk.GetExecutorId(), blk.GetRddId(), blk.GetPartition(), blk.GetBlockId(), blk.GetHookBlockId(),
 			r.GetVaddr(), r.GetLength(), r.GetPageSize(), r.GetCpuNumaNode(), uint32(len(r.GetRuns())), pages,
-			f != nil, f.GetRead(), f.GetWrite(), f.GetExec(), f.GetMajor(), r.GetResolveError())
+			f != nil, f.GetRead(), f.GetWrite(), f.GetExec(), f.GetMajor(), r.GetResolveError(),
+			f.GetUnclassified(), int8(r.GetFaultKind()))
 		if err != nil {
 			return fmt.Errorf("append record %d: %w", i, err)
 		}

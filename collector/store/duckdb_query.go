@@ -195,13 +195,14 @@ func (s *DuckDB) Numa(ctx context.Context, appID string) ([]*stratav1.NumaRow, e
 const faultsSQL = `
 WITH latest AS (
 	SELECT executor_id, rdd_id, partition_id, block_id, pid,
-		fault_read, fault_write, fault_exec, fault_major,
+		fault_read, fault_write, fault_exec, fault_major, fault_unclassified,
 		row_number() OVER (PARTITION BY executor_id, block_id, pid, hook_block_id
 			ORDER BY time_ns DESC, batch_id DESC, rec_idx DESC) AS rn
 	FROM records WHERE app_id = $1 AND has_faults
 )
 SELECT executor_id, rdd_id, partition_id, block_id, pid,
-	sum(fault_read)::UBIGINT, sum(fault_write)::UBIGINT, sum(fault_exec)::UBIGINT, sum(fault_major)::UBIGINT
+	sum(fault_read)::UBIGINT, sum(fault_write)::UBIGINT, sum(fault_exec)::UBIGINT, sum(fault_major)::UBIGINT,
+	sum(fault_unclassified)::UBIGINT
 FROM latest WHERE rn = 1
 GROUP BY executor_id, rdd_id, partition_id, block_id, pid
 ORDER BY rdd_id, partition_id, executor_id, block_id, pid`
@@ -214,7 +215,7 @@ func (s *DuckDB) faults(ctx context.Context, appID string) ([]*stratav1.FaultRow
 	return collect(rows, func(sc func(...any) error) (*stratav1.FaultRow, error) {
 		r := &stratav1.FaultRow{Faults: &stratav1.FaultCounts{}}
 		f := r.Faults
-		return r, sc(&r.ExecutorId, &r.RddId, &r.Partition, &r.BlockId, &r.Pid, &f.Read, &f.Write, &f.Exec, &f.Major)
+		return r, sc(&r.ExecutorId, &r.RddId, &r.Partition, &r.BlockId, &r.Pid, &f.Read, &f.Write, &f.Exec, &f.Major, &f.Unclassified)
 	})
 }
 

@@ -70,7 +70,7 @@ func Sample(seq uint64) *stratav1.Batch {
 				Runs: runsA(), CpuNumaNode: 0, Faults: &stratav1.FaultCounts{Read: 5, Write: 2, Major: 1}},
 			{TimeUnixNano: T0 + 1e9, Access: stratav1.AccessKind_ACCESS_KIND_READ, Pid: 100, Tid: 102,
 				Block: block("1", 7, 3, "rdd_7_3", 11), Vaddr: BlockA, Length: 6 * PageSize, PageSize: PageSize,
-				Runs: runsA(), CpuNumaNode: 1, Faults: &stratav1.FaultCounts{Read: 9, Write: 3, Exec: 1, Major: 1}},
+				Runs: runsA(), CpuNumaNode: 1, Faults: &stratav1.FaultCounts{Read: 9, Write: 3, Exec: 1, Major: 1, Unclassified: 4}},
 			{TimeUnixNano: T0 + 2e9, Access: stratav1.AccessKind_ACCESS_KIND_ALLOC, Pid: 200, Tid: 201,
 				Block: block("2", 8, 0, "rdd_8_0", 21), Vaddr: BlockB, Length: 4 * PageSize, PageSize: PageSize,
 				Runs: []*stratav1.PageRun{{Vaddr: BlockB, Count: 4, State: uint32(stratav1.PageState_PAGE_STATE_PRESENT),
@@ -136,5 +136,5 @@ func SampleNuma() []*stratav1.NumaRow {
 // (rdd_8_0 sent none).
 func SampleFaults() []*stratav1.FaultRow {
 	return []*stratav1.FaultRow{{ExecutorId: "1", RddId: 7, Partition: 3, BlockId: "rdd_7_3", Pid: 100,
-		Faults: &stratav1.FaultCounts{Read: 9, Write: 3, Exec: 1, Major: 1}}}
+		Faults: &stratav1.FaultCounts{Read: 9, Write: 3, Exec: 1, Major: 1, Unclassified: 4}}}
 }
