@@ -39,7 +39,7 @@ say "collector (embedded DuckDB store in $work/store)"
 "$bin/strata-collector" --listen 127.0.0.1:0 --store-dir "$work/store" >"$work/collector.out" 2>"$work/collector.log" &
 pids+=($!)
 wait_for 60 "the collector" grep -q '^listening ' "$work/collector.out"
-addr=$(sed -n 's/^listening //p' "$work/collector.out" | head -n1)
+addr=$(sed -n 's/^listening //p' "$work/collector.out" | sed -n 1p)
 echo "listening on $addr"
 
 say "agent (hook socket $work/hook.sock)"
@@ -91,7 +91,7 @@ if grep -q 'faults="on' "$work/agent.log"; then
 	say "strata overhead --app app-demo-faults"
 	"$bin/strata" overhead --collector "$addr" --app app-demo-faults
 else
-	echo "fault attribution is unavailable here: $(grep -o 'faults=[^ ]*.*' "$work/agent.log" | head -n1)"
+	echo "fault attribution is unavailable here: $(grep -o 'faults=[^ ]*.*' "$work/agent.log" | sed -n 1p)"
 fi
 exec 4>&-
 
@@ -102,7 +102,7 @@ say "Dr. Elephant heuristics over generated job histories (strata-gen, strata an
 samples=${STRATA_SAMPLES:-$root/../shared/data}
 if [ -d "$samples" ]; then
 	say "... and over the sample histories and event logs in $samples (moderate and worse, first 24)"
-	"$bin/strata" analyze -severity moderate "$samples" 2>/dev/null | head -n 25
+	"$bin/strata" analyze -severity moderate "$samples" 2>/dev/null | sed -n 1,25p
 else
 	echo "(sample data not found at $samples: set STRATA_SAMPLES to analyse it too)"
 fi
@@ -113,5 +113,5 @@ wait "$agent"
 kill -TERM "${pids[0]}"
 wait "${pids[0]}"
 pids=()
-echo "agent: $(grep -o 'agent stopped.*' "$work/agent.log" | head -c 400)"
+echo "agent: $(grep -o 'agent stopped.*' "$work/agent.log" | cut -c 1-400)"
 echo "demo finished"
