@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -21,30 +22,63 @@ import (
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
-// lockedResolver serialises a resolver, whose scratch buffers are not
-// shared-safe, between hook sessions, and logs each kind of degraded
-// answer (hidden PFNs, unreadable kpageflags) once.
-type lockedResolver struct {
+// resolverPool lends one resolver (whose scratch buffers are not shared-safe)
+// to each concurrent caller, up to one per CPU, so hook sessions resolve in
+// parallel; it logs each kind of degraded answer (hidden PFNs, unreadable
+// kpageflags) once.
+type resolverPool struct {
+	free chan *resolver.Resolver
+	log  *slog.Logger
+
 	mu     sync.Mutex
-	r      *resolver.Resolver
-	log    *slog.Logger
 	warned map[string]bool
 }
 
-func (l *lockedResolver) Resolve(pid uint32, vaddr, length uint64, cpuNode int32) ([]*stratav1.PageRun, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func newResolverPool(fs procmem.FS, n int, log *slog.Logger) (*resolverPool, error) {
+	p := &resolverPool{free: make(chan *resolver.Resolver, n), log: log, warned: map[string]bool{}}
+	for range n {
+		r, err := resolver.New(fs, resolver.Options{})
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("open resolver: %w", err)
+		}
+		p.free <- r
+	}
+	return p, nil
+}
+
+func (p *resolverPool) Resolve(pid uint32, vaddr, length uint64, cpuNode int32) ([]*stratav1.PageRun, error) {
+	r := <-p.free
+	defer func() { p.free <- r }()
 	req := [1]resolver.Request{{VAddr: vaddr, Length: length, CPUNode: cpuNode}}
 	var out [1]resolver.Result
-	if err := l.r.ResolveBatch(int(pid), req[:], out[:]); err != nil {
+	if err := r.ResolveBatch(int(pid), req[:], out[:]); err != nil {
 		return nil, err
 	}
 	res := out[0]
-	if w := res.Warning; w != nil && !l.warned[w.Error()] {
-		l.warned[w.Error()] = true
-		l.log.Warn("page resolution degraded", "reason", w)
+	if w := res.Warning; w != nil {
+		p.mu.Lock()
+		first := !p.warned[w.Error()]
+		p.warned[w.Error()] = true
+		p.mu.Unlock()
+		if first {
+			p.log.Warn("page resolution degraded", "reason", w)
+		}
 	}
 	return res.Runs, res.Err
+}
+
+// Close closes the resolvers not lent out; call it when no Resolve runs.
+func (p *resolverPool) Close() error {
+	var errs []error
+	for {
+		select {
+		case r := <-p.free:
+			errs = append(errs, r.Close())
+		default:
+			return errors.Join(errs...)
+		}
+	}
 }
 
 // Run runs the agent until ctx ends.
@@ -58,9 +92,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 
-	res, err := resolver.New(procmem.FS{Proc: cfg.ProcRoot, Sys: cfg.SysRoot}, resolver.Options{})
+	res, err := newResolverPool(procmem.FS{Proc: cfg.ProcRoot, Sys: cfg.SysRoot}, runtime.GOMAXPROCS(0), log.With("component", "resolver"))
 	if err != nil {
-		return fmt.Errorf("open resolver: %w", err)
+		return err
 	}
 	defer res.Close()
 	if os.Geteuid() != 0 {
@@ -87,7 +121,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer kern.Close()
 
-	ann := annotator.New(&lockedResolver{r: res, log: log.With("component", "resolver"), warned: map[string]bool{}}, sp, annotator.Config{
+	ann := annotator.New(res, sp, annotator.Config{
 		NodeName:      cfg.NodeName,
 		BootID:        bootID,
 		PageSize:      uint32(procmem.PageSize()),
