@@ -145,22 +145,28 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 	}
 
-	// Shutdown order: stop taking hook frames, flush the annotator into the
-	// spool, give the streamer DrainTimeout to get it acknowledged.
+	// Shutdown order: stop taking hook frames (every session's FREE records
+	// are then in the annotator), let the fault side send its last
+	// counters, flush the annotator into the spool, and give the streamer
+	// DrainTimeout to get it acknowledged.
 	streamCtx, stopStream := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { defer wg.Done(); st.Run(streamCtx) }()
+	streamDone := make(chan struct{})
+	go func() { defer close(streamDone); st.Run(streamCtx) }()
+	faultCtx, stopFaults := context.WithCancel(context.Background())
+	faultDone := make(chan struct{})
+	go func() { defer close(faultDone); kern.run(faultCtx, ann, log) }()
 	annCtx, stopAnn := context.WithCancel(context.Background())
-	go func() { defer wg.Done(); ann.Run(annCtx) }()
-	go func() { defer wg.Done(); kern.run(annCtx, ann, log) }()
+	annDone := make(chan struct{})
+	go func() { defer close(annDone); ann.Run(annCtx) }()
 	if cfg.StatsInterval > 0 {
 		go m.logEvery(ctx, cfg.StatsInterval, log)
 	}
 
 	serveErr := hs.Serve(ctx)
+	stopFaults()
+	<-faultDone
 	stopAnn()
-	ann.Flush()
+	<-annDone // Run flushes once more as it returns
 	deadline := time.Now().Add(cfg.DrainTimeout)
 	for sp.Stats().Pending > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -169,7 +175,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		log.Warn("collector did not acknowledge everything before shutdown; kept in the spool for the next start", "batches", n)
 	}
 	stopStream()
-	wg.Wait()
+	<-streamDone
 	if httpSrv != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		httpSrv.Shutdown(sctx)
