@@ -122,9 +122,15 @@ func (p *proc) stop(t *testing.T) {
 // fresh store and returns its address.
 func startCollector(t *testing.T, bin string) (*proc, string) {
 	t.Helper()
+	return startCollectorAt(t, bin, "127.0.0.1:0", filepath.Join(t.TempDir(), "store"))
+}
+
+// startCollectorAt starts strata-collector on listen with the store in dir.
+func startCollectorAt(t *testing.T, bin, listen, dir string) (*proc, string) {
+	t.Helper()
 	pr, pw := io.Pipe()
 	p := startProc(t, "collector", pw, filepath.Join(bin, "strata-collector"),
-		"--listen", "127.0.0.1:0", "--store-dir", filepath.Join(t.TempDir(), "store"))
+		"--listen", listen, "--store-dir", dir)
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -171,7 +177,12 @@ type agentProc struct {
 
 func startAgent(t *testing.T, bin, collector string, extra ...string) *agentProc {
 	t.Helper()
-	dir := t.TempDir()
+	return startAgentIn(t, bin, collector, t.TempDir(), extra...)
+}
+
+// startAgentIn starts strata-agent with its socket and spool in dir.
+func startAgentIn(t *testing.T, bin, collector, dir string, extra ...string) *agentProc {
+	t.Helper()
 	a := &agentProc{socket: filepath.Join(dir, "hook.sock"), http: freePort(t)}
 	args := []string{filepath.Join(bin, "strata-agent"),
 		"--node-name", "e2e-node", "--hook-socket", a.socket, "--collector", collector,
