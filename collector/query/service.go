@@ -53,6 +53,20 @@ func (s *Service) Faults(ctx context.Context, req *stratav1.FaultsRequest) (*str
 	return &stratav1.FaultsResponse{Rows: rows}, nil
 }
 
+// hotMethod says how Hot measures hotness.
+const hotMethod = "sampled page faults per page (one fault in the agent's --sample-every per block), " +
+	"with kpageflags as resolved right after the latest sample; " +
+	"REFERENCED/ACTIVE are LRU bookkeeping, not access recency; DAMON and idle page tracking are not used"
+
+// Hot ranks pages by sampled faults.
+func (s *Service) Hot(ctx context.Context, req *stratav1.HotRequest) (*stratav1.HotResponse, error) {
+	pages, err := s.store.Hot(ctx, store.HotQuery{AppID: req.GetAppId(), RDD: req.RddId, Limit: req.GetLimit()})
+	if err != nil {
+		return nil, err
+	}
+	return &stratav1.HotResponse{Pages: pages, Method: hotMethod}, nil
+}
+
 // Overhead returns per-workload counters, fault rates and walk shares.
 func (s *Service) Overhead(ctx context.Context, req *stratav1.OverheadRequest) (*stratav1.OverheadResponse, error) {
 	rows, err := s.store.Overhead(ctx, req.GetAppId())

@@ -363,3 +363,48 @@ func TestTraceScatteredPFNs(t *testing.T) {
 		t.Fatalf("limit 3: %d pages", len(limited))
 	}
 }
+
+// TestHot: fault samples of two pages (3 on one, 1 on the other, one of
+// them from a CPU of another node) rank the pages, with the flags of each
+// page's latest sample.
+func TestHot(t *testing.T) {
+	s := storetest.Open(t)
+	b := storetest.Sample(1)
+	blk := b.Records[0].Block
+	present := uint32(stratav1.PageState_PAGE_STATE_PRESENT)
+	sample := func(ts int64, va, pfn uint64, flags uint64, kind stratav1.FaultKind, cpu int32) *stratav1.Record {
+		return &stratav1.Record{TimeUnixNano: ts, Access: stratav1.AccessKind_ACCESS_KIND_FAULT, Pid: 100, PageSize: 4096,
+			Block: blk, Vaddr: va + 0x18, Length: 1, CpuNumaNode: cpu, FaultKind: kind,
+			Runs: []*stratav1.PageRun{{Vaddr: va, Count: 1, State: present, Pfn: pfn, Kpageflags: flags, NumaNode: 0}}}
+	}
+	hotVA, coldVA := uint64(storetest.BlockA), uint64(storetest.BlockA+0x3000)
+	b.Records = append(b.Records,
+		sample(10, hotVA, 0x111, storetest.KPF(12), stratav1.FaultKind_FAULT_KIND_READ, 0),
+		sample(11, hotVA, 0x222, storetest.KPF(12, 2), stratav1.FaultKind_FAULT_KIND_WRITE, 1),
+		sample(12, hotVA, 0x333, storetest.KPF(12, 2, 6), stratav1.FaultKind_FAULT_KIND_WRITE, 0),
+		sample(13, coldVA, 0x444, storetest.KPF(12), stratav1.FaultKind_FAULT_KIND_READ, 0),
+	)
+	mustAppend(t, s, b)
+	pages, err := s.Hot(context.Background(), store.HotQuery{AppID: storetest.App})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) != 2 {
+		t.Fatalf("%d hot pages, want 2", len(pages))
+	}
+	h, c := pages[0], pages[1]
+	if h.GetVaddr() != hotVA || h.GetSamples() != 3 || h.GetReads() != 1 || h.GetWrites() != 2 || h.GetCrossNode() != 1 ||
+		h.GetPfn() != 0x333 || h.GetKpageflags() != storetest.KPF(12, 2, 6) || h.GetBlock().GetBlockId() != blk.GetBlockId() {
+		t.Fatalf("hottest = %v", h)
+	}
+	if c.GetVaddr() != coldVA || c.GetSamples() != 1 || c.GetPfn() != 0x444 {
+		t.Fatalf("second = %v", c)
+	}
+	if top, _ := s.Hot(context.Background(), store.HotQuery{AppID: storetest.App, Limit: 1}); len(top) != 1 || top[0].GetVaddr() != hotVA {
+		t.Fatalf("limit 1 = %v", top)
+	}
+	other := int32(99)
+	if none, _ := s.Hot(context.Background(), store.HotQuery{AppID: storetest.App, RDD: &other}); len(none) != 0 {
+		t.Fatalf("rdd 99 = %v", none)
+	}
+}

@@ -58,6 +58,8 @@ type TraceReader interface {
 	Faults(ctx context.Context, appID string) ([]*stratav1.FaultRow, error)
 	// Overhead returns an app's workload counters per (executor, pid).
 	Overhead(ctx context.Context, appID string) ([]*stratav1.OverheadRow, error)
+	// Hot ranks an app's pages by sampled faults.
+	Hot(ctx context.Context, q HotQuery) ([]*stratav1.HotPage, error)
 }
 
 // JobStore keeps analysed jobs; the job-history poller writes, queries read.

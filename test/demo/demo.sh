@@ -90,6 +90,8 @@ if grep -q 'faults="on' "$work/agent.log"; then
 	"$bin/strata" faults --collector "$addr" --app app-demo-faults
 	say "strata overhead --app app-demo-faults"
 	"$bin/strata" overhead --collector "$addr" --app app-demo-faults
+	say "strata hot --app app-demo-faults --limit 5 (pages by sampled faults)"
+	"$bin/strata" hot --collector "$addr" --app app-demo-faults --limit 5
 else
 	echo "fault attribution is unavailable here: $(grep -o 'faults=[^ ]*.*' "$work/agent.log" | sed -n 1p)"
 fi

@@ -107,6 +107,33 @@ func TestFaults(t *testing.T) {
 		}
 	}
 
+	// Hotness: every sampled fault is a write on one of the blocks' pages,
+	// and `strata hot` counts exactly the samples `strata trace` lists.
+	var hotSamples, hotWrites uint64
+	for _, l := range strings.Split(strings.TrimSpace(runCLI(t, bin, "hot", "--collector", addr, "--app", app, "--limit", "0", "-o", "json")), "\n") {
+		var h struct {
+			Samples, Reads, Writes uint64
+			Partition              int32
+		}
+		if err := json.Unmarshal([]byte(l), &h); err != nil {
+			t.Fatalf("hot line %q: %v", l, err)
+		}
+		hotSamples += h.Samples
+		hotWrites += h.Writes
+		if h.Reads != 0 || h.Partition < 0 || h.Partition > 3 {
+			t.Fatalf("hot page %s", l)
+		}
+	}
+	var traced uint64
+	for _, p := range trace(t, bin, addr, app) {
+		if p.Access == "fault" {
+			traced++
+		}
+	}
+	if hotSamples == 0 || hotSamples != traced || hotWrites != hotSamples {
+		t.Fatalf("hot: %d samples (%d writes), trace lists %d fault pages", hotSamples, hotWrites, traced)
+	}
+
 	var ov []map[string]any
 	waitFor(t, "workload counters", 30*time.Second, func() bool {
 		ov = ov[:0]

@@ -863,6 +863,236 @@ func (x *JobRequest) GetJobId() string {
 	return ""
 }
 
+type HotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AppId         string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
+	RddId         *int32                 `protobuf:"varint,2,opt,name=rdd_id,json=rddId,proto3,oneof" json:"rdd_id,omitempty"`
+	Limit         uint32                 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"` // pages; 0 = all
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HotRequest) Reset() {
+	*x = HotRequest{}
+	mi := &file_strata_v1_query_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HotRequest) ProtoMessage() {}
+
+func (x *HotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HotRequest.ProtoReflect.Descriptor instead.
+func (*HotRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *HotRequest) GetAppId() string {
+	if x != nil {
+		return x.AppId
+	}
+	return ""
+}
+
+func (x *HotRequest) GetRddId() int32 {
+	if x != nil && x.RddId != nil {
+		return *x.RddId
+	}
+	return 0
+}
+
+func (x *HotRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// HotPage is one page and the fault samples that hit it.
+type HotPage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Block         *SparkBlock            `protobuf:"bytes,1,opt,name=block,proto3" json:"block,omitempty"`
+	Pid           uint32                 `protobuf:"varint,2,opt,name=pid,proto3" json:"pid,omitempty"`
+	Vaddr         uint64                 `protobuf:"varint,3,opt,name=vaddr,proto3" json:"vaddr,omitempty"`     // page address
+	Samples       uint64                 `protobuf:"varint,4,opt,name=samples,proto3" json:"samples,omitempty"` // sampled faults (one in the agent's --sample-every)
+	Reads         uint64                 `protobuf:"varint,5,opt,name=reads,proto3" json:"reads,omitempty"`
+	Writes        uint64                 `protobuf:"varint,6,opt,name=writes,proto3" json:"writes,omitempty"`
+	Pfn           uint64                 `protobuf:"varint,7,opt,name=pfn,proto3" json:"pfn,omitempty"` // as of the latest sample
+	NumaNode      int32                  `protobuf:"varint,8,opt,name=numa_node,json=numaNode,proto3" json:"numa_node,omitempty"`
+	Kpageflags    uint64                 `protobuf:"varint,9,opt,name=kpageflags,proto3" json:"kpageflags,omitempty"`
+	CrossNode     uint64                 `protobuf:"varint,10,opt,name=cross_node,json=crossNode,proto3" json:"cross_node,omitempty"` // samples whose CPU was on another node than the page
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HotPage) Reset() {
+	*x = HotPage{}
+	mi := &file_strata_v1_query_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HotPage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HotPage) ProtoMessage() {}
+
+func (x *HotPage) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HotPage.ProtoReflect.Descriptor instead.
+func (*HotPage) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *HotPage) GetBlock() *SparkBlock {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *HotPage) GetPid() uint32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *HotPage) GetVaddr() uint64 {
+	if x != nil {
+		return x.Vaddr
+	}
+	return 0
+}
+
+func (x *HotPage) GetSamples() uint64 {
+	if x != nil {
+		return x.Samples
+	}
+	return 0
+}
+
+func (x *HotPage) GetReads() uint64 {
+	if x != nil {
+		return x.Reads
+	}
+	return 0
+}
+
+func (x *HotPage) GetWrites() uint64 {
+	if x != nil {
+		return x.Writes
+	}
+	return 0
+}
+
+func (x *HotPage) GetPfn() uint64 {
+	if x != nil {
+		return x.Pfn
+	}
+	return 0
+}
+
+func (x *HotPage) GetNumaNode() int32 {
+	if x != nil {
+		return x.NumaNode
+	}
+	return 0
+}
+
+func (x *HotPage) GetKpageflags() uint64 {
+	if x != nil {
+		return x.Kpageflags
+	}
+	return 0
+}
+
+func (x *HotPage) GetCrossNode() uint64 {
+	if x != nil {
+		return x.CrossNode
+	}
+	return 0
+}
+
+type HotResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pages []*HotPage             `protobuf:"bytes,1,rep,name=pages,proto3" json:"pages,omitempty"`
+	// How hotness is measured, and what it does not use.
+	Method        string `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HotResponse) Reset() {
+	*x = HotResponse{}
+	mi := &file_strata_v1_query_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HotResponse) ProtoMessage() {}
+
+func (x *HotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HotResponse.ProtoReflect.Descriptor instead.
+func (*HotResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *HotResponse) GetPages() []*HotPage {
+	if x != nil {
+		return x.Pages
+	}
+	return nil
+}
+
+func (x *HotResponse) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
 var File_strata_v1_query_proto protoreflect.FileDescriptor
 
 const file_strata_v1_query_proto_rawDesc = "" +
@@ -939,12 +1169,37 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"\x04jobs\x18\x01 \x03(\v2\x14.strata.v1.JobResultR\x04jobs\"#\n" +
 	"\n" +
 	"JobRequest\x12\x15\n" +
-	"\x06job_id\x18\x01 \x01(\tR\x05jobId2\xf2\x02\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\"`\n" +
+	"\n" +
+	"HotRequest\x12\x15\n" +
+	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1a\n" +
+	"\x06rdd_id\x18\x02 \x01(\x05H\x00R\x05rddId\x88\x01\x01\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\rR\x05limitB\t\n" +
+	"\a_rdd_id\"\x94\x02\n" +
+	"\aHotPage\x12+\n" +
+	"\x05block\x18\x01 \x01(\v2\x15.strata.v1.SparkBlockR\x05block\x12\x10\n" +
+	"\x03pid\x18\x02 \x01(\rR\x03pid\x12\x14\n" +
+	"\x05vaddr\x18\x03 \x01(\x04R\x05vaddr\x12\x18\n" +
+	"\asamples\x18\x04 \x01(\x04R\asamples\x12\x14\n" +
+	"\x05reads\x18\x05 \x01(\x04R\x05reads\x12\x16\n" +
+	"\x06writes\x18\x06 \x01(\x04R\x06writes\x12\x10\n" +
+	"\x03pfn\x18\a \x01(\x04R\x03pfn\x12\x1b\n" +
+	"\tnuma_node\x18\b \x01(\x05R\bnumaNode\x12\x1e\n" +
+	"\n" +
+	"kpageflags\x18\t \x01(\x04R\n" +
+	"kpageflags\x12\x1d\n" +
+	"\n" +
+	"cross_node\x18\n" +
+	" \x01(\x04R\tcrossNode\"O\n" +
+	"\vHotResponse\x12(\n" +
+	"\x05pages\x18\x01 \x03(\v2\x12.strata.v1.HotPageR\x05pages\x12\x16\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method2\xa8\x03\n" +
 	"\fQueryService\x128\n" +
 	"\x05Trace\x12\x17.strata.v1.TraceRequest\x1a\x14.strata.v1.TracePage0\x01\x127\n" +
 	"\x04Numa\x12\x16.strata.v1.NumaRequest\x1a\x17.strata.v1.NumaResponse\x12=\n" +
 	"\x06Faults\x12\x18.strata.v1.FaultsRequest\x1a\x19.strata.v1.FaultsResponse\x12C\n" +
-	"\bOverhead\x12\x1a.strata.v1.OverheadRequest\x1a\x1b.strata.v1.OverheadResponse\x127\n" +
+	"\bOverhead\x12\x1a.strata.v1.OverheadRequest\x1a\x1b.strata.v1.OverheadResponse\x124\n" +
+	"\x03Hot\x12\x15.strata.v1.HotRequest\x1a\x16.strata.v1.HotResponse\x127\n" +
 	"\x04Jobs\x12\x16.strata.v1.JobsRequest\x1a\x17.strata.v1.JobsResponse\x122\n" +
 	"\x03Job\x12\x15.strata.v1.JobRequest\x1a\x14.strata.v1.JobResultB8Z6github.com/stratatrace/strata/proto/strata/v1;stratav1b\x06proto3"
 
@@ -960,7 +1215,7 @@ func file_strata_v1_query_proto_rawDescGZIP() []byte {
 	return file_strata_v1_query_proto_rawDescData
 }
 
-var file_strata_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_strata_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_strata_v1_query_proto_goTypes = []any{
 	(*TraceRequest)(nil),     // 0: strata.v1.TraceRequest
 	(*TracePage)(nil),        // 1: strata.v1.TracePage
@@ -976,41 +1231,48 @@ var file_strata_v1_query_proto_goTypes = []any{
 	(*JobsRequest)(nil),      // 11: strata.v1.JobsRequest
 	(*JobsResponse)(nil),     // 12: strata.v1.JobsResponse
 	(*JobRequest)(nil),       // 13: strata.v1.JobRequest
-	(AccessKind)(0),          // 14: strata.v1.AccessKind
-	(*SparkBlock)(nil),       // 15: strata.v1.SparkBlock
-	(*FaultCounts)(nil),      // 16: strata.v1.FaultCounts
-	(*WorkloadCounters)(nil), // 17: strata.v1.WorkloadCounters
-	(Severity)(0),            // 18: strata.v1.Severity
-	(*JobResult)(nil),        // 19: strata.v1.JobResult
+	(*HotRequest)(nil),       // 14: strata.v1.HotRequest
+	(*HotPage)(nil),          // 15: strata.v1.HotPage
+	(*HotResponse)(nil),      // 16: strata.v1.HotResponse
+	(AccessKind)(0),          // 17: strata.v1.AccessKind
+	(*SparkBlock)(nil),       // 18: strata.v1.SparkBlock
+	(*FaultCounts)(nil),      // 19: strata.v1.FaultCounts
+	(*WorkloadCounters)(nil), // 20: strata.v1.WorkloadCounters
+	(Severity)(0),            // 21: strata.v1.Severity
+	(*JobResult)(nil),        // 22: strata.v1.JobResult
 }
 var file_strata_v1_query_proto_depIdxs = []int32{
-	14, // 0: strata.v1.TracePage.access:type_name -> strata.v1.AccessKind
-	15, // 1: strata.v1.TracePage.block:type_name -> strata.v1.SparkBlock
+	17, // 0: strata.v1.TracePage.access:type_name -> strata.v1.AccessKind
+	18, // 1: strata.v1.TracePage.block:type_name -> strata.v1.SparkBlock
 	3,  // 2: strata.v1.NumaResponse.rows:type_name -> strata.v1.NumaRow
-	16, // 3: strata.v1.FaultRow.faults:type_name -> strata.v1.FaultCounts
+	19, // 3: strata.v1.FaultRow.faults:type_name -> strata.v1.FaultCounts
 	6,  // 4: strata.v1.FaultsResponse.rows:type_name -> strata.v1.FaultRow
-	17, // 5: strata.v1.OverheadRow.counters:type_name -> strata.v1.WorkloadCounters
-	16, // 6: strata.v1.OverheadRow.rdd_faults:type_name -> strata.v1.FaultCounts
+	20, // 5: strata.v1.OverheadRow.counters:type_name -> strata.v1.WorkloadCounters
+	19, // 6: strata.v1.OverheadRow.rdd_faults:type_name -> strata.v1.FaultCounts
 	9,  // 7: strata.v1.OverheadResponse.rows:type_name -> strata.v1.OverheadRow
-	18, // 8: strata.v1.JobsRequest.min_severity:type_name -> strata.v1.Severity
-	19, // 9: strata.v1.JobsResponse.jobs:type_name -> strata.v1.JobResult
-	0,  // 10: strata.v1.QueryService.Trace:input_type -> strata.v1.TraceRequest
-	2,  // 11: strata.v1.QueryService.Numa:input_type -> strata.v1.NumaRequest
-	5,  // 12: strata.v1.QueryService.Faults:input_type -> strata.v1.FaultsRequest
-	8,  // 13: strata.v1.QueryService.Overhead:input_type -> strata.v1.OverheadRequest
-	11, // 14: strata.v1.QueryService.Jobs:input_type -> strata.v1.JobsRequest
-	13, // 15: strata.v1.QueryService.Job:input_type -> strata.v1.JobRequest
-	1,  // 16: strata.v1.QueryService.Trace:output_type -> strata.v1.TracePage
-	4,  // 17: strata.v1.QueryService.Numa:output_type -> strata.v1.NumaResponse
-	7,  // 18: strata.v1.QueryService.Faults:output_type -> strata.v1.FaultsResponse
-	10, // 19: strata.v1.QueryService.Overhead:output_type -> strata.v1.OverheadResponse
-	12, // 20: strata.v1.QueryService.Jobs:output_type -> strata.v1.JobsResponse
-	19, // 21: strata.v1.QueryService.Job:output_type -> strata.v1.JobResult
-	16, // [16:22] is the sub-list for method output_type
-	10, // [10:16] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	21, // 8: strata.v1.JobsRequest.min_severity:type_name -> strata.v1.Severity
+	22, // 9: strata.v1.JobsResponse.jobs:type_name -> strata.v1.JobResult
+	18, // 10: strata.v1.HotPage.block:type_name -> strata.v1.SparkBlock
+	15, // 11: strata.v1.HotResponse.pages:type_name -> strata.v1.HotPage
+	0,  // 12: strata.v1.QueryService.Trace:input_type -> strata.v1.TraceRequest
+	2,  // 13: strata.v1.QueryService.Numa:input_type -> strata.v1.NumaRequest
+	5,  // 14: strata.v1.QueryService.Faults:input_type -> strata.v1.FaultsRequest
+	8,  // 15: strata.v1.QueryService.Overhead:input_type -> strata.v1.OverheadRequest
+	14, // 16: strata.v1.QueryService.Hot:input_type -> strata.v1.HotRequest
+	11, // 17: strata.v1.QueryService.Jobs:input_type -> strata.v1.JobsRequest
+	13, // 18: strata.v1.QueryService.Job:input_type -> strata.v1.JobRequest
+	1,  // 19: strata.v1.QueryService.Trace:output_type -> strata.v1.TracePage
+	4,  // 20: strata.v1.QueryService.Numa:output_type -> strata.v1.NumaResponse
+	7,  // 21: strata.v1.QueryService.Faults:output_type -> strata.v1.FaultsResponse
+	10, // 22: strata.v1.QueryService.Overhead:output_type -> strata.v1.OverheadResponse
+	16, // 23: strata.v1.QueryService.Hot:output_type -> strata.v1.HotResponse
+	12, // 24: strata.v1.QueryService.Jobs:output_type -> strata.v1.JobsResponse
+	22, // 25: strata.v1.QueryService.Job:output_type -> strata.v1.JobResult
+	19, // [19:26] is the sub-list for method output_type
+	12, // [12:19] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_query_proto_init() }
@@ -1022,13 +1284,14 @@ func file_strata_v1_query_proto_init() {
 	file_strata_v1_job_proto_init()
 	file_strata_v1_query_proto_msgTypes[0].OneofWrappers = []any{}
 	file_strata_v1_query_proto_msgTypes[9].OneofWrappers = []any{}
+	file_strata_v1_query_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_query_proto_rawDesc), len(file_strata_v1_query_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

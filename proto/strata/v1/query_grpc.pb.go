@@ -23,6 +23,7 @@ const (
 	QueryService_Numa_FullMethodName     = "/strata.v1.QueryService/Numa"
 	QueryService_Faults_FullMethodName   = "/strata.v1.QueryService/Faults"
 	QueryService_Overhead_FullMethodName = "/strata.v1.QueryService/Overhead"
+	QueryService_Hot_FullMethodName      = "/strata.v1.QueryService/Hot"
 	QueryService_Jobs_FullMethodName     = "/strata.v1.QueryService/Jobs"
 	QueryService_Job_FullMethodName      = "/strata.v1.QueryService/Job"
 )
@@ -41,6 +42,9 @@ type QueryServiceClient interface {
 	Faults(ctx context.Context, in *FaultsRequest, opts ...grpc.CallOption) (*FaultsResponse, error)
 	// Overhead reports per-workload fault rates and page-walk share.
 	Overhead(ctx context.Context, in *OverheadRequest, opts ...grpc.CallOption) (*OverheadResponse, error)
+	// Hot ranks an app's pages by sampled faults, with the page's flags
+	// (referenced, active, ...) as resolved right after its latest fault.
+	Hot(ctx context.Context, in *HotRequest, opts ...grpc.CallOption) (*HotResponse, error)
 	// Jobs lists analysed jobs, optionally at or above a severity.
 	Jobs(ctx context.Context, in *JobsRequest, opts ...grpc.CallOption) (*JobsResponse, error)
 	// Job returns one analysed job in full.
@@ -104,6 +108,16 @@ func (c *queryServiceClient) Overhead(ctx context.Context, in *OverheadRequest, 
 	return out, nil
 }
 
+func (c *queryServiceClient) Hot(ctx context.Context, in *HotRequest, opts ...grpc.CallOption) (*HotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HotResponse)
+	err := c.cc.Invoke(ctx, QueryService_Hot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *queryServiceClient) Jobs(ctx context.Context, in *JobsRequest, opts ...grpc.CallOption) (*JobsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(JobsResponse)
@@ -138,6 +152,9 @@ type QueryServiceServer interface {
 	Faults(context.Context, *FaultsRequest) (*FaultsResponse, error)
 	// Overhead reports per-workload fault rates and page-walk share.
 	Overhead(context.Context, *OverheadRequest) (*OverheadResponse, error)
+	// Hot ranks an app's pages by sampled faults, with the page's flags
+	// (referenced, active, ...) as resolved right after its latest fault.
+	Hot(context.Context, *HotRequest) (*HotResponse, error)
 	// Jobs lists analysed jobs, optionally at or above a severity.
 	Jobs(context.Context, *JobsRequest) (*JobsResponse, error)
 	// Job returns one analysed job in full.
@@ -163,6 +180,9 @@ func (UnimplementedQueryServiceServer) Faults(context.Context, *FaultsRequest) (
 }
 func (UnimplementedQueryServiceServer) Overhead(context.Context, *OverheadRequest) (*OverheadResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Overhead not implemented")
+}
+func (UnimplementedQueryServiceServer) Hot(context.Context, *HotRequest) (*HotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Hot not implemented")
 }
 func (UnimplementedQueryServiceServer) Jobs(context.Context, *JobsRequest) (*JobsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Jobs not implemented")
@@ -256,6 +276,24 @@ func _QueryService_Overhead_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _QueryService_Hot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServiceServer).Hot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueryService_Hot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServiceServer).Hot(ctx, req.(*HotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _QueryService_Jobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(JobsRequest)
 	if err := dec(in); err != nil {
@@ -310,6 +348,10 @@ var QueryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Overhead",
 			Handler:    _QueryService_Overhead_Handler,
+		},
+		{
+			MethodName: "Hot",
+			Handler:    _QueryService_Hot_Handler,
 		},
 		{
 			MethodName: "Jobs",
