@@ -280,7 +280,11 @@ func (r *Resolver) chunk(pm *procmem.Pagemap, pid int, a uint64, n int, cpuNode 
 			} else {
 				p.flags = flags[i]
 			}
-			if p.flags&kpfFreed != 0 || (again != nil && again[i] != e && again[i].PFN() != p.pfn) {
+			// A mapped page never has no flags at all: 0 is a page caught
+			// between being freed and mapped again (the same PFN can come
+			// back at the same address, so the pagemap re-read alone
+			// cannot see it).
+			if p.flags&kpfFreed != 0 || p.flags == 0 || (again != nil && again[i] != e && again[i].PFN() != p.pfn) {
 				p.state |= stRaced
 				res.Raced++
 				break
