@@ -109,30 +109,7 @@ type sparkStage struct {
 	FailureReason       string  `json:"failureReason"`
 	Details             string  `json:"details"`
 
-	Tasks []sparkTask `json:"-"`
-}
-
-type sparkTask struct {
-	TaskID              int64
-	Index               int
-	Attempt             int
-	ExecutorID          string
-	Host                string
-	LaunchMs            int64
-	FinishMs            int64
-	Status              string // SUCCESS, FAILED, KILLED, RUNNING
-	Speculative         bool
-	ErrorMessage        string
-	ExecutorRunTimeMs   int64
-	ExecutorCPUTimeNs   int64
-	JVMGCTimeMs         int64
-	InputBytes          int64
-	OutputBytes         int64
-	ShuffleReadBytes    int64
-	ShuffleWriteBytes   int64
-	MemoryBytesSpilled  int64
-	DiskBytesSpilled    int64
-	PeakExecutionMemory int64
+	Tasks []job.SparkTask `json:"-"` // from the event log only
 }
 
 type sparkExecutor struct {
@@ -268,21 +245,7 @@ func (a *sparkApp) toJob(source string, warnings []string) *job.Job {
 			ShuffleWriteBytes: x.ShuffleWriteBytes, ShuffleWriteRecords: x.ShuffleWriteRecords,
 			MemoryBytesSpilled: x.MemoryBytesSpilled, DiskBytesSpilled: x.DiskBytesSpilled,
 		}
-		if len(x.Tasks) > 0 {
-			st.Tasks = make([]job.SparkTask, len(x.Tasks))
-			for i, t := range x.Tasks {
-				st.Tasks[i] = job.SparkTask{
-					TaskID: t.TaskID, Index: t.Index, Attempt: t.Attempt, ExecutorID: t.ExecutorID,
-					Host: t.Host, LaunchMs: t.LaunchMs, FinishMs: t.FinishMs, Speculative: t.Speculative,
-					Status: sparkTaskStatus(t.Status), ErrorMessage: t.ErrorMessage,
-					ExecutorRunTimeMs: t.ExecutorRunTimeMs, ExecutorCPUTimeNs: t.ExecutorCPUTimeNs,
-					JVMGCTimeMs: t.JVMGCTimeMs, InputBytes: t.InputBytes, OutputBytes: t.OutputBytes,
-					ShuffleReadBytes: t.ShuffleReadBytes, ShuffleWriteBytes: t.ShuffleWriteBytes,
-					MemoryBytesSpilled: t.MemoryBytesSpilled, DiskBytesSpilled: t.DiskBytesSpilled,
-					PeakExecutionMemory: t.PeakExecutionMemory,
-				}
-			}
-		}
+		st.Tasks = x.Tasks
 		sa.Stages = append(sa.Stages, st)
 	}
 	for _, e := range a.Executors {
@@ -341,16 +304,4 @@ func sparkStageStatus(s string) job.Status {
 		return job.StageSkipped
 	}
 	return job.StagePending
-}
-
-func sparkTaskStatus(s string) job.Status {
-	switch strings.ToUpper(s) {
-	case "SUCCESS":
-		return job.TaskSuccess
-	case "FAILED":
-		return job.Failed
-	case "KILLED":
-		return job.Killed
-	}
-	return job.Running
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"sort"
 	"strconv"
+
+	"github.com/stratatrace/strata/collector/job"
 )
 
 // sparkEvent is the union of the event-log fields the replay reads. Event
@@ -499,11 +501,11 @@ func (s *sparkReplay) taskEnd(ev *sparkEvent) {
 		return
 	}
 	st := s.stage(ev.StageID, ev.StageAttemptID)
-	t := sparkTask{
+	t := job.SparkTask{
 		TaskID: ti.TaskID, Index: ti.Index, Attempt: ti.Attempt,
 		ExecutorID: normExecID(ti.ExecutorID), Host: ti.Host,
 		LaunchMs: ti.LaunchTime, FinishMs: ti.FinishTime, Speculative: ti.Speculative,
-		Status: "SUCCESS",
+		Status: job.TaskSuccess,
 	}
 	reason := "Success"
 	if r := ev.TaskEndReason; r != nil && r.Reason != "" {
@@ -521,9 +523,9 @@ func (s *sparkReplay) taskEnd(ev *sparkEvent) {
 	case "Success":
 		completed = 1
 	case "TaskKilled", "TaskCommitDenied":
-		t.Status, killed = "KILLED", 1
+		t.Status, killed = job.Killed, 1
 	default:
-		t.Status, failed = "FAILED", 1
+		t.Status, failed = job.Failed, 1
 	}
 	if m := ev.TaskMetrics; m != nil {
 		t.ExecutorRunTimeMs = m.ExecutorRunTime
