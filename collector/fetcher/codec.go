@@ -12,6 +12,8 @@ import (
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
+
+	"github.com/stratatrace/strata/collector/fetcher/xxh32"
 )
 
 // Codecs of compressed inputs, named by file suffix as Spark names them.
@@ -180,7 +182,7 @@ func (z *lz4BlockReader) nextBlock() error {
 			return fmt.Errorf("read lz4 block %d: %w: decode: %v", z.blocks, ErrCorrupt, err)
 		}
 	}
-	if xxh32(z.out, lz4Seed)&lz4ChecksumMask != sum {
+	if xxh32.Sum(z.out, lz4Seed)&lz4ChecksumMask != sum {
 		return fmt.Errorf("read lz4 block %d: %w: checksum mismatch", z.blocks, ErrCorrupt)
 	}
 	return nil

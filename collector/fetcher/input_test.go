@@ -16,17 +16,6 @@ import (
 	"github.com/stratatrace/strata/test/gen"
 )
 
-func TestXXH32(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want uint32
-	}{{"", 0x02cc5d05}, {"abc", 0x32d153ff}} {
-		if got := xxh32([]byte(c.in), 0); got != c.want {
-			t.Errorf("xxh32(%q) = %#x, want %#x", c.in, got, c.want)
-		}
-	}
-}
-
 func sparkLog(t testing.TB, s gen.SparkApp) []byte {
 	t.Helper()
 	var b bytes.Buffer

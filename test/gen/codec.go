@@ -4,10 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"math/bits"
 
 	"github.com/klauspost/compress/snappy"
 	"github.com/pierrec/lz4/v4"
+
+	"github.com/stratatrace/strata/collector/fetcher/xxh32"
 )
 
 // LZ4BlockWriter writes lz4-java's LZ4BlockOutputStream format: blocks of
@@ -69,7 +70,7 @@ func (z *LZ4BlockWriter) flush() error {
 	h[8] = method | lz4Level
 	binary.LittleEndian.PutUint32(h[9:], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(h[13:], uint32(len(z.buf)))
-	binary.LittleEndian.PutUint32(h[17:], xxh32(z.buf, 0x9747b28c)&0x0fffffff)
+	binary.LittleEndian.PutUint32(h[17:], xxh32.Sum(z.buf, 0x9747b28c)&0x0fffffff)
 	if _, err := z.w.Write(h[:]); err != nil {
 		return err
 	}
@@ -163,35 +164,3 @@ func (s *SnappyStreamWriter) flush() error {
 
 // Close writes the pending chunk (not closing the underlying writer).
 func (s *SnappyStreamWriter) Close() error { return s.flush() }
-
-// xxh32 is the 32-bit xxHash of b.
-func xxh32(b []byte, seed uint32) uint32 {
-	const (
-		p1 = 2654435761
-		p2 = 2246822519
-		p3 = 3266489917
-		p4 = 668265263
-		p5 = 374761393
-	)
-	n := len(b)
-	h := seed + p5
-	if n >= 16 {
-		v := [4]uint32{seed + p1 + p2, seed + p2, seed, seed - p1}
-		for ; len(b) >= 16; b = b[16:] {
-			for i := range v {
-				v[i] = bits.RotateLeft32(v[i]+binary.LittleEndian.Uint32(b[4*i:])*p2, 13) * p1
-			}
-		}
-		h = bits.RotateLeft32(v[0], 1) + bits.RotateLeft32(v[1], 7) + bits.RotateLeft32(v[2], 12) + bits.RotateLeft32(v[3], 18)
-	}
-	h += uint32(n)
-	for ; len(b) >= 4; b = b[4:] {
-		h = bits.RotateLeft32(h+binary.LittleEndian.Uint32(b)*p3, 17) * p4
-	}
-	for _, c := range b {
-		h = bits.RotateLeft32(h+uint32(c)*p5, 11) * p1
-	}
-	h = (h ^ h>>15) * p2
-	h = (h ^ h>>13) * p3
-	return h ^ h>>16
-}
