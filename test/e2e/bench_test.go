@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,7 +84,7 @@ func startBlocks(b *testing.B, bin, socket, app string, mib, blockMiB int, thp b
 // the annotator's page reuse.
 func BenchmarkAgentToCollector(b *testing.B) {
 	testenv.RequireRoot(b)
-	bin := benchBins(b)
+	bin := bins(b)
 	wbin := workload.Compile(b, "blocks", "test/e2e/blocks.c")
 	for _, c := range []struct {
 		name     string
@@ -103,8 +102,10 @@ func BenchmarkAgentToCollector(b *testing.B) {
 		{"THP-read3", true, 1024, 8, 3},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			col, addr := benchCollector(b, bin)
-			ag := benchAgent(b, bin, addr)
+			col, addr := startCollector(b, bin)
+			// The agent as deployed: default batching delay (the harness
+			// shortens it for the tests).
+			ag := startAgent(b, bin, addr, "--faults", "off", "--stats-interval", "0", "--flush-interval", "200ms")
 			app := fmt.Sprintf("bench-%s-%d", c.name, time.Now().UnixNano())
 			w := startBlocks(b, wbin, ag.socket, app, c.mib, c.blockMiB, c.thp, c.rounds)
 			nblocks := c.mib / c.blockMiB
@@ -154,75 +155,9 @@ func BenchmarkAgentToCollector(b *testing.B) {
 			b.ReportMetric(baseRate, "resolve-only-pages/s")
 			b.ReportMetric(e2eRate/baseRate, "ratio-vs-resolve")
 			b.ReportMetric(float64(peakRSS(ag.cmd.Process.Pid))/1024, "agent-peak-MiB")
-			b.ReportMetric(float64(peakRSS(col.Process.Pid))/1024, "collector-peak-MiB")
+			b.ReportMetric(float64(peakRSS(col.cmd.Process.Pid))/1024, "collector-peak-MiB")
 			b.Logf("%s: %.0f pages (%v records) end to end in %v = %.2f M pages/s; resolve-only %.2f M pages/s; ratio %.3f; agent peak RSS %d MiB, collector peak RSS %d MiB",
-				c.name, pages, records, elapsed, e2eRate/1e6, baseRate/1e6, e2eRate/baseRate, peakRSS(ag.cmd.Process.Pid)/1024, peakRSS(col.Process.Pid)/1024)
+				c.name, pages, records, elapsed, e2eRate/1e6, baseRate/1e6, e2eRate/baseRate, peakRSS(ag.cmd.Process.Pid)/1024, peakRSS(col.cmd.Process.Pid)/1024)
 		})
-	}
-}
-
-func benchBins(b *testing.B) string {
-	if d := os.Getenv("STRATA_BIN"); d != "" {
-		return d
-	}
-	dir := b.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/strata", "./cmd/strata-agent", "./cmd/strata-collector")
-	cmd.Dir = testenv.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	return dir
-}
-
-func benchCollector(b *testing.B, bin string) (*exec.Cmd, string) {
-	b.Helper()
-	cmd := exec.Command(filepath.Join(bin, "strata-collector"), "--listen", "127.0.0.1:0", "--store-dir", filepath.Join(b.TempDir(), "store"))
-	out, _ := cmd.StdoutPipe()
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if a, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
-			go io.Copy(io.Discard, out)
-			return cmd, a
-		}
-	}
-	b.Fatal("collector did not print its address")
-	return nil, ""
-}
-
-type benchAgentProc struct {
-	cmd          *exec.Cmd
-	socket, http string
-}
-
-func (a *benchAgentProc) metric(name string) (float64, error) {
-	return (&agentProc{http: a.http}).metric(name)
-}
-
-func benchAgent(b *testing.B, bin, collector string) *benchAgentProc {
-	b.Helper()
-	dir := b.TempDir()
-	l, _ := freeListener()
-	a := &benchAgentProc{socket: filepath.Join(dir, "hook.sock"), http: l}
-	a.cmd = exec.Command(filepath.Join(bin, "strata-agent"), "--node-name", "bench", "--hook-socket", a.socket,
-		"--collector", collector, "--spool-dir", filepath.Join(dir, "spool"), "--http", a.http, "--faults", "off", "--stats-interval", "0")
-	a.cmd.Stderr = io.Discard
-	if err := a.cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { a.cmd.Process.Kill(); a.cmd.Wait() })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := a.metric("strata_stream_records_acked_total"); err == nil {
-			return a
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("agent metrics not up after 30s")
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

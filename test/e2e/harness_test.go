@@ -30,7 +30,7 @@ var (
 
 // bins returns the directory holding strata, strata-agent and
 // strata-collector, building them when $STRATA_BIN is unset.
-func bins(t *testing.T) string {
+func bins(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
 		if d := os.Getenv("STRATA_BIN"); d != "" {
@@ -78,7 +78,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func startProc(t *testing.T, name string, stdout io.Writer, args ...string) *proc {
+func startProc(t testing.TB, name string, stdout io.Writer, args ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, cmd: exec.Command(args[0], args[1:]...), out: &syncBuffer{}, done: make(chan error, 1)}
 	p.cmd.Stderr = p.out
@@ -104,7 +104,7 @@ func startProc(t *testing.T, name string, stdout io.Writer, args ...string) *pro
 }
 
 // stop sends SIGTERM and requires a clean exit within 20 s.
-func (p *proc) stop(t *testing.T) {
+func (p *proc) stop(t testing.TB) {
 	t.Helper()
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -120,13 +120,13 @@ func (p *proc) stop(t *testing.T) {
 
 // startCollector starts strata-collector on a free loopback port with a
 // fresh store and returns its address.
-func startCollector(t *testing.T, bin string) (*proc, string) {
+func startCollector(t testing.TB, bin string) (*proc, string) {
 	t.Helper()
 	return startCollectorAt(t, bin, "127.0.0.1:0", filepath.Join(t.TempDir(), "store"))
 }
 
 // startCollectorAt starts strata-collector on listen with the store in dir.
-func startCollectorAt(t *testing.T, bin, listen, dir string) (*proc, string) {
+func startCollectorAt(t testing.TB, bin, listen, dir string) (*proc, string) {
 	t.Helper()
 	pr, pw := io.Pipe()
 	p := startProc(t, "collector", pw, filepath.Join(bin, "strata-collector"),
@@ -151,7 +151,7 @@ func startCollectorAt(t *testing.T, bin, listen, dir string) (*proc, string) {
 	return nil, ""
 }
 
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	a, err := freeListener()
 	if err != nil {
@@ -175,13 +175,13 @@ type agentProc struct {
 	socket, http string
 }
 
-func startAgent(t *testing.T, bin, collector string, extra ...string) *agentProc {
+func startAgent(t testing.TB, bin, collector string, extra ...string) *agentProc {
 	t.Helper()
 	return startAgentIn(t, bin, collector, t.TempDir(), extra...)
 }
 
 // startAgentIn starts strata-agent with its socket and spool in dir.
-func startAgentIn(t *testing.T, bin, collector, dir string, extra ...string) *agentProc {
+func startAgentIn(t testing.TB, bin, collector, dir string, extra ...string) *agentProc {
 	t.Helper()
 	a := &agentProc{socket: filepath.Join(dir, "hook.sock"), http: freePort(t)}
 	args := []string{filepath.Join(bin, "strata-agent"),
@@ -211,7 +211,7 @@ func (a *agentProc) metric(name string) (float64, error) {
 	return 0, fmt.Errorf("metric %s not found", name)
 }
 
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
@@ -223,7 +223,7 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 }
 
 // runCLI runs the strata CLI and returns its stdout.
-func runCLI(t *testing.T, bin string, args ...string) string {
+func runCLI(t testing.TB, bin string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
