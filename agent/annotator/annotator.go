@@ -143,21 +143,16 @@ func (a *Annotator) HandleEvent(_ context.Context, ev hooksrv.Event) {
 }
 
 func (a *Annotator) record(ev hooksrv.Event, vaddr, length uint64) *stratav1.Record {
-	b := ev.Block
 	return &stratav1.Record{
 		TimeUnixNano: ev.Time.UnixNano(),
 		Access:       ev.Access,
 		Pid:          ev.Session.PID,
 		Tid:          ev.TID,
-		Block: &stratav1.SparkBlock{
-			AppId: ev.Session.AppID, ExecutorId: ev.Session.ExecutorID,
-			RddId: b.RDDID, Partition: b.Partition, BlockId: b.Name,
-			Mode: b.Mode, Location: b.Location, HookBlockId: b.HookID,
-		},
-		Vaddr:       vaddr,
-		Length:      length,
-		PageSize:    a.cfg.PageSize,
-		CpuNumaNode: -1,
+		Block:        sparkBlock(ev.Session, ev.Block),
+		Vaddr:        vaddr,
+		Length:       length,
+		PageSize:     a.cfg.PageSize,
+		CpuNumaNode:  -1,
 	}
 }
 
@@ -332,20 +327,19 @@ func (a *Annotator) AddFault(f Fault) bool {
 func (a *Annotator) AddCounters(pid uint32, blockID uint64, fc *stratav1.FaultCounts, when time.Time) bool {
 	a.mu.Lock()
 	lb, ok := a.blocks[blockKey{pid, blockID}]
-	var vaddr, length uint64
+	var rec *stratav1.Record
 	if ok {
-		vaddr, length = lb.vaddr, lb.length
+		rec = &stratav1.Record{
+			TimeUnixNano: when.UnixNano(), Access: stratav1.AccessKind_ACCESS_KIND_FAULT,
+			Pid: pid, Block: sparkBlock(lb.session, lb.block), Vaddr: lb.vaddr, Length: lb.length,
+			PageSize: a.cfg.PageSize, CpuNumaNode: -1, Faults: fc,
+		}
 	}
 	a.mu.Unlock()
 	if !ok {
 		return false
 	}
-	sem, _ := a.Semantics(pid, blockID)
-	a.add(&stratav1.Record{
-		TimeUnixNano: when.UnixNano(), Access: stratav1.AccessKind_ACCESS_KIND_FAULT,
-		Pid: pid, Block: sem, Vaddr: vaddr, Length: length, PageSize: a.cfg.PageSize,
-		CpuNumaNode: -1, Faults: fc,
-	})
+	a.add(rec)
 	return true
 }
 
@@ -453,12 +447,16 @@ func (a *Annotator) Semantics(pid uint32, id uint64) (*stratav1.SparkBlock, bool
 	if !ok {
 		return nil, false
 	}
-	b := lb.block
+	return sparkBlock(lb.session, lb.block), true
+}
+
+// sparkBlock names a hook block the way records carry it.
+func sparkBlock(s *hooksrv.Session, b hooksrv.Block) *stratav1.SparkBlock {
 	return &stratav1.SparkBlock{
-		AppId: lb.session.AppID, ExecutorId: lb.session.ExecutorID,
+		AppId: s.AppID, ExecutorId: s.ExecutorID,
 		RddId: b.RDDID, Partition: b.Partition, BlockId: b.Name,
 		Mode: b.Mode, Location: b.Location, HookBlockId: b.HookID,
-	}, true
+	}
 }
 
 // Process returns the app and executor of pid's live blocks, "" when it
@@ -472,17 +470,6 @@ func (a *Annotator) Process(pid uint32) (app, executor string) {
 		}
 	}
 	return "", ""
-}
-
-// Block returns a live block by its hook id.
-func (a *Annotator) Block(pid uint32, id uint64) (vaddr, length uint64, ok bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	lb, ok := a.blocks[blockKey{pid, id}]
-	if !ok {
-		return 0, 0, false
-	}
-	return lb.vaddr, lb.length, true
 }
 
 var _ hooksrv.Handler = (*Annotator)(nil)
