@@ -32,6 +32,10 @@ type faults struct {
 	workloads map[uint32]*workload
 	last      map[blockKey]tracer.Counters // last counters sent per block
 	exits     []tracer.ExitReport
+	// finals holds the last counters of blocks whose process exited before
+	// its hook session ended: the tracer has already forgotten them, and the
+	// session's end claims them in FreeBlock.
+	finals map[blockKey]tracer.Counters
 }
 
 type blockKey struct {
@@ -46,7 +50,7 @@ type workload struct {
 
 func startFaults(cfg Config, log *slog.Logger) (*faults, error) {
 	f := &faults{every: cfg.CountersInterval, log: log.With("component", "faults"),
-		workloads: map[uint32]*workload{}, last: map[blockKey]tracer.Counters{}}
+		workloads: map[uint32]*workload{}, last: map[blockKey]tracer.Counters{}, finals: map[blockKey]tracer.Counters{}}
 	if f.every <= 0 {
 		f.every = 2 * time.Second
 	}
@@ -110,8 +114,13 @@ func (k kernelView) MoveBlock(pid uint32, id, start, end uint64) error {
 
 func (k kernelView) FreeBlock(pid uint32, id uint64) (*stratav1.FaultCounts, error) {
 	c, err := k.f.t.FreeBlock(pid, id)
+	key := blockKey{pid, id}
 	k.f.mu.Lock()
-	delete(k.f.last, blockKey{pid, id})
+	delete(k.f.last, key)
+	if final, ok := k.f.finals[key]; ok && errors.Is(err, tracer.ErrNotTracked) {
+		c, err = final, nil
+	}
+	delete(k.f.finals, key)
 	k.f.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -120,6 +129,13 @@ func (k kernelView) FreeBlock(pid uint32, id uint64) (*stratav1.FaultCounts, err
 }
 
 func (k kernelView) ForgetProcess(pid uint32) error {
+	k.f.mu.Lock()
+	for key := range k.f.finals {
+		if key.pid == pid {
+			delete(k.f.finals, key)
+		}
+	}
+	k.f.mu.Unlock()
 	k.f.closeWorkload(pid, true)
 	err := k.f.t.Untrack(pid)
 	if errors.Is(err, tracer.ErrNotTracked) {
@@ -212,10 +228,14 @@ func (f *faults) sendWorkload(ann *annotator.Annotator, pid uint32, wl *workload
 }
 
 // onExit runs on the tracer's reader goroutine when a traced process
-// exits; the final counters are sent from run.
+// exits. Its blocks' final counters are sent from run while the blocks are
+// still registered, and kept for the FREE records of its session's end.
 func (f *faults) onExit(rep tracer.ExitReport) {
 	f.mu.Lock()
 	f.exits = append(f.exits, rep)
+	for _, b := range rep.Blocks {
+		f.finals[blockKey{b.TGID, b.BlockID}] = b.Counters
+	}
 	f.mu.Unlock()
 }
 

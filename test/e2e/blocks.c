@@ -14,7 +14,9 @@
  * With FAULT_ROUNDS > 0 it then waits for another line on stdin, drops the
  * region's pages (MADV_DONTNEED) and writes one byte per page, FAULT_ROUNDS
  * times: exactly FAULT_ROUNDS x pages write faults inside the registered
- * blocks, then prints {"faulted":true}.
+ * blocks, then prints {"faulted":true}. With $BLOCKS_HOLD_MS set, it then
+ * forks a child that keeps the inherited hook socket open for that many
+ * milliseconds: the hook session outlives this process.
  *
  * Usage: blocks SOCKET APP MIB BLOCK_MIB THP(0|1) ROUNDS [FAULT_ROUNDS]
  * Output: {"touched":true,"pid":P,"pages":N,"base":ADDR} after faulting in,
@@ -147,6 +149,12 @@ int main(int argc, char **argv)
 			}
 			for (size_t off = 0; off < len; off += page)
 				base[off] = 2;
+		}
+		/* Fork before saying so, so the child exists when the caller acts. */
+		const char *hold = getenv("BLOCKS_HOLD_MS");
+		if (hold != NULL && fork() == 0) {
+			usleep((useconds_t)strtoul(hold, NULL, 10) * 1000);
+			_exit(0);
 		}
 		printf("{\"faulted\":true}\n");
 		fflush(stdout);

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -27,69 +28,14 @@ func TestFaults(t *testing.T) {
 	col, addr := startCollector(t, bin)
 	ag := startAgent(t, bin, addr, "--faults", "on", "--counters-interval", "200ms")
 
-	const (
-		mib, blockMiB, faultRounds = 16, 4, 3
-		pagesPerBlock              = blockMiB << 20 / 4096
-	)
 	app := fmt.Sprintf("app-faults-%d", time.Now().UnixNano())
-	cmd := exec.Command(wbin, ag.socket, app, fmt.Sprint(mib), fmt.Sprint(blockMiB), "0", "0", fmt.Sprint(faultRounds))
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { in.Close(); cmd.Wait() }()
-	lines := make(chan string, 4)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	next := func(what string) string {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("workload exited before %s: %s", what, errb.String())
-			}
-			return l
-		case <-time.After(60 * time.Second):
-			t.Fatalf("workload: no %s after 60s", what)
-		}
-		return ""
-	}
-	next("touched")
-	io.WriteString(in, "go\n")
-	if l := next("sent"); !strings.Contains(l, `"sent":true`) {
-		t.Fatalf("workload said %s", l)
-	}
-	waitFor(t, "the agent to register 4 blocks in the kernel", 30*time.Second, func() bool {
-		v, _ := ag.metric("strata_faults_blocks")
-		return v == 4
-	})
-	io.WriteString(in, "fault\n")
-	if l := next("faulted"); !strings.Contains(l, `"faulted":true`) {
-		t.Fatalf("workload said %s", l)
-	}
+	cmd, in := runFaultWorkload(t, wbin, ag, app)
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
 
-	type row struct {
-		Partition   int32  `json:"partition"`
-		BlockID     string `json:"block_id"`
-		Read, Write uint64
-		Exec, Major uint64
-	}
-	var rows []row
+	var rows []faultRow
 	waitFor(t, "fault counters of 4 blocks", 30*time.Second, func() bool {
-		rows = rows[:0]
-		for _, l := range strings.Split(strings.TrimSpace(runCLI(t, bin, "faults", "--collector", addr, "--app", app, "-o", "json")), "\n") {
-			var r row
-			if json.Unmarshal([]byte(l), &r) == nil {
-				rows = append(rows, r)
-			}
-		}
+		rows = faultRows(t, bin, addr, app)
 		if len(rows) != 4 {
 			return false
 		}
@@ -160,6 +106,122 @@ func TestFaults(t *testing.T) {
 	}
 	in.Close()
 	cmd.Wait()
+	ag.stop(t)
+	col.stop(t)
+}
+
+// The fault workload: 4 blocks of 4 MiB in base pages, dropped and
+// rewritten faultRounds times after the agent registered them.
+const (
+	mib, blockMiB, faultRounds = 16, 4, 3
+	pagesPerBlock              = blockMiB << 20 / 4096
+)
+
+// runFaultWorkload starts test/e2e/blocks.c reporting to ag as app, waits
+// until the agent has its blocks in the kernel, lets it fault, and returns
+// it still running, waiting on its stdin: closing it frees the blocks and
+// ends the workload.
+func runFaultWorkload(t *testing.T, wbin string, ag *agentProc, app string, env ...string) (*exec.Cmd, io.WriteCloser) {
+	t.Helper()
+	cmd := exec.Command(wbin, ag.socket, app, fmt.Sprint(mib), fmt.Sprint(blockMiB), "0", "0", fmt.Sprint(faultRounds))
+	cmd.Env = append(os.Environ(), env...)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	lines := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func(what string) string {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("workload exited before %s: %s", what, errb.String())
+			}
+			return l
+		case <-time.After(60 * time.Second):
+			t.Fatalf("workload: no %s after 60s", what)
+		}
+		return ""
+	}
+	next("touched")
+	io.WriteString(in, "go\n")
+	if l := next("sent"); !strings.Contains(l, `"sent":true`) {
+		t.Fatalf("workload said %s", l)
+	}
+	waitFor(t, "the agent to register 4 blocks in the kernel", 30*time.Second, func() bool {
+		v, _ := ag.metric("strata_faults_blocks")
+		return v == 4
+	})
+	io.WriteString(in, "fault\n")
+	if l := next("faulted"); !strings.Contains(l, `"faulted":true`) {
+		t.Fatalf("workload said %s", l)
+	}
+	return cmd, in
+}
+
+type faultRow struct {
+	Partition   int32  `json:"partition"`
+	BlockID     string `json:"block_id"`
+	Read, Write uint64
+	Exec, Major uint64
+}
+
+func faultRows(t *testing.T, bin, addr, app string) []faultRow {
+	t.Helper()
+	var rows []faultRow
+	for _, l := range strings.Split(strings.TrimSpace(runCLI(t, bin, "faults", "--collector", addr, "--app", app, "-o", "json")), "\n") {
+		var r faultRow
+		if json.Unmarshal([]byte(l), &r) == nil {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// TestFaultsOfKilledProcess: the workload is killed (SIGKILL: no FREE
+// frames) right after faulting, and periodic counters are off, so the
+// blocks' final counters can only reach the collector on the FREE records
+// of the session's end. Either order of "process exited" (the tracer
+// forgets it) and "session ended" must give exact counters; a forked child
+// holding the socket makes the exit come first.
+func TestFaultsOfKilledProcess(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := bins(t)
+	wbin := workload.Compile(t, "blocks", "test/e2e/blocks.c")
+	col, addr := startCollector(t, bin)
+	ag := startAgent(t, bin, addr, "--faults", "on", "--counters-interval", "1h")
+	for _, c := range []struct {
+		name string
+		env  []string
+	}{
+		{"session-ends-with-process", nil},
+		{"process-exits-first", []string{"BLOCKS_HOLD_MS=1500"}},
+	} {
+		app := fmt.Sprintf("app-killed-%s-%d", c.name, time.Now().UnixNano())
+		cmd, _ := runFaultWorkload(t, wbin, ag, app, c.env...)
+		cmd.Process.Kill()
+		cmd.Wait()
+		var rows []faultRow
+		waitFor(t, c.name+": final counters of 4 blocks", 30*time.Second, func() bool {
+			rows = faultRows(t, bin, addr, app)
+			return len(rows) == 4
+		})
+		for _, r := range rows {
+			if r.Write != faultRounds*pagesPerBlock || r.Read != 0 {
+				t.Fatalf("%s: block %s read %d write %d, want write %d (all: %+v)", c.name, r.BlockID, r.Read, r.Write, faultRounds*pagesPerBlock, rows)
+			}
+		}
+	}
 	ag.stop(t)
 	col.stop(t)
 }
