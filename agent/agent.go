@@ -19,7 +19,6 @@ import (
 	"github.com/stratatrace/strata/agent/resolver"
 	"github.com/stratatrace/strata/agent/spool"
 	"github.com/stratatrace/strata/agent/streamer"
-	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
 // resolverPool lends one resolver (whose scratch buffers are not shared-safe)
@@ -47,25 +46,38 @@ func newResolverPool(fs procmem.FS, n int, log *slog.Logger) (*resolverPool, err
 	return p, nil
 }
 
-func (p *resolverPool) Resolve(pid uint32, vaddr, length uint64, cpuNode int32) ([]*stratav1.PageRun, error) {
+func (p *resolverPool) Resolve(pid uint32, ranges []annotator.Range) []annotator.Pages {
 	r := <-p.free
 	defer func() { p.free <- r }()
-	req := [1]resolver.Request{{VAddr: vaddr, Length: length, CPUNode: cpuNode}}
-	var out [1]resolver.Result
-	if err := r.ResolveBatch(int(pid), req[:], out[:]); err != nil {
-		return nil, err
+	reqs := make([]resolver.Request, len(ranges))
+	for i, q := range ranges {
+		reqs[i] = resolver.Request{VAddr: q.VAddr, Length: q.Length, CPUNode: q.CPUNode}
 	}
-	res := out[0]
-	if w := res.Warning; w != nil {
-		p.mu.Lock()
-		first := !p.warned[w.Error()]
-		p.warned[w.Error()] = true
-		p.mu.Unlock()
-		if first {
-			p.log.Warn("page resolution degraded", "reason", w)
+	res := make([]resolver.Result, len(ranges))
+	out := make([]annotator.Pages, len(ranges))
+	if err := r.ResolveBatch(int(pid), reqs, res); err != nil {
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	for i, x := range res {
+		out[i] = annotator.Pages{Runs: x.Runs, Err: x.Err}
+		if w := x.Warning; w != nil {
+			p.warnOnce(w)
 		}
 	}
-	return res.Runs, res.Err
+	return out
+}
+
+func (p *resolverPool) warnOnce(w error) {
+	p.mu.Lock()
+	first := !p.warned[w.Error()]
+	p.warned[w.Error()] = true
+	p.mu.Unlock()
+	if first {
+		p.log.Warn("page resolution degraded", "reason", w)
+	}
 }
 
 // Close closes the resolvers not lent out; call it when no Resolve runs.

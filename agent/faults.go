@@ -251,21 +251,43 @@ func (f *faults) run(ctx context.Context, ann *annotator.Annotator, log *slog.Lo
 	f.mu.Unlock()
 	tick := time.NewTicker(f.every)
 	defer tick.Stop()
+	var batch []annotator.Fault
 	for {
 		select {
 		case <-ctx.Done():
 			f.flush(ann)
 			return
 		case ev := <-f.t.Events():
-			if ev.Kind == tracer.KindExit || ev.Kind == tracer.KindWalkSample {
-				continue
+			// Take what else is waiting too, so the pages are resolved
+			// per process, not per sample.
+			batch = f.appendFault(batch[:0], ev)
+		drain:
+			for len(batch) < maxFaultBatch {
+				select {
+				case ev := <-f.t.Events():
+					batch = f.appendFault(batch, ev)
+				default:
+					break drain
+				}
 			}
-			ann.AddFault(annotator.Fault{PID: ev.TGID, TID: ev.TID, BlockID: ev.BlockID, Addr: ev.Addr, Time: ev.Time,
-				Kind: faultKind(ev.Kind), CPUNode: f.cpuNode(ev.CPU)})
+			ann.AddFaults(batch)
 		case <-tick.C:
 			f.flush(ann)
 		}
 	}
+}
+
+// maxFaultBatch bounds the sampled faults resolved together.
+const maxFaultBatch = 1024
+
+// appendFault adds a sampled fault event to batch; exit notices and walk
+// samples are not faults.
+func (f *faults) appendFault(batch []annotator.Fault, ev tracer.Event) []annotator.Fault {
+	if ev.Kind == tracer.KindExit || ev.Kind == tracer.KindWalkSample {
+		return batch
+	}
+	return append(batch, annotator.Fault{PID: ev.TGID, TID: ev.TID, BlockID: ev.BlockID, Addr: ev.Addr, Time: ev.Time,
+		Kind: faultKind(ev.Kind), CPUNode: f.cpuNode(ev.CPU)})
 }
 
 // flush sends every block's counters that changed since the last flush,
@@ -283,23 +305,25 @@ func (f *faults) flush(ann *annotator.Annotator) {
 	for _, rep := range exits {
 		snap = append(snap, rep.Blocks...)
 	}
+	changed := snap[:0]
+	f.mu.Lock()
 	for _, b := range snap {
 		k := blockKey{b.TGID, b.BlockID}
-		f.mu.Lock()
-		prev, seen := f.last[k]
-		f.last[k] = b.Counters
-		f.mu.Unlock()
-		if seen && prev == b.Counters {
-			continue
+		if prev, seen := f.last[k]; !seen || prev != b.Counters {
+			f.last[k] = b.Counters
+			changed = append(changed, b)
 		}
-		ann.AddCounters(b.TGID, b.BlockID, faultCounts(b.Counters), now)
 	}
 	for _, rep := range exits {
-		f.mu.Lock()
 		for _, b := range rep.Blocks {
 			delete(f.last, blockKey{b.TGID, b.BlockID})
 		}
-		f.mu.Unlock()
+	}
+	f.mu.Unlock()
+	for _, b := range changed {
+		ann.AddCounters(b.TGID, b.BlockID, faultCounts(b.Counters), now)
+	}
+	for _, rep := range exits {
 		f.closeWorkload(rep.TGID, true)
 	}
 	f.mu.Lock()

@@ -18,7 +18,21 @@ import (
 // NUMA node of the CPU that touched the range, -1 when unknown; pages on
 // another node are marked CROSS_NODE.
 type Resolver interface {
-	Resolve(pid uint32, vaddr, length uint64, cpuNode int32) ([]*stratav1.PageRun, error)
+	// Resolve answers every range of one process, in order; a failure
+	// that concerns the whole process (it is gone) is every range's Err.
+	Resolve(pid uint32, ranges []Range) []Pages
+}
+
+// Range is an address range of a process to resolve.
+type Range struct {
+	VAddr, Length uint64
+	CPUNode       int32
+}
+
+// Pages is the answer for one Range.
+type Pages struct {
+	Runs []*stratav1.PageRun
+	Err  error
 }
 
 // Sink takes finished batches; *spool.Spool satisfies it.
@@ -158,10 +172,10 @@ func (a *Annotator) record(ev hooksrv.Event, vaddr, length uint64) *stratav1.Rec
 
 // resolve fills rec's pages, or its resolve_error.
 func (a *Annotator) resolve(rec *stratav1.Record) {
-	runs, err := a.res.Resolve(rec.GetPid(), rec.GetVaddr(), rec.GetLength(), rec.GetCpuNumaNode())
-	rec.Runs = runs
-	if err != nil {
-		rec.ResolveError = err.Error()
+	p := a.res.Resolve(rec.GetPid(), []Range{{rec.GetVaddr(), rec.GetLength(), rec.GetCpuNumaNode()}})[0]
+	rec.Runs = p.Runs
+	if p.Err != nil {
+		rec.ResolveError = p.Err.Error()
 		a.resolveErr.Add(1)
 	}
 }
@@ -298,29 +312,48 @@ type Fault struct {
 	CPUNode  int32 // NUMA node of the CPU the fault ran on, -1 unknown
 }
 
-// AddFault records a sampled fault with the Spark names of its block and
-// the page the fault mapped, resolved now. A fault in a block that is no
-// longer registered (freed since the sample was taken) is dropped and
-// reported false.
-func (a *Annotator) AddFault(f Fault) bool {
-	sem, ok := a.Semantics(f.PID, f.BlockID)
-	if !ok {
-		return false
-	}
+// AddFaults records sampled faults, each with the Spark names of its block
+// and the page the fault mapped, resolved now: one resolution per process
+// for the whole slice. Faults in blocks no longer registered (freed since
+// the sample was taken) are dropped; it returns how many were recorded.
+func (a *Annotator) AddFaults(fs []Fault) int {
 	page := uint64(a.cfg.PageSize)
-	rec := &stratav1.Record{
-		TimeUnixNano: f.Time.UnixNano(), Access: stratav1.AccessKind_ACCESS_KIND_FAULT,
-		Pid: f.PID, Tid: f.TID, Block: sem, Vaddr: f.Addr, Length: 1, PageSize: a.cfg.PageSize,
-		CpuNumaNode: f.CPUNode, FaultKind: f.Kind,
+	byPID := map[uint32][]*stratav1.Record{}
+	var pids []uint32
+	a.mu.Lock()
+	for _, f := range fs {
+		lb, ok := a.blocks[blockKey{f.PID, f.BlockID}]
+		if !ok {
+			continue
+		}
+		if _, seen := byPID[f.PID]; !seen {
+			pids = append(pids, f.PID)
+		}
+		byPID[f.PID] = append(byPID[f.PID], &stratav1.Record{
+			TimeUnixNano: f.Time.UnixNano(), Access: stratav1.AccessKind_ACCESS_KIND_FAULT,
+			Pid: f.PID, Tid: f.TID, Block: sparkBlock(lb.session, lb.block), Vaddr: f.Addr, Length: 1,
+			PageSize: a.cfg.PageSize, CpuNumaNode: f.CPUNode, FaultKind: f.Kind,
+		})
 	}
-	runs, err := a.res.Resolve(f.PID, f.Addr&^(page-1), page, f.CPUNode)
-	rec.Runs = runs
-	if err != nil {
-		rec.ResolveError = err.Error()
-		a.resolveErr.Add(1)
+	a.mu.Unlock()
+	n := 0
+	for _, pid := range pids {
+		recs := byPID[pid]
+		ranges := make([]Range, len(recs))
+		for i, r := range recs {
+			ranges[i] = Range{r.GetVaddr() &^ (page - 1), page, r.GetCpuNumaNode()}
+		}
+		for i, p := range a.res.Resolve(pid, ranges) {
+			recs[i].Runs = p.Runs
+			if p.Err != nil {
+				recs[i].ResolveError = p.Err.Error()
+				a.resolveErr.Add(1)
+			}
+			a.add(recs[i])
+			n++
+		}
 	}
-	a.add(rec)
-	return true
+	return n
 }
 
 // AddCounters records a block's cumulative fault counters.

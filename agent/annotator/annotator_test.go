@@ -3,6 +3,7 @@ package annotator
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,18 +23,23 @@ type rangeResolver struct {
 
 var errGone = errors.New("process gone")
 
-func (r *rangeResolver) Resolve(pid uint32, vaddr, length uint64, cpuNode int32) ([]*stratav1.PageRun, error) {
+func (r *rangeResolver) Resolve(pid uint32, ranges []Range) []Pages {
 	r.mu.Lock()
 	r.calls++
 	r.mu.Unlock()
-	if r.dead[pid] {
-		return nil, errGone
+	out := make([]Pages, len(ranges))
+	for i, q := range ranges {
+		if r.dead[pid] {
+			out[i].Err = errGone
+			continue
+		}
+		state := uint32(1)
+		if q.CPUNode >= 0 && q.CPUNode != 0 { // every page of this resolver is on node 0
+			state |= uint32(stratav1.PageState_PAGE_STATE_CROSS_NODE)
+		}
+		out[i].Runs = []*stratav1.PageRun{{Vaddr: q.VAddr, Count: max(uint32(q.Length/4096), 1), State: state, Pfn: q.VAddr >> 12}}
 	}
-	state := uint32(1)
-	if cpuNode >= 0 && cpuNode != 0 { // every page of this resolver is on node 0
-		state |= uint32(stratav1.PageState_PAGE_STATE_CROSS_NODE)
-	}
-	return []*stratav1.PageRun{{Vaddr: vaddr, Count: max(uint32(length/4096), 1), State: state, Pfn: vaddr >> 12}}, nil
+	return out
 }
 
 type memSink struct {
@@ -223,11 +229,11 @@ func TestFaultSamplesAndCounters(t *testing.T) {
 	s := &hooksrv.Session{PID: 5, AppID: "app", ExecutorID: "2"}
 	a.HandleEvent(context.Background(), ev(s, hooksrv.EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, 3, 0x100000, 0x10000))
 	now := time.Unix(300, 0)
-	if !a.AddFault(Fault{PID: 5, TID: 6, BlockID: 3, Addr: 0x104123, Time: now, Kind: stratav1.FaultKind_FAULT_KIND_WRITE, CPUNode: 1}) {
-		t.Fatal("fault in a live block was dropped")
-	}
-	if a.AddFault(Fault{PID: 5, BlockID: 4, Addr: 0x1, Time: now}) {
-		t.Fatal("fault in an unknown block was recorded")
+	if n := a.AddFaults([]Fault{
+		{PID: 5, TID: 6, BlockID: 3, Addr: 0x104123, Time: now, Kind: stratav1.FaultKind_FAULT_KIND_WRITE, CPUNode: 1},
+		{PID: 5, BlockID: 4, Addr: 0x1, Time: now}, // no such block: dropped
+	}); n != 1 {
+		t.Fatalf("AddFaults recorded %d, want 1", n)
 	}
 	if !a.AddCounters(5, 3, &stratav1.FaultCounts{Read: 7, Write: 9}, now) {
 		t.Fatal("counters of a live block were dropped")
@@ -252,5 +258,33 @@ func TestFaultSamplesAndCounters(t *testing.T) {
 	c := recs[2]
 	if c.GetFaults().GetRead() != 7 || c.GetFaults().GetWrite() != 9 || c.GetVaddr() != 0x100000 || c.GetLength() != 0x10000 || len(c.GetRuns()) != 0 {
 		t.Fatalf("counter record = %v", c)
+	}
+}
+
+func TestFaultSamplesResolveOncePerProcess(t *testing.T) {
+	res := &rangeResolver{}
+	sink := &memSink{}
+	a := New(res, sink, Config{})
+	for _, pid := range []uint32{5, 6} {
+		s := &hooksrv.Session{PID: pid, AppID: "app"}
+		a.HandleEvent(context.Background(), ev(s, hooksrv.EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, 1, 0x100000, 0x10000))
+	}
+	before := res.calls
+	now := time.Unix(300, 0)
+	n := a.AddFaults([]Fault{
+		{PID: 5, BlockID: 1, Addr: 0x101000, Time: now},
+		{PID: 6, BlockID: 1, Addr: 0x102000, Time: now},
+		{PID: 5, BlockID: 1, Addr: 0x103000, Time: now},
+	})
+	if n != 3 || res.calls-before != 2 {
+		t.Fatalf("recorded %d with %d resolver calls, want 3 with 2", n, res.calls-before)
+	}
+	a.Flush()
+	got := map[uint32][]uint64{}
+	for _, r := range sink.records()[2:] {
+		got[r.GetPid()] = append(got[r.GetPid()], r.GetRuns()[0].GetVaddr())
+	}
+	if !slices.Equal(got[5], []uint64{0x101000, 0x103000}) || !slices.Equal(got[6], []uint64{0x102000}) {
+		t.Fatalf("sampled pages per pid = %v", got)
 	}
 }
