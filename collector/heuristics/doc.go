@@ -46,8 +46,7 @@
 // # Cross-layer input
 //
 // TraceSummary is filled by the collector from its store for the job's
-// application id (SummarizeRecords builds it from stratav1 records and
-// workload counters); AnalyzeWithTrace runs the cross-layer heuristics only
+// application id (collector/server); AnalyzeWithTrace runs the cross-layer heuristics only
 // when ts.AppID equals the job's AppID, and each of them skips itself when
 // the numbers it needs were not measured.
 package heuristics

@@ -14,7 +14,7 @@ import (
 type CachedPages struct {
 	RDDID   int32
 	Node    int32  // -1: not present, or PFN hidden
-	Pages   uint64 // every base page of the blocks' ranges on this node
+	Pages   uint64 // every base page of the blocks' ranges on this node, holes (UNMAPPED) excluded
 	Present uint64
 	Swapped uint64
 	THP     uint64
@@ -23,7 +23,7 @@ type CachedPages struct {
 const cachedSQL = latestLifecycleCTE + `
 SELECT r.rdd_id,
 	CASE WHEN r.state & 1 = 0 OR r.state & 128 <> 0 THEN -1 ELSE r.numa_node END AS node,
-	sum(r.pages)::UBIGINT,
+	sum(CASE WHEN r.state & 64 = 0 THEN r.pages ELSE 0 END)::UBIGINT,
 	sum(CASE WHEN r.state & 1 <> 0 THEN r.pages ELSE 0 END)::UBIGINT,
 	sum(CASE WHEN r.state & 2 <> 0 THEN r.pages ELSE 0 END)::UBIGINT,
 	sum(CASE WHEN r.state & 32 <> 0 THEN r.pages ELSE 0 END)::UBIGINT
@@ -47,15 +47,19 @@ func (s *DuckDB) Cached(ctx context.Context, appID string) ([]CachedPages, error
 	})
 }
 
-// faultNodesSQL counts the sampled faults ($2 = FAULT records that carry a
-// CPU node) in an app's cached blocks by whether the faulted page was on
-// the faulting CPU's node. Each sample record holds the one page it faulted.
+// faultNodesSQL counts the sampled faults ($2 = FAULT records without
+// counters) in an app's cached blocks by where the faulted page was: on the
+// faulting CPU's node (local), or elsewhere - by node numbers, or by the
+// agent's CROSS_NODE mark (remote). Each sample record holds the one page
+// it faulted.
 const faultNodesSQL = `
-SELECT coalesce(sum(CASE WHEN r.numa_node = rec.cpu_numa THEN r.pages ELSE 0 END), 0)::UBIGINT,
-	coalesce(sum(CASE WHEN r.numa_node <> rec.cpu_numa THEN r.pages ELSE 0 END), 0)::UBIGINT
+SELECT coalesce(sum(CASE WHEN r.state & 1024 = 0 AND r.numa_node >= 0 AND r.numa_node = rec.cpu_numa
+		THEN r.pages ELSE 0 END), 0)::UBIGINT,
+	coalesce(sum(CASE WHEN r.state & 1024 <> 0 OR (r.numa_node >= 0 AND rec.cpu_numa >= 0 AND r.numa_node <> rec.cpu_numa)
+		THEN r.pages ELSE 0 END), 0)::UBIGINT
 FROM runs r JOIN records rec USING (batch_id, rec_idx)
-WHERE rec.app_id = $1 AND rec.access_kind = $2 AND rec.cpu_numa >= 0 AND NOT rec.has_faults
-	AND r.rdd_id >= 0 AND r.mem_mode <> $3 AND r.state & 1 <> 0 AND r.state & 128 = 0 AND r.numa_node >= 0`
+WHERE rec.app_id = $1 AND rec.access_kind = $2 AND NOT rec.has_faults
+	AND r.rdd_id >= 0 AND r.mem_mode <> $3 AND r.state & 1 <> 0 AND r.state & 128 = 0`
 
 // FaultNodes returns how many sampled faults in an app's cached blocks hit
 // a page on the faulting CPU's own node (local) or on another (remote).

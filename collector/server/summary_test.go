@@ -1,12 +1,20 @@
-package heuristics
+package server
 
 import (
+	"context"
+	"log/slog"
 	"testing"
 
+	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
-func TestSummarizeRecords(t *testing.T) {
+// TestTraceSummaryFromStore: the cross-layer input the collector reads back
+// for one application: each block's latest observation counts, a freed
+// block counts nothing, holes are not pages, other apps, non-RDD blocks
+// and execution memory are left out, and sampled faults split local and
+// remote by node numbers or by the agent's CROSS_NODE mark.
+func TestTraceSummaryFromStore(t *testing.T) {
 	const app = "application_7_0001"
 	present := uint32(stratav1.PageState_PAGE_STATE_PRESENT)
 	thp := present | uint32(stratav1.PageState_PAGE_STATE_THP)
@@ -15,11 +23,17 @@ func TestSummarizeRecords(t *testing.T) {
 	blk := func(rdd int32, id string) *stratav1.SparkBlock {
 		return &stratav1.SparkBlock{AppId: app, ExecutorId: "1", RddId: rdd, BlockId: id, Mode: stratav1.MemoryMode_MEMORY_MODE_STORAGE}
 	}
+	va := uint64(0x10000000)
 	run := func(count, state uint32, node int32) *stratav1.PageRun {
-		return &stratav1.PageRun{Count: count, State: state, NumaNode: node}
+		r := &stratav1.PageRun{Vaddr: va, Count: count, State: state, NumaNode: node}
+		if state&present != 0 {
+			r.Pfn = va >> 12
+		}
+		va += uint64(count) * 4096
+		return r
 	}
 	rec := func(ns int64, kind stratav1.AccessKind, b *stratav1.SparkBlock, runs ...*stratav1.PageRun) *stratav1.Record {
-		return &stratav1.Record{TimeUnixNano: ns, Access: kind, Block: b, PageSize: 4096, Runs: runs, CpuNumaNode: 0}
+		return &stratav1.Record{TimeUnixNano: ns, Access: kind, Block: b, Pid: 9, PageSize: 4096, Runs: runs, CpuNumaNode: 0, Vaddr: 1, Length: 1}
 	}
 	records := []*stratav1.Record{
 		// rdd_1_0: an old observation superseded by a newer one.
@@ -30,33 +44,43 @@ func TestSummarizeRecords(t *testing.T) {
 		// rdd_2_0 freed after its last observation: gone.
 		rec(2, stratav1.AccessKind_ACCESS_KIND_ALLOC, blk(2, "rdd_2_0"), run(50, present, 0)),
 		rec(3, stratav1.AccessKind_ACCESS_KIND_FREE, blk(2, "rdd_2_0")),
-		// Faults: one local, one remote by node, one remote by flag.
+		// Fault samples: one local, one remote by node, one remote by mark.
 		rec(6, stratav1.AccessKind_ACCESS_KIND_FAULT, blk(1, "rdd_1_0"), run(1, present, 0)),
 		rec(7, stratav1.AccessKind_ACCESS_KIND_FAULT, blk(1, "rdd_1_1"), run(1, present, 1)),
 		rec(8, stratav1.AccessKind_ACCESS_KIND_FAULT, blk(1, "rdd_1_1"), run(1, present|uint32(stratav1.PageState_PAGE_STATE_CROSS_NODE), -1)),
-		// Not this app, not an RDD, execution memory: ignored.
-		{Block: &stratav1.SparkBlock{AppId: "other", RddId: 1, BlockId: "rdd_1_0"}, Runs: []*stratav1.PageRun{run(9, present, 0)}},
+		// Another app, a non-RDD block, execution memory: left out.
+		rec(9, stratav1.AccessKind_ACCESS_KIND_ALLOC, &stratav1.SparkBlock{AppId: "other", ExecutorId: "1", RddId: 1, BlockId: "rdd_1_0"}, run(9, present, 0)),
 		rec(9, stratav1.AccessKind_ACCESS_KIND_ALLOC, blk(-1, "broadcast_0"), run(9, present, 0)),
-		rec(9, stratav1.AccessKind_ACCESS_KIND_ALLOC, &stratav1.SparkBlock{AppId: app, RddId: 3, BlockId: "page_1_1",
+		rec(9, stratav1.AccessKind_ACCESS_KIND_ALLOC, &stratav1.SparkBlock{AppId: app, ExecutorId: "1", RddId: 3, BlockId: "page_1_1",
 			Mode: stratav1.MemoryMode_MEMORY_MODE_EXECUTION}, run(9, present, 0)),
 	}
-	wl := []*stratav1.WorkloadCounters{{AppId: app, Pid: 1}, {AppId: "other", Pid: 2}}
-	ts := SummarizeRecords(app, 0, records, wl)
-	if ts.AppID != app || ts.PageSize != 4096 || ts.NUMANodes != 2 || len(ts.Workloads) != 1 {
-		t.Fatalf("summary header %+v", ts)
+	ctx := context.Background()
+	st, err := store.Open(ctx, store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Append(ctx, &stratav1.Batch{NodeName: "n", BootId: "b", Seq: 1, Records: records,
+		Workloads: []*stratav1.WorkloadCounters{{AppId: app, ExecutorId: "1", Pid: 9, StartUnixNano: 1, EndUnixNano: 2, PmuStatus: "unavailable: no hardware PMU"}}}); err != nil {
+		t.Fatal(err)
+	}
+	a := analyzer{traces: st, log: slog.New(slog.DiscardHandler)}
+	ts := a.summary(app)
+	if ts == nil || ts.AppID != app || len(ts.Workloads) != 1 {
+		t.Fatalf("summary = %+v", ts)
 	}
 	if len(ts.RDDs) != 1 {
 		t.Fatalf("RDDs %+v, want only rdd 1", ts.RDDs)
 	}
 	r := ts.RDDs[0]
 	if r.RDDID != 1 || r.TotalPages != 722 || r.SwappedPages != 10 || r.THPPages != 512 ||
-		r.PagesByNode[0] != 512 || r.PagesByNode[1] != 200 {
+		r.PagesByNode[0] != 512 || r.PagesByNode[1] != 200 || len(r.PagesByNode) != 2 {
 		t.Fatalf("rdd 1 = %+v", r)
 	}
 	if ts.Faults == nil || ts.Faults.Local != 1 || ts.Faults.Remote != 2 {
 		t.Fatalf("faults %+v", ts.Faults)
 	}
-	if ts := SummarizeRecords(app, 4096, nil, nil); ts.Faults != nil || len(ts.RDDs) != 0 {
-		t.Fatalf("empty summary %+v", ts)
+	if a.summary("application_none") != nil {
+		t.Fatal("an app without traces has a summary")
 	}
 }
