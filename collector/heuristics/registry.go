@@ -34,16 +34,6 @@ func register(e entry) {
 	slices.SortStableFunc(registry, func(a, b entry) int { return a.order - b.order })
 }
 
-// Registered returns the config keys and display names of every known
-// heuristic in result order, enabled or not.
-func Registered() (keys, names []string) {
-	for _, e := range registry {
-		keys = append(keys, e.key)
-		names = append(names, e.name)
-	}
-	return keys, names
-}
-
 // Result order. MapReduce follows Dr. Elephant's shipped HeuristicConf.xml.
 const (
 	orderMapperSkew = 100 + iota

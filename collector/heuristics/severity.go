@@ -59,9 +59,6 @@ func MaxSeverity(s ...Severity) Severity {
 	return m
 }
 
-// MinSeverity returns the lower of a and b.
-func MinSeverity(a, b Severity) Severity { return min(a, b) }
-
 // Score is Dr. Elephant's heuristic score (§1.4): 0 for NONE and LOW,
 // otherwise severity × n, n being the number of tasks looked at.
 func Score(s Severity, n int) int64 {

@@ -18,16 +18,6 @@ func RequireRoot(tb testing.TB) {
 	}
 }
 
-// RequireFile skips the test when path cannot be opened for reading.
-func RequireFile(tb testing.TB, path string) {
-	tb.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		tb.Skipf("skipping: %v", err)
-	}
-	f.Close()
-}
-
 // RepoRoot returns the module root, found from this source file.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
