@@ -145,10 +145,14 @@ func (x *JobMetrics) GetWaitMs() int64 {
 	return 0
 }
 
+// HeuristicDetail is one line of a heuristic's result, as in Dr. Elephant:
+// a name, the measured or configured value, and optional long text (advice,
+// or a list too long for the value column).
 type HeuristicDetail struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Details       string                 `protobuf:"bytes,3,opt,name=details,proto3" json:"details,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -193,6 +197,13 @@ func (x *HeuristicDetail) GetName() string {
 func (x *HeuristicDetail) GetValue() string {
 	if x != nil {
 		return x.Value
+	}
+	return ""
+}
+
+func (x *HeuristicDetail) GetDetails() string {
+	if x != nil {
+		return x.Details
 	}
 	return ""
 }
@@ -433,10 +444,11 @@ const file_strata_v1_job_proto_rawDesc = "" +
 	"\x0fwasted_gb_hours\x18\x02 \x01(\x01R\rwastedGbHours\x12\x1d\n" +
 	"\n" +
 	"runtime_ms\x18\x03 \x01(\x03R\truntimeMs\x12\x17\n" +
-	"\await_ms\x18\x04 \x01(\x03R\x06waitMs\";\n" +
+	"\await_ms\x18\x04 \x01(\x03R\x06waitMs\"U\n" +
 	"\x0fHeuristicDetail\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"\xa2\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\x12\x18\n" +
+	"\adetails\x18\x03 \x01(\tR\adetails\"\xa2\x01\n" +
 	"\x0fHeuristicResult\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12/\n" +
 	"\bseverity\x18\x02 \x01(\x0e2\x13.strata.v1.SeverityR\bseverity\x12\x14\n" +

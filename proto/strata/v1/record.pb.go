@@ -958,12 +958,15 @@ func (x *WorkloadCounters) GetPmuStatus() string {
 // Batch is what an agent sends: records of one node, numbered so the
 // collector can acknowledge and drop duplicates after a replay.
 type Batch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeName      string                 `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
-	BootId        string                 `protobuf:"bytes,2,opt,name=boot_id,json=bootId,proto3" json:"boot_id,omitempty"` // /proc/sys/kernel/random/boot_id; (node, boot, seq) is unique
-	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`                    // increases by one per batch within one boot
-	Records       []*Record              `protobuf:"bytes,4,rep,name=records,proto3" json:"records,omitempty"`
-	Workloads     []*WorkloadCounters    `protobuf:"bytes,5,rep,name=workloads,proto3" json:"workloads,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	NodeName  string                 `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	BootId    string                 `protobuf:"bytes,2,opt,name=boot_id,json=bootId,proto3" json:"boot_id,omitempty"` // /proc/sys/kernel/random/boot_id; (node, boot, seq) is unique
+	Seq       uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`                    // increases by one per batch within one boot
+	Records   []*Record              `protobuf:"bytes,4,rep,name=records,proto3" json:"records,omitempty"`
+	Workloads []*WorkloadCounters    `protobuf:"bytes,5,rep,name=workloads,proto3" json:"workloads,omitempty"`
+	// node describes the machine the records come from; every batch carries
+	// it (a few bytes), so the collector knows each node without a handshake.
+	Node          *NodeInfo `protobuf:"bytes,6,opt,name=node,proto3" json:"node,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1033,6 +1036,75 @@ func (x *Batch) GetWorkloads() []*WorkloadCounters {
 	return nil
 }
 
+func (x *Batch) GetNode() *NodeInfo {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+// NodeInfo is what the agent read of its machine's memory topology. A zero
+// field means "unknown", never "none".
+type NodeInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NumaNodes     uint32                 `protobuf:"varint,1,opt,name=numa_nodes,json=numaNodes,proto3" json:"numa_nodes,omitempty"`               // NUMA nodes with memory (sysfs node/has_memory, else node/online)
+	PageSize      uint32                 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`                  // base page size in bytes
+	MemTotalBytes uint64                 `protobuf:"varint,3,opt,name=mem_total_bytes,json=memTotalBytes,proto3" json:"mem_total_bytes,omitempty"` // MemTotal of /proc/meminfo
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeInfo) Reset() {
+	*x = NodeInfo{}
+	mi := &file_strata_v1_record_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeInfo) ProtoMessage() {}
+
+func (x *NodeInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_record_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
+func (*NodeInfo) Descriptor() ([]byte, []int) {
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *NodeInfo) GetNumaNodes() uint32 {
+	if x != nil {
+		return x.NumaNodes
+	}
+	return 0
+}
+
+func (x *NodeInfo) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *NodeInfo) GetMemTotalBytes() uint64 {
+	if x != nil {
+		return x.MemTotalBytes
+	}
+	return 0
+}
+
 type Ack struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
@@ -1044,7 +1116,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_strata_v1_record_proto_msgTypes[6]
+	mi := &file_strata_v1_record_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1056,7 +1128,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_record_proto_msgTypes[6]
+	mi := &file_strata_v1_record_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1069,7 +1141,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{6}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -1178,13 +1250,19 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\f_dtlb_missesB\x13\n" +
 	"\x11_walk_cycles_loadB\x14\n" +
 	"\x12_walk_cycles_storeB\x12\n" +
-	"\x10_walk_cycles_rdd\"\xb7\x01\n" +
+	"\x10_walk_cycles_rdd\"\xe0\x01\n" +
 	"\x05Batch\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12\x17\n" +
 	"\aboot_id\x18\x02 \x01(\tR\x06bootId\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12+\n" +
 	"\arecords\x18\x04 \x03(\v2\x11.strata.v1.RecordR\arecords\x129\n" +
-	"\tworkloads\x18\x05 \x03(\v2\x1b.strata.v1.WorkloadCountersR\tworkloads\"O\n" +
+	"\tworkloads\x18\x05 \x03(\v2\x1b.strata.v1.WorkloadCountersR\tworkloads\x12'\n" +
+	"\x04node\x18\x06 \x01(\v2\x13.strata.v1.NodeInfoR\x04node\"n\n" +
+	"\bNodeInfo\x12\x1d\n" +
+	"\n" +
+	"numa_nodes\x18\x01 \x01(\rR\tnumaNodes\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\rR\bpageSize\x12&\n" +
+	"\x0fmem_total_bytes\x18\x03 \x01(\x04R\rmemTotalBytes\"O\n" +
 	"\x03Ack\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1c\n" +
 	"\tduplicate\x18\x02 \x01(\bR\tduplicate\x12\x18\n" +
@@ -1242,7 +1320,7 @@ func file_strata_v1_record_proto_rawDescGZIP() []byte {
 }
 
 var file_strata_v1_record_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_strata_v1_record_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_strata_v1_record_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_strata_v1_record_proto_goTypes = []any{
 	(AccessKind)(0),          // 0: strata.v1.AccessKind
 	(MemoryMode)(0),          // 1: strata.v1.MemoryMode
@@ -1255,23 +1333,25 @@ var file_strata_v1_record_proto_goTypes = []any{
 	(*Record)(nil),           // 8: strata.v1.Record
 	(*WorkloadCounters)(nil), // 9: strata.v1.WorkloadCounters
 	(*Batch)(nil),            // 10: strata.v1.Batch
-	(*Ack)(nil),              // 11: strata.v1.Ack
+	(*NodeInfo)(nil),         // 11: strata.v1.NodeInfo
+	(*Ack)(nil),              // 12: strata.v1.Ack
 }
 var file_strata_v1_record_proto_depIdxs = []int32{
-	1, // 0: strata.v1.SparkBlock.mode:type_name -> strata.v1.MemoryMode
-	2, // 1: strata.v1.SparkBlock.location:type_name -> strata.v1.MemoryLocation
-	0, // 2: strata.v1.Record.access:type_name -> strata.v1.AccessKind
-	5, // 3: strata.v1.Record.block:type_name -> strata.v1.SparkBlock
-	6, // 4: strata.v1.Record.runs:type_name -> strata.v1.PageRun
-	7, // 5: strata.v1.Record.faults:type_name -> strata.v1.FaultCounts
-	4, // 6: strata.v1.Record.fault_kind:type_name -> strata.v1.FaultKind
-	8, // 7: strata.v1.Batch.records:type_name -> strata.v1.Record
-	9, // 8: strata.v1.Batch.workloads:type_name -> strata.v1.WorkloadCounters
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	1,  // 0: strata.v1.SparkBlock.mode:type_name -> strata.v1.MemoryMode
+	2,  // 1: strata.v1.SparkBlock.location:type_name -> strata.v1.MemoryLocation
+	0,  // 2: strata.v1.Record.access:type_name -> strata.v1.AccessKind
+	5,  // 3: strata.v1.Record.block:type_name -> strata.v1.SparkBlock
+	6,  // 4: strata.v1.Record.runs:type_name -> strata.v1.PageRun
+	7,  // 5: strata.v1.Record.faults:type_name -> strata.v1.FaultCounts
+	4,  // 6: strata.v1.Record.fault_kind:type_name -> strata.v1.FaultKind
+	8,  // 7: strata.v1.Batch.records:type_name -> strata.v1.Record
+	9,  // 8: strata.v1.Batch.workloads:type_name -> strata.v1.WorkloadCounters
+	11, // 9: strata.v1.Batch.node:type_name -> strata.v1.NodeInfo
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_record_proto_init() }
@@ -1286,7 +1366,7 @@ func file_strata_v1_record_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_record_proto_rawDesc), len(file_strata_v1_record_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
