@@ -51,7 +51,8 @@ func (f FS) LoadCPUNodes() ([]int32, error) {
 	return out, nil
 }
 
-// parseCPUList decodes the kernel's CPU list format ("0-3,8,10-11\n"; an
+// parseCPUList decodes the kernel's list format of CPUs and nodes (cpulist,
+// node/online, node/has_memory: "0-3,8,10-11\n"; an
 // empty list for a memory-only node).
 func parseCPUList(b []byte) ([]int, error) {
 	b = bytes.TrimSpace(b)

@@ -63,6 +63,32 @@ func (f FS) LoadNodeMap() (*NodeMap, error) {
 	return newNodeMap(bs, blocks)
 }
 
+// MemoryNodes counts the NUMA nodes that have memory:
+// /sys/devices/system/node/has_memory, else node/online (kernels without
+// N_MEMORY state files, where a CPU-only node would count too), both in the
+// kernel's list format ("0-1,3"). It fails with ErrNoNodeInfo when sysfs has
+// neither (a kernel built without CONFIG_NUMA has no node directory).
+func (f FS) MemoryNodes() (int, error) {
+	dir := filepath.Join(f.Sys, "devices", "system", "node")
+	var errs []error
+	for _, name := range []string{"has_memory", "online"} {
+		raw, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read memory nodes: %w", err)
+		}
+		nodes, err := parseCPUList(raw)
+		if err != nil {
+			return 0, fmt.Errorf("parse node/%s: %w", name, err)
+		}
+		return len(nodes), nil
+	}
+	return 0, fmt.Errorf("read memory nodes: %w: %w", ErrNoNodeInfo, errors.Join(errs...))
+}
+
 // parseBlockSize parses block_size_bytes: a hexadecimal number without 0x,
 // which must be a power of two and at least one page.
 func parseBlockSize(b []byte) (uint64, error) {
