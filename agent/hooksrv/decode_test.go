@@ -3,7 +3,6 @@ package hooksrv
 import (
 	"bytes"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -152,31 +151,4 @@ func repaired(b Body) bool {
 		return strings.ContainsRune(b.Name, '\uFFFD')
 	}
 	return false
-}
-
-func TestParseStatus(t *testing.T) {
-	tests := []struct {
-		name  string
-		in    string
-		want  procStatus
-		valid bool
-	}{
-		{"host", "Name:\tjava\nTgid:\t1234\nNgid:\t0\nPid:\t1240\nNSpid:\t1240\n", procStatus{1234, []uint32{1240}}, true},
-		{"container", "Tgid:\t77\nNSpid:\t77\t5\t1\n", procStatus{77, []uint32{77, 5, 1}}, true},
-		{"no nspid (old kernel)", "Tgid:\t9\n", procStatus{Tgid: 9}, true},
-		{"no tgid", "Name:\tx\nNSpid:\t1\n", procStatus{}, false},
-		{"bad tgid", "Tgid:\tabc\n", procStatus{}, false},
-		{"bad nspid", "Tgid:\t1\nNSpid:\t1 x\n", procStatus{}, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseStatus([]byte(tc.in))
-			if (err == nil) != tc.valid {
-				t.Fatalf("parseStatus error = %v, want valid %v", err, tc.valid)
-			}
-			if tc.valid && (got.Tgid != tc.want.Tgid || !slices.Equal(got.NSpid, tc.want.NSpid)) {
-				t.Errorf("parseStatus = %+v, want %+v", got, tc.want)
-			}
-		})
-	}
 }

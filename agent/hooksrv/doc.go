@@ -20,7 +20,9 @@
 // Session.PID. HELLO, REGISTER and MOVE also name a pid; it must be the peer,
 // a thread of the peer (/proc/<tid>/status Tgid), or the peer's pid inside
 // its own pid namespace (last NSpid entry), else the frame is rejected and
-// counted in Stats.Rejected:
+// counted in Stats.Rejected. Those files are read through procmem under
+// Config.FS (the agent's --proc, which must be the host's procfs with
+// hostPID, as SO_PEERCRED gives host pids):
 //
 //   - a foreign REGISTER or MOVE is logged (the first of a session at warn
 //     level, later ones at debug) and dropped; the session goes on, because

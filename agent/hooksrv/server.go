@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/stratatrace/strata/agent/procmem"
 )
 
 // DefaultPath is where the agent listens unless configured otherwise; the
@@ -21,7 +23,6 @@ const DefaultPath = "/run/strata/hook.sock"
 // Defaults of Config.
 const (
 	DefaultMode         os.FileMode = 0o666
-	DefaultProcRoot                 = "/proc"
 	DefaultMaxBlocks                = 1 << 20
 	DefaultHelloTimeout             = 10 * time.Second
 )
@@ -50,8 +51,9 @@ type Config struct {
 	// to the peer's own address space, so a peer can only describe itself.
 	// Use 0660 plus a group to restrict who may report at all.
 	Mode os.FileMode
-	// ProcRoot is the procfs mount used for the pid checks.
-	ProcRoot string
+	// FS is where the pid checks read /proc/<pid>/status (the agent's
+	// --proc); the zero FS is procmem.Default().
+	FS procmem.FS
 	// MaxBlocks bounds the live blocks of one session; a session that
 	// registers more is closed.
 	MaxBlocks int
@@ -67,8 +69,8 @@ func (c Config) withDefaults() Config {
 	if c.Mode == 0 {
 		c.Mode = DefaultMode
 	}
-	if c.ProcRoot == "" {
-		c.ProcRoot = DefaultProcRoot
+	if c.FS == (procmem.FS{}) {
+		c.FS = procmem.Default()
 	}
 	if c.MaxBlocks == 0 {
 		c.MaxBlocks = DefaultMaxBlocks

@@ -67,7 +67,7 @@ func (s *Server) serveConn(conn *net.UnixConn) {
 		s:      s,
 		conn:   conn,
 		log:    s.log.With("peer_pid", cred.Pid, "peer_uid", cred.Uid),
-		pids:   newPIDPolicy(s.cfg.ProcRoot, uint32(cred.Pid)),
+		pids:   newPIDPolicy(s.cfg.FS, uint32(cred.Pid)),
 		blocks: map[uint64]*blockState{},
 	}
 	cause := ss.run(cred, accepted)

@@ -121,6 +121,9 @@ func (t *Tracer) forgetLocked(tgid uint32) (ExitReport, error) {
 		t.freeSlots = append(t.freeSlots, b.slot)
 	}
 	errs = append(errs, p.idx.clear(t.store()))
+	if total, matched, err := t.walkSampleCounts(tgid); err == nil {
+		rep.WalkSamples, rep.WalkSamplesMatched = total, matched
+	}
 	if err := t.maps[strataMapTgids].Delete(tgid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		errs = append(errs, err)
 	}
@@ -222,21 +225,6 @@ func (t *Tracer) FreeBlock(tgid uint32, id uint64) (Counters, error) {
 	return c, nil
 }
 
-// BlockCounters returns one block's counters, summed over CPUs.
-func (t *Tracer) BlockCounters(tgid uint32, id uint64) (Counters, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	p, err := t.procLocked("read block counters", tgid)
-	if err != nil {
-		return Counters{}, err
-	}
-	b, ok := p.idx.blocks[id]
-	if !ok {
-		return Counters{}, fmt.Errorf("read block counters %d: %w", id, ErrUnknownBlock)
-	}
-	return t.readSlot(b.slot)
-}
-
 func (t *Tracer) readSlot(slot uint32) (Counters, error) {
 	var per []strataBlockCounters
 	if err := t.maps[strataMapCounters].Lookup(slot, &per); err != nil {
@@ -248,7 +236,7 @@ func (t *Tracer) readSlot(slot uint32) (Counters, error) {
 func sumCounters(per []strataBlockCounters) Counters {
 	var c Counters
 	for _, v := range per {
-		c = c.Add(Counters{v.Read, v.Write, v.Exec, v.Unclassified, v.Major, v.WalkSamples})
+		c = c.add(Counters{v.Read, v.Write, v.Exec, v.Unclassified, v.Major, v.WalkSamples})
 	}
 	return c
 }
@@ -303,6 +291,10 @@ func (t *Tracer) readAllSlots() ([]Counters, error) {
 // WalkSampleCounts returns, for tgid, the SampleWalks samples taken and
 // how many of them hit a registered block.
 func (t *Tracer) WalkSampleCounts(tgid uint32) (total, matched uint64, err error) {
+	return t.walkSampleCounts(tgid)
+}
+
+func (t *Tracer) walkSampleCounts(tgid uint32) (total, matched uint64, err error) {
 	var per []strataTgidCounters
 	if err := t.maps[strataMapTgids].Lookup(tgid, &per); err != nil {
 		return 0, 0, fmt.Errorf("read tgid counters %d: %w", tgid, err)

@@ -4,12 +4,16 @@
 // A Tracer counts the page faults of traced processes per registered RDD
 // block, in the kernel:
 //
-//	t, err := tracer.Load(tracer.Config{Logger: log})
+//	t, err := tracer.Load(tracer.Config{Logger: log, OnExit: onExit})
 //	defer t.Close()
 //	t.Track(pid)                                   // count this thread group
 //	t.RegisterBlock(pid, blockID, start, end)      // [start, end) virtual
-//	c, _ := t.BlockCounters(pid, blockID)          // read, write, exec, major
+//	snap, _ := t.Snapshot()                        // every block's counters
 //	for ev := range t.Events() { ... }             // 1 in SampleEvery faults
+//	c, _ := t.FreeBlock(pid, blockID)              // final counters
+//
+// agent/faults is its one user: it mirrors the annotator's block registry
+// into it and turns its counters and events into records.
 //
 // What the caller must know:
 //   - Counters are kept per block from registration; MoveBlock (after a GC)
@@ -31,16 +35,21 @@
 //     (see bpf/strata.h). RegisterBlock fails with ErrTooDense when more
 //     than 8 blocks share one granule (blocks averaging under 8 KiB).
 //     A lookup is one hash probe (two in a dense bucket) whatever the number
-//     of blocks. Program time per fault, kernel BPF statistics, this VM:
-//     ~80 ns untraced, ~170-200 ns traced with 64 or with 65,536 blocks,
-//     ~265 ns in dense buckets; a sorted range array searched with bpf_loop
-//     took 156 ns at 64 ranges and 276 ns at 65,536, and needs the whole
-//     array rewritten on every change. An untraced process pays one bit
-//     test in an array map (pid_bits) on top of the tracepoint itself.
+//     of blocks, so the program's time per fault does not grow with the
+//     blocks registered; BenchmarkFaultOverhead prints it, from the kernel's
+//     BPF statistics, untraced and traced with 64 and 65,536 blocks. (A
+//     sorted range array searched with bpf_loop grew with the number of
+//     ranges and needed the whole array rewritten on every change.) An
+//     untraced process pays one bit test in an array map (pid_bits) on top
+//     of the tracepoint itself.
 //
-// The package also reads perf-stat style counters of a process (OpenWorkload),
-// detects the hardware PMU and picks page-walk events per CPU model
-// (SelectWalkEvents), attributes sampled data addresses to blocks
-// (SampleWalks), and reports DAMON's availability (DAMONStatus).
+// SampleWalks attaches the walk_sample program to a sampling perf event
+// whose samples carry a data address (PEBS STLB-miss loads and stores,
+// chosen by agent/perfstat): samples of traced processes are counted per
+// process (WalkSampleCounts) and per block (Counters.WalkSamples), the share
+// that splits counted page-walk cycles between RDD blocks and the rest.
+// Perf-stat counting, PMU detection and the per-model event tables live in
+// agent/perfstat, and every read of /proc and /sys in agent/procmem; this
+// package is about BPF.
 // It is x86-64 only: the fault classifier decodes the x86 error code.
 package tracer

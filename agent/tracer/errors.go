@@ -27,8 +27,4 @@ var (
 	ErrShortRecord = errors.New("short ring record")
 	// ErrBadKind means a ring record carries an unknown kind.
 	ErrBadKind = errors.New("unknown event kind")
-	// ErrNoPMU means no hardware PMU is exposed (VMs, many cloud instances).
-	ErrNoPMU = errors.New("unavailable: no hardware PMU")
-	// ErrUnknownCPU means no page-walk event table entry fits the CPU model.
-	ErrUnknownCPU = errors.New("no page-walk events known for this CPU model")
 )

@@ -57,9 +57,9 @@ type Event struct {
 // offsets below against the bpf2go mirror.
 const eventSize = 48
 
-// DecodeEvent decodes one ring record (struct event, little endian).
+// decodeEvent decodes one ring record (struct event, little endian).
 // Time is left zero; the Tracer fills it.
-func DecodeEvent(b []byte) (Event, error) {
+func decodeEvent(b []byte) (Event, error) {
 	if len(b) < eventSize {
 		return Event{}, fmt.Errorf("decode event: %d bytes: %w", len(b), ErrShortRecord)
 	}

@@ -48,16 +48,16 @@ func encodeEvent(ev Event) []byte {
 
 func TestDecodeEvent(t *testing.T) {
 	want := Event{MonoNS: 1, Addr: 0x7f00_0000_1000, IP: 0x401000, BlockID: 42, TGID: 7, TID: 8, Kind: KindWrite, CPU: 1}
-	got, err := DecodeEvent(encodeEvent(want))
+	got, err := decodeEvent(encodeEvent(want))
 	if err != nil || got != want {
 		t.Fatalf("decode: %+v %v, want %+v", got, err, want)
 	}
-	if _, err := DecodeEvent(make([]byte, eventSize-1)); !errors.Is(err, ErrShortRecord) {
+	if _, err := decodeEvent(make([]byte, eventSize-1)); !errors.Is(err, ErrShortRecord) {
 		t.Errorf("short: %v", err)
 	}
 	bad := encodeEvent(want)
 	bad[40] = 9
-	if _, err := DecodeEvent(bad); !errors.Is(err, ErrBadKind) {
+	if _, err := decodeEvent(bad); !errors.Is(err, ErrBadKind) {
 		t.Errorf("bad kind: %v", err)
 	}
 }
@@ -67,7 +67,7 @@ func FuzzDecodeEvent(f *testing.F) {
 	f.Add(encodeEvent(Event{TGID: 9, Kind: KindExit}))
 	f.Add([]byte{1, 2, 3})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ev, err := DecodeEvent(b)
+		ev, err := decodeEvent(b)
 		if err != nil {
 			if !errors.Is(err, ErrShortRecord) && !errors.Is(err, ErrBadKind) {
 				t.Fatalf("unexpected error %v", err)

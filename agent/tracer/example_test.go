@@ -7,8 +7,9 @@ import (
 	"github.com/stratatrace/strata/agent/tracer"
 )
 
-// The annotator's side: one Tracer per agent, blocks registered as the JVM
-// hook reports them, counters read per block, sampled events drained.
+// The fault wiring's side (agent/faults): one Tracer per agent, blocks
+// registered as the JVM hook reports them, counters read in one snapshot,
+// sampled events drained.
 func Example() {
 	t, err := tracer.Load(tracer.Config{
 		Logger: slog.Default(),
@@ -29,26 +30,10 @@ func Example() {
 			_ = ev // ev.Kind, ev.Addr, ev.BlockID -> a FAULT record
 		}
 	}()
-	c, _ := t.BlockCounters(pid, block) // -> FaultCounts{read, write, exec, major}
-	fmt.Println(c.Read, c.Write, c.Exec, c.Major)
-}
-
-// Per-workload counters and the page-walk figure's availability.
-func ExampleOpenWorkload() {
-	pmu, _ := tracer.DetectPMU("/sys")
-	opts := tracer.WorkloadOptions{PMU: pmu}
-	if m, err := tracer.ReadCPUModel("/proc"); err == nil {
-		if wk, err := tracer.SelectWalkEvents(m); err == nil {
-			opts.Walk = &wk
-		}
+	snap, _ := t.Snapshot() // every block with its counters
+	for _, b := range snap {
+		fmt.Println(b.TGID, b.BlockID, b.Read, b.Write, b.Exec, b.Major)
 	}
-	w, err := tracer.OpenWorkload(4242, opts)
-	if err != nil {
-		return
-	}
-	defer w.Close()
-	c, _ := w.Read()
-	// c.Cycles == nil and c.PMUStatus == "unavailable: no hardware PMU" on a
-	// VM without a PMU: report the reason, never a percentage.
-	fmt.Println(c.MinorFaults, c.PMUStatus)
+	c, _ := t.FreeBlock(pid, block) // the final counters
+	fmt.Println(c.Read, c.Write)
 }

@@ -41,7 +41,7 @@ func (t *Tracer) readLoop() {
 }
 
 func (t *Tracer) handle(raw []byte) {
-	ev, err := DecodeEvent(raw)
+	ev, err := decodeEvent(raw)
 	if err != nil {
 		t.badRecords.Add(1)
 		return

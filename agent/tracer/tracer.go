@@ -25,8 +25,8 @@ type Counters struct {
 	WalkSamples       uint64 // SampleWalks samples whose data address hit the block
 }
 
-// Add returns c + o.
-func (c Counters) Add(o Counters) Counters {
+// add returns c + o.
+func (c Counters) add(o Counters) Counters {
 	return Counters{c.Read + o.Read, c.Write + o.Write, c.Exec + o.Exec,
 		c.Unclassified + o.Unclassified, c.Major + o.Major, c.WalkSamples + o.WalkSamples}
 }
@@ -39,10 +39,13 @@ type BlockSnapshot struct {
 	Counters
 }
 
-// ExitReport is what a traced process left behind when it exited.
+// ExitReport is what a traced process left behind when it exited: its
+// blocks' final counters and, when SampleWalks runs, its walk samples (as
+// WalkSampleCounts would have said).
 type ExitReport struct {
-	TGID   uint32
-	Blocks []BlockSnapshot
+	TGID                            uint32
+	Blocks                          []BlockSnapshot
+	WalkSamples, WalkSamplesMatched uint64
 }
 
 // Stats are the tracer's own counters since Load.
@@ -241,7 +244,7 @@ func (t *Tracer) attachFault(h Hook) error {
 	case HookBTF:
 		// No features probe here: features.HaveProgramType(ebpf.Tracing)
 		// loads an fentry program, which kernels that block trampolines
-		// (this VM: EPERM) refuse although tp_btf loads fine. Try-load.
+		// refuse (EPERM) although tp_btf loads fine. Try-load.
 		prog, err := t.loadProgram(strataProgFaultBtf)
 		if err != nil {
 			return err

@@ -69,7 +69,7 @@ func kernelEntries(tb testing.TB, tr *Tracer, tgid uint32) (ranges int, bit, tgi
 
 func counters(tb testing.TB, tr *Tracer, tgid uint32, id uint64) Counters {
 	tb.Helper()
-	c, err := tr.BlockCounters(tgid, id)
+	c, err := tr.blockCounters(tgid, id)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestFaultCountsExact(t *testing.T) {
 				case <-time.After(20 * time.Millisecond):
 				}
 			}
-			if _, err := tr.BlockCounters(c.pid, blockA); !errors.Is(err, ErrNotTracked) {
+			if _, err := tr.blockCounters(c.pid, blockA); !errors.Is(err, ErrNotTracked) {
 				t.Errorf("block counters after exit: %v, want ErrNotTracked", err)
 			}
 			mu.Lock()
@@ -320,7 +320,7 @@ func TestMoveAndFree(t *testing.T) {
 		t.Errorf("final %+v, want %+v", final, want)
 	}
 	c.do("w 20 24")
-	if _, err := tr.BlockCounters(c.pid, 1); !errors.Is(err, ErrUnknownBlock) {
+	if _, err := tr.blockCounters(c.pid, 1); !errors.Is(err, ErrUnknownBlock) {
 		t.Errorf("after free: %v", err)
 	}
 	if n, _, _ := kernelEntries(t, tr, c.pid); n != 0 {
@@ -491,4 +491,19 @@ func TestEveryProgramLoads(t *testing.T) {
 			}
 		})
 	}
+}
+
+// blockCounters returns one block's counters, summed over CPUs.
+func (t *Tracer) blockCounters(tgid uint32, id uint64) (Counters, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, err := t.procLocked("read block counters", tgid)
+	if err != nil {
+		return Counters{}, err
+	}
+	b, ok := p.idx.blocks[id]
+	if !ok {
+		return Counters{}, fmt.Errorf("read block counters %d: %w", id, ErrUnknownBlock)
+	}
+	return t.readSlot(b.slot)
 }

@@ -48,14 +48,3 @@ func (t *Tracer) SampleWalks(ev SampleEvent) error {
 	}
 	return nil
 }
-
-// AttributeWalkCycles splits a process's counted page-walk cycles by the
-// share of its address samples that hit registered blocks: the sampled
-// estimate of walk cycles spent on RDD data. ok is false without samples,
-// and the caller must then report no figure rather than zero.
-func AttributeWalkCycles(walkCycles, samples, matched uint64) (rdd uint64, ok bool) {
-	if samples == 0 || matched > samples {
-		return 0, false
-	}
-	return uint64(float64(walkCycles) * float64(matched) / float64(samples)), true
-}

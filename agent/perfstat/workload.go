@@ -1,22 +1,19 @@
-package tracer
+package perfstat
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"time"
 	"unsafe"
 
+	"github.com/stratatrace/strata/agent/procmem"
 	"golang.org/x/sys/unix"
 )
 
-// WorkloadCounts are perf-stat style counters of one process over
-// [Start, End]. Hardware fields are nil when they were not measured;
+// Counts are perf-stat style counters of one process over [Start, End]. Hardware fields are nil when they were not measured;
 // PMUStatus says why. Nothing is ever estimated into them.
-type WorkloadCounts struct {
+type Counts struct {
 	PID                  uint32
 	Start, End           time.Time
 	TaskClockNs          uint64
@@ -32,7 +29,7 @@ type WorkloadCounts struct {
 }
 
 // Workload counts the events of one process with perf events, one per
-// thread alive at OpenWorkload, each inherited by the threads it creates.
+// thread alive at Open, each inherited by the threads it creates.
 type Workload struct {
 	pid       uint32
 	start     time.Time
@@ -42,35 +39,30 @@ type Workload struct {
 
 type counter struct {
 	name string
-	dst  func(*WorkloadCounts, uint64)
+	dst  func(*Counts, uint64)
 	fds  []int
 }
 
-// WorkloadOptions say which hardware events to add to the software ones.
-type WorkloadOptions struct {
-	PMU  PMUInfo     // from DetectPMU
+// Options say where the threads are listed and which hardware events to
+// add to the software ones.
+type Options struct {
+	FS   procmem.FS  // lists /proc/PID/task; the zero FS is procmem.Default()
+	PMU  PMUInfo     // from DetectPMU; empty: software events only
 	Walk *WalkEvents // from SelectWalkEvents; nil skips walk cycles
-	// ProcRoot is /proc unless set (tests).
-	ProcRoot string
 }
 
-// OpenWorkload starts counting pid. Software events are required; hardware
-// events are added when opts.PMU has a core PMU, and their failure only
-// sets PMUStatus.
-func OpenWorkload(pid uint32, opts WorkloadOptions) (_ *Workload, err error) {
-	proc := opts.ProcRoot
-	if proc == "" {
-		proc = "/proc"
+// Open starts counting pid. Software events are required; hardware events
+// are added when opts.PMU has a core PMU, and their failure only sets
+// PMUStatus. A pid that FS does not list is an error wrapping
+// procmem.ErrProcessGone.
+func Open(pid uint32, opts Options) (_ *Workload, err error) {
+	fs := opts.FS
+	if fs == (procmem.FS{}) {
+		fs = procmem.Default()
 	}
-	ents, err := os.ReadDir(filepath.Join(proc, strconv.Itoa(int(pid)), "task"))
+	tids, err := fs.Tasks(int(pid))
 	if err != nil {
-		return nil, fmt.Errorf("open workload %d: list threads: %w", pid, err)
-	}
-	var tids []int
-	for _, e := range ents {
-		if tid, err := strconv.Atoi(e.Name()); err == nil {
-			tids = append(tids, tid)
-		}
+		return nil, fmt.Errorf("open workload %d: %w", pid, err)
 	}
 	w := &Workload{pid: pid, start: time.Now(), pmuStatus: opts.PMU.Status()}
 	defer func() {
@@ -81,13 +73,13 @@ func OpenWorkload(pid uint32, opts WorkloadOptions) (_ *Workload, err error) {
 	sw := []struct {
 		name   string
 		config uint64
-		dst    func(*WorkloadCounts, uint64)
+		dst    func(*Counts, uint64)
 	}{
-		{"task-clock", unix.PERF_COUNT_SW_TASK_CLOCK, func(c *WorkloadCounts, v uint64) { c.TaskClockNs = v }},
-		{"context-switches", unix.PERF_COUNT_SW_CONTEXT_SWITCHES, func(c *WorkloadCounts, v uint64) { c.ContextSwitches = v }},
-		{"cpu-migrations", unix.PERF_COUNT_SW_CPU_MIGRATIONS, func(c *WorkloadCounts, v uint64) { c.CPUMigrations = v }},
-		{"minor-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MIN, func(c *WorkloadCounts, v uint64) { c.MinorFaults = v }},
-		{"major-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ, func(c *WorkloadCounts, v uint64) { c.MajorFaults = v }},
+		{"task-clock", unix.PERF_COUNT_SW_TASK_CLOCK, func(c *Counts, v uint64) { c.TaskClockNs = v }},
+		{"context-switches", unix.PERF_COUNT_SW_CONTEXT_SWITCHES, func(c *Counts, v uint64) { c.ContextSwitches = v }},
+		{"cpu-migrations", unix.PERF_COUNT_SW_CPU_MIGRATIONS, func(c *Counts, v uint64) { c.CPUMigrations = v }},
+		{"minor-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MIN, func(c *Counts, v uint64) { c.MinorFaults = v }},
+		{"major-faults", unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ, func(c *Counts, v uint64) { c.MajorFaults = v }},
 	}
 	for _, e := range sw {
 		c, err := openCounter(e.name, unix.PERF_TYPE_SOFTWARE, e.config, tids)
@@ -105,35 +97,28 @@ func OpenWorkload(pid uint32, opts WorkloadOptions) (_ *Workload, err error) {
 
 // openHardware adds what the PMU can count; a failure is reported in
 // PMUStatus, never papered over.
-func (w *Workload) openHardware(opts WorkloadOptions, tids []int) {
+func (w *Workload) openHardware(opts Options, tids []int) {
 	type hw struct {
 		name   string
 		typ    uint32
 		config uint64
-		dst    func(*WorkloadCounts, uint64)
+		dst    func(*Counts, uint64)
 	}
-	ptr := func(f func(*WorkloadCounts) **uint64) func(*WorkloadCounts, uint64) {
-		return func(c *WorkloadCounts, v uint64) { *f(c) = &v }
+	ptr := func(f func(*Counts) **uint64) func(*Counts, uint64) {
+		return func(c *Counts, v uint64) { *f(c) = &v }
 	}
-	// Walk events are encoded for the big cores: "cpu", or "cpu_core" on
-	// hybrid Intel (whose E-cores, "cpu_atom", have other encodings).
-	core := opts.PMU.Core[0]
-	for _, p := range opts.PMU.Core {
-		if p.Name == "cpu" || p.Name == "cpu_core" {
-			core = p
-		}
-	}
+	core, _ := opts.PMU.BigCore()
 	events := []hw{
-		{"cycles", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES, ptr(func(c *WorkloadCounts) **uint64 { return &c.Cycles })},
-		{"instructions", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_INSTRUCTIONS, ptr(func(c *WorkloadCounts) **uint64 { return &c.Instructions })},
+		{"cycles", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES, ptr(func(c *Counts) **uint64 { return &c.Cycles })},
+		{"instructions", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_INSTRUCTIONS, ptr(func(c *Counts) **uint64 { return &c.Instructions })},
 		{"dTLB-load-misses", unix.PERF_TYPE_HW_CACHE,
 			unix.PERF_COUNT_HW_CACHE_DTLB | unix.PERF_COUNT_HW_CACHE_OP_READ<<8 | unix.PERF_COUNT_HW_CACHE_RESULT_MISS<<16,
-			ptr(func(c *WorkloadCounts) **uint64 { return &c.DTLBMisses })},
+			ptr(func(c *Counts) **uint64 { return &c.DTLBMisses })},
 	}
 	if wk := opts.Walk; wk != nil && wk.LoadWalk != nil && wk.StoreWalk != nil {
 		events = append(events,
-			hw{wk.LoadWalk.Name, core.Type, wk.LoadWalk.Config, ptr(func(c *WorkloadCounts) **uint64 { return &c.WalkCyclesLoad })},
-			hw{wk.StoreWalk.Name, core.Type, wk.StoreWalk.Config, ptr(func(c *WorkloadCounts) **uint64 { return &c.WalkCyclesStore })})
+			hw{wk.LoadWalk.Name, core.Type, wk.LoadWalk.Config, ptr(func(c *Counts) **uint64 { return &c.WalkCyclesLoad })},
+			hw{wk.StoreWalk.Name, core.Type, wk.StoreWalk.Config, ptr(func(c *Counts) **uint64 { return &c.WalkCyclesStore })})
 	}
 	var errs []error
 	for _, e := range events {
@@ -213,13 +198,13 @@ func (c *counter) close() {
 	c.fds = nil
 }
 
-// Read returns the counts since OpenWorkload.
-func (w *Workload) Read() (WorkloadCounts, error) {
-	wc := WorkloadCounts{PID: w.pid, Start: w.start, End: time.Now(), PMUStatus: w.pmuStatus}
+// Read returns the counts since Open.
+func (w *Workload) Read() (Counts, error) {
+	wc := Counts{PID: w.pid, Start: w.start, End: time.Now(), PMUStatus: w.pmuStatus}
 	for _, c := range w.counters {
 		v, err := c.read()
 		if err != nil {
-			return WorkloadCounts{}, fmt.Errorf("read workload %d: %w", w.pid, err)
+			return Counts{}, fmt.Errorf("read workload %d: %w", w.pid, err)
 		}
 		c.dst(&wc, v)
 	}

@@ -1,16 +1,20 @@
-package tracer
+package perfstat
 
 import (
-	"bufio"
-	"bytes"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
+
+	"github.com/stratatrace/strata/agent/procmem"
 )
 
-// PMU is one perf event source of /sys/bus/event_source/devices.
+var (
+	// ErrNoPMU means no hardware PMU is exposed (VMs, many cloud instances).
+	ErrNoPMU = errors.New("unavailable: no hardware PMU")
+	// ErrUnknownCPU means no page-walk event table entry fits the CPU model.
+	ErrUnknownCPU = errors.New("no page-walk events known for this CPU model")
+)
+
+// PMU is one hardware perf event source.
 type PMU struct {
 	Name string // cpu, cpu_core, cpu_atom, ibs_op
 	Type uint32 // perf_event_attr.type for its raw events
@@ -34,81 +38,48 @@ func (p PMUInfo) Status() string {
 	return ErrNoPMU.Error()
 }
 
-// DetectPMU reads sysfsRoot/bus/event_source/devices/{cpu,cpu_core,
-// cpu_atom,ibs_op}/type (sysfsRoot is normally /sys). A VM without a
-// virtual PMU (this one) exposes none of them.
-func DetectPMU(sysfsRoot string) (PMUInfo, error) {
-	dir := filepath.Join(sysfsRoot, "bus", "event_source", "devices")
+// BigCore is the core PMU the walk events are encoded for: "cpu", or
+// "cpu_core" on hybrid Intel, whose E-cores ("cpu_atom") use other
+// encodings. ok is false without a core PMU.
+func (p PMUInfo) BigCore() (PMU, bool) {
+	if len(p.Core) == 0 {
+		return PMU{}, false
+	}
+	for _, c := range p.Core {
+		if c.Name == "cpu" || c.Name == "cpu_core" {
+			return c, true
+		}
+	}
+	return p.Core[0], true
+}
+
+// DetectPMU picks the hardware PMUs (cpu, cpu_core, cpu_atom, ibs_op) out of
+// the event sources of fs's /sys/bus/event_source/devices. A VM without a
+// virtual PMU lists only software ones, which gives an empty PMUInfo.
+func DetectPMU(fs procmem.FS) (PMUInfo, error) {
+	srcs, err := fs.EventSources()
+	if err != nil {
+		return PMUInfo{}, fmt.Errorf("detect pmu: %w", err)
+	}
+	return pickPMUs(srcs), nil
+}
+
+func pickPMUs(srcs []procmem.EventSource) PMUInfo {
 	var info PMUInfo
 	for _, name := range []string{"cpu", "cpu_core", "cpu_atom", "ibs_op"} {
-		b, err := os.ReadFile(filepath.Join(dir, name, "type"))
-		if os.IsNotExist(err) {
-			continue
-		}
-		if err != nil {
-			return PMUInfo{}, fmt.Errorf("detect pmu: %w", err)
-		}
-		typ, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
-		if err != nil {
-			return PMUInfo{}, fmt.Errorf("detect pmu: %s type: %w", name, err)
-		}
-		p := PMU{Name: name, Type: uint32(typ)}
-		if name == "ibs_op" {
-			info.IBSOp = &p
-		} else {
-			info.Core = append(info.Core, p)
+		for _, s := range srcs {
+			if s.Name != name {
+				continue
+			}
+			p := PMU{Name: s.Name, Type: s.Type}
+			if name == "ibs_op" {
+				info.IBSOp = &p
+			} else {
+				info.Core = append(info.Core, p)
+			}
 		}
 	}
-	return info, nil
-}
-
-// CPUModel identifies a CPU as /proc/cpuinfo does.
-type CPUModel struct {
-	Vendor string // GenuineIntel, AuthenticAMD
-	Family int
-	Model  int
-}
-
-// ReadCPUModel reads procRoot/cpuinfo (procRoot is normally /proc).
-func ReadCPUModel(procRoot string) (CPUModel, error) {
-	b, err := os.ReadFile(filepath.Join(procRoot, "cpuinfo"))
-	if err != nil {
-		return CPUModel{}, fmt.Errorf("read cpu model: %w", err)
-	}
-	return parseCPUInfo(b)
-}
-
-// parseCPUInfo takes the first processor's vendor_id, cpu family and model.
-func parseCPUInfo(b []byte) (CPUModel, error) {
-	var m CPUModel
-	seen := 0
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() && seen < 3 {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		var err error
-		switch k {
-		case "vendor_id":
-			m.Vendor = v
-			seen++
-		case "cpu family":
-			m.Family, err = strconv.Atoi(v)
-			seen++
-		case "model":
-			m.Model, err = strconv.Atoi(v)
-			seen++
-		}
-		if err != nil {
-			return CPUModel{}, fmt.Errorf("parse cpuinfo: %s: %w", k, err)
-		}
-	}
-	if seen < 3 {
-		return CPUModel{}, fmt.Errorf("parse cpuinfo: vendor, family or model missing")
-	}
-	return m, nil
+	return info
 }
 
 // RawEvent is a model-specific event: perf_event_attr.config for the core
@@ -136,11 +107,11 @@ type WalkEvents struct {
 
 func intel(event, umask, cmask uint64) uint64 { return event | umask<<8 | cmask<<24 }
 
-// SelectWalkEvents picks page-walk events for a CPU model. Encodings follow
-// the kernel's perf JSON event tables as summarised in
-// ../shared/research/ebpf.md §3.8; none could be checked on hardware here
-// (this VM has no PMU).
-func SelectWalkEvents(m CPUModel) (WalkEvents, error) {
+// SelectWalkEvents picks page-walk events for a CPU model, following the
+// kernel's perf JSON event tables (tools/perf/pmu-events/arch/x86): the
+// walk-cycle events changed code at Golden Cove, and AMD counts walks, not
+// cycles (Zen 4 dropped ls_tablewalker).
+func SelectWalkEvents(m procmem.CPUModel) (WalkEvents, error) {
 	switch m.Vendor {
 	case "GenuineIntel":
 		if m.Family != 6 {
