@@ -9,11 +9,10 @@ import (
 	"net/http"
 	"os"
 	"runtime"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/stratatrace/strata/agent/annotator"
+	"github.com/stratatrace/strata/agent/faults"
 	"github.com/stratatrace/strata/agent/hooksrv"
 	"github.com/stratatrace/strata/agent/procmem"
 	"github.com/stratatrace/strata/agent/resolver"
@@ -21,90 +20,20 @@ import (
 	"github.com/stratatrace/strata/agent/streamer"
 )
 
-// resolverPool lends one resolver (whose scratch buffers are not shared-safe)
-// to each concurrent caller, up to one per CPU, so hook sessions resolve in
-// parallel; it logs each kind of degraded answer (hidden PFNs, unreadable
-// kpageflags) once.
-type resolverPool struct {
-	free chan *resolver.Resolver
-	log  *slog.Logger
-
-	mu     sync.Mutex
-	warned map[string]bool
-}
-
-func newResolverPool(fs procmem.FS, n int, log *slog.Logger) (*resolverPool, error) {
-	p := &resolverPool{free: make(chan *resolver.Resolver, n), log: log, warned: map[string]bool{}}
-	for range n {
-		r, err := resolver.New(fs, resolver.Options{})
-		if err != nil {
-			p.Close()
-			return nil, fmt.Errorf("open resolver: %w", err)
-		}
-		p.free <- r
-	}
-	return p, nil
-}
-
-func (p *resolverPool) Resolve(pid uint32, ranges []annotator.Range) []annotator.Pages {
-	r := <-p.free
-	defer func() { p.free <- r }()
-	reqs := make([]resolver.Request, len(ranges))
-	for i, q := range ranges {
-		reqs[i] = resolver.Request{VAddr: q.VAddr, Length: q.Length, CPUNode: q.CPUNode}
-	}
-	res := make([]resolver.Result, len(ranges))
-	out := make([]annotator.Pages, len(ranges))
-	if err := r.ResolveBatch(int(pid), reqs, res); err != nil {
-		for i := range out {
-			out[i].Err = err
-		}
-		return out
-	}
-	for i, x := range res {
-		out[i] = annotator.Pages{Runs: x.Runs, Err: x.Err}
-		if w := x.Warning; w != nil {
-			p.warnOnce(w)
-		}
-	}
-	return out
-}
-
-func (p *resolverPool) warnOnce(w error) {
-	p.mu.Lock()
-	first := !p.warned[w.Error()]
-	p.warned[w.Error()] = true
-	p.mu.Unlock()
-	if first {
-		p.log.Warn("page resolution degraded", "reason", w)
-	}
-}
-
-// Close closes the resolvers not lent out; call it when no Resolve runs.
-func (p *resolverPool) Close() error {
-	var errs []error
-	for {
-		select {
-		case r := <-p.free:
-			errs = append(errs, r.Close())
-		default:
-			return errors.Join(errs...)
-		}
-	}
-}
-
 // Run runs the agent until ctx ends.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	log = log.With("node", cfg.NodeName)
-	bootID, err := readBootID(cfg.ProcRoot)
+	fs := procmem.FS{Proc: cfg.ProcRoot, Sys: cfg.SysRoot}
+	bootID, err := fs.BootID()
 	if err != nil {
 		return err
 	}
+	node := nodeInfo(fs, log)
 
-	res, err := newResolverPool(procmem.FS{Proc: cfg.ProcRoot, Sys: cfg.SysRoot}, runtime.GOMAXPROCS(0), log.With("component", "resolver"))
+	res, err := resolver.NewPool(fs, runtime.GOMAXPROCS(0), resolver.Options{}, log.With("component", "resolver"))
 	if err != nil {
 		return err
 	}
@@ -127,7 +56,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 
-	kern, err := startFaults(cfg, log)
+	kern, err := openFaults(cfg, fs, log)
 	if err != nil {
 		return err
 	}
@@ -136,17 +65,19 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	ann := annotator.New(res, sp, annotator.Config{
 		NodeName:      cfg.NodeName,
 		BootID:        bootID,
+		Node:          node,
 		PageSize:      uint32(procmem.PageSize()),
 		FlushInterval: cfg.FlushInterval,
-		Kernel:        kern.kernel(),
+		Kernel:        kern.Kernel(),
 		Logger:        log,
 	})
 
-	hs, err := hooksrv.Listen(hooksrv.Config{Path: cfg.HookSocket, ProcRoot: cfg.ProcRoot}, ann, log)
+	hs, err := hooksrv.Listen(hooksrv.Config{Path: cfg.HookSocket, FS: fs}, ann, log)
 	if err != nil {
 		return err
 	}
-	log.Info("agent started", "hook_socket", hs.Path(), "collector", cfg.Collector, "spool", cfg.SpoolDir, "boot_id", bootID, "faults", kern.status())
+	log.Info("agent started", "hook_socket", hs.Path(), "collector", cfg.Collector, "spool", cfg.SpoolDir, "boot_id", bootID,
+		"numa_nodes", node.GetNumaNodes(), "mem_total_bytes", node.GetMemTotalBytes(), "faults", kern.Status(), "damon", damonStatus(fs))
 
 	m := &metrics{hook: hs, ann: ann, sp: sp, st: st, kern: kern}
 	var httpSrv *http.Server
@@ -166,7 +97,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	go func() { defer close(streamDone); st.Run(streamCtx) }()
 	faultCtx, stopFaults := context.WithCancel(context.Background())
 	faultDone := make(chan struct{})
-	go func() { defer close(faultDone); kern.run(faultCtx, ann, log) }()
+	go func() { defer close(faultDone); kern.Run(faultCtx, ann) }()
 	annCtx, stopAnn := context.WithCancel(context.Background())
 	annDone := make(chan struct{})
 	go func() { defer close(annDone); ann.Run(annCtx) }()
@@ -200,21 +131,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return nil
 }
 
-func readBootID(procRoot string) (string, error) {
-	b, err := os.ReadFile(procRoot + "/sys/kernel/random/boot_id")
-	if err != nil {
-		return "", fmt.Errorf("read boot id: %w", err)
-	}
-	return strings.TrimSpace(string(b)), nil
-}
-
 // metrics serves the counters an SRE watches, in Prometheus text format.
 type metrics struct {
 	hook *hooksrv.Server
 	ann  *annotator.Annotator
 	sp   *spool.Spool
 	st   *streamer.Streamer
-	kern *faults
+	kern *faults.Faults
 }
 
 func (m *metrics) serve(addr string, log *slog.Logger) (*http.Server, error) {
@@ -261,7 +184,7 @@ func (m *metrics) write(w interface{ Write([]byte) (int, error) }) {
 	p("strata_stream_reconnects_total", "Collector stream reconnects.", t.Reconnects)
 	p("strata_stream_batches_rejected_total", "Batches the collector refused as invalid and the agent dropped.", t.Rejected)
 	p("strata_stream_connected", "1 when the collector stream is up.", connected)
-	m.kern.writeMetrics(p)
+	m.kern.WriteMetrics(p)
 }
 
 func (m *metrics) line() string {

@@ -1,10 +1,32 @@
-// Package agent wires one node agent together: the hook socket (hooksrv),
-// the page resolver, the annotator that turns hook events into records, the
-// spool that makes them durable and the streamer that ships them to the
-// collector. Run is what cmd/strata-agent calls; it returns when its context
-// ends, after flushing what the annotator holds into the spool.
+// Package agent wires one node agent together and does nothing else: every
+// step of a block address's walk lives in its own package.
 //
-// The agent needs CAP_SYS_ADMIN to see PFNs (pagemap zeroes them otherwise)
-// and to read /proc/kpageflags; without it, it still runs and every present
-// page says PFN_HIDDEN, with one warning in the log.
+//	hooksrv    the hook socket: SO_PEERCRED, frames, one session per JVM
+//	annotator  hook events + resolved pages + kernel counters -> records
+//	resolver   a Pool of page resolvers, one per CPU (pagemap, kpageflags, NUMA)
+//	faults     the kernel side: the BPF fault tracer (tracer) mirrors the
+//	           annotator's blocks and yields sampled faults and per-block
+//	           counters; perfstat counts each traced process
+//	spool      the durable log of batches not yet acknowledged
+//	streamer   the gRPC stream to the collector, replaying from the spool
+//	procmem    the one reader of /proc and /sys, rooted at --proc and --sys
+//
+// Run is what cmd/strata-agent calls; it returns when its context ends,
+// after the shutdown order described in Run: stop taking hook frames, let
+// the fault side send its last counters, flush the annotator into the
+// spool, and give the streamer Config.DrainTimeout to get it acknowledged.
+//
+// What the operator must know:
+//   - The agent needs CAP_SYS_ADMIN to see PFNs (pagemap zeroes them
+//     otherwise) and to read /proc/kpageflags; without it, it still runs and
+//     every present page says PFN_HIDDEN, with one warning in the log.
+//   - Fault attribution (--faults auto, the default) loads BPF programs when
+//     it can (root, BPF, BTF) and otherwise runs without them, saying why
+//     in the log and in strata_faults_available; --faults on makes a failed
+//     load fatal, --faults off never tries.
+//   - --proc and --sys must be the host's procfs and sysfs (hostPID): hook
+//     peers are host pids. Every file the agent reads is read under them,
+//     so a fixture tree works as well as the real ones.
+//   - Every batch carries the node's description (NodeInfo: NUMA nodes with
+//     memory, base page size, MemTotal), read once at start.
 package agent

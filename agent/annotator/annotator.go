@@ -11,28 +11,17 @@ import (
 	"time"
 
 	"github.com/stratatrace/strata/agent/hooksrv"
+	"github.com/stratatrace/strata/agent/resolver"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
-// Resolver reads the pages behind a range of a process. cpuNode is the
-// NUMA node of the CPU that touched the range, -1 when unknown; pages on
-// another node are marked CROSS_NODE.
+// Resolver reads the pages behind address ranges of one process;
+// *resolver.Pool satisfies it. A request's CPUNode is the NUMA node of the
+// CPU that touched the range, -1 when unknown; pages on another node are
+// marked CROSS_NODE. When the whole batch fails (the process is gone), every
+// out[i].Err must say so too, as Pool does.
 type Resolver interface {
-	// Resolve answers every range of one process, in order; a failure
-	// that concerns the whole process (it is gone) is every range's Err.
-	Resolve(pid uint32, ranges []Range) []Pages
-}
-
-// Range is an address range of a process to resolve.
-type Range struct {
-	VAddr, Length uint64
-	CPUNode       int32
-}
-
-// Pages is the answer for one Range.
-type Pages struct {
-	Runs []*stratav1.PageRun
-	Err  error
+	ResolveBatch(pid int, reqs []resolver.Request, out []resolver.Result) error
 }
 
 // Sink takes finished batches; *spool.Spool satisfies it.
@@ -40,11 +29,16 @@ type Sink interface {
 	Append(*stratav1.Batch) error
 }
 
-// Kernel mirrors the registry into the kernel's fault attribution. It is
-// optional; a nil Kernel means no probes are loaded.
+// Kernel mirrors the registry into the kernel's fault attribution;
+// *faults.Faults satisfies it. It is optional: a nil Kernel means no probes
+// are loaded. The annotator calls it and never the other way round: what
+// the kernel side records reaches the annotator through AddFaults,
+// AddCounters and AddWorkload.
 type Kernel interface {
-	// RegisterBlock starts counting faults in [start, end) as the block.
-	RegisterBlock(pid uint32, blockID, start, end uint64) error
+	// RegisterBlock starts counting faults in [start, end) as the block of
+	// the process p, which names the Spark application and executor so the
+	// kernel side need not ask.
+	RegisterBlock(p Process, blockID, start, end uint64) error
 	// MoveBlock changes a registered block's range, keeping its counters.
 	MoveBlock(pid uint32, blockID, start, end uint64) error
 	// FreeBlock stops counting and returns the block's final counters.
@@ -53,15 +47,22 @@ type Kernel interface {
 	ForgetProcess(pid uint32) error
 }
 
+// Process is a hook session's process as the kernel side needs it.
+type Process struct {
+	PID               uint32
+	AppID, ExecutorID string
+}
+
 // Config of an annotator; zero values take defaults.
 type Config struct {
 	NodeName      string
 	BootID        string
-	PageSize      uint32        // base page size (default 4096)
-	MaxRecords    int           // flush a batch at this many records (default 1024)
-	MaxRuns       int           // ... or this many page runs (default 65536)
-	FlushInterval time.Duration // ... or when the oldest record is this old (default 200 ms)
-	ReuseWindow   time.Duration // reuse a block's pages for accesses this soon after resolving (default 1 s; <0 never)
+	Node          *stratav1.NodeInfo // carried by every batch; nil when unknown
+	PageSize      uint32             // base page size (default 4096)
+	MaxRecords    int                // flush a batch at this many records (default 1024)
+	MaxRuns       int                // ... or this many page runs (default 65536)
+	FlushInterval time.Duration      // ... or when the oldest record is this old (default 200 ms)
+	ReuseWindow   time.Duration      // reuse a block's pages for accesses this soon after resolving (default 1 s; <0 never)
 	Kernel        Kernel
 	Logger        *slog.Logger
 }
@@ -172,10 +173,16 @@ func (a *Annotator) record(ev hooksrv.Event, vaddr, length uint64) *stratav1.Rec
 
 // resolve fills rec's pages, or its resolve_error.
 func (a *Annotator) resolve(rec *stratav1.Record) {
-	p := a.res.Resolve(rec.GetPid(), []Range{{rec.GetVaddr(), rec.GetLength(), rec.GetCpuNumaNode()}})[0]
-	rec.Runs = p.Runs
-	if p.Err != nil {
-		rec.ResolveError = p.Err.Error()
+	req := [1]resolver.Request{{VAddr: rec.GetVaddr(), Length: rec.GetLength(), CPUNode: rec.GetCpuNumaNode()}}
+	var out [1]resolver.Result
+	a.res.ResolveBatch(int(rec.GetPid()), req[:], out[:])
+	a.setPages(rec, &out[0])
+}
+
+func (a *Annotator) setPages(rec *stratav1.Record, r *resolver.Result) {
+	rec.Runs = r.Runs
+	if r.Err != nil {
+		rec.ResolveError = r.Err.Error()
 		a.resolveErr.Add(1)
 	}
 }
@@ -198,7 +205,8 @@ func (a *Annotator) place(ev hooksrv.Event) {
 		if existed {
 			err = k.MoveBlock(key.pid, key.id, ev.Vaddr, ev.Vaddr+ev.Length)
 		} else {
-			err = k.RegisterBlock(key.pid, key.id, ev.Vaddr, ev.Vaddr+ev.Length)
+			p := Process{PID: key.pid, AppID: ev.Session.AppID, ExecutorID: ev.Session.ExecutorID}
+			err = k.RegisterBlock(p, key.id, ev.Vaddr, ev.Vaddr+ev.Length)
 		}
 		if err != nil {
 			a.log.Warn("mirror block in kernel", "pid", key.pid, "block", ev.Block.Name, "event", ev.Kind, "err", err)
@@ -339,16 +347,14 @@ func (a *Annotator) AddFaults(fs []Fault) int {
 	n := 0
 	for _, pid := range pids {
 		recs := byPID[pid]
-		ranges := make([]Range, len(recs))
+		reqs := make([]resolver.Request, len(recs))
 		for i, r := range recs {
-			ranges[i] = Range{r.GetVaddr() &^ (page - 1), page, r.GetCpuNumaNode()}
+			reqs[i] = resolver.Request{VAddr: r.GetVaddr() &^ (page - 1), Length: page, CPUNode: r.GetCpuNumaNode()}
 		}
-		for i, p := range a.res.Resolve(pid, ranges) {
-			recs[i].Runs = p.Runs
-			if p.Err != nil {
-				recs[i].ResolveError = p.Err.Error()
-				a.resolveErr.Add(1)
-			}
+		out := make([]resolver.Result, len(reqs))
+		a.res.ResolveBatch(int(pid), reqs, out)
+		for i := range recs {
+			a.setPages(recs[i], &out[i])
 			a.add(recs[i])
 			n++
 		}
@@ -385,7 +391,7 @@ func (a *Annotator) AddWorkload(w *stratav1.WorkloadCounters) {
 
 func (a *Annotator) batch() *stratav1.Batch {
 	if a.pending == nil {
-		a.pending = &stratav1.Batch{NodeName: a.cfg.NodeName, BootId: a.cfg.BootID}
+		a.pending = &stratav1.Batch{NodeName: a.cfg.NodeName, BootId: a.cfg.BootID, Node: a.cfg.Node}
 		a.oldest = time.Now()
 		a.runs = 0
 	}
@@ -471,18 +477,6 @@ func (a *Annotator) Stats() Stats {
 	}
 }
 
-// Semantics returns the Spark names of pid's live block id, for
-// attributing a kernel fault event the tracer matched to that block.
-func (a *Annotator) Semantics(pid uint32, id uint64) (*stratav1.SparkBlock, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	lb, ok := a.blocks[blockKey{pid, id}]
-	if !ok {
-		return nil, false
-	}
-	return sparkBlock(lb.session, lb.block), true
-}
-
 // sparkBlock names a hook block the way records carry it.
 func sparkBlock(s *hooksrv.Session, b hooksrv.Block) *stratav1.SparkBlock {
 	return &stratav1.SparkBlock{
@@ -490,19 +484,6 @@ func sparkBlock(s *hooksrv.Session, b hooksrv.Block) *stratav1.SparkBlock {
 		RddId: b.RDDID, Partition: b.Partition, BlockId: b.Name,
 		Mode: b.Mode, Location: b.Location, HookBlockId: b.HookID,
 	}
-}
-
-// Process returns the app and executor of pid's live blocks, "" when it
-// has none.
-func (a *Annotator) Process(pid uint32) (app, executor string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for key, lb := range a.blocks {
-		if key.pid == pid {
-			return lb.session.AppID, lb.session.ExecutorID
-		}
-	}
-	return "", ""
 }
 
 var _ hooksrv.Handler = (*Annotator)(nil)

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/stratatrace/strata/agent/hooksrv"
+	"github.com/stratatrace/strata/agent/resolver"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // rangeResolver answers with one present run per range and counts calls;
@@ -23,23 +25,24 @@ type rangeResolver struct {
 
 var errGone = errors.New("process gone")
 
-func (r *rangeResolver) Resolve(pid uint32, ranges []Range) []Pages {
+func (r *rangeResolver) ResolveBatch(pid int, reqs []resolver.Request, out []resolver.Result) error {
 	r.mu.Lock()
 	r.calls++
 	r.mu.Unlock()
-	out := make([]Pages, len(ranges))
-	for i, q := range ranges {
-		if r.dead[pid] {
-			out[i].Err = errGone
-			continue
+	if r.dead[uint32(pid)] {
+		for i := range reqs {
+			out[i] = resolver.Result{Err: errGone}
 		}
+		return errGone
+	}
+	for i, q := range reqs {
 		state := uint32(1)
 		if q.CPUNode >= 0 && q.CPUNode != 0 { // every page of this resolver is on node 0
 			state |= uint32(stratav1.PageState_PAGE_STATE_CROSS_NODE)
 		}
-		out[i].Runs = []*stratav1.PageRun{{Vaddr: q.VAddr, Count: max(uint32(q.Length/4096), 1), State: state, Pfn: q.VAddr >> 12}}
+		out[i] = resolver.Result{Runs: []*stratav1.PageRun{{Vaddr: q.VAddr, Count: max(uint32(q.Length/4096), 1), State: state, Pfn: q.VAddr >> 12}}}
 	}
-	return out
+	return nil
 }
 
 type memSink struct {
@@ -69,14 +72,16 @@ func (s *memSink) records() []*stratav1.Record {
 }
 
 type kernelLog struct {
-	mu  sync.Mutex
-	ops []string
+	mu    sync.Mutex
+	ops   []string
+	procs []Process // as RegisterBlock named them
 }
 
-func (k *kernelLog) RegisterBlock(pid uint32, id, start, end uint64) error {
+func (k *kernelLog) RegisterBlock(p Process, id, start, end uint64) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.ops = append(k.ops, "reg")
+	k.procs = append(k.procs, p)
 	return nil
 }
 func (k *kernelLog) MoveBlock(pid uint32, id, start, end uint64) error {
@@ -109,7 +114,8 @@ func TestLifecycleRecordsAndRegistry(t *testing.T) {
 	res := &rangeResolver{}
 	sink := &memSink{}
 	k := &kernelLog{}
-	a := New(res, sink, Config{NodeName: "n1", BootID: "b1", Kernel: k, ReuseWindow: time.Hour})
+	node := &stratav1.NodeInfo{NumaNodes: 2, PageSize: 4096, MemTotalBytes: 24 << 30}
+	a := New(res, sink, Config{NodeName: "n1", BootID: "b1", Node: node, Kernel: k, ReuseWindow: time.Hour, MaxRecords: 4})
 	s := &hooksrv.Session{PID: 42, AppID: "app-1", ExecutorID: "3"}
 	ctx := context.Background()
 	const (
@@ -129,9 +135,10 @@ func TestLifecycleRecordsAndRegistry(t *testing.T) {
 	if res.calls != 3 {
 		t.Fatalf("resolver calls = %d, want 3 (2 registers + 1 move)", res.calls)
 	}
-	sem, ok := a.Semantics(42, 1)
-	if !ok || sem.GetAppId() != "app-1" || sem.GetRddId() != 7 || sem.GetPartition() != 1 {
-		t.Fatalf("semantics = %v %v", sem, ok)
+	// The kernel side learns the Spark identity with the registration.
+	owner := Process{PID: 42, AppID: "app-1", ExecutorID: "3"}
+	if len(k.procs) != 2 || k.procs[0] != owner || k.procs[1] != owner {
+		t.Fatalf("registered processes = %+v, want %+v twice", k.procs, owner)
 	}
 	a.HandleEvent(ctx, ev(s, hooksrv.EventFree, free, 2, 0x20000, 0x2000))
 	a.HandleEvent(ctx, hooksrv.Event{Kind: hooksrv.EventSessionEnd, Session: s, Time: time.Unix(200, 0)})
@@ -169,8 +176,13 @@ func TestLifecycleRecordsAndRegistry(t *testing.T) {
 	if got := strings.Join(k.ops, " "); got != "reg reg move free free forget" {
 		t.Fatalf("kernel ops = %v", k.ops)
 	}
-	if sink.batches[0].GetNodeName() != "n1" || sink.batches[0].GetBootId() != "b1" {
-		t.Fatalf("batch identity = %v", sink.batches[0])
+	if len(sink.batches) != 2 {
+		t.Fatalf("%d batches, want 2 (4 records each at most)", len(sink.batches))
+	}
+	for _, b := range sink.batches {
+		if b.GetNodeName() != "n1" || b.GetBootId() != "b1" || !proto.Equal(b.GetNode(), node) {
+			t.Fatalf("batch identity = %v, want node n1, boot b1, %v", b, node)
+		}
 	}
 }
 

@@ -1,0 +1,154 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratatrace/strata/agent/procmem"
+	"github.com/stratatrace/strata/agent/spool"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+	"github.com/stratatrace/strata/test/workload"
+	"golang.org/x/sys/unix"
+)
+
+// twoNodes is a sysfs whose node directory claims two NUMA nodes with
+// memory, one CPU each, as a two-socket machine shows.
+const twoNodes = "testdata/sys-2node"
+
+// TestBatchesCarryNodeInfo runs the agent with --sys on the two-node
+// fixture and a real workload reporting over the hook socket; every batch
+// it spools must describe the node: 2 NUMA nodes, this system's page size
+// and its memory as sysinfo(2) counts it.
+func TestBatchesCarryNodeInfo(t *testing.T) {
+	bin := workload.Build(t)
+	dir := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.NodeName = "node-a"
+	cfg.HookSocket = filepath.Join(dir, "hook.sock")
+	cfg.Collector = "127.0.0.1:1" // nobody: batches stay in the spool
+	cfg.SpoolDir = filepath.Join(dir, "spool")
+	cfg.SysRoot = twoNodes
+	cfg.Faults = "off"
+	cfg.FlushInterval = 20 * time.Millisecond
+	cfg.DrainTimeout = 10 * time.Millisecond
+	cfg.StatsInterval = 0
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runErr := make(chan error, 1)
+	ended := &sessionEnds{ch: make(chan struct{}, 1)}
+	go func() { runErr <- Run(ctx, cfg, slog.New(ended)) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(cfg.HookSocket); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("hook socket not created")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	p := workload.Start(t, bin, workload.Options{Socket: cfg.HookSocket, AppID: "app-node", ExecutorID: "1"})
+	if _, err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	select { // the session read every frame; Run's shutdown waits for its end
+	case <-ended.ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("hook session did not end")
+	}
+	cancel()
+	if err := <-runErr; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		t.Fatal(err)
+	}
+	want := &stratav1.NodeInfo{NumaNodes: 2, PageSize: uint32(os.Getpagesize()), MemTotalBytes: uint64(si.Totalram) * uint64(si.Unit)}
+	sp, err := spool.Open(cfg.SpoolDir, spool.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	var batches int
+	var kinds []stratav1.AccessKind
+	for seq := uint64(0); ; {
+		b, err := sp.Next(seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b == nil {
+			break
+		}
+		seq = b.GetSeq()
+		batches++
+		n := b.GetNode()
+		if n.GetNumaNodes() != want.NumaNodes || n.GetPageSize() != want.PageSize || n.GetMemTotalBytes() != want.MemTotalBytes {
+			t.Fatalf("batch %d node = %v, want %v", seq, n, want)
+		}
+		for _, r := range b.GetRecords() {
+			if r.GetPid() != uint32(p.PID) || r.GetBlock().GetAppId() != "app-node" {
+				t.Fatalf("record of pid %d app %q, want %d app-node", r.GetPid(), r.GetBlock().GetAppId(), p.PID)
+			}
+			kinds = append(kinds, r.GetAccess())
+		}
+	}
+	count := func(k stratav1.AccessKind) int {
+		return len(slices.DeleteFunc(slices.Clone(kinds), func(x stratav1.AccessKind) bool { return x != k }))
+	}
+	if batches == 0 || count(stratav1.AccessKind_ACCESS_KIND_ALLOC) != 3 || count(stratav1.AccessKind_ACCESS_KIND_FREE) != 3 {
+		t.Fatalf("%d batches with records %v; want the workload's 3 ALLOC and 3 FREE records", batches, kinds)
+	}
+}
+
+// sessionEnds signals the hook server's "session ended" log record.
+type sessionEnds struct{ ch chan struct{} }
+
+func (s *sessionEnds) Enabled(context.Context, slog.Level) bool { return true }
+func (s *sessionEnds) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "session ended" {
+		select {
+		case s.ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+func (s *sessionEnds) WithAttrs([]slog.Attr) slog.Handler { return s }
+func (s *sessionEnds) WithGroup(string) slog.Handler      { return s }
+
+// TestFaultsConfigReadsUnderRoots: the fault side reads threads, CPU nodes
+// and PMUs under --proc and --sys, not the running system's files.
+func TestFaultsConfigReadsUnderRoots(t *testing.T) {
+	proc := t.TempDir() // lists no process at all
+	cfg := DefaultConfig()
+	cfg.ProcRoot, cfg.SysRoot = proc, twoNodes
+	fc := faultsConfig(cfg, procmem.FS{Proc: proc, Sys: twoNodes}, slog.New(slog.DiscardHandler))
+	if !slices.Equal(fc.CPUNodes, []int32{0, 1}) {
+		t.Errorf("cpu nodes %v, want the fixture's [0 1]", fc.CPUNodes)
+	}
+	if fc.PMU.Available() || fc.Walk != nil {
+		t.Errorf("pmu %+v walk %v, want none (the fixture lists no event source)", fc.PMU, fc.Walk)
+	}
+	_, err := fc.OpenWorkload(uint32(os.Getpid()))
+	if !errors.Is(err, procmem.ErrProcessGone) || !strings.Contains(err.Error(), proc) {
+		t.Fatalf("workload of a pid absent from --proc: %v, want ErrProcessGone naming %s", err, proc)
+	}
+}
+
+// TestNodeInfoUnknown: what sysfs and procfs do not say stays zero.
+func TestNodeInfoUnknown(t *testing.T) {
+	n := nodeInfo(procmem.FS{Proc: t.TempDir(), Sys: t.TempDir()}, slog.New(slog.DiscardHandler))
+	if n.GetNumaNodes() != 0 || n.GetMemTotalBytes() != 0 || n.GetPageSize() != uint32(os.Getpagesize()) {
+		t.Fatalf("node info %v, want only the page size", n)
+	}
+}

@@ -1,0 +1,35 @@
+// Package faults is the agent's kernel side: it mirrors the annotator's
+// registry of live blocks into the BPF fault tracer (agent/tracer), counts
+// each traced process perf-stat style (agent/perfstat), and turns what the
+// kernel reports into records: sampled faults, per-block fault counters and
+// per-process workload counters.
+//
+// The two directions are kept apart. The annotator calls Faults only
+// through its Kernel interface (RegisterBlock, MoveBlock, FreeBlock,
+// ForgetProcess), and a registration names the Spark application and
+// executor of the process, so Faults never asks the annotator anything.
+// Records go the other way only from Run, into a Sink (the annotator's
+// AddFaults, AddCounters and AddWorkload).
+//
+// What callers must know:
+//   - Block counters are sent when they changed since the last send (every
+//     Config.Interval, and once more when Run ends); a block's FREE record
+//     carries its final counters.
+//   - A process can exit before its hook session ends (a forked child holds
+//     the socket, or the session's goroutine is late). The tracer then
+//     forgets its blocks at once and reports their final counters: Run sends
+//     them while the annotator still knows the blocks, and FreeBlock answers
+//     with them when the session's end frees the blocks the tracer no
+//     longer has. When the session ends first, FreeBlock reads the tracer
+//     and ForgetProcess untracks the process.
+//   - Workload counting starts with a process's first block and ends with
+//     its session or its exit; the last counters are sent at once.
+//   - walk_cycles_rdd is filled only where page-walk cycles are counted and
+//     PEBS samples their data addresses (a core PMU with a known model):
+//     walk cycles times the share of samples that hit a block. Elsewhere it
+//     is absent, never zero.
+//   - Sampled faults are drained in batches of up to 1024, so the annotator
+//     resolves their pages once per process per batch.
+//   - Without a tracer (Unavailable: not root, no BPF, --faults off) Kernel
+//     is nil, Run only waits, and Status and WriteMetrics say so.
+package faults
