@@ -23,8 +23,10 @@ var (
 	ErrBadPID = errors.New("invalid pid")
 	// ErrClosed means the Tracer was closed.
 	ErrClosed = errors.New("tracer closed")
-	// ErrShortRecord means a ring record is smaller than an event.
-	ErrShortRecord = errors.New("short ring record")
-	// ErrBadKind means a ring record carries an unknown kind.
-	ErrBadKind = errors.New("unknown event kind")
+)
+
+// Errors of decodeEvent; the reader counts such records in Stats.BadRecords.
+var (
+	errShortRecord = errors.New("short ring record")
+	errBadKind     = errors.New("unknown event kind")
 )

@@ -61,7 +61,7 @@ const eventSize = 48
 // Time is left zero; the Tracer fills it.
 func decodeEvent(b []byte) (Event, error) {
 	if len(b) < eventSize {
-		return Event{}, fmt.Errorf("decode event: %d bytes: %w", len(b), ErrShortRecord)
+		return Event{}, fmt.Errorf("decode event: %d bytes: %w", len(b), errShortRecord)
 	}
 	le := binary.LittleEndian
 	ev := Event{
@@ -77,7 +77,7 @@ func decodeEvent(b []byte) (Event, error) {
 	switch ev.Kind {
 	case KindRead, KindWrite, KindExec, KindUnclassified, KindMajor, KindWalkSample, KindExit:
 	default:
-		return Event{}, fmt.Errorf("decode event: kind %d: %w", b[40], ErrBadKind)
+		return Event{}, fmt.Errorf("decode event: kind %d: %w", b[40], errBadKind)
 	}
 	return ev, nil
 }

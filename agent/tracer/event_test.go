@@ -52,12 +52,12 @@ func TestDecodeEvent(t *testing.T) {
 	if err != nil || got != want {
 		t.Fatalf("decode: %+v %v, want %+v", got, err, want)
 	}
-	if _, err := decodeEvent(make([]byte, eventSize-1)); !errors.Is(err, ErrShortRecord) {
+	if _, err := decodeEvent(make([]byte, eventSize-1)); !errors.Is(err, errShortRecord) {
 		t.Errorf("short: %v", err)
 	}
 	bad := encodeEvent(want)
 	bad[40] = 9
-	if _, err := decodeEvent(bad); !errors.Is(err, ErrBadKind) {
+	if _, err := decodeEvent(bad); !errors.Is(err, errBadKind) {
 		t.Errorf("bad kind: %v", err)
 	}
 }
@@ -69,7 +69,7 @@ func FuzzDecodeEvent(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ev, err := decodeEvent(b)
 		if err != nil {
-			if !errors.Is(err, ErrShortRecord) && !errors.Is(err, ErrBadKind) {
+			if !errors.Is(err, errShortRecord) && !errors.Is(err, errBadKind) {
 				t.Fatalf("unexpected error %v", err)
 			}
 			return

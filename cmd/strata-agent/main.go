@@ -1,6 +1,7 @@
 // Command strata-agent is Strata's node agent: it takes block reports from
 // JVM hooks on a Unix socket, resolves their pages and streams records to
-// the collector. Run one per node, as root (see package agent).
+// the collector, attributing page faults to blocks in the kernel where BPF
+// allows. Run one per node, as root (see package agent).
 package main
 
 import (
