@@ -41,8 +41,8 @@ func openFaults(cfg Config, fs procmem.FS, log *slog.Logger) (*faults.Faults, er
 
 // faultsConfig reads what the fault side needs to know of the node.
 func faultsConfig(cfg Config, fs procmem.FS, log *slog.Logger) faults.Config {
+	fc := faults.Config{Interval: cfg.CountersInterval, Logger: log} // Faults adds its component
 	log = log.With("component", "faults")
-	fc := faults.Config{Interval: cfg.CountersInterval, Logger: log}
 	var err error
 	if fc.CPUNodes, err = fs.LoadCPUNodes(); err != nil {
 		log.Warn("CPU to NUMA node map unavailable; faults will not say local or remote", "err", err)
