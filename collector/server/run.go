@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-
 	"github.com/stratatrace/strata/collector/ingest"
 	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/store"
@@ -78,13 +76,8 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", c.Listen, err)
 	}
-	srv, health := ingest.NewServer(log)
 	in := ingest.New(st, log)
-	in.Register(srv)
-	query.New(st).Register(srv)
-	for name := range srv.GetServiceInfo() {
-		health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
-	}
+	srv, health := NewGRPCServer(log, in, query.New(st))
 
 	errc := make(chan error, 2)
 	go func() {

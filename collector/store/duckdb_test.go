@@ -78,6 +78,7 @@ func TestAppendInvalid(t *testing.T) {
 		"no app":        func(b *stratav1.Batch) { b.Records[2].Block.AppId = "" },
 		"no block":      func(b *stratav1.Batch) { b.Records[1].Block = nil },
 		"zero count":    func(b *stratav1.Batch) { b.Records[0].Runs[1].Count = 0 },
+		"long run":      func(b *stratav1.Batch) { b.Records[0].Runs[1].Count = stratav1.MaxRunPages + 1 },
 		"no page size":  func(b *stratav1.Batch) { b.Records[0].PageSize = 0 },
 		"odd page size": func(b *stratav1.Batch) { b.Records[0].PageSize = 4095 },
 		"wraps":         func(b *stratav1.Batch) { b.Records[0].Runs[0].Vaddr = ^uint64(0) &^ 4095 },

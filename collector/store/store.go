@@ -82,14 +82,10 @@ type Store interface {
 	Close() error
 }
 
-// maxRunPages bounds one run: 1 GiB of 4 KiB pages, larger than any folio
-// (a PUD THP is 262144 pages). A larger count is corrupt input, and would let
-// one message expand into an unbounded trace.
-const maxRunPages = 1 << 18
-
 // ValidateBatch reports why b cannot be stored, wrapped in ErrInvalidBatch,
 // or nil. It checks what the store relies on: the batch key, a block with an
-// app id on every record and workload, and runs that expand to sane pages.
+// app id on every record and workload, and runs that expand to sane pages
+// (at most stratav1.MaxRunPages each, the limit the agent cuts runs to).
 func ValidateBatch(b *stratav1.Batch) error {
 	if b == nil {
 		return fmt.Errorf("%w: nil batch", ErrInvalidBatch)
@@ -111,8 +107,8 @@ func ValidateBatch(b *stratav1.Batch) error {
 			return fmt.Errorf("%w: record %d: page_size %d is not a power of two", ErrInvalidBatch, i, ps)
 		}
 		for j, run := range r.GetRuns() {
-			if run.GetCount() == 0 || run.GetCount() > maxRunPages {
-				return fmt.Errorf("%w: record %d run %d: count %d outside 1..%d", ErrInvalidBatch, i, j, run.GetCount(), maxRunPages)
+			if run.GetCount() == 0 || run.GetCount() > stratav1.MaxRunPages {
+				return fmt.Errorf("%w: record %d run %d: count %d outside 1..%d", ErrInvalidBatch, i, j, run.GetCount(), stratav1.MaxRunPages)
 			}
 			end := run.GetVaddr() + uint64(run.GetCount())*uint64(r.GetPageSize())
 			if end < run.GetVaddr() {
