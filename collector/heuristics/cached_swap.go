@@ -48,14 +48,7 @@ func (h *CachedSwap) ApplyTrace(_ *job.Job, ts *TraceSummary) Result {
 	sev := h.share.Ascending(share)
 	d = append([]Detail{
 		detail("Swapped share of cached pages", strconv.FormatFloat(share, 'f', 4, 64)),
-		detail("Swapped cached data", BytesToString(swapped*pageSize(ts))),
+		detail("Swapped cached data", ts.size(swapped)),
 	}, d...)
 	return Result{Severity: sev, Score: Score(sev, withSwap), Details: d}
-}
-
-func pageSize(ts *TraceSummary) int64 {
-	if ts.PageSize > 0 {
-		return ts.PageSize
-	}
-	return 4096
 }

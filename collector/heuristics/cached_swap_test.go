@@ -28,8 +28,12 @@ func TestCachedSwap(t *testing.T) {
 			}
 		})
 	}
-	r := h.ApplyTrace(nil, mk(10_000, 2_000))
-	if v, _ := findDetail(r, "Swapped cached data"); v != "7.81 MB" {
-		t.Errorf("swapped data detail %q", v)
+	ts := mk(10_000, 2_000)
+	if v, _ := findDetail(h.ApplyTrace(nil, ts), "Swapped cached data"); v != "2000 pages" {
+		t.Errorf("swapped data detail %q with the page size unknown, want pages", v)
+	}
+	ts.PageSize = 4096
+	if v, _ := findDetail(h.ApplyTrace(nil, ts), "Swapped cached data"); v != "7.81 MB" {
+		t.Errorf("swapped data detail %q with 4 KiB pages", v)
 	}
 }

@@ -41,6 +41,6 @@ func (h *THPCoverage) ApplyTrace(_ *job.Job, ts *TraceSummary) Result {
 	share := min(float64(thp)/float64(resident), 1)
 	return Result{Severity: h.share.Descending(share), Details: []Detail{
 		detail("THP-backed share of resident cached pages", strconv.FormatFloat(share, 'f', 4, 64)),
-		detail("Resident cached data", BytesToString(resident*pageSize(ts))),
+		detail("Resident cached data", ts.size(resident)),
 	}}
 }

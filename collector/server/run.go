@@ -57,13 +57,19 @@ func listen(addr string) (net.Listener, error) {
 	return net.Listen("unix", path)
 }
 
+// openStore opens the configured backend; the rest of Run sees only the
+// store.Store interface.
+func openStore(ctx context.Context, c Config, log *slog.Logger) (store.Store, error) {
+	return store.Open(ctx, store.Options{Dir: c.StoreDir, MemoryLimit: c.MemoryLimit, Threads: c.Threads, Logger: log})
+}
+
 // Run serves the collector until ctx ends or serving fails; see the package
 // doc for the shutdown order. It prints "listening ADDR" to out when ready.
 func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err error) {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, store.Options{Dir: c.StoreDir, MemoryLimit: c.MemoryLimit, Threads: c.Threads, Logger: log})
+	st, err := openStore(ctx, c, log)
 	if err != nil {
 		return err
 	}
