@@ -78,6 +78,12 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 			err = errors.Join(err, cerr)
 		}
 	}()
+	// Built before serving: a bad heuristics file stops Run before it
+	// listens.
+	poll, err := jobHistoryPoller(c, st, st, log)
+	if err != nil {
+		return fmt.Errorf("job history poller: %w", err)
+	}
 	lis, err := listen(c.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", c.Listen, err)
@@ -91,18 +97,18 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 			errc <- fmt.Errorf("serve grpc: %w", err)
 		}
 	}()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	poll, err := jobHistoryPoller(c, st, st, log)
-	if err != nil {
-		return fmt.Errorf("job history poller: %w", err)
-	}
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	defer stopPoll()
+	polled := make(chan struct{})
 	if poll != nil {
 		go func() {
-			if err := poll(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			defer close(polled)
+			if err := poll(pollCtx); err != nil && !errors.Is(err, context.Canceled) {
 				errc <- fmt.Errorf("job history poller: %w", err)
 			}
 		}()
+	} else {
+		close(polled)
 	}
 	log.Info("collector serving", "listen", lis.Addr().String(), "store_dir", c.StoreDir)
 	fmt.Fprintf(out, "listening %s\n", lis.Addr())
@@ -113,6 +119,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 	}
 	health.Shutdown()
 	in.Drain()
+	stopPoll()
 	stopped := make(chan struct{})
 	go func() {
 		srv.GracefulStop()
@@ -127,5 +134,6 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 		<-stopped
 		log.Info("collector stopped; open streams cut after the grace period", "grace", grace)
 	}
+	<-polled // the poller's last store call has returned; the store may close
 	return err
 }
