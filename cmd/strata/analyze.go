@@ -112,11 +112,13 @@ func (p *progress) tick(source string) {
 func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata analyze", flag.ContinueOnError)
 	format := fs.String("o", "table", "output format: table or json (one job per line)")
-	cfgPath := fs.String("config", "", "YAML file overriding the heuristics' default thresholds")
+	cfgPath := fs.String("config", "", "YAML file overriding the heuristics' default thresholds (see -defaults)")
+	printDefaults := fs.Bool("defaults", false, "print the default thresholds as the YAML an override file is written against, and exit")
 	quiet := fs.Bool("q", false, "no progress messages on stderr")
 	minSev := fs.String("severity", "none", "only print jobs at or above: none, low, moderate, severe, critical")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: strata analyze [-o table|json] [-config FILE] [-severity S] [-q] PATH|URL...")
+		fmt.Fprintln(fs.Output(), "       strata analyze -defaults")
 		fmt.Fprintln(fs.Output(), "\nPATH is a job history (.jhist), rumen trace, Spark event log or a directory of them;")
 		fmt.Fprintln(fs.Output(), "URL is a JobHistory server or Spark History Server.")
 		fs.PrintDefaults()
@@ -132,6 +134,10 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		sources = append(sources, fs.Arg(0))
 		rest = fs.Args()[1:]
+	}
+	if *printDefaults {
+		_, err := stdout.Write(heuristics.DefaultsYAML())
+		return err
 	}
 	if len(sources) == 0 {
 		fs.Usage()

@@ -136,6 +136,15 @@ func TestAnalyzeErrors(t *testing.T) {
 	if _, _, err := analyze(t, "-config", cfg, good); err == nil {
 		t.Fatal("bad config accepted")
 	}
+	// -defaults prints a document that is itself a valid override file.
+	defaults, _, err := analyze(t, "-defaults")
+	if err != nil || !strings.Contains(defaults, "mapper_gc:") || !strings.Contains(defaults, "docs/heuristics.md") {
+		t.Fatalf("-defaults: %v\n%s", err, defaults)
+	}
+	os.WriteFile(cfg, []byte(defaults), 0o644)
+	if _, _, err := analyze(t, "-q", "-config", cfg, good); err != nil {
+		t.Fatalf("the printed defaults as -config: %v", err)
+	}
 }
 
 func TestAnalyzeSamples(t *testing.T) {

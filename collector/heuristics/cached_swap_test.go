@@ -3,7 +3,7 @@ package heuristics
 import "testing"
 
 func TestCachedSwap(t *testing.T) {
-	h := &CachedSwap{share: defaults(t).CachedSwap.SwappedShareSeverity, minPages: 256}
+	h := &CachedSwap{share: cachedSwap.of(defaults(t)).SwappedShareSeverity, minPages: 256}
 	mk := func(total, swapped int64) *TraceSummary {
 		return &TraceSummary{RDDs: []RDDPages{{RDDID: 3, TotalPages: total, SwappedPages: swapped}}}
 	}

@@ -26,7 +26,7 @@ func TestDistCacheVectors(t *testing.T) {
 	if r := h.Apply(mrJob(nil, nil, nil)); !r.Skip {
 		t.Fatalf("no cache conf: %+v, want skip", r)
 	}
-	if d := DefaultConfig().DistCache.FileSizeLimitBytes; d != 524_288_000 {
+	if d := distCache.of(DefaultConfig()).FileSizeLimitBytes; d != 524_288_000 {
 		t.Fatalf("default limit %d, want 500 MiB", d)
 	}
 }

@@ -23,12 +23,14 @@ type Engine struct {
 }
 
 type bound struct {
+	name    string
 	typ     job.Type
 	exclude []string
 	h       Heuristic
 }
 
 type boundTrace struct {
+	name    string
 	exclude []string
 	h       TraceHeuristic
 }
@@ -48,11 +50,12 @@ func NewEngine(cfg *Config) (*Engine, error) {
 		if !c.enabled() {
 			continue
 		}
+		p := cfg.params[r.key]
 		if r.build != nil {
-			e.jobs = append(e.jobs, bound{typ: r.typ, exclude: c.ExcludeJobTypes, h: r.build(cfg)})
+			e.jobs = append(e.jobs, bound{name: r.name, typ: r.typ, exclude: c.ExcludeJobTypes, h: r.build(p, cfg)})
 		}
 		if r.buildTrace != nil {
-			e.trace = append(e.trace, boundTrace{exclude: c.ExcludeJobTypes, h: r.buildTrace(cfg)})
+			e.trace = append(e.trace, boundTrace{name: r.name, exclude: c.ExcludeJobTypes, h: r.buildTrace(p)})
 		}
 	}
 	return e, nil
@@ -64,13 +67,13 @@ func (e *Engine) Heuristics(t job.Type) []string {
 	var out []string
 	if t == "" {
 		for _, b := range e.trace {
-			out = append(out, b.h.Name())
+			out = append(out, b.name)
 		}
 		return out
 	}
 	for _, b := range e.jobs {
 		if b.typ == t {
-			out = append(out, b.h.Name())
+			out = append(out, b.name)
 		}
 	}
 	return out
@@ -148,14 +151,14 @@ func (e *Engine) apply(j *job.Job, ts *TraceSummary) []named {
 		if b.typ != j.Type || excluded(b.exclude, jt) {
 			continue
 		}
-		runs = append(runs, func() named { return named{b.h.Name(), b.h.Apply(j)} })
+		runs = append(runs, func() named { return named{b.name, b.h.Apply(j)} })
 	}
 	if ts != nil && ts.AppID != "" && ts.AppID == j.AppID {
 		for _, b := range e.trace {
 			if excluded(b.exclude, jt) {
 				continue
 			}
-			runs = append(runs, func() named { return named{b.h.Name(), b.h.ApplyTrace(j, ts)} })
+			runs = append(runs, func() named { return named{b.name, b.h.ApplyTrace(j, ts)} })
 		}
 	}
 	out := make([]named, len(runs))

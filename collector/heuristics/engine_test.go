@@ -88,7 +88,9 @@ func TestEngineFailedAndEmptyJobs(t *testing.T) {
 
 func TestEngineJobTypeExclusion(t *testing.T) {
 	c := DefaultConfig()
-	c.MapperTime.ExcludeJobTypes = []string{"OozieLauncher"}
+	p := mapperTime.of(c)
+	p.ExcludeJobTypes = []string{"OozieLauncher"}
+	mapperTime.set(c, p)
 	e, err := NewEngine(c)
 	if err != nil {
 		t.Fatal(err)

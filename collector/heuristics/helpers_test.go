@@ -70,10 +70,10 @@ func runVectors(t *testing.T, h Heuristic, vs []vector) {
 		t.Run(v.id, func(t *testing.T) {
 			r := h.Apply(v.job)
 			if r.Skip {
-				t.Fatalf("%s: skipped", h.Name())
+				t.Fatalf("%T: skipped", h)
 			}
 			if r.Severity != v.sev || r.Score != v.score {
-				t.Fatalf("%s = %v score %d, want %v score %d; details %v", h.Name(), r.Severity, r.Score, v.sev, v.score, r.Details)
+				t.Fatalf("%T = %v score %d, want %v score %d; details %v", h, r.Severity, r.Score, v.sev, v.score, r.Details)
 			}
 		})
 	}
@@ -87,3 +87,6 @@ func findDetail(r Result, name string) (string, bool) {
 	}
 	return "", false
 }
+
+// set replaces the parameters of d in c.
+func (d def[P]) set(c *Config, p P) { c.params[d.Key] = p }

@@ -16,7 +16,7 @@ func TestMapperSpeedVectors(t *testing.T) {
 		c := job.Counters{job.HDFSBytesRead: q, job.S3BytesRead: q, job.S3ABytesRead: q, job.S3NBytesRead: q}
 		return mrJob(cat(repeat(100, mapTask(r, c)), []job.Task{emptyTask(job.MapTask)}), nil, nil)
 	}
-	runVectors(t, newMapperSpeed(defaults(t).MapperSpeed), []vector{
+	runVectors(t, newMapperSpeed(mapperSpeed.of(defaults(t))), []vector{
 		{"SP-1", mk(1), Critical, 404},
 		{"SP-3", mk(13), Moderate, 202},
 		{"SP-5", mk(51), None, 0},

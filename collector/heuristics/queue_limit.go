@@ -2,26 +2,30 @@ package heuristics
 
 import "github.com/stratatrace/strata/collector/job"
 
-// Job Queue Limit (§5.11; disabled by default as in Dr. Elephant's shipped
-// configuration): on the limited queue, tasks whose run time approaches
-// the queue's 15-minute kill limit. Runs for failed jobs too. Score 0.
+// Job Queue Limit (docs/heuristics.md#job-queue-limit; disabled by default
+// as in Dr. Elephant's shipped configuration): on the limited queue, tasks
+// whose run time approaches the queue's 15-minute kill limit. Runs for
+// failed jobs too. Score 0.
 
-func init() {
-	register(entry{key: "job_queue_limit", name: "Job Queue Limit", typ: job.MapReduce, order: orderQueueLimit,
-		common: func(c *Config) Common { return c.QueueLimit.Common },
-		build: func(c *Config) Heuristic {
-			return &QueueLimit{queue: c.QueueLimit.Queue, runtime: c.QueueLimit.RuntimeSeverityInSec.Scale(1000)}
-		}})
+// QueueLimitParams are the parameters of Job Queue Limit.
+type QueueLimitParams struct {
+	Common               `yaml:",inline"`
+	Queue                string     `yaml:"queue" help:"the queue whose tasks are killed after 15 minutes"`
+	RuntimeSeverityInSec Thresholds `yaml:"runtime_severity_in_sec" check:"asc" help:"task run time: 15 min − 4, 3, 2, 1 × 30 s"`
 }
+
+var queueLimit = register(def[QueueLimitParams]{Key: "job_queue_limit", Name: "Job Queue Limit", Type: job.MapReduce, Order: 114,
+	Defaults: QueueLimitParams{Common: Common{Enabled: new(bool)}, Queue: "default",
+		RuntimeSeverityInSec: Thresholds{780, 810, 840, 870}},
+	Build: func(p QueueLimitParams, _ *Config) Heuristic {
+		return &QueueLimit{queue: p.Queue, runtime: p.RuntimeSeverityInSec.Scale(1000)}
+	}})
 
 // QueueLimit is the Job Queue Limit heuristic.
 type QueueLimit struct {
 	queue   string
 	runtime Thresholds // ms
 }
-
-// Name implements Heuristic.
-func (h *QueueLimit) Name() string { return "Job Queue Limit" }
 
 // Apply implements Heuristic. The queue is mapred.job.queue.name, else the
 // job's own queue.

@@ -9,7 +9,7 @@ import (
 // §9.1 Job Queue Limit: 66 maps + 1 empty, 33 reduces + 1 empty, all
 // t=[R,0,0,0,0].
 func TestQueueLimitVectors(t *testing.T) {
-	c := defaults(t).QueueLimit
+	c := queueLimit.of(defaults(t))
 	h := &QueueLimit{queue: c.Queue, runtime: c.RuntimeSeverityInSec.Scale(1000)}
 	mk := func(ms int64, queue string) *job.Job {
 		maps := cat(repeat(66, mapTask(ms, nil)), []job.Task{emptyTask(job.MapTask)})

@@ -13,7 +13,7 @@ func TestReducerTimeVectors(t *testing.T) {
 			[]job.Task{emptyTask(job.ReduceTask)})
 		return mrJob(nil, tasks, nil)
 	}
-	h := &ReducerTime{newTaskTime(defaults(t).ReducerTime)}
+	h := &ReducerTime{newTaskTime(reducerTime.of(defaults(t)))}
 	runVectors(t, h, []vector{
 		{"RT-1", mk(1, 1000), Critical, 4004},
 		{"RT-3", mk(1, 101), Moderate, 204},

@@ -20,9 +20,8 @@ type Detail struct {
 }
 
 // Heuristic is a pure function of a job: it never fetches and never logs.
+// Its name, YAML key and parameters are declared where it registers (def).
 type Heuristic interface {
-	// Name is the display name ("Mapper Skew").
-	Name() string
 	Apply(*job.Job) Result
 }
 

@@ -34,9 +34,9 @@ func skewTimeJob(kind job.TaskKind, nSmall int, small int64, nLarge int, large i
 func TestSkewVectors(t *testing.T) {
 	c := defaults(t)
 	for _, kind := range []job.TaskKind{job.MapTask, job.ReduceTask} {
-		h := newSkew("Mapper Skew", kind, c.MapperSkew, c.HDFSBlockSizeBytes)
+		h := newSkew(kind, mapperSkew.of(c), c.HDFSBlockSizeBytes)
 		if kind == job.ReduceTask {
-			h = newSkew("Reducer Skew", kind, c.ReducerSkew, c.HDFSBlockSizeBytes)
+			h = newSkew(kind, reducerSkew.of(c), c.HDFSBlockSizeBytes)
 		}
 		t.Run(string(kind), func(t *testing.T) {
 			runVectors(t, h, []vector{
@@ -56,7 +56,7 @@ func TestSkewFailedJobSkipped(t *testing.T) {
 	c := defaults(t)
 	j := skewDataJob(job.MapTask, 200, mb1, 200, 100*mb1)
 	j.Status = job.Failed
-	if r := newSkew("Mapper Skew", job.MapTask, c.MapperSkew, c.HDFSBlockSizeBytes).Apply(j); !r.Skip {
+	if r := newSkew(job.MapTask, mapperSkew.of(c), c.HDFSBlockSizeBytes).Apply(j); !r.Skip {
 		t.Fatalf("failed job: got %+v, want skip", r)
 	}
 }

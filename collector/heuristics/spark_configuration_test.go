@@ -9,7 +9,7 @@ import (
 
 // §9.1 Spark Configuration, attempt duration 10 s.
 func TestSparkConfigurationVectors(t *testing.T) {
-	h := newSparkConfiguration(defaults(t).SparkConfig)
+	h := newSparkConfiguration(sparkConfiguration.of(defaults(t)))
 	app := func() *job.SparkApp {
 		return &job.SparkApp{Attempts: []job.SparkAttempt{{StartMs: 1_000, EndMs: 11_000}}}
 	}

@@ -73,6 +73,5 @@ type FaultShare struct {
 // TraceHeuristic is a cross-layer heuristic: a pure function of a job and
 // Strata's trace summary of the same application.
 type TraceHeuristic interface {
-	Name() string
 	ApplyTrace(*job.Job, *TraceSummary) Result
 }
