@@ -30,7 +30,7 @@ type analyzeRow struct {
 	Name       string          `json:"name,omitempty"`
 	Source     string          `json:"source,omitempty"`
 	Metrics    analyzeMetrics  `json:"metrics"`
-	Heuristics []analyzeResult `json:"heuristics"`
+	Heuristics []heuristicRow  `json:"heuristics"`
 	Severity   string          `json:"severity"`
 	Score      int64           `json:"score"`
 	Warnings   []string        `json:"warnings,omitempty"`
@@ -43,33 +43,43 @@ type analyzeMetrics struct {
 	WaitMs        int64   `json:"wait_ms"`
 }
 
-type analyzeResult struct {
-	Name     string          `json:"name"`
-	Severity string          `json:"severity"`
-	Score    int64           `json:"score"`
-	Details  []analyzeDetail `json:"details"`
+// heuristicRow is one heuristic's result in the JSON of `strata analyze`
+// and `strata jobs`.
+type heuristicRow struct {
+	Name     string      `json:"name"`
+	Severity string      `json:"severity"`
+	Score    int64       `json:"score"`
+	Details  []detailRow `json:"details"`
 }
 
-type analyzeDetail struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
+// detailRow is one line of a result: name, value and, when there is one,
+// the long text shown below it (advice, a stack trace).
+type detailRow struct {
+	Name    string `json:"name"`
+	Value   string `json:"value"`
+	Details string `json:"details,omitempty"`
+}
+
+func heuristicRows(r *stratav1.JobResult) []heuristicRow {
+	out := []heuristicRow{}
+	for _, h := range r.GetHeuristics() {
+		hr := heuristicRow{Name: h.GetName(), Severity: severityName(h.GetSeverity()), Score: h.GetScore(),
+			Details: []detailRow{}}
+		for _, d := range h.GetDetails() {
+			hr.Details = append(hr.Details, detailRow{Name: d.GetName(), Value: d.GetValue(), Details: d.GetDetails()})
+		}
+		out = append(out, hr)
+	}
+	return out
 }
 
 func toAnalyzeRow(r *stratav1.JobResult) analyzeRow {
 	row := analyzeRow{JobID: r.GetJobId(), Type: r.GetType(), AppID: r.GetAppId(), Name: r.GetName(),
 		Source: r.GetSource(), Severity: severityName(r.GetSeverity()), Score: r.GetScore(),
-		Warnings: r.GetWarnings(), Heuristics: []analyzeResult{}}
+		Warnings: r.GetWarnings(), Heuristics: heuristicRows(r)}
 	if m := r.GetMetrics(); m != nil {
 		row.Metrics = analyzeMetrics{UsedGBHours: m.GetUsedGbHours(), WastedGBHours: m.GetWastedGbHours(),
 			RuntimeMs: m.GetRuntimeMs(), WaitMs: m.GetWaitMs()}
-	}
-	for _, h := range r.GetHeuristics() {
-		ar := analyzeResult{Name: h.GetName(), Severity: severityName(h.GetSeverity()), Score: h.GetScore(),
-			Details: []analyzeDetail{}}
-		for _, d := range h.GetDetails() {
-			ar.Details = append(ar.Details, analyzeDetail{Name: d.GetName(), Value: d.GetValue()})
-		}
-		row.Heuristics = append(row.Heuristics, ar)
 	}
 	return row
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratatrace/strata/test/gen"
 	"github.com/stratatrace/strata/test/testenv"
 )
 
@@ -84,6 +85,27 @@ func TestAnalyzeJSON(t *testing.T) {
 		if _, ok := h0[k]; !ok {
 			t.Errorf("heuristic lacks %q: %v", k, h0)
 		}
+	}
+}
+
+// A detail's long text is in the JSON: a failed job's stack trace is the
+// details of its "Error: Stacktrace" line, as in Dr. Elephant.
+func TestAnalyzeJSONLongText(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := gen.WriteMRJob(dir, gen.MRJob{JobID: "job_1700000000000_0003", Maps: 3, Failed: true}); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := analyze(t, "-q", "-o", "json", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := jsonLines[analyzeRow](t, out)
+	if len(rows) != 1 || len(rows[0].Heuristics) != 1 || rows[0].Heuristics[0].Name != "Exception" {
+		t.Fatalf("failed job: %+v", rows)
+	}
+	d := rows[0].Heuristics[0].Details
+	if len(d) != 1 || d[0].Name != "Error" || d[0].Value != "Stacktrace" || !strings.Contains(d[0].Details, "java.lang.OutOfMemoryError") {
+		t.Fatalf("Exception details %+v, want Error: Stacktrace with the diagnostics as details", d)
 	}
 }
 

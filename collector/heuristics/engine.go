@@ -142,7 +142,7 @@ func (e *Engine) AnalyzeWithTrace(j *job.Job, ts *TraceSummary) *stratav1.JobRes
 func (e *Engine) apply(j *job.Job, ts *TraceSummary) []named {
 	if j.Type == job.MapReduce && j.Succeeded() && len(j.MapTasks) == 0 && len(j.ReduceTasks) == 0 {
 		return []named{{NoDataName, Result{Severity: Low, Details: []Detail{
-			detail("No Data Received", "the job history has no tasks to analyse"),
+			explained(NoDataName, "", "The job history has no tasks to analyse."),
 		}}}}
 	}
 	jt := e.JobType(j)
@@ -185,7 +185,7 @@ type named struct {
 func (n named) proto() *stratav1.HeuristicResult {
 	h := &stratav1.HeuristicResult{Name: n.name, Severity: n.Severity.Proto(), Score: n.Score}
 	for _, d := range n.Details {
-		h.Details = append(h.Details, &stratav1.HeuristicDetail{Name: d.Name, Value: d.Value})
+		h.Details = append(h.Details, &stratav1.HeuristicDetail{Name: d.Name, Value: d.Value, Details: d.Text})
 	}
 	return h
 }

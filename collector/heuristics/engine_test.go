@@ -75,6 +75,10 @@ func TestEngineFailedAndEmptyJobs(t *testing.T) {
 		res.Severity != stratav1.Severity_SEVERITY_MODERATE || res.Score != 0 {
 		t.Fatalf("failed job: %+v", res)
 	}
+	// The long text of a detail reaches the wire result.
+	if d := res.Heuristics[0].GetDetails(); len(d) != 1 || d[0].GetValue() != "Stacktrace" || d[0].GetDetails() != "boom" {
+		t.Fatalf("failed job's Exception details %v, want Stacktrace with the diagnostics as long text", d)
+	}
 	res = e.Analyze(mrJob(nil, nil, nil))
 	if len(res.Heuristics) != 1 || res.Heuristics[0].Name != NoDataName || res.Severity != stratav1.Severity_SEVERITY_LOW {
 		t.Fatalf("empty job: %+v", res)

@@ -10,7 +10,8 @@ var _ = register(def[Common]{Key: "exception", Name: "Exception", Type: job.MapR
 	Build: func(Common, *Config) Heuristic { return Exception{} }})
 
 // noDiagnostics is shown when the fetcher found no stack trace.
-const noDiagnostics = "no sufficient diagnostic info: see the job's page on the JobHistory server"
+const noDiagnostics = "No stack trace was recorded with the job: look for the failure in the task and " +
+	"ApplicationMaster logs linked from the job's page on the JobHistory server."
 
 // Exception is the Exception heuristic.
 type Exception struct{}
@@ -20,9 +21,11 @@ func (Exception) Apply(j *job.Job) Result {
 	if j.Succeeded() {
 		return skip
 	}
-	msg := j.Diagnostics
-	if msg == "" {
-		msg = noDiagnostics
+	// As in Dr. Elephant: the stack trace is the long text under an "Error:
+	// Stacktrace" line; without one, the line's value says where to look.
+	d := detail("Error", noDiagnostics)
+	if j.Diagnostics != "" {
+		d = explained("Error", "Stacktrace", j.Diagnostics)
 	}
-	return Result{Severity: Moderate, Details: []Detail{detail("Error", msg)}}
+	return Result{Severity: Moderate, Details: []Detail{d}}
 }

@@ -80,12 +80,18 @@ func runVectors(t *testing.T, h Heuristic, vs []vector) {
 }
 
 func findDetail(r Result, name string) (string, bool) {
+	d, ok := findLine(r, name)
+	return d.Value, ok
+}
+
+// findLine returns the detail called name, long text included.
+func findLine(r Result, name string) (Detail, bool) {
 	for _, d := range r.Details {
 		if d.Name == name {
-			return d.Value, true
+			return d, true
 		}
 	}
-	return "", false
+	return Detail{}, false
 }
 
 // set replaces the parameters of d in c.

@@ -57,7 +57,7 @@ func (h *MapperSpeed) Apply(j *job.Job) Result {
 		Details: []Detail{
 			detail("Number of tasks", itoa(int64(n))),
 			detail("Median task input size", BytesToString(medSize)),
-			detail("Median task runtime", clock(medRuntime)),
+			detail("Median task runtime", ReadableTimespan(medRuntime)),
 			detail("Median task speed", BytesToString(medSpeed)+"/s"),
 			detail("Total input size in MB", itoa(total/mib)),
 		},

@@ -55,7 +55,7 @@ func (h *MapperTime) Apply(j *job.Job) Result {
 		runtimes = append(runtimes, tv.TotalMs)
 		inputs = append(inputs, mapInputBytes(t.Counters))
 	})
-	return h.result(len(j.MapTasks), runtimes, detail("Avg task input size", BytesToString(Average(inputs))))
+	return h.result(len(j.MapTasks), runtimes, detail("Average task input size", BytesToString(Average(inputs))))
 }
 
 // result rates the average of runtimes for n tasks; extra details follow
@@ -66,9 +66,9 @@ func (t taskTime) result(n int, runtimes []int64, extra ...Detail) Result {
 	minRT, maxRT := minMax(runtimes)
 	d := append([]Detail{detail("Number of tasks", itoa(int64(n)))}, extra...)
 	d = append(d,
-		detail("Avg task runtime", clock(avg)),
-		detail("Max task runtime", clock(maxRT)),
-		detail("Min task runtime", clock(minRT)))
+		detail("Average task runtime", ReadableTimespan(avg)),
+		detail("Max task runtime", ReadableTimespan(maxRT)),
+		detail("Min task runtime", ReadableTimespan(minRT)))
 	return Result{Severity: sev, Score: Score(sev, n), Details: d}
 }
 

@@ -103,12 +103,12 @@ func (h *Memory) Apply(j *job.Job) Result {
 		Score:    Score(sev, len(tasks)),
 		Details: []Detail{
 			detail("Number of tasks", itoa(int64(len(tasks)))),
-			detail("Avg task runtime", clock(Average(runtimes))),
-			detail("Avg physical memory (MB)", itoa(avgPhys/mib)),
-			detail("Max physical memory (MB)", itoa(maxPhys/mib)),
-			detail("Min physical memory (MB)", itoa(minPhys/mib)),
-			detail("Avg virtual memory (MB)", itoa(Average(virt)/mib)),
-			detail("Requested container memory", BytesToString(container)),
+			detail("Avg task runtime", ReadableTimespan(Average(runtimes))),
+			detail("Avg Physical Memory (MB)", itoa(avgPhys/mib)),
+			detail("Max Physical Memory (MB)", itoa(maxPhys/mib)),
+			detail("Min Physical Memory (MB)", itoa(minPhys/mib)),
+			detail("Avg Virtual Memory (MB)", itoa(Average(virt)/mib)),
+			detail("Requested Container Memory", BytesToString(container)),
 		},
 	}
 }

@@ -59,7 +59,7 @@ func TestMemoryFromSplits(t *testing.T) {
 		Attempts: []job.Attempt{{ID: "a", Splits: splits}}}
 	j := mrJob(repeat(10, task), nil, map[string]string{"mapreduce.map.memory.mb": "8192"})
 	r := newMemory(job.MapTask, "mapreduce.map.memory.mb", mapperMemory.of(defaults(t))).Apply(j)
-	if v, _ := findDetail(r, "Avg physical memory (MB)"); v != "2048" {
+	if v, _ := findDetail(r, "Avg Physical Memory (MB)"); v != "2048" {
 		t.Fatalf("avg physical %q, want 2048 (details %v)", v, r.Details)
 	}
 	if r.Severity != Critical {

@@ -35,23 +35,34 @@ func (h *QueueLimit) Apply(j *job.Job) Result {
 		q = j.Queue
 	}
 	if q != h.queue {
-		return Result{Severity: None, Details: []Detail{detail("Queue "+q, "Not Applicable")}}
+		return Result{Severity: None, Details: []Detail{detail("Not Applicable", "The heuristic only applies to queue "+h.queue+", not "+q+".")}}
 	}
 	sev := None
-	var over int64
-	for _, tasks := range [][]job.Task{j.MapTasks, j.ReduceTasks} {
-		for i := range tasks {
-			if tv, ok := tasks[i].Times(); ok {
+	d := []Detail{
+		detail("Queue", q),
+		detail("Number of map tasks", itoa(int64(len(j.MapTasks)))),
+		detail("Number of reduce tasks", itoa(int64(len(j.ReduceTasks)))),
+	}
+	for _, kind := range []struct {
+		name  string
+		tasks []job.Task
+	}{{"map", j.MapTasks}, {"reduce", j.ReduceTasks}} {
+		var severe, critical int64
+		for i := range kind.tasks {
+			if tv, ok := kind.tasks[i].Times(); ok {
 				s := h.runtime.Ascending(float64(tv.TotalMs))
 				sev = max(sev, s)
-				if s > None {
-					over++
+				switch s {
+				case Severe:
+					severe++
+				case Critical:
+					critical++
 				}
 			}
 		}
+		d = append(d,
+			detail("Number of "+kind.name+" tasks at SEVERE ("+ReadableTimespan(int64(h.runtime[2]))+" to "+ReadableTimespan(int64(h.runtime[3]))+")", itoa(severe)),
+			detail("Number of "+kind.name+" tasks at CRITICAL (over "+ReadableTimespan(int64(h.runtime[3]))+")", itoa(critical)))
 	}
-	return Result{Severity: sev, Details: []Detail{
-		detail("Queue", q),
-		detail("Tasks near the queue's time limit", itoa(over)),
-	}}
+	return Result{Severity: sev, Details: d}
 }

@@ -52,9 +52,9 @@ func (h *ShuffleSort) Apply(j *job.Job) Result {
 		Score:    Score(sev, n),
 		Details: []Detail{
 			detail("Number of tasks", itoa(int64(n))),
-			detail("Average code runtime", clock(avgExec)),
-			detail("Average shuffle time", withFactor(clock(avgShuffle), DescribeFactor(avgShuffle, avgExec, "x"))),
-			detail("Average sort time", withFactor(clock(avgSort), DescribeFactor(avgSort, avgExec, "x"))),
+			detail("Average code runtime", ReadableTimespan(avgExec)),
+			detail("Average shuffle time", withFactor(ReadableTimespan(avgShuffle), DescribeFactor(avgShuffle, avgExec, "x"))),
+			detail("Average sort time", withFactor(ReadableTimespan(avgSort), DescribeFactor(avgSort, avgExec, "x"))),
 		},
 	}
 }

@@ -30,7 +30,7 @@ func TestShuffleSortVectors(t *testing.T) {
 func TestShuffleSortDetails(t *testing.T) {
 	r := newShuffleSort(shuffleSort.of(defaults(t))).Apply(mrJob(nil,
 		[]job.Task{timedTask(job.ReduceTask, 40*60_000, 30*60_000, 0, nil)}, nil))
-	if v, _ := findDetail(r, "Average shuffle time"); v != "00:30:00 (3.00x)" {
+	if v, _ := findDetail(r, "Average shuffle time"); v != "30 min (3.00x)" {
 		t.Fatalf("shuffle detail %q", v)
 	}
 }

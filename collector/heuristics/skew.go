@@ -88,13 +88,14 @@ func (h *Skew) Apply(j *job.Job) Result {
 		Severity: max(sevData, sevTime),
 		Score:    Score(sevData, len(tasks)),
 		Details: []Detail{
-			detail("Number of tasks", itoa(int64(len(tasks)))),
+			detail("Data skew (Number of tasks)", itoa(int64(len(tasks)))),
+			detail("Data skew (Group A)", itoa(int64(len(da)))+" tasks @ "+BytesToString(avgA)+" avg"),
+			detail("Data skew (Group B)", itoa(int64(len(db)))+" tasks @ "+BytesToString(avgB)+" avg"),
 			detail("Data skew severity", sevData.String()),
-			detail("Data group A", itoa(int64(len(da)))+" tasks @ "+BytesToString(avgA)+" avg"),
-			detail("Data group B", itoa(int64(len(db)))+" tasks @ "+BytesToString(avgB)+" avg"),
+			detail("Time skew (Number of tasks)", itoa(int64(len(tasks)))),
+			detail("Time skew (Group A)", itoa(int64(len(ta)))+" tasks @ "+clock(msA)+" avg"),
+			detail("Time skew (Group B)", itoa(int64(len(tb)))+" tasks @ "+clock(msB)+" avg"),
 			detail("Time skew severity", sevTime.String()),
-			detail("Time group A", itoa(int64(len(ta)))+" tasks @ "+clock(msA)+" avg"),
-			detail("Time group B", itoa(int64(len(tb)))+" tasks @ "+clock(msB)+" avg"),
 		},
 	}
 }

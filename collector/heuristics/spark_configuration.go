@@ -173,27 +173,38 @@ func (h *SparkConfiguration) Apply(j *job.Job) Result {
 		detail(propDriverOverhead, BytesToString(driverOverhead)),
 		detail(propExecutorOverhead, BytesToString(execOverhead)),
 	}
+	// Where Dr. Elephant puts them: the serializer and shuffle-service lines
+	// carry the configured value and the advice as long text; the other
+	// findings are lines whose value is the advice.
 	if sevSerializer != None {
-		d = append(d, detail(propSerializer, "KryoSerializer is not enabled."))
+		d = append(d, explained(propSerializer, orNotPresented(serializer, serOK),
+			"Kryo is not the serializer: set "+propSerializer+" to "+h.serializer+"."))
 	}
 	if sevShuffle != None {
-		d = append(d, detail(propShuffleService,
-			"The shuffle service is not enabled; it is needed with dynamic allocation and recommended otherwise."))
+		shuffleRaw, shuffleOK := conf[propShuffleService]
+		advice := "The external shuffle service is off; enable it (" + propShuffleService + "=true)."
+		if da {
+			advice = "Dynamic allocation runs without the external shuffle service, so removed executors take their " +
+				"shuffle files with them: set " + propShuffleService + "=true."
+		}
+		d = append(d, explained(propShuffleService, orNotPresented(strconv.FormatBool(shuffle), shuffleOK && shuffleRaw != ""), advice))
 	}
 	if sevMinExecs == Critical {
-		d = append(d, detail(propMinExecutors, "Set to "+itoa(minExecs)+"; keep it at "+itoa(h.maxMinExecs)+" or less."))
+		d = append(d, detail("Minimum Executors", propMinExecutors+" is "+itoa(minExecs)+
+			"; dynamic allocation should start from "+itoa(h.maxMinExecs)+" or fewer executors."))
 	}
 	if sevMaxExecs == Critical {
-		d = append(d, detail(propMaxExecutors, "Set to "+itoa(maxExecs)+"; keep it at "+itoa(h.maxMaxExecs)+" or less."))
+		d = append(d, detail("Maximum Executors", propMaxExecutors+" is "+itoa(maxExecs)+
+			"; keep it at "+itoa(h.maxMaxExecs)+" or fewer executors."))
 	}
 	if sevJars == Critical {
-		d = append(d, detail(propSecondaryJars, "Do not use wildcards (*) in secondary jars."))
+		d = append(d, detail("Jars notation", "Name the jars in "+propSecondaryJars+" one by one instead of with a * wildcard."))
 	}
 	if sevDriverOverhead >= Severe {
-		d = append(d, detail(propDriverOverhead, "The driver memory overhead is high; check the driver's memory use."))
+		d = append(d, detail("Driver Overhead Memory", "The driver asks for a large memory overhead; lower "+propDriverOverhead+"."))
 	}
 	if sevExecOverhead >= Severe {
-		d = append(d, detail(propExecutorOverhead, "The executor memory overhead is high; check off-heap memory use."))
+		d = append(d, detail("Executor Overhead Memory", "The executors ask for a large memory overhead; lower "+propExecutorOverhead+"."))
 	}
 	return Result{Severity: sev, Details: d}
 }

@@ -101,7 +101,7 @@ func (h *SparkExecutors) Apply(j *job.Job) Result {
 	return Result{Severity: sev, Details: []Detail{
 		detail("Total executor storage memory allocated", BytesToString(allocated)),
 		detail("Total executor storage memory used", BytesToString(used)),
-		detail("Executor storage memory utilization", strconv.FormatFloat(util, 'f', 3, 64)),
+		detail("Executor storage memory utilization rate", strconv.FormatFloat(util, 'f', 3, 64)),
 		detail("Executor storage memory used distribution", dMem.format(BytesToString)),
 		detail("Executor task time distribution", dDur.format(ReadableTimespan)),
 		detail("Executor task time sum", itoa(taskTime/1000)),

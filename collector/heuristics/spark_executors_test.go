@@ -23,7 +23,7 @@ func TestSparkExecutorsVectors(t *testing.T) {
 	for name, want := range map[string]string{
 		"Total executor storage memory allocated": "19.07 MB",
 		"Total executor storage memory used":      "9.54 MB",
-		"Executor storage memory utilization":     "0.500",
+		"Executor storage memory utilization rate": "0.500",
 		"Executor task time sum":                  "10000",
 	} {
 		if got, _ := findDetail(r, name); got != want {

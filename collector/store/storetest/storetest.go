@@ -104,8 +104,12 @@ func Open(tb testing.TB) *store.DuckDB {
 	return s
 }
 
+// JobAdvice is the long text of a detail of every fixture job.
+const JobAdvice = "Kryo is not the serializer:\nset spark.serializer to org.apache.spark.serializer.KryoSerializer."
+
 // Jobs returns three analysed jobs, LOW, MODERATE and CRITICAL, finishing in
-// that order (so newest first is CRITICAL, MODERATE, LOW).
+// that order (so newest first is CRITICAL, MODERATE, LOW); each carries a
+// detail with a value and a two-line long text (JobAdvice).
 func Jobs() []*stratav1.JobResult {
 	var out []*stratav1.JobResult
 	for i, sev := range []stratav1.Severity{stratav1.Severity_SEVERITY_LOW, stratav1.Severity_SEVERITY_MODERATE, stratav1.Severity_SEVERITY_CRITICAL} {
@@ -115,7 +119,10 @@ func Jobs() []*stratav1.JobResult {
 			Metrics:    &stratav1.JobMetrics{UsedGbHours: 1.5, WastedGbHours: 0.5, RuntimeMs: 60000},
 			Severity:   sev,
 			Score:      int64(10 * i),
-			Heuristics: []*stratav1.HeuristicResult{{Name: "Executor GC", Severity: sev, Score: int64(10 * i), Details: []*stratav1.HeuristicDetail{{Name: "GC time", Value: "12%"}}}},
+			Heuristics: []*stratav1.HeuristicResult{{Name: "Executor GC", Severity: sev, Score: int64(10 * i), Details: []*stratav1.HeuristicDetail{
+				{Name: "GC time", Value: "12%"},
+				{Name: "spark.serializer", Value: "org.apache.spark.serializer.JavaSerializer", Details: JobAdvice},
+			}}},
 		})
 	}
 	return out
