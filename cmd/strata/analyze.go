@@ -24,16 +24,16 @@ var errUnreadable = errors.New("unreadable input")
 
 // analyzeRow is one line of `strata analyze -o json`.
 type analyzeRow struct {
-	JobID      string          `json:"job_id"`
-	Type       string          `json:"type"`
-	AppID      string          `json:"app_id,omitempty"`
-	Name       string          `json:"name,omitempty"`
-	Source     string          `json:"source,omitempty"`
-	Metrics    analyzeMetrics  `json:"metrics"`
-	Heuristics []heuristicRow  `json:"heuristics"`
-	Severity   string          `json:"severity"`
-	Score      int64           `json:"score"`
-	Warnings   []string        `json:"warnings,omitempty"`
+	JobID      string         `json:"job_id"`
+	Type       string         `json:"type"`
+	AppID      string         `json:"app_id,omitempty"`
+	Name       string         `json:"name,omitempty"`
+	Source     string         `json:"source,omitempty"`
+	Metrics    analyzeMetrics `json:"metrics"`
+	Heuristics []heuristicRow `json:"heuristics"`
+	Severity   string         `json:"severity"`
+	Score      int64          `json:"score"`
+	Warnings   []string       `json:"warnings,omitempty"`
 }
 
 type analyzeMetrics struct {

@@ -21,10 +21,10 @@ func TestSparkExecutorsVectors(t *testing.T) {
 		t.Fatalf("EX-1 severity %v score %d, want LOW 0", r.Severity, r.Score)
 	}
 	for name, want := range map[string]string{
-		"Total executor storage memory allocated": "19.07 MB",
-		"Total executor storage memory used":      "9.54 MB",
+		"Total executor storage memory allocated":  "19.07 MB",
+		"Total executor storage memory used":       "9.54 MB",
 		"Executor storage memory utilization rate": "0.500",
-		"Executor task time sum":                  "10000",
+		"Executor task time sum":                   "10000",
 	} {
 		if got, _ := findDetail(r, name); got != want {
 			t.Errorf("EX-1 %s = %q, want %q", name, got, want)

@@ -116,9 +116,9 @@ func Jobs() []*stratav1.JobResult {
 		out = append(out, &stratav1.JobResult{
 			JobId: "job_1526555215992_000" + string(rune('1'+i)), Type: "spark", Name: "etl-" + sev.String(),
 			User: "alice", Queue: "default", AppId: App, StartUnixMs: 1000, FinishUnixMs: int64(2000 + i),
-			Metrics:    &stratav1.JobMetrics{UsedGbHours: 1.5, WastedGbHours: 0.5, RuntimeMs: 60000},
-			Severity:   sev,
-			Score:      int64(10 * i),
+			Metrics:  &stratav1.JobMetrics{UsedGbHours: 1.5, WastedGbHours: 0.5, RuntimeMs: 60000},
+			Severity: sev,
+			Score:    int64(10 * i),
 			Heuristics: []*stratav1.HeuristicResult{{Name: "Executor GC", Severity: sev, Score: int64(10 * i), Details: []*stratav1.HeuristicDetail{
 				{Name: "GC time", Value: "12%"},
 				{Name: "spark.serializer", Value: "org.apache.spark.serializer.JavaSerializer", Details: JobAdvice},
