@@ -2,7 +2,8 @@ package heuristics
 
 import "testing"
 
-// §9.1 Distributed Cache Limit with limit 500 000 000 and three paths each.
+// Distributed Cache Limit vectors (docs/heuristics.md#test-vectors) with
+// limit 500 000 000 and three paths each.
 func TestDistCacheVectors(t *testing.T) {
 	h := &DistCache{limit: 500_000_000}
 	base := func(fsizes, asizes string) map[string]string {

@@ -79,7 +79,8 @@ func (e *Engine) Heuristics(t job.Type) []string {
 	return out
 }
 
-// JobType returns the job type of j per the configured rules (§1.6).
+// JobType returns the job type of j per the configured rules
+// (docs/heuristics.md#job-types).
 func (e *Engine) JobType(j *job.Job) string { return matchJobType(e.cfg.JobTypes, j) }
 
 // Metrics computes the four job metrics of j.
@@ -89,7 +90,8 @@ func (e *Engine) Metrics(j *job.Job) Metrics {
 
 // Analyze runs the heuristics of j's type and returns the job's result:
 // metrics, the non-skipped heuristic results in order, severity = the
-// highest result severity, score = the sum of result scores (§1.4). A
+// highest result severity, score = the sum of result scores
+// (docs/heuristics.md#severity-and-score). A
 // MapReduce job that succeeded with no tasks gets only the synthetic "No
 // Data Received" result. AnalyzedUnixMs is left for the caller to set.
 func (e *Engine) Analyze(j *job.Job) *stratav1.JobResult {

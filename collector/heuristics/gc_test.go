@@ -6,8 +6,8 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Mapper GC / Reducer GC: 100 tasks t=[runtime,0,0,0,0] with CPU and
-// GC counters, +1 empty.
+// Mapper GC / Reducer GC vectors (docs/heuristics.md#test-vectors): 100 tasks
+// t=[runtime,0,0,0,0] with CPU and GC counters, +1 empty.
 func TestGCVectors(t *testing.T) {
 	c := defaults(t)
 	mk := func(kind job.TaskKind, runtime, cpu, gc int64) *job.Job {

@@ -6,9 +6,9 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// Builders for the §9.1 vectors. "t=[total, shuffle, sort, 0, 0]" becomes an
-// analysed attempt starting at 0; "+1 empty" is a task with neither an
-// attempt nor counters.
+// Builders for the test vectors (docs/heuristics.md#test-vectors). "t=[total,
+// shuffle, sort, 0, 0]" becomes an analysed attempt starting at 0; "+1 empty"
+// is a task with neither an attempt nor counters.
 
 const mb1 = int64(1 << 20)
 

@@ -6,8 +6,9 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Mapper Speed: 100 tasks t=[R,0,0,0,0] reading k MiB/s split over the
-// four *_BYTES_READ counters, +1 empty.
+// Mapper Speed vectors (docs/heuristics.md#test-vectors): 100 tasks
+// t=[R,0,0,0,0] reading k MiB/s split over the four *_BYTES_READ counters, +1
+// empty.
 func TestMapperSpeedVectors(t *testing.T) {
 	const r = 120 * 60_000
 	const factor = r * mb1 / 1000

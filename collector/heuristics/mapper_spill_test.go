@@ -6,8 +6,8 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Mapper Spill: N tasks t=0s with SPILLED_RECORDS s and
-// MAP_OUTPUT_RECORDS o, +1 empty.
+// Mapper Spill vectors (docs/heuristics.md#test-vectors): N tasks t=0s with
+// SPILLED_RECORDS s and MAP_OUTPUT_RECORDS o, +1 empty.
 func TestMapperSpillVectors(t *testing.T) {
 	mk := func(s, o int64, n int) *job.Job {
 		c := job.Counters{job.SpilledRecords: s, job.MapOutputRecords: o}

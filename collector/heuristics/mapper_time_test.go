@@ -6,7 +6,8 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Mapper Time: N tasks t=[R,0,0,0,0] with zero *_BYTES_READ, +1 empty.
+// Mapper Time vectors (docs/heuristics.md#test-vectors): N tasks
+// t=[R,0,0,0,0] with zero *_BYTES_READ, +1 empty.
 func TestMapperTimeVectors(t *testing.T) {
 	mk := func(n int, minutes int64) *job.Job {
 		c := job.Counters{job.HDFSBytesRead: 0, job.S3BytesRead: 0, job.S3ABytesRead: 0, job.S3NBytesRead: 0}

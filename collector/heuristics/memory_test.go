@@ -7,8 +7,9 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Mapper Memory / Reducer Memory: 100 tasks t=0s with
-// PHYSICAL_MEMORY_BYTES = avg MB, container from the conf, +1 empty.
+// Mapper Memory / Reducer Memory vectors (docs/heuristics.md#test-vectors):
+// 100 tasks t=0s with PHYSICAL_MEMORY_BYTES = avg MB, container from the
+// conf, +1 empty.
 func TestMemoryVectors(t *testing.T) {
 	c := defaults(t)
 	mk := func(kind job.TaskKind, key string, physMB, containerMB int64) *job.Job {

@@ -7,8 +7,8 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Job Queue Limit: 66 maps + 1 empty, 33 reduces + 1 empty, all
-// t=[R,0,0,0,0].
+// Job Queue Limit vectors (docs/heuristics.md#test-vectors): 66 maps + 1
+// empty, 33 reduces + 1 empty, all t=[R,0,0,0,0].
 func TestQueueLimitVectors(t *testing.T) {
 	c := queueLimit.of(defaults(t))
 	h := &QueueLimit{queue: c.Queue, runtime: c.RuntimeSeverityInSec.Scale(1000)}

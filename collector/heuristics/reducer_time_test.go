@@ -6,7 +6,8 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Reducer Time: N reducers t=[R,0,0,0,0] with empty counters, +1 empty.
+// Reducer Time vectors (docs/heuristics.md#test-vectors): N reducers
+// t=[R,0,0,0,0] with empty counters, +1 empty.
 func TestReducerTimeVectors(t *testing.T) {
 	mk := func(minutes int64, n int) *job.Job {
 		tasks := cat(repeat(n, timedTask(job.ReduceTask, minutes*60_000, 0, 0, job.Counters{})),

@@ -6,7 +6,8 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Shuffle & Sort: 100 reducers t=[sh+so+ex, sh, so, 0, 0], +1 empty.
+// Shuffle & Sort vectors (docs/heuristics.md#test-vectors): 100 reducers
+// t=[sh+so+ex, sh, so, 0, 0], +1 empty.
 func TestShuffleSortVectors(t *testing.T) {
 	const min = 60_000
 	mk := func(sh, so, ex int64) *job.Job {

@@ -6,9 +6,10 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Mapper Skew / Reducer Skew: data tests with the small group on
-// HDFS_BYTES_READ and the large on S3A_BYTES_READ (reducers: both
-// REDUCE_SHUFFLE_BYTES), t=0s; time tests with time only; +1 empty.
+// Mapper Skew / Reducer Skew vectors (docs/heuristics.md#test-vectors): data
+// tests with the small group on HDFS_BYTES_READ and the large on
+// S3A_BYTES_READ (reducers: both REDUCE_SHUFFLE_BYTES), t=0s; time tests with
+// time only; +1 empty.
 func skewDataJob(kind job.TaskKind, nSmall int, small int64, nLarge int, large int64) *job.Job {
 	var s, l job.Counters
 	if kind == job.MapTask {

@@ -7,7 +7,8 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Spark Configuration, attempt duration 10 s.
+// Spark Configuration vectors (docs/heuristics.md#test-vectors), attempt
+// duration 10 s.
 func TestSparkConfigurationVectors(t *testing.T) {
 	h := newSparkConfiguration(sparkConfiguration.of(defaults(t)))
 	app := func() *job.SparkApp {

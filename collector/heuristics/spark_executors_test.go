@@ -6,8 +6,8 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Spark Executors: ratio thresholds 1.414,2,4,16, ignore 4 000 000 B
-// and 4 000 001 ms; executors i = 1..4.
+// Spark Executors vectors (docs/heuristics.md#test-vectors): ratio thresholds
+// 1.414,2,4,16, ignore 4 000 000 B and 4 000 001 ms; executors i = 1..4.
 func TestSparkExecutorsVectors(t *testing.T) {
 	h := &SparkExecutors{ratio: Thresholds{1.414, 2, 4, 16}, ignoreBytes: 4_000_000, ignoreMillis: 4_000_001}
 	var ex []job.SparkExecutor

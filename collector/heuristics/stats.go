@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// The statistics primitives of §2. Their integer semantics (truncation,
+// The statistics primitives of docs/heuristics.md#statistics. Their integer semantics (truncation,
 // nearest rank, the two-group split) are deliberate: they decide severities
 // at the boundaries, so they follow Dr. Elephant exactly.
 
