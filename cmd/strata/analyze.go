@@ -24,16 +24,16 @@ var errUnreadable = errors.New("unreadable input")
 
 // analyzeRow is one line of `strata analyze -o json`.
 type analyzeRow struct {
-	JobID      string          `json:"job_id"`
-	Type       string          `json:"type"`
-	AppID      string          `json:"app_id,omitempty"`
-	Name       string          `json:"name,omitempty"`
-	Source     string          `json:"source,omitempty"`
-	Metrics    analyzeMetrics  `json:"metrics"`
-	Heuristics []analyzeResult `json:"heuristics"`
-	Severity   string          `json:"severity"`
-	Score      int64           `json:"score"`
-	Warnings   []string        `json:"warnings,omitempty"`
+	JobID      string         `json:"job_id"`
+	Type       string         `json:"type"`
+	AppID      string         `json:"app_id,omitempty"`
+	Name       string         `json:"name,omitempty"`
+	Source     string         `json:"source,omitempty"`
+	Metrics    analyzeMetrics `json:"metrics"`
+	Heuristics []heuristicRow `json:"heuristics"`
+	Severity   string         `json:"severity"`
+	Score      int64          `json:"score"`
+	Warnings   []string       `json:"warnings,omitempty"`
 }
 
 type analyzeMetrics struct {
@@ -43,33 +43,43 @@ type analyzeMetrics struct {
 	WaitMs        int64   `json:"wait_ms"`
 }
 
-type analyzeResult struct {
-	Name     string          `json:"name"`
-	Severity string          `json:"severity"`
-	Score    int64           `json:"score"`
-	Details  []analyzeDetail `json:"details"`
+// heuristicRow is one heuristic's result in the JSON of `strata analyze`
+// and `strata jobs`.
+type heuristicRow struct {
+	Name     string      `json:"name"`
+	Severity string      `json:"severity"`
+	Score    int64       `json:"score"`
+	Details  []detailRow `json:"details"`
 }
 
-type analyzeDetail struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
+// detailRow is one line of a result: name, value and, when there is one,
+// the long text shown below it (advice, a stack trace).
+type detailRow struct {
+	Name    string `json:"name"`
+	Value   string `json:"value"`
+	Details string `json:"details,omitempty"`
+}
+
+func heuristicRows(r *stratav1.JobResult) []heuristicRow {
+	out := []heuristicRow{}
+	for _, h := range r.GetHeuristics() {
+		hr := heuristicRow{Name: h.GetName(), Severity: severityName(h.GetSeverity()), Score: h.GetScore(),
+			Details: []detailRow{}}
+		for _, d := range h.GetDetails() {
+			hr.Details = append(hr.Details, detailRow{Name: d.GetName(), Value: d.GetValue(), Details: d.GetDetails()})
+		}
+		out = append(out, hr)
+	}
+	return out
 }
 
 func toAnalyzeRow(r *stratav1.JobResult) analyzeRow {
 	row := analyzeRow{JobID: r.GetJobId(), Type: r.GetType(), AppID: r.GetAppId(), Name: r.GetName(),
 		Source: r.GetSource(), Severity: severityName(r.GetSeverity()), Score: r.GetScore(),
-		Warnings: r.GetWarnings(), Heuristics: []analyzeResult{}}
+		Warnings: r.GetWarnings(), Heuristics: heuristicRows(r)}
 	if m := r.GetMetrics(); m != nil {
 		row.Metrics = analyzeMetrics{UsedGBHours: m.GetUsedGbHours(), WastedGBHours: m.GetWastedGbHours(),
 			RuntimeMs: m.GetRuntimeMs(), WaitMs: m.GetWaitMs()}
-	}
-	for _, h := range r.GetHeuristics() {
-		ar := analyzeResult{Name: h.GetName(), Severity: severityName(h.GetSeverity()), Score: h.GetScore(),
-			Details: []analyzeDetail{}}
-		for _, d := range h.GetDetails() {
-			ar.Details = append(ar.Details, analyzeDetail{Name: d.GetName(), Value: d.GetValue()})
-		}
-		row.Heuristics = append(row.Heuristics, ar)
 	}
 	return row
 }
@@ -112,11 +122,13 @@ func (p *progress) tick(source string) {
 func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata analyze", flag.ContinueOnError)
 	format := fs.String("o", "table", "output format: table or json (one job per line)")
-	cfgPath := fs.String("config", "", "YAML file overriding the heuristics' default thresholds")
+	cfgPath := fs.String("config", "", "YAML file overriding the heuristics' default thresholds (see -defaults)")
+	printDefaults := fs.Bool("defaults", false, "print the default thresholds as the YAML an override file is written against, and exit")
 	quiet := fs.Bool("q", false, "no progress messages on stderr")
 	minSev := fs.String("severity", "none", "only print jobs at or above: none, low, moderate, severe, critical")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: strata analyze [-o table|json] [-config FILE] [-severity S] [-q] PATH|URL...")
+		fmt.Fprintln(fs.Output(), "       strata analyze -defaults")
 		fmt.Fprintln(fs.Output(), "\nPATH is a job history (.jhist), rumen trace, Spark event log or a directory of them;")
 		fmt.Fprintln(fs.Output(), "URL is a JobHistory server or Spark History Server.")
 		fs.PrintDefaults()
@@ -132,6 +144,10 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		sources = append(sources, fs.Arg(0))
 		rest = fs.Args()[1:]
+	}
+	if *printDefaults {
+		_, err := stdout.Write(heuristics.DefaultsYAML())
+		return err
 	}
 	if len(sources) == 0 {
 		fs.Usage()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratatrace/strata/test/gen"
 	"github.com/stratatrace/strata/test/testenv"
 )
 
@@ -87,6 +88,27 @@ func TestAnalyzeJSON(t *testing.T) {
 	}
 }
 
+// A detail's long text is in the JSON: a failed job's stack trace is the
+// details of its "Error: Stacktrace" line, as in Dr. Elephant.
+func TestAnalyzeJSONLongText(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := gen.WriteMRJob(dir, gen.MRJob{JobID: "job_1700000000000_0003", Maps: 3, Failed: true}); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := analyze(t, "-q", "-o", "json", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := jsonLines[analyzeRow](t, out)
+	if len(rows) != 1 || len(rows[0].Heuristics) != 1 || rows[0].Heuristics[0].Name != "Exception" {
+		t.Fatalf("failed job: %+v", rows)
+	}
+	d := rows[0].Heuristics[0].Details
+	if len(d) != 1 || d[0].Name != "Error" || d[0].Value != "Stacktrace" || !strings.Contains(d[0].Details, "java.lang.OutOfMemoryError") {
+		t.Fatalf("Exception details %+v, want Error: Stacktrace with the diagnostics as details", d)
+	}
+}
+
 func TestAnalyzeTableAndFlagsAnywhere(t *testing.T) {
 	dir := t.TempDir()
 	path := writeTrace(t, dir, 2)
@@ -135,6 +157,15 @@ func TestAnalyzeErrors(t *testing.T) {
 	os.WriteFile(cfg, []byte("mapper_gc:\n  nonsense: 1\n"), 0o644)
 	if _, _, err := analyze(t, "-config", cfg, good); err == nil {
 		t.Fatal("bad config accepted")
+	}
+	// -defaults prints a document that is itself a valid override file.
+	defaults, _, err := analyze(t, "-defaults")
+	if err != nil || !strings.Contains(defaults, "mapper_gc:") || !strings.Contains(defaults, "docs/heuristics.md") {
+		t.Fatalf("-defaults: %v\n%s", err, defaults)
+	}
+	os.WriteFile(cfg, []byte(defaults), 0o644)
+	if _, _, err := analyze(t, "-q", "-config", cfg, good); err != nil {
+		t.Fatalf("the printed defaults as -config: %v", err)
 	}
 }
 

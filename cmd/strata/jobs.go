@@ -33,16 +33,18 @@ func parseSeverity(s string) (stratav1.Severity, error) {
 
 func severityName(s stratav1.Severity) string { return enumName(s.String(), "SEVERITY_") }
 
-// jobRow is one line of `strata jobs -o json`.
+// jobRow is one line of `strata jobs -o json`: the job and its heuristics'
+// results, details and their long text included.
 type jobRow struct {
-	JobID    string `json:"job_id"`
-	Severity string `json:"severity"`
-	Score    int64  `json:"score"`
-	Type     string `json:"type"`
-	User     string `json:"user"`
-	AppID    string `json:"app_id"`
-	Finished string `json:"finished"`
-	Name     string `json:"name"`
+	JobID      string         `json:"job_id"`
+	Severity   string         `json:"severity"`
+	Score      int64          `json:"score"`
+	Type       string         `json:"type"`
+	User       string         `json:"user"`
+	AppID      string         `json:"app_id"`
+	Finished   string         `json:"finished"`
+	Name       string         `json:"name"`
+	Heuristics []heuristicRow `json:"heuristics"`
 }
 
 func msTime(ms int64) string {
@@ -79,7 +81,8 @@ func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	out := newOutput(stdout, cf.output, "JOB", "SEVERITY", "SCORE", "TYPE", "USER", "APP", "FINISHED", "NAME")
 	for _, j := range resp.GetJobs() {
 		r := jobRow{JobID: j.GetJobId(), Severity: severityName(j.GetSeverity()), Score: j.GetScore(), Type: j.GetType(),
-			User: j.GetUser(), AppID: j.GetAppId(), Finished: msTime(j.GetFinishUnixMs()), Name: j.GetName()}
+			User: j.GetUser(), AppID: j.GetAppId(), Finished: msTime(j.GetFinishUnixMs()), Name: j.GetName(),
+			Heuristics: heuristicRows(j)}
 		if err := out.row(r, r.JobID, r.Severity, r.Score, r.Type, r.User, r.AppID, r.Finished, r.Name); err != nil {
 			return fmt.Errorf("write jobs: %w", err)
 		}
@@ -132,6 +135,18 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return writeJob(stdout, j)
 }
 
+// writeDetail prints "  name: value" and, below it, the long text indented
+// four spaces, line by line, as Dr. Elephant shows a stack trace under its
+// line. A multi-line value (a list of failed jobs) continues indented too.
+func writeDetail(b *strings.Builder, d *stratav1.HeuristicDetail) {
+	fmt.Fprintf(b, "  %s: %s\n", d.GetName(), strings.ReplaceAll(d.GetValue(), "\n", "\n    "))
+	if text := strings.TrimRight(d.GetDetails(), "\n"); text != "" {
+		for _, line := range strings.Split(text, "\n") {
+			fmt.Fprintf(b, "    %s\n", line)
+		}
+	}
+}
+
 // writeJob prints one job for people: identity, metrics, then each
 // heuristic with its details.
 func writeJob(w io.Writer, j *stratav1.JobResult) error {
@@ -153,7 +168,7 @@ func writeJob(w io.Writer, j *stratav1.JobResult) error {
 	for _, h := range j.GetHeuristics() {
 		fmt.Fprintf(&b, "\n%s: %s (score %d)\n", h.GetName(), severityName(h.GetSeverity()), h.GetScore())
 		for _, d := range h.GetDetails() {
-			fmt.Fprintf(&b, "  %s: %s\n", d.GetName(), d.GetValue())
+			writeDetail(&b, d)
 		}
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -19,11 +20,26 @@ func TestJobs(t *testing.T) {
 	if all := jsonLines[jobRow](t, strata(t, "jobs", "--collector", addr, "-o", "json")); len(all) != 3 {
 		t.Fatalf("all jobs: %v", all)
 	}
+	// The heuristics come with the jobs, each detail's long text included.
+	h := got[0].Heuristics
+	if len(h) != 1 || len(h[0].Details) != 2 || h[0].Details[1] != (detailRow{Name: "spark.serializer",
+		Value: "org.apache.spark.serializer.JavaSerializer", Details: storetest.JobAdvice}) || h[0].Details[0].Details != "" {
+		t.Fatalf("jobs JSON heuristics %+v", h)
+	}
 	show := strata(t, "job", jobs[0].GetJobId(), "--collector", addr)
-	for _, want := range []string{jobs[0].GetJobId(), "severity  low", "Executor GC: low", "GC time: 12%"} {
+	for _, want := range []string{jobs[0].GetJobId(), "severity  low", "Executor GC: low", "  GC time: 12%\n",
+		"  spark.serializer: org.apache.spark.serializer.JavaSerializer\n    Kryo is not the serializer:\n    set spark.serializer to"} {
 		if !strings.Contains(show, want) {
 			t.Errorf("job output lacks %q:\n%s", want, show)
 		}
+	}
+	var one map[string]any
+	if err := json.Unmarshal([]byte(strata(t, "job", jobs[0].GetJobId(), "--collector", addr, "-o", "json")), &one); err != nil {
+		t.Fatal(err)
+	}
+	d := one["heuristics"].([]any)[0].(map[string]any)["details"].([]any)[1].(map[string]any)
+	if d["details"] != storetest.JobAdvice {
+		t.Errorf("job -o json detail %v, want the long text under \"details\"", d)
 	}
 }
 

@@ -6,27 +6,30 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// Cached Swap (cross-layer): cached RDD blocks that were swapped out are
-// read back from disk at page-fault speed, defeating the cache. Severity of
-// swapped / total pages over all cached RDDs with at least min_pages pages
-// in total; score = severity × RDDs with swapped pages.
+// Cached Swap (cross-layer, docs/heuristics.md#swapped-cached-blocks):
+// cached RDD blocks that were swapped out are read back from disk at
+// page-fault speed, defeating the cache. Severity of swapped / total pages
+// over all cached RDDs with at least min_pages pages in total; score =
+// severity × RDDs with swapped pages.
 
-func init() {
-	register(entry{key: "cached_swap", name: "Swapped Cached Blocks", order: orderCachedSwap,
-		common: func(c *Config) Common { return c.CachedSwap.Common },
-		buildTrace: func(c *Config) TraceHeuristic {
-			return &CachedSwap{share: c.CachedSwap.SwappedShareSeverity, minPages: c.CachedSwap.MinPages}
-		}})
+// CachedSwapParams are the parameters of Swapped Cached Blocks.
+type CachedSwapParams struct {
+	Common               `yaml:",inline"`
+	SwappedShareSeverity Thresholds `yaml:"swapped_share_severity" check:"asc" help:"swapped / all pages of the cached RDDs"`
+	MinPages             int64      `yaml:"min_pages" help:"fewer cached pages in all are not rated"`
 }
+
+var cachedSwap = register(def[CachedSwapParams]{Key: "cached_swap", Name: "Swapped Cached Blocks", Order: 302,
+	Defaults: CachedSwapParams{SwappedShareSeverity: Thresholds{0.001, 0.01, 0.05, 0.1}, MinPages: 256},
+	BuildTrace: func(p CachedSwapParams) TraceHeuristic {
+		return &CachedSwap{share: p.SwappedShareSeverity, minPages: p.MinPages}
+	}})
 
 // CachedSwap is the swapped cached blocks heuristic.
 type CachedSwap struct {
 	share    Thresholds
 	minPages int64
 }
-
-// Name implements TraceHeuristic.
-func (h *CachedSwap) Name() string { return "Swapped Cached Blocks" }
 
 // ApplyTrace implements TraceHeuristic.
 func (h *CachedSwap) ApplyTrace(_ *job.Job, ts *TraceSummary) Result {
@@ -48,14 +51,7 @@ func (h *CachedSwap) ApplyTrace(_ *job.Job, ts *TraceSummary) Result {
 	sev := h.share.Ascending(share)
 	d = append([]Detail{
 		detail("Swapped share of cached pages", strconv.FormatFloat(share, 'f', 4, 64)),
-		detail("Swapped cached data", BytesToString(swapped*pageSize(ts))),
+		detail("Swapped cached data", ts.size(swapped)),
 	}, d...)
 	return Result{Severity: sev, Score: Score(sev, withSwap), Details: d}
-}
-
-func pageSize(ts *TraceSummary) int64 {
-	if ts.PageSize > 0 {
-		return ts.PageSize
-	}
-	return 4096
 }

@@ -3,7 +3,7 @@ package heuristics
 import "testing"
 
 func TestCachedSwap(t *testing.T) {
-	h := &CachedSwap{share: defaults(t).CachedSwap.SwappedShareSeverity, minPages: 256}
+	h := &CachedSwap{share: cachedSwap.of(defaults(t)).SwappedShareSeverity, minPages: 256}
 	mk := func(total, swapped int64) *TraceSummary {
 		return &TraceSummary{RDDs: []RDDPages{{RDDID: 3, TotalPages: total, SwappedPages: swapped}}}
 	}
@@ -28,8 +28,12 @@ func TestCachedSwap(t *testing.T) {
 			}
 		})
 	}
-	r := h.ApplyTrace(nil, mk(10_000, 2_000))
-	if v, _ := findDetail(r, "Swapped cached data"); v != "7.81 MB" {
-		t.Errorf("swapped data detail %q", v)
+	ts := mk(10_000, 2_000)
+	if v, _ := findDetail(h.ApplyTrace(nil, ts), "Swapped cached data"); v != "2000 pages" {
+		t.Errorf("swapped data detail %q with the page size unknown, want pages", v)
+	}
+	ts.PageSize = 4096
+	if v, _ := findDetail(h.ApplyTrace(nil, ts), "Swapped cached data"); v != "7.81 MB" {
+		t.Errorf("swapped data detail %q with 4 KiB pages", v)
 	}
 }

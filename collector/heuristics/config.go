@@ -2,37 +2,36 @@ package heuristics
 
 import (
 	"bytes"
-	_ "embed"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"regexp"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
 
-//go:embed defaults.yaml
-var defaultsYAML []byte
-
-// DefaultsYAML returns the embedded default configuration, comments
-// included; it is the reference for every key.
-func DefaultsYAML() []byte { return bytes.Clone(defaultsYAML) }
-
 // ErrConfig wraps every configuration error.
 var ErrConfig = errors.New("invalid heuristics config")
 
-// Common are the switches every heuristic accepts.
+// Common are the switches every heuristic accepts. Each heuristic's
+// parameter struct embeds it inline, so in YAML they sit beside the
+// heuristic's own keys.
 type Common struct {
 	// Enabled turns the heuristic on; default true.
 	Enabled *bool `yaml:"enabled,omitempty"`
-	// ExcludeJobTypes skips the heuristic for jobs of these types (§1.6).
+	// ExcludeJobTypes skips the heuristic for jobs of these types
+	// (docs/heuristics.md#job-types).
 	ExcludeJobTypes []string `yaml:"exclude_jobtypes,omitempty"`
 }
 
+func (c Common) common() Common { return c }
+
 func (c Common) enabled() bool { return c.Enabled == nil || *c.Enabled }
 
-// JobTypeRule is one row of job type matching (§1.6).
+// JobTypeRule is one row of job type matching (docs/heuristics.md#job-types).
 type JobTypeRule struct {
 	Name    string `yaml:"name"`
 	Type    string `yaml:"type"`            // mapreduce or spark
@@ -45,199 +44,55 @@ type JobTypeRule struct {
 
 // MetricsConfig configures the four job metrics.
 type MetricsConfig struct {
-	AllocatedMemoryWasteBufferPercentage float64 `yaml:"allocated_memory_waste_buffer_percentage"`
+	AllocatedMemoryWasteBufferPercentage float64 `yaml:"allocated_memory_waste_buffer_percentage" check:"nonnegative" help:"Spark: share of the used memory added before the rest counts as wasted"`
 }
 
-// SkewConfig configures Mapper Skew and Reducer Skew.
-type SkewConfig struct {
-	Common            `yaml:",inline"`
-	NumTasksSeverity  Thresholds `yaml:"num_tasks_severity"`
-	DeviationSeverity Thresholds `yaml:"deviation_severity"`
-	FilesSeverity     Thresholds `yaml:"files_severity"`
-}
-
-// GCConfig configures Mapper GC and Reducer GC.
-type GCConfig struct {
-	Common               `yaml:",inline"`
-	GCRatioSeverity      Thresholds `yaml:"gc_ratio_severity"`
-	RuntimeSeverityInMin Thresholds `yaml:"runtime_severity_in_min"`
-}
-
-// TimeConfig configures Mapper Time and Reducer Time.
-type TimeConfig struct {
-	Common                    `yaml:",inline"`
-	ShortRuntimeSeverityInMin Thresholds `yaml:"short_runtime_severity_in_min"`
-	LongRuntimeSeverityInMin  Thresholds `yaml:"long_runtime_severity_in_min"`
-	NumTasksSeverity          Thresholds `yaml:"num_tasks_severity"`
-}
-
-// SpeedConfig configures Mapper Speed.
-type SpeedConfig struct {
-	Common               `yaml:",inline"`
-	DiskSpeedSeverity    Thresholds `yaml:"disk_speed_severity"`
-	RuntimeSeverityInMin Thresholds `yaml:"runtime_severity_in_min"`
-}
-
-// SpillConfig configures Mapper Spill.
-type SpillConfig struct {
-	Common           `yaml:",inline"`
-	SpillSeverity    Thresholds `yaml:"spill_severity"`
-	NumTasksSeverity Thresholds `yaml:"num_tasks_severity"`
-}
-
-// MemoryConfig configures Mapper Memory and Reducer Memory.
-type MemoryConfig struct {
-	Common                   `yaml:",inline"`
-	MemoryRatioSeverity      Thresholds `yaml:"memory_ratio_severity"`
-	ContainerMemorySeverity  Thresholds `yaml:"container_memory_severity"`
-	ContainerMemoryDefaultMB int64      `yaml:"container_memory_default_mb"`
-}
-
-// ShuffleSortConfig configures Shuffle & Sort.
-type ShuffleSortConfig struct {
-	Common               `yaml:",inline"`
-	RuntimeRatioSeverity Thresholds `yaml:"runtime_ratio_severity"`
-	RuntimeSeverityInMin Thresholds `yaml:"runtime_severity_in_min"`
-}
-
-// DistCacheConfig configures Distributed Cache Limit.
-type DistCacheConfig struct {
-	Common             `yaml:",inline"`
-	FileSizeLimitBytes int64 `yaml:"file_size_limit_bytes"`
-}
-
-// QueueLimitConfig configures Job Queue Limit.
-type QueueLimitConfig struct {
-	Common               `yaml:",inline"`
-	Queue                string     `yaml:"queue"`
-	RuntimeSeverityInSec Thresholds `yaml:"runtime_severity_in_sec"`
-}
-
-// SparkConfigConfig configures Spark Configuration.
-type SparkConfigConfig struct {
-	Common                            `yaml:",inline"`
-	SerializerIfNonNullRecommendation string     `yaml:"serializer_if_non_null_recommendation"`
-	MemorySeverityInGB                Thresholds `yaml:"memory_severity_in_gb"`
-	CoresSeverity                     Thresholds `yaml:"cores_severity"`
-	OverheadMemorySeverityInGB        Thresholds `yaml:"overhead_memory_severity_in_gb"`
-	MaxMinExecutors                   int64      `yaml:"max_min_executors"`
-	MaxMaxExecutors                   int64      `yaml:"max_max_executors"`
-}
-
-// SparkExecutorsConfig configures Spark Executor Metrics.
-type SparkExecutorsConfig struct {
-	Common                   `yaml:",inline"`
-	MaxToMedianRatioSeverity Thresholds `yaml:"max_to_median_ratio_severity"`
-	IgnoreMaxBytesLessThan   int64      `yaml:"ignore_max_bytes_less_than"`
-	IgnoreMaxMillisLessThan  int64      `yaml:"ignore_max_millis_less_than"`
-}
-
-// SparkJobsConfig configures Spark Job Metrics.
-type SparkJobsConfig struct {
-	Common                     `yaml:",inline"`
-	JobFailureRateSeverity     Thresholds `yaml:"job_failure_rate_severity"`
-	JobTaskFailureRateSeverity Thresholds `yaml:"job_task_failure_rate_severity"`
-}
-
-// SparkStagesConfig configures Spark Stage Metrics.
-type SparkStagesConfig struct {
-	Common                       `yaml:",inline"`
-	StageFailureRateSeverity     Thresholds `yaml:"stage_failure_rate_severity"`
-	StageTaskFailureRateSeverity Thresholds `yaml:"stage_task_failure_rate_severity"`
-	StageRuntimeSeverityInMin    Thresholds `yaml:"stage_runtime_severity_in_min"`
-}
-
-// SparkGCConfig configures Executor GC.
-type SparkGCConfig struct {
-	Common      `yaml:",inline"`
-	GCSeverityA Thresholds `yaml:"gc_severity_a"`
-	GCSeverityD Thresholds `yaml:"gc_severity_d"`
-}
-
-// NUMABalanceConfig configures the cross-layer NUMA balance heuristic.
-type NUMABalanceConfig struct {
-	Common            `yaml:",inline"`
-	ImbalanceSeverity Thresholds `yaml:"imbalance_severity"`
-	MinPages          int64      `yaml:"min_pages"`
-}
-
-// CachedSwapConfig configures the cross-layer swapped-cache heuristic.
-type CachedSwapConfig struct {
-	Common               `yaml:",inline"`
-	SwappedShareSeverity Thresholds `yaml:"swapped_share_severity"`
-	MinPages             int64      `yaml:"min_pages"`
-}
-
-// RemoteFaultsConfig configures the cross-layer remote-fault heuristic.
-type RemoteFaultsConfig struct {
-	Common              `yaml:",inline"`
-	RemoteShareSeverity Thresholds `yaml:"remote_share_severity"`
-	MinFaults           int64      `yaml:"min_faults"`
-}
-
-// FaultOverheadConfig configures the cross-layer fault / page-walk overhead
-// heuristic.
-type FaultOverheadConfig struct {
-	Common                       `yaml:",inline"`
-	WalkCyclesShareSeverity      Thresholds `yaml:"walk_cycles_share_severity"`
-	MajorFaultsPerCPUSecSeverity Thresholds `yaml:"major_faults_per_cpu_sec_severity"`
-	MinTaskClockSec              float64    `yaml:"min_task_clock_sec"`
-}
-
-// THPCoverageConfig configures the cross-layer THP coverage heuristic.
-type THPCoverageConfig struct {
-	Common           `yaml:",inline"`
-	THPShareSeverity Thresholds `yaml:"thp_share_severity"`
-	MinPages         int64      `yaml:"min_pages"`
-}
-
-// Config holds every threshold and switch. Start from DefaultConfig, then
-// Merge override files, then Validate (NewEngine validates).
-type Config struct {
-	HDFSBlockSizeBytes int64         `yaml:"hdfs_block_size_bytes"`
-	JobTypes           []JobTypeRule `yaml:"job_types"`
+// Settings are the settings every heuristic shares.
+type Settings struct {
+	HDFSBlockSizeBytes int64         `yaml:"hdfs_block_size_bytes" check:"positive" help:"HDFS block size the skew heuristics scale files_severity by (64 MiB)"`
+	JobTypes           []JobTypeRule `yaml:"job_types" help:"tried in order, the default row of a type last; value is a regular expression the whole value must match"`
 	Metrics            MetricsConfig `yaml:"metrics"`
-
-	MapperSkew    SkewConfig        `yaml:"mapper_skew"`
-	ReducerSkew   SkewConfig        `yaml:"reducer_skew"`
-	MapperGC      GCConfig          `yaml:"mapper_gc"`
-	ReducerGC     GCConfig          `yaml:"reducer_gc"`
-	MapperTime    TimeConfig        `yaml:"mapper_time"`
-	MapperSpeed   SpeedConfig       `yaml:"mapper_speed"`
-	MapperSpill   SpillConfig       `yaml:"mapper_spill"`
-	MapperMemory  MemoryConfig      `yaml:"mapper_memory"`
-	ReducerMemory MemoryConfig      `yaml:"reducer_memory"`
-	ReducerTime   TimeConfig        `yaml:"reducer_time"`
-	ShuffleSort   ShuffleSortConfig `yaml:"shuffle_sort"`
-	Exception     Common            `yaml:"exception"`
-	DistCache     DistCacheConfig   `yaml:"distributed_cache"`
-	QueueLimit    QueueLimitConfig  `yaml:"job_queue_limit"`
-
-	SparkConfig    SparkConfigConfig    `yaml:"spark_configuration"`
-	SparkExecutors SparkExecutorsConfig `yaml:"spark_executors"`
-	SparkJobs      SparkJobsConfig      `yaml:"spark_jobs"`
-	SparkStages    SparkStagesConfig    `yaml:"spark_stages"`
-	SparkGC        SparkGCConfig        `yaml:"spark_executor_gc"`
-
-	NUMABalance   NUMABalanceConfig   `yaml:"numa_balance"`
-	CachedSwap    CachedSwapConfig    `yaml:"cached_swap"`
-	RemoteFaults  RemoteFaultsConfig  `yaml:"remote_faults"`
-	FaultOverhead FaultOverheadConfig `yaml:"fault_overhead"`
-	THPCoverage   THPCoverageConfig   `yaml:"thp_coverage"`
 }
 
-// DefaultConfig returns Dr. Elephant's defaults (and Strata's cross-layer
-// ones), decoded from the embedded defaults.yaml.
+// defaultSettings are Dr. Elephant's.
+func defaultSettings() Settings {
+	return Settings{
+		HDFSBlockSizeBytes: 64 << 20,
+		JobTypes: []JobTypeRule{
+			{Name: "Pig", Type: "mapreduce", Conf: "pig.script"},
+			{Name: "Hive", Type: "mapreduce", Conf: "hive.mapred.mode"},
+			{Name: "OozieLauncher", Type: "mapreduce", Conf: "oozie.launcher.action.main.class"},
+			{Name: "Cascading", Type: "mapreduce", Conf: "cascading.app.frameworks"},
+			{Name: "Voldemort", Type: "mapreduce", Conf: "mapred.reducer.class", Value: "voldemort.store.readonly.mr.*"},
+			{Name: "Kafka", Type: "mapreduce", Conf: "kafka.url"},
+			{Name: "HadoopJava", Type: "mapreduce", Conf: "mapred.child.java.opts", Default: true},
+			{Name: "Spark", Type: "spark", Conf: "spark.app.id", Default: true},
+		},
+		Metrics: MetricsConfig{AllocatedMemoryWasteBufferPercentage: 0.5},
+	}
+}
+
+// Config holds the shared settings and every registered heuristic's
+// parameters, keyed by the heuristic's YAML key. Start from DefaultConfig,
+// then Merge override files, then Validate (NewEngine validates).
+type Config struct {
+	Settings
+	params map[string]any // key → the heuristic's parameter struct, by value
+}
+
+// DefaultConfig returns Dr. Elephant's defaults and Strata's cross-layer
+// ones, as each heuristic declares them.
 func DefaultConfig() *Config {
-	c := &Config{}
-	if err := c.merge(bytes.NewReader(defaultsYAML)); err != nil {
-		panic("heuristics: embedded defaults: " + err.Error())
+	c := &Config{Settings: defaultSettings(), params: map[string]any{}}
+	for _, e := range registry {
+		c.params[e.key] = e.defaults
 	}
 	return c
 }
 
 // Merge overlays the YAML document r on c: keys present replace values,
-// absent keys keep theirs. Unknown keys are an error.
+// absent keys keep theirs (a list, such as job_types, is replaced whole).
+// Unknown keys are an error.
 func (c *Config) Merge(r io.Reader) error {
 	if err := c.merge(r); err != nil {
 		return fmt.Errorf("merge config: %w: %w", ErrConfig, err)
@@ -245,13 +100,87 @@ func (c *Config) Merge(r io.Reader) error {
 	return nil
 }
 
+// merge decodes r into a document struct built from the registry (the
+// shared settings inline, then one field per heuristic under its key),
+// filled with c's values first: the decoder rejects unknown keys at every
+// level and reports them with their line.
 func (c *Config) merge(r io.Reader) error {
-	dec := yaml.NewDecoder(r)
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	if err := checkSections(data); err != nil {
 		return err
 	}
+	doc := c.document()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(doc.Addr().Interface()); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	c.Settings = doc.Field(0).Interface().(Settings)
+	for i, e := range registry {
+		c.params[e.key] = doc.Field(i + 1).Interface()
+	}
 	return nil
+}
+
+// checkSections reports a top-level key that is neither a shared setting
+// nor a registered heuristic, with its line (the decoder would name the
+// generated document type instead).
+func checkSections(data []byte) error {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return err
+	}
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return nil // empty, or not a mapping: the decoder says so
+	}
+	top := root.Content[0].Content
+	known := map[string]bool{}
+	t := reflect.TypeOf(Settings{})
+	for i := range t.NumField() {
+		known[yamlKey(t.Field(i))] = true
+	}
+	for i := 0; i+1 < len(top); i += 2 {
+		k := top[i]
+		if _, ok := lookup(k.Value); !ok && !known[k.Value] {
+			return fmt.Errorf("line %d: unknown key %q: not a shared setting or a heuristic (see DefaultsYAML)", k.Line, k.Value)
+		}
+	}
+	return nil
+}
+
+// document returns an addressable struct value holding c: field 0 is the
+// Settings (inline), field i+1 the parameters of registry[i] under its key.
+func (c *Config) document() reflect.Value {
+	fields := []reflect.StructField{{Name: "Settings", Type: reflect.TypeOf(Settings{}), Tag: `yaml:",inline"`}}
+	for i, e := range registry {
+		fields = append(fields, reflect.StructField{
+			Name: fmt.Sprintf("H%d", i), Type: reflect.TypeOf(e.defaults), Tag: reflect.StructTag(`yaml:"` + e.key + `"`)})
+	}
+	doc := reflect.New(reflect.StructOf(fields)).Elem()
+	doc.Field(0).Set(reflect.ValueOf(c.Settings))
+	for i, e := range registry {
+		f := doc.Field(i + 1)
+		f.Set(reflect.ValueOf(c.params[e.key]))
+		ownSwitch(f)
+	}
+	return doc
+}
+
+// ownSwitch gives the Common of parameters v (addressable) its own
+// Enabled bool: the decoder writes through a non-nil pointer, which must
+// never be a default's, shared with every other Config.
+func ownSwitch(v reflect.Value) {
+	if v.Type() != reflect.TypeOf(Common{}) {
+		v = v.FieldByName("Common")
+	}
+	c := v.Addr().Interface().(*Common)
+	if c.Enabled != nil {
+		on := *c.Enabled
+		c.Enabled = &on
+	}
 }
 
 // LoadConfig returns the defaults overlaid with the file at path (none when
@@ -274,91 +203,13 @@ func LoadConfig(path string) (*Config, error) {
 	return c, nil
 }
 
-// validator collects configuration errors.
-type validator struct{ errs []error }
-
-func (v *validator) asc(name string, t Thresholds) {
-	if err := t.CheckAscending(); err != nil {
-		v.errs = append(v.errs, fmt.Errorf("%s: %w", name, err))
-	}
-}
-
-func (v *validator) desc(name string, t Thresholds) {
-	if err := t.CheckDescending(); err != nil {
-		v.errs = append(v.errs, fmt.Errorf("%s: %w", name, err))
-	}
-}
-
-func (v *validator) positive(name string, n int64) {
-	if n <= 0 {
-		v.errs = append(v.errs, fmt.Errorf("%s: must be positive, is %d", name, n))
-	}
-}
-
-func (c *SkewConfig) check(key string, v *validator) {
-	v.asc(key+".num_tasks_severity", c.NumTasksSeverity)
-	v.asc(key+".deviation_severity", c.DeviationSeverity)
-	v.asc(key+".files_severity", c.FilesSeverity)
-}
-
-func (c *GCConfig) check(key string, v *validator) {
-	v.asc(key+".gc_ratio_severity", c.GCRatioSeverity)
-	v.asc(key+".runtime_severity_in_min", c.RuntimeSeverityInMin)
-}
-
-func (c *TimeConfig) check(key string, v *validator) {
-	v.desc(key+".short_runtime_severity_in_min", c.ShortRuntimeSeverityInMin)
-	v.asc(key+".long_runtime_severity_in_min", c.LongRuntimeSeverityInMin)
-	v.asc(key+".num_tasks_severity", c.NumTasksSeverity)
-}
-
-func (c *MemoryConfig) check(key string, v *validator) {
-	v.desc(key+".memory_ratio_severity", c.MemoryRatioSeverity)
-	v.asc(key+".container_memory_severity", c.ContainerMemorySeverity)
-	v.positive(key+".container_memory_default_mb", c.ContainerMemoryDefaultMB)
-}
-
-// Validate checks threshold ordering per direction, positive sizes and the
-// job type rules, and compiles the rules' regular expressions.
+// Validate checks every value against its field's check tag (threshold
+// order per direction, positive sizes) and the job type rules, and
+// compiles the rules' regular expressions.
 func (c *Config) Validate() error {
-	v := &validator{}
-	v.positive("hdfs_block_size_bytes", c.HDFSBlockSizeBytes)
-	c.MapperSkew.check("mapper_skew", v)
-	c.ReducerSkew.check("reducer_skew", v)
-	c.MapperGC.check("mapper_gc", v)
-	c.ReducerGC.check("reducer_gc", v)
-	c.MapperTime.check("mapper_time", v)
-	c.ReducerTime.check("reducer_time", v)
-	c.MapperMemory.check("mapper_memory", v)
-	c.ReducerMemory.check("reducer_memory", v)
-	v.desc("mapper_speed.disk_speed_severity", c.MapperSpeed.DiskSpeedSeverity)
-	v.asc("mapper_speed.runtime_severity_in_min", c.MapperSpeed.RuntimeSeverityInMin)
-	v.asc("mapper_spill.spill_severity", c.MapperSpill.SpillSeverity)
-	v.asc("mapper_spill.num_tasks_severity", c.MapperSpill.NumTasksSeverity)
-	v.asc("shuffle_sort.runtime_ratio_severity", c.ShuffleSort.RuntimeRatioSeverity)
-	v.asc("shuffle_sort.runtime_severity_in_min", c.ShuffleSort.RuntimeSeverityInMin)
-	v.positive("distributed_cache.file_size_limit_bytes", c.DistCache.FileSizeLimitBytes)
-	v.asc("job_queue_limit.runtime_severity_in_sec", c.QueueLimit.RuntimeSeverityInSec)
-	v.asc("spark_configuration.memory_severity_in_gb", c.SparkConfig.MemorySeverityInGB)
-	v.asc("spark_configuration.cores_severity", c.SparkConfig.CoresSeverity)
-	v.asc("spark_configuration.overhead_memory_severity_in_gb", c.SparkConfig.OverheadMemorySeverityInGB)
-	v.asc("spark_executors.max_to_median_ratio_severity", c.SparkExecutors.MaxToMedianRatioSeverity)
-	v.asc("spark_jobs.job_failure_rate_severity", c.SparkJobs.JobFailureRateSeverity)
-	v.asc("spark_jobs.job_task_failure_rate_severity", c.SparkJobs.JobTaskFailureRateSeverity)
-	v.asc("spark_stages.stage_failure_rate_severity", c.SparkStages.StageFailureRateSeverity)
-	v.asc("spark_stages.stage_task_failure_rate_severity", c.SparkStages.StageTaskFailureRateSeverity)
-	v.asc("spark_stages.stage_runtime_severity_in_min", c.SparkStages.StageRuntimeSeverityInMin)
-	v.asc("spark_executor_gc.gc_severity_a", c.SparkGC.GCSeverityA)
-	v.desc("spark_executor_gc.gc_severity_d", c.SparkGC.GCSeverityD)
-	v.asc("numa_balance.imbalance_severity", c.NUMABalance.ImbalanceSeverity)
-	v.asc("cached_swap.swapped_share_severity", c.CachedSwap.SwappedShareSeverity)
-	v.asc("remote_faults.remote_share_severity", c.RemoteFaults.RemoteShareSeverity)
-	v.asc("fault_overhead.walk_cycles_share_severity", c.FaultOverhead.WalkCyclesShareSeverity)
-	v.asc("fault_overhead.major_faults_per_cpu_sec_severity", c.FaultOverhead.MajorFaultsPerCPUSecSeverity)
-	v.desc("thp_coverage.thp_share_severity", c.THPCoverage.THPShareSeverity)
-	errs := v.errs
-	if b := c.Metrics.AllocatedMemoryWasteBufferPercentage; b < 0 {
-		errs = append(errs, fmt.Errorf("metrics.allocated_memory_waste_buffer_percentage: negative (%v)", b))
+	errs := checkFields("", reflect.ValueOf(c.Settings))
+	for _, e := range registry {
+		errs = append(errs, checkFields(e.key+".", reflect.ValueOf(c.params[e.key]))...)
 	}
 	defaults := map[string]int{}
 	for i := range c.JobTypes {
@@ -390,4 +241,206 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("validate: %w: %w", ErrConfig, errors.Join(errs...))
 	}
 	return nil
+}
+
+// The check tag of a parameter field says what Validate requires of it.
+const (
+	checkAscending   = "asc"         // Thresholds, bigger is worse: low ≤ moderate ≤ severe ≤ critical
+	checkDescending  = "desc"        // Thresholds, smaller is worse: low ≥ moderate ≥ severe ≥ critical
+	checkPositive    = "positive"    // a number > 0
+	checkNonNegative = "nonnegative" // a number ≥ 0
+)
+
+var thresholdsType = reflect.TypeOf(Thresholds{})
+
+// checkFields validates the tagged fields of struct v (nested structs
+// included, the embedded Common skipped), naming them prefix + YAML key.
+func checkFields(prefix string, v reflect.Value) []error {
+	var errs []error
+	t := v.Type()
+	for i := range t.NumField() {
+		f, fv := t.Field(i), v.Field(i)
+		name := prefix + yamlKey(f)
+		if f.Type.Kind() == reflect.Struct && f.Type != thresholdsType && f.Type != reflect.TypeOf(Common{}) {
+			errs = append(errs, checkFields(name+".", fv)...)
+			continue
+		}
+		var err error
+		switch f.Tag.Get("check") {
+		case checkAscending:
+			err = fv.Interface().(Thresholds).CheckAscending()
+		case checkDescending:
+			err = fv.Interface().(Thresholds).CheckDescending()
+		case checkPositive:
+			if n := number(fv); n <= 0 {
+				err = fmt.Errorf("must be positive, is %v", n)
+			}
+		case checkNonNegative:
+			if n := number(fv); n < 0 {
+				err = fmt.Errorf("must not be negative, is %v", n)
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	return errs
+}
+
+// checkTags panics unless every Thresholds field of parameter type t says
+// its direction and every check tag is known: a heuristic's declaration
+// is checked when it registers, at init.
+func checkTags(key string, t reflect.Type) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("check")
+		switch {
+		case f.Type == thresholdsType && tag != checkAscending && tag != checkDescending:
+			panic(fmt.Sprintf("heuristics: %s.%s: Thresholds need check:\"asc\" or check:\"desc\"", key, yamlKey(f)))
+		case f.Type != thresholdsType && (tag == checkAscending || tag == checkDescending):
+			panic(fmt.Sprintf("heuristics: %s.%s: check:%q on a non-Thresholds field", key, yamlKey(f), tag))
+		case tag != "" && tag != checkAscending && tag != checkDescending && tag != checkPositive && tag != checkNonNegative:
+			panic(fmt.Sprintf("heuristics: %s.%s: unknown check %q", key, yamlKey(f), tag))
+		case f.Type.Kind() == reflect.Struct && f.Type != thresholdsType && f.Type != reflect.TypeOf(Common{}):
+			checkTags(key+"."+yamlKey(f), f.Type)
+		}
+	}
+}
+
+func number(v reflect.Value) float64 {
+	switch v.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return float64(v.Int())
+	case reflect.Float64, reflect.Float32:
+		return v.Float()
+	}
+	panic("heuristics: check tag on a non-number " + v.Type().String())
+}
+
+// yamlKey is a field's YAML key.
+func yamlKey(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "" {
+		return strings.ToLower(f.Name)
+	}
+	return name
+}
+
+// DefaultsYAML returns the default configuration as a YAML document, every
+// key with a comment saying what it is: the reference an override file is
+// written against (`strata analyze -defaults` prints it). It is generated
+// from what the heuristics declare, so it cannot drift from them.
+func DefaultsYAML() []byte {
+	c := DefaultConfig()
+	var root yaml.Node
+	if err := root.Encode(c.document().Interface()); err != nil {
+		panic("heuristics: encode defaults: " + err.Error())
+	}
+	root.HeadComment = defaultsHeader
+	annotate(&root, reflect.TypeOf(Settings{}))
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k := root.Content[i]
+		e, ok := lookup(k.Value)
+		if !ok {
+			continue
+		}
+		k.HeadComment = e.name + " — docs/heuristics.md#" + anchor(e.name)
+		if !e.defaultEnabled() {
+			k.HeadComment += " (off unless enabled: true)"
+		}
+		annotate(root.Content[i+1], reflect.TypeOf(e.defaults))
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&root); err != nil {
+		panic("heuristics: encode defaults: " + err.Error())
+	}
+	return b.Bytes()
+}
+
+const defaultsHeader = `Strata job heuristics: thresholds and switches (docs/heuristics.md).
+
+These are Dr. Elephant's code defaults and Strata's cross-layer ones.
+An override file names only what it changes; every other key keeps the
+value below, and an unknown key is an error. A threshold list is
+(low, moderate, severe, critical): four numbers or arithmetic
+expressions ("1/8"), or one string "1/8, 1/4, 1/2, 1". Units are in
+the key names; the comment says whether bigger (ascending) or smaller
+(descending) is worse.
+
+Every heuristic also accepts:
+  enabled: false              # drop it
+  exclude_jobtypes: [Pig]     # skip it for jobs of these types`
+
+// annotate puts each field's help text (and direction) beside its key in
+// mapping node n of struct type t, and writes lists of scalars and job
+// type rows in flow style.
+func annotate(n *yaml.Node, t reflect.Type) {
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	fields := map[string]reflect.StructField{}
+	var collect func(t reflect.Type)
+	collect = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if strings.Contains(f.Tag.Get("yaml"), ",inline") || (f.Anonymous && f.Type.Kind() == reflect.Struct) {
+				collect(f.Type)
+				continue
+			}
+			fields[yamlKey(f)] = f
+		}
+	}
+	collect(t)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		f, ok := fields[k.Value]
+		if !ok {
+			continue
+		}
+		if v.Kind == yaml.SequenceNode {
+			flowLeaves(v)
+		}
+		if f.Type.Kind() == reflect.Struct && f.Type != thresholdsType {
+			annotate(v, f.Type)
+		}
+		help := f.Tag.Get("help")
+		switch f.Tag.Get("check") {
+		case checkAscending:
+			help = joinNonEmpty(help, "ascending")
+		case checkDescending:
+			help = joinNonEmpty(help, "descending")
+		}
+		if help == "" {
+			continue
+		}
+		if v.Kind == yaml.ScalarNode || v.Style == yaml.FlowStyle {
+			v.LineComment = help
+		} else {
+			k.HeadComment = help
+		}
+	}
+}
+
+// flowLeaves writes a sequence of scalars on one line, and a sequence of
+// mappings one flow mapping per line.
+func flowLeaves(seq *yaml.Node) {
+	scalars := true
+	for _, c := range seq.Content {
+		if c.Kind == yaml.MappingNode {
+			c.Style = yaml.FlowStyle
+		}
+		scalars = scalars && c.Kind == yaml.ScalarNode
+	}
+	if scalars {
+		seq.Style = yaml.FlowStyle
+	}
+}
+
+func joinNonEmpty(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + ", " + b
 }

@@ -7,17 +7,24 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// Distributed Cache Limit (§5.10): a cache file or archive larger than the
-// limit is CRITICAL; a mismatch between a path list and its size list is
-// MODERATE and stops the check (archives are then not looked at, and an
-// archive mismatch overrides an earlier CRITICAL). No result when neither
-// files nor archives come with sizes.
+// Distributed Cache Limit (docs/heuristics.md#distributed-cache-limit): a
+// cache file or archive larger than the limit is CRITICAL; a mismatch
+// between a path list and its size list is MODERATE and stops the check
+// (archives are then not looked at, and an archive mismatch overrides an
+// earlier CRITICAL). No result when neither files nor archives come with
+// sizes.
 
-func init() {
-	register(entry{key: "distributed_cache", name: "Distributed Cache Limit", typ: job.MapReduce, order: orderDistCache,
-		common: func(c *Config) Common { return c.DistCache.Common },
-		build:  func(c *Config) Heuristic { return &DistCache{limit: c.DistCache.FileSizeLimitBytes} }})
+// DistCacheParams are the parameters of Distributed Cache Limit.
+type DistCacheParams struct {
+	Common             `yaml:",inline"`
+	FileSizeLimitBytes int64 `yaml:"file_size_limit_bytes" check:"positive" help:"largest cache file or archive"`
 }
+
+// The limit is the one Dr. Elephant's code reads (500 MiB); the 500 MB its
+// shipped configuration sets is under a key the code never reads.
+var distCache = register(def[DistCacheParams]{Key: "distributed_cache", Name: "Distributed Cache Limit", Type: job.MapReduce, Order: 113,
+	Defaults: DistCacheParams{FileSizeLimitBytes: 500 << 20},
+	Build:    func(p DistCacheParams, _ *Config) Heuristic { return &DistCache{limit: p.FileSizeLimitBytes} }})
 
 // Configuration keys read by Distributed Cache Limit.
 const (
@@ -29,9 +36,6 @@ const (
 
 // DistCache is the Distributed Cache Limit heuristic.
 type DistCache struct{ limit int64 }
-
-// Name implements Heuristic.
-func (h *DistCache) Name() string { return "Distributed Cache Limit" }
 
 // Apply implements Heuristic.
 func (h *DistCache) Apply(j *job.Job) Result {

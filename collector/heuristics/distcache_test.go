@@ -2,7 +2,8 @@ package heuristics
 
 import "testing"
 
-// §9.1 Distributed Cache Limit with limit 500 000 000 and three paths each.
+// Distributed Cache Limit vectors (docs/heuristics.md#test-vectors) with
+// limit 500 000 000 and three paths each.
 func TestDistCacheVectors(t *testing.T) {
 	h := &DistCache{limit: 500_000_000}
 	base := func(fsizes, asizes string) map[string]string {
@@ -26,7 +27,7 @@ func TestDistCacheVectors(t *testing.T) {
 	if r := h.Apply(mrJob(nil, nil, nil)); !r.Skip {
 		t.Fatalf("no cache conf: %+v, want skip", r)
 	}
-	if d := DefaultConfig().DistCache.FileSizeLimitBytes; d != 524_288_000 {
+	if d := distCache.of(DefaultConfig()).FileSizeLimitBytes; d != 524_288_000 {
 		t.Fatalf("default limit %d, want 500 MiB", d)
 	}
 }

@@ -23,12 +23,14 @@ type Engine struct {
 }
 
 type bound struct {
+	name    string
 	typ     job.Type
 	exclude []string
 	h       Heuristic
 }
 
 type boundTrace struct {
+	name    string
 	exclude []string
 	h       TraceHeuristic
 }
@@ -48,11 +50,12 @@ func NewEngine(cfg *Config) (*Engine, error) {
 		if !c.enabled() {
 			continue
 		}
+		p := cfg.params[r.key]
 		if r.build != nil {
-			e.jobs = append(e.jobs, bound{typ: r.typ, exclude: c.ExcludeJobTypes, h: r.build(cfg)})
+			e.jobs = append(e.jobs, bound{name: r.name, typ: r.typ, exclude: c.ExcludeJobTypes, h: r.build(p, cfg)})
 		}
 		if r.buildTrace != nil {
-			e.trace = append(e.trace, boundTrace{exclude: c.ExcludeJobTypes, h: r.buildTrace(cfg)})
+			e.trace = append(e.trace, boundTrace{name: r.name, exclude: c.ExcludeJobTypes, h: r.buildTrace(p)})
 		}
 	}
 	return e, nil
@@ -64,19 +67,20 @@ func (e *Engine) Heuristics(t job.Type) []string {
 	var out []string
 	if t == "" {
 		for _, b := range e.trace {
-			out = append(out, b.h.Name())
+			out = append(out, b.name)
 		}
 		return out
 	}
 	for _, b := range e.jobs {
 		if b.typ == t {
-			out = append(out, b.h.Name())
+			out = append(out, b.name)
 		}
 	}
 	return out
 }
 
-// JobType returns the job type of j per the configured rules (§1.6).
+// JobType returns the job type of j per the configured rules
+// (docs/heuristics.md#job-types).
 func (e *Engine) JobType(j *job.Job) string { return matchJobType(e.cfg.JobTypes, j) }
 
 // Metrics computes the four job metrics of j.
@@ -86,7 +90,8 @@ func (e *Engine) Metrics(j *job.Job) Metrics {
 
 // Analyze runs the heuristics of j's type and returns the job's result:
 // metrics, the non-skipped heuristic results in order, severity = the
-// highest result severity, score = the sum of result scores (§1.4). A
+// highest result severity, score = the sum of result scores
+// (docs/heuristics.md#severity-and-score). A
 // MapReduce job that succeeded with no tasks gets only the synthetic "No
 // Data Received" result. AnalyzedUnixMs is left for the caller to set.
 func (e *Engine) Analyze(j *job.Job) *stratav1.JobResult {
@@ -139,7 +144,7 @@ func (e *Engine) AnalyzeWithTrace(j *job.Job, ts *TraceSummary) *stratav1.JobRes
 func (e *Engine) apply(j *job.Job, ts *TraceSummary) []named {
 	if j.Type == job.MapReduce && j.Succeeded() && len(j.MapTasks) == 0 && len(j.ReduceTasks) == 0 {
 		return []named{{NoDataName, Result{Severity: Low, Details: []Detail{
-			detail("No Data Received", "the job history has no tasks to analyse"),
+			explained(NoDataName, "", "The job history has no tasks to analyse."),
 		}}}}
 	}
 	jt := e.JobType(j)
@@ -148,14 +153,14 @@ func (e *Engine) apply(j *job.Job, ts *TraceSummary) []named {
 		if b.typ != j.Type || excluded(b.exclude, jt) {
 			continue
 		}
-		runs = append(runs, func() named { return named{b.h.Name(), b.h.Apply(j)} })
+		runs = append(runs, func() named { return named{b.name, b.h.Apply(j)} })
 	}
 	if ts != nil && ts.AppID != "" && ts.AppID == j.AppID {
 		for _, b := range e.trace {
 			if excluded(b.exclude, jt) {
 				continue
 			}
-			runs = append(runs, func() named { return named{b.h.Name(), b.h.ApplyTrace(j, ts)} })
+			runs = append(runs, func() named { return named{b.name, b.h.ApplyTrace(j, ts)} })
 		}
 	}
 	out := make([]named, len(runs))
@@ -182,7 +187,7 @@ type named struct {
 func (n named) proto() *stratav1.HeuristicResult {
 	h := &stratav1.HeuristicResult{Name: n.name, Severity: n.Severity.Proto(), Score: n.Score}
 	for _, d := range n.Details {
-		h.Details = append(h.Details, &stratav1.HeuristicDetail{Name: d.Name, Value: d.Value})
+		h.Details = append(h.Details, &stratav1.HeuristicDetail{Name: d.Name, Value: d.Value, Details: d.Text})
 	}
 	return h
 }

@@ -75,6 +75,10 @@ func TestEngineFailedAndEmptyJobs(t *testing.T) {
 		res.Severity != stratav1.Severity_SEVERITY_MODERATE || res.Score != 0 {
 		t.Fatalf("failed job: %+v", res)
 	}
+	// The long text of a detail reaches the wire result.
+	if d := res.Heuristics[0].GetDetails(); len(d) != 1 || d[0].GetValue() != "Stacktrace" || d[0].GetDetails() != "boom" {
+		t.Fatalf("failed job's Exception details %v, want Stacktrace with the diagnostics as long text", d)
+	}
 	res = e.Analyze(mrJob(nil, nil, nil))
 	if len(res.Heuristics) != 1 || res.Heuristics[0].Name != NoDataName || res.Severity != stratav1.Severity_SEVERITY_LOW {
 		t.Fatalf("empty job: %+v", res)
@@ -88,7 +92,9 @@ func TestEngineFailedAndEmptyJobs(t *testing.T) {
 
 func TestEngineJobTypeExclusion(t *testing.T) {
 	c := DefaultConfig()
-	c.MapperTime.ExcludeJobTypes = []string{"OozieLauncher"}
+	p := mapperTime.of(c)
+	p.ExcludeJobTypes = []string{"OozieLauncher"}
+	mapperTime.set(c, p)
 	e, err := NewEngine(c)
 	if err != nil {
 		t.Fatal(err)

@@ -2,32 +2,30 @@ package heuristics
 
 import "github.com/stratatrace/strata/collector/job"
 
-// Exception (§5.9): a failed MapReduce job is MODERATE with its diagnostic
-// stack trace; succeeded jobs get no result. Score 0.
+// Exception (docs/heuristics.md#exception): a failed MapReduce job is
+// MODERATE with its diagnostic stack trace; succeeded jobs get no result.
+// Score 0.
 
-func init() {
-	register(entry{key: "exception", name: "Exception", typ: job.MapReduce, order: orderException,
-		common: func(c *Config) Common { return c.Exception },
-		build:  func(*Config) Heuristic { return Exception{} }})
-}
+var _ = register(def[Common]{Key: "exception", Name: "Exception", Type: job.MapReduce, Order: 112,
+	Build: func(Common, *Config) Heuristic { return Exception{} }})
 
 // noDiagnostics is shown when the fetcher found no stack trace.
-const noDiagnostics = "no sufficient diagnostic info: see the job's page on the JobHistory server"
+const noDiagnostics = "No stack trace was recorded with the job: look for the failure in the task and " +
+	"ApplicationMaster logs linked from the job's page on the JobHistory server."
 
 // Exception is the Exception heuristic.
 type Exception struct{}
-
-// Name implements Heuristic.
-func (Exception) Name() string { return "Exception" }
 
 // Apply implements Heuristic.
 func (Exception) Apply(j *job.Job) Result {
 	if j.Succeeded() {
 		return skip
 	}
-	msg := j.Diagnostics
-	if msg == "" {
-		msg = noDiagnostics
+	// As in Dr. Elephant: the stack trace is the long text under an "Error:
+	// Stacktrace" line; without one, the line's value says where to look.
+	d := detail("Error", noDiagnostics)
+	if j.Diagnostics != "" {
+		d = explained("Error", "Stacktrace", j.Diagnostics)
 	}
-	return Result{Severity: Moderate, Details: []Detail{detail("Error", msg)}}
+	return Result{Severity: Moderate, Details: []Detail{d}}
 }

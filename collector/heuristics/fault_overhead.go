@@ -6,31 +6,39 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// Fault Overhead (cross-layer): per traced executor process, the share of
-// cycles spent in dTLB page walks (walk_cycles_load + walk_cycles_store over
-// cycles) and the major page faults per CPU second (task clock). A number
-// is only computed from counters that were measured: without a PMU the walk
-// share is reported as not measured, never estimated. Workloads with less
-// than min_task_clock_sec of CPU are ignored. Severity = the worst
-// workload's; score = severity × workloads at SEVERE or above.
+// Fault Overhead (cross-layer,
+// docs/heuristics.md#fault-and-page-walk-overhead): per traced executor
+// process, the share of cycles spent in dTLB page walks (walk_cycles_load +
+// walk_cycles_store over cycles) and the major page faults per CPU second
+// (task clock). A number is only computed from counters that were
+// measured: without a PMU the walk share is reported as not measured,
+// never estimated. Workloads with less than min_task_clock_sec of CPU are
+// ignored. Severity = the worst workload's; score = severity × workloads at
+// SEVERE or above.
 
-func init() {
-	register(entry{key: "fault_overhead", name: "Fault and Page-Walk Overhead", order: orderFaultOverhead,
-		common: func(c *Config) Common { return c.FaultOverhead.Common },
-		buildTrace: func(c *Config) TraceHeuristic {
-			return &FaultOverhead{walk: c.FaultOverhead.WalkCyclesShareSeverity,
-				major: c.FaultOverhead.MajorFaultsPerCPUSecSeverity, minClockSec: c.FaultOverhead.MinTaskClockSec}
-		}})
+// FaultOverheadParams are the parameters of Fault and Page-Walk Overhead.
+type FaultOverheadParams struct {
+	Common                       `yaml:",inline"`
+	WalkCyclesShareSeverity      Thresholds `yaml:"walk_cycles_share_severity" check:"asc" help:"dTLB page-walk cycles / cycles"`
+	MajorFaultsPerCPUSecSeverity Thresholds `yaml:"major_faults_per_cpu_sec_severity" check:"asc" help:"major faults per second of task clock"`
+	MinTaskClockSec              float64    `yaml:"min_task_clock_sec" help:"workloads with less CPU time are not rated"`
 }
+
+var faultOverhead = register(def[FaultOverheadParams]{Key: "fault_overhead", Name: "Fault and Page-Walk Overhead", Order: 304,
+	Defaults: FaultOverheadParams{
+		WalkCyclesShareSeverity:      Thresholds{0.05, 0.1, 0.2, 0.3},
+		MajorFaultsPerCPUSecSeverity: Thresholds{1, 10, 100, 1000},
+		MinTaskClockSec:              1,
+	},
+	BuildTrace: func(p FaultOverheadParams) TraceHeuristic {
+		return &FaultOverhead{walk: p.WalkCyclesShareSeverity, major: p.MajorFaultsPerCPUSecSeverity, minClockSec: p.MinTaskClockSec}
+	}})
 
 // FaultOverhead is the fault and page-walk overhead heuristic.
 type FaultOverhead struct {
 	walk, major Thresholds
 	minClockSec float64
 }
-
-// Name implements TraceHeuristic.
-func (h *FaultOverhead) Name() string { return "Fault and Page-Walk Overhead" }
 
 // ApplyTrace implements TraceHeuristic.
 func (h *FaultOverhead) ApplyTrace(_ *job.Job, ts *TraceSummary) Result {

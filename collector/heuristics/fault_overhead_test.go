@@ -8,7 +8,7 @@ import (
 )
 
 func TestFaultOverhead(t *testing.T) {
-	c := defaults(t).FaultOverhead
+	c := faultOverhead.of(defaults(t))
 	h := &FaultOverhead{walk: c.WalkCyclesShareSeverity, major: c.MajorFaultsPerCPUSecSeverity, minClockSec: c.MinTaskClockSec}
 	u := func(v uint64) *uint64 { return &v }
 	const sec = uint64(1e9)

@@ -2,33 +2,41 @@ package heuristics
 
 import "github.com/stratatrace/strata/collector/job"
 
-// Mapper GC and Reducer GC (§5.2): the ratio of average GC time to average
-// CPU time over tasks with time and counters, flagged only when the
-// average task also runs long enough to matter.
+// Mapper GC and Reducer GC (docs/heuristics.md#mapper-gc): the ratio of
+// average GC time to average CPU time over tasks with time and counters,
+// flagged only when the average task also runs long enough to matter.
 
-func init() {
-	register(entry{key: "mapper_gc", name: "Mapper GC", typ: job.MapReduce, order: orderMapperGC,
-		common: func(c *Config) Common { return c.MapperGC.Common },
-		build:  func(c *Config) Heuristic { return newGC("Mapper GC", job.MapTask, c.MapperGC) }})
-	register(entry{key: "reducer_gc", name: "Reducer GC", typ: job.MapReduce, order: orderReducerGC,
-		common: func(c *Config) Common { return c.ReducerGC.Common },
-		build:  func(c *Config) Heuristic { return newGC("Reducer GC", job.ReduceTask, c.ReducerGC) }})
+// GCParams are the parameters of Mapper GC and Reducer GC.
+type GCParams struct {
+	Common               `yaml:",inline"`
+	GCRatioSeverity      Thresholds `yaml:"gc_ratio_severity" check:"asc" help:"avg GC time / avg CPU time"`
+	RuntimeSeverityInMin Thresholds `yaml:"runtime_severity_in_min" check:"asc" help:"avg task run time"`
 }
+
+var gcDefaults = GCParams{
+	GCRatioSeverity:      Thresholds{0.01, 0.02, 0.03, 0.04},
+	RuntimeSeverityInMin: Thresholds{5, 10, 12, 15},
+}
+
+var (
+	mapperGC = register(def[GCParams]{Key: "mapper_gc", Name: "Mapper GC", Type: job.MapReduce, Order: 102,
+		Defaults: gcDefaults,
+		Build:    func(p GCParams, _ *Config) Heuristic { return newGC(job.MapTask, p) }})
+	reducerGC = register(def[GCParams]{Key: "reducer_gc", Name: "Reducer GC", Type: job.MapReduce, Order: 108,
+		Defaults: gcDefaults,
+		Build:    func(p GCParams, _ *Config) Heuristic { return newGC(job.ReduceTask, p) }})
+)
 
 // GC is Mapper GC or Reducer GC.
 type GC struct {
-	name    string
 	kind    job.TaskKind
 	ratio   Thresholds
 	runtime Thresholds // ms
 }
 
-func newGC(name string, kind job.TaskKind, c GCConfig) *GC {
-	return &GC{name: name, kind: kind, ratio: c.GCRatioSeverity, runtime: minutes(c.RuntimeSeverityInMin)}
+func newGC(kind job.TaskKind, c GCParams) *GC {
+	return &GC{kind: kind, ratio: c.GCRatioSeverity, runtime: minutes(c.RuntimeSeverityInMin)}
 }
-
-// Name implements Heuristic.
-func (h *GC) Name() string { return h.name }
 
 // Apply implements Heuristic.
 func (h *GC) Apply(j *job.Job) Result {

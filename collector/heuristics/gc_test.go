@@ -6,8 +6,8 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Mapper GC / Reducer GC: 100 tasks t=[runtime,0,0,0,0] with CPU and
-// GC counters, +1 empty.
+// Mapper GC / Reducer GC vectors (docs/heuristics.md#test-vectors): 100 tasks
+// t=[runtime,0,0,0,0] with CPU and GC counters, +1 empty.
 func TestGCVectors(t *testing.T) {
 	c := defaults(t)
 	mk := func(kind job.TaskKind, runtime, cpu, gc int64) *job.Job {
@@ -20,7 +20,7 @@ func TestGCVectors(t *testing.T) {
 	}
 	for _, kind := range []job.TaskKind{job.MapTask, job.ReduceTask} {
 		t.Run(string(kind), func(t *testing.T) {
-			runVectors(t, newGC("GC", kind, c.MapperGC), []vector{
+			runVectors(t, newGC(kind, mapperGC.of(c)), []vector{
 				{"GC-1", mk(kind, 1_000_000, 50_000, 2_000), Critical, 404},
 				{"GC-3", mk(kind, 1_000_000, 50_000, 1_000), Moderate, 202},
 				{"GC-5", mk(kind, 100_000, 50_000, 2_000), None, 0},
@@ -34,7 +34,7 @@ func TestGCZeroCPU(t *testing.T) {
 	c := defaults(t)
 	// avg CPU 0 with GC > 0: +Inf ratio, CRITICAL before the runtime cap.
 	j := mrJob(repeat(3, mapTask(20*60_000, job.Counters{job.GCTimeMillis: 10})), nil, nil)
-	r := newGC("Mapper GC", job.MapTask, c.MapperGC).Apply(j)
+	r := newGC(job.MapTask, mapperGC.of(c)).Apply(j)
 	if r.Severity != Critical {
 		t.Fatalf("severity %v, want CRITICAL", r.Severity)
 	}
@@ -43,7 +43,7 @@ func TestGCZeroCPU(t *testing.T) {
 	}
 	// 0/0: NaN ⇒ NONE.
 	j = mrJob(repeat(3, mapTask(20*60_000, job.Counters{})), nil, nil)
-	if r := newGC("Mapper GC", job.MapTask, c.MapperGC).Apply(j); r.Severity != None {
+	if r := newGC(job.MapTask, mapperGC.of(c)).Apply(j); r.Severity != None {
 		t.Fatalf("severity %v, want NONE", r.Severity)
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// Builders for the §9.1 vectors. "t=[total, shuffle, sort, 0, 0]" becomes an
-// analysed attempt starting at 0; "+1 empty" is a task with neither an
-// attempt nor counters.
+// Builders for the test vectors (docs/heuristics.md#test-vectors). "t=[total,
+// shuffle, sort, 0, 0]" becomes an analysed attempt starting at 0; "+1 empty"
+// is a task with neither an attempt nor counters.
 
 const mb1 = int64(1 << 20)
 
@@ -70,20 +70,29 @@ func runVectors(t *testing.T, h Heuristic, vs []vector) {
 		t.Run(v.id, func(t *testing.T) {
 			r := h.Apply(v.job)
 			if r.Skip {
-				t.Fatalf("%s: skipped", h.Name())
+				t.Fatalf("%T: skipped", h)
 			}
 			if r.Severity != v.sev || r.Score != v.score {
-				t.Fatalf("%s = %v score %d, want %v score %d; details %v", h.Name(), r.Severity, r.Score, v.sev, v.score, r.Details)
+				t.Fatalf("%T = %v score %d, want %v score %d; details %v", h, r.Severity, r.Score, v.sev, v.score, r.Details)
 			}
 		})
 	}
 }
 
 func findDetail(r Result, name string) (string, bool) {
+	d, ok := findLine(r, name)
+	return d.Value, ok
+}
+
+// findLine returns the detail called name, long text included.
+func findLine(r Result, name string) (Detail, bool) {
 	for _, d := range r.Details {
 		if d.Name == name {
-			return d.Value, true
+			return d, true
 		}
 	}
-	return "", false
+	return Detail{}, false
 }
+
+// set replaces the parameters of d in c.
+func (d def[P]) set(c *Config, p P) { c.params[d.Key] = p }

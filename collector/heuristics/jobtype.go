@@ -5,7 +5,7 @@ import "github.com/stratatrace/strata/collector/job"
 // UnknownJobType is the job type of a job no rule matches.
 const UnknownJobType = "Unknown"
 
-// matchJobType applies the rules of §1.6: rules of the job's application
+// matchJobType applies the rules of docs/heuristics.md#job-types: rules of the job's application
 // type in order, the default rule last; a rule matches when the
 // configuration has its key and the whole value matches its pattern.
 // Rules must have been compiled by Config.Validate.

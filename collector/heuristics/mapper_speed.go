@@ -2,15 +2,23 @@ package heuristics
 
 import "github.com/stratatrace/strata/collector/job"
 
-// Mapper Speed (§5.4): median input bytes per second of the mappers,
-// flagged when slow compared with a disk (100 MiB/s) and the median mapper
-// runs long enough to matter.
+// Mapper Speed (docs/heuristics.md#mapper-speed): median input bytes per
+// second of the mappers, flagged when slow compared with a disk (100 MiB/s)
+// and the median mapper runs long enough to matter.
 
-func init() {
-	register(entry{key: "mapper_speed", name: "Mapper Speed", typ: job.MapReduce, order: orderMapperSpeed,
-		common: func(c *Config) Common { return c.MapperSpeed.Common },
-		build:  func(c *Config) Heuristic { return newMapperSpeed(c.MapperSpeed) }})
+// SpeedParams are the parameters of Mapper Speed.
+type SpeedParams struct {
+	Common               `yaml:",inline"`
+	DiskSpeedSeverity    Thresholds `yaml:"disk_speed_severity" check:"desc" help:"median speed, × 100 MiB/s"`
+	RuntimeSeverityInMin Thresholds `yaml:"runtime_severity_in_min" check:"asc" help:"median task run time"`
 }
+
+var mapperSpeed = register(def[SpeedParams]{Key: "mapper_speed", Name: "Mapper Speed", Type: job.MapReduce, Order: 104,
+	Defaults: SpeedParams{
+		DiskSpeedSeverity:    Thresholds{1. / 2, 1. / 4, 1. / 8, 1. / 32},
+		RuntimeSeverityInMin: Thresholds{5, 10, 15, 30},
+	},
+	Build: func(p SpeedParams, _ *Config) Heuristic { return newMapperSpeed(p) }})
 
 // MapperSpeed is the Mapper Speed heuristic.
 type MapperSpeed struct {
@@ -18,12 +26,9 @@ type MapperSpeed struct {
 	runtime Thresholds // ms
 }
 
-func newMapperSpeed(c SpeedConfig) *MapperSpeed {
+func newMapperSpeed(c SpeedParams) *MapperSpeed {
 	return &MapperSpeed{speed: c.DiskSpeedSeverity.Scale(diskReadSpeed), runtime: minutes(c.RuntimeSeverityInMin)}
 }
-
-// Name implements Heuristic.
-func (h *MapperSpeed) Name() string { return "Mapper Speed" }
 
 // Apply implements Heuristic. A mapper with a zero run time has no speed
 // (Java would divide by zero and fail the analysis); it still counts for
@@ -52,7 +57,7 @@ func (h *MapperSpeed) Apply(j *job.Job) Result {
 		Details: []Detail{
 			detail("Number of tasks", itoa(int64(n))),
 			detail("Median task input size", BytesToString(medSize)),
-			detail("Median task runtime", clock(medRuntime)),
+			detail("Median task runtime", ReadableTimespan(medRuntime)),
 			detail("Median task speed", BytesToString(medSpeed)+"/s"),
 			detail("Total input size in MB", itoa(total/mib)),
 		},

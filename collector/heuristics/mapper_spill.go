@@ -6,15 +6,23 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// Mapper Spill (§5.5): spilled records per map output record over all
-// mappers, compared ×10 000 after truncation to an integer, and flagged
-// only for jobs with many mappers.
+// Mapper Spill (docs/heuristics.md#mapper-spill): spilled records per map
+// output record over all mappers, compared ×10 000 after truncation to an
+// integer, and flagged only for jobs with many mappers.
 
-func init() {
-	register(entry{key: "mapper_spill", name: "Mapper Spill", typ: job.MapReduce, order: orderMapperSpill,
-		common: func(c *Config) Common { return c.MapperSpill.Common },
-		build:  func(c *Config) Heuristic { return newMapperSpill(c.MapperSpill) }})
+// SpillParams are the parameters of Mapper Spill.
+type SpillParams struct {
+	Common           `yaml:",inline"`
+	SpillSeverity    Thresholds `yaml:"spill_severity" check:"asc" help:"spilled records / map output records"`
+	NumTasksSeverity Thresholds `yaml:"num_tasks_severity" check:"asc" help:"mappers"`
 }
+
+var mapperSpill = register(def[SpillParams]{Key: "mapper_spill", Name: "Mapper Spill", Type: job.MapReduce, Order: 105,
+	Defaults: SpillParams{
+		SpillSeverity:    Thresholds{2.01, 2.2, 2.5, 3.0},
+		NumTasksSeverity: Thresholds{50, 100, 500, 1000},
+	},
+	Build: func(p SpillParams, _ *Config) Heuristic { return newMapperSpill(p) }})
 
 const spillFactor = 10_000
 
@@ -24,12 +32,9 @@ type MapperSpill struct {
 	numTasks Thresholds
 }
 
-func newMapperSpill(c SpillConfig) *MapperSpill {
+func newMapperSpill(c SpillParams) *MapperSpill {
 	return &MapperSpill{spill: c.SpillSeverity.Scale(spillFactor), numTasks: c.NumTasksSeverity}
 }
-
-// Name implements Heuristic.
-func (h *MapperSpill) Name() string { return "Mapper Spill" }
 
 // Apply implements Heuristic.
 func (h *MapperSpill) Apply(j *job.Job) Result {

@@ -2,15 +2,27 @@ package heuristics
 
 import "github.com/stratatrace/strata/collector/job"
 
-// Mapper Time (§5.6): too many short mappers (the average below the short
-// thresholds, capped by the task count) or too few long ones (the average
-// above the long thresholds); the worse of the two.
+// Mapper Time (docs/heuristics.md#mapper-time): too many short mappers (the
+// average below the short thresholds, capped by the task count) or too few
+// long ones (the average above the long thresholds); the worse of the two.
 
-func init() {
-	register(entry{key: "mapper_time", name: "Mapper Time", typ: job.MapReduce, order: orderMapperTime,
-		common: func(c *Config) Common { return c.MapperTime.Common },
-		build:  func(c *Config) Heuristic { return &MapperTime{newTaskTime(c.MapperTime)} }})
+// TimeParams are the parameters of Mapper Time and Reducer Time.
+type TimeParams struct {
+	Common                    `yaml:",inline"`
+	ShortRuntimeSeverityInMin Thresholds `yaml:"short_runtime_severity_in_min" check:"desc" help:"avg task run time"`
+	LongRuntimeSeverityInMin  Thresholds `yaml:"long_runtime_severity_in_min" check:"asc" help:"avg task run time"`
+	NumTasksSeverity          Thresholds `yaml:"num_tasks_severity" check:"asc" help:"tasks; caps the short-task severity"`
 }
+
+var timeDefaults = TimeParams{
+	ShortRuntimeSeverityInMin: Thresholds{10, 4, 2, 1},
+	LongRuntimeSeverityInMin:  Thresholds{15, 30, 60, 120},
+	NumTasksSeverity:          Thresholds{50, 101, 500, 1000},
+}
+
+var mapperTime = register(def[TimeParams]{Key: "mapper_time", Name: "Mapper Time", Type: job.MapReduce, Order: 103,
+	Defaults: timeDefaults,
+	Build:    func(p TimeParams, _ *Config) Heuristic { return &MapperTime{newTaskTime(p)} }})
 
 // taskTime holds the thresholds Mapper Time and Reducer Time share.
 type taskTime struct {
@@ -19,7 +31,7 @@ type taskTime struct {
 	numTasks Thresholds
 }
 
-func newTaskTime(c TimeConfig) taskTime {
+func newTaskTime(c TimeParams) taskTime {
 	return taskTime{short: minutes(c.ShortRuntimeSeverityInMin), long: minutes(c.LongRuntimeSeverityInMin),
 		numTasks: c.NumTasksSeverity}
 }
@@ -33,9 +45,6 @@ func (t taskTime) severity(avgMs int64, n int) Severity {
 // MapperTime is the Mapper Time heuristic.
 type MapperTime struct{ taskTime }
 
-// Name implements Heuristic.
-func (h *MapperTime) Name() string { return "Mapper Time" }
-
 // Apply implements Heuristic.
 func (h *MapperTime) Apply(j *job.Job) Result {
 	if !j.Succeeded() {
@@ -46,7 +55,7 @@ func (h *MapperTime) Apply(j *job.Job) Result {
 		runtimes = append(runtimes, tv.TotalMs)
 		inputs = append(inputs, mapInputBytes(t.Counters))
 	})
-	return h.result(len(j.MapTasks), runtimes, detail("Avg task input size", BytesToString(Average(inputs))))
+	return h.result(len(j.MapTasks), runtimes, detail("Average task input size", BytesToString(Average(inputs))))
 }
 
 // result rates the average of runtimes for n tasks; extra details follow
@@ -57,9 +66,9 @@ func (t taskTime) result(n int, runtimes []int64, extra ...Detail) Result {
 	minRT, maxRT := minMax(runtimes)
 	d := append([]Detail{detail("Number of tasks", itoa(int64(n)))}, extra...)
 	d = append(d,
-		detail("Avg task runtime", clock(avg)),
-		detail("Max task runtime", clock(maxRT)),
-		detail("Min task runtime", clock(minRT)))
+		detail("Average task runtime", ReadableTimespan(avg)),
+		detail("Max task runtime", ReadableTimespan(maxRT)),
+		detail("Min task runtime", ReadableTimespan(minRT)))
 	return Result{Severity: sev, Score: Score(sev, n), Details: d}
 }
 

@@ -7,28 +7,44 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// Mapper Memory and Reducer Memory (§5.3): flagged only when the container
-// is large (≥ 1.1 × the default container by default) and the tasks' average
-// physical memory uses little of it. Peak memory comes from the
-// PHYSICAL_MEMORY_BYTES counter, or from progress splits when a task's
-// counters lack it.
+// Mapper Memory and Reducer Memory (docs/heuristics.md#mapper-memory):
+// flagged only when the container is large (≥ 1.1 × the default container
+// by default) and the tasks' average physical memory uses little of it.
+// Peak memory comes from the PHYSICAL_MEMORY_BYTES counter, or from
+// progress splits when a task's counters lack it.
 
-func init() {
-	register(entry{key: "mapper_memory", name: "Mapper Memory", typ: job.MapReduce, order: orderMapperMemory,
-		common: func(c *Config) Common { return c.MapperMemory.Common },
-		build: func(c *Config) Heuristic {
-			return newMemory("Mapper Memory", job.MapTask, "mapreduce.map.memory.mb", c.MapperMemory)
-		}})
-	register(entry{key: "reducer_memory", name: "Reducer Memory", typ: job.MapReduce, order: orderReducerMemory,
-		common: func(c *Config) Common { return c.ReducerMemory.Common },
-		build: func(c *Config) Heuristic {
-			return newMemory("Reducer Memory", job.ReduceTask, "mapreduce.reduce.memory.mb", c.ReducerMemory)
-		}})
+// MemoryParams are the parameters of Mapper Memory and Reducer Memory.
+type MemoryParams struct {
+	Common                   `yaml:",inline"`
+	MemoryRatioSeverity      Thresholds `yaml:"memory_ratio_severity" check:"desc" help:"avg physical memory / container"`
+	ContainerMemorySeverity  Thresholds `yaml:"container_memory_severity" check:"asc" help:"container size, × container_memory_default_mb"`
+	ContainerMemoryDefaultMB int64      `yaml:"container_memory_default_mb" check:"positive" help:"container size when the job's conf has none"`
 }
+
+// memoryDefaults are Dr. Elephant's code defaults; its shipped
+// configuration comments 1 as the first container threshold, but the code
+// uses 1.1.
+var memoryDefaults = MemoryParams{
+	MemoryRatioSeverity:      Thresholds{0.6, 0.5, 0.4, 0.3},
+	ContainerMemorySeverity:  Thresholds{1.1, 1.5, 2.0, 2.5},
+	ContainerMemoryDefaultMB: 2048,
+}
+
+var (
+	mapperMemory = register(def[MemoryParams]{Key: "mapper_memory", Name: "Mapper Memory", Type: job.MapReduce, Order: 106,
+		Defaults: memoryDefaults,
+		Build: func(p MemoryParams, _ *Config) Heuristic {
+			return newMemory(job.MapTask, "mapreduce.map.memory.mb", p)
+		}})
+	reducerMemory = register(def[MemoryParams]{Key: "reducer_memory", Name: "Reducer Memory", Type: job.MapReduce, Order: 110,
+		Defaults: memoryDefaults,
+		Build: func(p MemoryParams, _ *Config) Heuristic {
+			return newMemory(job.ReduceTask, "mapreduce.reduce.memory.mb", p)
+		}})
+)
 
 // Memory is Mapper Memory or Reducer Memory.
 type Memory struct {
-	name      string
 	kind      job.TaskKind
 	confKey   string
 	ratio     Thresholds
@@ -36,14 +52,11 @@ type Memory struct {
 	defaultMB int64
 }
 
-func newMemory(name string, kind job.TaskKind, key string, c MemoryConfig) *Memory {
-	return &Memory{name: name, kind: kind, confKey: key, ratio: c.MemoryRatioSeverity,
+func newMemory(kind job.TaskKind, key string, c MemoryParams) *Memory {
+	return &Memory{kind: kind, confKey: key, ratio: c.MemoryRatioSeverity,
 		container: c.ContainerMemorySeverity.Scale(float64(c.ContainerMemoryDefaultMB * mib)),
 		defaultMB: c.ContainerMemoryDefaultMB}
 }
-
-// Name implements Heuristic.
-func (h *Memory) Name() string { return h.name }
 
 // containerBytes reads the container size in MB, following one ${key}
 // reference; missing or unparsable ⇒ the configured default.
@@ -90,12 +103,12 @@ func (h *Memory) Apply(j *job.Job) Result {
 		Score:    Score(sev, len(tasks)),
 		Details: []Detail{
 			detail("Number of tasks", itoa(int64(len(tasks)))),
-			detail("Avg task runtime", clock(Average(runtimes))),
-			detail("Avg physical memory (MB)", itoa(avgPhys/mib)),
-			detail("Max physical memory (MB)", itoa(maxPhys/mib)),
-			detail("Min physical memory (MB)", itoa(minPhys/mib)),
-			detail("Avg virtual memory (MB)", itoa(Average(virt)/mib)),
-			detail("Requested container memory", BytesToString(container)),
+			detail("Avg task runtime", ReadableTimespan(Average(runtimes))),
+			detail("Avg Physical Memory (MB)", itoa(avgPhys/mib)),
+			detail("Max Physical Memory (MB)", itoa(maxPhys/mib)),
+			detail("Min Physical Memory (MB)", itoa(minPhys/mib)),
+			detail("Avg Virtual Memory (MB)", itoa(Average(virt)/mib)),
+			detail("Requested Container Memory", BytesToString(container)),
 		},
 	}
 }

@@ -7,8 +7,9 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Mapper Memory / Reducer Memory: 100 tasks t=0s with
-// PHYSICAL_MEMORY_BYTES = avg MB, container from the conf, +1 empty.
+// Mapper Memory / Reducer Memory vectors (docs/heuristics.md#test-vectors):
+// 100 tasks t=0s with PHYSICAL_MEMORY_BYTES = avg MB, container from the
+// conf, +1 empty.
 func TestMemoryVectors(t *testing.T) {
 	c := defaults(t)
 	mk := func(kind job.TaskKind, key string, physMB, containerMB int64) *job.Job {
@@ -24,7 +25,7 @@ func TestMemoryVectors(t *testing.T) {
 		kind job.TaskKind
 		key  string
 	}{{job.MapTask, "mapreduce.map.memory.mb"}, {job.ReduceTask, "mapreduce.reduce.memory.mb"}} {
-		h := newMemory("Memory", tc.kind, tc.key, c.MapperMemory)
+		h := newMemory(tc.kind, tc.key, mapperMemory.of(c))
 		t.Run(string(tc.kind), func(t *testing.T) {
 			runVectors(t, h, []vector{
 				{"MEM-1", mk(tc.kind, tc.key, 2048, 8192), Critical, 404},
@@ -36,7 +37,7 @@ func TestMemoryVectors(t *testing.T) {
 }
 
 func TestMemoryContainerConf(t *testing.T) {
-	h := newMemory("Mapper Memory", job.MapTask, "mapreduce.map.memory.mb", defaults(t).MapperMemory)
+	h := newMemory(job.MapTask, "mapreduce.map.memory.mb", mapperMemory.of(defaults(t)))
 	for _, tc := range []struct {
 		conf map[string]string
 		want int64
@@ -58,8 +59,8 @@ func TestMemoryFromSplits(t *testing.T) {
 	task := job.Task{Kind: job.MapTask, Analyzed: "a", Counters: job.Counters{},
 		Attempts: []job.Attempt{{ID: "a", Splits: splits}}}
 	j := mrJob(repeat(10, task), nil, map[string]string{"mapreduce.map.memory.mb": "8192"})
-	r := newMemory("Mapper Memory", job.MapTask, "mapreduce.map.memory.mb", defaults(t).MapperMemory).Apply(j)
-	if v, _ := findDetail(r, "Avg physical memory (MB)"); v != "2048" {
+	r := newMemory(job.MapTask, "mapreduce.map.memory.mb", mapperMemory.of(defaults(t))).Apply(j)
+	if v, _ := findDetail(r, "Avg Physical Memory (MB)"); v != "2048" {
 		t.Fatalf("avg physical %q, want 2048 (details %v)", v, r.Details)
 	}
 	if r.Severity != Critical {

@@ -8,7 +8,7 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// Metrics are the four job metrics of §3 in Dr. Elephant's storage units.
+// Metrics are the four job metrics (docs/heuristics.md#job-metrics) in Dr. Elephant's storage units.
 type Metrics struct {
 	UsedMBSeconds   int64 // resources used, MB·s
 	WastedMBSeconds int64 // resources wasted, MB·s
@@ -22,7 +22,7 @@ func (m Metrics) UsedGBHours() float64 { return MBSecondsToGBHours(m.UsedMBSecon
 // WastedGBHours returns the wasted resources in GB·h.
 func (m Metrics) WastedGBHours() float64 { return MBSecondsToGBHours(m.WastedMBSeconds) }
 
-// Dr. Elephant's MapReduce aggregator constants (§3.2).
+// Dr. Elephant's MapReduce aggregator constants (docs/heuristics.md#job-metrics).
 const (
 	defaultContainerMB   = 2048
 	clusterVmemPmemRatio = 2.1
@@ -31,8 +31,8 @@ const (
 	bytesMsPerMBSecond = 1 << 20 * 1000
 )
 
-// ComputeMetrics computes the four metrics of j: MapReduce per §3.2, Spark
-// per §3.3 (master). wasteBuffer is the Spark aggregator's
+// ComputeMetrics computes the four metrics of j, MapReduce and Spark, as
+// docs/heuristics.md#job-metrics says. wasteBuffer is the Spark aggregator's
 // allocated_memory_waste_buffer_percentage.
 func ComputeMetrics(j *job.Job, wasteBuffer float64) Metrics {
 	m := Metrics{RuntimeMs: runtimeMs(j)}
@@ -83,7 +83,8 @@ func mapReduceResources(j *job.Job) (used, wasted, delay int64) {
 	return used + ru, wasted + rw, delay + rd
 }
 
-// taskGroupResources is §3.2 steps 1–4 for one task group. It returns the
+// taskGroupResources is the MapReduce rule of docs/heuristics.md#job-metrics
+// for one task group. It returns the
 // group's used and wasted MB·s, its delay, the latest finish time of the
 // counted tasks and how many were counted. A task counts when it has time
 // data and memory data: PHYSICAL/VIRTUAL_MEMORY_BYTES counters, or (Strata)
@@ -127,7 +128,7 @@ func taskGroupResources(tasks []job.Task, containerMB, idealStart int64) (used, 
 	return used, wasted, delay, maxFinish, counted
 }
 
-// sparkResources is §3.3 (master): allocated = instances × executor memory
+// sparkResources is the Spark rule of docs/heuristics.md#job-metrics: allocated = instances × executor memory
 // × last attempt duration; actually used = executor memory × Σ executor
 // task time (driver included); wasted = allocated − used × (1 + buffer)
 // when positive. Nothing is computed without spark.executor.instances and

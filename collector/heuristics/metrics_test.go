@@ -7,7 +7,8 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// M-1 (§9.1): one task group, container 4096 MB, ideal start 1463218501117.
+// M-1 (docs/heuristics.md#test-vectors): one task group, container 4096 MB,
+// ideal start 1463218501117.
 func TestTaskGroupResourcesM1(t *testing.T) {
 	c := job.Counters{job.PhysicalMemoryBytes: 655_577_088, job.VirtualMemoryBytes: 3_051_589_632}
 	task0 := job.Task{Kind: job.MapTask, Counters: c, Analyzed: "a",
@@ -92,7 +93,7 @@ func TestMapReduceMetricsEdges(t *testing.T) {
 	}
 }
 
-// SA-1 and SA-3 (§9.1).
+// SA-1 and SA-3 (docs/heuristics.md#test-vectors).
 func TestSparkMetricsVectors(t *testing.T) {
 	app := &job.SparkApp{
 		Attempts:  []job.SparkAttempt{{StartMs: 0, EndMs: 8_000_000}},

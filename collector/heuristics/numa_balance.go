@@ -7,29 +7,33 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// NUMA Balance (cross-layer): a cached RDD whose resident pages sit mostly
-// on one NUMA node makes executors on the other nodes read remote memory.
-// Per RDD with at least min_pages resident pages, imbalance = pages on the
-// fullest node / mean pages per node (1 = even, N = all on one of N nodes);
-// the severity is the worst RDD's. Needs PagesByNode and at least two
-// nodes; score = severity × offending RDDs.
+// NUMA Balance (cross-layer, docs/heuristics.md#numa-balance-of-cached-rdds):
+// a cached RDD whose resident pages sit mostly on one NUMA node makes
+// executors on the other nodes read remote memory. Per RDD with at least
+// min_pages resident pages, imbalance = pages on the fullest node / mean
+// pages per node (1 = even, N = all on one of N nodes); the severity is the
+// worst RDD's. Needs PagesByNode and at least two nodes (the machines'
+// count, or the nodes seen holding pages); score = severity × offending
+// RDDs.
 
-func init() {
-	register(entry{key: "numa_balance", name: "NUMA Balance of Cached RDDs", order: orderNUMABalance,
-		common: func(c *Config) Common { return c.NUMABalance.Common },
-		buildTrace: func(c *Config) TraceHeuristic {
-			return &NUMABalance{imbalance: c.NUMABalance.ImbalanceSeverity, minPages: c.NUMABalance.MinPages}
-		}})
+// NUMABalanceParams are the parameters of NUMA Balance of Cached RDDs.
+type NUMABalanceParams struct {
+	Common            `yaml:",inline"`
+	ImbalanceSeverity Thresholds `yaml:"imbalance_severity" check:"asc" help:"per cached RDD: pages on the fullest node / mean pages per node"`
+	MinPages          int64      `yaml:"min_pages" help:"RDDs with fewer resident pages are not rated"`
 }
+
+var numaBalance = register(def[NUMABalanceParams]{Key: "numa_balance", Name: "NUMA Balance of Cached RDDs", Order: 301,
+	Defaults: NUMABalanceParams{ImbalanceSeverity: Thresholds{1.25, 1.5, 1.75, 2.0}, MinPages: 2560},
+	BuildTrace: func(p NUMABalanceParams) TraceHeuristic {
+		return &NUMABalance{imbalance: p.ImbalanceSeverity, minPages: p.MinPages}
+	}})
 
 // NUMABalance is the NUMA balance heuristic.
 type NUMABalance struct {
 	imbalance Thresholds
 	minPages  int64
 }
-
-// Name implements TraceHeuristic.
-func (h *NUMABalance) Name() string { return "NUMA Balance of Cached RDDs" }
 
 // ApplyTrace implements TraceHeuristic.
 func (h *NUMABalance) ApplyTrace(_ *job.Job, ts *TraceSummary) Result {

@@ -3,7 +3,7 @@ package heuristics
 import "testing"
 
 func TestNUMABalance(t *testing.T) {
-	h := &NUMABalance{imbalance: defaults(t).NUMABalance.ImbalanceSeverity, minPages: 100}
+	h := &NUMABalance{imbalance: numaBalance.of(defaults(t)).ImbalanceSeverity, minPages: 100}
 	rdd := func(id int32, nodes ...int64) RDDPages {
 		r := RDDPages{RDDID: id, PagesByNode: map[int32]int64{}}
 		for i, p := range nodes {

@@ -2,20 +2,16 @@ package heuristics
 
 import "github.com/stratatrace/strata/collector/job"
 
-// Reducer Time (§5.7): Mapper Time's rule over reducers with time data
-// (counters not required), without the input-size detail.
+// Reducer Time (docs/heuristics.md#reducer-time): Mapper Time's rule over
+// reducers with time data (counters not required), without the input-size
+// detail.
 
-func init() {
-	register(entry{key: "reducer_time", name: "Reducer Time", typ: job.MapReduce, order: orderReducerTime,
-		common: func(c *Config) Common { return c.ReducerTime.Common },
-		build:  func(c *Config) Heuristic { return &ReducerTime{newTaskTime(c.ReducerTime)} }})
-}
+var reducerTime = register(def[TimeParams]{Key: "reducer_time", Name: "Reducer Time", Type: job.MapReduce, Order: 109,
+	Defaults: timeDefaults,
+	Build:    func(p TimeParams, _ *Config) Heuristic { return &ReducerTime{newTaskTime(p)} }})
 
 // ReducerTime is the Reducer Time heuristic.
 type ReducerTime struct{ taskTime }
-
-// Name implements Heuristic.
-func (h *ReducerTime) Name() string { return "Reducer Time" }
 
 // Apply implements Heuristic.
 func (h *ReducerTime) Apply(j *job.Job) Result {

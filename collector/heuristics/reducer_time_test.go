@@ -6,14 +6,15 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Reducer Time: N reducers t=[R,0,0,0,0] with empty counters, +1 empty.
+// Reducer Time vectors (docs/heuristics.md#test-vectors): N reducers
+// t=[R,0,0,0,0] with empty counters, +1 empty.
 func TestReducerTimeVectors(t *testing.T) {
 	mk := func(minutes int64, n int) *job.Job {
 		tasks := cat(repeat(n, timedTask(job.ReduceTask, minutes*60_000, 0, 0, job.Counters{})),
 			[]job.Task{emptyTask(job.ReduceTask)})
 		return mrJob(nil, tasks, nil)
 	}
-	h := &ReducerTime{newTaskTime(defaults(t).ReducerTime)}
+	h := &ReducerTime{newTaskTime(reducerTime.of(defaults(t)))}
 	runVectors(t, h, []vector{
 		{"RT-1", mk(1, 1000), Critical, 4004},
 		{"RT-3", mk(1, 101), Moderate, 204},

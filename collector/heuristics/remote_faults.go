@@ -6,27 +6,29 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// Remote Faults (cross-layer): the share of page faults in cached blocks
-// whose page lived on another NUMA node than the faulting CPU. Needs fault
-// tracing (Faults) and at least min_faults faults; score 0 (one number per
-// application).
+// Remote Faults (cross-layer, docs/heuristics.md#remote-node-faults): the
+// share of page faults in cached blocks whose page lived on another NUMA
+// node than the faulting CPU. Needs fault tracing (Faults) and at least
+// min_faults faults; score 0 (one number per application).
 
-func init() {
-	register(entry{key: "remote_faults", name: "Remote-Node Faults", order: orderRemoteFaults,
-		common: func(c *Config) Common { return c.RemoteFaults.Common },
-		buildTrace: func(c *Config) TraceHeuristic {
-			return &RemoteFaults{share: c.RemoteFaults.RemoteShareSeverity, minFaults: c.RemoteFaults.MinFaults}
-		}})
+// RemoteFaultsParams are the parameters of Remote-Node Faults.
+type RemoteFaultsParams struct {
+	Common              `yaml:",inline"`
+	RemoteShareSeverity Thresholds `yaml:"remote_share_severity" check:"asc" help:"sampled faults on another node's page / all sampled faults"`
+	MinFaults           int64      `yaml:"min_faults" help:"fewer sampled faults are not rated"`
 }
+
+var remoteFaults = register(def[RemoteFaultsParams]{Key: "remote_faults", Name: "Remote-Node Faults", Order: 303,
+	Defaults: RemoteFaultsParams{RemoteShareSeverity: Thresholds{0.1, 0.25, 0.4, 0.5}, MinFaults: 1000},
+	BuildTrace: func(p RemoteFaultsParams) TraceHeuristic {
+		return &RemoteFaults{share: p.RemoteShareSeverity, minFaults: p.MinFaults}
+	}})
 
 // RemoteFaults is the remote-node fault share heuristic.
 type RemoteFaults struct {
 	share     Thresholds
 	minFaults int64
 }
-
-// Name implements TraceHeuristic.
-func (h *RemoteFaults) Name() string { return "Remote-Node Faults" }
 
 // ApplyTrace implements TraceHeuristic.
 func (h *RemoteFaults) ApplyTrace(_ *job.Job, ts *TraceSummary) Result {

@@ -3,7 +3,7 @@ package heuristics
 import "testing"
 
 func TestRemoteFaults(t *testing.T) {
-	h := &RemoteFaults{share: defaults(t).RemoteFaults.RemoteShareSeverity, minFaults: 1000}
+	h := &RemoteFaults{share: remoteFaults.of(defaults(t)).RemoteShareSeverity, minFaults: 1000}
 	for _, tc := range []struct {
 		name string
 		f    *FaultShare

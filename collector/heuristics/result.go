@@ -13,16 +13,20 @@ type Result struct {
 	Skip bool
 }
 
-// Detail is one name/value line of a result.
+// Detail is one line of a result, as Dr. Elephant shows it: a name, a
+// value, and an optional long text shown below the line. The value holds
+// what was measured or configured; the long text holds what does not fit a
+// value column: the advice that goes with a configured value, or a stack
+// trace (docs/heuristics.md#details).
 type Detail struct {
 	Name  string
 	Value string
+	Text  string // long text; "" for none
 }
 
 // Heuristic is a pure function of a job: it never fetches and never logs.
+// Its name, YAML key and parameters are declared where it registers (def).
 type Heuristic interface {
-	// Name is the display name ("Mapper Skew").
-	Name() string
 	Apply(*job.Job) Result
 }
 
@@ -30,3 +34,6 @@ type Heuristic interface {
 var skip = Result{Skip: true}
 
 func detail(name, value string) Detail { return Detail{Name: name, Value: value} }
+
+// explained is a detail with long text below it.
+func explained(name, value, text string) Detail { return Detail{Name: name, Value: value, Text: text} }

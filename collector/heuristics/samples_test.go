@@ -18,8 +18,9 @@ import (
 	"github.com/stratatrace/strata/test/testenv"
 )
 
-// §9.2: expected severities on the sample files (../shared/data), derived
-// by hand from the rules and cross-checked against INDEX.md. The samples
+// Expected severities on the sample files (STRATA_SAMPLES), derived by
+// hand from the rules of docs/heuristics.md and cross-checked against the
+// samples' INDEX.md. The samples
 // are not the project's: the test skips when they are absent.
 
 type sampleWant struct {

@@ -7,7 +7,7 @@ import (
 )
 
 // Severity is Dr. Elephant's five-level severity. The integer values are the
-// ones used for scoring (§1.1, §1.4) and equal stratav1.Severity's.
+// ones used for scoring (docs/heuristics.md#severity-and-score) and equal stratav1.Severity's.
 type Severity int
 
 // Severities in ascending order.
@@ -59,7 +59,7 @@ func MaxSeverity(s ...Severity) Severity {
 	return m
 }
 
-// Score is Dr. Elephant's heuristic score (§1.4): 0 for NONE and LOW,
+// Score is Dr. Elephant's heuristic score (docs/heuristics.md#severity-and-score): 0 for NONE and LOW,
 // otherwise severity × n, n being the number of tasks looked at.
 func Score(s Severity, n int) int64 {
 	if s <= Low {

@@ -8,7 +8,8 @@ import (
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
-// §9.1 SV-1..SV-7 plus the proto mapping and scoring.
+// SV-1..SV-7 (docs/heuristics.md#test-vectors) plus the proto mapping and
+// scoring.
 func TestSeverityVectors(t *testing.T) {
 	if MaxSeverity(Critical, Severe) != Critical || MaxSeverity(Low, Low, Critical) != Critical {
 		t.Error("SV-1: max should be CRITICAL")

@@ -2,16 +2,24 @@ package heuristics
 
 import "github.com/stratatrace/strata/collector/job"
 
-// Shuffle & Sort (§5.8): reducers that spend long in shuffle or sort
-// compared with their own code. For each phase the severity of its average
-// time is capped by the severity of phase × 2 / code time (integer
-// division), unless the code time is not positive.
+// Shuffle & Sort (docs/heuristics.md#shuffle--sort): reducers that spend
+// long in shuffle or sort compared with their own code. For each phase the
+// severity of its average time is capped by the severity of phase × 2 /
+// code time (integer division), unless the code time is not positive.
 
-func init() {
-	register(entry{key: "shuffle_sort", name: "Shuffle & Sort", typ: job.MapReduce, order: orderShuffleSort,
-		common: func(c *Config) Common { return c.ShuffleSort.Common },
-		build:  func(c *Config) Heuristic { return newShuffleSort(c.ShuffleSort) }})
+// ShuffleSortParams are the parameters of Shuffle & Sort.
+type ShuffleSortParams struct {
+	Common               `yaml:",inline"`
+	RuntimeRatioSeverity Thresholds `yaml:"runtime_ratio_severity" check:"asc" help:"avg shuffle (or sort) time × 2 / avg code time"`
+	RuntimeSeverityInMin Thresholds `yaml:"runtime_severity_in_min" check:"asc" help:"avg shuffle (or sort) time"`
 }
+
+var shuffleSort = register(def[ShuffleSortParams]{Key: "shuffle_sort", Name: "Shuffle & Sort", Type: job.MapReduce, Order: 111,
+	Defaults: ShuffleSortParams{
+		RuntimeRatioSeverity: Thresholds{1, 2, 4, 8},
+		RuntimeSeverityInMin: Thresholds{1, 5, 10, 30},
+	},
+	Build: func(p ShuffleSortParams, _ *Config) Heuristic { return newShuffleSort(p) }})
 
 // ShuffleSort is the Shuffle & Sort heuristic.
 type ShuffleSort struct {
@@ -19,12 +27,9 @@ type ShuffleSort struct {
 	runtime Thresholds // ms
 }
 
-func newShuffleSort(c ShuffleSortConfig) *ShuffleSort {
+func newShuffleSort(c ShuffleSortParams) *ShuffleSort {
 	return &ShuffleSort{ratio: c.RuntimeRatioSeverity, runtime: minutes(c.RuntimeSeverityInMin)}
 }
-
-// Name implements Heuristic.
-func (h *ShuffleSort) Name() string { return "Shuffle & Sort" }
 
 // Apply implements Heuristic.
 func (h *ShuffleSort) Apply(j *job.Job) Result {
@@ -47,9 +52,9 @@ func (h *ShuffleSort) Apply(j *job.Job) Result {
 		Score:    Score(sev, n),
 		Details: []Detail{
 			detail("Number of tasks", itoa(int64(n))),
-			detail("Average code runtime", clock(avgExec)),
-			detail("Average shuffle time", withFactor(clock(avgShuffle), DescribeFactor(avgShuffle, avgExec, "x"))),
-			detail("Average sort time", withFactor(clock(avgSort), DescribeFactor(avgSort, avgExec, "x"))),
+			detail("Average code runtime", ReadableTimespan(avgExec)),
+			detail("Average shuffle time", withFactor(ReadableTimespan(avgShuffle), DescribeFactor(avgShuffle, avgExec, "x"))),
+			detail("Average sort time", withFactor(ReadableTimespan(avgSort), DescribeFactor(avgSort, avgExec, "x"))),
 		},
 	}
 }

@@ -6,14 +6,15 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Shuffle & Sort: 100 reducers t=[sh+so+ex, sh, so, 0, 0], +1 empty.
+// Shuffle & Sort vectors (docs/heuristics.md#test-vectors): 100 reducers
+// t=[sh+so+ex, sh, so, 0, 0], +1 empty.
 func TestShuffleSortVectors(t *testing.T) {
 	const min = 60_000
 	mk := func(sh, so, ex int64) *job.Job {
 		tasks := cat(repeat(100, timedTask(job.ReduceTask, sh+so+ex, sh, so, nil)), []job.Task{emptyTask(job.ReduceTask)})
 		return mrJob(nil, tasks, nil)
 	}
-	runVectors(t, newShuffleSort(defaults(t).ShuffleSort), []vector{
+	runVectors(t, newShuffleSort(shuffleSort.of(defaults(t))), []vector{
 		{"SS-1", mk(30*min, 0, 5*min), Critical, 404},
 		{"SS-3", mk(30*min, 0, 20*min), Moderate, 202},
 		{"SS-5", mk(30*min, 0, 80*min), None, 0},
@@ -28,9 +29,9 @@ func TestShuffleSortVectors(t *testing.T) {
 }
 
 func TestShuffleSortDetails(t *testing.T) {
-	r := newShuffleSort(defaults(t).ShuffleSort).Apply(mrJob(nil,
+	r := newShuffleSort(shuffleSort.of(defaults(t))).Apply(mrJob(nil,
 		[]job.Task{timedTask(job.ReduceTask, 40*60_000, 30*60_000, 0, nil)}, nil))
-	if v, _ := findDetail(r, "Average shuffle time"); v != "00:30:00 (3.00x)" {
+	if v, _ := findDetail(r, "Average shuffle time"); v != "30 min (3.00x)" {
 		t.Fatalf("shuffle detail %q", v)
 	}
 }

@@ -2,44 +2,54 @@ package heuristics
 
 import "github.com/stratatrace/strata/collector/job"
 
-// Mapper Skew and Reducer Skew (§5.1): tasks are split into two groups by
-// input size (mappers: HDFS+S3 bytes read; reducers: shuffle bytes) and by
-// run time with FindTwoGroups. Data skew is the relative difference of the
-// group averages, capped by the larger group's average size (as a fraction
-// of the HDFS block) and by the smaller group's task count; time skew the
-// same in whole seconds, capped by the task count only. The severity is the
-// higher of the two; the score counts data skew only (Dr. Elephant's
-// quirk).
+// Mapper Skew and Reducer Skew (docs/heuristics.md#mapper-skew): tasks are
+// split into two groups by input size (mappers: HDFS+S3 bytes read;
+// reducers: shuffle bytes) and by run time with FindTwoGroups. Data skew is
+// the relative difference of the group averages, capped by the larger
+// group's average size (as a fraction of the HDFS block) and by the smaller
+// group's task count; time skew the same in whole seconds, capped by the
+// task count only. The severity is the higher of the two; the score counts
+// data skew only (Dr. Elephant's quirk).
 
-func init() {
-	register(entry{key: "mapper_skew", name: "Mapper Skew", typ: job.MapReduce, order: orderMapperSkew,
-		common: func(c *Config) Common { return c.MapperSkew.Common },
-		build: func(c *Config) Heuristic {
-			return newSkew("Mapper Skew", job.MapTask, c.MapperSkew, c.HDFSBlockSizeBytes)
-		}})
-	register(entry{key: "reducer_skew", name: "Reducer Skew", typ: job.MapReduce, order: orderReducerSkew,
-		common: func(c *Config) Common { return c.ReducerSkew.Common },
-		build: func(c *Config) Heuristic {
-			return newSkew("Reducer Skew", job.ReduceTask, c.ReducerSkew, c.HDFSBlockSizeBytes)
-		}})
+// SkewParams are the parameters of Mapper Skew and Reducer Skew.
+type SkewParams struct {
+	Common            `yaml:",inline"`
+	NumTasksSeverity  Thresholds `yaml:"num_tasks_severity" check:"asc" help:"tasks in the smaller group"`
+	DeviationSeverity Thresholds `yaml:"deviation_severity" check:"asc" help:"(avg larger − avg smaller) / avg smaller"`
+	FilesSeverity     Thresholds `yaml:"files_severity" check:"asc" help:"× hdfs_block_size_bytes, avg size of the larger group"`
 }
+
+var skewDefaults = SkewParams{
+	NumTasksSeverity:  Thresholds{10, 50, 100, 200},
+	DeviationSeverity: Thresholds{2, 4, 8, 16},
+	FilesSeverity:     Thresholds{1. / 8, 1. / 4, 1. / 2, 1},
+}
+
+var (
+	mapperSkew = register(def[SkewParams]{Key: "mapper_skew", Name: "Mapper Skew", Type: job.MapReduce, Order: 101,
+		Defaults: skewDefaults,
+		Build: func(p SkewParams, c *Config) Heuristic {
+			return newSkew(job.MapTask, p, c.HDFSBlockSizeBytes)
+		}})
+	reducerSkew = register(def[SkewParams]{Key: "reducer_skew", Name: "Reducer Skew", Type: job.MapReduce, Order: 107,
+		Defaults: skewDefaults,
+		Build: func(p SkewParams, c *Config) Heuristic {
+			return newSkew(job.ReduceTask, p, c.HDFSBlockSizeBytes)
+		}})
+)
 
 // Skew is Mapper Skew or Reducer Skew.
 type Skew struct {
-	name      string
 	kind      job.TaskKind
 	numTasks  Thresholds
 	deviation Thresholds
 	files     Thresholds // bytes
 }
 
-func newSkew(name string, kind job.TaskKind, c SkewConfig, blockBytes int64) *Skew {
-	return &Skew{name: name, kind: kind, numTasks: c.NumTasksSeverity, deviation: c.DeviationSeverity,
+func newSkew(kind job.TaskKind, c SkewParams, blockBytes int64) *Skew {
+	return &Skew{kind: kind, numTasks: c.NumTasksSeverity, deviation: c.DeviationSeverity,
 		files: c.FilesSeverity.Scale(float64(blockBytes))}
 }
-
-// Name implements Heuristic.
-func (h *Skew) Name() string { return h.name }
 
 // Apply implements Heuristic.
 func (h *Skew) Apply(j *job.Job) Result {
@@ -78,13 +88,14 @@ func (h *Skew) Apply(j *job.Job) Result {
 		Severity: max(sevData, sevTime),
 		Score:    Score(sevData, len(tasks)),
 		Details: []Detail{
-			detail("Number of tasks", itoa(int64(len(tasks)))),
+			detail("Data skew (Number of tasks)", itoa(int64(len(tasks)))),
+			detail("Data skew (Group A)", itoa(int64(len(da)))+" tasks @ "+BytesToString(avgA)+" avg"),
+			detail("Data skew (Group B)", itoa(int64(len(db)))+" tasks @ "+BytesToString(avgB)+" avg"),
 			detail("Data skew severity", sevData.String()),
-			detail("Data group A", itoa(int64(len(da)))+" tasks @ "+BytesToString(avgA)+" avg"),
-			detail("Data group B", itoa(int64(len(db)))+" tasks @ "+BytesToString(avgB)+" avg"),
+			detail("Time skew (Number of tasks)", itoa(int64(len(tasks)))),
+			detail("Time skew (Group A)", itoa(int64(len(ta)))+" tasks @ "+clock(msA)+" avg"),
+			detail("Time skew (Group B)", itoa(int64(len(tb)))+" tasks @ "+clock(msB)+" avg"),
 			detail("Time skew severity", sevTime.String()),
-			detail("Time group A", itoa(int64(len(ta)))+" tasks @ "+clock(msA)+" avg"),
-			detail("Time group B", itoa(int64(len(tb)))+" tasks @ "+clock(msB)+" avg"),
 		},
 	}
 }

@@ -6,9 +6,10 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Mapper Skew / Reducer Skew: data tests with the small group on
-// HDFS_BYTES_READ and the large on S3A_BYTES_READ (reducers: both
-// REDUCE_SHUFFLE_BYTES), t=0s; time tests with time only; +1 empty.
+// Mapper Skew / Reducer Skew vectors (docs/heuristics.md#test-vectors): data
+// tests with the small group on HDFS_BYTES_READ and the large on
+// S3A_BYTES_READ (reducers: both REDUCE_SHUFFLE_BYTES), t=0s; time tests with
+// time only; +1 empty.
 func skewDataJob(kind job.TaskKind, nSmall int, small int64, nLarge int, large int64) *job.Job {
 	var s, l job.Counters
 	if kind == job.MapTask {
@@ -34,9 +35,9 @@ func skewTimeJob(kind job.TaskKind, nSmall int, small int64, nLarge int, large i
 func TestSkewVectors(t *testing.T) {
 	c := defaults(t)
 	for _, kind := range []job.TaskKind{job.MapTask, job.ReduceTask} {
-		h := newSkew("Mapper Skew", kind, c.MapperSkew, c.HDFSBlockSizeBytes)
+		h := newSkew(kind, mapperSkew.of(c), c.HDFSBlockSizeBytes)
 		if kind == job.ReduceTask {
-			h = newSkew("Reducer Skew", kind, c.ReducerSkew, c.HDFSBlockSizeBytes)
+			h = newSkew(kind, reducerSkew.of(c), c.HDFSBlockSizeBytes)
 		}
 		t.Run(string(kind), func(t *testing.T) {
 			runVectors(t, h, []vector{
@@ -56,7 +57,7 @@ func TestSkewFailedJobSkipped(t *testing.T) {
 	c := defaults(t)
 	j := skewDataJob(job.MapTask, 200, mb1, 200, 100*mb1)
 	j.Status = job.Failed
-	if r := newSkew("Mapper Skew", job.MapTask, c.MapperSkew, c.HDFSBlockSizeBytes).Apply(j); !r.Skip {
+	if r := newSkew(job.MapTask, mapperSkew.of(c), c.HDFSBlockSizeBytes).Apply(j); !r.Skip {
 		t.Fatalf("failed job: got %+v, want skip", r)
 	}
 }

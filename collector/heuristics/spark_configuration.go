@@ -7,17 +7,33 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// Spark Configuration (§7.1): the Spark properties against recommended
-// settings — Kryo serializer, external shuffle service (worse when dynamic
-// allocation runs without it), executor and driver memory and cores,
-// dynamic allocation bounds, wildcard secondary jars, YARN memory overhead.
-// Score 0.
+// Spark Configuration (docs/heuristics.md#spark-configuration): the Spark
+// properties against recommended settings — Kryo serializer, external
+// shuffle service (worse when dynamic allocation runs without it), executor
+// and driver memory and cores, dynamic allocation bounds, wildcard
+// secondary jars, YARN memory overhead. Score 0.
 
-func init() {
-	register(entry{key: "spark_configuration", name: "Spark Configuration", typ: job.Spark, order: orderSparkConfig,
-		common: func(c *Config) Common { return c.SparkConfig.Common },
-		build:  func(c *Config) Heuristic { return newSparkConfiguration(c.SparkConfig) }})
+// SparkConfigParams are the parameters of Spark Configuration.
+type SparkConfigParams struct {
+	Common                            `yaml:",inline"`
+	SerializerIfNonNullRecommendation string     `yaml:"serializer_if_non_null_recommendation" help:"spark.serializer expected; anything else (or none) is MODERATE"`
+	MemorySeverityInGB                Thresholds `yaml:"memory_severity_in_gb" check:"asc" help:"executor and driver memory"`
+	CoresSeverity                     Thresholds `yaml:"cores_severity" check:"asc" help:"executor and driver cores"`
+	OverheadMemorySeverityInGB        Thresholds `yaml:"overhead_memory_severity_in_gb" check:"asc" help:"YARN executor and driver memoryOverhead"`
+	MaxMinExecutors                   int64      `yaml:"max_min_executors" help:"spark.dynamicAllocation.minExecutors above this is CRITICAL"`
+	MaxMaxExecutors                   int64      `yaml:"max_max_executors" help:"spark.dynamicAllocation.maxExecutors above this is CRITICAL"`
 }
+
+var sparkConfiguration = register(def[SparkConfigParams]{Key: "spark_configuration", Name: "Spark Configuration", Type: job.Spark, Order: 201,
+	Defaults: SparkConfigParams{
+		SerializerIfNonNullRecommendation: "org.apache.spark.serializer.KryoSerializer",
+		MemorySeverityInGB:                Thresholds{10, 15, 20, 25},
+		CoresSeverity:                     Thresholds{4, 6, 8, 10},
+		OverheadMemorySeverityInGB:        Thresholds{2, 4, 6, 8},
+		MaxMinExecutors:                   1,
+		MaxMaxExecutors:                   900,
+	},
+	Build: func(p SparkConfigParams, _ *Config) Heuristic { return newSparkConfiguration(p) }})
 
 // Spark property names read by the Spark heuristics and metrics.
 const (
@@ -48,14 +64,11 @@ type SparkConfiguration struct {
 	maxMaxExecs int64
 }
 
-func newSparkConfiguration(c SparkConfigConfig) *SparkConfiguration {
+func newSparkConfiguration(c SparkConfigParams) *SparkConfiguration {
 	return &SparkConfiguration{serializer: c.SerializerIfNonNullRecommendation,
 		memory: c.MemorySeverityInGB.Scale(gib), cores: c.CoresSeverity,
 		overhead: c.OverheadMemorySeverityInGB.Scale(gib), maxMinExecs: c.MaxMinExecutors, maxMaxExecs: c.MaxMaxExecutors}
 }
-
-// Name implements Heuristic.
-func (h *SparkConfiguration) Name() string { return "Spark Configuration" }
 
 // propBytes parses a memory property; ok is false when absent or malformed.
 func propBytes(conf map[string]string, key string) (int64, bool) {
@@ -160,27 +173,38 @@ func (h *SparkConfiguration) Apply(j *job.Job) Result {
 		detail(propDriverOverhead, BytesToString(driverOverhead)),
 		detail(propExecutorOverhead, BytesToString(execOverhead)),
 	}
+	// Where Dr. Elephant puts them: the serializer and shuffle-service lines
+	// carry the configured value and the advice as long text; the other
+	// findings are lines whose value is the advice.
 	if sevSerializer != None {
-		d = append(d, detail(propSerializer, "KryoSerializer is not enabled."))
+		d = append(d, explained(propSerializer, orNotPresented(serializer, serOK),
+			"Kryo is not the serializer: set "+propSerializer+" to "+h.serializer+"."))
 	}
 	if sevShuffle != None {
-		d = append(d, detail(propShuffleService,
-			"The shuffle service is not enabled; it is needed with dynamic allocation and recommended otherwise."))
+		shuffleRaw, shuffleOK := conf[propShuffleService]
+		advice := "The external shuffle service is off; enable it (" + propShuffleService + "=true)."
+		if da {
+			advice = "Dynamic allocation runs without the external shuffle service, so removed executors take their " +
+				"shuffle files with them: set " + propShuffleService + "=true."
+		}
+		d = append(d, explained(propShuffleService, orNotPresented(strconv.FormatBool(shuffle), shuffleOK && shuffleRaw != ""), advice))
 	}
 	if sevMinExecs == Critical {
-		d = append(d, detail(propMinExecutors, "Set to "+itoa(minExecs)+"; keep it at "+itoa(h.maxMinExecs)+" or less."))
+		d = append(d, detail("Minimum Executors", propMinExecutors+" is "+itoa(minExecs)+
+			"; dynamic allocation should start from "+itoa(h.maxMinExecs)+" or fewer executors."))
 	}
 	if sevMaxExecs == Critical {
-		d = append(d, detail(propMaxExecutors, "Set to "+itoa(maxExecs)+"; keep it at "+itoa(h.maxMaxExecs)+" or less."))
+		d = append(d, detail("Maximum Executors", propMaxExecutors+" is "+itoa(maxExecs)+
+			"; keep it at "+itoa(h.maxMaxExecs)+" or fewer executors."))
 	}
 	if sevJars == Critical {
-		d = append(d, detail(propSecondaryJars, "Do not use wildcards (*) in secondary jars."))
+		d = append(d, detail("Jars notation", "Name the jars in "+propSecondaryJars+" one by one instead of with a * wildcard."))
 	}
 	if sevDriverOverhead >= Severe {
-		d = append(d, detail(propDriverOverhead, "The driver memory overhead is high; check the driver's memory use."))
+		d = append(d, detail("Driver Overhead Memory", "The driver asks for a large memory overhead; lower "+propDriverOverhead+"."))
 	}
 	if sevExecOverhead >= Severe {
-		d = append(d, detail(propExecutorOverhead, "The executor memory overhead is high; check off-heap memory use."))
+		d = append(d, detail("Executor Overhead Memory", "The executors ask for a large memory overhead; lower "+propExecutorOverhead+"."))
 	}
 	return Result{Severity: sev, Details: d}
 }

@@ -7,9 +7,10 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Spark Configuration, attempt duration 10 s.
+// Spark Configuration vectors (docs/heuristics.md#test-vectors), attempt
+// duration 10 s.
 func TestSparkConfigurationVectors(t *testing.T) {
-	h := newSparkConfiguration(defaults(t).SparkConfig)
+	h := newSparkConfiguration(sparkConfiguration.of(defaults(t)))
 	app := func() *job.SparkApp {
 		return &job.SparkApp{Attempts: []job.SparkAttempt{{StartMs: 1_000, EndMs: 11_000}}}
 	}
@@ -60,8 +61,59 @@ func TestSparkConfigurationVectors(t *testing.T) {
 	if got, _ := findDetail(r, "spark.application.duration"); !strings.Contains(got, "10") {
 		t.Errorf("CF-1 duration %q does not contain 10", got)
 	}
-	r = h.Apply(sparkJob(map[string]string{}, app()))
-	if _, ok := findDetail(r, "spark.serializer"); !ok {
-		t.Errorf("CF-3: no serializer advice in %v", r.Details)
+	for _, d := range r.Details {
+		if d.Text != "" {
+			t.Errorf("CF-1 (nothing to advise): %s has long text %q", d.Name, d.Text)
+		}
+	}
+}
+
+// Values and advice sit where Dr. Elephant puts them: the serializer and
+// shuffle-service lines show the configured value, the advice is their
+// long text; the other findings are lines whose value is the advice.
+func TestSparkConfigurationDetails(t *testing.T) {
+	h := newSparkConfiguration(sparkConfiguration.of(defaults(t)))
+	app := &job.SparkApp{Attempts: []job.SparkAttempt{{StartMs: 1_000, EndMs: 11_000}}}
+	for _, tc := range []struct {
+		name string
+		conf map[string]string
+		want map[string]Detail // by name; Text "?" = any non-empty long text
+	}{
+		{"nothing set", map[string]string{}, map[string]Detail{
+			"spark.serializer":              {Value: notPresented, Text: "?"},
+			"spark.shuffle.service.enabled": {Value: notPresented, Text: "?"},
+		}},
+		{"java serializer, DA without shuffle service", map[string]string{
+			"spark.serializer": "org.apache.spark.serializer.JavaSerializer", "spark.dynamicAllocation.enabled": "true",
+			"spark.shuffle.service.enabled": "false",
+		}, map[string]Detail{
+			"spark.serializer":              {Value: "org.apache.spark.serializer.JavaSerializer", Text: "?"},
+			"spark.shuffle.service.enabled": {Value: "false", Text: "?"},
+		}},
+		{"limits", map[string]string{
+			"spark.serializer": "org.apache.spark.serializer.KryoSerializer", "spark.shuffle.service.enabled": "true",
+			"spark.dynamicAllocation.minExecutors": "4", "spark.dynamicAllocation.maxExecutors": "1000",
+			"spark.yarn.secondary.jars": "lib/*.jar", "spark.yarn.executor.memoryOverhead": "8g",
+			"spark.yarn.driver.memoryOverhead": "6144",
+		}, map[string]Detail{
+			"Minimum Executors":        {Value: "spark.dynamicAllocation.minExecutors is 4; dynamic allocation should start from 1 or fewer executors."},
+			"Maximum Executors":        {Value: "spark.dynamicAllocation.maxExecutors is 1000; keep it at 900 or fewer executors."},
+			"Jars notation":            {Value: "Name the jars in spark.yarn.secondary.jars one by one instead of with a * wildcard."},
+			"Executor Overhead Memory": {Value: "The executors ask for a large memory overhead; lower spark.yarn.executor.memoryOverhead."},
+			"Driver Overhead Memory":   {Value: "The driver asks for a large memory overhead; lower spark.yarn.driver.memoryOverhead."},
+			// The configured values stay on the properties' own lines.
+			"spark.yarn.executor.memoryOverhead": {Value: "8 GB"},
+			"spark.yarn.driver.memoryOverhead":   {Value: "6 GB"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.Apply(sparkJob(tc.conf, app))
+			for name, want := range tc.want {
+				got, ok := findLine(r, name)
+				if !ok || got.Value != want.Value || (want.Text == "?") != (got.Text != "") {
+					t.Errorf("%s = %+v (present %v), want value %q, long text %q", name, got, ok, want.Value, want.Text)
+				}
+			}
+		})
 	}
 }

@@ -2,23 +2,29 @@ package heuristics
 
 import "github.com/stratatrace/strata/collector/job"
 
-// Executor GC (§7.5): total GC time over total task time of the executors
-// (driver excluded). Only too much GC sets the severity; too little (a
-// sign of over-provisioned memory) adds advice. Score 0.
+// Executor GC (docs/heuristics.md#executor-gc): total GC time over total
+// task time of the executors (driver excluded). Only too much GC sets the
+// severity; too little (a sign of over-provisioned memory) adds advice.
+// Score 0.
 
-func init() {
-	register(entry{key: "spark_executor_gc", name: "Executor GC", typ: job.Spark, order: orderSparkGC,
-		common: func(c *Config) Common { return c.SparkGC.Common },
-		build: func(c *Config) Heuristic {
-			return &SparkExecutorGC{high: c.SparkGC.GCSeverityA, low: c.SparkGC.GCSeverityD}
-		}})
+// SparkGCParams are the parameters of Executor GC.
+type SparkGCParams struct {
+	Common      `yaml:",inline"`
+	GCSeverityA Thresholds `yaml:"gc_severity_a" check:"asc" help:"GC time / run time: too much GC"`
+	GCSeverityD Thresholds `yaml:"gc_severity_d" check:"desc" help:"GC time / run time: too little GC (advice only)"`
 }
+
+var sparkExecutorGC = register(def[SparkGCParams]{Key: "spark_executor_gc", Name: "Executor GC", Type: job.Spark, Order: 205,
+	Defaults: SparkGCParams{
+		GCSeverityA: Thresholds{0.08, 0.1, 0.15, 0.2},
+		GCSeverityD: Thresholds{0.05, 0.04, 0.03, 0.01},
+	},
+	Build: func(p SparkGCParams, _ *Config) Heuristic {
+		return &SparkExecutorGC{high: p.GCSeverityA, low: p.GCSeverityD}
+	}})
 
 // SparkExecutorGC is the Executor GC heuristic.
 type SparkExecutorGC struct{ high, low Thresholds }
-
-// Name implements Heuristic.
-func (h *SparkExecutorGC) Name() string { return "Executor GC" }
 
 // Apply implements Heuristic.
 func (h *SparkExecutorGC) Apply(j *job.Job) Result {

@@ -6,9 +6,10 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Executor GC: D thresholds 0.5,0.3,0.2,0.1, A defaults.
+// Executor GC vectors (docs/heuristics.md#test-vectors): D thresholds
+// 0.5,0.3,0.2,0.1, A defaults.
 func TestSparkExecutorGCVectors(t *testing.T) {
-	h := &SparkExecutorGC{high: defaults(t).SparkGC.GCSeverityA, low: Thresholds{0.5, 0.3, 0.2, 0.1}}
+	h := &SparkExecutorGC{high: sparkExecutorGC.of(defaults(t)).GCSeverityA, low: Thresholds{0.5, 0.3, 0.2, 0.1}}
 	const m = 60_000
 	app := &job.SparkApp{Executors: []job.SparkExecutor{
 		{ID: "1", TotalGCTimeMs: 2 * m, TotalDurationMs: 15 * m},

@@ -8,20 +8,30 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// Spark Executor Metrics (§7.2): load balance across executors (driver
-// included). For storage memory used, task time, input bytes and shuffle
-// read and write bytes, the severity of max / median, ignoring a
-// distribution whose max is below a floor; median 0 with a max above the
-// floor is CRITICAL-level (Long.MAX in Dr. Elephant). Score 0.
+// Spark Executor Metrics (docs/heuristics.md#spark-executor-metrics): load
+// balance across executors (driver included). For storage memory used,
+// task time, input bytes and shuffle read and write bytes, the severity of
+// max / median, ignoring a distribution whose max is below a floor; median
+// 0 with a max above the floor is rated as an infinite ratio. Score 0.
 
-func init() {
-	register(entry{key: "spark_executors", name: "Spark Executor Metrics", typ: job.Spark, order: orderSparkExecutors,
-		common: func(c *Config) Common { return c.SparkExecutors.Common },
-		build: func(c *Config) Heuristic {
-			return &SparkExecutors{ratio: c.SparkExecutors.MaxToMedianRatioSeverity,
-				ignoreBytes: c.SparkExecutors.IgnoreMaxBytesLessThan, ignoreMillis: c.SparkExecutors.IgnoreMaxMillisLessThan}
-		}})
+// SparkExecutorsParams are the parameters of Spark Executor Metrics.
+type SparkExecutorsParams struct {
+	Common                   `yaml:",inline"`
+	MaxToMedianRatioSeverity Thresholds `yaml:"max_to_median_ratio_severity" check:"asc" help:"max / median over the executors, 10^(1/8, 1/4, 1/2, 1)"`
+	IgnoreMaxBytesLessThan   int64      `yaml:"ignore_max_bytes_less_than" help:"a byte distribution whose max is below this is not rated (100 MiB)"`
+	IgnoreMaxMillisLessThan  int64      `yaml:"ignore_max_millis_less_than" help:"a time distribution whose max is below this is not rated (5 min)"`
 }
+
+var sparkExecutors = register(def[SparkExecutorsParams]{Key: "spark_executors", Name: "Spark Executor Metrics", Type: job.Spark, Order: 202,
+	Defaults: SparkExecutorsParams{
+		// 10^(1/8), 10^(1/4), 10^(1/2), 10 as Java's Math.pow gives them.
+		MaxToMedianRatioSeverity: Thresholds{1.333521432163324, 1.7782794100389228, 3.1622776601683795, 10},
+		IgnoreMaxBytesLessThan:   100 << 20,
+		IgnoreMaxMillisLessThan:  5 * msPerMinute,
+	},
+	Build: func(p SparkExecutorsParams, _ *Config) Heuristic {
+		return &SparkExecutors{ratio: p.MaxToMedianRatioSeverity, ignoreBytes: p.IgnoreMaxBytesLessThan, ignoreMillis: p.IgnoreMaxMillisLessThan}
+	}})
 
 // SparkExecutors is the Spark Executor Metrics heuristic.
 type SparkExecutors struct {
@@ -29,9 +39,6 @@ type SparkExecutors struct {
 	ignoreBytes  int64
 	ignoreMillis int64
 }
-
-// Name implements Heuristic.
-func (h *SparkExecutors) Name() string { return "Spark Executor Metrics" }
 
 // Distribution is the five-number summary of a list (nearest-rank
 // percentiles, median per Median).
@@ -94,7 +101,7 @@ func (h *SparkExecutors) Apply(j *job.Job) Result {
 	return Result{Severity: sev, Details: []Detail{
 		detail("Total executor storage memory allocated", BytesToString(allocated)),
 		detail("Total executor storage memory used", BytesToString(used)),
-		detail("Executor storage memory utilization", strconv.FormatFloat(util, 'f', 3, 64)),
+		detail("Executor storage memory utilization rate", strconv.FormatFloat(util, 'f', 3, 64)),
 		detail("Executor storage memory used distribution", dMem.format(BytesToString)),
 		detail("Executor task time distribution", dDur.format(ReadableTimespan)),
 		detail("Executor task time sum", itoa(taskTime/1000)),

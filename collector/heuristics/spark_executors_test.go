@@ -6,8 +6,8 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Spark Executors: ratio thresholds 1.414,2,4,16, ignore 4 000 000 B
-// and 4 000 001 ms; executors i = 1..4.
+// Spark Executors vectors (docs/heuristics.md#test-vectors): ratio thresholds
+// 1.414,2,4,16, ignore 4 000 000 B and 4 000 001 ms; executors i = 1..4.
 func TestSparkExecutorsVectors(t *testing.T) {
 	h := &SparkExecutors{ratio: Thresholds{1.414, 2, 4, 16}, ignoreBytes: 4_000_000, ignoreMillis: 4_000_001}
 	var ex []job.SparkExecutor
@@ -21,10 +21,10 @@ func TestSparkExecutorsVectors(t *testing.T) {
 		t.Fatalf("EX-1 severity %v score %d, want LOW 0", r.Severity, r.Score)
 	}
 	for name, want := range map[string]string{
-		"Total executor storage memory allocated": "19.07 MB",
-		"Total executor storage memory used":      "9.54 MB",
-		"Executor storage memory utilization":     "0.500",
-		"Executor task time sum":                  "10000",
+		"Total executor storage memory allocated":  "19.07 MB",
+		"Total executor storage memory used":       "9.54 MB",
+		"Executor storage memory utilization rate": "0.500",
+		"Executor task time sum":                   "10000",
 	} {
 		if got, _ := findDetail(r, name); got != want {
 			t.Errorf("EX-1 %s = %q, want %q", name, got, want)

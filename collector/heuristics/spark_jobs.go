@@ -6,22 +6,27 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// Spark Job Metrics (§7.3): the share of failed jobs, and per job the share
-// of failed tasks. Score 0.
+// Spark Job Metrics (docs/heuristics.md#spark-job-metrics): the share of
+// failed jobs, and per job the share of failed tasks. Score 0.
 
-func init() {
-	register(entry{key: "spark_jobs", name: "Spark Job Metrics", typ: job.Spark, order: orderSparkJobs,
-		common: func(c *Config) Common { return c.SparkJobs.Common },
-		build: func(c *Config) Heuristic {
-			return &SparkJobs{jobRate: c.SparkJobs.JobFailureRateSeverity, taskRate: c.SparkJobs.JobTaskFailureRateSeverity}
-		}})
+// SparkJobsParams are the parameters of Spark Job Metrics.
+type SparkJobsParams struct {
+	Common                     `yaml:",inline"`
+	JobFailureRateSeverity     Thresholds `yaml:"job_failure_rate_severity" check:"asc" help:"failed / (succeeded + failed) jobs"`
+	JobTaskFailureRateSeverity Thresholds `yaml:"job_task_failure_rate_severity" check:"asc" help:"per job: failed / (completed + failed) tasks"`
 }
+
+var sparkJobs = register(def[SparkJobsParams]{Key: "spark_jobs", Name: "Spark Job Metrics", Type: job.Spark, Order: 203,
+	Defaults: SparkJobsParams{
+		JobFailureRateSeverity:     Thresholds{0.1, 0.3, 0.5, 0.5},
+		JobTaskFailureRateSeverity: Thresholds{0.1, 0.3, 0.5, 0.5},
+	},
+	Build: func(p SparkJobsParams, _ *Config) Heuristic {
+		return &SparkJobs{jobRate: p.JobFailureRateSeverity, taskRate: p.JobTaskFailureRateSeverity}
+	}})
 
 // SparkJobs is the Spark Job Metrics heuristic.
 type SparkJobs struct{ jobRate, taskRate Thresholds }
-
-// Name implements Heuristic.
-func (h *SparkJobs) Name() string { return "Spark Job Metrics" }
 
 // rate is num/den, 0 when den is 0.
 func rate(num, den int) float64 {

@@ -6,7 +6,8 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Spark Jobs: thresholds 0.2,0.4,0.6,0.8 for both rates.
+// Spark Jobs vectors (docs/heuristics.md#test-vectors): thresholds
+// 0.2,0.4,0.6,0.8 for both rates.
 func TestSparkJobsVectors(t *testing.T) {
 	h := &SparkJobs{jobRate: Thresholds{0.2, 0.4, 0.6, 0.8}, taskRate: Thresholds{0.2, 0.4, 0.6, 0.8}}
 	mk := func(id int, name string, st job.Status, completed, failed int) job.SparkJob {

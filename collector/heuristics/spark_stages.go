@@ -6,28 +6,36 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// Spark Stage Metrics (§7.4): the share of failed stages, per stage attempt
-// the share of failed tasks, and the stage's executor run time divided by
-// the number of executors (spark.executor.instances, else the executor
-// summaries including the driver). Score 0.
+// Spark Stage Metrics (docs/heuristics.md#spark-stage-metrics): the share
+// of failed stages, per stage attempt the share of failed tasks, and the
+// stage's executor run time divided by the number of executors
+// (spark.executor.instances, else the executor summaries including the
+// driver). Score 0.
 
-func init() {
-	register(entry{key: "spark_stages", name: "Spark Stage Metrics", typ: job.Spark, order: orderSparkStages,
-		common: func(c *Config) Common { return c.SparkStages.Common },
-		build: func(c *Config) Heuristic {
-			return &SparkStages{stageRate: c.SparkStages.StageFailureRateSeverity,
-				taskRate: c.SparkStages.StageTaskFailureRateSeverity, runtime: minutes(c.SparkStages.StageRuntimeSeverityInMin)}
-		}})
+// SparkStagesParams are the parameters of Spark Stage Metrics.
+type SparkStagesParams struct {
+	Common                       `yaml:",inline"`
+	StageFailureRateSeverity     Thresholds `yaml:"stage_failure_rate_severity" check:"asc" help:"failed / (complete + failed) stages"`
+	StageTaskFailureRateSeverity Thresholds `yaml:"stage_task_failure_rate_severity" check:"asc" help:"per stage attempt: failed / (complete + failed) tasks"`
+	StageRuntimeSeverityInMin    Thresholds `yaml:"stage_runtime_severity_in_min" check:"asc" help:"stage executor run time / executors"`
 }
+
+var sparkStages = register(def[SparkStagesParams]{Key: "spark_stages", Name: "Spark Stage Metrics", Type: job.Spark, Order: 204,
+	Defaults: SparkStagesParams{
+		StageFailureRateSeverity:     Thresholds{0.1, 0.3, 0.5, 0.5},
+		StageTaskFailureRateSeverity: Thresholds{0.1, 0.3, 0.5, 0.5},
+		StageRuntimeSeverityInMin:    Thresholds{15, 30, 45, 60},
+	},
+	Build: func(p SparkStagesParams, _ *Config) Heuristic {
+		return &SparkStages{stageRate: p.StageFailureRateSeverity, taskRate: p.StageTaskFailureRateSeverity,
+			runtime: minutes(p.StageRuntimeSeverityInMin)}
+	}})
 
 // SparkStages is the Spark Stage Metrics heuristic.
 type SparkStages struct {
 	stageRate, taskRate Thresholds
 	runtime             Thresholds // ms
 }
-
-// Name implements Heuristic.
-func (h *SparkStages) Name() string { return "Spark Stage Metrics" }
 
 // Apply implements Heuristic.
 func (h *SparkStages) Apply(j *job.Job) Result {

@@ -6,8 +6,8 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// §9.1 Spark Stages: rate thresholds 0.2,0.4,0.6,0.8, runtime 15,30,45,60
-// min, spark.executor.instances = 2.
+// Spark Stages vectors (docs/heuristics.md#test-vectors): rate thresholds
+// 0.2,0.4,0.6,0.8, runtime 15,30,45,60 min, spark.executor.instances = 2.
 func TestSparkStagesVectors(t *testing.T) {
 	h := &SparkStages{stageRate: Thresholds{0.2, 0.4, 0.6, 0.8}, taskRate: Thresholds{0.2, 0.4, 0.6, 0.8},
 		runtime: minutes(Thresholds{15, 30, 45, 60})}

@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// The statistics primitives of §2. Their integer semantics (truncation,
+// The statistics primitives of docs/heuristics.md#statistics. Their integer semantics (truncation,
 // nearest rank, the two-group split) are deliberate: they decide severities
 // at the boundaries, so they follow Dr. Elephant exactly.
 
@@ -212,14 +212,35 @@ func groupDecimal(v float64) string {
 	return out
 }
 
-// PercentString formats num/den×100 as "0.00 %", "NaN" when den is 0.
+// PercentString formats num/den×100 the way Dr. Elephant's UI does: "NaN"
+// when den is 0; "0 %" when the percentage truncates to 0, which is any
+// value strictly between -1 and 1 (a Java (long) cast, so 0.5 % and
+// -0.999 % both print "0 %"); otherwise two decimals, rounded half to even
+// on the exact binary value, and " %" (Java's DecimalFormat "0.00").
 func PercentString(num, den int64) string {
 	if den == 0 {
 		return "NaN"
 	}
 	v := float64(num) / float64(den) * 100
-	if math.Trunc(v) == 0 && v >= 0 && v < 0.005 {
+	if math.Abs(v) < 1 {
 		return "0 %"
 	}
-	return strconv.FormatFloat(v, 'f', 2, 64) + " %"
+	return decimal2(v) + " %"
+}
+
+// decimal2 formats v with exactly two decimals like Java's DecimalFormat
+// "0.00": digits beyond the shortest representation of v are zeros (so
+// 9.223372036854776e20 prints ...477600000.00, not its exact binary
+// expansion), and rounding to two decimals is half to even on v's exact
+// value.
+func decimal2(v float64) string {
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	_, frac, _ := strings.Cut(s, ".")
+	if len(frac) <= 2 {
+		if frac == "" {
+			s += "."
+		}
+		return s + strings.Repeat("0", 2-len(frac))
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
 }

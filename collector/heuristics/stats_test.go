@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// §9.1 ST-1..ST-11 and the §2 examples.
+// Vectors ST-1..ST-11 (docs/heuristics.md#test-vectors) and the examples
+// of docs/heuristics.md#statistics.
 func TestStatisticsVectors(t *testing.T) {
 	if got := Average([]int64{2, 4, 6, 8, 10}); got != 6 {
 		t.Errorf("ST-1 average = %d, want 6", got)
@@ -59,7 +60,7 @@ func TestStatisticsVectors(t *testing.T) {
 }
 
 func TestParseParamVectors(t *testing.T) {
-	// ST-9 (§1.3).
+	// ST-9 (docs/heuristics.md#override-file: threshold lists).
 	if v, ok := ParseParam("10, 50, 100, 200", 4); !ok || !slices.Equal(v, []float64{10, 50, 100, 200}) {
 		t.Errorf("ST-9 list: %v %v", v, ok)
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 func TestTHPCoverage(t *testing.T) {
-	h := &THPCoverage{share: defaults(t).THPCoverage.THPShareSeverity, minPages: 2048}
+	h := &THPCoverage{share: thpCoverage.of(defaults(t)).THPShareSeverity, minPages: 2048}
 	mk := func(resident, thp int64) *TraceSummary {
 		return &TraceSummary{RDDs: []RDDPages{{RDDID: 1, PagesByNode: map[int32]int64{0: resident}, TotalPages: resident, THPPages: thp}}}
 	}

@@ -10,11 +10,12 @@ import (
 )
 
 // ErrThresholdOrder is returned when a threshold set is not ordered for its
-// direction (§1.2).
+// direction (docs/heuristics.md#thresholds).
 var ErrThresholdOrder = errors.New("thresholds out of order")
 
 // ErrBadParam is returned for a threshold parameter that is not a list of
-// the expected number of arithmetic expressions (§1.3).
+// the expected number of arithmetic expressions
+// (docs/heuristics.md#override-file).
 var ErrBadParam = errors.New("bad threshold parameter")
 
 // Thresholds are the four limits (low, moderate, severe, critical) of one
@@ -107,7 +108,8 @@ func (t Thresholds) MarshalYAML() (any, error) { return t[:], nil }
 // ParseParam parses a Dr. Elephant threshold parameter: n comma-separated
 // arithmetic expressions ("10, 50, 100, 200", "1/8,1/4,1/2,1"). ok is false
 // when s is empty, has another number of entries, or an entry does not
-// evaluate — Dr. Elephant then keeps its defaults (§1.3).
+// evaluate. Dr. Elephant then silently keeps its defaults; Strata's
+// override file refuses such a list (docs/heuristics.md#override-file).
 func ParseParam(s string, n int) (v []float64, ok bool) {
 	if strings.TrimSpace(s) == "" {
 		return nil, false

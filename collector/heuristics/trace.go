@@ -16,7 +16,8 @@ type TraceSummary struct {
 	// AppID is the application the traces belong to; it must equal the
 	// job's AppID for the cross-layer heuristics to run.
 	AppID string
-	// PageSize is the base page size in bytes (4096 when 0).
+	// PageSize is the base page size in bytes of the traced machines; 0
+	// when unknown (or they differ), and then sizes are shown in pages.
 	PageSize int64
 	// NUMANodes is the number of NUMA nodes of the traced machines; 0 when
 	// unknown (then the nodes seen in RDDs count).
@@ -45,6 +46,15 @@ type RDDPages struct {
 	THPPages int64
 }
 
+// size formats a number of base pages as bytes, or as pages when the page
+// size is unknown.
+func (ts *TraceSummary) size(pages int64) string {
+	if ts.PageSize <= 0 {
+		return itoa(pages) + " pages"
+	}
+	return BytesToString(pages * ts.PageSize)
+}
+
 // ResidentPages returns the sum of PagesByNode.
 func (r *RDDPages) ResidentPages() int64 {
 	var n int64
@@ -63,6 +73,5 @@ type FaultShare struct {
 // TraceHeuristic is a cross-layer heuristic: a pure function of a job and
 // Strata's trace summary of the same application.
 type TraceHeuristic interface {
-	Name() string
 	ApplyTrace(*job.Job, *TraceSummary) Result
 }

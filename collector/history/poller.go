@@ -23,10 +23,20 @@ type Sink interface {
 	PutJob(ctx context.Context, r *stratav1.JobResult) error
 }
 
-// Analyzer turns a job into its analysis; the heuristics engine satisfies
-// it.
+// Analyzer turns a job into its analysis (the collector's runs the
+// heuristics engine, reading the application's traces from the store). An
+// error leaves the job unanalysed: the poll stops with it, and the job is
+// tried again at the next poll.
 type Analyzer interface {
-	Analyze(j *job.Job) *stratav1.JobResult
+	Analyze(ctx context.Context, j *job.Job) (*stratav1.JobResult, error)
+}
+
+// AnalyzerFunc adapts a function to Analyzer.
+type AnalyzerFunc func(ctx context.Context, j *job.Job) (*stratav1.JobResult, error)
+
+// Analyze implements Analyzer.
+func (f AnalyzerFunc) Analyze(ctx context.Context, j *job.Job) (*stratav1.JobResult, error) {
+	return f(ctx, j)
 }
 
 // FetchFunc reads the jobs of one source (fetcher.Fetch's signature).
@@ -141,8 +151,10 @@ func (p *Poller) Run(ctx context.Context) error {
 	}
 }
 
-// Poll reads every source once. The error is the sink's when storing
-// failed (the poll stops there); unreadable sources only count in Stats.
+// Poll reads every source once. The error is the sink's or the analyzer's
+// when a job could not be looked up, analysed or stored (the poll stops
+// there, and the job is tried again next time); unreadable sources only
+// count in Stats.
 func (p *Poller) Poll(ctx context.Context) (Stats, error) {
 	var st Stats
 	seen := map[string]bool{}
@@ -281,7 +293,7 @@ func (p *Poller) pollUnit(ctx context.Context, u unit, st *Stats) error {
 		// application is running, however quiet its log.
 		settled = pu.rounds >= p.cfg.SettleRounds-1 && !strings.Contains(u.fingerprint+u.source, ".inprogress")
 	}
-	var sinkErr error
+	var jobErr error
 	deferred := false
 	err := p.cfg.Fetch(ctx, u.source, func(j *job.Job) error {
 		if j.Status == job.Killed {
@@ -290,8 +302,8 @@ func (p *Poller) pollUnit(ctx context.Context, u unit, st *Stats) error {
 		}
 		has, err := p.sink.HasJob(ctx, j.ID)
 		if err != nil {
-			sinkErr = fmt.Errorf("look up job %s: %w", j.ID, err)
-			return sinkErr
+			jobErr = fmt.Errorf("look up job %s: %w", j.ID, err)
+			return jobErr
 		}
 		if has {
 			st.Known++
@@ -302,7 +314,11 @@ func (p *Poller) pollUnit(ctx context.Context, u unit, st *Stats) error {
 			deferred = true
 			return nil
 		}
-		r := p.analyzer.Analyze(j)
+		r, err := p.analyzer.Analyze(ctx, j)
+		if err != nil {
+			jobErr = fmt.Errorf("analyze job %s: %w", j.ID, err)
+			return jobErr
+		}
 		if r == nil {
 			return nil
 		}
@@ -311,15 +327,15 @@ func (p *Poller) pollUnit(ctx context.Context, u unit, st *Stats) error {
 		}
 		r.AnalyzedUnixMs = p.cfg.Now().UnixMilli()
 		if err := p.sink.PutJob(ctx, r); err != nil {
-			sinkErr = fmt.Errorf("store job %s: %w", j.ID, err)
-			return sinkErr
+			jobErr = fmt.Errorf("store job %s: %w", j.ID, err)
+			return jobErr
 		}
 		st.Analyzed++
 		p.log.Info("job analysed", "job", j.ID, "type", j.Type, "severity", r.Severity.String(), "source", u.source)
 		return nil
 	})
-	if sinkErr != nil {
-		return sinkErr
+	if jobErr != nil {
+		return jobErr
 	}
 	if err != nil {
 		if ctx.Err() != nil {

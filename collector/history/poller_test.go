@@ -3,6 +3,7 @@ package history
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,12 +16,21 @@ import (
 	"time"
 
 	"github.com/stratatrace/strata/collector/heuristics"
+	"github.com/stratatrace/strata/collector/job"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 	"github.com/stratatrace/strata/test/gen"
 )
 
-// The heuristics engine is the Analyzer the collector uses.
-var _ Analyzer = (*heuristics.Engine)(nil)
+// engine is the heuristics engine with default thresholds as an Analyzer
+// (the collector's adds the application's traces).
+func engine(t *testing.T) Analyzer {
+	t.Helper()
+	eng, err := heuristics.NewEngine(heuristics.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return AnalyzerFunc(func(_ context.Context, j *job.Job) (*stratav1.JobResult, error) { return eng.Analyze(j), nil })
+}
 
 type memSink struct {
 	mu   sync.Mutex
@@ -80,10 +90,7 @@ func TestPoller(t *testing.T) {
 	gen.WriteSparkLog(&running, gen.SparkApp{AppID: "application_1700000000000_0010", TasksPerStage: 5, OmitEnd: true})
 	os.WriteFile(filepath.Join(dir, "application_1700000000000_0010.inprogress"), running.Bytes(), 0o644)
 
-	eng, err := heuristics.NewEngine(heuristics.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := engine(t)
 	sink := &memSink{}
 	now := time.UnixMilli(1800000000000)
 	cfg := Config{Sources: []string{dir}, SettleRounds: 3, Logger: quiet(), Now: func() time.Time { return now }}
@@ -142,7 +149,7 @@ func TestRunStopsWithContext(t *testing.T) {
 	if _, err := gen.WriteMRJob(dir, gen.MRJob{Maps: 2}); err != nil {
 		t.Fatal(err)
 	}
-	eng, _ := heuristics.NewEngine(heuristics.DefaultConfig())
+	eng := engine(t)
 	sink := &memSink{}
 	p, err := New(Config{Sources: []string{dir, filepath.Join(dir, "absent")}, Interval: 10 * time.Millisecond, Logger: quiet()}, eng, sink)
 	if err != nil {
@@ -179,7 +186,7 @@ func TestPollerRESTSource(t *testing.T) {
 	mux.HandleFunc(jobs+"/job_1_1/", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	eng, _ := heuristics.NewEngine(heuristics.DefaultConfig())
+	eng := engine(t)
 	sink := &memSink{}
 	p, err := New(Config{Sources: []string{srv.URL + jobs}, Logger: quiet()}, eng, sink)
 	if err != nil {
@@ -192,5 +199,34 @@ func TestPollerRESTSource(t *testing.T) {
 	}
 	if sink.puts != 1 || taskRequests != 1 || sink.jobs["job_1_1"] == nil {
 		t.Errorf("puts %d, task requests %d", sink.puts, taskRequests)
+	}
+}
+
+// An analysis that fails (the collector could not read the job's traces)
+// stores nothing and stops the poll; the next poll analyses the job.
+func TestPollerAnalyzerError(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := gen.WriteMRJob(dir, gen.MRJob{JobID: "job_1700000000000_0001", Maps: 2}); err != nil {
+		t.Fatal(err)
+	}
+	eng := engine(t)
+	fail := true
+	a := AnalyzerFunc(func(ctx context.Context, j *job.Job) (*stratav1.JobResult, error) {
+		if fail {
+			return nil, errors.New("read traces: store busy")
+		}
+		return eng.Analyze(ctx, j)
+	})
+	sink := &memSink{}
+	p, err := New(Config{Sources: []string{dir}, Logger: quiet()}, a, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Poll(context.Background()); err == nil || !strings.Contains(err.Error(), "store busy") || sink.puts != 0 {
+		t.Fatalf("failing analysis: err %v, %d puts; want the error and nothing stored", err, sink.puts)
+	}
+	fail = false
+	if st, err := p.Poll(context.Background()); err != nil || st.Analyzed != 1 || sink.puts != 1 {
+		t.Fatalf("next poll: %+v, %v, %d puts; want the job analysed", st, err, sink.puts)
 	}
 }

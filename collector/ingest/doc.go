@@ -12,9 +12,9 @@
 // stored, and nothing of the refused batch is. The agent must not replay a
 // refused batch unchanged.
 //
-// NewServer builds the grpc.Server that every collector service shares: the
-// keepalive policy, the health service (SERVING until Shutdown), and the
-// interceptors that turn domain errors into gRPC codes through the one table
-// in codes.go. Handlers in this and other collector packages return plain
-// errors; they never build statuses themselves.
+// The service only registers itself (Register); the grpc.Server it runs on,
+// with its keepalive policy, message limit, health service and the
+// interceptors that turn domain errors into gRPC codes, belongs to
+// collector/server. Handlers return plain errors (ErrDraining, the store's
+// sentinels); they never build statuses themselves.
 package ingest

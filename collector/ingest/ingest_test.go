@@ -2,8 +2,6 @@ package ingest_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/stratatrace/strata/collector/ingest"
+	"github.com/stratatrace/strata/collector/server"
 	"github.com/stratatrace/strata/collector/store"
 	"github.com/stratatrace/strata/collector/store/storetest"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -43,8 +42,7 @@ var transports = map[string]func(t testing.TB) (net.Listener, []grpc.DialOption,
 func serve(t testing.TB, transport string, st ingest.Appender) *grpc.ClientConn {
 	t.Helper()
 	lis, opts, target := transports[transport](t)
-	srv, _ := ingest.NewServer(slog.New(slog.DiscardHandler))
-	ingest.New(st, slog.New(slog.DiscardHandler)).Register(srv)
+	srv, _ := server.NewGRPCServer(slog.New(slog.DiscardHandler), ingest.New(st, slog.New(slog.DiscardHandler)))
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 	cc, err := grpc.NewClient(target, append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))...)
@@ -150,29 +148,5 @@ func TestPushStoreClosed(t *testing.T) {
 	stream.Send(storetest.Sample(1))
 	if _, err := stream.Recv(); status.Code(err) != codes.Unavailable {
 		t.Fatalf("push to closed store: %v, want Unavailable", err)
-	}
-}
-
-func TestStatusTable(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want codes.Code
-	}{
-		{fmt.Errorf("append: %w", store.ErrInvalidBatch), codes.InvalidArgument},
-		{fmt.Errorf("trace: %w", store.ErrInvalidQuery), codes.InvalidArgument},
-		{fmt.Errorf("job x: %w", store.ErrNotFound), codes.NotFound},
-		{fmt.Errorf("append: %w", store.ErrClosed), codes.Unavailable},
-		{ingest.ErrDraining, codes.Unavailable},
-		{context.Canceled, codes.Canceled},
-		{fmt.Errorf("x: %w", context.DeadlineExceeded), codes.DeadlineExceeded},
-		{status.Error(codes.ResourceExhausted, "too big"), codes.ResourceExhausted},
-		{errors.New("disk on fire"), codes.Internal},
-	} {
-		if got := status.Code(ingest.Status(tc.err)); got != tc.want {
-			t.Errorf("Status(%v) = %v, want %v", tc.err, got, tc.want)
-		}
-	}
-	if ingest.Status(nil) != nil {
-		t.Error("Status(nil) != nil")
 	}
 }

@@ -45,7 +45,7 @@ func (s *Service) Drain() {
 }
 
 // Register adds the service to srv.
-func (s *Service) Register(srv *grpc.Server) {
+func (s *Service) Register(srv grpc.ServiceRegistrar) {
 	stratav1.RegisterIngestServiceServer(srv, s)
 }
 

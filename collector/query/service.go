@@ -27,7 +27,7 @@ type Service struct {
 func New(r Reader) *Service { return &Service{store: r} }
 
 // Register adds the service to srv.
-func (s *Service) Register(srv *grpc.Server) { stratav1.RegisterQueryServiceServer(srv, s) }
+func (s *Service) Register(srv grpc.ServiceRegistrar) { stratav1.RegisterQueryServiceServer(srv, s) }
 
 // Trace streams one TracePage per page, paddr = pfn * page size.
 func (s *Service) Trace(req *stratav1.TraceRequest, stream grpc.ServerStreamingServer[stratav1.TracePage]) error {

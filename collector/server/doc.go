@@ -1,19 +1,31 @@
-// Package server runs the collector: it loads the configuration (defaults,
-// then a JSON file, then STRATA_COLLECTOR_* environment variables, then
-// flags, then Validate), checks its preconditions, opens the store, serves
-// ingest, query and health on one grpc.Server, and stops gracefully.
+// Package server is the collector's composition root: it loads the
+// configuration (defaults, then a JSON file, then STRATA_COLLECTOR_*
+// environment variables, then flags, then Validate), checks its
+// preconditions, opens the store, serves ingest, query and health on one
+// grpc.Server, runs the job-history poller, and stops gracefully.
+//
+// It owns the grpc.Server (NewGRPCServer): keepalive, the receive limit of
+// one batch (stratav1.MaxBatchBytes, the limit the agent cuts batches to),
+// the health service, and the interceptors that turn the handlers' plain
+// errors into gRPC codes through the one table in codes.go. ingest and
+// query only register their services.
 //
 // Run prints one line, "listening ADDR", to its out writer once the socket
 // accepts connections, so scripts and tests can wait for it (with --listen
 // 127.0.0.1:0 ADDR carries the chosen port). The health service reports
 // SERVING for the server ("") and for each registered service by name.
 //
-// When ctx ends, health turns NOT_SERVING, agents' Push streams end with
-// Unavailable after the batch each is storing (ingest.Service.Drain),
-// GracefulStop lets running calls finish for up to ShutdownGrace (then Stop
-// cuts the rest), and the store is flushed and checkpointed. Nothing
-// acknowledged is lost; what was not acknowledged the agents replay.
+// With --history sources the poller (collector/history) analyses every
+// finished job with the heuristics engine (thresholds from --heuristics),
+// adding the cross-layer heuristics when the store holds traces of the
+// job's application: the analyzer builds their TraceSummary from the
+// store's SummaryReader, with the NUMA node count and page size the
+// machines' agents reported.
 //
-// The job-history poller (a separate package) is not wired yet; its place
-// is jobHistoryPoller in run.go.
+// When ctx ends, health turns NOT_SERVING, agents' Push streams end with
+// Unavailable after the batch each is storing (ingest.Service.Drain), the
+// poller is told to stop, GracefulStop lets running calls finish for up to
+// ShutdownGrace (then Stop cuts the rest), and once the poller has
+// returned the store is flushed and checkpointed. Nothing acknowledged is
+// lost; what was not acknowledged the agents replay.
 package server

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -12,53 +13,86 @@ import (
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
-// traceSource is what the analyzer reads of an application's traces.
-type traceSource interface {
-	Cached(ctx context.Context, appID string) ([]store.CachedPages, error)
-	Overhead(ctx context.Context, appID string) ([]*stratav1.OverheadRow, error)
-	FaultNodes(ctx context.Context, appID string) (local, remote uint64, err error)
-}
+// summaryTimeout bounds the store queries behind one job's TraceSummary.
+const summaryTimeout = 30 * time.Second
 
 // analyzer runs the heuristics engine on a job, adding the cross-layer
 // heuristics when the store holds traces of the job's application.
 type analyzer struct {
 	engine *heuristics.Engine
-	traces traceSource
+	traces store.SummaryReader
 	log    *slog.Logger
 }
 
-func (a analyzer) Analyze(j *job.Job) *stratav1.JobResult {
-	if ts := a.summary(j.AppID); ts != nil {
-		return a.engine.AnalyzeWithTrace(j, ts)
+// Analyze implements history.Analyzer. A failure to read the traces is an
+// error, not an analysis without them: the poller retries the job at its
+// next poll rather than store a result that lacks the cross-layer part.
+func (a analyzer) Analyze(ctx context.Context, j *job.Job) (*stratav1.JobResult, error) {
+	// The trace queries of one job get a bound of their own, so one slow
+	// query delays a poll instead of stopping the poller.
+	ctx, cancel := context.WithTimeout(ctx, summaryTimeout)
+	defer cancel()
+	ts, err := a.summary(ctx, j.AppID)
+	if err != nil {
+		return nil, err
 	}
-	return a.engine.Analyze(j)
+	if ts != nil {
+		return a.engine.AnalyzeWithTrace(j, ts), nil
+	}
+	return a.engine.Analyze(j), nil
 }
 
 // summary builds the cross-layer input from the store, nil when there are
 // no traces of appID.
-func (a analyzer) summary(appID string) *heuristics.TraceSummary {
+func (a analyzer) summary(ctx context.Context, appID string) (*heuristics.TraceSummary, error) {
 	if appID == "" || a.traces == nil {
-		return nil
+		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	cached, err := a.traces.Cached(ctx, appID)
 	if err != nil {
-		a.log.Warn("read traces for cross-layer heuristics", "app", appID, "err", err)
-		return nil
+		return nil, fmt.Errorf("read cached pages of %s: %w", appID, err)
 	}
 	over, err := a.traces.Overhead(ctx, appID)
 	if err != nil {
-		a.log.Warn("read workload counters for cross-layer heuristics", "app", appID, "err", err)
+		return nil, fmt.Errorf("read workload counters of %s: %w", appID, err)
 	}
 	ts := summarize(appID, cached, over)
+	if ts == nil {
+		return nil, nil
+	}
+	machines, err := a.traces.Machines(ctx, appID)
+	if err != nil {
+		return nil, fmt.Errorf("read machines of %s: %w", appID, err)
+	}
+	ts.NUMANodes, ts.PageSize = topology(machines)
+	if len(machines) > 1 && ts.PageSize == 0 {
+		a.log.Warn("machines of one application differ in page size; sizes are shown in pages", "app", appID)
+	}
 	local, remote, err := a.traces.FaultNodes(ctx, appID)
 	if err != nil {
-		a.log.Warn("read fault samples for cross-layer heuristics", "app", appID, "err", err)
-	} else if ts != nil && local+remote > 0 {
+		return nil, fmt.Errorf("read fault samples of %s: %w", appID, err)
+	}
+	if local+remote > 0 {
 		ts.Faults = &heuristics.FaultShare{Local: local, Remote: remote}
 	}
-	return ts
+	return ts, nil
+}
+
+// topology returns the NUMA node count and base page size of the machines
+// that hold an application's records: the largest node count any of them
+// reported (0 when none did), and their page size when they agree on one
+// (0, unknown, otherwise).
+func topology(machines []store.Machine) (numaNodes int, pageSize int64) {
+	for i, m := range machines {
+		numaNodes = max(numaNodes, int(m.NUMANodes))
+		switch ps := int64(m.PageSize); {
+		case i == 0:
+			pageSize = ps
+		case ps != pageSize:
+			pageSize = 0
+		}
+	}
+	return numaNodes, pageSize
 }
 
 // summarize turns per-RDD, per-node page counts and workload counters into
@@ -67,7 +101,7 @@ func summarize(appID string, cached []store.CachedPages, over []*stratav1.Overhe
 	if len(cached) == 0 && len(over) == 0 {
 		return nil
 	}
-	ts := &heuristics.TraceSummary{AppID: appID, PageSize: 4096}
+	ts := &heuristics.TraceSummary{AppID: appID}
 	byRDD := map[int32]*heuristics.RDDPages{}
 	for _, c := range cached {
 		r := byRDD[c.RDDID]
@@ -96,7 +130,7 @@ func summarize(appID string, cached []store.CachedPages, over []*stratav1.Overhe
 
 // jobHistoryPoller builds the poller of the configured history sources,
 // nil when none are configured.
-func jobHistoryPoller(c Config, st store.JobStore, traces traceSource, log *slog.Logger) (func(context.Context) error, error) {
+func jobHistoryPoller(c Config, st store.JobStore, traces store.SummaryReader, log *slog.Logger) (func(context.Context) error, error) {
 	if len(c.History) == 0 {
 		return nil, nil
 	}

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-
 	"github.com/stratatrace/strata/collector/ingest"
 	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/store"
@@ -59,13 +57,19 @@ func listen(addr string) (net.Listener, error) {
 	return net.Listen("unix", path)
 }
 
+// openStore opens the configured backend; the rest of Run sees only the
+// store.Store interface.
+func openStore(ctx context.Context, c Config, log *slog.Logger) (store.Store, error) {
+	return store.Open(ctx, store.Options{Dir: c.StoreDir, MemoryLimit: c.MemoryLimit, Threads: c.Threads, Logger: log})
+}
+
 // Run serves the collector until ctx ends or serving fails; see the package
 // doc for the shutdown order. It prints "listening ADDR" to out when ready.
 func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err error) {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, store.Options{Dir: c.StoreDir, MemoryLimit: c.MemoryLimit, Threads: c.Threads, Logger: log})
+	st, err := openStore(ctx, c, log)
 	if err != nil {
 		return err
 	}
@@ -74,17 +78,18 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 			err = errors.Join(err, cerr)
 		}
 	}()
+	// Built before serving: a bad heuristics file stops Run before it
+	// listens.
+	poll, err := jobHistoryPoller(c, st, st, log)
+	if err != nil {
+		return fmt.Errorf("job history poller: %w", err)
+	}
 	lis, err := listen(c.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", c.Listen, err)
 	}
-	srv, health := ingest.NewServer(log)
 	in := ingest.New(st, log)
-	in.Register(srv)
-	query.New(st).Register(srv)
-	for name := range srv.GetServiceInfo() {
-		health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
-	}
+	srv, health := NewGRPCServer(log, in, query.New(st))
 
 	errc := make(chan error, 2)
 	go func() {
@@ -92,18 +97,18 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 			errc <- fmt.Errorf("serve grpc: %w", err)
 		}
 	}()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	poll, err := jobHistoryPoller(c, st, st, log)
-	if err != nil {
-		return fmt.Errorf("job history poller: %w", err)
-	}
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	defer stopPoll()
+	polled := make(chan struct{})
 	if poll != nil {
 		go func() {
-			if err := poll(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			defer close(polled)
+			if err := poll(pollCtx); err != nil && !errors.Is(err, context.Canceled) {
 				errc <- fmt.Errorf("job history poller: %w", err)
 			}
 		}()
+	} else {
+		close(polled)
 	}
 	log.Info("collector serving", "listen", lis.Addr().String(), "store_dir", c.StoreDir)
 	fmt.Fprintf(out, "listening %s\n", lis.Addr())
@@ -114,6 +119,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 	}
 	health.Shutdown()
 	in.Drain()
+	stopPoll()
 	stopped := make(chan struct{})
 	go func() {
 		srv.GracefulStop()
@@ -128,5 +134,6 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 		<-stopped
 		log.Info("collector stopped; open streams cut after the grace period", "grace", grace)
 	}
+	<-polled // the poller's last store call has returned; the store may close
 	return err
 }

@@ -168,3 +168,27 @@ func TestRunUnixSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The collector accepts a batch above gRPC's 4 MiB default and refuses one
+// above stratav1.MaxBatchBytes with ResourceExhausted, before storing it.
+func TestBatchSizeLimit(t *testing.T) {
+	c := servertest.Start(t, nil, nil)
+	push := func(seq uint64, bytes int) (*stratav1.Ack, error) {
+		stream, err := stratav1.NewIngestServiceClient(c.Dial(t)).Push(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := storetest.Sample(seq)
+		b.Records[0].ResolveError = strings.Repeat("x", bytes)
+		if err := stream.Send(b); err != nil {
+			t.Fatal(err)
+		}
+		return stream.Recv()
+	}
+	if ack, err := push(1, 5<<20); err != nil || ack.GetSeq() != 1 {
+		t.Fatalf("5 MiB batch: %v, %v; want it acknowledged", ack, err)
+	}
+	if _, err := push(2, stratav1.MaxBatchBytes); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("batch over MaxBatchBytes: %v, want ResourceExhausted", err)
+	}
+}

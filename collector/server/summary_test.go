@@ -13,7 +13,8 @@ import (
 // for one application: each block's latest observation counts, a freed
 // block counts nothing, holes are not pages, other apps, non-RDD blocks
 // and execution memory are left out, and sampled faults split local and
-// remote by node numbers or by the agent's CROSS_NODE mark.
+// remote by node numbers or by the agent's CROSS_NODE mark; the node count
+// and page size are the agent's NodeInfo.
 func TestTraceSummaryFromStore(t *testing.T) {
 	const app = "application_7_0001"
 	present := uint32(stratav1.PageState_PAGE_STATE_PRESENT)
@@ -61,13 +62,14 @@ func TestTraceSummaryFromStore(t *testing.T) {
 	}
 	defer st.Close()
 	if _, err := st.Append(ctx, &stratav1.Batch{NodeName: "n", BootId: "b", Seq: 1, Records: records,
+		Node:      &stratav1.NodeInfo{NumaNodes: 2, PageSize: 4096, MemTotalBytes: 8 << 30},
 		Workloads: []*stratav1.WorkloadCounters{{AppId: app, ExecutorId: "1", Pid: 9, StartUnixNano: 1, EndUnixNano: 2, PmuStatus: "unavailable: no hardware PMU"}}}); err != nil {
 		t.Fatal(err)
 	}
 	a := analyzer{traces: st, log: slog.New(slog.DiscardHandler)}
-	ts := a.summary(app)
-	if ts == nil || ts.AppID != app || len(ts.Workloads) != 1 {
-		t.Fatalf("summary = %+v", ts)
+	ts, err := a.summary(ctx, app)
+	if err != nil || ts == nil || ts.AppID != app || len(ts.Workloads) != 1 || ts.NUMANodes != 2 || ts.PageSize != 4096 {
+		t.Fatalf("summary = %+v, %v", ts, err)
 	}
 	if len(ts.RDDs) != 1 {
 		t.Fatalf("RDDs %+v, want only rdd 1", ts.RDDs)
@@ -80,7 +82,27 @@ func TestTraceSummaryFromStore(t *testing.T) {
 	if ts.Faults == nil || ts.Faults.Local != 1 || ts.Faults.Remote != 2 {
 		t.Fatalf("faults %+v", ts.Faults)
 	}
-	if a.summary("application_none") != nil {
-		t.Fatal("an app without traces has a summary")
+	if ts, err := a.summary(ctx, "application_none"); ts != nil || err != nil {
+		t.Fatalf("an app without traces: summary %+v, %v", ts, err)
+	}
+}
+
+// The node count is the largest any machine of the app reported; the page
+// size is known only when the machines agree.
+func TestTopology(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		in    []store.Machine
+		nodes int
+		page  int64
+	}{
+		{"none", nil, 0, 0},
+		{"unknown", []store.Machine{{PageSize: 4096}}, 0, 4096},
+		{"two machines", []store.Machine{{NUMANodes: 2, PageSize: 4096}, {NUMANodes: 4, PageSize: 4096}}, 4, 4096},
+		{"page sizes differ", []store.Machine{{NUMANodes: 1, PageSize: 4096}, {NUMANodes: 1, PageSize: 65536}}, 1, 0},
+	} {
+		if n, p := topology(tc.in); n != tc.nodes || p != tc.page {
+			t.Errorf("%s: topology = %d nodes, %d B pages; want %d, %d", tc.name, n, p, tc.nodes, tc.page)
+		}
 	}
 }

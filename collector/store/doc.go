@@ -1,13 +1,16 @@
 // Package store keeps what the collector receives and answers the questions
 // asked of it.
 //
-// Store is the small interface the rest of the collector uses; ingest and
+// Store is the interface the rest of the collector uses, and it holds every
+// question the collector asks: BatchAppender (ingest), TraceReader (the
+// query service), SummaryReader (the cross-layer job heuristics) and
+// JobStore (the job-history poller and the query service); ingest and
 // query each declare the narrower part they need. DuckDB (Open) is the
-// embedded backend: one database file, strata.duckdb, in the store directory.
-// A server backend for larger clusters (ClickHouse, fed over HTTP with
-// INSERT … FORMAT RowBinary as measured in the storage research) can satisfy
-// the same interface; none is written yet, and nothing outside this package
-// depends on DuckDB.
+// embedded backend: one database file, strata.duckdb, in the store
+// directory. A server backend for larger clusters (ClickHouse, fed over
+// HTTP with INSERT … FORMAT RowBinary as measured in the storage research)
+// can satisfy the same interface; none is written yet, and nothing outside
+// this package and collector/server's openStore depends on DuckDB.
 //
 // # Writes
 //
@@ -15,15 +18,20 @@
 // Append validates a batch (ValidateBatch; refusals wrap ErrInvalidBatch),
 // then, on the writer, looks up its key (node_name, boot_id, seq): a stored
 // key makes the batch a duplicate and nothing is written. Otherwise the
-// batch's records, runs and workloads go through the appenders and its key
-// row into batches, all in one transaction; Append returns after COMMIT, so
-// an acknowledged batch is durable and a failed one left nothing behind.
-// Close stops the writer, closes the appenders, runs CHECKPOINT and closes
-// the database. Every method returns ErrClosed once Close has begun.
+// batch's records, runs and workloads go through the appenders, its
+// NodeInfo into nodes (when it differs from what was last written for the
+// machine) and its key row into batches, all in one transaction; Append
+// returns after COMMIT, so an acknowledged batch is durable and a failed
+// one left nothing behind. Close stops the writer, closes the appenders,
+// runs CHECKPOINT and closes the database. Every method returns ErrClosed
+// once Close has begun.
 //
 // # Tables
 //
 //   - batches: one row per stored batch, unique on (node_name, boot_id, seq).
+//   - nodes: one row per machine (node_name, boot_id): its NUMA node count,
+//     page size and memory as its agent reported them; a field the agent
+//     sent as 0 (unknown) keeps the value stored before.
 //   - records: one row per record, with its block's Spark columns, fault
 //     counters (has_faults says whether they were sent) and resolve_error.
 //   - runs: one row per PageRun, carrying the block's Spark columns and the
@@ -32,6 +40,9 @@
 //   - workloads: one row per WorkloadCounters; absent hardware counters are
 //     NULL.
 //   - jobs: one row per analysed job, the JobResult kept as protobuf bytes.
+//
+// The SQL names PageRun.state bits ({PRESENT}, {SWAPPED}); withStates puts
+// in the numbers of the stratav1.PageState enum.
 //
 // # Query semantics
 //
@@ -45,7 +56,7 @@
 //     (not present, or the PFN hidden). Fault records are not life-cycle
 //     records: they cover one page, not the block. Runs are expanded into
 //     pages (in SQL) only for processes whose latest runs overlap; otherwise
-//     run lengths are summed, which is 10x faster on the benchmark data.
+//     run lengths are summed, which spares expanding every page.
 //   - Faults: counters are cumulative since a block's registration, so the
 //     latest record carrying them wins per registration (executor, block,
 //     pid, hook_block_id); registrations of one Spark block are summed.
@@ -53,11 +64,17 @@
 //     cumulative (latest wins), different starts are summed as successive
 //     intervals. A hardware counter is reported only when every snapshot
 //     measured it; walk percentages need a non-zero cycle count.
+//   - Cached, FaultNodes, Machines: the cross-layer summary of one app —
+//     cached pages per RDD and node as Numa takes them (without
+//     de-duplicating overlaps), sampled faults split local and remote, and
+//     the machines holding the app's records with their NodeInfo.
 //
-// # Measured (BenchmarkIngest, BenchmarkQueries, 2-core VM shared with builds)
+// # Cost
 //
-// 2 Mi pages carried in 95k runs (21.5 pages per run) ingest at 0.8–3.2 M
-// pages/s depending on the machine's load, 1.4 B per page on disk. The same
-// pages stored one row each take 5.5x the bytes and 10–22x the insert time.
-// Trace expands about 1–1.5 M pages/s; Numa over those pages takes ~0.25 s.
+// The benchmarks measure what these choices cost on the machine they run
+// on (make bench), each against a baseline of the same run:
+// BenchmarkIngest stores 2 Mi pages as runs and then one row per page, and
+// reports pages/s, bytes per page and the bytes and insert-time ratios of
+// the two; BenchmarkQueries reports Trace's pages/s and the time of Numa and
+// Faults over those pages; ingest's BenchmarkPush adds gRPC.
 package store

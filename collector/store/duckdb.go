@@ -123,6 +123,15 @@ CREATE TABLE IF NOT EXISTS workloads (
 	walk_rdd         UBIGINT,
 	pmu_status       VARCHAR NOT NULL
 );
+CREATE TABLE IF NOT EXISTS nodes (
+	node_name       VARCHAR NOT NULL,
+	boot_id         VARCHAR NOT NULL,
+	numa_nodes      UINTEGER NOT NULL,
+	page_size       UINTEGER NOT NULL,
+	mem_total_bytes UBIGINT NOT NULL,
+	updated_ns      BIGINT NOT NULL,
+	PRIMARY KEY (node_name, boot_id)
+);
 CREATE TABLE IF NOT EXISTS jobs (
 	job_id      VARCHAR PRIMARY KEY,
 	severity    INTEGER NOT NULL,
@@ -162,6 +171,17 @@ type writer struct {
 	runs      *duckdb.Appender
 	workloads *duckdb.Appender
 	nextBatch int64
+	// nodes is the NodeInfo last committed per (node_name, boot_id), so a
+	// batch repeating it writes nothing; empty after Open, so the first
+	// batch of each machine writes its row again (an idempotent upsert).
+	nodes map[nodeKey]nodeInfo
+}
+
+type nodeKey struct{ name, boot string }
+
+type nodeInfo struct {
+	numaNodes, pageSize uint32
+	memTotal            uint64
 }
 
 // Open opens (creating if needed) the database in opts.Dir and starts its
@@ -215,7 +235,7 @@ func openWriter(ctx context.Context, connector *duckdb.Connector) (w *writer, er
 	if err != nil {
 		return nil, fmt.Errorf("connect duckdb: %w", err)
 	}
-	w = &writer{conn: conn}
+	w = &writer{conn: conn, nodes: map[nodeKey]nodeInfo{}}
 	defer func() {
 		if err != nil {
 			w.close()
@@ -411,11 +431,49 @@ func (w *writer) append(ctx context.Context, b *stratav1.Batch) (res AppendResul
 		VALUES ($1, $2, $3, $4, $5, $6)`, keyRow); err != nil {
 		return res, fmt.Errorf("insert batch key: %w", err)
 	}
+	nk, node, changed, err := w.putNode(ctx, b)
+	if err != nil {
+		return res, err
+	}
 	if _, err := w.exec.ExecContext(ctx, "COMMIT", nil); err != nil {
 		return res, fmt.Errorf("commit: %w", err)
 	}
 	w.nextBatch++
+	if changed {
+		w.nodes[nk] = node
+	}
 	return AppendResult{Records: n}, nil
+}
+
+// nodeUpsertSQL stores a machine's NodeInfo; a zero field ("unknown")
+// keeps the value stored before.
+const nodeUpsertSQL = `INSERT INTO nodes (node_name, boot_id, numa_nodes, page_size, mem_total_bytes, updated_ns)
+	VALUES ($1, $2, $3, $4, $5, $6)
+	ON CONFLICT (node_name, boot_id) DO UPDATE SET
+		numa_nodes = CASE WHEN excluded.numa_nodes > 0 THEN excluded.numa_nodes ELSE nodes.numa_nodes END,
+		page_size = CASE WHEN excluded.page_size > 0 THEN excluded.page_size ELSE nodes.page_size END,
+		mem_total_bytes = CASE WHEN excluded.mem_total_bytes > 0 THEN excluded.mem_total_bytes ELSE nodes.mem_total_bytes END,
+		updated_ns = excluded.updated_ns`
+
+// putNode writes b's NodeInfo, inside the batch's transaction, unless it
+// is absent, all unknown, or what was last committed for the machine.
+// changed says whether the caller should remember node after COMMIT.
+func (w *writer) putNode(ctx context.Context, b *stratav1.Batch) (key nodeKey, node nodeInfo, changed bool, err error) {
+	ni := b.GetNode()
+	key = nodeKey{b.GetNodeName(), b.GetBootId()}
+	node = nodeInfo{ni.GetNumaNodes(), ni.GetPageSize(), ni.GetMemTotalBytes()}
+	if node == (nodeInfo{}) || w.nodes[key] == node {
+		return key, node, false, nil
+	}
+	args := []driver.NamedValue{
+		{Ordinal: 1, Value: key.name}, {Ordinal: 2, Value: key.boot},
+		{Ordinal: 3, Value: node.numaNodes}, {Ordinal: 4, Value: node.pageSize}, {Ordinal: 5, Value: node.memTotal},
+		{Ordinal: 6, Value: time.Now().UnixNano()},
+	}
+	if _, err := w.exec.ExecContext(ctx, nodeUpsertSQL, args); err != nil {
+		return key, node, false, fmt.Errorf("store node info: %w", err)
+	}
+	return key, node, true, nil
 }
 
 func (w *writer) appendRows(id int64, b *stratav1.Batch) error {

@@ -147,10 +147,10 @@ WITH life AS (
 // them is the costly part, so it is done only for the processes whose
 // latest runs overlap (found with a running max of range ends in vaddr
 // order); everywhere else a run's page count is summed as it is.
-const numaSQL = latestLifecycleCTE + `, r AS (
+var numaSQL = withStates(latestLifecycleCTE + `, r AS (
 	SELECT r.rdd_id, r.executor_id, r.pid, r.page_size::UBIGINT AS page_size, r.vaddr, r.pages::UBIGINT AS pages,
 		r.vaddr + r.pages::UBIGINT * r.page_size AS vend,
-		CASE WHEN r.state & 1 = 0 OR r.state & 128 <> 0 THEN -1 ELSE r.numa_node END AS node
+		CASE WHEN r.state & {PRESENT} = 0 OR r.state & {PFN_HIDDEN} <> 0 THEN -1 ELSE r.numa_node END AS node
 	FROM runs r JOIN latest USING (batch_id, rec_idx)
 	WHERE r.app_id = $1
 ), flagged AS (
@@ -171,7 +171,7 @@ const numaSQL = latestLifecycleCTE + `, r AS (
 		WHERE p.overlapping) d
 )
 SELECT rdd_id, node, sum(pages)::UBIGINT, sum(bytes)::UBIGINT
-FROM counted GROUP BY rdd_id, node ORDER BY rdd_id, node`
+FROM counted GROUP BY rdd_id, node ORDER BY rdd_id, node`)
 
 // Numa counts distinct resident pages per RDD per NUMA node; see numaSQL.
 func (s *DuckDB) Numa(ctx context.Context, appID string) ([]*stratav1.NumaRow, error) {

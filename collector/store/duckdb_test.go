@@ -78,10 +78,13 @@ func TestAppendInvalid(t *testing.T) {
 		"no app":        func(b *stratav1.Batch) { b.Records[2].Block.AppId = "" },
 		"no block":      func(b *stratav1.Batch) { b.Records[1].Block = nil },
 		"zero count":    func(b *stratav1.Batch) { b.Records[0].Runs[1].Count = 0 },
+		"long run":      func(b *stratav1.Batch) { b.Records[0].Runs[1].Count = stratav1.MaxRunPages + 1 },
 		"no page size":  func(b *stratav1.Batch) { b.Records[0].PageSize = 0 },
 		"odd page size": func(b *stratav1.Batch) { b.Records[0].PageSize = 4095 },
 		"wraps":         func(b *stratav1.Batch) { b.Records[0].Runs[0].Vaddr = ^uint64(0) &^ 4095 },
 		"workload app":  func(b *stratav1.Batch) { b.Workloads[0].AppId = "" },
+		"node page":     func(b *stratav1.Batch) { b.Node = &stratav1.NodeInfo{PageSize: 3000} },
+		"node count":    func(b *stratav1.Batch) { b.Node = &stratav1.NodeInfo{NumaNodes: 5000} },
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := storetest.Sample(1)

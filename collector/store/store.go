@@ -62,6 +62,22 @@ type TraceReader interface {
 	Hot(ctx context.Context, q HotQuery) ([]*stratav1.HotPage, error)
 }
 
+// SummaryReader answers what the cross-layer job heuristics ask of one
+// application's traces (collector/server builds their TraceSummary from
+// it).
+type SummaryReader interface {
+	// Cached returns the app's cached pages per RDD per NUMA node.
+	Cached(ctx context.Context, appID string) ([]CachedPages, error)
+	// FaultNodes counts sampled faults in the app's cached blocks on the
+	// faulting CPU's own node (local) and on another (remote).
+	FaultNodes(ctx context.Context, appID string) (local, remote uint64, err error)
+	// Machines lists the machines holding the app's records, with what
+	// their agents reported of them (NodeInfo).
+	Machines(ctx context.Context, appID string) ([]Machine, error)
+	// Overhead returns the app's workload counters per (executor, pid).
+	Overhead(ctx context.Context, appID string) ([]*stratav1.OverheadRow, error)
+}
+
 // JobStore keeps analysed jobs; the job-history poller writes, queries read.
 type JobStore interface {
 	// PutJob stores r, replacing an earlier result with the same job id.
@@ -74,22 +90,25 @@ type JobStore interface {
 	Job(ctx context.Context, id string) (*stratav1.JobResult, error)
 }
 
-// Store is everything the collector keeps. Close flushes and checkpoints.
+// Store is everything the collector keeps and every question it asks of
+// it; a backend must satisfy all of it. Close flushes and checkpoints.
 type Store interface {
 	BatchAppender
 	TraceReader
+	SummaryReader
 	JobStore
 	Close() error
 }
 
-// maxRunPages bounds one run: 1 GiB of 4 KiB pages, larger than any folio
-// (a PUD THP is 262144 pages). A larger count is corrupt input, and would let
-// one message expand into an unbounded trace.
-const maxRunPages = 1 << 18
+// maxNUMANodes is Linux's largest node count (CONFIG_NODES_SHIFT at most
+// 10); a NodeInfo claiming more is corrupt.
+const maxNUMANodes = 1 << 10
 
 // ValidateBatch reports why b cannot be stored, wrapped in ErrInvalidBatch,
 // or nil. It checks what the store relies on: the batch key, a block with an
-// app id on every record and workload, and runs that expand to sane pages.
+// app id on every record and workload, a sane NodeInfo, and runs that
+// expand to sane pages (at most stratav1.MaxRunPages each, the limit the
+// agent cuts runs to).
 func ValidateBatch(b *stratav1.Batch) error {
 	if b == nil {
 		return fmt.Errorf("%w: nil batch", ErrInvalidBatch)
@@ -111,13 +130,21 @@ func ValidateBatch(b *stratav1.Batch) error {
 			return fmt.Errorf("%w: record %d: page_size %d is not a power of two", ErrInvalidBatch, i, ps)
 		}
 		for j, run := range r.GetRuns() {
-			if run.GetCount() == 0 || run.GetCount() > maxRunPages {
-				return fmt.Errorf("%w: record %d run %d: count %d outside 1..%d", ErrInvalidBatch, i, j, run.GetCount(), maxRunPages)
+			if run.GetCount() == 0 || run.GetCount() > stratav1.MaxRunPages {
+				return fmt.Errorf("%w: record %d run %d: count %d outside 1..%d", ErrInvalidBatch, i, j, run.GetCount(), stratav1.MaxRunPages)
 			}
 			end := run.GetVaddr() + uint64(run.GetCount())*uint64(r.GetPageSize())
 			if end < run.GetVaddr() {
 				return fmt.Errorf("%w: record %d run %d: range wraps the address space", ErrInvalidBatch, i, j)
 			}
+		}
+	}
+	if n := b.GetNode(); n != nil {
+		if ps := n.GetPageSize(); ps&(ps-1) != 0 {
+			return fmt.Errorf("%w: node info: page_size %d is not a power of two", ErrInvalidBatch, ps)
+		}
+		if n.GetNumaNodes() > maxNUMANodes {
+			return fmt.Errorf("%w: node info: %d NUMA nodes, more than Linux supports (%d)", ErrInvalidBatch, n.GetNumaNodes(), maxNUMANodes)
 		}
 	}
 	for i, w := range b.GetWorkloads() {

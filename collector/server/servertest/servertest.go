@@ -38,7 +38,8 @@ func Start(tb testing.TB, batches []*stratav1.Batch, jobs []*stratav1.JobResult)
 }
 
 // StartWith is Start with a hook that adjusts the configuration (history
-// sources, say) before the collector runs.
+// sources, say, or the store directory of a collector stopped before)
+// before the collector runs.
 func StartWith(tb testing.TB, batches []*stratav1.Batch, jobs []*stratav1.JobResult, configure func(*server.Config)) *Collector {
 	tb.Helper()
 	ctx := context.Background()
@@ -68,7 +69,7 @@ func StartWith(tb testing.TB, batches []*stratav1.Batch, jobs []*stratav1.JobRes
 	if configure != nil {
 		configure(&cfg)
 	}
-	c := &Collector{StoreDir: dir, done: make(chan error, 1)}
+	c := &Collector{StoreDir: cfg.StoreDir, done: make(chan error, 1)}
 	runCtx, cancel := context.WithCancel(ctx)
 	c.stop = cancel
 	pr, pw := io.Pipe()

@@ -104,18 +104,25 @@ func Open(tb testing.TB) *store.DuckDB {
 	return s
 }
 
+// JobAdvice is the long text of a detail of every fixture job.
+const JobAdvice = "Kryo is not the serializer:\nset spark.serializer to org.apache.spark.serializer.KryoSerializer."
+
 // Jobs returns three analysed jobs, LOW, MODERATE and CRITICAL, finishing in
-// that order (so newest first is CRITICAL, MODERATE, LOW).
+// that order (so newest first is CRITICAL, MODERATE, LOW); each carries a
+// detail with a value and a two-line long text (JobAdvice).
 func Jobs() []*stratav1.JobResult {
 	var out []*stratav1.JobResult
 	for i, sev := range []stratav1.Severity{stratav1.Severity_SEVERITY_LOW, stratav1.Severity_SEVERITY_MODERATE, stratav1.Severity_SEVERITY_CRITICAL} {
 		out = append(out, &stratav1.JobResult{
 			JobId: "job_1526555215992_000" + string(rune('1'+i)), Type: "spark", Name: "etl-" + sev.String(),
 			User: "alice", Queue: "default", AppId: App, StartUnixMs: 1000, FinishUnixMs: int64(2000 + i),
-			Metrics:    &stratav1.JobMetrics{UsedGbHours: 1.5, WastedGbHours: 0.5, RuntimeMs: 60000},
-			Severity:   sev,
-			Score:      int64(10 * i),
-			Heuristics: []*stratav1.HeuristicResult{{Name: "Executor GC", Severity: sev, Score: int64(10 * i), Details: []*stratav1.HeuristicDetail{{Name: "GC time", Value: "12%"}}}},
+			Metrics:  &stratav1.JobMetrics{UsedGbHours: 1.5, WastedGbHours: 0.5, RuntimeMs: 60000},
+			Severity: sev,
+			Score:    int64(10 * i),
+			Heuristics: []*stratav1.HeuristicResult{{Name: "Executor GC", Severity: sev, Score: int64(10 * i), Details: []*stratav1.HeuristicDetail{
+				{Name: "GC time", Value: "12%"},
+				{Name: "spark.serializer", Value: "org.apache.spark.serializer.JavaSerializer", Details: JobAdvice},
+			}}},
 		})
 	}
 	return out

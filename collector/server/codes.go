@@ -1,4 +1,4 @@
-package ingest
+package server
 
 import (
 	"context"
@@ -8,11 +8,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stratatrace/strata/collector/ingest"
 	"github.com/stratatrace/strata/collector/store"
 )
 
 // codeTable maps domain errors to gRPC codes; the first match wins. It is the
-// only place a collector error becomes a code.
+// only place a collector error becomes a code: handlers of every service
+// (ingest, query) return plain errors, and the server's interceptors pass
+// them through toStatus.
 var codeTable = []struct {
 	err  error
 	code codes.Code
@@ -21,15 +24,15 @@ var codeTable = []struct {
 	{store.ErrInvalidQuery, codes.InvalidArgument},
 	{store.ErrNotFound, codes.NotFound},
 	{store.ErrClosed, codes.Unavailable},
-	{ErrDraining, codes.Unavailable},
+	{ingest.ErrDraining, codes.Unavailable},
 	{context.Canceled, codes.Canceled},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 }
 
-// Status converts err into a gRPC status error through codeTable. Errors
+// toStatus converts err into a gRPC status error through codeTable. Errors
 // that already carry a status (from the transport) pass through; anything
 // unknown is Internal.
-func Status(err error) error {
+func toStatus(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -47,9 +50,9 @@ func Status(err error) error {
 
 func unaryStatus(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 	resp, err := h(ctx, req)
-	return resp, Status(err)
+	return resp, toStatus(err)
 }
 
 func streamStatus(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-	return Status(h(srv, ss))
+	return toStatus(h(srv, ss))
 }

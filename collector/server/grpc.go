@@ -1,4 +1,4 @@
-package ingest
+package server
 
 import (
 	"log/slog"
@@ -8,17 +8,23 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
-// MaxBatchBytes is the largest message the server accepts. A batch of 10,000
-// records with a few runs each is a few MiB; gRPC's 4 MiB default would
-// refuse the larger ones an agent sends after a long disconnection.
-const MaxBatchBytes = 64 << 20
+// Service is a gRPC service the collector serves (ingest.Service,
+// query.Service): it only registers itself.
+type Service interface {
+	Register(grpc.ServiceRegistrar)
+}
 
-// NewServer returns the grpc.Server all collector services register on,
-// with the health service registered and reporting SERVING for the whole
-// server. Stop it with health.Shutdown, then GracefulStop (see server.Run).
-func NewServer(log *slog.Logger) (*grpc.Server, *health.Server) {
+// NewGRPCServer returns the one grpc.Server of the collector with services
+// registered on it: keepalive policy, the receive limit of a batch
+// (stratav1.MaxBatchBytes), the interceptors that turn domain errors into
+// gRPC codes through codeTable, and the health service, which reports
+// SERVING for the server ("") and for every registered service by name.
+// Stop it with health.Shutdown, then GracefulStop (see Run).
+func NewGRPCServer(log *slog.Logger, services ...Service) (*grpc.Server, *health.Server) {
 	srv := grpc.NewServer(
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			// Ping a connection after 30 s without traffic, so a node that
@@ -37,7 +43,9 @@ func NewServer(log *slog.Logger) (*grpc.Server, *health.Server) {
 			// Agents ping between batches too, while no stream is open.
 			PermitWithoutStream: true,
 		}),
-		grpc.MaxRecvMsgSize(MaxBatchBytes),
+		// The agent cuts batches to this size; gRPC's 4 MiB default would
+		// refuse the larger ones it sends after a long disconnection.
+		grpc.MaxRecvMsgSize(stratav1.MaxBatchBytes),
 		// Stop and GracefulStop return only after every handler has, so the
 		// store can be closed right after them with no call still using it.
 		grpc.WaitForHandlers(true),
@@ -45,8 +53,14 @@ func NewServer(log *slog.Logger) (*grpc.Server, *health.Server) {
 		grpc.ChainStreamInterceptor(streamStatus),
 	)
 	hs := health.NewServer()
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(srv, hs)
-	log.Debug("grpc server built", "max_recv_bytes", MaxBatchBytes)
+	for _, s := range services {
+		s.Register(srv)
+	}
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	for name := range srv.GetServiceInfo() {
+		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	}
+	log.Debug("grpc server built", "max_recv_bytes", stratav1.MaxBatchBytes)
 	return srv, hs
 }
