@@ -125,12 +125,19 @@ func startCollector(t testing.TB, bin string) (*proc, string) {
 	return startCollectorAt(t, bin, "127.0.0.1:0", filepath.Join(t.TempDir(), "store"))
 }
 
+// startCollectorWith starts strata-collector with a fresh store and extra
+// flags.
+func startCollectorWith(t testing.TB, bin string, extra ...string) (*proc, string) {
+	t.Helper()
+	return startCollectorAt(t, bin, "127.0.0.1:0", filepath.Join(t.TempDir(), "store"), extra...)
+}
+
 // startCollectorAt starts strata-collector on listen with the store in dir.
-func startCollectorAt(t testing.TB, bin, listen, dir string) (*proc, string) {
+func startCollectorAt(t testing.TB, bin, listen, dir string, extra ...string) (*proc, string) {
 	t.Helper()
 	pr, pw := io.Pipe()
-	p := startProc(t, "collector", pw, filepath.Join(bin, "strata-collector"),
-		"--listen", listen, "--store-dir", dir)
+	p := startProc(t, "collector", pw, append([]string{filepath.Join(bin, "strata-collector"),
+		"--listen", listen, "--store-dir", dir}, extra...)...)
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -225,15 +232,24 @@ func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 // runCLI runs the strata CLI and returns its stdout.
 func runCLI(t testing.TB, bin string, args ...string) string {
 	t.Helper()
+	out, err := runCLIErr(bin, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// runCLIErr runs the strata CLI; the error carries its stderr.
+func runCLIErr(bin string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "strata"), args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("strata %v: %v\n%s", args, err, errb.String())
+		return "", fmt.Errorf("strata %v: %v\n%s", args, err, errb.String())
 	}
-	return out.String()
+	return out.String(), nil
 }
 
 // pagemapEntry reads the raw pagemap entry of addr in pid, one pread per
