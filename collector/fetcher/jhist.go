@@ -109,6 +109,7 @@ func parseJhistWith(r io.Reader, scan bool) (*job.Job, error) {
 	if _, err := lr.next(); err != nil { // the Avro schema
 		return nil, fmt.Errorf("read job history schema: %w", err)
 	}
+	lr.skipLong = true // from here on a line over the bound is one bad line
 	b := &jhBuilder{
 		j:     &job.Job{Type: job.MapReduce, Conf: map[string]string{}},
 		tasks: make(map[string]*jhTask),
@@ -148,11 +149,16 @@ func parseJhistWith(r io.Reader, scan bool) (*job.Job, error) {
 
 // decodeJhLine decodes one event line (with the hand-written decoder when
 // scan is set, else or on its refusal with encoding/json) and prepares its
-// records for apply.
+// records for apply. A line nested deeper than maxNesting is errNesting on
+// both paths: the scanner gives up at that depth and checkNesting, which
+// does not recurse, runs before encoding/json.
 func decodeJhLine(line []byte, d *jhDecoder, scan bool) (jhLine, error) {
 	var ev jhLine
 	if !scan || !scanJhLine(line, d, &ev) {
 		ev = jhLine{}
+		if err := checkNesting(line); err != nil {
+			return jhLine{}, err
+		}
 		if err := json.Unmarshal(line, &ev); err != nil {
 			return jhLine{}, err
 		}
@@ -356,6 +362,9 @@ var taskIDInText = regexp.MustCompile(`task_[0-9]+_[0-9]+_[mr]_[0-9]+`)
 func (b *jhBuilder) finish() (*job.Job, error) {
 	j := b.j
 	if j.ID == "" {
+		if len(j.Warnings) > 0 { // say why, e.g. the one event line was malformed
+			return nil, fmt.Errorf("parse job history: %w: no JOB_SUBMITTED event (%s)", ErrNoJob, strings.Join(j.Warnings, "; "))
+		}
 		return nil, fmt.Errorf("parse job history: %w: no JOB_SUBMITTED event", ErrNoJob)
 	}
 	j.AppID = appIDFromJobID(j.ID)

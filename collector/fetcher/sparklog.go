@@ -208,6 +208,7 @@ func parseSparkLog(r io.Reader) (*sparkApp, []string, error) {
 		execMem:   map[string][2]int64{},
 	}
 	lr := newLineReader(r)
+	lr.skipLong = true
 	var events int
 	for {
 		line, err := lr.next()
