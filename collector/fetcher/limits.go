@@ -4,6 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"unsafe"
+
+	"github.com/stratatrace/strata/collector/job"
 )
 
 // The bounds below keep a hostile or broken history input from crashing the
@@ -118,4 +122,82 @@ func (c *capReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.read += int64(n)
 	return n, err
+}
+
+// DefaultMaxJobBytes is the memory one job's model may take, as the budget
+// below estimates it, unless Options.MaxJobBytes says otherwise. A
+// 100 000-task MapReduce job takes about 130 MiB; a Spark application's
+// stage and executor totals are small whatever its task count, and its
+// per-task details stop at maxSparkTaskBytes.
+const DefaultMaxJobBytes = 1 << 30
+
+// maxSparkTaskBytes bounds the per-task details (job.SparkStage.Tasks) an
+// event-log replay keeps; tasks past it count in the stage and executor
+// totals only. No heuristic reads the details; about 400 000 typical tasks
+// fit.
+const maxSparkTaskBytes = 128 << 20
+
+// Estimated sizes of the parts of a job's model: the struct plus the
+// container slot that holds it.
+const (
+	costTask    = int64(unsafe.Sizeof(job.Task{})) + 96 // + index map entries
+	costAttempt = int64(unsafe.Sizeof(job.Attempt{})) + 32
+	costSplits  = int64(unsafe.Sizeof(job.ProgressSplits{})) + 4*job.SplitBuckets*8
+	// costCounter is one entry of a counters map (names are shared).
+	costCounter = 40
+	// costSparkTask is one job.SparkTask; costSparkObject a stage, job,
+	// executor or block entry of a replay.
+	costSparkTask   = int64(unsafe.Sizeof(job.SparkTask{}))
+	costSparkObject = 512
+)
+
+// budget adds up the estimated memory of a job's model as a fetcher builds
+// it and fails once it passes its limit, so an input can make the fetcher
+// refuse a job but never make it exhaust memory. Charges are estimates
+// (the bound is stated in MiB, not exact bytes); replaced parts are not
+// refunded.
+type budget struct {
+	used, limit int64
+	err         error
+}
+
+func newBudget(limit int64) *budget {
+	if limit <= 0 {
+		limit = DefaultMaxJobBytes
+	}
+	return &budget{limit: limit}
+}
+
+// charge adds n bytes and reports whether the model is still within the
+// limit; once it is not, err says so.
+func (b *budget) charge(n int64) bool {
+	b.used += n
+	if b.used > b.limit && b.err == nil {
+		b.err = fmt.Errorf("%w: the job's model passed the %d MiB bound on the memory one job may take", ErrTooLarge, b.limit>>20)
+	}
+	return b.err == nil
+}
+
+// counters charges a counters map.
+func (b *budget) counters(c job.Counters) bool { return b.charge(int64(len(c)) * costCounter) }
+
+// task charges a whole task: its attempts, counters, splits and strings.
+func (b *budget) task(t *job.Task) bool {
+	n := costTask + int64(len(t.ID)+len(t.Analyzed)) + int64(len(t.Counters))*costCounter
+	for i := range t.Attempts {
+		a := &t.Attempts[i]
+		n += costAttempt + int64(len(a.ID)+len(a.Host)+len(a.Diagnostics))
+		if a.Splits != nil {
+			n += costSplits
+		}
+		if len(a.Counters) > 0 && !sameMap(a.Counters, t.Counters) {
+			n += int64(len(a.Counters)) * costCounter
+		}
+	}
+	return b.charge(n)
+}
+
+// sameMap reports whether a and b are the same map (not equal contents).
+func sameMap(a, b job.Counters) bool {
+	return len(a) > 0 && len(b) > 0 && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
