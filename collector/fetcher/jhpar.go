@@ -170,7 +170,7 @@ func parallelJhist(lr *lineReader, b *jhBuilder) {
 	defer func() {
 		close(quit)
 		room.stop()
-		<-readerDone // the reader no longer touches the input when we return
+		<-readerDone      // the reader no longer touches the input when we return
 		bad.merge(lr.bad) // lines the reader skipped as too long
 		if msg := bad.String(); msg != "" {
 			b.warnf("job history: %s", msg)
