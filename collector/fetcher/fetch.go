@@ -217,6 +217,9 @@ func (o Options) fetchFileAs(ctx context.Context, path string, fn func(*job.Job)
 		if perr == nil || errors.Is(perr, io.EOF) {
 			return fmt.Errorf("read %s: %w: empty file", path, ErrUnknownFormat)
 		}
+		if errors.Is(perr, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("read %s: %w: compressed stream cut short before its first block", path, ErrCorrupt)
+		}
 		return fmt.Errorf("read %s: %w", path, perr)
 	}
 	format := sniff(head)
