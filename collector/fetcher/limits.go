@@ -173,7 +173,7 @@ func newBudget(limit int64) *budget {
 func (b *budget) charge(n int64) bool {
 	b.used += n
 	if b.used > b.limit && b.err == nil {
-		b.err = fmt.Errorf("%w: the job's model passed the %d MiB bound on the memory one job may take", ErrTooLarge, b.limit>>20)
+		b.err = fmt.Errorf("%w: the job's model passed the %s bound on the memory one job may take", ErrTooLarge, sizeText(b.limit))
 	}
 	return b.err == nil
 }
@@ -200,4 +200,12 @@ func (b *budget) task(t *job.Task) bool {
 // sameMap reports whether a and b are the same map (not equal contents).
 func sameMap(a, b job.Counters) bool {
 	return len(a) > 0 && len(b) > 0 && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// sizeText writes n bytes in MiB, or KiB below one MiB.
+func sizeText(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
 }

@@ -258,7 +258,7 @@ func TestJobBudget(t *testing.T) {
 			t.Errorf("%s: job %s over the budget delivered", src, j.ID)
 			return nil
 		})
-		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "passed the 0 MiB bound") {
+		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "passed the 256 KiB bound") {
 			t.Errorf("%s: err %v", src, err)
 		}
 	}
