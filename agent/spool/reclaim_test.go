@@ -140,3 +140,30 @@ func TestSmallVolumeReclaimsAcknowledged(t *testing.T) {
 		s.Ack(b.Seq)
 	}
 }
+
+// After a reclaim left no segment at all, a reopened spool still numbers
+// above everything it handed out, whatever the clock says.
+func TestReclaimKeepsNumbering(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{SegmentBytes: 8 << 10, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	for range 3 {
+		b := batch("n", 500)
+		if err := s.Append(b); err != nil {
+			t.Fatal(err)
+		}
+		last = b.Seq
+	}
+	s.Ack(last)
+	s.Close()
+	if segs := segments(t, dir); len(segs) != 0 {
+		t.Fatalf("segments %v", segs)
+	}
+	hwm, err := readHWM(dir)
+	if err != nil || hwm != last {
+		t.Fatalf("hwm %d, %v; want %d", hwm, err, last)
+	}
+}

@@ -314,6 +314,10 @@ func (s *Spool) reclaim() bool {
 	if err := os.Remove(segPath(s.dir, s.curSeg)); err != nil {
 		s.log.Warn("remove acknowledged spool segment", "err", err)
 	}
+	// The numbers it held are on disk nowhere else now.
+	if err := s.writeHWM(s.next - 1); err != nil {
+		s.log.Warn("record spool high-water mark", "err", err)
+	}
 	return true
 }
 
