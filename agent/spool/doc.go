@@ -19,7 +19,13 @@
 // segment: the file is truncated there and the loss is reported by Open's
 // logger, since the annotator never heard that batch was durable.
 //
-// A segment is deleted once every batch in it is acknowledged. The file
+// A segment is deleted once every batch in it is acknowledged — the one
+// being appended too, once it holds nothing pending and has grown to a
+// quarter of a segment, or when a write finds the volume full (the write is
+// then retried once in a fresh segment). Segments are at most an eighth of
+// the volume, so acknowledged bytes never take the space pending ones
+// need: on a volume smaller than one default segment only unacknowledged
+// batches fill it, and Append fails (ENOSPC) only while they do. The file
 // "hwm" holds the highest sequence number ever assigned, so numbers keep
 // increasing across restarts even when every segment is gone.
 //

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -36,13 +37,17 @@ const (
 	maxFrame = 256 << 20
 	hwmFile  = "hwm"
 	segExt   = ".seg"
+	// minSegmentBytes is the smallest segment size a small volume gets.
+	minSegmentBytes = 4 << 10
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Options tune a spool; zero values take the defaults.
 type Options struct {
-	SegmentBytes int64 // start a new segment past this size (default 64 MiB)
+	// SegmentBytes starts a new segment past this size (default 64 MiB,
+	// at most an eighth of the spool's volume, at least 4 KiB).
+	SegmentBytes int64
 	MaxBytes     int64 // refuse Append past this many unacknowledged bytes (default 1 GiB)
 	NoSync       bool  // skip fsync (tests and benchmarks only)
 	Logger       *slog.Logger
@@ -87,6 +92,12 @@ func Open(dir string, opts Options) (*Spool, error) {
 	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create spool dir: %w", err)
+	}
+	// Acknowledged bytes are freed a segment at a time: on a small volume
+	// a segment must be a small part of it.
+	var fs unix.Statfs_t
+	if unix.Statfs(dir, &fs) == nil && fs.Blocks > 0 {
+		opts.SegmentBytes = max(min(opts.SegmentBytes, int64(fs.Blocks)*fs.Bsize/8), minSegmentBytes)
 	}
 	s := &Spool{dir: dir, opts: opts, log: opts.Logger.With("component", "spool"), notify: make(chan struct{}, 1)}
 	hwm, err := readHWM(dir)
@@ -240,24 +251,17 @@ func (s *Spool) Append(b *stratav1.Batch) error {
 	if err != nil {
 		return fmt.Errorf("encode batch: %w", err)
 	}
-	if s.cur == nil || s.curSize >= s.opts.SegmentBytes {
-		if err := s.rotate(seq); err != nil {
-			return err
-		}
-	}
 	frame := make([]byte, frameHeader+len(payload))
 	binary.LittleEndian.PutUint32(frame[0:4], uint32(len(payload)))
 	binary.LittleEndian.PutUint32(frame[4:8], crc32.Checksum(payload, castagnoli))
 	copy(frame[frameHeader:], payload)
-	if _, err := s.cur.Write(frame); err != nil {
-		// Cut the partial frame so the next append starts clean.
-		_ = s.cur.Truncate(s.curSize)
-		return fmt.Errorf("write spool: %w", err)
+	err = s.write(seq, frame)
+	if errors.Is(err, unix.ENOSPC) && s.reclaim() {
+		// The volume is full of acknowledged bytes: freed, try again.
+		err = s.write(seq, frame)
 	}
-	if !s.opts.NoSync {
-		if err := s.cur.Sync(); err != nil {
-			return fmt.Errorf("sync spool: %w", err)
-		}
+	if err != nil {
+		return err
 	}
 	s.entries = append(s.entries, entry{seq: seq, seg: s.curSeg, off: s.curSize, n: int64(len(frame))})
 	s.curSize += int64(len(frame))
@@ -268,6 +272,53 @@ func (s *Spool) Append(b *stratav1.Batch) error {
 	default:
 	}
 	return nil
+}
+
+// write appends frame, the batch seq, to the current segment, starting a
+// new segment first when needed.
+func (s *Spool) write(seq uint64, frame []byte) error {
+	if s.cur == nil || s.curSize >= s.opts.SegmentBytes {
+		if err := s.rotate(seq); err != nil {
+			return err
+		}
+	}
+	if _, err := s.cur.Write(frame); err != nil {
+		// Cut the partial frame so the next append starts clean.
+		_ = s.cur.Truncate(s.curSize)
+		return fmt.Errorf("write spool: %w", err)
+	}
+	if !s.opts.NoSync {
+		if err := s.cur.Sync(); err != nil {
+			// Not durable, so not accepted: its number is handed out again
+			// and must not be found on disk at the next Open.
+			_ = s.cur.Truncate(s.curSize)
+			return fmt.Errorf("sync spool: %w", err)
+		}
+	}
+	return nil
+}
+
+// reclaim frees the acknowledged bytes still on disk — they can only be in
+// the segment being appended, every older segment goes once acknowledged —
+// by deleting that segment when nothing in it is pending. It reports
+// whether it freed anything.
+func (s *Spool) reclaim() bool {
+	if s.cur == nil || s.curSize == 0 {
+		return false
+	}
+	if n := len(s.entries); n > 0 && s.entries[n-1].seg == s.curSeg {
+		return false // pending batches live in it
+	}
+	s.cur.Close()
+	s.cur = nil
+	if err := os.Remove(segPath(s.dir, s.curSeg)); err != nil {
+		s.log.Warn("remove acknowledged spool segment", "err", err)
+	}
+	// The numbers it held are on disk nowhere else now.
+	if err := s.writeHWM(s.next - 1); err != nil {
+		s.log.Warn("record spool high-water mark", "err", err)
+	}
+	return true
 }
 
 // rotate starts a segment whose first batch is seq and records the
@@ -379,7 +430,10 @@ func (s *Spool) Ack(seq uint64) error {
 		return nil
 	}
 	// A segment can go when no remaining entry lives in it and it is not
-	// the one being appended.
+	// the one being appended; that one goes too once nothing in it is
+	// pending and it has grown to a quarter of a segment, so acknowledged
+	// bytes never fill a small volume (a new segment starts at the next
+	// Append).
 	firstLive := ^uint64(0)
 	if n < len(s.entries) {
 		firstLive = s.entries[n].seg
@@ -396,6 +450,9 @@ func (s *Spool) Ack(seq uint64) error {
 		}
 	}
 	s.entries = slices.Delete(s.entries, 0, n)
+	if len(s.entries) == 0 && s.curSize >= s.opts.SegmentBytes/4 {
+		s.reclaim()
+	}
 	return err
 }
 

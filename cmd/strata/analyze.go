@@ -22,6 +22,9 @@ func init() {
 // errUnreadable is returned when at least one source could not be read.
 var errUnreadable = errors.New("unreadable input")
 
+// errNoJobs is returned when a source was read but held no job.
+var errNoJobs = errors.New("no jobs found")
+
 // analyzeRow is one line of `strata analyze -o json`.
 type analyzeRow struct {
 	JobID      string         `json:"job_id"`
@@ -131,6 +134,9 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(fs.Output(), "       strata analyze -defaults")
 		fmt.Fprintln(fs.Output(), "\nPATH is a job history (.jhist), rumen trace, Spark event log or a directory of them;")
 		fmt.Fprintln(fs.Output(), "URL is a JobHistory server or Spark History Server.")
+		fmt.Fprintln(fs.Output(), "\nEvery job read is printed, even when other inputs fail. Each input that cannot be read")
+		fmt.Fprintln(fs.Output(), "(one line per file on stderr) or that holds no job makes the exit status 1; jobs all")
+		fmt.Fprintln(fs.Output(), "below -severity are not a failure (stderr says how many were analysed).")
 		fs.PrintDefaults()
 	}
 	// Flags may come before, between or after the sources.
@@ -169,11 +175,15 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("build heuristics: %w", err)
 	}
 
-	out := newOutput(stdout, *format, "JOB", "TYPE", "SEVERITY", "SCORE", "USED_GBH", "WASTED_GBH", "RUNTIME", "WAIT", "FLAGGED")
+	// The table starts with its first row: no jobs print no empty table.
+	var out *output
 	prog := &progress{w: stderr, every: 2 * time.Second, last: time.Now(), quiet: *quiet}
-	var failed []string
+	var failed, empty []string
+	printed := 0
 	for _, src := range sources {
+		read := 0
 		err := fetcher.Fetch(ctx, src, func(j *job.Job) error {
+			read++
 			if j.Source == "" {
 				j.Source = src
 			}
@@ -183,6 +193,10 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			if res.GetSeverity() < min {
 				return nil
 			}
+			if out == nil {
+				out = newOutput(stdout, *format, "JOB", "TYPE", "SEVERITY", "SCORE", "USED_GBH", "WASTED_GBH", "RUNTIME", "WAIT", "FLAGGED")
+			}
+			printed++
 			m := res.GetMetrics()
 			if err := out.row(toAnalyzeRow(res), res.GetJobId(), res.GetType(), severityName(res.GetSeverity()),
 				res.GetScore(), fmt.Sprintf("%.3f", m.GetUsedGbHours()), fmt.Sprintf("%.3f", m.GetWastedGbHours()),
@@ -193,22 +207,49 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return nil
 		})
 		if ctx.Err() != nil {
-			out.flush()
+			flushTable(out)
 			return fmt.Errorf("analyze: %w", ctx.Err())
 		}
-		if err != nil {
+		switch {
+		case err != nil:
 			failed = append(failed, src)
-			fmt.Fprintf(stderr, "strata analyze: %s: %v\n", src, err)
+			reportFailure(stderr, src, err)
+		case read == 0:
+			empty = append(empty, src)
+			fmt.Fprintf(stderr, "strata analyze: %s: %v (no job history, rumen trace or Spark event log with a job in it)\n", src, errNoJobs)
 		}
 	}
-	if err := out.flush(); err != nil {
+	if err := flushTable(out); err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
-	if prog.reported {
-		fmt.Fprintf(stderr, "strata analyze: %d jobs analysed\n", prog.jobs)
+	if prog.reported || (prog.jobs > 0 && printed == 0) {
+		fmt.Fprintf(stderr, "strata analyze: %d jobs analysed, %d at or above severity %s\n", prog.jobs, printed, severityName(min))
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("analyze %s: %w (%d of %d sources)", strings.Join(failed, ", "), errUnreadable, len(failed), len(sources))
 	}
+	if len(empty) > 0 {
+		return fmt.Errorf("analyze %s: %w", strings.Join(empty, ", "), errNoJobs)
+	}
 	return nil
+}
+
+// flushTable ends the output, if any row started it.
+func flushTable(out *output) error {
+	if out == nil {
+		return nil
+	}
+	return out.flush()
+}
+
+// reportFailure prints why src could not be read, one line per file when
+// a directory had several unreadable files.
+func reportFailure(w io.Writer, src string, err error) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			fmt.Fprintf(w, "strata analyze: %v\n", e)
+		}
+		return
+	}
+	fmt.Fprintf(w, "strata analyze: %s: %v\n", src, err)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -194,5 +195,119 @@ func TestAnalyzeSamples(t *testing.T) {
 		if sev[id] != s {
 			t.Errorf("%s: severity %q, want %q (all: %v)", id, sev[id], s, sev)
 		}
+	}
+}
+
+// writeDeepJhist writes a job history whose one event line nests five
+// million brackets: before the fetcher's depth limit, reading it overflowed
+// the goroutine stack, a fatal error that killed `strata analyze`.
+func writeDeepJhist(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "job_1_0009-1-u-deep-2-1-1-SUCCEEDED-default-1.jhist")
+	line := `{"type":"JOB_SUBMITTED","event":{"x":{"jobid":"job_1_0009","other":` +
+		strings.Repeat("[", 5_000_000) + strings.Repeat("]", 5_000_000) + `}}}`
+	if err := os.WriteFile(path, []byte("Avro-Json\n{}\n"+line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// hostileDir holds a good rumen trace, the deep job history and a corrupt
+// lz4 event log.
+func hostileDir(t *testing.T) (dir, deep, corrupt string) {
+	t.Helper()
+	dir = t.TempDir()
+	writeTrace(t, dir, 2)
+	deep = writeDeepJhist(t, dir)
+	corrupt = filepath.Join(dir, "application_1_0003.lz4")
+	if err := os.WriteFile(corrupt, []byte("LZ4Block garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, deep, corrupt
+}
+
+// Files that cannot be read are named on stderr, one line each with the
+// reason, and the others are analysed; the exit status says some failed.
+func TestAnalyzeUnreadableFiles(t *testing.T) {
+	dir, deep, corrupt := hostileDir(t)
+	out, stderr, err := analyze(t, "-q", "-o", "json", dir)
+	if !errors.Is(err, errUnreadable) {
+		t.Fatalf("err = %v, want errUnreadable", err)
+	}
+	if !strings.Contains(out, "job_1_0001") {
+		t.Errorf("the readable trace was not analysed:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("stderr has %d lines, want one per bad file:\n%s", len(lines), stderr)
+	}
+	for _, want := range []struct{ path, why string }{{deep, "nested too deeply"}, {corrupt, "corrupt"}} {
+		if !strings.Contains(stderr, want.path) || !strings.Contains(stderr, want.why) {
+			t.Errorf("stderr does not name %s with %q:\n%s", want.path, want.why, stderr)
+		}
+	}
+}
+
+// An input with no job says so and fails; jobs all filtered out by
+// -severity are not a failure, and stderr says how many were analysed.
+func TestAnalyzeNoJobs(t *testing.T) {
+	empty := t.TempDir()
+	os.WriteFile(filepath.Join(empty, "notes.txt"), []byte("not a history\n"), 0o644)
+	for _, format := range []string{"table", "json"} {
+		out, stderr, err := analyze(t, "-q", "-o", format, empty)
+		if !errors.Is(err, errNoJobs) || out != "" || !strings.Contains(stderr, empty+": no jobs found") {
+			t.Errorf("-o %s: err %v, stdout %q, stderr %q", format, err, out, stderr)
+		}
+	}
+	// One empty input among good ones still fails, and is named.
+	good := writeTrace(t, t.TempDir(), 1)
+	out, stderr, err := analyze(t, "-q", good, empty)
+	if !errors.Is(err, errNoJobs) || !strings.Contains(out, "job_1_0001") || !strings.Contains(stderr, empty) {
+		t.Errorf("err %v, stdout %q, stderr %q", err, out, stderr)
+	}
+	out, stderr, err = analyze(t, "-q", "-severity", "critical", good)
+	if err != nil || out != "" || !strings.Contains(stderr, "1 jobs analysed, 0 at or above severity critical") {
+		t.Errorf("filtered: err %v, stdout %q, stderr %q", err, out, stderr)
+	}
+}
+
+// strataBinary returns the real strata binary: $STRATA_BIN/strata (make
+// test builds it), else one built into a temporary directory.
+func strataBinary(t *testing.T) string {
+	t.Helper()
+	if dir := os.Getenv("STRATA_BIN"); dir != "" {
+		return filepath.Join(dir, "strata")
+	}
+	bin := filepath.Join(t.TempDir(), "strata")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// The real binary on the hostile directory and on an empty one: it stays
+// alive to the end, prints the good job, names each bad file and exits 1;
+// an empty input exits 1 with a message and no table.
+func TestAnalyzeBinaryHostileInputs(t *testing.T) {
+	bin := strataBinary(t)
+	dir, deep, _ := hostileDir(t)
+	run := func(args ...string) (string, string, int) {
+		cmd := exec.Command(bin, append([]string{"analyze", "-q"}, args...)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatal(err)
+		}
+		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+	}
+	out, stderr, code := run(dir)
+	if code != 1 || !strings.Contains(out, "job_1_0001") || !strings.Contains(stderr, deep) || strings.Contains(stderr, "fatal error") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%.2000s", code, out, stderr)
+	}
+	out, stderr, code = run(t.TempDir())
+	if code != 1 || out != "" || !strings.Contains(stderr, "no jobs found") {
+		t.Errorf("empty input: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }

@@ -11,10 +11,12 @@ import (
 // parseConfXML reads a Hadoop configuration file (<configuration> with
 // <property><name/><value/></property> children, as in a job's _conf.xml)
 // into a map. It streams the XML; the last value of a repeated name wins,
-// as in Hadoop.
+// as in Hadoop. It reads at most maxConfBytes and maxNesting levels of
+// elements; past either it returns what it read with an error.
 func parseConfXML(r io.Reader) (map[string]string, error) {
-	dec := xml.NewDecoder(r)
+	dec := xml.NewDecoder(&capReader{r: r, limit: maxConfBytes})
 	dec.Strict = false
+	depth := 0
 	conf := make(map[string]string)
 	var (
 		inProp      bool
@@ -27,6 +29,9 @@ func parseConfXML(r io.Reader) (map[string]string, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if errors.Is(err, errTooBig) {
+			err = fmt.Errorf("%w: larger than %d MiB", ErrTooLarge, maxConfBytes>>20)
+		}
 		if err != nil {
 			if sawRoot && len(conf) > 0 {
 				return conf, fmt.Errorf("read configuration: %w", err)
@@ -35,6 +40,9 @@ func parseConfXML(r io.Reader) (map[string]string, error) {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
+			if depth++; depth > maxNesting {
+				return conf, fmt.Errorf("read configuration: %w: more than %d levels of elements", ErrTooDeep, maxNesting)
+			}
 			switch t.Name.Local {
 			case "configuration":
 				sawRoot = true
@@ -55,6 +63,7 @@ func parseConfXML(r io.Reader) (map[string]string, error) {
 				value.Write(t)
 			}
 		case xml.EndElement:
+			depth--
 			switch t.Name.Local {
 			case "name", "value":
 				field = ""

@@ -57,12 +57,23 @@
 // job.Task.PeakMemory falls back to them when the memory counters are
 // missing (rumen attempts without resourceUsageMetrics).
 //
-// # Damaged input
+// # Damaged and hostile input
 //
-// Everything is streamed: lines with a bounded buffer, rumen jobs with a
-// json.Decoder, compressed streams block by block. A truncated or damaged
-// file yields the job as far as it was read, with a sentence in
+// Everything is streamed: lines with a bounded buffer, rumen jobs one value
+// (a field, a task) at a time, compressed streams block by block, Spark
+// tasks folded into stage and executor totals as they are read. A truncated
+// or damaged file yields the job as far as it was read, with a sentence in
 // job.Warnings; a file that is not in any known format, or that cannot be
 // opened, is an error (ErrUnknownFormat, ErrCorrupt, ErrUnsupportedCodec,
 // ErrNoJob, ErrHTTP, or the os error). The parsers never log.
+//
+// limits.go holds the bounds that keep any input from crashing or swelling
+// the caller: 128 levels of nesting in any JSON value or conf XML (no
+// decoder recurses deeper, so no input overflows a stack; past it:
+// ErrTooDeep), 64 MiB per line or rumen value, 16 MiB per job conf, 256
+// MiB per REST response, 128 MiB of Spark per-task details, and a memory
+// budget per job model (DefaultMaxJobBytes, 1 GiB, Options.MaxJobBytes)
+// past which the job is refused (ErrTooLarge). A line over a bound is one
+// malformed line, skipped with a warning; a job over its budget never
+// reaches the caller.
 package fetcher

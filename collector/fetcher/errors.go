@@ -18,4 +18,10 @@ var (
 	ErrNoJob = errors.New("no job in input")
 	// ErrHTTP means a history server answered with a non-2xx status.
 	ErrHTTP = errors.New("history server error")
+	// ErrTooDeep means a JSON value nests arrays and objects deeper than
+	// the fetcher follows (see limits.go); it is never a stack overflow.
+	ErrTooDeep = errors.New("input nested too deeply")
+	// ErrTooLarge means an input passed one of the fetcher's size bounds:
+	// one value or line, a job conf, or the memory a job's model may take.
+	ErrTooLarge = errors.New("input too large")
 )

@@ -40,6 +40,10 @@ type Options struct {
 	// true skips it. A poller passes "already analysed" here so it does not
 	// re-download every known job at every poll. Files are always read.
 	Skip func(ctx context.Context, id string) (bool, error)
+	// MaxJobBytes bounds the memory one job's model may take (estimated);
+	// a job past it is not handed to fn, its input fails with ErrTooLarge.
+	// Default DefaultMaxJobBytes.
+	MaxJobBytes int64
 }
 
 // Fetch is the package-level Fetch with these options.
@@ -52,9 +56,9 @@ func (o Options) Fetch(ctx context.Context, source string, fn func(*job.Job) err
 		return fmt.Errorf("open source: %w", err)
 	}
 	if !st.IsDir() {
-		return fetchFile(ctx, source, fn)
+		return unwrapStop(o.fetchFileAs(ctx, source, callerFn(fn), true))
 	}
-	return fetchDir(ctx, source, fn)
+	return o.fetchDir(ctx, source, fn)
 }
 
 // stopError marks an error returned by the caller's fn, which must stop a
@@ -81,7 +85,7 @@ func unwrapStop(err error) error {
 	return err
 }
 
-func fetchDir(ctx context.Context, dir string, fn func(*job.Job) error) error {
+func (o Options) fetchDir(ctx context.Context, dir string, fn func(*job.Job) error) error {
 	wrapped := callerFn(fn)
 	var errs []error
 	walkErr := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -101,7 +105,7 @@ func fetchDir(ctx context.Context, dir string, fn func(*job.Job) error) error {
 				return fs.SkipDir
 			}
 			if strings.HasPrefix(name, rollingDirPrefix) {
-				if err := fetchRolling(ctx, path, wrapped); err != nil {
+				if err := o.fetchRolling(ctx, path, wrapped); err != nil {
 					var s stopError
 					if errors.As(err, &s) {
 						return err
@@ -115,7 +119,7 @@ func fetchDir(ctx context.Context, dir string, fn func(*job.Job) error) error {
 		if !d.Type().IsRegular() || skipName(name) {
 			return nil
 		}
-		err = fetchFileAs(ctx, path, wrapped, false)
+		err = o.fetchFileAs(ctx, path, wrapped, false)
 		var s stopError
 		switch {
 		case err == nil:
@@ -140,10 +144,6 @@ func skipName(name string) bool {
 	return strings.HasPrefix(name, ".") || strings.HasSuffix(name, "_conf.xml") ||
 		strings.HasSuffix(name, ".summary") || strings.HasSuffix(name, ".crc") ||
 		strings.HasPrefix(name, rollingStatusPrefix)
-}
-
-func fetchFile(ctx context.Context, path string, fn func(*job.Job) error) error {
-	return unwrapStop(fetchFileAs(ctx, path, callerFn(fn), true))
 }
 
 // input formats recognised by sniffing.
@@ -194,7 +194,7 @@ func isJSONName(path string) bool {
 
 // fetchFileAs reads one file. explicit says the caller named the file, so a
 // file in an unknown format is an error worth its own message.
-func fetchFileAs(ctx context.Context, path string, fn func(*job.Job) error, explicit bool) error {
+func (o Options) fetchFileAs(ctx context.Context, path string, fn func(*job.Job) error, explicit bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -217,6 +217,9 @@ func fetchFileAs(ctx context.Context, path string, fn func(*job.Job) error, expl
 		if perr == nil || errors.Is(perr, io.EOF) {
 			return fmt.Errorf("read %s: %w: empty file", path, ErrUnknownFormat)
 		}
+		if errors.Is(perr, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("read %s: %w: compressed stream cut short before its first block", path, ErrCorrupt)
+		}
 		return fmt.Errorf("read %s: %w", path, perr)
 	}
 	format := sniff(head)
@@ -225,7 +228,7 @@ func fetchFileAs(ctx context.Context, path string, fn func(*job.Job) error, expl
 	}
 	switch format {
 	case formatJhist:
-		j, err := parseJhist(br)
+		j, err := parseJhistBudget(br, true, newBudget(o.MaxJobBytes))
 		if err := ctx.Err(); err != nil {
 			return err // the parse stopped because the fetch was cancelled
 		}
@@ -236,7 +239,7 @@ func fetchFileAs(ctx context.Context, path string, fn func(*job.Job) error, expl
 		attachConf(j, path)
 		return fn(j)
 	case formatSparkLog:
-		app, warns, err := parseSparkLog(br)
+		app, warns, err := parseSparkLogBudget(br, newBudget(o.MaxJobBytes))
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -254,7 +257,7 @@ func fetchFileAs(ctx context.Context, path string, fn func(*job.Job) error, expl
 			}
 			return fn(j)
 		}
-		if err := parseRumen(br, path, live); err != nil {
+		if err := parseRumenLimit(br, path, o.MaxJobBytes, live); err != nil {
 			var s stopError
 			if errors.As(err, &s) {
 				return err
@@ -311,7 +314,7 @@ type rollingPart struct {
 	path    string
 }
 
-func fetchRolling(ctx context.Context, dir string, fn func(*job.Job) error) error {
+func (o Options) fetchRolling(ctx context.Context, dir string, fn func(*job.Job) error) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("read rolling event log %s: %w", dir, err)
@@ -353,7 +356,7 @@ func fetchRolling(ctx context.Context, dir string, fn func(*job.Job) error) erro
 	}
 	cr := &chainReader{parts: parts}
 	defer cr.close()
-	app, w, err := parseSparkLog(ctxReader{ctx, cr})
+	app, w, err := parseSparkLogBudget(ctxReader{ctx, cr}, newBudget(o.MaxJobBytes))
 	if err := ctx.Err(); err != nil {
 		return stopError{err}
 	}

@@ -80,6 +80,9 @@ type jhBuilder struct {
 	tasks    map[string]*jhTask
 	order    []string
 	finished bool // a JOB_FINISHED/FAILED/KILLED event was seen
+	// budget bounds the memory of the job being built; once it is spent
+	// the read stops and the job is refused (budget.err).
+	budget *budget
 }
 
 type jhTask struct {
@@ -98,6 +101,12 @@ func parseJhist(r io.Reader) (*job.Job, error) { return parseJhistWith(r, true) 
 // parseJhistWith is parseJhist; scan selects the hand-written line decoder
 // (false: encoding/json only, the reference the fuzz test compares with).
 func parseJhistWith(r io.Reader, scan bool) (*job.Job, error) {
+	return parseJhistBudget(r, scan, newBudget(0))
+}
+
+// parseJhistBudget is parseJhistWith building the job within mem; a job
+// past it is an ErrTooLarge error.
+func parseJhistBudget(r io.Reader, scan bool, mem *budget) (*job.Job, error) {
 	lr := newLineReader(r)
 	head, err := lr.next()
 	if err != nil {
@@ -109,9 +118,11 @@ func parseJhistWith(r io.Reader, scan bool) (*job.Job, error) {
 	if _, err := lr.next(); err != nil { // the Avro schema
 		return nil, fmt.Errorf("read job history schema: %w", err)
 	}
+	lr.skipLong = true // from here on a line over the bound is one bad line
 	b := &jhBuilder{
-		j:     &job.Job{Type: job.MapReduce, Conf: map[string]string{}},
-		tasks: make(map[string]*jhTask),
+		j:      &job.Job{Type: job.MapReduce, Conf: map[string]string{}},
+		tasks:  make(map[string]*jhTask),
+		budget: mem,
 	}
 	if scan && runtime.GOMAXPROCS(0) > 1 {
 		parallelJhist(lr, b)
@@ -138,7 +149,9 @@ func parseJhistWith(r io.Reader, scan bool) (*job.Job, error) {
 			}
 			continue
 		}
-		b.applyLine(&ev)
+		if !b.applyLine(&ev) {
+			break
+		}
 	}
 	if msg := lr.skipped(); msg != "" {
 		b.warnf("job history: %s", msg)
@@ -148,11 +161,16 @@ func parseJhistWith(r io.Reader, scan bool) (*job.Job, error) {
 
 // decodeJhLine decodes one event line (with the hand-written decoder when
 // scan is set, else or on its refusal with encoding/json) and prepares its
-// records for apply.
+// records for apply. A line nested deeper than maxNesting is errNesting on
+// both paths: the scanner gives up at that depth and checkNesting, which
+// does not recurse, runs before encoding/json.
 func decodeJhLine(line []byte, d *jhDecoder, scan bool) (jhLine, error) {
 	var ev jhLine
 	if !scan || !scanJhLine(line, d, &ev) {
 		ev = jhLine{}
+		if err := checkNesting(line); err != nil {
+			return jhLine{}, err
+		}
 		if err := json.Unmarshal(line, &ev); err != nil {
 			return jhLine{}, err
 		}
@@ -176,7 +194,9 @@ func (r *jhRecord) prepare() {
 	r.splits = splitsFrom(r.ClockSplits, r.CPUUsages, r.VMemKbytes, r.PhysMemKbytes)
 }
 
-func (b *jhBuilder) applyLine(ev *jhLine) {
+// applyLine applies one event line and reports whether the job is still
+// within its memory budget (false: stop reading).
+func (b *jhBuilder) applyLine(ev *jhLine) bool {
 	if ev.one != nil {
 		b.apply(ev.Type, ev.one)
 	}
@@ -186,6 +206,7 @@ func (b *jhBuilder) applyLine(ev *jhLine) {
 			b.apply(ev.Type, rec)
 		}
 	}
+	return b.budget.err == nil
 }
 
 func (b *jhBuilder) warnf(format string, args ...any) {
@@ -199,6 +220,7 @@ func (b *jhBuilder) task(id, typ string) *jhTask {
 		}
 		return t
 	}
+	b.budget.charge(costTask + int64(len(id)))
 	t := &jhTask{attempts: make(map[string]int)}
 	t.t.ID = id
 	t.t.Kind = taskKind(typ, id)
@@ -207,10 +229,11 @@ func (b *jhBuilder) task(id, typ string) *jhTask {
 	return t
 }
 
-func (t *jhTask) attempt(id string) *job.Attempt {
+func (b *jhBuilder) attempt(t *jhTask, id string) *job.Attempt {
 	if i, ok := t.attempts[id]; ok {
 		return &t.t.Attempts[i]
 	}
+	b.budget.charge(costAttempt + int64(len(id)))
 	t.attempts[id] = len(t.t.Attempts)
 	t.t.Attempts = append(t.t.Attempts, job.Attempt{ID: id})
 	return &t.t.Attempts[len(t.t.Attempts)-1]
@@ -240,6 +263,7 @@ func (b *jhBuilder) apply(typ string, r *jhRecord) {
 	j := b.j
 	switch typ {
 	case "JOB_SUBMITTED":
+		b.budget.charge(int64(len(r.JobID) + len(r.JobName) + len(r.UserName) + len(r.JobQueueName)))
 		j.ID = r.JobID
 		j.Name = string(r.JobName)
 		j.User = string(r.UserName)
@@ -263,6 +287,7 @@ func (b *jhBuilder) apply(typ string, r *jhRecord) {
 		j.FinishMs = r.FinishTime
 		j.Status = job.Succeeded
 		j.Counters = r.flatTotal
+		b.budget.counters(j.Counters)
 	case "JOB_FAILED", "JOB_KILLED", "JOB_ERROR":
 		b.finished = true
 		j.FinishMs = r.FinishTime
@@ -279,16 +304,18 @@ func (b *jhBuilder) apply(typ string, r *jhRecord) {
 			}
 		}
 		j.Diagnostics = string(r.Diagnostics)
+		b.budget.charge(int64(len(j.Diagnostics)))
 	case "TASK_STARTED":
 		b.task(r.TaskID, r.TaskType)
 	case "MAP_ATTEMPT_STARTED", "REDUCE_ATTEMPT_STARTED":
-		a := b.task(r.TaskID, r.TaskType).attempt(r.AttemptID)
+		a := b.attempt(b.task(r.TaskID, r.TaskType), r.AttemptID)
 		a.StartMs = r.StartTime
 		if a.Host == "" {
 			a.Host = string(r.Tracker)
+			b.budget.charge(int64(len(a.Host)))
 		}
 	case "MAP_ATTEMPT_FINISHED", "REDUCE_ATTEMPT_FINISHED":
-		a := b.task(r.TaskID, r.TaskType).attempt(r.AttemptID)
+		a := b.attempt(b.task(r.TaskID, r.TaskType), r.AttemptID)
 		a.Status = attemptStatus(string(r.TaskStatus), job.Succeeded)
 		a.FinishMs = r.FinishTime
 		a.ShuffleFinishMs = r.ShuffleFinishTime
@@ -298,8 +325,9 @@ func (b *jhBuilder) apply(typ string, r *jhRecord) {
 		}
 		a.Counters = r.flat
 		a.Splits = r.splits
+		b.chargeAttempt(a)
 	case "MAP_ATTEMPT_FAILED", "MAP_ATTEMPT_KILLED", "REDUCE_ATTEMPT_FAILED", "REDUCE_ATTEMPT_KILLED":
-		a := b.task(r.TaskID, r.TaskType).attempt(r.AttemptID)
+		a := b.attempt(b.task(r.TaskID, r.TaskType), r.AttemptID)
 		def := job.Failed
 		if strings.HasSuffix(typ, "KILLED") {
 			def = job.Killed
@@ -312,6 +340,7 @@ func (b *jhBuilder) apply(typ string, r *jhRecord) {
 		a.Diagnostics = string(r.Error)
 		a.Counters = r.flat
 		a.Splits = r.splits
+		b.chargeAttempt(a)
 	case "TASK_FINISHED":
 		t := b.task(r.TaskID, r.TaskType)
 		t.finished = true
@@ -320,8 +349,13 @@ func (b *jhBuilder) apply(typ string, r *jhRecord) {
 		t.successful = string(r.SuccessfulAttemptID)
 		// Share the successful attempt's equal map now, so the duplicate is
 		// garbage long before the file is read.
+		shared := false
 		if i, ok := t.attempts[t.successful]; ok {
 			shareMap(&t.t.Attempts[i].Counters, t.t.Counters)
+			shared = sameMap(t.t.Attempts[i].Counters, t.t.Counters) // the attempt's copy, charged, is garbage
+		}
+		if !shared {
+			b.budget.counters(t.t.Counters)
 		}
 	case "TASK_FAILED":
 		t := b.task(r.TaskID, r.TaskType)
@@ -329,9 +363,19 @@ func (b *jhBuilder) apply(typ string, r *jhRecord) {
 		t.t.Status = attemptStatus(string(r.Status), job.Failed)
 		if c := r.flat; c != nil {
 			t.t.Counters = c
+			b.budget.counters(c)
 		}
 		t.failedDue = string(r.FailedDueToAttempt)
 	}
+}
+
+// chargeAttempt charges what a finished or failed attempt event keeps.
+func (b *jhBuilder) chargeAttempt(a *job.Attempt) {
+	n := int64(len(a.Host)+len(a.Diagnostics)) + int64(len(a.Counters))*costCounter
+	if a.Splits != nil {
+		n += costSplits
+	}
+	b.budget.charge(n)
 }
 
 func attemptStatus(s string, def job.Status) job.Status {
@@ -355,7 +399,13 @@ var taskIDInText = regexp.MustCompile(`task_[0-9]+_[0-9]+_[mr]_[0-9]+`)
 
 func (b *jhBuilder) finish() (*job.Job, error) {
 	j := b.j
+	if err := b.budget.err; err != nil {
+		return nil, fmt.Errorf("parse job history %s: %w", j.ID, err)
+	}
 	if j.ID == "" {
+		if len(j.Warnings) > 0 { // say why, e.g. the one event line was malformed
+			return nil, fmt.Errorf("parse job history: %w: no JOB_SUBMITTED event (%s)", ErrNoJob, strings.Join(j.Warnings, "; "))
+		}
 		return nil, fmt.Errorf("parse job history: %w: no JOB_SUBMITTED event", ErrNoJob)
 	}
 	j.AppID = appIDFromJobID(j.ID)

@@ -5,18 +5,63 @@ import (
 	"io"
 	"runtime"
 	"slices"
+	"sync"
 )
 
 // Parallel decoding of job histories. Decoding a line is independent of
 // every other line; applying it to the job is not. One goroutine reads lines
 // into batches, GOMAXPROCS goroutines decode batches, and the caller applies
-// them in file order. At most a few batches are in flight, so memory stays
-// bounded whatever the file size.
+// them in file order. At most a few batches, and at most inflightBytes of
+// lines, are in flight, so memory stays bounded whatever the file size and
+// however long its lines.
 
 const (
 	batchLines = 1024
 	batchBytes = 1 << 20
+	// inflightBytes bounds the line bytes read but not yet applied. It
+	// exceeds one line's bound by more than a batch, so the reader, whose
+	// unsent batch holds under batchBytes, can always take the next line.
+	inflightBytes = maxLineBytes + 64<<20
 )
+
+// credit counts the line bytes the reader may still read ahead.
+type credit struct {
+	mu   sync.Mutex
+	cond sync.Cond
+	left int
+	quit bool
+}
+
+func newCredit(n int) *credit {
+	c := &credit{left: n}
+	c.cond.L = &c.mu
+	return c
+}
+
+// take waits for n bytes of credit; false means the pipeline is stopping.
+func (c *credit) take(n int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.left < n && !c.quit {
+		c.cond.Wait()
+	}
+	c.left -= n
+	return !c.quit
+}
+
+func (c *credit) give(n int) {
+	c.mu.Lock()
+	c.left += n
+	c.mu.Unlock()
+	c.cond.Broadcast()
+}
+
+func (c *credit) stop() {
+	c.mu.Lock()
+	c.quit = true
+	c.mu.Unlock()
+	c.cond.Broadcast()
+}
 
 type jhBatch struct {
 	buf   []byte
@@ -46,6 +91,7 @@ func parallelJhist(lr *lineReader, b *jhBuilder) {
 	ordered := make(chan *jhBatch, 4*workers)
 	quit := make(chan struct{})
 	readerDone := make(chan struct{})
+	room := newCredit(inflightBytes)
 	// Applied batches come back for reuse: their buffers are the bulk of
 	// what the pipeline would otherwise allocate.
 	free := make(chan *jhBatch, 8*workers)
@@ -91,6 +137,9 @@ func parallelJhist(lr *lineReader, b *jhBuilder) {
 			if isBlank(line) {
 				continue
 			}
+			if !room.take(len(line)) {
+				return
+			}
 			bt.buf = append(bt.buf, line...)
 			bt.ends = append(bt.ends, len(bt.buf))
 			bt.nums = append(bt.nums, lr.n)
@@ -120,7 +169,9 @@ func parallelJhist(lr *lineReader, b *jhBuilder) {
 	var bad badLines
 	defer func() {
 		close(quit)
-		<-readerDone // the reader no longer touches the input when we return
+		room.stop()
+		<-readerDone      // the reader no longer touches the input when we return
+		bad.merge(lr.bad) // lines the reader skipped as too long
 		if msg := bad.String(); msg != "" {
 			b.warnf("job history: %s", msg)
 		}
@@ -136,13 +187,18 @@ func parallelJhist(lr *lineReader, b *jhBuilder) {
 				bad.note(bt.nums[i], err)
 				continue
 			}
-			b.applyLine(&bt.evs[i])
+			if !b.applyLine(&bt.evs[i]) {
+				return // over the memory budget: finish reports it
+			}
 			bt.evs[i] = jhLine{}
 		}
 		clear(bt.errs)
-		select {
-		case free <- bt:
-		default:
+		room.give(len(bt.buf))
+		if cap(bt.buf) <= 2*batchBytes { // keep no buffer a giant line grew
+			select {
+			case free <- bt:
+			default:
+			}
 		}
 		if bt.err != nil {
 			last := 0

@@ -28,6 +28,10 @@ type jscan struct {
 	// scratch collects a counters record's counts before they are put in
 	// a map of the right size; reused across lines.
 	scratch *[]jhCount
+	// depth is the number of arrays and objects open; the scanner gives a
+	// line up past maxNesting (every recursion goes through object or
+	// array), and the encoding/json path then rejects it with errNesting.
+	depth int
 }
 
 // plainByte marks the bytes a string scan steps over without a second
@@ -303,9 +307,16 @@ func (s *jscan) skip() bool {
 
 // object calls field for every key; field must consume the value.
 func (s *jscan) object(field func(key []byte) bool) bool {
-	if !s.eat('{') {
+	if !s.eat('{') || s.depth >= maxNesting {
 		return false
 	}
+	s.depth++
+	ok := s.members(field)
+	s.depth--
+	return ok
+}
+
+func (s *jscan) members(field func(key []byte) bool) bool {
 	if s.eat('}') {
 		return true
 	}
@@ -322,9 +333,16 @@ func (s *jscan) object(field func(key []byte) bool) bool {
 }
 
 func (s *jscan) array(elem func() bool) bool {
-	if !s.eat('[') {
+	if !s.eat('[') || s.depth >= maxNesting {
 		return false
 	}
+	s.depth++
+	ok := s.elements(elem)
+	s.depth--
+	return ok
+}
+
+func (s *jscan) elements(elem func() bool) bool {
 	if s.eat(']') {
 		return true
 	}

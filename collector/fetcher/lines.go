@@ -12,8 +12,9 @@ import (
 // keeps garbage input from growing a buffer without limit.
 const maxLineBytes = 64 << 20
 
-// errLineTooLong is returned by lineReader.next for a line over maxLineBytes.
-var errLineTooLong = errors.New("line too long")
+// errLineTooLong is returned by lineReader.next for a line over maxLineBytes
+// (or recorded as a skipped line, see lineReader.skipLong).
+var errLineTooLong = fmt.Errorf("%w: line longer than %d MiB", ErrTooLarge, maxLineBytes>>20)
 
 // lineReader yields the lines of a stream one at a time without reading the
 // whole stream. The slice next returns is valid until the following call.
@@ -22,21 +23,34 @@ type lineReader struct {
 	buf  []byte
 	n    int  // lines returned so far
 	last bool // the line just returned ended at EOF without a newline
+	// skipLong makes next skip a line over maxLineBytes, recording it in
+	// bad, instead of failing the rest of the stream.
+	skipLong bool
 
 	bad badLines
 }
 
 // badLines counts malformed lines skipped and remembers the first.
 type badLines struct {
-	n     int
-	first string
+	n         int
+	first     string
+	firstLine int
 }
 
 func (b *badLines) note(line int, why error) {
-	b.n++
-	if b.first == "" {
-		b.first = fmt.Sprintf("line %d: %v", line, why)
+	b.merge(badLines{n: 1, first: fmt.Sprintf("line %d: %v", line, why), firstLine: line})
+}
+
+// merge adds the lines o counted; the first is the one with the lower
+// line number.
+func (b *badLines) merge(o badLines) {
+	if o.n == 0 {
+		return
 	}
+	if b.n == 0 || o.firstLine < b.firstLine {
+		b.first, b.firstLine = o.first, o.firstLine
+	}
+	b.n += o.n
 }
 
 // String describes the skipped lines, "" when none were.
@@ -78,7 +92,19 @@ func (l *lineReader) next() ([]byte, error) {
 	for {
 		frag, err := l.br.ReadSlice('\n')
 		if len(l.buf)+len(frag) > maxLineBytes {
-			return nil, fmt.Errorf("read line %d: %w", l.n+1, errLineTooLong)
+			if !l.skipLong {
+				return nil, fmt.Errorf("read line %d: %w", l.n+1, errLineTooLong)
+			}
+			l.n++
+			l.bad.note(l.n, errLineTooLong)
+			l.buf = l.buf[:0]
+			if err == nil {
+				continue // frag ended the line
+			}
+			if err = l.discardLine(); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if err == nil {
 			var line []byte
@@ -107,6 +133,16 @@ func (l *lineReader) next() ([]byte, error) {
 			// fragment cannot be trusted.
 		}
 		return nil, err
+	}
+}
+
+// discardLine reads up to and including the next newline.
+func (l *lineReader) discardLine() error {
+	for {
+		_, err := l.br.ReadSlice('\n')
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
 	}
 }
 

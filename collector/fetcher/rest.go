@@ -24,8 +24,9 @@ const restConcurrency = 4
 
 // restClient issues GETs with a context and decodes JSON bodies.
 type restClient struct {
-	hc   *http.Client
-	skip func(ctx context.Context, id string) (bool, error)
+	hc     *http.Client
+	skip   func(ctx context.Context, id string) (bool, error)
+	maxJob int64
 }
 
 func newRESTClient(o Options) *restClient {
@@ -33,7 +34,7 @@ func newRESTClient(o Options) *restClient {
 	if hc == nil {
 		hc = &http.Client{Timeout: 60 * time.Second}
 	}
-	return &restClient{hc: hc, skip: o.Skip}
+	return &restClient{hc: hc, skip: o.Skip, maxJob: o.MaxJobBytes}
 }
 
 // skipped asks the caller's Skip whether a listed job is wanted.
@@ -48,7 +49,8 @@ func (c *restClient) skipped(ctx context.Context, id string) (bool, error) {
 	return skip, nil
 }
 
-// get decodes the JSON body of url into v (streamed, never buffered whole).
+// get decodes the JSON body of url into v (streamed, never buffered whole;
+// at most maxResponseBytes and maxNesting levels).
 func (c *restClient) get(ctx context.Context, u string, v any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -64,8 +66,11 @@ func (c *restClient) get(ctx context.Context, u string, v any) error {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return fmt.Errorf("get %s: %w: %s", u, ErrHTTP, resp.Status)
 	}
-	dec := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes))
+	dec := json.NewDecoder(&capReader{r: &nestingReader{r: resp.Body}, limit: maxResponseBytes})
 	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, errTooBig) {
+			err = fmt.Errorf("%w: response larger than %d MiB", ErrTooLarge, maxResponseBytes>>20)
+		}
 		return fmt.Errorf("decode %s: %w", u, err)
 	}
 	return nil
@@ -283,15 +288,30 @@ func fetchJHSJob(ctx context.Context, c *restClient, jobURL, id string) (*job.Jo
 	errs := make([]error, len(tasks.Tasks.Task))
 	sem := make(chan struct{}, restConcurrency)
 	var wg sync.WaitGroup
+	// The tasks' details are the job's memory: charge them as they come
+	// and stop fetching once the job is over its budget.
+	mem := newBudget(c.maxJob)
+	mem.counters(j.Counters)
+	var memMu sync.Mutex
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	for i, t := range tasks.Tasks.Task {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i], errs[i] = fetchJHSTask(ctx, c, jobURL+"/tasks/"+t.ID, t)
+			out[i], errs[i] = fetchJHSTask(tctx, c, jobURL+"/tasks/"+t.ID, t)
+			memMu.Lock()
+			if !mem.task(&out[i]) {
+				cancel()
+			}
+			memMu.Unlock()
 		}()
 	}
 	wg.Wait()
+	if mem.err != nil {
+		return nil, fmt.Errorf("fetch tasks of %s: %w", id, mem.err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("fetch tasks of %s: %w", id, err)
 	}

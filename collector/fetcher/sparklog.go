@@ -186,6 +186,13 @@ type sparkReplay struct {
 	execs     map[string]*sparkExecutor
 	blocks    map[string]blockLoc // block id -> where and how big
 	execMem   map[string][2]int64 // executor -> current memory, disk
+
+	// budget bounds the memory of the application's model; taskBytes is
+	// what the kept task details take of it (at most maxSparkTaskBytes),
+	// and dropped counts the tasks whose details were not kept.
+	budget    *budget
+	taskBytes int64
+	dropped   int
 }
 
 type blockLoc struct {
@@ -195,9 +202,17 @@ type blockLoc struct {
 
 // parseSparkLog replays a Spark event log stream. A damaged or cut tail
 // leaves the application as far as it was read, with a warning; it returns
-// an error only when the stream is not an event log.
+// an error only when the stream is not an event log or the application
+// does not fit the default memory budget.
 func parseSparkLog(r io.Reader) (*sparkApp, []string, error) {
+	return parseSparkLogBudget(r, newBudget(0))
+}
+
+// parseSparkLogBudget is parseSparkLog building the application within
+// mem; past it the replay stops with an ErrTooLarge error.
+func parseSparkLogBudget(r io.Reader, mem *budget) (*sparkApp, []string, error) {
 	s := &sparkReplay{
+		budget:    mem,
 		app:       &sparkApp{Props: map[string]string{}},
 		jobs:      map[int]*sparkJob{},
 		stages:    map[[2]int]*sparkStage{},
@@ -208,6 +223,7 @@ func parseSparkLog(r io.Reader) (*sparkApp, []string, error) {
 		execMem:   map[string][2]int64{},
 	}
 	lr := newLineReader(r)
+	lr.skipLong = true
 	var events int
 	for {
 		line, err := lr.next()
@@ -240,7 +256,11 @@ func parseSparkLog(r io.Reader) (*sparkApp, []string, error) {
 			continue
 		}
 		var ev sparkEvent
-		if err := json.Unmarshal(line, &ev); err != nil {
+		err = checkNesting(line)
+		if err == nil {
+			err = json.Unmarshal(line, &ev)
+		}
+		if err != nil {
 			if lr.reject(err) {
 				s.warnf("event log truncated at line %d: %v", lr.n, err)
 				break
@@ -248,6 +268,9 @@ func parseSparkLog(r io.Reader) (*sparkApp, []string, error) {
 			continue
 		}
 		s.apply(&ev)
+		if err := s.budget.err; err != nil {
+			return nil, nil, fmt.Errorf("replay event log up to line %d: %w", lr.n, err)
+		}
 	}
 	if events == 0 {
 		return nil, nil, fmt.Errorf("read event log: %w: no events", ErrUnknownFormat)
@@ -257,6 +280,10 @@ func parseSparkLog(r io.Reader) (*sparkApp, []string, error) {
 	}
 	if !s.ended {
 		s.warnf("event log has no application end event (application in progress or log truncated)")
+	}
+	if s.dropped > 0 {
+		s.warnf("kept the details of %d tasks, not of %d more (%d MiB bound); stage and executor totals cover every task",
+			s.keptTasks(), s.dropped, maxSparkTaskBytes>>20)
 	}
 	s.finish()
 	return s.app, s.warnings, nil
@@ -277,6 +304,7 @@ func (s *sparkReplay) exec(id string) *sparkExecutor {
 	id = normExecID(id)
 	e, ok := s.execs[id]
 	if !ok {
+		s.budget.charge(costSparkObject + int64(len(id)))
 		e = &sparkExecutor{ID: id, IsActive: true}
 		s.execs[id] = e
 	}
@@ -287,6 +315,7 @@ func (s *sparkReplay) stage(id, attempt int) *sparkStage {
 	k := [2]int{id, attempt}
 	st, ok := s.stages[k]
 	if !ok {
+		s.budget.charge(costSparkObject)
 		st = &sparkStage{StageID: id, AttemptID: attempt, Status: "PENDING"}
 		s.stages[k] = st
 		s.byID[id] = append(s.byID[id], st)
@@ -295,6 +324,7 @@ func (s *sparkReplay) stage(id, attempt int) *sparkStage {
 }
 
 func (s *sparkReplay) fillStageInfo(st *sparkStage, in *seStageInfo) {
+	s.budget.charge(int64(len(in.Name) + len(in.Details) + len(in.FailureReason)))
 	if in.Name != "" {
 		st.Name = in.Name
 	}
@@ -329,6 +359,7 @@ func (s *sparkReplay) apply(ev *sparkEvent) {
 		a.Attempts[0].EndMs = shsTime(ev.Timestamp)
 		a.Attempts[0].Completed = true
 	case "SparkListenerEnvironmentUpdate":
+		s.budget.charge(int64(len(ev.SparkProperties) + len(ev.SystemProperties)))
 		decodeProps(ev.SparkProperties, a.Props)
 		if len(ev.SystemProperties) > 2 {
 			if a.SysProps == nil {
@@ -361,6 +392,7 @@ func (s *sparkReplay) apply(ev *sparkEvent) {
 			e.AddMs = shsTime(ev.Timestamp)
 		}
 	case "SparkListenerJobStart":
+		s.budget.charge(costSparkObject + 16*int64(len(ev.StageIDs)+len(ev.StageInfos)))
 		j := &sparkJob{JobID: ev.JobID, SubmissionMs: shsTime(ev.SubmissionTime), Status: "RUNNING", StageIDs: ev.StageIDs}
 		for _, si := range ev.StageInfos {
 			if si == nil {
@@ -387,6 +419,7 @@ func (s *sparkReplay) apply(ev *sparkEvent) {
 	case "SparkListenerJobEnd":
 		j, ok := s.jobs[ev.JobID]
 		if !ok {
+			s.budget.charge(costSparkObject)
 			j = &sparkJob{JobID: ev.JobID}
 			s.jobs[ev.JobID] = j
 		}
@@ -447,6 +480,9 @@ func (s *sparkReplay) apply(ev *sparkEvent) {
 			e.PeakMemoryMetrics = map[string]int64{}
 		}
 		for k, v := range ev.ExecutorMetrics {
+			if _, ok := e.PeakMemoryMetrics[k]; !ok {
+				s.budget.charge(costCounter + int64(len(k)))
+			}
 			if v > e.PeakMemoryMetrics[k] {
 				e.PeakMemoryMetrics[k] = v
 			}
@@ -485,6 +521,9 @@ func (s *sparkReplay) updateBlock(id, exec string, mem, disk int64) {
 	if mem <= 0 && disk <= 0 {
 		delete(s.blocks, id)
 	} else {
+		if _, ok := s.blocks[id]; !ok {
+			s.budget.charge(costSparkObject/4 + int64(len(id)))
+		}
 		s.blocks[id] = blockLoc{exec: exec, mem: mem, disk: disk}
 		cur := s.execMem[exec]
 		s.execMem[exec] = [2]int64{cur[0] + mem, cur[1] + disk}
@@ -567,7 +606,7 @@ func (s *sparkReplay) taskEnd(ev *sparkEvent) {
 	st.MemoryBytesSpilled += t.MemoryBytesSpilled
 	st.DiskBytesSpilled += t.DiskBytesSpilled
 	st.PeakExecutionMemory = max(st.PeakExecutionMemory, t.PeakExecutionMemory)
-	st.Tasks = append(st.Tasks, t)
+	s.keepTask(st, &t)
 
 	s.forJobs(st.StageID, func(j *sparkJob) {
 		j.NumCompletedTasks += completed
@@ -655,4 +694,26 @@ func decodeProps(raw json.RawMessage, into map[string]string) {
 			}
 		}
 	}
+}
+
+// keepTask keeps t's details in its stage while they fit maxSparkTaskBytes;
+// the totals already hold it either way.
+func (s *sparkReplay) keepTask(st *sparkStage, t *job.SparkTask) {
+	n := costSparkTask + int64(len(t.ExecutorID)+len(t.Host)+len(t.ErrorMessage))
+	if s.taskBytes+n > maxSparkTaskBytes {
+		s.dropped++
+		return
+	}
+	s.taskBytes += n
+	s.budget.charge(n)
+	st.Tasks = append(st.Tasks, *t)
+}
+
+// keptTasks counts the task details kept.
+func (s *sparkReplay) keptTasks() int {
+	n := 0
+	for _, st := range s.stages {
+		n += len(st.Tasks)
+	}
+	return n
 }

@@ -16,6 +16,12 @@
 // progress (an ".inprogress" event log or rolling-log status file), which is
 // waited for until it is renamed.
 //
-// A source that cannot be read is logged and retried at the next poll; Run
-// only returns when its context ends.
+// A unit that cannot be read is counted (Stats.Errors) and logged once.
+// When its content is at fault — not a history, corrupt, nested too deeply,
+// over a size bound (see collector/fetcher) — it is skipped (Stats.Failed)
+// until its size or modification time changes: a hostile or broken file
+// costs one read, however long the collector runs. When the input could not
+// be reached (open or stat failed, a history server did not answer) it is
+// retried at every poll, without logging again while it fails the same
+// way. No input stops the poller; Run only returns when its context ends.
 package history

@@ -77,6 +77,18 @@ type Poller struct {
 	done map[string]string
 	// pending counts the polls an unfinished unit stayed unchanged.
 	pending map[string]pendingUnit
+	// failed remembers the last failure of every unit that could not be
+	// read, so each failure is counted and logged once.
+	failed map[string]failure
+}
+
+// failure is a unit's last read failure. A file whose content failed is
+// not read again until its fingerprint changes; a failure to reach the
+// input (open, stat, a history server) is retried at every poll.
+type failure struct {
+	fingerprint string
+	msg         string
+	retry       bool
 }
 
 type pendingUnit struct {
@@ -92,7 +104,8 @@ type Stats struct {
 	Known    int // jobs the sink already had
 	Deferred int // unfinished jobs left for a later poll
 	Ignored  int // killed jobs
-	Errors   int // units that could not be read
+	Errors   int // units that failed, counted at their first failure
+	Failed   int // units skipped: they failed before and have not changed
 }
 
 // New returns a poller of cfg.Sources that analyses with a and stores into s.
@@ -125,6 +138,7 @@ func New(cfg Config, a Analyzer, s Sink) (*Poller, error) {
 		log:     cfg.Logger.With("component", "history"),
 		done:    map[string]string{},
 		pending: map[string]pendingUnit{},
+		failed:  map[string]failure{},
 	}, nil
 }
 
@@ -142,7 +156,7 @@ func (p *Poller) Run(ctx context.Context) error {
 			p.log.Warn("poll failed", "err", err)
 		}
 		p.log.Debug("poll done", "units", st.Units, "skipped", st.Skipped, "analyzed", st.Analyzed,
-			"known", st.Known, "deferred", st.Deferred, "errors", st.Errors)
+			"known", st.Known, "deferred", st.Deferred, "errors", st.Errors, "failed", st.Failed)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -184,6 +198,11 @@ func (p *Poller) Poll(ctx context.Context) (Stats, error) {
 	for src := range p.pending {
 		if !seen[src] {
 			delete(p.pending, src)
+		}
+	}
+	for src := range p.failed {
+		if !seen[src] {
+			delete(p.failed, src)
 		}
 	}
 	return st, nil
@@ -279,6 +298,10 @@ func (p *Poller) pollUnit(ctx context.Context, u unit, st *Stats) error {
 		st.Skipped++
 		return nil
 	}
+	if f, ok := p.failed[u.source]; ok && !f.retry && f.fingerprint == u.fingerprint {
+		st.Failed++
+		return nil
+	}
 	st.Units++
 	settled := false
 	if u.fingerprint != "" {
@@ -345,13 +368,33 @@ func (p *Poller) pollUnit(ctx context.Context, u unit, st *Stats) error {
 			p.done[u.source] = u.fingerprint // not a history file: ignore until it changes
 			return nil
 		}
-		st.Errors++
-		p.log.Warn("read history source", "source", u.source, "err", err)
+		p.fail(u, err, st)
 		return nil
 	}
+	delete(p.failed, u.source)
 	if !deferred && u.fingerprint != "" {
 		p.done[u.source] = u.fingerprint
 		delete(p.pending, u.source)
 	}
 	return nil
+}
+
+// fail records that u could not be read. A unit is counted and logged at
+// its first failure, and again only when it fails differently. Its
+// content failing (not a history, corrupt, too deep, too large) skips it
+// until it changes; failing to reach it is retried at the next poll.
+func (p *Poller) fail(u unit, err error, st *Stats) {
+	var pathErr *fs.PathError
+	f := failure{fingerprint: u.fingerprint, msg: err.Error(),
+		retry: u.fingerprint == "" || errors.As(err, &pathErr)}
+	if prev, ok := p.failed[u.source]; ok && prev == f {
+		return
+	}
+	p.failed[u.source] = f
+	st.Errors++
+	if f.retry {
+		p.log.Warn("read history source; retrying at every poll", "source", u.source, "err", err)
+		return
+	}
+	p.log.Warn("history file unreadable; skipped until it changes", "source", u.source, "err", err)
 }
