@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/stratatrace/strata/collector/fetcher"
-	"github.com/stratatrace/strata/collector/heuristics"
 	"github.com/stratatrace/strata/collector/job"
 	"github.com/stratatrace/strata/test/gen"
 )
@@ -58,10 +57,7 @@ func TestPollerSkipsUnreadableFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	eng, err := heuristics.NewEngine(heuristics.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := engine(t)
 	var logs logBuffer
 	reads := map[string]int{}
 	var mu sync.Mutex
@@ -127,7 +123,7 @@ func TestPollerRetriesUnopenable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, _ := heuristics.NewEngine(heuristics.DefaultConfig())
+	eng := engine(t)
 	var logs logBuffer
 	reads, denied := 0, true
 	cfg := Config{
