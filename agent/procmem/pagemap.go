@@ -57,6 +57,11 @@ func (e Entry) Exclusive() bool { return e&EntryExclusive != 0 }
 // SoftDirty reports bit 55.
 func (e Entry) SoftDirty() bool { return e&EntrySoftDirty != 0 }
 
+// Hidden reports a present page whose PFN the kernel withheld because the
+// opener lacks CAP_SYS_ADMIN: bits 0-54 are zero. (PFN 0 is never a page a
+// process maps.)
+func (e Entry) Hidden() bool { return e&EntryPresent != 0 && uint64(e)&pfnMask == 0 }
+
 // PFN returns bits 0-54 of a present page, else 0.
 func (e Entry) PFN() uint64 {
 	if !e.Present() {

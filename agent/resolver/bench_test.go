@@ -22,7 +22,7 @@ var (
 // benchTarget starts (once per test binary) a child with 1 GiB touched in
 // 4 KiB pages and 1 GiB touched in THPs. First touch is slow on the VM, so
 // every benchmark shares it.
-func benchTarget(b *testing.B) *resolvertest.Child {
+func benchTarget(b testing.TB) *resolvertest.Child {
 	testenv.RequireRoot(b)
 	benchOnce.Do(func() {
 		start := time.Now()

@@ -65,7 +65,7 @@ func FuzzResolveFixture(f *testing.F) {
 				pfn = (pfn + 1) % maxPFN
 				ents[i] = present | excl | pfn
 			}
-			if ents[i]&present != 0 && ents[i]&pfnMask == 0 && k%6 != 4 {
+			if procmem.Entry(ents[i]).Hidden() && k%6 != 4 {
 				ents[i] |= 1 // PFN 0 would read as hidden
 			}
 		}

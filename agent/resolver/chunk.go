@@ -1,0 +1,201 @@
+package resolver
+
+import (
+	"github.com/stratatrace/strata/agent/procmem"
+)
+
+// chunk is the cursor over one chunk of a range: which pages it holds, what
+// steps 1 to 5 have read about them, and the scratch those steps reuse from
+// chunk to chunk. Page i of the chunk is at base + i*ps, 0 <= i < n.
+type chunk struct {
+	ps       uint64 // base page size
+	pmdShift uint   // log2 of the bytes one PMD maps
+
+	base uint64 // address of page 0
+	g0   uint64 // PMD group of page 0: base >> pmdShift
+	n    int
+
+	// Step 1: the entries, and what a pass over them found.
+	ents   []procmem.Entry
+	pfns   int  // present pages with a PFN
+	hidden int  // present pages whose PFN the kernel hid
+	absent bool // a page is neither present nor swapped: look for its VMA
+
+	// Step 3: PMD-mapped folios, one head standing for each.
+	blk   []int32  // per PMD group of the chunk: index into heads, or -1
+	heads []uint64 // head PFN of each PMD-mapped folio
+	cand  []procmem.Range
+	huge  []procmem.Range
+
+	// Steps 2 and 4: spans read from kpageflags (entries of the pages at
+	// their index, then of head k at n+k) and kpagecount.
+	spans, cspans []procmem.Span
+	flags, counts []uint64
+	flagsOK       bool // flags and counts hold what the kernel said
+
+	// Step 5: the entries read again after the flags.
+	again     []procmem.Entry
+	rechecked bool
+
+	// Nodes of PFN-hidden pages from move_pages, indexed like ents.
+	hiddenNodes  []int32
+	hiddenAddrs  []uintptr
+	hiddenStatus []int32
+	hiddenOK     bool
+
+	window []uint64 // kpageflags around a folio whose head is not in the chunk
+}
+
+// grow returns (*s)[:n], reallocating when the capacity is short.
+func grow[T any](s *[]T, n int) []T {
+	if cap(*s) < n {
+		*s = make([]T, n)
+	}
+	*s = (*s)[:n]
+	return *s
+}
+
+// reset points the cursor at the n pages from base and forgets what was
+// read about the last chunk.
+func (c *chunk) reset(base uint64, n int) {
+	c.base, c.g0, c.n = base, base>>c.pmdShift, n
+	c.pfns, c.hidden, c.absent = 0, 0, false
+	c.blk, c.heads = c.blk[:0], c.heads[:0]
+	c.flagsOK, c.rechecked, c.hiddenOK = false, false, false
+}
+
+// addr is the address of page i.
+func (c *chunk) addr(i int) uint64 { return c.base + uint64(i)*c.ps }
+
+// groupEnd is the index of the first page after the PMD group holding page i.
+func (c *chunk) groupEnd(i int) int {
+	next := (c.addr(i)>>c.pmdShift + 1) << c.pmdShift
+	return min(c.n, int((next-c.base)/c.ps))
+}
+
+// blockOf returns the index in heads of the PMD head standing for page i,
+// or -1.
+func (c *chunk) blockOf(i int) int32 {
+	if len(c.blk) == 0 {
+		return -1
+	}
+	return c.blk[c.addr(i)>>c.pmdShift-c.g0]
+}
+
+// readPagemap is step 1: one pread of the chunk's pagemap entries, and a
+// count of what they hold.
+func (c *chunk) readPagemap(pm *procmem.Pagemap) error {
+	ents := grow(&c.ents, c.n)
+	if err := pm.Read(ents, c.base); err != nil {
+		return err
+	}
+	for _, e := range ents {
+		switch {
+		case e.Hidden():
+			c.hidden++
+		case e.Present():
+			c.pfns++
+		case !e.Swapped():
+			c.absent = true
+		}
+	}
+	return nil
+}
+
+// buildSpans is step 2: the present pages, in virtual order, grouped into
+// spans of consecutive PFNs for kpageflags, with one span per PMD-mapped
+// folio's head in place of its pages; and, for kpagecount, the spans of
+// the pages pagemap does not call exclusive (bit 56 is set exactly when
+// the page's precise mapcount, which kpagecount reports, is 1), or of every
+// page with allCounts.
+func (c *chunk) buildSpans(allCounts bool) {
+	spans, cspans := c.spans[:0], c.cspans[:0]
+	prev, cprev := ^uint64(0), ^uint64(0)
+	for i := 0; i < c.n; {
+		end, folio := c.n, false
+		if len(c.heads) > 0 {
+			end, folio = c.groupEnd(i), c.blockOf(i) >= 0
+		}
+		for ; i < end; i++ {
+			e := c.ents[i]
+			pfn := e.PFN()
+			if pfn == 0 {
+				prev, cprev = ^uint64(0), ^uint64(0)
+				continue
+			}
+			if !folio {
+				if pfn == prev+1 {
+					spans[len(spans)-1].N++
+				} else {
+					spans = append(spans, procmem.Span{PFN: pfn, N: 1, Out: uint32(i)})
+				}
+				prev = pfn
+			}
+			if e.Exclusive() && !allCounts {
+				cprev = ^uint64(0)
+				continue
+			}
+			if pfn == cprev+1 {
+				cspans[len(cspans)-1].N++
+			} else {
+				cspans = append(cspans, procmem.Span{PFN: pfn, N: 1, Out: uint32(i)})
+			}
+			cprev = pfn
+		}
+		prev = ^uint64(0)
+	}
+	for k, h := range c.heads {
+		spans = append(spans, procmem.Span{PFN: h, N: 1, Out: uint32(c.n + k)})
+	}
+	c.spans, c.cspans = spans, cspans
+}
+
+// recheck is step 5: pagemap read again, so that fold can tell which pages
+// changed while their flags were read.
+func (c *chunk) recheck(pm *procmem.Pagemap) error {
+	if err := pm.Read(grow(&c.again, c.n), c.base); err != nil {
+		return err
+	}
+	c.rechecked = true
+	return nil
+}
+
+// nodesOfHidden asks move_pages(2), which needs no CAP_SYS_ADMIN, for the
+// NUMA node of every present page whose PFN the kernel hid, so that an
+// unprivileged agent still places pages on nodes. The syscall reaches the
+// running kernel, so it is used only when the FS is the live /proc. When
+// it fails the nodes stay unknown (-1).
+func (c *chunk) nodesOfHidden(pid int, live bool) {
+	addrs := c.hiddenAddrs[:0]
+	for i, e := range c.ents {
+		if e.Hidden() {
+			addrs = append(addrs, uintptr(c.addr(i)))
+		}
+	}
+	c.hiddenAddrs = addrs
+	if len(addrs) == 0 || !live {
+		return
+	}
+	status := grow(&c.hiddenStatus, len(addrs))
+	if procmem.MovePagesNodes(pid, addrs, status) != nil {
+		return
+	}
+	nodes := grow(&c.hiddenNodes, c.n)
+	k := 0
+	for i, e := range c.ents {
+		nodes[i] = -1
+		if e.Hidden() {
+			nodes[i] = max(status[k], -1)
+			k++
+		}
+	}
+	c.hiddenOK = true
+}
+
+// hiddenNode is the node of PFN-hidden page i, -1 when unknown.
+func (c *chunk) hiddenNode(i int) int32 {
+	if !c.hiddenOK {
+		return -1
+	}
+	return c.hiddenNodes[i]
+}

@@ -1,0 +1,24 @@
+package resolver
+
+import "github.com/stratatrace/strata/agent/procmem"
+
+// readKPages is steps 2 to 4: the spans of the chunk read from kpageflags
+// (sorted by PFN, neighbours merged into one pread each), the head of each
+// PMD-mapped folio checked, and kpagecount read for the pages pagemap does
+// not call exclusive. On success c.flagsOK is set.
+func (c *chunk) readKPages(kp *procmem.KPages, allCounts bool) error {
+	c.buildSpans(allCounts)
+	flags := grow(&c.flags, c.n+len(c.heads))
+	counts := grow(&c.counts, c.n)
+	if err := kp.ReadSpans(c.spans, flags, nil); err != nil {
+		return err
+	}
+	if err := kp.ReadSpans(c.cspans, nil, counts); err != nil {
+		return err
+	}
+	if err := c.checkHeads(kp); err != nil {
+		return err
+	}
+	c.flagsOK = true
+	return nil
+}

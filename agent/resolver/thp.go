@@ -1,0 +1,175 @@
+package resolver
+
+import (
+	"errors"
+
+	"github.com/stratatrace/strata/agent/procmem"
+)
+
+// pmdPages is the number of base pages one PMD maps (2 MiB of 4 KiB pages).
+const pmdPages = 512
+
+// maxFolioPages bounds the folios told from kpageflags compound bits: a PMD
+// folio. Larger (hugetlb 1 GiB) folios keep their compound bits.
+const maxFolioPages = 512
+
+// findPMDs is step 3's scan: it finds the PMD-mapped folios of the chunk,
+// whose kpageflags are the folio's, so that one entry, the head's, stands
+// for all their pages. A candidate is a PMD group whose pages in the chunk
+// hold consecutive PFNs from a head aligned to the PMD size, as every page
+// of a PMD map does; PAGEMAP_SCAN (Linux 6.7+) says which candidates the
+// kernel maps with one PMD, with one ioctl per run of adjacent candidates.
+// 4 KiB pages are almost never candidates, so they cost no ioctl. It sets
+// c.blk and c.heads.
+func (r *Resolver) findPMDs(pm *procmem.Pagemap, c *chunk) error {
+	if r.noScan || c.pfns == 0 {
+		return nil
+	}
+	cand := c.cand[:0]
+	for i := 0; i < c.n; {
+		j := c.groupEnd(i)
+		if _, ok := c.pmdHead(i, j); ok {
+			if k := len(cand) - 1; k >= 0 && cand[k].End == c.addr(i) {
+				cand[k].End = c.addr(j)
+			} else {
+				cand = append(cand, procmem.Range{Start: c.addr(i), End: c.addr(j)})
+			}
+		}
+		i = j
+	}
+	c.cand = cand
+	if len(cand) == 0 {
+		return nil
+	}
+	huge := c.huge[:0]
+	for _, s := range cand {
+		var err error
+		huge, err = pm.HugeRanges(huge, s.Start, s.End)
+		if errors.Is(err, procmem.ErrScanUnsupported) {
+			r.noScan = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	c.huge = huge
+	if len(huge) == 0 {
+		return nil
+	}
+	blk := grow(&c.blk, int((c.addr(c.n-1)>>c.pmdShift)-c.g0+1))
+	for g := range blk {
+		blk[g] = -1
+	}
+	for _, h := range huge {
+		for v := h.Start >> c.pmdShift << c.pmdShift; v < h.End; v += 1 << c.pmdShift {
+			i0 := int((max(v, c.base) - c.base) / c.ps)
+			if i0 >= c.n {
+				break
+			}
+			g := v>>c.pmdShift - c.g0
+			if blk[g] >= 0 {
+				continue
+			}
+			// The whole group part in the chunk, not only the part the
+			// scan returned, must be the folio's.
+			if head, ok := c.pmdHead(i0, c.groupEnd(i0)); ok {
+				blk[g] = int32(len(c.heads))
+				c.heads = append(c.heads, head)
+			}
+		}
+	}
+	if len(c.heads) == 0 {
+		c.blk = c.blk[:0]
+	}
+	return nil
+}
+
+// pmdHead returns the head PFN of the PMD map that pages [i, j) of one PMD
+// group would be part of: ok when they are all present with consecutive
+// PFNs from a head aligned to the PMD size.
+func (c *chunk) pmdHead(i, j int) (uint64, bool) {
+	first := c.ents[i].PFN()
+	off := (c.addr(i) >> (c.pmdShift - 9)) % pmdPages // page's index in its group
+	if first == 0 || (first-off)%pmdPages != 0 {
+		return 0, false
+	}
+	for k := i + 1; k < j; k++ {
+		if c.ents[k].PFN() != first+uint64(k-i) {
+			return 0, false
+		}
+	}
+	return first - off, true
+}
+
+// checkHeads verifies that every head read for a PMD group is a compound
+// head of a THP or hugetlb folio; a group that fails is read page by page.
+func (c *chunk) checkHeads(kp *procmem.KPages) error {
+	for k := range c.heads {
+		f := c.flags[c.n+k]
+		if f&kpfCompound == kpfHead && f&(kpfTHP|kpfHuge) != 0 {
+			continue
+		}
+		for i := 0; i < c.n; i = c.groupEnd(i) {
+			if c.blockOf(i) != int32(k) {
+				continue
+			}
+			j := c.groupEnd(i)
+			c.blk[c.addr(i)>>c.pmdShift-c.g0] = -1
+			if err := kp.ReadFlags(c.flags[i:j], c.ents[i].PFN()); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// folioPages returns the size in pages of the compound folio holding page i
+// of the chunk, or 0 when it cannot be told. Folios are naturally aligned
+// runs of PFNs: a head, then tails. The chunk's own flags usually answer (a
+// head followed by its tails); otherwise one pread of the aligned 512-PFN
+// window around the page does. The last folio found is remembered in
+// r.out, for its other pages.
+func (r *Resolver) folioPages(c *chunk, i int) uint32 {
+	pfn := c.ents[i].PFN()
+	f := &r.out
+	if f.folioN > 0 && pfn >= f.folioHead && pfn < f.folioHead+f.folioN {
+		return uint32(f.folioN)
+	}
+	if c.flags[i]&kpfHead != 0 {
+		n := uint64(1)
+		for j := i + 1; j < c.n && n < maxFolioPages; j++ {
+			if c.ents[j].PFN() != pfn+n {
+				break // the folio continues unseen or not at all: ask kpageflags
+			}
+			if c.flags[j]&kpfCompound != kpfTail {
+				return f.cacheFolio(pfn, n)
+			}
+			n++
+		}
+		if n == maxFolioPages {
+			return f.cacheFolio(pfn, n)
+		}
+	}
+	base := pfn &^ (maxFolioPages - 1)
+	w := grow(&c.window, maxFolioPages)
+	if err := r.kp.ReadFlags(w, base); err != nil {
+		return 0
+	}
+	h := pfn - base
+	for h > 0 && w[h]&kpfCompound == kpfTail {
+		h--
+	}
+	if w[h]&kpfCompound != kpfHead {
+		return 0
+	}
+	n := uint64(1)
+	for h+n < maxFolioPages && w[h+n]&kpfCompound == kpfTail {
+		n++
+	}
+	if pfn >= base+h+n {
+		return 0
+	}
+	return f.cacheFolio(base+h, n)
+}
