@@ -33,8 +33,10 @@ type chunk struct {
 	flags, counts []uint64
 	flagsOK       bool // flags and counts hold what the kernel said
 
-	// Step 5: the entries read again after the flags.
+	// Step 5: the entries of pages [againLo, againLo+len(again)) read
+	// again after the flags, one piece of the chunk at a time.
 	again     []procmem.Entry
+	againLo   int
 	rechecked bool
 
 	// Nodes of PFN-hidden pages from move_pages, indexed like ents.
@@ -150,14 +152,41 @@ func (c *chunk) buildSpans(allCounts bool) {
 	c.spans, c.cspans = spans, cspans
 }
 
-// recheck is step 5: pagemap read again, so that fold can tell which pages
-// changed while their flags were read.
-func (c *chunk) recheck(pm *procmem.Pagemap) error {
-	if err := pm.Read(grow(&c.again, c.n), c.base); err != nil {
+// pieceShift is log2 of the pages of a piece: steps 5 and 6 run one piece
+// of the chunk at a time, so that the recheck's entries take 64 KiB and are
+// still in the cache when the fold compares them. Pieces are aligned to
+// their size in the address space, so a PMD group never straddles two.
+const pieceShift = 13
+
+// pieceEnd is the index of the first page after the piece holding page i.
+func (c *chunk) pieceEnd(i int) int {
+	shift := c.pmdShift - 9 + pieceShift
+	next := (c.addr(i)>>shift + 1) << shift
+	return min(c.n, int((next-c.base)/c.ps))
+}
+
+// recheck is step 5: pagemap read again for pages [lo, hi), so that fold
+// can tell which pages changed while their flags were read.
+func (c *chunk) recheck(pm *procmem.Pagemap, lo, hi int) error {
+	if err := pm.Read(grow(&c.again, hi-lo), c.addr(lo)); err != nil {
 		return err
 	}
-	c.rechecked = true
+	c.againLo, c.rechecked = lo, true
 	return nil
+}
+
+// changed reports whether the recheck saw page i with another PFN.
+func (c *chunk) changed(i int) bool {
+	if !c.rechecked {
+		return false
+	}
+	a := c.again[i-c.againLo]
+	return a != c.ents[i] && a.PFN() != c.ents[i].PFN()
+}
+
+// same reports whether the recheck saw page i exactly as the first read.
+func (c *chunk) same(i int) bool {
+	return !c.rechecked || c.again[i-c.againLo] == c.ents[i]
 }
 
 // nodesOfHidden asks move_pages(2), which needs no CAP_SYS_ADMIN, for the

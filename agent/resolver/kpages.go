@@ -8,13 +8,14 @@ import "github.com/stratatrace/strata/agent/procmem"
 // not call exclusive. On success c.flagsOK is set.
 func (c *chunk) readKPages(kp *procmem.KPages, allCounts bool) error {
 	c.buildSpans(allCounts)
-	flags := grow(&c.flags, c.n+len(c.heads))
-	counts := grow(&c.counts, c.n)
-	if err := kp.ReadSpans(c.spans, flags, nil); err != nil {
+	if err := kp.ReadSpans(c.spans, grow(&c.flags, c.n+len(c.heads)), nil); err != nil {
 		return err
 	}
-	if err := kp.ReadSpans(c.cspans, nil, counts); err != nil {
-		return err
+	c.counts = c.counts[:0] // only pages in cspans have counts
+	if len(c.cspans) > 0 {
+		if err := kp.ReadSpans(c.cspans, nil, grow(&c.counts, c.n)); err != nil {
+			return err
+		}
 	}
 	if err := c.checkHeads(kp); err != nil {
 		return err

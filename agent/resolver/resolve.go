@@ -24,14 +24,18 @@ func (r *Resolver) resolve(pm *procmem.Pagemap, pid int, q Request, res *Result)
 	r.out.reset()
 	var flagsErr error
 	chunk := uint64(r.opts.ChunkPages) * ps
+	pmd := uint64(pmdPages) * ps
 	for a := start; a < end; {
-		// a is the range start or a multiple of ChunkPages pages, so a PMD
-		// block never straddles two chunks.
-		b := min(end, (a/chunk+1)*chunk)
+		// Chunks end on a PMD boundary (ChunkPages is a multiple of 512),
+		// so a PMD group never straddles two.
+		b := end
+		if end-a > chunk {
+			b = (a + chunk) &^ (pmd - 1)
+		}
 		if err := r.readChunk(pm, pid, a, int((b-a)/ps), withFlags, &flagsErr); err != nil {
 			return err
 		}
-		if err := r.fold(&r.cur, q.CPUNode, res); err != nil {
+		if err := r.foldChunk(pm, q.CPUNode, res); err != nil {
 			return err
 		}
 		a = b
@@ -55,7 +59,7 @@ func (r *Resolver) resolve(pm *procmem.Pagemap, pid int, q Request, res *Result)
 	return nil
 }
 
-// readChunk runs steps 1 to 5 over the n pages from a into r.cur. A failure
+// readChunk runs steps 1 to 4 over the n pages from a into r.cur. A failure
 // to read kpageflags or kpagecount is not an error: it goes to *flagsErr
 // and leaves the pages FLAGS_UNKNOWN.
 func (r *Resolver) readChunk(pm *procmem.Pagemap, pid int, a uint64, n int, withFlags bool, flagsErr *error) error {
@@ -72,10 +76,6 @@ func (r *Resolver) readChunk(pm *procmem.Pagemap, pid int, a uint64, n int, with
 			*flagsErr = r.kpErr
 		} else if err := c.readKPages(r.kp, r.opts.ReadAllCounts); err != nil { // 2, 3, 4
 			*flagsErr = fmt.Errorf("%w: %w", ErrFlagsUnavailable, err)
-		} else if !r.opts.NoRecheck {
-			if err := c.recheck(pm); err != nil { // 5
-				return err
-			}
 		}
 	}
 	// Holes and, without flags, PMD-mapped folios (THP or hugetlb) are told
@@ -89,6 +89,25 @@ func (r *Resolver) readChunk(pm *procmem.Pagemap, pid int, a uint64, n int, with
 	}
 	if c.hidden > 0 {
 		c.nodesOfHidden(pid, r.liveProc)
+	}
+	return nil
+}
+
+// foldChunk runs steps 5 and 6 over r.cur, one piece at a time.
+func (r *Resolver) foldChunk(pm *procmem.Pagemap, cpuNode int32, res *Result) error {
+	c := &r.cur
+	var vmas vmaCursor
+	for lo := 0; lo < c.n; {
+		hi := c.pieceEnd(lo)
+		if c.flagsOK && !r.opts.NoRecheck {
+			if err := c.recheck(pm, lo, hi); err != nil { // 5
+				return err
+			}
+		}
+		if err := r.fold(c, lo, hi, cpuNode, &vmas, res); err != nil { // 6
+			return err
+		}
+		lo = hi
 	}
 	return nil
 }

@@ -34,7 +34,12 @@ var (
 // Options tune a Resolver; the zero value is the default.
 type Options struct {
 	// ChunkPages is how many pages one pagemap pread covers (rounded up to
-	// a multiple of 512; default 65536, 512 KiB of entries).
+	// a multiple of 512; default 262144, 1 GiB of 4 KiB pages). The
+	// kpageflags of a chunk's pages are read together, sorted by PFN, so
+	// scattered pages of a larger chunk share more preads. A Resolver keeps
+	// scratch for the largest chunk it has read: 16 bytes per page (8 more
+	// for pages not exclusively mapped) and 24 per span of consecutive PFNs,
+	// about 5 MiB after a range of 1 GiB of scattered 4 KiB pages.
 	ChunkPages int
 	// NoRecheck skips the second pagemap read that detects pages reused
 	// between the pagemap and kpageflags reads. It saves one pagemap read
@@ -113,7 +118,7 @@ type Resolver struct {
 // FLAGS_UNKNOWN or node -1 and a Warning.
 func New(fs procmem.FS, opts Options) (*Resolver, error) {
 	if opts.ChunkPages <= 0 {
-		opts.ChunkPages = 1 << 16
+		opts.ChunkPages = 1 << 18
 	}
 	opts.ChunkPages = (opts.ChunkPages + pmdPages - 1) &^ (pmdPages - 1)
 	if opts.MergeGap == 0 {
