@@ -1,7 +1,6 @@
 package resolver
 
 import (
-	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -94,11 +93,28 @@ func baseline(b *testing.B, pid int, vaddr uint64, n int, nodes *procmem.NodeMap
 	return wall, cpu
 }
 
+// floorBufs are the floor's buffers, allocated and touched once so that
+// the floor's time holds no page faults of its own.
+type floorBufs struct {
+	ents  []procmem.Entry
+	flags []uint64
+	spans []procmem.Span
+}
+
+func newFloorBufs(n int) *floorBufs {
+	f := &floorBufs{ents: make([]procmem.Entry, n), flags: make([]uint64, n), spans: make([]procmem.Span, n)}
+	for i := range n {
+		f.ents[i], f.flags[i], f.spans[i] = 1, 1, procmem.Span{N: 1}
+	}
+	return f
+}
+
 // floor measures what no resolver of this range can avoid, in CPU time:
 // one bulk pagemap read and one kpageflags entry per present PFN, in sorted
 // merged preads (the resolver's reader and merge gap). It returns the
-// pagemap read alone (the floor without flags) and the whole.
-func floor(b *testing.B, pid int, vaddr uint64, n int) (pagemap, whole time.Duration, preads uint64) {
+// pagemap read alone (the floor without flags), the whole, and the preads
+// of kpageflags.
+func floor(b *testing.B, pid int, vaddr uint64, buf *floorBufs) (pagemap, whole time.Duration, preads uint64) {
 	pm, err := procmem.Default().OpenPagemap(pid)
 	if err != nil {
 		b.Fatal(err)
@@ -109,9 +125,7 @@ func floor(b *testing.B, pid int, vaddr uint64, n int) (pagemap, whole time.Dura
 		b.Fatal(err)
 	}
 	defer kp.Close()
-	ents := make([]procmem.Entry, n)
-	flags := make([]uint64, n)
-	spans := make([]procmem.Span, 0, n)
+	ents, spans := buf.ents, buf.spans[:0]
 	cpu0 := cpuTime()
 	if err := pm.Read(ents, vaddr); err != nil {
 		b.Fatal(err)
@@ -124,26 +138,12 @@ func floor(b *testing.B, pid int, vaddr uint64, n int) (pagemap, whole time.Dura
 			spans = append(spans, procmem.Span{PFN: e.PFN(), N: 1, Out: uint32(i)})
 		}
 	}
-	if err := kp.ReadSpans(spans, flags, nil); err != nil {
+	if err := kp.ReadSpans(spans, buf.flags, nil); err != nil {
 		b.Fatal(err)
 	}
 	whole = cpuTime() - cpu0
 	preads, _ = kp.Stats()
 	return pagemap, whole, preads
-}
-
-// floors measures the floor k times and returns the medians.
-func floors(b *testing.B, pid int, vaddr uint64, n, k int) (pagemap, whole []time.Duration, preads uint64) {
-	for range k {
-		p, w, r := floor(b, pid, vaddr, n)
-		pagemap, whole, preads = append(pagemap, p), append(whole, w), r
-	}
-	return pagemap, whole, preads
-}
-
-func median(d []time.Duration) time.Duration {
-	slices.Sort(d)
-	return d[len(d)/2]
 }
 
 // baselinePages is how many pages the baseline reads before and after the
@@ -156,8 +156,8 @@ const baselinePages = 1 << 16
 // the kernel's): with flags, floor is one bulk pagemap read plus the
 // kpageflags of every PFN, and recheck-floor adds the second pagemap read
 // the recheck asks for; without flags, pagemap-floor is the bulk pagemap
-// read alone. The floor is measured three times before and three after the
-// timed loop, and its median is used.
+// read alone. The floor is measured after every iteration, off the clock,
+// so that both see the same load on a shared machine.
 func benchResolve(b *testing.B, region string, opts Options) {
 	c := benchTarget(b)
 	if region == "thp" && benchErr != "" {
@@ -167,25 +167,30 @@ func benchResolve(b *testing.B, region string, opts Options) {
 	withFlags := !opts.NoFlags
 	vaddr := c.Addr[region]
 	bw1, bc1 := baseline(b, c.Pid, vaddr, baselinePages, r.Nodes(), withFlags)
-	pmFloors, floors1, _ := floors(b, c.Pid, vaddr, benchPages, 3)
+	fb := newFloorBufs(benchPages)
+	floor(b, c.Pid, vaddr, fb) // warms the reader
 
 	b.ResetTimer()
 	pr0, en0 := r.KPageStats()
-	cpu0 := cpuTime()
+	var cpu, pmFloor, fl time.Duration
+	var flPreads uint64
 	var res Result
-	for b.Loop() {
+	for range b.N {
+		cpu0 := cpuTime()
 		var err error
 		res, err = r.Resolve(c.Pid, vaddr, benchPages*procmem.PageSize())
 		if err != nil {
 			b.Fatal(err)
 		}
+		cpu += cpuTime() - cpu0
+		b.StopTimer()
+		p, w, pr := floor(b, c.Pid, vaddr, fb)
+		pmFloor, fl, flPreads = pmFloor+p, fl+w, pr
+		b.StartTimer()
 	}
-	cpu := cpuTime() - cpu0
 	b.StopTimer()
 	pr1, en1 := r.KPageStats()
 	bw2, bc2 := baseline(b, c.Pid, vaddr+benchPages/2*procmem.PageSize(), baselinePages, r.Nodes(), withFlags)
-	pm2, floors2, flPreads := floors(b, c.Pid, vaddr, benchPages, 3)
-	pmFloor, fl := median(append(pmFloors, pm2...)), median(append(floors1, floors2...))
 	if res.Present != benchPages {
 		b.Fatalf("%d of %d pages present", res.Present, benchPages)
 	}
@@ -193,7 +198,7 @@ func benchResolve(b *testing.B, region string, opts Options) {
 	pps, cpuPPS := pages/b.Elapsed().Seconds(), pages/cpu.Seconds()
 	basePPS := 2 * baselinePages / (bw1 + bw2).Seconds()
 	baseCPUPPS := 2 * baselinePages / (bc1 + bc2).Seconds()
-	perPage := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / benchPages }
+	perPage := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / pages }
 	b.ReportMetric(pps/1e6, "Mpages/s")
 	b.ReportMetric(cpuPPS/1e6, "Mpages/cpu-s")
 	b.ReportMetric(pps/basePPS, "x-baseline")
@@ -202,17 +207,17 @@ func benchResolve(b *testing.B, region string, opts Options) {
 	switch {
 	case !withFlags:
 		what = "pagemap"
-		b.ReportMetric(cpuPPS*perPage(pmFloor)/1e9, "pagemap-floor-over-resolver-cpu")
-		b.Logf("%s: floor (bulk pagemap) %.1f ns/page CPU, resolver %.1f ns/page CPU", region, perPage(pmFloor), 1e9/cpuPPS)
+		b.ReportMetric(float64(pmFloor)/float64(cpu), "pagemap-floor-over-resolver-cpu")
+		b.Logf("%s: floor (bulk pagemap) %.1f ns/page CPU, resolver %.1f ns/page CPU", region, perPage(pmFloor), perPage(cpu))
 	case opts.NoRecheck:
-		b.ReportMetric(cpuPPS*perPage(fl)/1e9, "floor-over-resolver-cpu")
+		b.ReportMetric(float64(fl)/float64(cpu), "floor-over-resolver-cpu")
 		b.Logf("%s: floor (bulk pagemap + kpageflags of every PFN) %.1f ns/page CPU, resolver %.1f ns/page CPU",
-			region, perPage(fl), 1e9/cpuPPS)
+			region, perPage(fl), perPage(cpu))
 	default:
-		b.ReportMetric(cpuPPS*perPage(fl)/1e9, "floor-over-resolver-cpu")
-		b.ReportMetric(cpuPPS*perPage(fl+pmFloor)/1e9, "recheck-floor-over-resolver-cpu")
+		b.ReportMetric(float64(fl)/float64(cpu), "floor-over-resolver-cpu")
+		b.ReportMetric(float64(fl+pmFloor)/float64(cpu), "recheck-floor-over-resolver-cpu")
 		b.Logf("%s: floor (bulk pagemap + kpageflags of every PFN) %.1f ns/page CPU, with the recheck's second pagemap read %.1f, resolver %.1f ns/page CPU",
-			region, perPage(fl), perPage(fl+pmFloor), 1e9/cpuPPS)
+			region, perPage(fl), perPage(fl+pmFloor), perPage(cpu))
 	}
 	b.ReportMetric(0, "ns/op")
 	b.Logf("%s: per page %.3f kpage preads (floor %.3f), %.3f kpage entries", region, float64(pr1-pr0)/pages, float64(flPreads)/benchPages, float64(en1-en0)/pages)

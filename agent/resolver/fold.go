@@ -103,9 +103,9 @@ func (r *Resolver) fold(c *chunk, lo, hi int, cpuNode int32, vmas *vmaCursor, re
 
 // extendRun adds to the run of page i, a present page with no compound
 // flags, the pages before hi that follow it with everything but the PFN
-// the same: entry bits, node, and, when read, flags and count. It is
-// the fold's fast path for 4 KiB pages, one comparison of each and no run
-// built per page. It returns the index of the last page added.
+// the same: entry bits, node, and, when read, flags and count. It is the
+// fold's fast path for 4 KiB pages: a few comparisons per page and no run
+// built for each. It returns the index of the last page added.
 func (r *Resolver) extendRun(c *chunk, i, hi int, p *run, res *Result) int {
 	st := c.ents[i].Status()
 	count := !c.ents[i].Exclusive() || r.opts.ReadAllCounts
@@ -119,17 +119,14 @@ func (r *Resolver) extendRun(c *chunk, i, hi int, p *run, res *Result) int {
 		if c.flagsOK && (c.flags[m] != p.flags || count && c.counts[m] != p.kcount || c.changed(m)) {
 			break
 		}
-		if !r.out.extend(pfn) {
-			break
-		}
 	}
-	extra := uint64(m - i - 1)
+	extra := uint64(r.out.extend(c.ents[i+1 : m]))
 	res.Pages += extra
 	res.Present += extra
 	if p.state&stTHP != 0 {
 		res.THP += extra
 	}
-	return m - 1
+	return i + int(extra)
 }
 
 // present fills in present page i: node, flags, count, folio, and whether
@@ -294,9 +291,15 @@ func (b *runs) add(p *run) {
 				return
 			case p.pfn != 0 && c.pfn != 0 && (p.folio == 0 || c.dstart < 0 && p.pfn == c.pfn+n):
 				// A folio's pages are consecutive; others may step.
-				if b.extend(p.pfn) {
-					return
+				if c.dstart < 0 && p.pfn != c.pfn+n {
+					b.startSteps(c)
 				}
+				if c.dstart >= 0 {
+					b.deltas = append(b.deltas, int64(p.pfn-b.lastPFN))
+				}
+				b.lastPFN = p.pfn
+				c.count++
+				return
 			}
 		}
 	}
@@ -306,28 +309,48 @@ func (b *runs) add(p *run) {
 	b.list = append(b.list, *p)
 }
 
-// extend adds to the last run the page after it, a present page that
-// shares all but its PFN with the run's pages; a PFN that does not follow
-// the last one is kept as a step (4 KiB pages come from anywhere in
-// physical memory). It reports false when the run is full.
-func (b *runs) extend(pfn uint64) bool {
-	c := &b.list[len(b.list)-1]
-	switch {
-	case c.count >= 1<<31:
-		return false
-	case c.dstart < 0 && pfn == c.pfn+uint64(c.count):
-	default:
-		if c.dstart < 0 {
-			c.dstart = int32(len(b.deltas))
-			for range c.count - 1 {
-				b.deltas = append(b.deltas, 1)
-			}
-		}
-		b.deltas = append(b.deltas, int64(pfn-b.lastPFN))
+// startSteps gives run c, whose PFNs so far are consecutive, the steps
+// between them, so that PFNs that do not follow can be added.
+func (b *runs) startSteps(c *run) {
+	c.dstart = int32(len(b.deltas))
+	for range c.count - 1 {
+		b.deltas = append(b.deltas, 1)
 	}
-	b.lastPFN = pfn
-	c.count++
-	return true
+}
+
+// extend adds to the last run the present pages whose entries are ents,
+// pages that follow it and share all but their PFN with its pages. A PFN
+// that does not follow the one before is kept as a step (4 KiB pages come
+// from anywhere in physical memory). It returns how many pages it added:
+// fewer than len(ents) when the run is full.
+func (b *runs) extend(ents []procmem.Entry) int {
+	c := &b.list[len(b.list)-1]
+	n := min(len(ents), int(1<<31-c.count))
+	k := 0
+	if c.dstart < 0 {
+		next := c.pfn + uint64(c.count)
+		for k < n && ents[k].PFN() == next+uint64(k) {
+			k++
+		}
+		c.count += uint32(k)
+		if k == n {
+			b.lastPFN = c.pfn + uint64(c.count) - 1
+			return n
+		}
+		b.startSteps(c)
+		b.lastPFN = c.pfn + uint64(c.count) - 1
+	}
+	d := len(b.deltas)
+	b.deltas = slices.Grow(b.deltas, n-k)[:d+n-k]
+	last := b.lastPFN
+	for j, e := range ents[k:n] {
+		pfn := e.PFN()
+		b.deltas[d+j] = int64(pfn - last)
+		last = pfn
+	}
+	b.lastPFN = last
+	c.count += uint32(n - k)
+	return n
 }
 
 // emit turns the runs into PageRun messages: one slab and one slice of
