@@ -49,7 +49,7 @@ type Span struct {
 // of times the page is mapped. Either file may be missing or unreadable (they
 // are root-only); the reader then reports ErrFlagsUnavailable for it.
 type KPages struct {
-	flags, count *os.File
+	flags, count *kfile
 	flagsErr     error
 	countErr     error
 	buf          []byte
@@ -71,12 +71,10 @@ var ErrFlagsUnavailable = errors.New("kpageflags unavailable")
 func (f FS) OpenKPages() (*KPages, error) {
 	k := &KPages{MergeGap: DefaultMergeGap}
 	var err error
-	if k.flags, err = os.Open(f.procPath("kpageflags")); err != nil {
-		k.flags = nil
+	if k.flags, err = openKFile(f.procPath("kpageflags")); err != nil {
 		k.flagsErr = fmt.Errorf("open kpageflags: %w: %w", ErrFlagsUnavailable, err)
 	}
-	if k.count, err = os.Open(f.procPath("kpagecount")); err != nil {
-		k.count = nil
+	if k.count, err = openKFile(f.procPath("kpagecount")); err != nil {
 		k.countErr = fmt.Errorf("open kpagecount: %w: %w", ErrFlagsUnavailable, err)
 	}
 	if k.flags == nil && k.count == nil {
@@ -101,9 +99,9 @@ func (k *KPages) Close() error {
 		return nil
 	}
 	var errs []error
-	for _, f := range []*os.File{k.flags, k.count} {
+	for _, f := range []*kfile{k.flags, k.count} {
 		if f != nil {
-			errs = append(errs, f.Close())
+			errs = append(errs, f.f.Close())
 		}
 	}
 	k.flags, k.count = nil, nil
@@ -180,7 +178,7 @@ func (k *KPages) span(spans []Span, j int) Span {
 }
 
 // readFile reads the spans from f in PFN order, merging neighbours.
-func (k *KPages) readFile(f *os.File, spans []Span, dst []uint64) error {
+func (k *KPages) readFile(f *kfile, spans []Span, dst []uint64) error {
 	for i := 0; i < len(spans); {
 		first := k.span(spans, i)
 		lo, hi := first.PFN, first.PFN+uint64(first.N)
@@ -214,7 +212,7 @@ const rawMax = 512
 // for anything (at most some 50 µs of CPU), and skipping the scheduler's
 // bookkeeping saves about a fifth of a small read's cost. Most preads of
 // scattered 4 KiB pages are small.
-func (k *KPages) pread(f *os.File, pfn, n uint64) ([]byte, error) {
+func (k *KPages) pread(f *kfile, pfn, n uint64) ([]byte, error) {
 	size := int(n * 8)
 	if cap(k.buf) < size {
 		k.buf = make([]byte, max(size, 64<<10))
@@ -225,9 +223,9 @@ func (k *KPages) pread(f *os.File, pfn, n uint64) ([]byte, error) {
 	var got int
 	var err error
 	if n <= rawMax {
-		got, err = rawPread(f, b, int64(pfn*8))
+		got, err = f.rawPread(b, int64(pfn*8))
 	} else {
-		got, err = f.ReadAt(b, int64(pfn*8))
+		got, err = f.f.ReadAt(b, int64(pfn*8))
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("pfn %#x: %w", pfn, err)
@@ -237,13 +235,28 @@ func (k *KPages) pread(f *os.File, pfn, n uint64) ([]byte, error) {
 	return b, nil
 }
 
+// kfile is kpageflags or kpagecount, open, with its descriptor for raw
+// preads.
+type kfile struct {
+	f  *os.File
+	fd uintptr
+}
+
+func openKFile(path string) (*kfile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	// Fd makes the descriptor blocking once; procfs files are anyway.
+	return &kfile{f: f, fd: f.Fd()}, nil
+}
+
 // rawPread is pread(2) on f's descriptor without the scheduler's syscall
 // bookkeeping; it returns io.EOF at the end of the file, like ReadAt.
-func rawPread(f *os.File, b []byte, off int64) (int, error) {
-	fd := f.Fd()
+func (f *kfile) rawPread(b []byte, off int64) (int, error) {
 	got := 0
 	for got < len(b) {
-		n, _, errno := unix.RawSyscall6(unix.SYS_PREAD64, fd, uintptr(unsafe.Pointer(&b[got])), uintptr(len(b)-got), uintptr(off+int64(got)), 0, 0)
+		n, _, errno := unix.RawSyscall6(unix.SYS_PREAD64, f.fd, uintptr(unsafe.Pointer(&b[got])), uintptr(len(b)-got), uintptr(off+int64(got)), 0, 0)
 		switch {
 		case errno == unix.EINTR:
 			continue
@@ -254,7 +267,7 @@ func rawPread(f *os.File, b []byte, off int64) (int, error) {
 		}
 		got += int(n)
 	}
-	runtime.KeepAlive(f)
+	runtime.KeepAlive(f.f)
 	return got, nil
 }
 
@@ -285,7 +298,7 @@ func (k *KPages) ReadCounts(dst []uint64, pfn uint64) error {
 	return k.readOne(k.count, dst, pfn, "kpagecount")
 }
 
-func (k *KPages) readOne(f *os.File, dst []uint64, pfn uint64, name string) error {
+func (k *KPages) readOne(f *kfile, dst []uint64, pfn uint64, name string) error {
 	if len(dst) == 0 {
 		return nil
 	}
