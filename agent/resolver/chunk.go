@@ -14,12 +14,11 @@ type chunk struct {
 	base uint64 // address of page 0
 	g0   uint64 // PMD group of page 0: base >> pmdShift
 	n    int
+	pid  int
+	live bool // pid is in the running system's /proc (move_pages reaches it)
 
-	// Step 1: the entries, and what a pass over them found.
-	ents   []procmem.Entry
-	pfns   int  // present pages with a PFN
-	hidden int  // present pages whose PFN the kernel hid
-	absent bool // a page is neither present nor swapped: look for its VMA
+	// Step 1.
+	ents []procmem.Entry
 
 	// Step 3: PMD-mapped folios, one head standing for each.
 	blk   []int32  // per PMD group of the chunk: index into heads, or -1
@@ -39,10 +38,12 @@ type chunk struct {
 	againLo   int
 	rechecked bool
 
-	// Nodes of PFN-hidden pages from move_pages, indexed like ents.
+	// Nodes of PFN-hidden pages from move_pages, indexed like ents, asked
+	// on the first such page.
 	hiddenNodes  []int32
 	hiddenAddrs  []uintptr
 	hiddenStatus []int32
+	hiddenAsked  bool
 	hiddenOK     bool
 
 	window []uint64 // kpageflags around a folio whose head is not in the chunk
@@ -57,13 +58,14 @@ func grow[T any](s *[]T, n int) []T {
 	return *s
 }
 
-// reset points the cursor at the n pages from base and forgets what was
-// read about the last chunk.
-func (c *chunk) reset(base uint64, n int) {
+// reset points the cursor at the n pages of pid from base and forgets what
+// was read about the last chunk.
+func (c *chunk) reset(pid int, live bool, base uint64, n int) {
+	c.pid, c.live = pid, live
 	c.base, c.g0, c.n = base, base>>c.pmdShift, n
-	c.pfns, c.hidden, c.absent = 0, 0, false
 	c.blk, c.heads = c.blk[:0], c.heads[:0]
-	c.flagsOK, c.rechecked, c.hiddenOK = false, false, false
+	c.spans, c.cspans = c.spans[:0], c.cspans[:0]
+	c.flagsOK, c.rechecked, c.hiddenAsked, c.hiddenOK = false, false, false, false
 }
 
 // addr is the address of page i.
@@ -84,24 +86,9 @@ func (c *chunk) blockOf(i int) int32 {
 	return c.blk[c.addr(i)>>c.pmdShift-c.g0]
 }
 
-// readPagemap is step 1: one pread of the chunk's pagemap entries, and a
-// count of what they hold.
+// readPagemap is step 1: one pread of the chunk's pagemap entries.
 func (c *chunk) readPagemap(pm *procmem.Pagemap) error {
-	ents := grow(&c.ents, c.n)
-	if err := pm.Read(ents, c.base); err != nil {
-		return err
-	}
-	for _, e := range ents {
-		switch {
-		case e.Hidden():
-			c.hidden++
-		case e.Present():
-			c.pfns++
-		case !e.Swapped():
-			c.absent = true
-		}
-	}
-	return nil
+	return pm.Read(grow(&c.ents, c.n), c.base)
 }
 
 // buildSpans is step 2: the present pages, in virtual order, grouped into
@@ -120,6 +107,10 @@ func (c *chunk) buildSpans(allCounts bool) {
 		}
 		for ; i < end; i++ {
 			e := c.ents[i]
+			if folio && e.Exclusive() && !allCounts {
+				cprev = ^uint64(0)
+				continue // the head stands for its flags, and the count is 1
+			}
 			pfn := e.PFN()
 			if pfn == 0 {
 				prev, cprev = ^uint64(0), ^uint64(0)
@@ -144,7 +135,7 @@ func (c *chunk) buildSpans(allCounts bool) {
 			}
 			cprev = pfn
 		}
-		prev = ^uint64(0)
+		prev, cprev = ^uint64(0), ^uint64(0)
 	}
 	for k, h := range c.heads {
 		spans = append(spans, procmem.Span{PFN: h, N: 1, Out: uint32(c.n + k)})
@@ -194,7 +185,8 @@ func (c *chunk) same(i int) bool {
 // unprivileged agent still places pages on nodes. The syscall reaches the
 // running kernel, so it is used only when the FS is the live /proc. When
 // it fails the nodes stay unknown (-1).
-func (c *chunk) nodesOfHidden(pid int, live bool) {
+func (c *chunk) nodesOfHidden() {
+	c.hiddenAsked = true
 	addrs := c.hiddenAddrs[:0]
 	for i, e := range c.ents {
 		if e.Hidden() {
@@ -202,11 +194,11 @@ func (c *chunk) nodesOfHidden(pid int, live bool) {
 		}
 	}
 	c.hiddenAddrs = addrs
-	if len(addrs) == 0 || !live {
+	if len(addrs) == 0 || !c.live {
 		return
 	}
 	status := grow(&c.hiddenStatus, len(addrs))
-	if procmem.MovePagesNodes(pid, addrs, status) != nil {
+	if procmem.MovePagesNodes(c.pid, addrs, status) != nil {
 		return
 	}
 	nodes := grow(&c.hiddenNodes, c.n)
@@ -223,6 +215,9 @@ func (c *chunk) nodesOfHidden(pid int, live bool) {
 
 // hiddenNode is the node of PFN-hidden page i, -1 when unknown.
 func (c *chunk) hiddenNode(i int) int32 {
+	if !c.hiddenAsked {
+		c.nodesOfHidden()
+	}
 	if !c.hiddenOK {
 		return -1
 	}

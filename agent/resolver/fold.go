@@ -79,7 +79,7 @@ func (r *Resolver) fold(c *chunk, lo, hi int, cpuNode int32, vmas *vmaCursor, re
 			res.Swapped++
 			p.swapType, p.swapOff = e.SwapType(), e.SwapOffset()
 		default:
-			_, in, err := vmas.at(r.maps, p.vaddr)
+			_, in, err := vmas.at(p.vaddr)
 			if err != nil {
 				return err
 			}
@@ -148,7 +148,7 @@ func (r *Resolver) present(c *chunk, i int, cpuNode int32, vmas *vmaCursor, p *r
 		if k >= 0 {
 			// A PMD map without flags: its mapping says THP or hugetlb.
 			p.folio = pmdPages
-			v, in, err := vmas.at(r.maps, p.vaddr)
+			v, in, err := vmas.at(p.vaddr)
 			switch {
 			case err != nil:
 				return err
@@ -224,17 +224,29 @@ func (r *Resolver) extendPMD(c *chunk, i int, p *run, res *Result) int {
 }
 
 // vmaCursor answers, for addresses met in rising order within a chunk,
-// which mapping holds them, with one maps lookup per mapping crossed.
+// which mapping holds them, with one maps lookup per mapping crossed. Only
+// pages that are neither present nor swapped, and PMD maps without flags,
+// ask, so the maps file is opened on the first question of a batch.
 type vmaCursor struct {
+	maps      **procmem.MapsFile // the batch's
+	fs        procmem.FS
+	pid       int
 	vma       procmem.VMA
 	ok, known bool
 }
 
 // at returns the mapping at or above addr, and whether it holds addr.
-func (v *vmaCursor) at(m *procmem.MapsFile, addr uint64) (procmem.VMA, bool, error) {
+func (v *vmaCursor) at(addr uint64) (procmem.VMA, bool, error) {
 	if !v.known || v.ok && addr >= v.vma.End {
+		if *v.maps == nil {
+			m, err := v.fs.OpenMaps(v.pid)
+			if err != nil {
+				return procmem.VMA{}, false, err
+			}
+			*v.maps = m
+		}
 		var err error
-		if v.vma, v.ok, err = m.VMAAt(addr); err != nil {
+		if v.vma, v.ok, err = (*v.maps).VMAAt(addr); err != nil {
 			return procmem.VMA{}, false, err
 		}
 		v.known = true

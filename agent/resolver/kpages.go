@@ -2,12 +2,11 @@ package resolver
 
 import "github.com/stratatrace/strata/agent/procmem"
 
-// readKPages is steps 2 to 4: the spans of the chunk read from kpageflags
-// (sorted by PFN, neighbours merged into one pread each), the head of each
-// PMD-mapped folio checked, and kpagecount read for the pages pagemap does
-// not call exclusive. On success c.flagsOK is set.
-func (c *chunk) readKPages(kp *procmem.KPages, allCounts bool) error {
-	c.buildSpans(allCounts)
+// readKPages is the kernel side of steps 2 to 4: the spans of the chunk
+// read from kpageflags (sorted by PFN, neighbours merged into one pread
+// each), the head of each PMD-mapped folio checked, and kpagecount read for
+// the pages pagemap does not call exclusive. On success c.flagsOK is set.
+func (c *chunk) readKPages(kp *procmem.KPages) error {
 	if err := kp.ReadSpans(c.spans, grow(&c.flags, c.n+len(c.heads)), nil); err != nil {
 		return err
 	}

@@ -64,31 +64,25 @@ func (r *Resolver) resolve(pm *procmem.Pagemap, pid int, q Request, res *Result)
 // and leaves the pages FLAGS_UNKNOWN.
 func (r *Resolver) readChunk(pm *procmem.Pagemap, pid int, a uint64, n int, withFlags bool, flagsErr *error) error {
 	c := &r.cur
-	c.reset(a, n)
+	c.reset(pid, r.liveProc, a, n)
 	if err := c.readPagemap(pm); err != nil { // 1
 		return err
 	}
 	if err := r.findPMDs(pm, c); err != nil { // 3, the scan
 		return err
 	}
-	if withFlags && c.pfns > 0 {
-		if r.kp == nil {
-			*flagsErr = r.kpErr
-		} else if err := c.readKPages(r.kp, r.opts.ReadAllCounts); err != nil { // 2, 3, 4
+	if !withFlags {
+		return nil
+	}
+	c.buildSpans(r.opts.ReadAllCounts) // 2
+	switch {
+	case len(c.spans) == 0:
+	case r.kp == nil:
+		*flagsErr = r.kpErr
+	default:
+		if err := c.readKPages(r.kp); err != nil { // 2, 3, 4
 			*flagsErr = fmt.Errorf("%w: %w", ErrFlagsUnavailable, err)
 		}
-	}
-	// Holes and, without flags, PMD-mapped folios (THP or hugetlb) are told
-	// apart by their mapping.
-	if r.maps == nil && (c.absent || len(c.heads) > 0 && !c.flagsOK) {
-		m, err := r.fs.OpenMaps(pid)
-		if err != nil {
-			return err
-		}
-		r.maps = m
-	}
-	if c.hidden > 0 {
-		c.nodesOfHidden(pid, r.liveProc)
 	}
 	return nil
 }
@@ -96,7 +90,7 @@ func (r *Resolver) readChunk(pm *procmem.Pagemap, pid int, a uint64, n int, with
 // foldChunk runs steps 5 and 6 over r.cur, one piece at a time.
 func (r *Resolver) foldChunk(pm *procmem.Pagemap, cpuNode int32, res *Result) error {
 	c := &r.cur
-	var vmas vmaCursor
+	vmas := vmaCursor{maps: &r.maps, fs: r.fs, pid: c.pid}
 	for lo := 0; lo < c.n; {
 		hi := c.pieceEnd(lo)
 		if c.flagsOK && !r.opts.NoRecheck {

@@ -15,20 +15,25 @@ const maxFolioPages = 512
 
 // findPMDs is step 3's scan: it finds the PMD-mapped folios of the chunk,
 // whose kpageflags are the folio's, so that one entry, the head's, stands
-// for all their pages. A candidate is a PMD group whose pages in the chunk
-// hold consecutive PFNs from a head aligned to the PMD size, as every page
-// of a PMD map does; PAGEMAP_SCAN (Linux 6.7+) says which candidates the
-// kernel maps with one PMD, with one ioctl per run of adjacent candidates.
-// 4 KiB pages are almost never candidates, so they cost no ioctl. It sets
-// c.blk and c.heads.
+// for all their pages. A candidate is a PMD group whose first and last
+// pages in the chunk have PFNs that fit a head aligned to the PMD size, as
+// every page of a PMD map does; PAGEMAP_SCAN (Linux 6.7+) says which
+// candidates the kernel maps with one PMD, with one ioctl per run of
+// adjacent candidates, and a group it confirms must then have consecutive
+// PFNs throughout. 4 KiB pages are almost never candidates, so they cost
+// no ioctl. It sets c.blk and c.heads.
 func (r *Resolver) findPMDs(pm *procmem.Pagemap, c *chunk) error {
-	if r.noScan || c.pfns == 0 {
+	if r.noScan {
 		return nil
 	}
-	cand := c.cand[:0]
-	for i := 0; i < c.n; {
+	blk := grow(&c.blk, int((c.addr(c.n-1)>>c.pmdShift)-c.g0+1))
+	cand, heads := c.cand[:0], c.heads[:0]
+	for i, g := 0, 0; i < c.n; g++ {
 		j := c.groupEnd(i)
-		if _, ok := c.pmdHead(i, j); ok {
+		blk[g] = -1
+		if head, ok := c.pmdHead(i, j, false); ok {
+			blk[g] = int32(len(heads))
+			heads = append(heads, head)
 			if k := len(cand) - 1; k >= 0 && cand[k].End == c.addr(i) {
 				cand[k].End = c.addr(j)
 			} else {
@@ -37,8 +42,9 @@ func (r *Resolver) findPMDs(pm *procmem.Pagemap, c *chunk) error {
 		}
 		i = j
 	}
-	c.cand = cand
+	c.cand, c.heads = cand, heads[:0]
 	if len(cand) == 0 {
+		c.blk = c.blk[:0]
 		return nil
 	}
 	huge := c.huge[:0]
@@ -47,6 +53,7 @@ func (r *Resolver) findPMDs(pm *procmem.Pagemap, c *chunk) error {
 		huge, err = pm.HugeRanges(huge, s.Start, s.End)
 		if errors.Is(err, procmem.ErrScanUnsupported) {
 			r.noScan = true
+			c.blk = c.blk[:0]
 			return nil
 		}
 		if err != nil {
@@ -54,29 +61,26 @@ func (r *Resolver) findPMDs(pm *procmem.Pagemap, c *chunk) error {
 		}
 	}
 	c.huge = huge
-	if len(huge) == 0 {
-		return nil
-	}
-	blk := grow(&c.blk, int((c.addr(c.n-1)>>c.pmdShift)-c.g0+1))
+	// Keep the candidates the scan confirmed, renumbered in order: in
+	// place, since a kept head moves to an index no higher than its own.
+	h := 0
 	for g := range blk {
+		k := blk[g]
+		if k < 0 {
+			continue
+		}
 		blk[g] = -1
-	}
-	for _, h := range huge {
-		for v := h.Start >> c.pmdShift << c.pmdShift; v < h.End; v += 1 << c.pmdShift {
-			i0 := int((max(v, c.base) - c.base) / c.ps)
-			if i0 >= c.n {
-				break
-			}
-			g := v>>c.pmdShift - c.g0
-			if blk[g] >= 0 {
-				continue
-			}
-			// The whole group part in the chunk, not only the part the
-			// scan returned, must be the folio's.
-			if head, ok := c.pmdHead(i0, c.groupEnd(i0)); ok {
-				blk[g] = int32(len(c.heads))
-				c.heads = append(c.heads, head)
-			}
+		v := (c.g0 + uint64(g)) << c.pmdShift
+		for h < len(huge) && huge[h].End <= v {
+			h++
+		}
+		if h == len(huge) || huge[h].Start >= v+1<<c.pmdShift {
+			continue
+		}
+		i0 := int((max(v, c.base) - c.base) / c.ps)
+		if _, ok := c.pmdHead(i0, c.groupEnd(i0), true); ok {
+			blk[g] = int32(len(c.heads))
+			c.heads = append(c.heads, heads[k])
 		}
 	}
 	if len(c.heads) == 0 {
@@ -86,15 +90,16 @@ func (r *Resolver) findPMDs(pm *procmem.Pagemap, c *chunk) error {
 }
 
 // pmdHead returns the head PFN of the PMD map that pages [i, j) of one PMD
-// group would be part of: ok when they are all present with consecutive
-// PFNs from a head aligned to the PMD size.
-func (c *chunk) pmdHead(i, j int) (uint64, bool) {
+// group would be part of: ok when the first and the last, or with all every
+// one, are present with the PFNs of consecutive pages from a head aligned
+// to the PMD size.
+func (c *chunk) pmdHead(i, j int, all bool) (uint64, bool) {
 	first := c.ents[i].PFN()
 	off := (c.addr(i) >> (c.pmdShift - 9)) % pmdPages // page's index in its group
-	if first == 0 || (first-off)%pmdPages != 0 {
+	if first == 0 || (first-off)%pmdPages != 0 || c.ents[j-1].PFN() != first+uint64(j-1-i) {
 		return 0, false
 	}
-	for k := i + 1; k < j; k++ {
+	for k := i + 1; all && k < j-1; k++ {
 		if c.ents[k].PFN() != first+uint64(k-i) {
 			return 0, false
 		}
