@@ -28,11 +28,11 @@ const (
 )
 
 // DefaultMergeGap is the largest hole, in PFNs, that ReadSpans reads through
-// to join two spans into one pread. Measured on the development VM (6.18,
-// page-table isolation on): a pread costs about 420 ns of CPU beyond its
-// entries, and each kpageflags entry about 130-160 ns (the kernel takes a
-// snapshot of the page and its folio per entry), so a hole of up to three or four
-// entries is about as cheap to read as to skip; four was best in a sweep.
+// to join two spans into one pread. A pread costs about as much as a few
+// kpageflags entries (the kernel takes a snapshot of the page and its folio
+// per entry), so a hole no longer than that is cheaper to read through than
+// to skip with another pread. BenchmarkKPageRead measures how many entries
+// a pread is worth on the machine it runs on (break-even-gap).
 const DefaultMergeGap = 4
 
 // Span asks for the entries of N consecutive PFNs starting at PFN; they are
@@ -208,10 +208,10 @@ const rawMax = 512
 
 // pread reads the entries of the n PFNs from pfn. A read of up to rawMax
 // entries is a raw pread(2), which does not tell the Go scheduler that the
-// thread is in a syscall: the kernel copies entries out without waiting
-// for anything (at most some 50 µs of CPU), and skipping the scheduler's
-// bookkeeping saves about a fifth of a small read's cost. Most preads of
-// scattered 4 KiB pages are small.
+// thread is in a syscall: the kernel copies the entries out without waiting
+// for anything, for a bounded time, and the scheduler's bookkeeping is a
+// good part of the cost of a small read. Most preads of scattered 4 KiB
+// pages are small.
 func (k *KPages) pread(f *kfile, pfn, n uint64) ([]byte, error) {
 	size := int(n * 8)
 	if cap(k.buf) < size {
