@@ -38,15 +38,19 @@ type chunk struct {
 	againLo   int
 	rechecked bool
 
-	// Nodes of PFN-hidden pages from move_pages, indexed like ents, asked
-	// on the first such page.
-	hiddenNodes  []int32
-	hiddenAddrs  []uintptr
-	hiddenStatus []int32
-	hiddenAsked  bool
-	hiddenOK     bool
+	// Step 6: nodes of the PFN-hidden pages, and kpageflags around a folio
+	// whose head is not in the chunk.
+	hidden hiddenNodes
+	window []uint64
+}
 
-	window []uint64 // kpageflags around a folio whose head is not in the chunk
+// hiddenNodes are the NUMA nodes of a chunk's PFN-hidden pages, indexed
+// like its entries, asked on the first such page.
+type hiddenNodes struct {
+	nodes     []int32
+	addrs     []uintptr
+	status    []int32
+	asked, ok bool
 }
 
 // grow returns (*s)[:n], reallocating when the capacity is short.
@@ -65,7 +69,8 @@ func (c *chunk) reset(pid int, live bool, base uint64, n int) {
 	c.base, c.g0, c.n = base, base>>c.pmdShift, n
 	c.blk, c.heads = c.blk[:0], c.heads[:0]
 	c.spans, c.cspans = c.spans[:0], c.cspans[:0]
-	c.flagsOK, c.rechecked, c.hiddenAsked, c.hiddenOK = false, false, false, false
+	c.flagsOK, c.rechecked = false, false
+	c.hidden.asked, c.hidden.ok = false, false
 }
 
 // addr is the address of page i.
@@ -186,22 +191,23 @@ func (c *chunk) same(i int) bool {
 // running kernel, so it is used only when the FS is the live /proc. When
 // it fails the nodes stay unknown (-1).
 func (c *chunk) nodesOfHidden() {
-	c.hiddenAsked = true
-	addrs := c.hiddenAddrs[:0]
+	h := &c.hidden
+	h.asked = true
+	addrs := h.addrs[:0]
 	for i, e := range c.ents {
 		if e.Hidden() {
 			addrs = append(addrs, uintptr(c.addr(i)))
 		}
 	}
-	c.hiddenAddrs = addrs
+	h.addrs = addrs
 	if len(addrs) == 0 || !c.live {
 		return
 	}
-	status := grow(&c.hiddenStatus, len(addrs))
+	status := grow(&h.status, len(addrs))
 	if procmem.MovePagesNodes(c.pid, addrs, status) != nil {
 		return
 	}
-	nodes := grow(&c.hiddenNodes, c.n)
+	nodes := grow(&h.nodes, c.n)
 	k := 0
 	for i, e := range c.ents {
 		nodes[i] = -1
@@ -210,16 +216,16 @@ func (c *chunk) nodesOfHidden() {
 			k++
 		}
 	}
-	c.hiddenOK = true
+	h.ok = true
 }
 
 // hiddenNode is the node of PFN-hidden page i, -1 when unknown.
 func (c *chunk) hiddenNode(i int) int32 {
-	if !c.hiddenAsked {
+	if !c.hidden.asked {
 		c.nodesOfHidden()
 	}
-	if !c.hiddenOK {
+	if !c.hidden.ok {
 		return -1
 	}
-	return c.hiddenNodes[i]
+	return c.hidden.nodes[i]
 }
