@@ -203,6 +203,11 @@ func TestResolveFixtureNoFlags(t *testing.T) {
 	if !errorsIs(res.Warning, ErrFlagsUnavailable) {
 		t.Errorf("warning %v, want ErrFlagsUnavailable", res.Warning)
 	}
+	// Asking for them later cannot succeed either, and says why.
+	added, err := r.AddFlags(7, -1, res.Runs)
+	if !errorsIs(err, ErrFlagsUnavailable) || len(added) != 1 || added[0] != res.Runs[0] {
+		t.Errorf("AddFlags: %v, %v; want the run back and ErrFlagsUnavailable", added, err)
+	}
 }
 
 // TestResolveFixtureNoFlagsAsked resolves the fixture without kpageflags,
