@@ -146,19 +146,7 @@ func (r *Resolver) present(c *chunk, i int, cpuNode int32, vmas *vmaCursor, p *r
 	if !c.flagsOK {
 		p.state |= stFlagsUnkn
 		if k >= 0 {
-			// A PMD map without flags: its mapping says THP or hugetlb.
-			p.folio = pmdPages
-			v, in, err := vmas.at(p.vaddr)
-			switch {
-			case err != nil:
-				return err
-			case in && v.PageSize == c.ps:
-				p.state |= stTHP
-				res.THP++
-			case in && v.PageSize > c.ps:
-				p.state |= stHugeTLB
-				p.folio = uint32(min(v.PageSize/c.ps, 1<<31))
-			}
+			return pmdWithoutFlags(c, vmas, p, res)
 		}
 		return nil
 	}
@@ -194,6 +182,25 @@ func (r *Resolver) present(c *chunk, i int, cpuNode int32, vmas *vmaCursor, p *r
 			p.folio = fp
 			p.flags &^= kpfCompound
 		}
+	}
+	return nil
+}
+
+// pmdWithoutFlags fills in the first page of a PMD map in a chunk read
+// without flags: a folio of 512 pages, THP or HUGETLB as its mapping's page
+// size says (neither when the kernel cannot say).
+func pmdWithoutFlags(c *chunk, vmas *vmaCursor, p *run, res *Result) error {
+	p.folio = pmdPages
+	v, in, err := vmas.at(p.vaddr)
+	switch {
+	case err != nil:
+		return err
+	case in && v.PageSize == c.ps:
+		p.state |= stTHP
+		res.THP++
+	case in && v.PageSize > c.ps:
+		p.state |= stHugeTLB
+		p.folio = uint32(min(v.PageSize/c.ps, 1<<31))
 	}
 	return nil
 }

@@ -23,9 +23,32 @@ const maxFolioPages = 512
 // PFNs throughout. 4 KiB pages are almost never candidates, so they cost
 // no ioctl. It sets c.blk and c.heads.
 func (r *Resolver) findPMDs(pm *procmem.Pagemap, c *chunk) error {
-	if r.noScan {
+	if r.noScan || !c.candidates() {
+		c.blk, c.heads = c.blk[:0], c.heads[:0]
 		return nil
 	}
+	huge := c.huge[:0]
+	for _, s := range c.cand {
+		var err error
+		huge, err = pm.HugeRanges(huge, s.Start, s.End)
+		if errors.Is(err, procmem.ErrScanUnsupported) {
+			r.noScan = true
+			c.blk, c.heads = c.blk[:0], c.heads[:0]
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	c.huge = huge
+	c.confirm()
+	return nil
+}
+
+// candidates fills c.blk with an index into c.heads for each candidate PMD
+// group, -1 for the others, and c.cand with the address ranges of runs of
+// adjacent candidates. It reports whether there is any.
+func (c *chunk) candidates() bool {
 	blk := grow(&c.blk, int((c.addr(c.n-1)>>c.pmdShift)-c.g0+1))
 	cand, heads := c.cand[:0], c.heads[:0]
 	for i, g := 0, 0; i < c.n; g++ {
@@ -42,27 +65,16 @@ func (r *Resolver) findPMDs(pm *procmem.Pagemap, c *chunk) error {
 		}
 		i = j
 	}
-	c.cand, c.heads = cand, heads[:0]
-	if len(cand) == 0 {
-		c.blk = c.blk[:0]
-		return nil
-	}
-	huge := c.huge[:0]
-	for _, s := range cand {
-		var err error
-		huge, err = pm.HugeRanges(huge, s.Start, s.End)
-		if errors.Is(err, procmem.ErrScanUnsupported) {
-			r.noScan = true
-			c.blk = c.blk[:0]
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
-	c.huge = huge
-	// Keep the candidates the scan confirmed, renumbered in order: in
-	// place, since a kept head moves to an index no higher than its own.
+	c.cand, c.heads = cand, heads
+	return len(cand) > 0
+}
+
+// confirm keeps the candidates that c.huge, the scan's answer, confirms and
+// whose PFNs are consecutive throughout, renumbered in order: in place,
+// since a kept head moves to an index no higher than its own.
+func (c *chunk) confirm() {
+	blk, heads, huge := c.blk, c.heads, c.huge
+	c.heads = heads[:0]
 	h := 0
 	for g := range blk {
 		k := blk[g]
@@ -86,7 +98,6 @@ func (r *Resolver) findPMDs(pm *procmem.Pagemap, c *chunk) error {
 	if len(c.heads) == 0 {
 		c.blk = c.blk[:0]
 	}
-	return nil
 }
 
 // pmdHead returns the head PFN of the PMD map that pages [i, j) of one PMD
