@@ -19,9 +19,9 @@
 //     treat a present entry with PFN 0 as "hidden", not as page frame 0.
 //   - /proc/kpageflags and /proc/kpagecount are root-only (mode 0400).
 //   - The binary files are read in bulk with pread at 8 bytes per entry.
-//     KPages.ReadSpans sorts the spans it is given by PFN and merges spans that
-//     lie close together into one pread, because a syscall here costs far more
-//     than reading a few extra entries.
+//     KPages.ReadSpans reads the spans it is given in PFN order and merges
+//     spans that lie close together into one pread, because a syscall here
+//     costs more than reading a few extra entries.
 //   - Pagemap.HugeRanges uses the PAGEMAP_SCAN ioctl (Linux 6.7+) to find the
 //     PMD-mapped parts of a range; on older kernels it returns
 //     ErrScanUnsupported and callers read every entry instead.

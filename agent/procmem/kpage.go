@@ -8,7 +8,11 @@ import (
 	"io"
 	"math/bits"
 	"os"
+	"runtime"
 	"slices"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // kpageflags bits the readers of this package interpret
@@ -24,11 +28,11 @@ const (
 )
 
 // DefaultMergeGap is the largest hole, in PFNs, that ReadSpans reads through
-// to join two spans into one pread. Measured on the development VM (6.18,
-// page-table isolation on): a pread costs about 420 ns of CPU beyond its
-// entries, and each kpageflags entry about 130-160 ns (the kernel takes a
-// snapshot of the page and its folio per entry), so a hole of up to three or four
-// entries is about as cheap to read as to skip; four was best in a sweep.
+// to join two spans into one pread. A pread costs about as much as a few
+// kpageflags entries (the kernel takes a snapshot of the page and its folio
+// per entry), so a hole no longer than that is cheaper to read through than
+// to skip with another pread. BenchmarkKPageRead measures how many entries
+// a pread is worth on the machine it runs on (break-even-gap).
 const DefaultMergeGap = 4
 
 // Span asks for the entries of N consecutive PFNs starting at PFN; they are
@@ -45,14 +49,14 @@ type Span struct {
 // of times the page is mapped. Either file may be missing or unreadable (they
 // are root-only); the reader then reports ErrFlagsUnavailable for it.
 type KPages struct {
-	flags, count *os.File
+	flags, count *kfile
 	flagsErr     error
 	countErr     error
 	buf          []byte
 	preads       uint64 // counters for Stats
 	entries      uint64
-	keys         []uint64 // sortSpans scratch
-	sorted       []Span
+	order        []uint64 // sortSpans: span indexes in PFN order, in the low shift bits
+	shift        uint
 	// MergeGap is the largest hole between spans read through; see
 	// DefaultMergeGap.
 	MergeGap uint64
@@ -67,12 +71,10 @@ var ErrFlagsUnavailable = errors.New("kpageflags unavailable")
 func (f FS) OpenKPages() (*KPages, error) {
 	k := &KPages{MergeGap: DefaultMergeGap}
 	var err error
-	if k.flags, err = os.Open(f.procPath("kpageflags")); err != nil {
-		k.flags = nil
+	if k.flags, err = openKFile(f.procPath("kpageflags")); err != nil {
 		k.flagsErr = fmt.Errorf("open kpageflags: %w: %w", ErrFlagsUnavailable, err)
 	}
-	if k.count, err = os.Open(f.procPath("kpagecount")); err != nil {
-		k.count = nil
+	if k.count, err = openKFile(f.procPath("kpagecount")); err != nil {
 		k.countErr = fmt.Errorf("open kpagecount: %w: %w", ErrFlagsUnavailable, err)
 	}
 	if k.flags == nil && k.count == nil {
@@ -97,9 +99,9 @@ func (k *KPages) Close() error {
 		return nil
 	}
 	var errs []error
-	for _, f := range []*os.File{k.flags, k.count} {
+	for _, f := range []*kfile{k.flags, k.count} {
 		if f != nil {
-			errs = append(errs, f.Close())
+			errs = append(errs, f.f.Close())
 		}
 	}
 	k.flags, k.count = nil, nil
@@ -107,9 +109,10 @@ func (k *KPages) Close() error {
 }
 
 // ReadSpans reads kpageflags into flags and kpagecount into counts for every
-// span (either destination may be nil to skip that file). It sorts spans by
-// PFN in place and reads each group of spans no further than MergeGap apart
-// with one pread per file. Entries of a span go to dst[Out : Out+N].
+// span (either destination may be nil to skip that file). It reads the
+// spans in PFN order (spans itself is left as it is), each group of spans
+// no further than MergeGap apart with one pread per file. Entries of a span
+// go to dst[Out : Out+N].
 func (k *KPages) ReadSpans(spans []Span, flags, counts []uint64) error {
 	if len(spans) == 0 {
 		return nil
@@ -134,45 +137,54 @@ func (k *KPages) ReadSpans(spans []Span, flags, counts []uint64) error {
 	return nil
 }
 
-func cmpSpan(a, b Span) int { return cmp.Compare(a.PFN, b.PFN) }
-
-// sortSpans sorts spans by PFN. When PFN and index fit in 64 bits together
-// (always, for real memory sizes) it sorts packed integer keys, about three
-// times faster than sorting the structs with a comparison function.
+// sortSpans leaves in k.order the indexes of spans in PFN order, in the low
+// k.shift bits of each element; k.order is empty when spans are sorted
+// already. When PFN and index fit in 64 bits together (always, for real
+// memory sizes) it sorts packed integer keys, about three times faster
+// than sorting with a comparison function.
 func (k *KPages) sortSpans(spans []Span) {
+	order := k.order[:0]
+	defer func() { k.order = order }()
 	if slices.IsSortedFunc(spans, cmpSpan) {
 		return
 	}
-	shift := uint(bits.Len(uint(len(spans))))
+	k.shift = uint(bits.Len(uint(len(spans))))
 	var top uint64
 	for _, s := range spans {
 		top |= s.PFN
 	}
-	if bits.Len64(top)+int(shift) > 64 {
-		slices.SortFunc(spans, cmpSpan)
+	if bits.Len64(top)+int(k.shift) > 64 {
+		k.shift = 64
+		for i := range spans {
+			order = append(order, uint64(i))
+		}
+		slices.SortFunc(order, func(a, b uint64) int { return cmpSpan(spans[a], spans[b]) })
 		return
 	}
-	keys := k.keys[:0]
 	for i, s := range spans {
-		keys = append(keys, s.PFN<<shift|uint64(i))
+		order = append(order, s.PFN<<k.shift|uint64(i))
 	}
-	slices.Sort(keys)
-	sorted := k.sorted[:0]
-	for _, key := range keys {
-		sorted = append(sorted, spans[key&(1<<shift-1)])
-	}
-	copy(spans, sorted)
-	k.keys, k.sorted = keys, sorted
+	slices.Sort(order)
 }
 
-// readFile reads the sorted spans from f, merging neighbours.
-func (k *KPages) readFile(f *os.File, spans []Span, dst []uint64) error {
+func cmpSpan(a, b Span) int { return cmp.Compare(a.PFN, b.PFN) }
+
+// span returns the j-th span in PFN order (see sortSpans).
+func (k *KPages) span(spans []Span, j int) Span {
+	if len(k.order) == 0 {
+		return spans[j]
+	}
+	return spans[k.order[j]&(1<<k.shift-1)]
+}
+
+// readFile reads the spans from f in PFN order, merging neighbours.
+func (k *KPages) readFile(f *kfile, spans []Span, dst []uint64) error {
 	for i := 0; i < len(spans); {
-		lo := spans[i].PFN
-		hi := lo + uint64(spans[i].N)
+		first := k.span(spans, i)
+		lo, hi := first.PFN, first.PFN+uint64(first.N)
 		j := i + 1
 		for ; j < len(spans); j++ {
-			s := spans[j]
+			s := k.span(spans, j)
 			if s.PFN > hi+k.MergeGap {
 				break
 			}
@@ -182,7 +194,8 @@ func (k *KPages) readFile(f *os.File, spans []Span, dst []uint64) error {
 		if err != nil {
 			return err
 		}
-		for _, s := range spans[i:j] {
+		for m := i; m < j; m++ {
+			s := k.span(spans, m)
 			scatter(dst[s.Out:s.Out+s.N], b[(s.PFN-lo)*8:])
 		}
 		i = j
@@ -190,7 +203,16 @@ func (k *KPages) readFile(f *os.File, spans []Span, dst []uint64) error {
 	return nil
 }
 
-func (k *KPages) pread(f *os.File, pfn, n uint64) ([]byte, error) {
+// rawMax is the largest read, in entries, made with a raw pread(2).
+const rawMax = 512
+
+// pread reads the entries of the n PFNs from pfn. A read of up to rawMax
+// entries is a raw pread(2), which does not tell the Go scheduler that the
+// thread is in a syscall: the kernel copies the entries out without waiting
+// for anything, for a bounded time, and the scheduler's bookkeeping is a
+// good part of the cost of a small read. Most preads of scattered 4 KiB
+// pages are small.
+func (k *KPages) pread(f *kfile, pfn, n uint64) ([]byte, error) {
 	size := int(n * 8)
 	if cap(k.buf) < size {
 		k.buf = make([]byte, max(size, 64<<10))
@@ -198,13 +220,55 @@ func (k *KPages) pread(f *os.File, pfn, n uint64) ([]byte, error) {
 	b := k.buf[:size]
 	k.preads++
 	k.entries += n
-	got, err := f.ReadAt(b, int64(pfn*8))
+	var got int
+	var err error
+	if n <= rawMax {
+		got, err = f.rawPread(b, int64(pfn*8))
+	} else {
+		got, err = f.f.ReadAt(b, int64(pfn*8))
+	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("pfn %#x: %w", pfn, err)
 	}
 	// Past the last PFN the kernel returns less; those entries read as 0.
 	clear(b[got:])
 	return b, nil
+}
+
+// kfile is kpageflags or kpagecount, open, with its descriptor for raw
+// preads.
+type kfile struct {
+	f  *os.File
+	fd uintptr
+}
+
+func openKFile(path string) (*kfile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	// Fd makes the descriptor blocking once; procfs files are anyway.
+	return &kfile{f: f, fd: f.Fd()}, nil
+}
+
+// rawPread is pread(2) on f's descriptor without the scheduler's syscall
+// bookkeeping; it returns io.EOF at the end of the file, like ReadAt.
+func (f *kfile) rawPread(b []byte, off int64) (int, error) {
+	got := 0
+	for got < len(b) {
+		n, _, errno := unix.RawSyscall6(unix.SYS_PREAD64, f.fd, uintptr(unsafe.Pointer(&b[got])), uintptr(len(b)-got), uintptr(off+int64(got)), 0, 0)
+		switch {
+		case errno == unix.EINTR:
+			continue
+		case errno != 0:
+			return got, errno
+		case n == 0:
+			return got, io.EOF
+		}
+		got += int(n)
+	}
+	runtime.KeepAlive(f.f)
+	return got, nil
 }
 
 // scatter decodes len(dst) little-endian u64s from b.
@@ -234,7 +298,7 @@ func (k *KPages) ReadCounts(dst []uint64, pfn uint64) error {
 	return k.readOne(k.count, dst, pfn, "kpagecount")
 }
 
-func (k *KPages) readOne(f *os.File, dst []uint64, pfn uint64, name string) error {
+func (k *KPages) readOne(f *kfile, dst []uint64, pfn uint64, name string) error {
 	if len(dst) == 0 {
 		return nil
 	}

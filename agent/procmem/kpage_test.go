@@ -94,9 +94,17 @@ func TestSortSpans(t *testing.T) {
 		spans := []Span{{PFN: top | 9, Out: 0}, {PFN: top | 3, Out: 1}, {PFN: top | 7, Out: 2}, {PFN: top | 1, Out: 3}}
 		k.sortSpans(spans)
 		for i, want := range []uint32{3, 1, 2, 0} {
-			if spans[i].Out != want {
-				t.Fatalf("top %#x: order %v", top, spans)
+			if s := k.span(spans, i); s.Out != want {
+				t.Fatalf("top %#x: span %d in PFN order is %v, want Out %d", top, i, s, want)
 			}
 		}
+		if spans[0].Out != 0 || spans[3].Out != 3 {
+			t.Fatalf("top %#x: spans reordered: %v", top, spans)
+		}
+	}
+	sorted := []Span{{PFN: 1, Out: 7}, {PFN: 2, Out: 8}}
+	k.sortSpans(sorted)
+	if k.span(sorted, 1).Out != 8 {
+		t.Fatalf("sorted spans: %v", k.span(sorted, 1))
 	}
 }

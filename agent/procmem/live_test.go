@@ -121,6 +121,13 @@ func TestVMAAtSelf(t *testing.T) {
 		if err != nil || !ok || v.Start > tt.start || v.End < tt.end || (tt.addr == base+p && v.Start != base+2*p) {
 			t.Errorf("VMAAt(%#x) = %+v, %v, %v; want [%#x, %#x)", tt.addr, v, ok, err, tt.start, tt.end)
 		}
+		want := pageSize
+		if m.noQuery {
+			want = 0 // unknown without PROCMAP_QUERY
+		}
+		if v.PageSize != want {
+			t.Errorf("VMAAt(%#x): page size %d, want %d", tt.addr, v.PageSize, want)
+		}
 	}
 	t.Logf("PROCMAP_QUERY in use: %v", !m.noQuery)
 }

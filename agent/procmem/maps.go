@@ -17,6 +17,10 @@ import (
 type VMA struct {
 	Start, End uint64
 	Path       string // file or pseudo-path ([heap], [stack]); "" for anonymous (and from VMAAt)
+	// PageSize is the size of the pages the kernel maps it with: the
+	// hugetlb page size for a hugetlbfs mapping, else PageSize(). 0 when
+	// unknown (VMAAt without PROCMAP_QUERY, and Maps).
+	PageSize uint64
 }
 
 // Maps reads /proc/PID/maps with procfs and returns the mappings sorted by
@@ -148,7 +152,7 @@ func (m *MapsFile) query(addr uint64) (VMA, bool, error) {
 	}
 	switch errno {
 	case 0:
-		return VMA{Start: q.vmaStart, End: q.vmaEnd}, true, nil
+		return VMA{Start: q.vmaStart, End: q.vmaEnd, PageSize: q.vmaPageSize}, true, nil
 	case unix.ENOENT:
 		return VMA{}, false, nil
 	case unix.ENOTTY, unix.EINVAL, unix.EOPNOTSUPP:

@@ -57,6 +57,15 @@ func (e Entry) Exclusive() bool { return e&EntryExclusive != 0 }
 // SoftDirty reports bit 55.
 func (e Entry) SoftDirty() bool { return e&EntrySoftDirty != 0 }
 
+// Status is bits 55-63: the page's state without its PFN or swap location,
+// so that two pages that differ only there compare equal.
+func (e Entry) Status() Entry { return e &^ pfnMask }
+
+// Hidden reports a present page whose PFN the kernel withheld because the
+// opener lacks CAP_SYS_ADMIN: bits 0-54 are zero. (PFN 0 is never a page a
+// process maps.)
+func (e Entry) Hidden() bool { return e&EntryPresent != 0 && uint64(e)&pfnMask == 0 }
+
 // PFN returns bits 0-54 of a present page, else 0.
 func (e Entry) PFN() uint64 {
 	if !e.Present() {

@@ -37,6 +37,9 @@ func TestEntryDecode(t *testing.T) {
 				t.Errorf("%#x: present=%v swapped=%v file=%v excl=%v soft=%v", uint64(e),
 					e.Present(), e.Swapped(), e.FileShared(), e.Exclusive(), e.SoftDirty())
 			}
+			if e.Hidden() != (tt.present && tt.pfn == 0) || e.Status() != e&^(1<<55-1) || (e.Status()|Entry(tt.pfn)) != e && tt.present {
+				t.Errorf("%#x: hidden=%v status=%#x", uint64(e), e.Hidden(), uint64(e.Status()))
+			}
 			if e.PFN() != tt.pfn || e.SwapType() != tt.swapType || e.SwapOffset() != tt.swapOff {
 				t.Errorf("%#x: pfn=%#x swap=%d/%#x, want %#x %d/%#x", uint64(e), e.PFN(),
 					e.SwapType(), e.SwapOffset(), tt.pfn, tt.swapType, tt.swapOff)

@@ -2,10 +2,13 @@ package resolver
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stratatrace/strata/agent/procmem"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -199,5 +202,117 @@ func TestResolveFixtureNoFlags(t *testing.T) {
 	}
 	if !errorsIs(res.Warning, ErrFlagsUnavailable) {
 		t.Errorf("warning %v, want ErrFlagsUnavailable", res.Warning)
+	}
+	// Asking for them later cannot succeed either, and says why.
+	added, err := r.AddFlags(7, -1, res.Runs)
+	if !errorsIs(err, ErrFlagsUnavailable) || len(added) != 1 || added[0] != res.Runs[0] {
+		t.Errorf("AddFlags: %v, %v; want the run back and ErrFlagsUnavailable", added, err)
+	}
+}
+
+// TestResolveFixtureNoFlagsAsked resolves the fixture without kpageflags,
+// by option and by request: pages keep their presence, PFN, node and swap
+// entry, present ones are FLAGS_UNKNOWN with a warning that says why, and
+// neither kpageflags nor kpagecount is read. AddFlags then reads them for
+// the runs that need them and gives back what a full resolution gives.
+func TestResolveFixtureNoFlagsAsked(t *testing.T) {
+	fs := fixtureFS(t)
+	full, err := New(fs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	want, err := full.Resolve(7, fxBase, fxPages*4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noFlags, err := New(fs, Options{NoFlags: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noFlags.Close()
+	const (
+		P = uint32(stratav1.PageState_PAGE_STATE_PRESENT)
+		X = uint32(stratav1.PageState_PAGE_STATE_EXCLUSIVE)
+		F = uint32(stratav1.PageState_PAGE_STATE_FLAGS_UNKNOWN)
+		H = uint32(stratav1.PageState_PAGE_STATE_PFN_HIDDEN)
+	)
+	for _, tt := range []struct {
+		name string
+		r    *Resolver
+		mode FlagsMode
+	}{
+		{"option", noFlags, FlagsDefault},
+		{"request", full, FlagsSkip},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p0, _ := tt.r.KPageStats()
+			out := make([]Result, 1)
+			if err := tt.r.ResolveBatch(7, []Request{{VAddr: fxBase, Length: fxPages * 4096, CPUNode: -1, Flags: tt.mode}}, out); err != nil {
+				t.Fatal(err)
+			}
+			res := out[0]
+			if p1, _ := tt.r.KPageStats(); p1 != p0 {
+				t.Errorf("%d kpageflags/kpagecount preads, want none", p1-p0)
+			}
+			if res.Pages != fxPages || res.Present != 36 || res.Swapped != 3 || res.Unmapped != 1 || res.Hidden != 1 || res.Raced != 0 || res.THP != 0 {
+				t.Errorf("counts %+v", res)
+			}
+			if !errors.Is(res.Warning, ErrFlagsNotRead) || !errors.Is(res.Warning, ErrPFNHidden) || errors.Is(res.Warning, ErrFlagsUnavailable) {
+				t.Errorf("warning %v, want ErrFlagsNotRead and ErrPFNHidden", res.Warning)
+			}
+			got := pages(t, res.Runs, fxBase, fxPages)
+			for i, w := range pages(t, want.Runs, fxBase, fxPages) {
+				g := got[i]
+				if g.PFN != w.PFN || g.NUMANode != w.NUMANode || g.SwapType != w.SwapType || g.SwapOffset != w.SwapOffset {
+					t.Fatalf("page %d: %+v, full resolution %+v", i, g, w)
+				}
+				// Known from pagemap alone: every state bit but those
+				// kpageflags gives; present pages with a PFN are
+				// FLAGS_UNKNOWN, with nothing in the flag fields.
+				fromFlags := uint32(stratav1.PageState_PAGE_STATE_THP | stratav1.PageState_PAGE_STATE_RACED | stratav1.PageState_PAGE_STATE_HUGETLB)
+				wantState := w.State &^ fromFlags
+				if w.State&(P|H) == P {
+					wantState |= F
+				}
+				if g.State != wantState || g.KPageFlags != 0 || g.KPageCount != 0 {
+					t.Fatalf("page %d: state %#x flags %#x count %d, want state %#x and no flags", i, g.State, g.KPageFlags, g.KPageCount, wantState)
+				}
+			}
+			// The pages with flags to read: present, not hidden.
+			added, err := tt.r.AddFlags(7, -1, res.Runs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(added) != len(want.Runs) {
+				t.Fatalf("AddFlags: %d runs, want %d:\n%v", len(added), len(want.Runs), added)
+			}
+			for i, w := range want.Runs {
+				if !proto.Equal(added[i], w) {
+					t.Errorf("AddFlags run %d = %v, want %v", i, added[i], w)
+				}
+			}
+		})
+	}
+	// A request may ask for flags from a resolver that skips them by default.
+	out := make([]Result, 1)
+	if err := noFlags.ResolveBatch(7, []Request{{VAddr: fxBase, Length: fxPages * 4096, CPUNode: -1, Flags: FlagsRead}}, out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out[0].Runs) != len(want.Runs) || !proto.Equal(out[0].Runs[8], want.Runs[8]) || errors.Is(out[0].Warning, ErrFlagsNotRead) {
+		t.Errorf("FlagsRead on a NoFlags resolver: %v, warning %v", out[0].Runs, out[0].Warning)
+	}
+	// Only some runs: the others come back as they were.
+	res, err := noFlags.Resolve(7, fxBase, fxPages*4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	some := []*stratav1.PageRun{res.Runs[0], res.Runs[2], res.Runs[len(res.Runs)-1]}
+	added, err := noFlags.AddFlags(7, -1, some)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(added) != 3 || !proto.Equal(added[0], want.Runs[0]) || added[1] != some[1] || !proto.Equal(added[2], want.Runs[len(want.Runs)-1]) {
+		t.Errorf("AddFlags of three runs: %v", added)
 	}
 }

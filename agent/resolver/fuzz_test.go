@@ -14,7 +14,8 @@ import (
 // choosing absent, swapped, hidden, or present (continuing the previous
 // PFN or jumping), and per PFN flags with arbitrary compound head/tail bits.
 // Whatever the input, the runs must tile the range and expand back to
-// exactly the entries, flags and counts the files hold.
+// exactly the entries, flags and counts the files hold; resolved without
+// flags, to the entries, and after AddFlags, to the flags and counts too.
 func FuzzResolveFixture(f *testing.F) {
 	if procmem.PageSize() != 4096 {
 		f.Skip("skipping: the fixture assumes 4 KiB pages")
@@ -65,7 +66,7 @@ func FuzzResolveFixture(f *testing.F) {
 				pfn = (pfn + 1) % maxPFN
 				ents[i] = present | excl | pfn
 			}
-			if ents[i]&present != 0 && ents[i]&pfnMask == 0 && k%6 != 4 {
+			if procmem.Entry(ents[i]).Hidden() && k%6 != 4 {
 				ents[i] |= 1 // PFN 0 would read as hidden
 			}
 		}
@@ -89,12 +90,23 @@ func FuzzResolveFixture(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "9", "maps"), maps, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, opts := range []Options{{ChunkPages: 512}, {ChunkPages: 1, ReadAllCounts: true}} {
+		for _, opts := range []Options{{ChunkPages: 512}, {ChunkPages: 1, ReadAllCounts: true}, {NoFlags: true}} {
 			r, err := New(procmem.FS{Proc: dir, Sys: "../procmem/testdata/sys2"}, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			res, err := r.Resolve(9, base, uint64(len(ents))*4096)
+			if err == nil && opts.NoFlags {
+				// Without flags, then with them for the pages that need
+				// them: the same pages as a full resolution.
+				for i, p := range pages(t, res.Runs, base, len(ents)) {
+					e := procmem.Entry(ents[i])
+					if e.Present() && !e.Hidden() && (p.PFN != e.PFN() || !p.Is(stratav1.PageState_PAGE_STATE_FLAGS_UNKNOWN) || p.KPageFlags != 0) {
+						t.Fatalf("page %d without flags: %+v for entry %#x", i, p, ents[i])
+					}
+				}
+				res.Runs, err = r.AddFlags(9, -1, res.Runs)
+			}
 			r.Close()
 			if err != nil {
 				t.Fatal(err)
@@ -113,6 +125,9 @@ func FuzzResolveFixture(f *testing.F) {
 				}
 				if p.PFN != e.PFN() || p.KPageFlags != flags[p.PFN] {
 					t.Fatalf("page %d (opts %+v): pfn %d flags %#x, want %d %#x\nruns %v", i, opts, p.PFN, p.KPageFlags, e.PFN(), flags[e.PFN()], res.Runs)
+				}
+				if p.Is(stratav1.PageState_PAGE_STATE_FLAGS_UNKNOWN) {
+					t.Fatalf("page %d: flags unknown", i)
 				}
 				wantCount := counts[p.PFN]
 				if e.Exclusive() && !opts.ReadAllCounts {

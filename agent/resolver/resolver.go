@@ -20,6 +20,11 @@ var (
 	// ErrFlagsUnavailable: /proc/kpageflags or /proc/kpagecount could not
 	// be read; present pages are marked FLAGS_UNKNOWN.
 	ErrFlagsUnavailable = procmem.ErrFlagsUnavailable
+	// ErrFlagsNotRead: the request asked for no kpageflags (Options.NoFlags,
+	// Request.Flags); present pages are marked FLAGS_UNKNOWN, except the
+	// PFN-hidden ones, whose flags are unknown anyway. AddFlags reads them
+	// later for the pages that need them.
+	ErrFlagsNotRead = errors.New("kpageflags not read (resolved without flags)")
 	// ErrBadRange: an empty range, or one that wraps around.
 	ErrBadRange = errors.New("bad address range")
 	// ErrOutOfRange: the range reaches beyond the process's user space.
@@ -29,7 +34,12 @@ var (
 // Options tune a Resolver; the zero value is the default.
 type Options struct {
 	// ChunkPages is how many pages one pagemap pread covers (rounded up to
-	// a multiple of 512; default 65536, 512 KiB of entries).
+	// a multiple of 512; default 262144, 1 GiB of 4 KiB pages). The
+	// kpageflags of a chunk's pages are read together, sorted by PFN, so
+	// scattered pages of a larger chunk share more preads. A Resolver keeps
+	// scratch for the largest chunk it has read: 16 bytes per page (8 more
+	// for pages not exclusively mapped) and 24 per span of consecutive PFNs,
+	// about 5 MiB after a range of 1 GiB of scattered 4 KiB pages.
 	ChunkPages int
 	// NoRecheck skips the second pagemap read that detects pages reused
 	// between the pagemap and kpageflags reads. It saves one pagemap read
@@ -45,13 +55,32 @@ type Options struct {
 	// MergeGap is the largest PFN hole read through to merge two spans in
 	// one kpageflags pread (default procmem.DefaultMergeGap).
 	MergeGap uint64
+	// NoFlags resolves requests without kpageflags and kpagecount unless a
+	// request says otherwise (Request.Flags): pages get their presence,
+	// swap entry, PFN, NUMA node and, for PMD-mapped folios found with
+	// PAGEMAP_SCAN, folio size and THP or HUGETLB, at the cost of the
+	// pagemap read alone. Present pages are FLAGS_UNKNOWN and the result
+	// warns ErrFlagsNotRead; AddFlags fills in the runs a caller samples or
+	// shows.
+	NoFlags bool
 }
+
+// FlagsMode says whether a request reads kpageflags and kpagecount.
+type FlagsMode uint8
+
+// Flags modes of a Request.
+const (
+	FlagsDefault FlagsMode = iota // as Options.NoFlags says
+	FlagsRead                     // read them, whatever Options.NoFlags says
+	FlagsSkip                     // do not read them (see Options.NoFlags)
+)
 
 // Request is one range of a batch.
 type Request struct {
 	VAddr   uint64
 	Length  uint64 // bytes; the range is widened to whole pages
 	CPUNode int32  // NUMA node of the accessing CPU; set -1 when unknown (0 is node 0)
+	Flags   FlagsMode
 }
 
 // Result is the answer for one range.
@@ -61,7 +90,8 @@ type Result struct {
 	// expanding runs.
 	Pages, Present, Swapped, Unmapped, Hidden, Raced, THP uint64
 	// Warning is non-nil when the runs are complete but less detailed than
-	// asked: ErrPFNHidden, ErrFlagsUnavailable (joined when both).
+	// a full resolution: ErrPFNHidden, ErrFlagsUnavailable, ErrFlagsNotRead
+	// (joined when several).
 	Warning error
 	// Err is why this range could not be resolved (ResolveBatch only).
 	Err error
@@ -70,36 +100,17 @@ type Result struct {
 // Resolver resolves address ranges to pages. Build one with New and keep it.
 type Resolver struct {
 	fs       procmem.FS
-	kp       *procmem.KPages
-	kpErr    error // why kpageflags cannot be read
-	nodes    *procmem.NodeMap
 	opts     Options
-	pageSize uint64
+	kp       *procmem.KPages // nil when kpageflags or kpagecount is unreadable
+	kpErr    error           // why kp is nil
+	nodes    *procmem.NodeMap
+	liveProc bool // fs.Proc is the running system's /proc (move_pages reaches it)
+	noScan   bool // the kernel lacks PAGEMAP_SCAN
 
-	// Scratch reused across calls, sized to one chunk.
-	ents, again   []procmem.Entry
-	flags, counts []uint64
-	spans         []procmem.Span
-	window        []uint64
-	runs          []run
-	deltas        []int64           // PFN steps of the runs that need them
-	lastPFN       uint64            // PFN of the last page added
-	maps          *procmem.MapsFile // of the batch's process, opened on first need
-	folioHead     uint64            // cached folio [folioHead, folioHead+folioN)
-	folioN        uint64
-	cspans        []procmem.Span // kpagecount spans
-	huge          []procmem.Range
-	blk           []int32  // per PMD group of the chunk: index into heads, -1
-	heads         []uint64 // head PFNs of PMD-mapped folios in the chunk
-	noScan        bool     // PAGEMAP_SCAN unsupported
-	pmdShift      uint     // log2 of the bytes one PMD maps
-	chunkBase     uint64   // first address of the current chunk
-	chunkG0       uint64   // chunkBase >> pmdShift
-	chunkN        int      // pages in the current chunk
-	liveProc      bool     // fs.Proc is the running system's /proc
-	hiddenAddrs   []uintptr
-	hiddenStatus  []int32
-	hiddenNodes   []int32
+	// What a batch and its requests are read into, kept between calls.
+	maps *procmem.MapsFile // of the batch's process, opened on first need
+	cur  chunk             // the chunk being read (steps 1-5)
+	out  runs              // the runs of the request being resolved (step 6)
 }
 
 // New opens /proc/kpageflags, /proc/kpagecount and the sysfs node map under
@@ -107,15 +118,17 @@ type Resolver struct {
 // FLAGS_UNKNOWN or node -1 and a Warning.
 func New(fs procmem.FS, opts Options) (*Resolver, error) {
 	if opts.ChunkPages <= 0 {
-		opts.ChunkPages = 1 << 16
+		opts.ChunkPages = 1 << 18
 	}
-	opts.ChunkPages = (opts.ChunkPages + 511) &^ 511
+	opts.ChunkPages = (opts.ChunkPages + pmdPages - 1) &^ (pmdPages - 1)
 	if opts.MergeGap == 0 {
 		opts.MergeGap = procmem.DefaultMergeGap
 	}
-	r := &Resolver{fs: fs, opts: opts, pageSize: procmem.PageSize()}
-	r.pmdShift = uint(bits.TrailingZeros64(r.pageSize)) + 9
-	r.liveProc = filepath.Clean(fs.Proc) == "/proc"
+	ps := procmem.PageSize()
+	r := &Resolver{fs: fs, opts: opts, liveProc: filepath.Clean(fs.Proc) == "/proc"}
+	r.cur.ps = ps
+	r.cur.pmdShift = uint(bits.TrailingZeros64(ps)) + 9
+	r.out.ps = ps
 	kp, err := fs.OpenKPages()
 	switch {
 	case err != nil:

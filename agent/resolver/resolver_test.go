@@ -304,3 +304,104 @@ func TestResolveRaces(t *testing.T) {
 		t.Log("no race was caught this time (timing dependent)")
 	}
 }
+
+// TestResolveNoFlagsLive resolves 4 KiB pages and THPs without kpageflags:
+// PFNs and nodes as pagemap and sysfs give them, PMD-mapped THPs still
+// known as THP folios of 512 pages from PAGEMAP_SCAN, no kpageflags read;
+// then AddFlags fills in two runs as a full resolution sees them.
+func TestResolveNoFlagsLive(t *testing.T) {
+	testenv.RequireRoot(t)
+	const n = 2048
+	c := resolvertest.Start(t, []resolvertest.Region{
+		{Name: "4k", Pages: n},
+		{Name: "thp", Pages: n, THP: true},
+	}, nil)
+	r := newResolver(t, Options{NoFlags: true})
+	full := newResolver(t, Options{})
+	ps := procmem.PageSize()
+	t.Run("4k", func(t *testing.T) {
+		res, err := r.Resolve(c.Pid, c.Addr["4k"], n*ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Present != n || res.THP != 0 || !errors.Is(res.Warning, ErrFlagsNotRead) {
+			t.Fatalf("result %+v", res)
+		}
+		ents, flags, counts := independent(t, c.Pid, c.Addr["4k"], n)
+		for i, p := range pages(t, res.Runs, c.Addr["4k"], n) {
+			if p.PFN != ents[i].PFN() || p.NUMANode != r.Nodes().Node(p.PFN) || p.KPageFlags != 0 || p.KPageCount != 0 ||
+				!p.Is(stratav1.PageState_PAGE_STATE_PRESENT|stratav1.PageState_PAGE_STATE_FLAGS_UNKNOWN) ||
+				p.State&uint32(stratav1.PageState_PAGE_STATE_THP|stratav1.PageState_PAGE_STATE_RACED) != 0 {
+				t.Fatalf("page %d: %+v, pagemap pfn %#x", i, p, ents[i].PFN())
+			}
+		}
+		// Flags for the first run and the last, as one would for pages shown.
+		some := []*stratav1.PageRun{res.Runs[0], res.Runs[len(res.Runs)-1]}
+		added, err := r.AddFlags(c.Pid, -1, some)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got int
+		for _, run := range added {
+			off := int((run.GetVaddr() - c.Addr["4k"]) / ps)
+			for k := range run.GetCount() {
+				p := run.Page(k, ps)
+				i := off + int(k)
+				if p.Is(stratav1.PageState_PAGE_STATE_FLAGS_UNKNOWN) || p.PFN != ents[i].PFN() ||
+					p.KPageFlags&^(1<<25) != flags[i]&^(1<<25) || p.KPageCount != counts[i] {
+					t.Fatalf("page %d after AddFlags: %+v, independent flags %#x", i, p, flags[i])
+				}
+				got++
+			}
+		}
+		if want := int(some[0].GetCount() + some[1].GetCount()); got != want {
+			t.Fatalf("AddFlags gave %d pages, want %d", got, want)
+		}
+	})
+	t.Run("thp", func(t *testing.T) {
+		if kb, err := c.AnonHugePages(c.Addr["thp"]); err != nil || kb < n*4 {
+			t.Skipf("skipping: THP not granted (AnonHugePages %d KiB, %v)", kb, err)
+		}
+		want, err := full.Resolve(c.Pid, c.Addr["thp"], n*ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p0, _ := r.KPageStats()
+		res, err := r.Resolve(c.Pid, c.Addr["thp"], n*ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p1, _ := r.KPageStats(); p1 != p0 {
+			t.Errorf("%d kpageflags preads, want none", p1-p0)
+		}
+		if r.noScan {
+			t.Skip("skipping: no PAGEMAP_SCAN, so no THP without flags")
+		}
+		if res.THP != n || len(res.Runs) != n/512 || len(want.Runs) != n/512 {
+			t.Fatalf("%d THP pages in %d runs (full resolution: %d runs), want %d in %d", res.THP, len(res.Runs), len(want.Runs), n, n/512)
+		}
+		for i, run := range res.Runs {
+			w := want.Runs[i]
+			if run.GetVaddr() != w.GetVaddr() || run.GetCount() != 512 || run.GetPfn() != w.GetPfn() || run.GetFolioPages() != 512 ||
+				run.GetNumaNode() != w.GetNumaNode() || run.GetState() != w.GetState()|uint32(stratav1.PageState_PAGE_STATE_FLAGS_UNKNOWN) {
+				t.Fatalf("run %d = %v, full resolution %v", i, run, w)
+			}
+		}
+		added, err := r.AddFlags(c.Pid, -1, res.Runs[1:2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(added) != 1 || !sameRun(added[0], want.Runs[1]) {
+			t.Fatalf("AddFlags: %v, want %v", added, want.Runs[1])
+		}
+	})
+}
+
+// sameRun compares two runs but for the IDLE flag, which kdamond flips
+// between reads.
+func sameRun(x, y *stratav1.PageRun) bool {
+	const idle = 1 << 25
+	return x.GetVaddr() == y.GetVaddr() && x.GetCount() == y.GetCount() && x.GetState() == y.GetState() &&
+		x.GetPfn() == y.GetPfn() && x.GetKpageflags()&^idle == y.GetKpageflags()&^idle && x.GetFolioPages() == y.GetFolioPages() &&
+		x.GetKpagecount() == y.GetKpagecount() && x.GetNumaNode() == y.GetNumaNode() && len(x.GetPfnDeltas()) == len(y.GetPfnDeltas())
+}

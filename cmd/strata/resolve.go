@@ -74,6 +74,7 @@ type resolveFlags struct {
 	length  uint64
 	cpuNode int
 	output  string
+	noFlags bool
 }
 
 // parseSize reads a byte count: decimal or 0x hex, with an optional K, M or
@@ -109,6 +110,7 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&length, "len", "", "length in bytes; 0x hex or decimal, K/M/G suffixes allowed (required)")
 	fs.IntVar(&f.cpuNode, "cpu-node", -1, "NUMA node of the accessing CPU; pages elsewhere are marked cross-node")
 	fs.StringVar(&f.output, "o", "table", "output: table, or json (one object per page per line)")
+	fs.BoolVar(&f.noFlags, "no-flags", false, "skip kpageflags and kpagecount: PFN, node and PMD-mapped THPs for the cost of the pagemap read; flags show as unknown")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: strata resolve --pid PID --addr 0xADDR --len BYTES [-o table|json]")
 		fmt.Fprintln(stderr, "Resolves a virtual address range of a local process to its physical pages,")
@@ -146,7 +148,7 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func resolveLocal(ctx context.Context, f resolveFlags, stdout, stderr io.Writer) error {
-	r, err := resolver.New(procmem.Default(), resolver.Options{})
+	r, err := resolver.New(procmem.Default(), resolver.Options{NoFlags: f.noFlags})
 	if err != nil {
 		return fmt.Errorf("start resolver: %w", err)
 	}

@@ -212,3 +212,52 @@ func TestResolveCLINonRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveCLINoFlags resolves without kpageflags: PFNs as pagemap gives
+// them, flags unknown, a warning that says they were not read, and THPs
+// still THPs of 512 pages where PAGEMAP_SCAN finds their PMD maps.
+func TestResolveCLINoFlags(t *testing.T) {
+	testenv.RequireRoot(t)
+	c := resolvertest.Start(t, []resolvertest.Region{
+		{Name: "4k", Pages: 64},
+		{Name: "thp", Pages: 1024, THP: true},
+	}, nil)
+	pid := strconv.Itoa(c.Pid)
+	out, errOut, err := resolveCLI(t, "--pid", pid, "--addr", hexArg(c.Addr["4k"]), "--len", "256K", "--no-flags", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut, "not read") {
+		t.Errorf("stderr %q: want the flags-not-read warning", errOut)
+	}
+	pm, err := procmem.Default().OpenPagemap(c.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pm.Close()
+	pages := jsonPages(t, out)
+	if len(pages) != 64 {
+		t.Fatalf("%d pages, want 64", len(pages))
+	}
+	for i, p := range pages {
+		var e [1]procmem.Entry
+		if err := pm.Read(e[:], c.Addr["4k"]+uint64(i)*procmem.PageSize()); err != nil {
+			t.Fatal(err)
+		}
+		if p["present"] != true || uint64(p["pfn"].(float64)) != e[0].PFN() || p["flags_known"] != false || len(p["flags"].([]any)) != 0 {
+			t.Fatalf("page %d: %v, pagemap pfn %#x", i, p, e[0].PFN())
+		}
+	}
+	if kb, err := c.AnonHugePages(c.Addr["thp"]); err != nil || kb < 4096 {
+		t.Skipf("skipping THP: not granted (AnonHugePages %d KiB, %v)", kb, err)
+	}
+	out, _, err = resolveCLI(t, "--pid", pid, "--addr", hexArg(c.Addr["thp"]), "--len", "4M", "--no-flags", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range jsonPages(t, out) {
+		if p["thp"] != true || p["folio_pages"].(float64) != 512 || p["flags_known"] != false {
+			t.Fatalf("page %d: %v (a kernel without PAGEMAP_SCAN cannot tell)", i, p)
+		}
+	}
+}
