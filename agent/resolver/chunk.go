@@ -31,6 +31,7 @@ type chunk struct {
 	spans, cspans []procmem.Span
 	flags, counts []uint64
 	flagsOK       bool // flags and counts hold what the kernel said
+	flagsSkipped  bool // the caller did not ask for flags (FLAGS_NOT_READ)
 
 	// Step 5: the entries of pages [againLo, againLo+len(again)) read
 	// again after the flags, one piece of the chunk at a time.
@@ -69,7 +70,7 @@ func (c *chunk) reset(pid int, live bool, base uint64, n int) {
 	c.base, c.g0, c.n = base, base>>c.pmdShift, n
 	c.blk, c.heads = c.blk[:0], c.heads[:0]
 	c.spans, c.cspans = c.spans[:0], c.cspans[:0]
-	c.flagsOK, c.rechecked = false, false
+	c.flagsOK, c.flagsSkipped, c.rechecked = false, false, false
 	c.hidden.asked, c.hidden.ok = false, false
 }
 

@@ -45,9 +45,10 @@
 // and PMD-mapped folios their folio size and THP, or HUGETLB when their
 // mapping's page size says hugetlbfs (PROCMAP_QUERY; unknown on kernels
 // without it). This answers "where does this block live" for the cost of the
-// pagemap read. Present pages are FLAGS_UNKNOWN and the result warns
-// ErrFlagsNotRead, so they are told apart from pages whose flags could not
-// be read (ErrFlagsUnavailable); a THP mapped with PTEs (mTHP, or a split
+// pagemap read. Present pages are FLAGS_UNKNOWN with FLAGS_NOT_READ beside
+// it (so stored records say why), and the result warns ErrFlagsNotRead, so
+// they are told apart from pages whose flags could not be read
+// (ErrFlagsUnavailable); a THP mapped with PTEs (mTHP, or a split
 // PMD) is not seen as one without kpageflags. AddFlags reads the flags later
 // for the runs a caller samples or shows.
 //

@@ -234,7 +234,7 @@ func TestResolveFixtureNoFlagsAsked(t *testing.T) {
 	const (
 		P = uint32(stratav1.PageState_PAGE_STATE_PRESENT)
 		X = uint32(stratav1.PageState_PAGE_STATE_EXCLUSIVE)
-		F = uint32(stratav1.PageState_PAGE_STATE_FLAGS_UNKNOWN)
+		F = uint32(stratav1.PageState_PAGE_STATE_FLAGS_UNKNOWN | stratav1.PageState_PAGE_STATE_FLAGS_NOT_READ)
 		H = uint32(stratav1.PageState_PAGE_STATE_PFN_HIDDEN)
 	)
 	for _, tt := range []struct {
@@ -269,7 +269,7 @@ func TestResolveFixtureNoFlagsAsked(t *testing.T) {
 				}
 				// Known from pagemap alone: every state bit but those
 				// kpageflags gives; present pages with a PFN are
-				// FLAGS_UNKNOWN, with nothing in the flag fields.
+				// FLAGS_UNKNOWN and FLAGS_NOT_READ, with nothing in the flag fields.
 				fromFlags := uint32(stratav1.PageState_PAGE_STATE_THP | stratav1.PageState_PAGE_STATE_RACED | stratav1.PageState_PAGE_STATE_HUGETLB)
 				wantState := w.State &^ fromFlags
 				if w.State&(P|H) == P {

@@ -19,6 +19,7 @@ const (
 	stUnmapped   = uint32(stratav1.PageState_PAGE_STATE_UNMAPPED)
 	stHidden     = uint32(stratav1.PageState_PAGE_STATE_PFN_HIDDEN)
 	stFlagsUnkn  = uint32(stratav1.PageState_PAGE_STATE_FLAGS_UNKNOWN)
+	stNotRead    = uint32(stratav1.PageState_PAGE_STATE_FLAGS_NOT_READ)
 	stRaced      = uint32(stratav1.PageState_PAGE_STATE_RACED)
 	stCrossNode  = uint32(stratav1.PageState_PAGE_STATE_CROSS_NODE)
 	stHugeTLB    = uint32(stratav1.PageState_PAGE_STATE_HUGETLB)
@@ -145,6 +146,9 @@ func (r *Resolver) present(c *chunk, i int, cpuNode int32, vmas *vmaCursor, p *r
 	k := c.blockOf(i)
 	if !c.flagsOK {
 		p.state |= stFlagsUnkn
+		if c.flagsSkipped {
+			p.state |= stNotRead
+		}
 		if k >= 0 {
 			return pmdWithoutFlags(c, vmas, p, res)
 		}

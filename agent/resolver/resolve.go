@@ -72,6 +72,7 @@ func (r *Resolver) readChunk(pm *procmem.Pagemap, pid int, a uint64, n int, with
 		return err
 	}
 	if !withFlags {
+		c.flagsSkipped = true
 		return nil
 	}
 	c.buildSpans(r.opts.ReadAllCounts) // 2

@@ -383,7 +383,7 @@ func TestResolveNoFlagsLive(t *testing.T) {
 		for i, run := range res.Runs {
 			w := want.Runs[i]
 			if run.GetVaddr() != w.GetVaddr() || run.GetCount() != 512 || run.GetPfn() != w.GetPfn() || run.GetFolioPages() != 512 ||
-				run.GetNumaNode() != w.GetNumaNode() || run.GetState() != w.GetState()|uint32(stratav1.PageState_PAGE_STATE_FLAGS_UNKNOWN) {
+				run.GetNumaNode() != w.GetNumaNode() || run.GetState() != w.GetState()|uint32(stratav1.PageState_PAGE_STATE_FLAGS_UNKNOWN|stratav1.PageState_PAGE_STATE_FLAGS_NOT_READ) {
 				t.Fatalf("run %d = %v, full resolution %v", i, run, w)
 			}
 		}

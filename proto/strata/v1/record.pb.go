@@ -203,6 +203,9 @@ const (
 	PageState_PAGE_STATE_RACED         PageState = 512  // the page changed between the pagemap and kpageflags reads
 	PageState_PAGE_STATE_CROSS_NODE    PageState = 1024 // on a NUMA node other than the accessing CPU's
 	PageState_PAGE_STATE_HUGETLB       PageState = 2048 // hugetlbfs page (kpageflags HUGE)
+	// kpageflags/kpagecount were not asked for (resolution without flags,
+	// for speed); always set together with FLAGS_UNKNOWN, which it explains.
+	PageState_PAGE_STATE_FLAGS_NOT_READ PageState = 4096
 )
 
 // Enum value maps for PageState.
@@ -221,21 +224,23 @@ var (
 		512:  "PAGE_STATE_RACED",
 		1024: "PAGE_STATE_CROSS_NODE",
 		2048: "PAGE_STATE_HUGETLB",
+		4096: "PAGE_STATE_FLAGS_NOT_READ",
 	}
 	PageState_value = map[string]int32{
-		"PAGE_STATE_NONE":          0,
-		"PAGE_STATE_PRESENT":       1,
-		"PAGE_STATE_SWAPPED":       2,
-		"PAGE_STATE_EXCLUSIVE":     4,
-		"PAGE_STATE_FILE_SHARED":   8,
-		"PAGE_STATE_SOFT_DIRTY":    16,
-		"PAGE_STATE_THP":           32,
-		"PAGE_STATE_UNMAPPED":      64,
-		"PAGE_STATE_PFN_HIDDEN":    128,
-		"PAGE_STATE_FLAGS_UNKNOWN": 256,
-		"PAGE_STATE_RACED":         512,
-		"PAGE_STATE_CROSS_NODE":    1024,
-		"PAGE_STATE_HUGETLB":       2048,
+		"PAGE_STATE_NONE":           0,
+		"PAGE_STATE_PRESENT":        1,
+		"PAGE_STATE_SWAPPED":        2,
+		"PAGE_STATE_EXCLUSIVE":      4,
+		"PAGE_STATE_FILE_SHARED":    8,
+		"PAGE_STATE_SOFT_DIRTY":     16,
+		"PAGE_STATE_THP":            32,
+		"PAGE_STATE_UNMAPPED":       64,
+		"PAGE_STATE_PFN_HIDDEN":     128,
+		"PAGE_STATE_FLAGS_UNKNOWN":  256,
+		"PAGE_STATE_RACED":          512,
+		"PAGE_STATE_CROSS_NODE":     1024,
+		"PAGE_STATE_HUGETLB":        2048,
+		"PAGE_STATE_FLAGS_NOT_READ": 4096,
 	}
 )
 
@@ -1284,7 +1289,7 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\x0eMemoryLocation\x12\x1f\n" +
 	"\x1bMEMORY_LOCATION_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17MEMORY_LOCATION_ON_HEAP\x10\x01\x12\x1c\n" +
-	"\x18MEMORY_LOCATION_OFF_HEAP\x10\x02*\xd5\x02\n" +
+	"\x18MEMORY_LOCATION_OFF_HEAP\x10\x02*\xf5\x02\n" +
 	"\tPageState\x12\x13\n" +
 	"\x0fPAGE_STATE_NONE\x10\x00\x12\x16\n" +
 	"\x12PAGE_STATE_PRESENT\x10\x01\x12\x16\n" +
@@ -1298,7 +1303,8 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\x18PAGE_STATE_FLAGS_UNKNOWN\x10\x80\x02\x12\x15\n" +
 	"\x10PAGE_STATE_RACED\x10\x80\x04\x12\x1a\n" +
 	"\x15PAGE_STATE_CROSS_NODE\x10\x80\b\x12\x17\n" +
-	"\x12PAGE_STATE_HUGETLB\x10\x80\x10*\x9a\x01\n" +
+	"\x12PAGE_STATE_HUGETLB\x10\x80\x10\x12\x1e\n" +
+	"\x19PAGE_STATE_FLAGS_NOT_READ\x10\x80 *\x9a\x01\n" +
 	"\tFaultKind\x12\x1a\n" +
 	"\x16FAULT_KIND_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fFAULT_KIND_READ\x10\x01\x12\x14\n" +
