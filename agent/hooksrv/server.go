@@ -207,12 +207,12 @@ func Listen(cfg Config, h Handler, log *slog.Logger) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		cfg:      cfg,
-		handler:  h,
-		log:      log.With("component", "hooksrv"),
-		ln:       ln,
-		ctx:      ctx,
-		cancel:   cancel,
+		cfg:         cfg,
+		handler:     h,
+		log:         log.With("component", "hooksrv"),
+		ln:          ln,
+		ctx:         ctx,
+		cancel:      cancel,
 		sessions:    map[*net.UnixConn]peerID{},
 		uidSessions: map[uint32]int{},
 		pidSessions: map[int32]int{},
