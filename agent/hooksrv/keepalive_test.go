@@ -24,7 +24,7 @@ func TestKeepaliveMatchesHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.TrimSpace(string(out)), strconv.Itoa(int(KeepaliveInterval / time.Second)); got != want {
+	if got, want := strings.TrimSpace(string(out)), strconv.Itoa(int(KeepaliveInterval/time.Second)); got != want {
 		t.Fatalf("STRATA_KEEPALIVE_SEC = %s, KeepaliveInterval = %s s", got, want)
 	}
 	if DefaultIdleTimeout < 4*KeepaliveInterval {
