@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/stratatrace/strata/agent/procmem"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -24,8 +25,12 @@ import (
 // pids, each pid's own slices in order. A peer that registers a 16 GiB
 // range therefore holds a Resolver for one slice at a time, and a small
 // peer waits at most one slice per other waiting tenant, never the whole
-// range. Slices of one request are joined back into the runs one
-// Resolver would have produced (runs continuing across a cut are merged).
+// range. While more than one uid asks for Resolvers (within a second),
+// each uid holds at most half of them (at least one), so a peer resolving
+// without pause leaves CPU to the others' records and stream too; a uid
+// alone uses them all. Slices of one request are joined back into the
+// runs one Resolver would have produced (runs continuing across a cut are
+// merged).
 //
 // Each kind of degraded answer (a Result.Warning: hidden PFNs, unreadable
 // kpageflags) is logged once, at warn level, the first time a Resolver
@@ -77,14 +82,14 @@ func NewPool(fs procmem.FS, n int, opts Options, log *slog.Logger, popts ...Pool
 	for _, o := range popts {
 		o(p)
 	}
-	p.q.byUID = map[uint32]*uidQueue{}
+	p.q = newFairQueue()
 	for range n {
 		r, err := New(fs, opts)
 		if err != nil {
 			p.Close()
 			return nil, fmt.Errorf("open resolver pool: %w", err)
 		}
-		p.q.free = append(p.q.free, r)
+		p.q.add(r)
 	}
 	return p, nil
 }
@@ -116,7 +121,7 @@ func (p *Pool) ResolveFor(t Tenant, reqs []Request, out []Result) error {
 		}
 		r := p.q.get(t)
 		err := r.ResolveBatch(int(t.PID), sreqs, res[lo:hi])
-		p.q.put(r)
+		p.q.put(t, r)
 		if err != nil {
 			for i := range reqs {
 				out[i] = Result{Err: err}
@@ -265,6 +270,9 @@ func (p *Pool) Close() error {
 	p.q.mu.Lock()
 	free := p.q.free
 	p.q.free = nil
+	if p.q.timer != nil {
+		p.q.timer.Stop()
+	}
 	p.q.mu.Unlock()
 	var errs []error
 	for _, r := range free {
@@ -276,14 +284,27 @@ func (p *Pool) Close() error {
 	return nil
 }
 
+// contendedWindow is how recently another uid must have asked for a
+// Resolver for a uid to be held to its share.
+const contendedWindow = time.Second
+
 // fairQueue hands free Resolvers to waiting tenants in turn: round-robin
-// over uids, within a uid round-robin over pids, FIFO within a pid.
+// over uids, within a uid round-robin over pids, FIFO within a pid. While
+// another uid has asked for a Resolver within contendedWindow, a uid holds
+// at most its share (half the Resolvers, at least one), even when more are
+// free: what it leaves idle is CPU for the other peers' records, spool and
+// stream, not only their page reads. A uid alone on the node uses them all.
 type fairQueue struct {
 	mu    sync.Mutex
+	n     int // Resolvers in all
 	free  []*Resolver
 	uids  []*uidQueue // uids with waiters, in turn order
 	turn  int         // index into uids of the next uid served
 	byUID map[uint32]*uidQueue
+	busy  map[uint32]int       // Resolvers held per uid
+	asked map[uint32]time.Time // last request per uid
+	timer *time.Timer          // re-dispatches when a share may have lapsed
+	now   func() time.Time
 }
 
 type uidQueue struct {
@@ -298,15 +319,21 @@ type pidQueue struct {
 	waiters []chan *Resolver
 }
 
-// get returns a Resolver, waiting for t's turn when none is free.
+func newFairQueue() fairQueue {
+	return fairQueue{byUID: map[uint32]*uidQueue{}, busy: map[uint32]int{}, asked: map[uint32]time.Time{}, now: time.Now}
+}
+
+// add puts r in the free list; call it while building the queue.
+func (q *fairQueue) add(r *Resolver) {
+	q.free = append(q.free, r)
+	q.n++
+}
+
+// get returns a Resolver, waiting for t's turn and share.
 func (q *fairQueue) get(t Tenant) *Resolver {
+	ch := make(chan *Resolver, 1)
 	q.mu.Lock()
-	if n := len(q.free); n > 0 { // nobody waits while one is free
-		r := q.free[n-1]
-		q.free = q.free[:n-1]
-		q.mu.Unlock()
-		return r
-	}
+	q.asked[t.UID] = q.now()
 	u := q.byUID[t.UID]
 	if u == nil {
 		u = &uidQueue{uid: t.UID, byPID: map[uint32]*pidQueue{}}
@@ -319,38 +346,90 @@ func (q *fairQueue) get(t Tenant) *Resolver {
 		u.byPID[t.PID] = pq
 		u.pids = append(u.pids, pq)
 	}
-	ch := make(chan *Resolver, 1)
 	pq.waiters = append(pq.waiters, ch)
+	q.dispatch()
 	q.mu.Unlock()
 	return <-ch
 }
 
-// put gives r to the next waiter in turn, or back to the free list.
-func (q *fairQueue) put(r *Resolver) {
+// put gives back a Resolver t held.
+func (q *fairQueue) put(t Tenant, r *Resolver) {
 	q.mu.Lock()
-	if len(q.uids) == 0 {
-		q.free = append(q.free, r)
-		q.mu.Unlock()
-		return
+	if q.busy[t.UID]--; q.busy[t.UID] <= 0 {
+		delete(q.busy, t.UID)
 	}
-	q.turn %= len(q.uids)
-	u := q.uids[q.turn]
-	u.turn %= len(u.pids)
-	pq := u.pids[u.turn]
-	ch := pq.waiters[0]
-	pq.waiters = pq.waiters[1:]
-	if len(pq.waiters) == 0 { // the next pid moves into this index
-		u.pids = slices.Delete(u.pids, u.turn, u.turn+1)
-		delete(u.byPID, pq.pid)
-	} else {
-		u.turn++
-	}
-	if len(u.pids) == 0 {
-		q.uids = slices.Delete(q.uids, q.turn, q.turn+1)
-		delete(q.byUID, u.uid)
-	} else {
-		q.turn++
-	}
+	q.free = append(q.free, r)
+	q.dispatch()
 	q.mu.Unlock()
-	ch <- r
+}
+
+// dispatch hands free Resolvers to eligible waiters in turn; the caller
+// holds mu. When a waiter is left waiting beside a free Resolver (its uid
+// is at its share), a timer dispatches again once the share may lapse.
+func (q *fairQueue) dispatch() {
+	now := q.now()
+	for len(q.free) > 0 && len(q.uids) > 0 {
+		k := q.eligible(now)
+		if k < 0 {
+			if q.timer == nil {
+				q.timer = time.AfterFunc(contendedWindow/4, func() {
+					q.mu.Lock()
+					q.timer = nil
+					q.dispatch()
+					q.mu.Unlock()
+				})
+			}
+			return
+		}
+		u := q.uids[k]
+		u.turn %= len(u.pids)
+		pq := u.pids[u.turn]
+		ch := pq.waiters[0]
+		pq.waiters = pq.waiters[1:]
+		if len(pq.waiters) == 0 { // the next pid moves into this index
+			u.pids = slices.Delete(u.pids, u.turn, u.turn+1)
+			delete(u.byPID, pq.pid)
+		} else {
+			u.turn++
+		}
+		q.turn = k + 1
+		if len(u.pids) == 0 {
+			q.uids = slices.Delete(q.uids, k, k+1)
+			delete(q.byUID, u.uid)
+			q.turn = k
+		}
+		r := q.free[len(q.free)-1]
+		q.free = q.free[:len(q.free)-1]
+		q.busy[u.uid]++
+		ch <- r
+	}
+}
+
+// eligible returns the index in uids of the next uid in turn that may
+// take a Resolver now, or -1.
+func (q *fairQueue) eligible(now time.Time) int {
+	share := max(1, q.n/2)
+	for i := range q.uids {
+		k := (q.turn + i) % len(q.uids)
+		uid := q.uids[k].uid
+		if q.busy[uid] < share || !q.contended(uid, now) {
+			return k
+		}
+	}
+	return -1
+}
+
+// contended reports whether a uid other than uid asked for a Resolver
+// within contendedWindow; it forgets uids that did not.
+func (q *fairQueue) contended(uid uint32, now time.Time) bool {
+	for other, at := range q.asked {
+		if now.Sub(at) >= contendedWindow && q.busy[other] == 0 && q.byUID[other] == nil {
+			delete(q.asked, other)
+			continue
+		}
+		if other != uid {
+			return true
+		}
+	}
+	return false
 }

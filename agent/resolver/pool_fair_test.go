@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,7 +89,7 @@ func TestPoolSmallPeerNotStarvedByHugeRange(t *testing.T) {
 // TestFairQueueTurns: a free Resolver goes round-robin over uids, then
 // over pids of a uid, FIFO within a pid.
 func TestFairQueueTurns(t *testing.T) {
-	q := fairQueue{byUID: map[uint32]*uidQueue{}}
+	q := newFairQueue()
 	order := make(chan Tenant, 16)
 	// Waiters in arrival order: uid 1 has pids 10 (twice) and 11; uid 2 pid 20.
 	arrivals := []Tenant{{1, 10}, {1, 10}, {1, 11}, {2, 20}}
@@ -96,7 +97,7 @@ func TestFairQueueTurns(t *testing.T) {
 		go func() {
 			r := q.get(tn)
 			order <- tn
-			q.put(r)
+			q.put(tn, r)
 		}()
 		// Wait until it is queued: arrival order is the test's input.
 		for {
@@ -114,7 +115,8 @@ func TestFairQueueTurns(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	q.put(&Resolver{}) // one Resolver enters; each holder passes it on
+	q.n = 1
+	q.put(Tenant{UID: 99}, &Resolver{}) // one Resolver enters; each holder passes it on
 	var seq []Tenant
 	for range arrivals {
 		seq = append(seq, <-order)
@@ -184,5 +186,40 @@ func TestPoolSlicesJoinIntoTheSameRuns(t *testing.T) {
 		if attempt == 3 { // a page may move between two reads; not four times
 			t.Fatalf("sliced: %d runs %d pages; whole: %d runs %d pages", len(s.Runs), s.Pages, len(w.Runs), w.Pages)
 		}
+	}
+}
+
+// TestFairQueueShareWhileContended: while another uid asked within a
+// second, a uid holds at most half the Resolvers, even with one free; once
+// the other uid is quiet, it may take them all.
+func TestFairQueueShareWhileContended(t *testing.T) {
+	q := newFairQueue()
+	q.add(&Resolver{})
+	q.add(&Resolver{})
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	q.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	a1, a2, b := Tenant{UID: 1, PID: 10}, Tenant{UID: 1, PID: 11}, Tenant{UID: 2, PID: 20}
+	q.put(b, q.get(b)) // uid 2 asked just now
+	first := q.get(a1)
+	got := make(chan *Resolver, 1)
+	go func() { got <- q.get(a2) }()
+	select {
+	case <-got:
+		t.Fatal("uid 1 took a second Resolver while uid 2 is active")
+	case <-time.After(400 * time.Millisecond):
+	}
+	mu.Lock()
+	now = now.Add(2 * contendedWindow) // uid 2 has been quiet since
+	mu.Unlock()
+	select {
+	case r := <-got:
+		q.put(a2, r)
+	case <-time.After(5 * time.Second):
+		t.Fatal("uid 1 alone did not get the free Resolver")
+	}
+	q.put(a1, first)
+	if len(q.free) != 2 || len(q.busy) != 0 {
+		t.Fatalf("free %d busy %v, want both back", len(q.free), q.busy)
 	}
 }
