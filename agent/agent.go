@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,9 +16,11 @@ import (
 	"github.com/stratatrace/strata/agent/faults"
 	"github.com/stratatrace/strata/agent/hooksrv"
 	"github.com/stratatrace/strata/agent/procmem"
+	"github.com/stratatrace/strata/agent/ratelog"
 	"github.com/stratatrace/strata/agent/resolver"
 	"github.com/stratatrace/strata/agent/spool"
 	"github.com/stratatrace/strata/agent/streamer"
+	"golang.org/x/sys/unix"
 )
 
 // Run runs the agent until ctx ends.
@@ -25,7 +28,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	log = log.With("node", cfg.NodeName)
+	// One limit for every per-event warning: a flood of one message (a
+	// hostile peer's refused sessions, a full kernel block table) logs a
+	// few lines per interval and counts the rest.
+	limited := ratelog.New(log.Handler(), ratelog.Options{Burst: cfg.LogBurst, Interval: cfg.LogInterval})
+	log = slog.New(limited).With("node", cfg.NodeName)
+	warnFDs(cfg, log)
 	fs := procmem.FS{Proc: cfg.ProcRoot, Sys: cfg.SysRoot}
 	bootID, err := fs.BootID()
 	if err != nil {
@@ -33,7 +41,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	node := nodeInfo(fs, log)
 
-	res, err := resolver.NewPool(fs, runtime.GOMAXPROCS(0), resolver.Options{}, log.With("component", "resolver"))
+	res, err := resolver.NewPool(fs, runtime.GOMAXPROCS(0), resolver.Options{}, log.With("component", "resolver"),
+		resolver.WithSlicePages(cfg.ResolveSlicePages))
 	if err != nil {
 		return err
 	}
@@ -68,18 +77,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Node:          node,
 		PageSize:      uint32(procmem.PageSize()),
 		FlushInterval: cfg.FlushInterval,
+		MaxCacheBytes: cfg.PageCacheBytes,
 		Kernel:        kern.Kernel(),
 		Logger:        log,
 	})
 
-	hs, err := hooksrv.Listen(hooksrv.Config{Path: cfg.HookSocket, FS: fs}, ann, log)
+	hcfg := cfg.hookConfig()
+	hcfg.FS = fs
+	hs, err := hooksrv.Listen(hcfg, ann, log)
 	if err != nil {
 		return err
 	}
 	log.Info("agent started", "hook_socket", hs.Path(), "collector", cfg.Collector, "spool", cfg.SpoolDir, "boot_id", bootID,
 		"numa_nodes", node.GetNumaNodes(), "mem_total_bytes", node.GetMemTotalBytes(), "faults", kern.Status(), "damon", damonStatus(fs))
 
-	m := &metrics{hook: hs, ann: ann, sp: sp, st: st, kern: kern}
+	m := &metrics{hook: hs, ann: ann, sp: sp, st: st, kern: kern, log: limited}
 	var httpSrv *http.Server
 	if cfg.HTTPAddr != "" {
 		if httpSrv, err = m.serve(cfg.HTTPAddr, log); err != nil {
@@ -138,6 +150,7 @@ type metrics struct {
 	sp   *spool.Spool
 	st   *streamer.Streamer
 	kern *faults.Faults
+	log  *ratelog.Handler
 }
 
 func (m *metrics) serve(addr string, log *slog.Logger) (*http.Server, error) {
@@ -157,7 +170,7 @@ func (m *metrics) serve(addr string, log *slog.Logger) (*http.Server, error) {
 	return srv, nil
 }
 
-func (m *metrics) write(w interface{ Write([]byte) (int, error) }) {
+func (m *metrics) write(w io.Writer) {
 	h, a, s, t := m.hook.Stats(), m.ann.Stats(), m.sp.Stats(), m.st.Stats()
 	p := func(name, help string, v any) {
 		fmt.Fprintf(w, "# HELP %s %s\n%s %v\n", name, help, name, v)
@@ -182,9 +195,48 @@ func (m *metrics) write(w interface{ Write([]byte) (int, error) }) {
 	p("strata_stream_acks_total", "Acks received.", t.Acked)
 	p("strata_stream_records_acked_total", "Records the collector acknowledged as stored.", t.Records)
 	p("strata_stream_reconnects_total", "Collector stream reconnects.", t.Reconnects)
-	p("strata_stream_batches_rejected_total", "Batches the collector refused as invalid and the agent dropped.", t.Rejected)
+	p("strata_stream_batches_rejected_total", "Batches or pieces the collector refused as invalid (then bisected).", t.Rejected)
+	p("strata_stream_batches_split_total", "Spooled batches sent as pieces: refused, or over the wire limits.", t.Split)
+	p("strata_stream_records_dropped_total", "Records the collector refused alone, after bisection; lost.", t.RecordsDropped)
+	p("strata_stream_workloads_dropped_total", "Workload counters the collector refused alone; lost.", t.WorkloadsDropped)
 	p("strata_stream_connected", "1 when the collector stream is up.", connected)
+	p("strata_records_split_total", "Records over the batch budget, sent as several sub-range records.", a.Split)
+	p("strata_page_cache_bytes", "Pages kept for reuse by accesses, estimated bytes.", a.CacheBytes)
+	p("strata_page_cache_skipped_total", "Resolutions not kept for reuse because the page cache was full.", a.CacheSkipped)
+	p("strata_kernel_mirror_errors_total", "Blocks the kernel's fault tracer could not take (table full, ...).", a.KernelErrors)
+	p("strata_hook_live_blocks", "Live blocks as the hook server counts them against its caps.", m.hook.LiveBlocks())
+	r := m.hook.Refusals()
+	labeled(w, "strata_hook_sessions_refused_total", "Hook connections closed at accept: a session cap was reached.", "cap",
+		"node", r.SessionsTotal, "uid", r.SessionsPerUID, "pid", r.SessionsPerPID)
+	labeled(w, "strata_hook_sessions_closed_total", "Hook sessions closed for silence.", "reason",
+		"hello_timeout", r.HelloTimeout, "idle", r.Idle)
+	labeled(w, "strata_hook_frames_refused_total", "Hook frames dropped at a bound; the session goes on.", "reason",
+		"range_length", r.RangeTooLong, "access_outside", r.AccessOutside, "blocks_uid", r.BlocksPerUID, "blocks_node", r.BlocksPerNode)
+	p("strata_log_suppressed_total", "Log lines held back by the per-message rate limit.", m.log.Suppressed())
 	m.kern.WriteMetrics(p)
+}
+
+// labeled writes one counter with a label, from label value and count
+// pairs.
+func labeled(w io.Writer, name, help, label string, pairs ...any) {
+	fmt.Fprintf(w, "# HELP %s %s\n", name, help)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		fmt.Fprintf(w, "%s{%s=%q} %v\n", name, label, pairs[i], pairs[i+1])
+	}
+}
+
+// warnFDs says when the hook session cap leaves too few file descriptors
+// for the spool, the collector stream and /proc reads.
+func warnFDs(cfg Config, log *slog.Logger) {
+	const reserve = 256
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return
+	}
+	if lim.Cur < uint64(cfg.HookMaxSessions)+reserve {
+		log.Warn("open file limit is close to the hook session cap; lower --hook-max-sessions or raise RLIMIT_NOFILE",
+			"nofile", lim.Cur, "hook_max_sessions", cfg.HookMaxSessions, "reserve", reserve)
+	}
 }
 
 func (m *metrics) line() string {

@@ -4,10 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/stratatrace/strata/agent/annotator"
 	"github.com/stratatrace/strata/agent/hooksrv"
+	"github.com/stratatrace/strata/agent/resolver"
+	"github.com/stratatrace/strata/agent/tracer"
 )
 
 // Config of a node agent.
@@ -26,6 +30,23 @@ type Config struct {
 	SampleEvery      uint32        // emit one fault event in N (0 = tracer default, 64)
 	CountersInterval time.Duration // send changed fault and workload counters this often
 	StatsInterval    time.Duration // log counters this often (0 = never)
+
+	// Bounds that keep one hook peer from denying service to the others
+	// (agent/hooksrv "Bounds"; README "Reliability").
+	HookMaxSessions         int           // open hook sessions on the node
+	HookMaxSessionsPerUID   int           // ... per peer uid
+	HookMaxSessionsPerPID   int           // ... per peer process
+	HookHelloTimeout        time.Duration // close a connection without HELLO after this
+	HookIdleTimeout         time.Duration // close a session without a frame for this long (<0 never)
+	HookMaxRangeBytes       uint64        // longest range a REGISTER or MOVE may name
+	HookMaxBlocksPerSession int           // live blocks of one session (past it: closed)
+	HookMaxBlocksPerUID     int           // live blocks of one peer uid (past it: REGISTER dropped)
+	MaxLiveBlocks           int           // live blocks on the node (past it: REGISTER dropped)
+	ResolveSlicePages       int           // resolve in slices of this many pages, taking turns between peers
+	PageCacheBytes          int64         // pages kept for reuse by accesses, over all blocks
+	KernelMaxBlocks         uint32        // blocks the kernel's fault tracer can count (BPF map slots)
+	LogBurst                int           // lines of one message logged per LogInterval; the rest are counted
+	LogInterval             time.Duration
 }
 
 // DefaultConfig returns the defaults; env and flags override them.
@@ -43,12 +64,38 @@ func DefaultConfig() Config {
 		Faults:           "auto",
 		CountersInterval: 2 * time.Second,
 		StatsInterval:    time.Minute,
+
+		HookMaxSessions:         hooksrv.DefaultMaxSessions,
+		HookMaxSessionsPerUID:   hooksrv.DefaultMaxSessionsPerUID,
+		HookMaxSessionsPerPID:   hooksrv.DefaultMaxSessionsPerPID,
+		HookHelloTimeout:        hooksrv.DefaultHelloTimeout,
+		HookIdleTimeout:         hooksrv.DefaultIdleTimeout,
+		HookMaxRangeBytes:       hooksrv.DefaultMaxRangeBytes,
+		HookMaxBlocksPerSession: hooksrv.DefaultMaxBlocks,
+		HookMaxBlocksPerUID:     hooksrv.DefaultMaxBlocksPerUID,
+		MaxLiveBlocks:           hooksrv.DefaultMaxLiveBlocks,
+		ResolveSlicePages:       resolver.DefaultSlicePages,
+		PageCacheBytes:          annotator.DefaultMaxCacheBytes,
+		KernelMaxBlocks:         tracer.DefaultMaxBlocks,
+		LogBurst:                5,
+		LogInterval:             10 * time.Second,
+	}
+}
+
+// hookConfig is the hook server's part of c.
+func (c Config) hookConfig() hooksrv.Config {
+	return hooksrv.Config{
+		Path: c.HookSocket, MaxBlocks: c.HookMaxBlocksPerSession, HelloTimeout: c.HookHelloTimeout,
+		IdleTimeout: c.HookIdleTimeout, MaxSessions: c.HookMaxSessions, MaxSessionsPerUID: c.HookMaxSessionsPerUID,
+		MaxSessionsPerPID: c.HookMaxSessionsPerPID, MaxRangeBytes: c.HookMaxRangeBytes,
+		MaxBlocksPerUID: c.HookMaxBlocksPerUID, MaxLiveBlocks: c.MaxLiveBlocks,
 	}
 }
 
 // FromEnv overrides c from STRATA_* variables (NODE_NAME too, as the
-// Kubernetes downward API sets it).
-func (c *Config) FromEnv() {
+// Kubernetes downward API sets it). It reports the variables it could not
+// parse; the others are applied.
+func (c *Config) FromEnv() error {
 	set := func(dst *string, keys ...string) {
 		for _, k := range keys {
 			if v := os.Getenv(k); v != "" {
@@ -64,6 +111,47 @@ func (c *Config) FromEnv() {
 	set(&c.ProcRoot, "STRATA_PROC")
 	set(&c.SysRoot, "STRATA_SYS")
 	set(&c.Faults, "STRATA_FAULTS")
+
+	var errs []error
+	parse := func(key string, apply func(string) error) {
+		if v := os.Getenv(key); v != "" {
+			if err := apply(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", key, v, err))
+			}
+		}
+	}
+	ints := map[string]*int{
+		"STRATA_HOOK_MAX_SESSIONS":           &c.HookMaxSessions,
+		"STRATA_HOOK_MAX_SESSIONS_PER_UID":   &c.HookMaxSessionsPerUID,
+		"STRATA_HOOK_MAX_SESSIONS_PER_PID":   &c.HookMaxSessionsPerPID,
+		"STRATA_HOOK_MAX_BLOCKS_PER_SESSION": &c.HookMaxBlocksPerSession,
+		"STRATA_HOOK_MAX_BLOCKS_PER_UID":     &c.HookMaxBlocksPerUID,
+		"STRATA_MAX_LIVE_BLOCKS":             &c.MaxLiveBlocks,
+		"STRATA_RESOLVE_SLICE_PAGES":         &c.ResolveSlicePages,
+		"STRATA_LOG_BURST":                   &c.LogBurst,
+	}
+	for key, dst := range ints {
+		parse(key, func(v string) (err error) { *dst, err = strconv.Atoi(v); return err })
+	}
+	durs := map[string]*time.Duration{
+		"STRATA_HOOK_HELLO_TIMEOUT": &c.HookHelloTimeout,
+		"STRATA_HOOK_IDLE_TIMEOUT":  &c.HookIdleTimeout,
+		"STRATA_LOG_INTERVAL":       &c.LogInterval,
+	}
+	for key, dst := range durs {
+		parse(key, func(v string) (err error) { *dst, err = time.ParseDuration(v); return err })
+	}
+	parse("STRATA_HOOK_MAX_RANGE_BYTES", func(v string) (err error) { c.HookMaxRangeBytes, err = strconv.ParseUint(v, 10, 64); return err })
+	parse("STRATA_PAGE_CACHE_BYTES", func(v string) (err error) { c.PageCacheBytes, err = strconv.ParseInt(v, 10, 64); return err })
+	parse("STRATA_KERNEL_MAX_BLOCKS", func(v string) error {
+		n, err := strconv.ParseUint(v, 10, 32)
+		c.KernelMaxBlocks = uint32(n)
+		return err
+	})
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
 }
 
 // ErrConfig marks an invalid configuration.
@@ -89,8 +177,22 @@ func (c Config) Validate() error {
 	if c.FlushInterval <= 0 {
 		errs = append(errs, errors.New("flush interval must be positive"))
 	}
-	if err := (hooksrv.Config{Path: c.HookSocket}).Validate(); err != nil {
+	if err := c.hookConfig().Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	for _, b := range []struct {
+		name string
+		v    int64
+	}{
+		{"hook max sessions", int64(c.HookMaxSessions)}, {"hook max sessions per uid", int64(c.HookMaxSessionsPerUID)},
+		{"hook max sessions per pid", int64(c.HookMaxSessionsPerPID)}, {"hook max blocks per session", int64(c.HookMaxBlocksPerSession)},
+		{"hook max blocks per uid", int64(c.HookMaxBlocksPerUID)}, {"max live blocks", int64(c.MaxLiveBlocks)},
+		{"hook max range bytes", int64(min(c.HookMaxRangeBytes, 1<<62))}, {"resolve slice pages", int64(c.ResolveSlicePages)},
+		{"page cache bytes", c.PageCacheBytes}, {"log burst", int64(c.LogBurst)}, {"hook hello timeout", int64(c.HookHelloTimeout)},
+	} {
+		if b.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive", b.name))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)

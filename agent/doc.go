@@ -29,4 +29,15 @@
 //     so a fixture tree works as well as the real ones.
 //   - Every batch carries the node's description (NodeInfo: NUMA nodes with
 //     memory, base page size, MemTotal), read once at start.
+//   - The hook socket is open to every local user; the bounds that keep one
+//     peer from denying service to the others (sessions per pid, uid and
+//     node; idle sessions; range length; live blocks per session, uid and
+//     node; resolver slices taken in turn) are Config fields, flags and
+//     STRATA_* variables, listed with what happens at each in the README's
+//     Reliability section. Keep --hook-max-sessions well below
+//     RLIMIT_NOFILE: the spool and the collector stream need descriptors
+//     too (Run warns when they are close).
+//   - The log is rate limited per message (agent/ratelog: --log-burst lines
+//     per --log-interval, the rest counted in strata_log_suppressed_total),
+//     so a flood of one warning cannot fill the disk.
 package agent

@@ -5,23 +5,29 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stratatrace/strata/agent/fit"
 	"github.com/stratatrace/strata/agent/hooksrv"
 	"github.com/stratatrace/strata/agent/resolver"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
-// Resolver reads the pages behind address ranges of one process;
-// *resolver.Pool satisfies it. A request's CPUNode is the NUMA node of the
-// CPU that touched the range, -1 when unknown; pages on another node are
-// marked CROSS_NODE. When the whole batch fails (the process is gone), every
-// out[i].Err must say so too, as Pool does.
+// Resolver reads the pages behind address ranges of one process (t.PID);
+// *resolver.Pool satisfies it, taking turns between tenants so that one
+// hook peer's large ranges cannot starve another's. A request's CPUNode is
+// the NUMA node of the CPU that touched the range, -1 when unknown; pages
+// on another node are marked CROSS_NODE. When the whole batch fails (the
+// process is gone), every out[i].Err must say so too, as Pool does.
 type Resolver interface {
-	ResolveBatch(pid int, reqs []resolver.Request, out []resolver.Result) error
+	ResolveFor(t resolver.Tenant, reqs []resolver.Request, out []resolver.Result) error
 }
 
 // Sink takes finished batches; *spool.Spool satisfies it.
@@ -61,8 +67,13 @@ type Config struct {
 	PageSize      uint32             // base page size (default 4096)
 	MaxRecords    int                // flush a batch at this many records (default 1024)
 	MaxRuns       int                // ... or this many page runs (default 65536)
+	MaxBatchBytes int                // ... or this encoded size (default and ceiling fit.BatchBudget)
 	FlushInterval time.Duration      // ... or when the oldest record is this old (default 200 ms)
 	ReuseWindow   time.Duration      // reuse a block's pages for accesses this soon after resolving (default 1 s; <0 never)
+	// MaxCacheBytes bounds the pages kept for reuse across all live
+	// blocks (default 256 MiB); past it a block's pages are not kept and
+	// its next access resolves again.
+	MaxCacheBytes int64
 	Kernel        Kernel
 	Logger        *slog.Logger
 }
@@ -75,6 +86,10 @@ type Stats struct {
 	Dropped      uint64 // records lost because the sink refused their batch
 	ResolveError uint64 // records whose range could not be resolved
 	Reused       uint64 // access records that reused recent pages
+	Split        uint64 // records over the batch budget, sent as several sub-range records
+	KernelErrors uint64 // blocks the kernel side could not mirror (its map full, ...)
+	CacheBytes   int64  // pages kept for reuse, estimated bytes
+	CacheSkipped uint64 // resolutions not kept because the cache was full
 	LiveBlocks   int
 	Processes    int
 }
@@ -89,7 +104,8 @@ type liveBlock struct {
 	block    hooksrv.Block
 	vaddr    uint64
 	length   uint64
-	runs     []*stratav1.PageRun
+	runs     []*stratav1.PageRun // kept for reuse; nil when not kept
+	runBytes int64               // runs' estimated memory, counted in Annotator.cacheBytes
 	resolved time.Time
 }
 
@@ -105,13 +121,17 @@ type Annotator struct {
 	perPID  map[uint32]int
 	pending *stratav1.Batch
 	runs    int
+	bytes   int // pending's encoded size, header included
 	oldest  time.Time
+	header  int // encoded size of an empty batch, with room for its seq
+
+	cacheBytes int64 // sum of liveBlock.runBytes
 
 	// sinkMu serialises Append so batches reach the sink in the order they
 	// were cut, without holding mu during disk writes.
 	sinkMu sync.Mutex
 
-	events, records, batches, dropped, resolveErr, reused atomic.Uint64
+	events, records, batches, dropped, resolveErr, reused, split, kernelErr, cacheSkipped atomic.Uint64
 }
 
 // New returns an annotator writing to sink.
@@ -128,8 +148,14 @@ func New(res Resolver, sink Sink, cfg Config) *Annotator {
 	if cfg.FlushInterval <= 0 {
 		cfg.FlushInterval = 200 * time.Millisecond
 	}
+	if cfg.MaxBatchBytes <= 0 || cfg.MaxBatchBytes > fit.BatchBudget {
+		cfg.MaxBatchBytes = fit.BatchBudget
+	}
 	if cfg.ReuseWindow == 0 {
 		cfg.ReuseWindow = time.Second
+	}
+	if cfg.MaxCacheBytes == 0 {
+		cfg.MaxCacheBytes = DefaultMaxCacheBytes
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -139,8 +165,12 @@ func New(res Resolver, sink Sink, cfg Config) *Annotator {
 		log:    cfg.Logger.With("component", "annotator"),
 		blocks: map[blockKey]*liveBlock{},
 		perPID: map[uint32]int{},
+		header: proto.Size(&stratav1.Batch{NodeName: cfg.NodeName, BootId: cfg.BootID, Node: cfg.Node, Seq: math.MaxUint64}),
 	}
 }
+
+// DefaultMaxCacheBytes is Config.MaxCacheBytes's default.
+const DefaultMaxCacheBytes = 256 << 20
 
 // HandleEvent implements hooksrv.Handler.
 func (a *Annotator) HandleEvent(_ context.Context, ev hooksrv.Event) {
@@ -172,15 +202,22 @@ func (a *Annotator) record(ev hooksrv.Event, vaddr, length uint64) *stratav1.Rec
 }
 
 // resolve fills rec's pages, or its resolve_error.
-func (a *Annotator) resolve(rec *stratav1.Record) {
+func (a *Annotator) resolve(s *hooksrv.Session, rec *stratav1.Record) {
 	req := [1]resolver.Request{{VAddr: rec.GetVaddr(), Length: rec.GetLength(), CPUNode: rec.GetCpuNumaNode()}}
 	var out [1]resolver.Result
-	a.res.ResolveBatch(int(rec.GetPid()), req[:], out[:])
+	a.res.ResolveFor(tenant(s, rec.GetPid()), req[:], out[:])
 	a.setPages(rec, &out[0])
 }
 
+// tenant is whom the resolver pool serves a resolution for: the hook
+// peer's uid and the process.
+func tenant(s *hooksrv.Session, pid uint32) resolver.Tenant {
+	return resolver.Tenant{UID: s.UID, PID: pid}
+}
+
+// setPages puts r's runs on rec, cut to the collector's run limit.
 func (a *Annotator) setPages(rec *stratav1.Record, r *resolver.Result) {
-	rec.Runs = r.Runs
+	rec.Runs = fit.Runs(r.Runs, uint64(a.cfg.PageSize))
 	if r.Err != nil {
 		rec.ResolveError = r.Err.Error()
 		a.resolveErr.Add(1)
@@ -189,7 +226,7 @@ func (a *Annotator) setPages(rec *stratav1.Record, r *resolver.Result) {
 
 func (a *Annotator) place(ev hooksrv.Event) {
 	rec := a.record(ev, ev.Vaddr, ev.Length)
-	a.resolve(rec)
+	a.resolve(ev.Session, rec)
 	key := blockKey{ev.Session.PID, ev.Block.HookID}
 	a.mu.Lock()
 	lb, existed := a.blocks[key]
@@ -198,7 +235,9 @@ func (a *Annotator) place(ev hooksrv.Event) {
 		a.blocks[key] = lb
 		a.perPID[key.pid]++
 	}
-	*lb = liveBlock{session: ev.Session, block: ev.Block, vaddr: ev.Vaddr, length: ev.Length, runs: rec.Runs, resolved: time.Now()}
+	a.uncache(lb)
+	*lb = liveBlock{session: ev.Session, block: ev.Block, vaddr: ev.Vaddr, length: ev.Length}
+	a.cache(lb, rec.Runs)
 	a.mu.Unlock()
 	if k := a.cfg.Kernel; k != nil {
 		var err error
@@ -209,7 +248,10 @@ func (a *Annotator) place(ev hooksrv.Event) {
 			err = k.RegisterBlock(p, key.id, ev.Vaddr, ev.Vaddr+ev.Length)
 		}
 		if err != nil {
-			a.log.Warn("mirror block in kernel", "pid", key.pid, "block", ev.Block.Name, "event", ev.Kind, "err", err)
+			// Once the kernel's block table is full this happens for every
+			// block: counted, and the log line is rate limited (ratelog).
+			a.kernelErr.Add(1)
+			a.log.Warn("block not mirrored in kernel; its faults are not attributed", "pid", key.pid, "block", ev.Block.Name, "event", ev.Kind, "err", err)
 		}
 	}
 	a.add(rec)
@@ -225,7 +267,7 @@ func (a *Annotator) access(ev hooksrv.Event) {
 	key := blockKey{ev.Session.PID, ev.Block.HookID}
 	a.mu.Lock()
 	lb := a.blocks[key]
-	fresh := whole && lb != nil && lb.vaddr == ev.Vaddr && lb.length == ev.Length &&
+	fresh := whole && lb != nil && lb.runs != nil && lb.vaddr == ev.Vaddr && lb.length == ev.Length &&
 		a.cfg.ReuseWindow > 0 && time.Since(lb.resolved) < a.cfg.ReuseWindow
 	if fresh {
 		rec.Runs = lb.runs
@@ -234,11 +276,12 @@ func (a *Annotator) access(ev hooksrv.Event) {
 	if fresh {
 		a.reused.Add(1)
 	} else {
-		a.resolve(rec)
+		a.resolve(ev.Session, rec)
 		if whole {
 			a.mu.Lock()
 			if lb := a.blocks[key]; lb != nil && lb.vaddr == ev.Vaddr {
-				lb.runs, lb.resolved = rec.Runs, time.Now()
+				a.uncache(lb)
+				a.cache(lb, rec.Runs)
 			}
 			a.mu.Unlock()
 		}
@@ -249,7 +292,8 @@ func (a *Annotator) access(ev hooksrv.Event) {
 func (a *Annotator) free(ev hooksrv.Event) {
 	key := blockKey{ev.Session.PID, ev.Block.HookID}
 	a.mu.Lock()
-	if _, ok := a.blocks[key]; ok {
+	if lb, ok := a.blocks[key]; ok {
+		a.uncache(lb)
 		delete(a.blocks, key)
 		a.dropPID(key.pid)
 	}
@@ -287,6 +331,7 @@ func (a *Annotator) endSession(ev hooksrv.Event) {
 	a.mu.Lock()
 	for key, lb := range a.blocks {
 		if key.pid == pid && lb.session == ev.Session {
+			a.uncache(lb)
 			gone = append(gone, lb)
 			delete(a.blocks, key)
 			a.dropPID(pid)
@@ -327,6 +372,7 @@ type Fault struct {
 func (a *Annotator) AddFaults(fs []Fault) int {
 	page := uint64(a.cfg.PageSize)
 	byPID := map[uint32][]*stratav1.Record{}
+	tenants := map[uint32]resolver.Tenant{}
 	var pids []uint32
 	a.mu.Lock()
 	for _, f := range fs {
@@ -336,6 +382,7 @@ func (a *Annotator) AddFaults(fs []Fault) int {
 		}
 		if _, seen := byPID[f.PID]; !seen {
 			pids = append(pids, f.PID)
+			tenants[f.PID] = tenant(lb.session, f.PID)
 		}
 		byPID[f.PID] = append(byPID[f.PID], &stratav1.Record{
 			TimeUnixNano: f.Time.UnixNano(), Access: stratav1.AccessKind_ACCESS_KIND_FAULT,
@@ -352,7 +399,7 @@ func (a *Annotator) AddFaults(fs []Fault) int {
 			reqs[i] = resolver.Request{VAddr: r.GetVaddr() &^ (page - 1), Length: page, CPUNode: r.GetCpuNumaNode()}
 		}
 		out := make([]resolver.Result, len(reqs))
-		a.res.ResolveBatch(int(pid), reqs, out)
+		a.res.ResolveFor(tenants[pid], reqs, out)
 		for i := range recs {
 			a.setPages(recs[i], &out[i])
 			a.add(recs[i])
@@ -384,9 +431,16 @@ func (a *Annotator) AddCounters(pid uint32, blockID uint64, fc *stratav1.FaultCo
 
 // AddWorkload queues perf-stat style counters of a traced process.
 func (a *Annotator) AddWorkload(w *stratav1.WorkloadCounters) {
+	n := protowire.SizeTag(5) + protowire.SizeBytes(proto.Size(w))
 	a.mu.Lock()
-	a.batch().Workloads = append(a.pending.Workloads, w)
-	a.mu.Unlock()
+	var full []*stratav1.Batch
+	if a.pending != nil && a.bytes+n > a.cfg.MaxBatchBytes {
+		full = append(full, a.take())
+	}
+	b := a.batch()
+	b.Workloads = append(b.Workloads, w)
+	a.bytes += n
+	a.emitAll(full) // unlocks mu
 }
 
 func (a *Annotator) batch() *stratav1.Batch {
@@ -394,36 +448,66 @@ func (a *Annotator) batch() *stratav1.Batch {
 		a.pending = &stratav1.Batch{NodeName: a.cfg.NodeName, BootId: a.cfg.BootID, Node: a.cfg.Node}
 		a.oldest = time.Now()
 		a.runs = 0
+		a.bytes = a.header
 	}
 	return a.pending
 }
 
+// add queues rec, split into sub-range records when it alone would exceed
+// the batch budget, and cuts batches by record count, runs and encoded
+// size, so no batch ever exceeds what the collector accepts.
 func (a *Annotator) add(rec *stratav1.Record) {
+	parts := fit.Record(rec, a.cfg.MaxBatchBytes-a.header, uint64(a.cfg.PageSize))
+	if len(parts) > 1 {
+		a.split.Add(1)
+	}
+	sizes := make([]int, len(parts))
+	for i, p := range parts {
+		sizes[i] = fit.RecordSize(p)
+	}
 	a.mu.Lock()
-	b := a.batch()
-	b.Records = append(b.Records, rec)
-	a.runs += len(rec.GetRuns())
-	var full *stratav1.Batch
-	if len(b.Records) >= a.cfg.MaxRecords || a.runs >= a.cfg.MaxRuns {
-		full = a.cut()
+	var full []*stratav1.Batch
+	for i, p := range parts {
+		if a.pending != nil && a.bytes+sizes[i] > a.cfg.MaxBatchBytes {
+			full = append(full, a.take())
+		}
+		b := a.batch()
+		b.Records = append(b.Records, p)
+		a.runs += len(p.GetRuns())
+		a.bytes += sizes[i]
+		if len(b.Records) >= a.cfg.MaxRecords || a.runs >= a.cfg.MaxRuns || a.bytes >= a.cfg.MaxBatchBytes {
+			full = append(full, a.take())
+		}
 	}
-	a.mu.Unlock()
-	if full != nil {
-		a.emit(full)
-	}
+	a.emitAll(full)
 }
 
-// cut takes the pending batch; the caller holds mu.
-func (a *Annotator) cut() *stratav1.Batch {
+// take detaches the pending batch; the caller holds mu.
+func (a *Annotator) take() *stratav1.Batch {
 	b := a.pending
 	a.pending = nil
-	a.sinkMu.Lock() // taken before mu is released: keeps cut order = append order
 	return b
 }
 
-// emit appends a cut batch; the caller got sinkMu from cut.
-func (a *Annotator) emit(b *stratav1.Batch) {
+// emitAll appends full batches in the order they were cut. The caller
+// holds mu, which emitAll releases: sinkMu is taken before mu is released,
+// so batches reach the sink in cut order without holding mu during disk
+// writes.
+func (a *Annotator) emitAll(full []*stratav1.Batch) {
+	if len(full) == 0 {
+		a.mu.Unlock()
+		return
+	}
+	a.sinkMu.Lock()
+	a.mu.Unlock()
 	defer a.sinkMu.Unlock()
+	for _, b := range full {
+		a.emit(b)
+	}
+}
+
+// emit appends one batch; the caller holds sinkMu.
+func (a *Annotator) emit(b *stratav1.Batch) {
 	if err := a.sink.Append(b); err != nil {
 		a.dropped.Add(uint64(len(b.GetRecords())))
 		a.log.Warn("batch not spooled; records dropped", "records", len(b.GetRecords()), "err", err)
@@ -440,9 +524,32 @@ func (a *Annotator) Flush() {
 		a.mu.Unlock()
 		return
 	}
-	b := a.cut()
-	a.mu.Unlock()
-	a.emit(b)
+	a.emitAll([]*stratav1.Batch{a.take()})
+}
+
+// runOverhead is the estimated memory of one cached PageRun besides its
+// deltas: the struct, its pointer and proto's internal state.
+const runOverhead = 128
+
+// cache keeps runs on lb for reuse when the cache has room; the caller
+// holds mu.
+func (a *Annotator) cache(lb *liveBlock, runs []*stratav1.PageRun) {
+	n := int64(0)
+	for _, r := range runs {
+		n += runOverhead + 8*int64(len(r.GetPfnDeltas()))
+	}
+	if a.cacheBytes+n > a.cfg.MaxCacheBytes {
+		a.cacheSkipped.Add(1)
+		return
+	}
+	lb.runs, lb.runBytes, lb.resolved = runs, n, time.Now()
+	a.cacheBytes += n
+}
+
+// uncache forgets lb's kept runs; the caller holds mu.
+func (a *Annotator) uncache(lb *liveBlock) {
+	a.cacheBytes -= lb.runBytes
+	lb.runs, lb.runBytes, lb.resolved = nil, 0, time.Time{}
 }
 
 // Run flushes batches that grew old until ctx ends, then flushes once more.
@@ -468,12 +575,13 @@ func (a *Annotator) Run(ctx context.Context) error {
 // Stats returns a snapshot of the counters.
 func (a *Annotator) Stats() Stats {
 	a.mu.Lock()
-	live, procs := len(a.blocks), len(a.perPID)
+	live, procs, cached := len(a.blocks), len(a.perPID), a.cacheBytes
 	a.mu.Unlock()
 	return Stats{
 		Events: a.events.Load(), Records: a.records.Load(), Batches: a.batches.Load(),
 		Dropped: a.dropped.Load(), ResolveError: a.resolveErr.Load(), Reused: a.reused.Load(),
-		LiveBlocks: live, Processes: procs,
+		Split: a.split.Load(), KernelErrors: a.kernelErr.Load(), CacheBytes: cached,
+		CacheSkipped: a.cacheSkipped.Load(), LiveBlocks: live, Processes: procs,
 	}
 }
 

@@ -25,11 +25,12 @@ type rangeResolver struct {
 
 var errGone = errors.New("process gone")
 
-func (r *rangeResolver) ResolveBatch(pid int, reqs []resolver.Request, out []resolver.Result) error {
+func (r *rangeResolver) ResolveFor(t resolver.Tenant, reqs []resolver.Request, out []resolver.Result) error {
+	pid := t.PID
 	r.mu.Lock()
 	r.calls++
 	r.mu.Unlock()
-	if r.dead[uint32(pid)] {
+	if r.dead[pid] {
 		for i := range reqs {
 			out[i] = resolver.Result{Err: errGone}
 		}

@@ -55,6 +55,38 @@
 // a session (read, decode, checks, handler) at about 1.5x the cost of a bare
 // packet read on the 2-vCPU dev VM.
 //
+// # Bounds
+//
+// The socket is open to every local user, so no one peer may deny hook
+// service to the others. Each bound is a Config field (and a strata-agent
+// flag), and each refusal is counted in Refusals:
+//
+//   - Sessions: at most MaxSessionsPerPID per peer process, MaxSessionsPerUID
+//     per peer uid and MaxSessions on the node (defaults 4, 256, 1024),
+//     counted from accept. A connection past a cap is closed at once, before
+//     any frame, and logged; the peer sees EOF. The caps keep the agent's
+//     file descriptors for the spool and the collector: the node's cap must
+//     stay well below RLIMIT_NOFILE. Peers that share a uid (YARN without
+//     the LinuxContainerExecutor runs every container as one user) share
+//     that uid's cap.
+//   - Idle sessions: no frame for IdleTimeout after HELLO (default 3 min)
+//     closes the session like a peer's exit (its blocks are freed). A hook
+//     sends DROPPED at least every KeepaliveInterval (30 s) while it has
+//     nothing else to say, so an executor idle between jobs stays connected.
+//     Before HELLO the limit is HelloTimeout.
+//   - Range length: a REGISTER or MOVE naming more than MaxRangeBytes
+//     (default 16 GiB, Spark's largest block) is dropped and the session
+//     goes on; a dropped MOVE leaves the block at its last range. An ACCESS
+//     outside its block's range is dropped the same way.
+//   - Live blocks: a session past MaxBlocks (default 65536) is closed as
+//     malformed; past MaxBlocksPerUID (131072) or MaxLiveBlocks on the node
+//     (262144) a REGISTER of a new block is dropped, the session goes on,
+//     and its later frames about that block count as Unknown. Freed blocks
+//     and ended sessions give their slots back.
+//
+// Resolution time is bounded elsewhere: resolver.Pool takes turns between
+// peers, slice by slice.
+//
 // # Events
 //
 // Handler.HandleEvent is called synchronously from the session goroutine:

@@ -23,8 +23,16 @@ const DefaultPath = "/run/strata/hook.sock"
 // Defaults of Config.
 const (
 	DefaultMode         os.FileMode = 0o666
-	DefaultMaxBlocks                = 1 << 20
+	DefaultMaxBlocks                = 1 << 16
 	DefaultHelloTimeout             = 10 * time.Second
+	// DefaultIdleTimeout closes a session that sent no frame for this
+	// long after HELLO. Hooks send a DROPPED frame at least every
+	// KeepaliveInterval, so a JVM idle between jobs stays connected.
+	DefaultIdleTimeout = 3 * time.Minute
+	// KeepaliveInterval is how often a hook must send a frame (DROPPED
+	// when it has nothing else to say); jvmhook/include/strata_hook.h
+	// states it as STRATA_KEEPALIVE_SEC for the hook's side.
+	KeepaliveInterval = 30 * time.Second
 )
 
 // Errors of Listen and of sessions.
@@ -55,11 +63,26 @@ type Config struct {
 	// --proc); the zero FS is procmem.Default().
 	FS procmem.FS
 	// MaxBlocks bounds the live blocks of one session; a session that
-	// registers more is closed.
+	// registers more is closed (default 65536).
 	MaxBlocks int
 	// HelloTimeout closes a connection that sends no HELLO in time, so a
 	// silent peer cannot hold a session forever.
 	HelloTimeout time.Duration
+	// IdleTimeout closes a session that sends no frame for this long
+	// after HELLO (default 3 min; negative: never). Keep it well above
+	// KeepaliveInterval, the hooks' promise; Listen warns otherwise.
+	IdleTimeout time.Duration
+	// MaxSessions, MaxSessionsPerUID and MaxSessionsPerPID cap the open
+	// connections on the node, per peer uid and per peer process (SO_PEERCRED);
+	// a connection past a cap is closed at once (defaults 1024, 256, 4).
+	MaxSessions, MaxSessionsPerUID, MaxSessionsPerPID int
+	// MaxRangeBytes is the longest range a REGISTER or MOVE may name
+	// (default 16 GiB); longer ones are dropped.
+	MaxRangeBytes uint64
+	// MaxBlocksPerUID and MaxLiveBlocks cap the live blocks of one peer
+	// uid and of the node (defaults 131072 and 262144); a REGISTER of a new
+	// block past either is dropped and the session goes on.
+	MaxBlocksPerUID, MaxLiveBlocks int
 }
 
 func (c Config) withDefaults() Config {
@@ -78,7 +101,24 @@ func (c Config) withDefaults() Config {
 	if c.HelloTimeout == 0 {
 		c.HelloTimeout = DefaultHelloTimeout
 	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	setDefault(&c.MaxSessions, DefaultMaxSessions)
+	setDefault(&c.MaxSessionsPerUID, DefaultMaxSessionsPerUID)
+	setDefault(&c.MaxSessionsPerPID, DefaultMaxSessionsPerPID)
+	setDefault(&c.MaxBlocksPerUID, DefaultMaxBlocksPerUID)
+	setDefault(&c.MaxLiveBlocks, DefaultMaxLiveBlocks)
+	if c.MaxRangeBytes == 0 {
+		c.MaxRangeBytes = DefaultMaxRangeBytes
+	}
 	return c
+}
+
+func setDefault(v *int, d int) {
+	if *v == 0 {
+		*v = d
+	}
 }
 
 // Validate reports a config that cannot work.
@@ -90,8 +130,9 @@ func (c Config) Validate() error {
 	if c.Mode&^os.ModePerm != 0 {
 		return fmt.Errorf("validate config: %w: mode %v has non-permission bits", ErrBadConfig, c.Mode)
 	}
-	if c.MaxBlocks < 0 || c.HelloTimeout < 0 {
-		return fmt.Errorf("validate config: %w: negative MaxBlocks or HelloTimeout", ErrBadConfig)
+	if c.MaxBlocks < 0 || c.HelloTimeout < 0 || c.MaxSessions < 0 || c.MaxSessionsPerUID < 0 ||
+		c.MaxSessionsPerPID < 0 || c.MaxBlocksPerUID < 0 || c.MaxLiveBlocks < 0 {
+		return fmt.Errorf("validate config: %w: negative block or session limit, or hello timeout", ErrBadConfig)
 	}
 	return nil
 }
@@ -120,12 +161,17 @@ type Server struct {
 	ctx     context.Context // cancelled by Close; passed to the handler
 	cancel  context.CancelFunc
 	c       counters
+	refused refusalCounters
 	nextID  atomic.Uint64
 
-	mu       sync.Mutex
-	closed   bool
-	sessions map[*net.UnixConn]struct{}
-	wg       sync.WaitGroup
+	mu          sync.Mutex
+	closed      bool
+	sessions    map[*net.UnixConn]peerID
+	uidSessions map[uint32]int
+	pidSessions map[int32]int
+	liveBlocks  int
+	uidBlocks   map[uint32]int
+	wg          sync.WaitGroup
 }
 
 // Listen creates the socket and returns a Server ready to Serve. Events go
@@ -155,15 +201,22 @@ func Listen(cfg Config, h Handler, log *slog.Logger) (*Server, error) {
 		ln.Close()
 		return nil, fmt.Errorf("chmod hook socket: %w", err)
 	}
+	if cfg.IdleTimeout > 0 && cfg.IdleTimeout <= 2*KeepaliveInterval {
+		log.Warn("idle timeout is not well above the hooks' keepalive interval: idle JVMs may be disconnected",
+			"component", "hooksrv", "idle_timeout", cfg.IdleTimeout, "keepalive", KeepaliveInterval)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
-		cfg:      cfg,
-		handler:  h,
-		log:      log.With("component", "hooksrv"),
-		ln:       ln,
-		ctx:      ctx,
-		cancel:   cancel,
-		sessions: map[*net.UnixConn]struct{}{},
+		cfg:         cfg,
+		handler:     h,
+		log:         log.With("component", "hooksrv"),
+		ln:          ln,
+		ctx:         ctx,
+		cancel:      cancel,
+		sessions:    map[*net.UnixConn]peerID{},
+		uidSessions: map[uint32]int{},
+		pidSessions: map[int32]int{},
+		uidBlocks:   map[uint32]int{},
 	}, nil
 }
 
@@ -235,15 +288,27 @@ func (s *Server) Serve(ctx context.Context) error {
 			return fmt.Errorf("accept hook connection: %w", err)
 		}
 		backoff = 5 * time.Millisecond
-		if !s.track(conn) {
-			conn.Close()
-			return nil
+		cred, err := peerCred(conn)
+		if err != nil {
+			s.refuse(conn, nil, err)
+			continue
+		}
+		if err := s.track(conn, peerID{uid: cred.Uid, pid: cred.Pid}); err != nil {
+			if errors.Is(err, errClosing) {
+				conn.Close()
+				return nil
+			}
+			s.refuse(conn, cred, err)
+			continue
 		}
 		s.c.sessions.Add(1)
 		s.c.active.Add(1)
-		go s.serveConn(conn)
+		go s.serveConn(conn, cred)
 	}
 }
+
+// errClosing: the server is closing and takes no new session.
+var errClosing = errors.New("server closing")
 
 func (s *Server) isClosed() bool {
 	s.mu.Lock()
@@ -251,21 +316,24 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
-// track registers a session unless the server is closing.
-func (s *Server) track(conn *net.UnixConn) bool {
+// track registers a session unless the server is closing or a session
+// cap refuses it.
+func (s *Server) track(conn *net.UnixConn, p peerID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false
+		return errClosing
 	}
-	s.sessions[conn] = struct{}{}
+	if err := s.admitLocked(conn, p); err != nil {
+		return err
+	}
 	s.wg.Add(1)
-	return true
+	return nil
 }
 
 func (s *Server) untrack(conn *net.UnixConn) {
 	s.mu.Lock()
-	delete(s.sessions, conn)
+	s.forgetLocked(conn)
 	s.mu.Unlock()
 	s.wg.Done()
 }

@@ -53,16 +53,10 @@ func peerCred(conn *net.UnixConn) (*unix.Ucred, error) {
 	return cred, nil
 }
 
-func (s *Server) serveConn(conn *net.UnixConn) {
+func (s *Server) serveConn(conn *net.UnixConn, cred *unix.Ucred) {
 	defer s.untrack(conn)
 	defer conn.Close()
 	accepted := time.Now()
-	cred, err := peerCred(conn)
-	if err != nil {
-		s.c.active.Add(^uint64(0))
-		s.log.Warn("session refused", "err", err)
-		return
-	}
 	ss := &session{
 		s:      s,
 		conn:   conn,
@@ -71,8 +65,15 @@ func (s *Server) serveConn(conn *net.UnixConn) {
 		blocks: map[uint64]*blockState{},
 	}
 	cause := ss.run(cred, accepted)
+	s.putBlocks(cred.Uid, len(ss.blocks))
 	if s.isClosed() && !errors.Is(cause, ErrMalformed) {
 		cause = nil // ended by Close, not by the peer
+	}
+	switch {
+	case errors.Is(cause, ErrHelloTimeout):
+		s.refused.helloTimeout.Add(1)
+	case errors.Is(cause, ErrIdle):
+		s.refused.idle.Add(1)
 	}
 	if cause == nil {
 		ss.log.Debug("session ended", "blocks", len(ss.blocks), "rejected", ss.rejected)
@@ -82,6 +83,9 @@ func (s *Server) serveConn(conn *net.UnixConn) {
 		}
 		ss.log.Warn("session closed", "reason", cause, "blocks", len(ss.blocks), "rejected", ss.rejected)
 	}
+	s.mu.Lock()
+	s.forgetLocked(conn) // its slot is free before Active says so
+	s.mu.Unlock()
 	s.c.active.Add(^uint64(0)) // before SessionEnd, so a handler sees consistent Stats
 	if ss.info != nil {
 		now := time.Now()
@@ -99,12 +103,25 @@ func (ss *session) run(cred *unix.Ucred, accepted time.Time) error {
 	if err := ss.conn.SetReadDeadline(accepted.Add(ss.s.cfg.HelloTimeout)); err != nil {
 		return fmt.Errorf("set hello deadline: %w", err)
 	}
+	idle := ss.s.cfg.IdleTimeout
+	var armed time.Time // when the idle deadline was last pushed back
 	for {
+		// Push the idle deadline back at most every idle/8: one timer
+		// update per few thousand frames, not one per frame.
+		if now := time.Now(); ss.info != nil && idle > 0 && now.Sub(armed) > idle/8 {
+			if err := ss.conn.SetReadDeadline(now.Add(idle)); err != nil {
+				return fmt.Errorf("set idle deadline: %w", err)
+			}
+			armed = now
+		}
 		n, _, flags, _, err := ss.conn.ReadMsgUnix(buf, nil)
 		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 			return nil
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
+			if ss.info != nil {
+				return fmt.Errorf("read frame: %w (%v; hooks send DROPPED every %v)", ErrIdle, idle, KeepaliveInterval)
+			}
 			return fmt.Errorf("start session: %w after %v", ErrHelloTimeout, ss.s.cfg.HelloTimeout)
 		}
 		if err != nil {
@@ -186,8 +203,18 @@ func (ss *session) frame(f Frame, received time.Time) error {
 			ss.reject(f, b.PID, b.BlockID)
 			return nil
 		}
-		if _, live := ss.blocks[b.BlockID]; !live && len(ss.blocks) >= ss.s.cfg.MaxBlocks {
-			return fmt.Errorf("handle frame: %w: %w: %d", ErrMalformed, ErrTooManyBlocks, ss.s.cfg.MaxBlocks)
+		if b.Length > ss.s.cfg.MaxRangeBytes {
+			ss.refuseFrame(f, &ss.s.refused.rangeTooLong, b.BlockID, fmt.Errorf("%w: %d bytes (max %d)", ErrRangeTooLong, b.Length, ss.s.cfg.MaxRangeBytes))
+			return nil
+		}
+		if _, live := ss.blocks[b.BlockID]; !live {
+			if len(ss.blocks) >= ss.s.cfg.MaxBlocks {
+				return fmt.Errorf("handle frame: %w: %w: %d", ErrMalformed, ErrTooManyBlocks, ss.s.cfg.MaxBlocks)
+			}
+			if err := ss.s.takeBlock(ss.info.UID); err != nil {
+				ss.refuseFrame(f, nil, b.BlockID, err) // counted by takeBlock
+				return nil
+			}
 		}
 		bs := &blockState{Block: Block{
 			HookID: b.BlockID, RDDID: b.RDDID, Partition: b.Partition,
@@ -206,6 +233,12 @@ func (ss *session) frame(f Frame, received time.Time) error {
 			ss.unknown(f, b.BlockID)
 			return nil
 		}
+		if b.Length > ss.s.cfg.MaxRangeBytes {
+			// The block keeps its last range, as if the hook had dropped
+			// the frame.
+			ss.refuseFrame(f, &ss.s.refused.rangeTooLong, b.BlockID, fmt.Errorf("%w: %d bytes (max %d)", ErrRangeTooLong, b.Length, ss.s.cfg.MaxRangeBytes))
+			return nil
+		}
 		bs.vaddr, bs.length = b.Vaddr, b.Length
 		ss.s.c.frames.Add(1)
 		ss.emitBlock(f, received, EventMove, stratav1.AccessKind_ACCESS_KIND_MOVE, bs, Event{GCEpoch: b.GCEpoch})
@@ -213,6 +246,11 @@ func (ss *session) frame(f Frame, received time.Time) error {
 		bs, ok := ss.blocks[b.BlockID]
 		if !ok {
 			ss.unknown(f, b.BlockID)
+			return nil
+		}
+		if b.Length != 0 && (b.Offset >= bs.length || b.Length > bs.length-b.Offset) {
+			ss.refuseFrame(f, &ss.s.refused.accessOutside, b.BlockID,
+				fmt.Errorf("%w: offset %d length %d of a %d-byte block", ErrAccessOutside, b.Offset, b.Length, bs.length))
 			return nil
 		}
 		ss.s.c.frames.Add(1)
@@ -224,6 +262,7 @@ func (ss *session) frame(f Frame, received time.Time) error {
 			return nil
 		}
 		delete(ss.blocks, b.BlockID)
+		ss.s.putBlocks(ss.info.UID, 1)
 		ss.s.c.frames.Add(1)
 		ss.emitBlock(f, received, EventFree, stratav1.AccessKind_ACCESS_KIND_FREE, bs, Event{})
 	case *Dropped:

@@ -84,8 +84,8 @@ func TestPoolConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if len(p.free) != 2 {
-		t.Fatalf("%d resolvers back in the pool, want 2", len(p.free))
+	if len(p.q.free) != 2 {
+		t.Fatalf("%d resolvers back in the pool, want 2", len(p.q.free))
 	}
 }
 

@@ -35,4 +35,10 @@
 // number must never be reused. Append assigns max(hwm+1, microseconds since
 // the epoch at Open): the clock term keeps numbers fresh even if the spool
 // directory itself is lost, as long as the wall clock does not step back.
+//
+// A spooled batch is not always sent under its own number: when the
+// collector refuses it, or it is over the wire limits, the streamer sends
+// it as pieces numbered with the top bit set (agent/streamer, "Wire limits
+// and refused batches"), a range these numbers never reach, and Acks it
+// here only when every piece is stored or dropped. Ack is cumulative.
 package spool

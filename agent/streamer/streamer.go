@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stratatrace/strata/agent/fit"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -44,8 +46,12 @@ type Stats struct {
 	Duplicates uint64 // acks that said the batch was already stored
 	Records    uint64 // records the collector stored
 	Reconnects uint64
-	Rejected   uint64 // batches the collector refused as invalid; dropped from the spool
-	Connected  bool
+	Rejected   uint64 // batches or pieces the collector refused as invalid
+	Split      uint64 // spooled batches sent as pieces (refused, or over the wire limits)
+	// Records and workloads lost: the collector refused them alone, after
+	// bisection (or one could not be cut to fit the wire limits).
+	RecordsDropped, WorkloadsDropped uint64
+	Connected                        bool
 }
 
 // Streamer pushes batches from a Source to a collector.
@@ -56,8 +62,15 @@ type Streamer struct {
 	conn *grpc.ClientConn
 
 	sent, acked, dups, records, reconnects, rejected atomic.Uint64
+	split, recordsDropped, workloadsDropped          atomic.Uint64
 	connected                                        atomic.Bool
 	lastErr                                          atomic.Value // string
+	// refused is the seq of a spooled batch the collector refused as
+	// invalid, 0 for none: the next session bisects it before going on.
+	refused atomic.Uint64
+	// dropped holds the pieces of the batch being split that were already
+	// counted as dropped; only Run's goroutine uses it.
+	dropped map[uint64]bool
 }
 
 // New prepares a streamer; it connects lazily in Run.
@@ -91,13 +104,13 @@ func New(src Source, cfg Config) (*Streamer, error) {
 			// Keep pinging between batches too: the agent may be quiet for minutes.
 			PermitWithoutStream: true,
 		}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(stratav1.MaxBatchBytes)),
 	)
 	conn, err := grpc.NewClient(cfg.Target, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial collector: %w", err)
 	}
-	return &Streamer{src: src, cfg: cfg, log: cfg.Logger.With("component", "streamer"), conn: conn}, nil
+	return &Streamer{src: src, cfg: cfg, log: cfg.Logger.With("component", "streamer"), conn: conn, dropped: map[uint64]bool{}}, nil
 }
 
 // Stats returns a snapshot of the counters.
@@ -105,6 +118,7 @@ func (s *Streamer) Stats() Stats {
 	return Stats{
 		Sent: s.sent.Load(), Acked: s.acked.Load(), Duplicates: s.dups.Load(),
 		Records: s.records.Load(), Reconnects: s.reconnects.Load(), Rejected: s.rejected.Load(),
+		Split: s.split.Load(), RecordsDropped: s.recordsDropped.Load(), WorkloadsDropped: s.workloadsDropped.Load(),
 		Connected: s.connected.Load(),
 	}
 }
@@ -124,8 +138,11 @@ func (s *Streamer) Run(ctx context.Context) error {
 			backoff = s.cfg.MinBackoff
 		}
 		s.lastErr.Store(err.Error())
-		s.log.Warn("collector stream ended; retrying", "err", err, "in", backoff)
 		s.reconnects.Add(1)
+		if errors.Is(err, errRefused) {
+			continue // not the network: bisect the refused batch at once
+		}
+		s.log.Warn("collector stream ended; retrying", "err", err, "in", backoff)
 		wait := backoff/2 + rand.N(backoff/2+1)
 		select {
 		case <-ctx.Done():
@@ -140,6 +157,9 @@ func (s *Streamer) Run(ctx context.Context) error {
 func (s *Streamer) session(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if err := s.resolveRefused(ctx); err != nil {
+		return false, err
+	}
 	stream, err := stratav1.NewIngestServiceClient(s.conn).Push(ctx)
 	if err != nil {
 		return false, fmt.Errorf("open push stream: %w", err)
@@ -158,8 +178,8 @@ func (s *Streamer) session(ctx context.Context) (bool, error) {
 			if err != nil {
 				if status.Code(err) == codes.InvalidArgument {
 					// Acks come in order, so the refused batch is the oldest
-					// one sent. Resending it would be refused forever: drop
-					// it from the spool, loudly, and let the rest go on.
+					// one sent. Resending it whole would be refused forever:
+					// the next session bisects it (resolveRefused).
 					mu.Lock()
 					var bad uint64
 					if len(unacked) > 0 {
@@ -168,10 +188,9 @@ func (s *Streamer) session(ctx context.Context) (bool, error) {
 					mu.Unlock()
 					if bad != 0 {
 						s.rejected.Add(1)
-						s.log.Error("collector refused a batch as invalid; dropping it", "seq", bad, "err", err)
-						if aerr := s.src.Ack(bad); aerr != nil {
-							err = errors.Join(err, aerr)
-						}
+						s.refused.Store(bad)
+						s.log.Warn("collector refused a batch as invalid; bisecting it", "seq", bad, "err", err)
+						err = fmt.Errorf("%w: %w", errRefused, err)
 					}
 				}
 				recvErr <- fmt.Errorf("receive ack: %w", err)
@@ -214,6 +233,19 @@ func (s *Streamer) session(ctx context.Context) (bool, error) {
 				return progressed(), fmt.Errorf("read spool: %w", err)
 			}
 		}
+		if b != nil && !fit.Fits(b) {
+			// Over the wire limits (spooled by an older agent): every
+			// earlier batch must be acknowledged first, since the spool's
+			// Ack is cumulative; then it goes as pieces.
+			if err := waitIdle(ctx, &mu, &unacked, ackc, recvErr); err != nil {
+				return progressed(), err
+			}
+			if err := s.deliverSplit(ctx, b, false); err != nil {
+				return progressed(), err
+			}
+			cursor = b.GetSeq()
+			continue
+		}
 		if b == nil {
 			select {
 			case <-ctx.Done():
@@ -241,5 +273,24 @@ func (s *Streamer) session(ctx context.Context) (bool, error) {
 		}
 		s.sent.Add(1)
 		cursor = b.GetSeq()
+	}
+}
+
+// waitIdle waits until no batch of the session is unacknowledged.
+func waitIdle(ctx context.Context, mu *sync.Mutex, unacked *[]uint64, ackc <-chan struct{}, recvErr <-chan error) error {
+	for {
+		mu.Lock()
+		n := len(*unacked)
+		mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-recvErr:
+			return err
+		case <-ackc:
+		}
 	}
 }

@@ -55,12 +55,15 @@ type Config struct {
 	manualDrain bool // tests: Load does not start the reader goroutine
 }
 
+// DefaultMaxBlocks is Config.MaxBlocks's default.
+const DefaultMaxBlocks = 65536
+
 func (c *Config) setDefaults() {
 	if c.SampleEvery == 0 {
 		c.SampleEvery = 64
 	}
 	if c.MaxBlocks == 0 {
-		c.MaxBlocks = 65536
+		c.MaxBlocks = DefaultMaxBlocks
 	}
 	if c.MaxRangeSets == 0 {
 		c.MaxRangeSets = 8 * c.MaxBlocks

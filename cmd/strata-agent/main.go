@@ -19,7 +19,10 @@ import (
 
 func main() {
 	cfg := agent.DefaultConfig()
-	cfg.FromEnv()
+	if err := cfg.FromEnv(); err != nil {
+		fmt.Fprintln(os.Stderr, "strata-agent:", err)
+		os.Exit(2)
+	}
 	fs := flag.NewFlagSet("strata-agent", flag.ExitOnError)
 	fs.StringVar(&cfg.NodeName, "node-name", cfg.NodeName, "node name carried by every batch")
 	fs.StringVar(&cfg.HookSocket, "hook-socket", cfg.HookSocket, "Unix socket for JVM hooks")
@@ -39,6 +42,26 @@ func main() {
 	})
 	fs.DurationVar(&cfg.CountersInterval, "counters-interval", cfg.CountersInterval, "send changed fault and workload counters this often")
 	fs.DurationVar(&cfg.StatsInterval, "stats-interval", cfg.StatsInterval, "log counters this often (0: never)")
+	// Bounds (README "Reliability"); each also reads STRATA_<NAME> with
+	// dashes as underscores, e.g. STRATA_HOOK_MAX_SESSIONS.
+	fs.IntVar(&cfg.HookMaxSessions, "hook-max-sessions", cfg.HookMaxSessions, "open hook sessions on the node; more are closed at accept")
+	fs.IntVar(&cfg.HookMaxSessionsPerUID, "hook-max-sessions-per-uid", cfg.HookMaxSessionsPerUID, "open hook sessions per peer uid")
+	fs.IntVar(&cfg.HookMaxSessionsPerPID, "hook-max-sessions-per-pid", cfg.HookMaxSessionsPerPID, "open hook sessions per peer process")
+	fs.DurationVar(&cfg.HookHelloTimeout, "hook-hello-timeout", cfg.HookHelloTimeout, "close a hook connection that sends no HELLO in this time")
+	fs.DurationVar(&cfg.HookIdleTimeout, "hook-idle-timeout", cfg.HookIdleTimeout, "close a hook session without a frame for this long (hooks keep alive every 30s; <0: never)")
+	fs.Uint64Var(&cfg.HookMaxRangeBytes, "hook-max-range-bytes", cfg.HookMaxRangeBytes, "longest range a REGISTER or MOVE may name; longer ones are dropped")
+	fs.IntVar(&cfg.HookMaxBlocksPerSession, "hook-max-blocks-per-session", cfg.HookMaxBlocksPerSession, "live blocks of one hook session; a session past it is closed")
+	fs.IntVar(&cfg.HookMaxBlocksPerUID, "hook-max-blocks-per-uid", cfg.HookMaxBlocksPerUID, "live blocks of one peer uid; REGISTERs past it are dropped")
+	fs.IntVar(&cfg.MaxLiveBlocks, "max-live-blocks", cfg.MaxLiveBlocks, "live blocks on the node; REGISTERs past it are dropped")
+	fs.IntVar(&cfg.ResolveSlicePages, "resolve-slice-pages", cfg.ResolveSlicePages, "resolve ranges in slices of this many pages, taking turns between peers")
+	fs.Int64Var(&cfg.PageCacheBytes, "page-cache-bytes", cfg.PageCacheBytes, "memory for pages kept for reuse by accesses, over all blocks")
+	fs.Func("kernel-max-blocks", fmt.Sprintf("blocks the kernel fault tracer counts at once (default %d)", cfg.KernelMaxBlocks), func(v string) error {
+		n, err := strconv.ParseUint(v, 10, 32)
+		cfg.KernelMaxBlocks = uint32(n)
+		return err
+	})
+	fs.IntVar(&cfg.LogBurst, "log-burst", cfg.LogBurst, "lines of one log message per --log-interval; the rest are counted")
+	fs.DurationVar(&cfg.LogInterval, "log-interval", cfg.LogInterval, "window of --log-burst")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	fs.Parse(os.Args[1:])
 

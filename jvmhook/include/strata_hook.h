@@ -142,6 +142,24 @@
  * id that is not live are ignored (its REGISTER may have been dropped).
  * When the connection ends, every block it registered is dead.
  *
+ * Keepalive: the agent closes a session that sends no frame for its idle
+ * timeout (3 min by default, --hook-idle-timeout), as if the JVM had exited,
+ * so a connection cannot be held forever by a process that says nothing. A
+ * hook therefore sends a frame at least every STRATA_KEEPALIVE_SEC seconds
+ * while connected; with nothing else to say it sends DROPPED (its counters,
+ * unchanged or not), e.g. from the thread that already reports them. An
+ * executor idle for hours between jobs stays connected this way.
+ *
+ * Bounds: so that one local user cannot deny service to the others, the
+ * agent also closes a connection at once, before any frame, past its session
+ * caps (4 per process, 256 per uid, 1024 per node by default); drops a
+ * REGISTER or MOVE longer than 16 GiB and an ACCESS outside its block; drops
+ * a REGISTER of a new block past the live-block caps (131072 per uid, 262144
+ * per node) and closes a connection past 65536 live blocks of its own. A
+ * dropped REGISTER leaves its block unknown, exactly as if the hook had
+ * dropped the frame. A hook that reconnects after its connection was closed
+ * must send HELLO and REGISTER its live blocks again.
+ *
  * Sizes
  * -----
  * STRATA_FRAME_MAX bounds every frame; the largest is a HELLO with two
@@ -164,6 +182,7 @@
 #define STRATA_STR_MAX 255    /* bytes in any one string */
 #define STRATA_DEFAULT_SOCKET "/run/strata/hook.sock"
 #define STRATA_SOCKET_ENV "STRATA_HOOK_SOCKET" /* overrides the default */
+#define STRATA_KEEPALIVE_SEC 30 /* send a frame (DROPPED) at least this often */
 
 enum strata_frame_type {
 	STRATA_FRAME_HELLO = 1,

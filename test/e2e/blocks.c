@@ -21,10 +21,13 @@
  * Usage: blocks SOCKET APP MIB BLOCK_MIB THP(0|1) ROUNDS [FAULT_ROUNDS]
  * Output: {"touched":true,"pid":P,"pages":N,"base":ADDR} after faulting in,
  *         {"sent":true,"frames":F,"retries":R} after the last frame.
- * It frees every block and exits when stdin reaches EOF.
+ * It frees every block and exits when stdin reaches EOF. While it waits for
+ * stdin with a session open it sends DROPPED every STRATA_KEEPALIVE_SEC
+ * seconds, as a hook keeps an idle session alive.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +40,37 @@
 #define MiB (1ul << 20)
 
 static unsigned long retries;
+
+/* next_line waits for a line on stdin (read(2), no stdio buffering) and
+ * returns 1, or 0 at EOF. With c set it keeps that session alive while
+ * it waits. */
+static int next_line(struct strata_conn *c)
+{
+	static int pending; /* lines read but not yet returned */
+	char buf[256];
+
+	while (pending == 0) {
+		struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+		int rc = poll(&p, 1, c != NULL ? STRATA_KEEPALIVE_SEC * 1000 : -1);
+		ssize_t n;
+
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0)
+			return 0;
+		if (rc == 0) {
+			strata_send_dropped(c);
+			continue;
+		}
+		n = read(STDIN_FILENO, buf, sizeof(buf));
+		if (n <= 0)
+			return 0;
+		for (ssize_t i = 0; i < n; i++)
+			pending += buf[i] == '\n';
+	}
+	pending--;
+	return 1;
+}
 
 static void send_retry(int (*send)(void *), void *arg)
 {
@@ -84,7 +118,6 @@ int main(int argc, char **argv)
 	size_t nblocks = len / blen;
 	unsigned char *raw, *base;
 	struct strata_conn c;
-	char line[16];
 
 	if (nblocks == 0 || len % blen != 0) {
 		fprintf(stderr, "blocks: MIB must be a multiple of BLOCK_MIB\n");
@@ -105,7 +138,7 @@ int main(int argc, char **argv)
 	printf("{\"touched\":true,\"pid\":%d,\"pages\":%zu,\"base\":%lu}\n", (int)getpid(),
 	       len / page, (unsigned long)(uintptr_t)base);
 	fflush(stdout);
-	if (!fgets(line, sizeof(line), stdin))
+	if (!next_line(NULL))
 		return 0;
 
 	if (strata_conn_open(&c, sock) != 0) {
@@ -140,7 +173,7 @@ int main(int argc, char **argv)
 	if (fault_rounds > 0) {
 		/* The agent registers blocks in the kernel asynchronously: wait
 		 * for the go-ahead of whoever watches it. */
-		if (!fgets(line, sizeof(line), stdin))
+		if (!next_line(&c))
 			return 0;
 		for (int r = 0; r < fault_rounds; r++) {
 			if (madvise(base, len, MADV_DONTNEED) != 0) {
@@ -159,7 +192,7 @@ int main(int argc, char **argv)
 		printf("{\"faulted\":true}\n");
 		fflush(stdout);
 	}
-	while (fgets(line, sizeof(line), stdin))
+	while (next_line(&c))
 		;
 	for (size_t i = 0; i < nblocks; i++) {
 		struct acc_arg a = {.c = &c, .id = i + 1, .free = 1};

@@ -80,7 +80,16 @@ func (s *syncBuffer) String() string {
 
 func startProc(t testing.TB, name string, stdout io.Writer, args ...string) *proc {
 	t.Helper()
+	return startProcEnv(t, name, stdout, nil, args...)
+}
+
+// startProcEnv is startProc with env added to the test's environment.
+func startProcEnv(t testing.TB, name string, stdout io.Writer, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{name: name, cmd: exec.Command(args[0], args[1:]...), out: &syncBuffer{}, done: make(chan error, 1)}
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stderr = p.out
 	if stdout != nil {
 		p.cmd.Stdout = io.MultiWriter(stdout, p.out)
@@ -190,11 +199,23 @@ func startAgent(t testing.TB, bin, collector string, extra ...string) *agentProc
 // startAgentIn starts strata-agent with its socket and spool in dir.
 func startAgentIn(t testing.TB, bin, collector, dir string, extra ...string) *agentProc {
 	t.Helper()
+	return startAgentOpts(t, bin, collector, dir, agentOpts{}, extra...)
+}
+
+// agentOpts start the agent in a changed environment.
+type agentOpts struct {
+	env  []string // added to the environment (STRATA_* settings)
+	wrap []string // command the agent runs under, e.g. prlimit
+}
+
+// startAgentOpts is startAgentIn with o.
+func startAgentOpts(t testing.TB, bin, collector, dir string, o agentOpts, extra ...string) *agentProc {
+	t.Helper()
 	a := &agentProc{socket: filepath.Join(dir, "hook.sock"), http: freePort(t)}
-	args := []string{filepath.Join(bin, "strata-agent"),
+	args := append(append([]string{}, o.wrap...), filepath.Join(bin, "strata-agent"),
 		"--node-name", "e2e-node", "--hook-socket", a.socket, "--collector", collector,
-		"--spool-dir", filepath.Join(dir, "spool"), "--http", a.http, "--flush-interval", "50ms"}
-	a.proc = startProc(t, "agent", nil, append(args, extra...)...)
+		"--spool-dir", filepath.Join(dir, "spool"), "--http", a.http, "--flush-interval", "50ms")
+	a.proc = startProcEnv(t, "agent", nil, o.env, append(args, extra...)...)
 	waitFor(t, "agent metrics endpoint", 30*time.Second, func() bool {
 		_, err := a.metric("strata_hook_sessions_total")
 		return err == nil

@@ -21,7 +21,7 @@
  *
  * Usage:
  *   regions --app ID --executor ID [--socket PATH] [--rdd N]
- *           [--foreign-pid N] [--duration SECONDS]
+ *           [--foreign-pid N] [--duration SECONDS] [--keepalive-ms MS]
  * The socket defaults to $STRATA_HOOK_SOCKET, then /run/strata/hook.sock.
  *
  * Sequence: map and touch; connect; HELLO; REGISTER x3; ACCESS write and
@@ -29,7 +29,10 @@
  * of partition 0) and a MOVE of block 1, both claiming pid N - the agent must
  * reject both. Then stdout gets one JSON line per region, plus one for the
  * foreign claim, then {"ready":true,...}. Then it waits:
- *   default            until stdin reaches EOF or SIGINT/SIGTERM arrives;
+ *   default            until stdin reaches EOF or SIGINT/SIGTERM arrives,
+ *                      sending DROPPED every --keepalive-ms (default
+ *                      STRATA_KEEPALIVE_SEC seconds) as a hook keeps its
+ *                      idle session alive;
  *   --duration S       for S seconds (or until SIGINT/SIGTERM), reading and
  *                      rewriting the touched pages and sending ACCESS frames
  *                      every 100 ms; stdin is not watched.
@@ -169,7 +172,7 @@ static void access_all(struct strata_conn *c, struct region *rs, int n)
 static void usage(void)
 {
 	fprintf(stderr, "usage: regions --app ID --executor ID [--socket PATH] [--rdd N] "
-			"[--foreign-pid N] [--duration SECONDS]\n");
+			"[--foreign-pid N] [--duration SECONDS] [--keepalive-ms MS]\n");
 	exit(2);
 }
 
@@ -188,7 +191,7 @@ static long num_arg(const char *s)
 int main(int argc, char **argv)
 {
 	const char *socket_path = NULL, *app = NULL, *executor = NULL;
-	long rdd = 7, foreign = 0, duration = 0;
+	long rdd = 7, foreign = 0, duration = 0, keepalive = STRATA_KEEPALIVE_SEC * 1000;
 	struct region rs[3];
 	struct strata_conn conn;
 	struct sigaction sa;
@@ -210,11 +213,13 @@ int main(int argc, char **argv)
 			foreign = num_arg(argv[++i]);
 		else if (strcmp(argv[i], "--duration") == 0)
 			duration = num_arg(argv[++i]);
+		else if (strcmp(argv[i], "--keepalive-ms") == 0)
+			keepalive = num_arg(argv[++i]);
 		else
 			usage();
 	}
 	if (app == NULL || executor == NULL || rdd < 0 || rdd > INT32_MAX || foreign < 0 ||
-	    duration < 0)
+	    duration < 0 || keepalive <= 0 || keepalive > INT32_MAX)
 		usage();
 
 	memset(&sa, 0, sizeof(sa));
@@ -309,11 +314,16 @@ int main(int argc, char **argv)
 		while (!stop) {
 			struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
 			ssize_t n;
+			int rc = poll(&p, 1, (int)keepalive);
 
-			if (poll(&p, 1, -1) < 0) {
+			if (rc < 0) {
 				if (errno == EINTR)
 					continue;
 				die("poll stdin");
+			}
+			if (rc == 0) {
+				send_or_warn(strata_send_dropped(&conn), "DROPPED keepalive");
+				continue;
 			}
 			n = read(STDIN_FILENO, buf, sizeof(buf));
 			if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))

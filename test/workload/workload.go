@@ -66,6 +66,9 @@ type Options struct {
 	RDD        int    // RDD id of the three blocks; 0 means the workload's default 7
 	ForeignPID int    // > 0: also claim a range for this pid (must be rejected)
 	Duration   time.Duration
+	// Keepalive is how often the idle workload sends DROPPED; 0 means the
+	// hook's interval (STRATA_KEEPALIVE_SEC).
+	Keepalive time.Duration
 	// Wrap runs the workload under a command, e.g. {"unshare", "--pid",
 	// "--fork"}; Process.PID is then the wrapper's pid.
 	Wrap []string
@@ -81,6 +84,9 @@ func (o Options) args() []string {
 	}
 	if o.ForeignPID > 0 {
 		a = append(a, "--foreign-pid", strconv.Itoa(o.ForeignPID))
+	}
+	if o.Keepalive > 0 {
+		a = append(a, "--keepalive-ms", strconv.Itoa(int(max(o.Keepalive/time.Millisecond, 1))))
 	}
 	if o.Duration > 0 {
 		a = append(a, "--duration", strconv.Itoa(int((o.Duration+time.Second-1)/time.Second)))

@@ -1,0 +1,53 @@
+package agent
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBoundsFromEnv: every bound reads its STRATA_* variable; a value that
+// does not parse is an error naming the variable, and a bound that is not
+// positive does not validate.
+func TestBoundsFromEnv(t *testing.T) {
+	env := map[string]string{
+		"STRATA_HOOK_MAX_SESSIONS": "10", "STRATA_HOOK_MAX_SESSIONS_PER_UID": "5",
+		"STRATA_HOOK_MAX_SESSIONS_PER_PID": "2", "STRATA_HOOK_HELLO_TIMEOUT": "3s",
+		"STRATA_HOOK_IDLE_TIMEOUT": "90s", "STRATA_HOOK_MAX_RANGE_BYTES": "1048576",
+		"STRATA_HOOK_MAX_BLOCKS_PER_SESSION": "7", "STRATA_HOOK_MAX_BLOCKS_PER_UID": "8",
+		"STRATA_MAX_LIVE_BLOCKS": "9", "STRATA_RESOLVE_SLICE_PAGES": "1024",
+		"STRATA_PAGE_CACHE_BYTES": "4096", "STRATA_KERNEL_MAX_BLOCKS": "2048",
+		"STRATA_LOG_BURST": "3", "STRATA_LOG_INTERVAL": "1m",
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	c := DefaultConfig()
+	if err := c.FromEnv(); err != nil {
+		t.Fatal(err)
+	}
+	got := []any{c.HookMaxSessions, c.HookMaxSessionsPerUID, c.HookMaxSessionsPerPID, c.HookHelloTimeout,
+		c.HookIdleTimeout, c.HookMaxRangeBytes, c.HookMaxBlocksPerSession, c.HookMaxBlocksPerUID,
+		c.MaxLiveBlocks, c.ResolveSlicePages, c.PageCacheBytes, c.KernelMaxBlocks, c.LogBurst, c.LogInterval}
+	want := []any{10, 5, 2, 3 * time.Second, 90 * time.Second, uint64(1 << 20), 7, 8, 9, 1024, int64(4096), uint32(2048), 3, time.Minute}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("bound %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+
+	t.Setenv("STRATA_HOOK_IDLE_TIMEOUT", "soon")
+	c = DefaultConfig()
+	if err := c.FromEnv(); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "STRATA_HOOK_IDLE_TIMEOUT") {
+		t.Fatalf("unparsable variable: %v", err)
+	}
+	c = DefaultConfig()
+	c.MaxLiveBlocks = 0
+	if err := c.Validate(); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "max live blocks") {
+		t.Fatalf("zero bound: %v", err)
+	}
+}

@@ -1,0 +1,192 @@
+package fit
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+const ps = 4096
+
+// pages expands runs into their pages, the collector's way.
+func pages(runs []*stratav1.PageRun) []stratav1.Page {
+	var out []stratav1.Page
+	for _, r := range runs {
+		r.ForEachPage(ps, func(_ uint32, p stratav1.Page) bool { out = append(out, p); return true })
+	}
+	return out
+}
+
+// scattered is n runs of random length whose PFNs step randomly, as the
+// pages of a block faulted in out of order look.
+func scattered(rng *rand.Rand, vaddr uint64, n int) []*stratav1.PageRun {
+	var runs []*stratav1.PageRun
+	for range n {
+		c := uint32(1 + rng.IntN(300))
+		r := &stratav1.PageRun{Vaddr: vaddr, Count: c, State: uint32(stratav1.PageState_PAGE_STATE_PRESENT),
+			Pfn: 1 + rng.Uint64N(1<<30), Kpageflags: 1 << 12, NumaNode: 0}
+		for range c - 1 {
+			r.PfnDeltas = append(r.PfnDeltas, int64(rng.IntN(1<<20))-(1<<19))
+		}
+		runs = append(runs, r)
+		vaddr += uint64(c) * ps
+	}
+	return runs
+}
+
+func TestRunsSplitAtMaxRunPages(t *testing.T) {
+	tests := []struct {
+		name string
+		run  *stratav1.PageRun
+		want []uint32
+	}{
+		// The block: 2 GiB never touched, one run as folded.
+		{"untouched 2 GiB", &stratav1.PageRun{Vaddr: 0x7f0000000000, Count: 1 << 19, NumaNode: -1}, []uint32{1 << 18, 1 << 18}},
+		{"consecutive PFNs", &stratav1.PageRun{Vaddr: 0x10000000, Count: 1<<18 + 7, State: 1, Pfn: 0x100000, NumaNode: 0}, []uint32{1 << 18, 7}},
+		{"swapped", &stratav1.PageRun{Vaddr: 0x10000000, Count: 3<<18 - 1, State: 2, SwapType: 1, SwapOffset: 900, NumaNode: -1}, []uint32{1 << 18, 1 << 18, 1<<18 - 1}},
+		{"at the limit", &stratav1.PageRun{Vaddr: 0x10000000, Count: 1 << 18, NumaNode: -1}, []uint32{1 << 18}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := []*stratav1.PageRun{tc.run}
+			before := proto.CloneOf(tc.run)
+			got := Runs(in, ps)
+			var counts []uint32
+			for _, r := range got {
+				counts = append(counts, r.GetCount())
+			}
+			if !slices.Equal(counts, tc.want) {
+				t.Fatalf("run counts = %v, want %v", counts, tc.want)
+			}
+			if !slices.Equal(pages(got), pages(in)) {
+				t.Fatal("split runs expand to other pages than the run")
+			}
+			if !proto.Equal(tc.run, before) {
+				t.Fatal("input run modified")
+			}
+		})
+	}
+}
+
+func TestSplitRunKeepsEveryPage(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	thp := &stratav1.PageRun{Vaddr: 0x200000, Count: 512, State: 33, Pfn: 0x40000, FolioPages: 512, Kpageflags: 1 << stratav1.KPFTHP, NumaNode: 0}
+	for _, r := range append(scattered(rng, 0x1000000, 20), thp) {
+		for _, at := range []uint32{1, r.GetCount() / 2, r.GetCount() - 1} {
+			if at == 0 || at >= r.GetCount() {
+				continue
+			}
+			h, tl := SplitRun(r, at, ps)
+			if got := pages([]*stratav1.PageRun{h, tl}); !slices.Equal(got, pages([]*stratav1.PageRun{r})) {
+				t.Fatalf("split of %d-page run at %d changes its pages", r.GetCount(), at)
+			}
+			for _, x := range []*stratav1.PageRun{h, tl} {
+				if n := len(x.GetPfnDeltas()); n != 0 && n != int(x.GetCount())-1 {
+					t.Fatalf("piece of %d pages has %d deltas", x.GetCount(), n)
+				}
+			}
+		}
+	}
+}
+
+func TestRecordSplitsIntoSubRanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const vaddr = 0x7f0000000010 // not page aligned: the first piece keeps it
+	runs := scattered(rng, vaddr&^(ps-1), 400)
+	var npages uint64
+	for _, r := range runs {
+		npages += uint64(r.GetCount())
+	}
+	rec := &stratav1.Record{TimeUnixNano: 42, Access: stratav1.AccessKind_ACCESS_KIND_ALLOC, Pid: 7,
+		Block: &stratav1.SparkBlock{AppId: "app", BlockId: "rdd_1_1"}, Vaddr: vaddr, Length: npages*ps - 0x10,
+		PageSize: ps, Runs: runs, CpuNumaNode: -1, Faults: &stratav1.FaultCounts{Read: 5}}
+	before := proto.CloneOf(rec)
+	budget := RecordSize(rec) / 7
+	got := Record(rec, budget, ps)
+	if len(got) < 7 {
+		t.Fatalf("%d pieces, want at least 7", len(got))
+	}
+	var all []*stratav1.PageRun
+	next := rec.GetVaddr()
+	for i, p := range got {
+		if n := RecordSize(p); n > budget {
+			t.Errorf("piece %d is %d bytes, budget %d", i, n, budget)
+		}
+		if p.GetVaddr() != next {
+			t.Errorf("piece %d starts at %#x, want %#x (contiguous)", i, p.GetVaddr(), next)
+		}
+		next = p.GetVaddr() + p.GetLength()
+		if (p.GetFaults() != nil) != (i == 0) {
+			t.Errorf("piece %d faults = %v; only the first carries them", i, p.GetFaults())
+		}
+		if p.GetBlock().GetBlockId() != "rdd_1_1" || p.GetTimeUnixNano() != 42 || p.GetAccess() != rec.GetAccess() {
+			t.Errorf("piece %d lost the record's identity: %v", i, p)
+		}
+		all = append(all, p.GetRuns()...)
+	}
+	if end := rec.GetVaddr() + rec.GetLength(); next != end {
+		t.Errorf("pieces end at %#x, want %#x", next, end)
+	}
+	if !slices.Equal(pages(all), pages(runs)) {
+		t.Error("pieces expand to other pages than the record")
+	}
+	if !proto.Equal(rec, before) {
+		t.Error("input record modified")
+	}
+	if one := Record(before, RecordSize(before), ps); len(one) != 1 || one[0] != before {
+		t.Error("a record within budget must come back alone and unchanged")
+	}
+}
+
+func TestRecordSplitsASingleHugeRun(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	r := &stratav1.PageRun{Vaddr: 0x10000000, Count: 60000, State: 1, Pfn: 5}
+	for range r.Count - 1 {
+		r.PfnDeltas = append(r.PfnDeltas, int64(rng.IntN(1<<24)))
+	}
+	rec := &stratav1.Record{Block: &stratav1.SparkBlock{AppId: "a"}, Vaddr: r.Vaddr, Length: 60000 * ps, PageSize: ps, Runs: []*stratav1.PageRun{r}}
+	got := Record(rec, 64<<10, ps)
+	var all []*stratav1.PageRun
+	for _, p := range got {
+		if RecordSize(p) > 64<<10 {
+			t.Fatalf("piece of %d bytes over 64 KiB", RecordSize(p))
+		}
+		all = append(all, p.GetRuns()...)
+	}
+	if !slices.Equal(pages(all), pages(rec.GetRuns())) {
+		t.Fatal("pieces lost pages")
+	}
+}
+
+func TestHalveAndRepair(t *testing.T) {
+	b := &stratav1.Batch{NodeName: "n", BootId: "b", Seq: 9, Node: &stratav1.NodeInfo{PageSize: ps}}
+	for i := range 5 {
+		b.Records = append(b.Records, &stratav1.Record{Pid: uint32(i)})
+	}
+	b.Workloads = []*stratav1.WorkloadCounters{{AppId: "w"}}
+	x, y, ok := Halve(b)
+	if !ok || len(x.Records) != 3 || len(y.Records) != 2 || len(y.Workloads) != 1 || x.GetNodeName() != "n" || y.GetNode().GetPageSize() != ps {
+		t.Fatalf("halves = %v / %v", x, y)
+	}
+	if _, _, ok := Halve(y); !ok {
+		t.Fatal("a record and a workload are two items")
+	}
+	if _, _, ok := Halve(&stratav1.Batch{Records: b.Records[:1]}); ok {
+		t.Fatal("one item cannot be halved")
+	}
+	if Repair(b, BatchBudget) != b {
+		t.Fatal("a batch that fits must come back as is")
+	}
+	long := &stratav1.Batch{NodeName: "n", Seq: 3, Records: []*stratav1.Record{{PageSize: ps, Runs: []*stratav1.PageRun{{Count: 1 << 19}}}}}
+	if Fits(long) {
+		t.Fatal("a run of 2^19 pages must not fit")
+	}
+	fixed := Repair(long, BatchBudget)
+	if !Fits(fixed) || fixed.GetSeq() != 3 || len(fixed.Records[0].Runs) != 2 {
+		t.Fatalf("repaired = %v", fixed)
+	}
+}

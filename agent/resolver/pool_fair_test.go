@@ -1,0 +1,225 @@
+package resolver
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/stratatrace/strata/agent/procmem"
+	"golang.org/x/sys/unix"
+)
+
+// reserve maps n bytes of this process that are never touched.
+func reserve(t testing.TB, n int) uint64 {
+	t.Helper()
+	mem, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	return uint64(uintptr(unsafe.Pointer(&mem[0])))
+}
+
+// otherProcess starts a process that sleeps until the test ends.
+func otherProcess(t testing.TB) int {
+	t.Helper()
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd.Process.Pid
+}
+
+// TestPoolSmallPeerNotStarvedByHugeRange is the regression for a peer
+// whose huge ranges held every Resolver for minutes: with one Resolver,
+// a peer resolving 16 GiB (the largest range the hook server accepts) and
+// a small peer in another process arriving just after it, every one of
+// the small peer's resolutions must finish before the huge one does.
+func TestPoolSmallPeerNotStarvedByHugeRange(t *testing.T) {
+	const huge = 16 << 30
+	base := reserve(t, huge)
+	small := otherProcess(t)
+	p, err := NewPool(procmem.Default(), 1, Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+
+	var hugeDone atomic.Bool
+	hugeErr := make(chan error, 1)
+	go func() {
+		out := make([]Result, 1)
+		err := p.ResolveBatch(os.Getpid(), []Request{{VAddr: base, Length: huge, CPUNode: -1}}, out)
+		if err == nil && out[0].Pages != huge/procmem.PageSize() {
+			err = fmt.Errorf("huge range: %d pages, want %d", out[0].Pages, huge/procmem.PageSize())
+		}
+		hugeDone.Store(true)
+		hugeErr <- err
+	}()
+	time.Sleep(2 * time.Millisecond) // let the huge range take the Resolver first
+	var before int
+	for range 5 {
+		out := make([]Result, 1)
+		if err := p.ResolveBatch(small, []Request{{VAddr: 0x10000, Length: 64 << 10, CPUNode: -1}}, out); err != nil {
+			t.Fatal(err)
+		}
+		if !hugeDone.Load() {
+			before++
+		}
+	}
+	if err := <-hugeErr; err != nil {
+		t.Fatal(err)
+	}
+	if before != 5 {
+		t.Fatalf("%d of the small peer's 5 resolutions finished before the 16 GiB one; want all 5 (taking turns)", before)
+	}
+}
+
+// TestFairQueueTurns: a free Resolver goes round-robin over uids, then
+// over pids of a uid, FIFO within a pid.
+func TestFairQueueTurns(t *testing.T) {
+	q := newFairQueue()
+	order := make(chan Tenant, 16)
+	// Waiters in arrival order: uid 1 has pids 10 (twice) and 11; uid 2 pid 20.
+	arrivals := []Tenant{{1, 10}, {1, 10}, {1, 11}, {2, 20}}
+	for i, tn := range arrivals {
+		go func() {
+			r := q.get(tn)
+			order <- tn
+			q.put(tn, r)
+		}()
+		// Wait until it is queued: arrival order is the test's input.
+		for {
+			q.mu.Lock()
+			n := 0
+			for _, u := range q.uids {
+				for _, pq := range u.pids {
+					n += len(pq.waiters)
+				}
+			}
+			q.mu.Unlock()
+			if n == i+1 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	q.n = 1
+	q.put(Tenant{UID: 99}, &Resolver{}) // one Resolver enters; each holder passes it on
+	var seq []Tenant
+	for range arrivals {
+		seq = append(seq, <-order)
+	}
+	want := []Tenant{{1, 10}, {2, 20}, {1, 11}, {1, 10}}
+	if !slices.Equal(seq, want) {
+		t.Fatalf("turns = %v, want %v", seq, want)
+	}
+}
+
+// TestPoolSlicesJoinIntoTheSameRuns: resolving in slices of 2 MiB yields
+// exactly the runs one Resolver makes of the whole range: runs cut by a
+// slice boundary are joined again, scattered PFNs keep their deltas.
+func TestPoolSlicesJoinIntoTheSameRuns(t *testing.T) {
+	const n = 4096 // 16 MiB of 4 KiB pages, 8 slices
+	ps := int(procmem.PageSize())
+	mem, err := unix.Mmap(-1, 0, n*ps, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	if err := unix.Madvise(mem, unix.MADV_NOHUGEPAGE); err != nil {
+		t.Fatal(err)
+	}
+	// Touch pages in a shuffled order, leaving holes, so PFNs scatter and
+	// present and absent runs alternate across slice boundaries.
+	idx := rand.Perm(n)
+	sort.Ints(idx[:n/8]) // some stretches in order: consecutive PFNs
+	for _, i := range idx {
+		if i%97 != 0 {
+			mem[i*ps] = 1
+		}
+	}
+	base := uint64(uintptr(unsafe.Pointer(&mem[0])))
+	req := []Request{{VAddr: base + 100, Length: uint64(n*ps) - 200, CPUNode: -1}}
+
+	r, err := New(procmem.Default(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	p, err := NewPool(procmem.Default(), 1, Options{}, nil, WithSlicePages(512))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for attempt := 0; ; attempt++ {
+		whole := make([]Result, 1)
+		sliced := make([]Result, 1)
+		if err := r.ResolveBatch(os.Getpid(), req, whole); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ResolveBatch(os.Getpid(), req, sliced); err != nil {
+			t.Fatal(err)
+		}
+		w, s := whole[0], sliced[0]
+		same := len(w.Runs) == len(s.Runs) && w.Pages == s.Pages && w.Present == s.Present
+		for i := 0; same && i < len(w.Runs); i++ {
+			same = proto.Equal(w.Runs[i], s.Runs[i])
+		}
+		if same {
+			if len(w.Runs) < 16 {
+				t.Fatalf("only %d runs: the test needs runs crossing slice boundaries", len(w.Runs))
+			}
+			return
+		}
+		if attempt == 3 { // a page may move between two reads; not four times
+			t.Fatalf("sliced: %d runs %d pages; whole: %d runs %d pages", len(s.Runs), s.Pages, len(w.Runs), w.Pages)
+		}
+	}
+}
+
+// TestFairQueueShareWhileContended: while another uid asked within a
+// second, a uid holds at most half the Resolvers, even with one free; once
+// the other uid is quiet, it may take them all.
+func TestFairQueueShareWhileContended(t *testing.T) {
+	q := newFairQueue()
+	q.add(&Resolver{})
+	q.add(&Resolver{})
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	q.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	a1, a2, b := Tenant{UID: 1, PID: 10}, Tenant{UID: 1, PID: 11}, Tenant{UID: 2, PID: 20}
+	q.put(b, q.get(b)) // uid 2 asked just now
+	first := q.get(a1)
+	got := make(chan *Resolver, 1)
+	go func() { got <- q.get(a2) }()
+	select {
+	case <-got:
+		t.Fatal("uid 1 took a second Resolver while uid 2 is active")
+	case <-time.After(400 * time.Millisecond):
+	}
+	mu.Lock()
+	now = now.Add(2 * contendedWindow) // uid 2 has been quiet since
+	mu.Unlock()
+	select {
+	case r := <-got:
+		q.put(a2, r)
+	case <-time.After(5 * time.Second):
+		t.Fatal("uid 1 alone did not get the free Resolver")
+	}
+	q.put(a1, first)
+	if len(q.free) != 2 || len(q.busy) != 0 {
+		t.Fatalf("free %d busy %v, want both back", len(q.free), q.busy)
+	}
+}
