@@ -41,7 +41,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	node := nodeInfo(fs, log)
 
-	res, err := resolver.NewPool(fs, runtime.GOMAXPROCS(0), resolver.Options{}, log.With("component", "resolver"),
+	res, err := resolver.NewPool(fs, runtime.GOMAXPROCS(0), resolver.Options{NoFlags: cfg.PageFlags == "sampled"}, log.With("component", "resolver"),
 		resolver.WithSlicePages(cfg.ResolveSlicePages))
 	if err != nil {
 		return err

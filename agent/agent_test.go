@@ -14,6 +14,7 @@ import (
 	"github.com/stratatrace/strata/agent/procmem"
 	"github.com/stratatrace/strata/agent/spool"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+	"github.com/stratatrace/strata/test/testenv"
 	"github.com/stratatrace/strata/test/workload"
 	"golang.org/x/sys/unix"
 )
@@ -27,6 +28,74 @@ const twoNodes = "testdata/sys-2node"
 // it spools must describe the node: 2 NUMA nodes, this system's page size
 // and its memory as sysinfo(2) counts it.
 func TestBatchesCarryNodeInfo(t *testing.T) {
+	pid, batches := spoolRun(t, "app-node", func(cfg *Config) { cfg.SysRoot = twoNodes })
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		t.Fatal(err)
+	}
+	want := &stratav1.NodeInfo{NumaNodes: 2, PageSize: uint32(os.Getpagesize()), MemTotalBytes: uint64(si.Totalram) * uint64(si.Unit)}
+	var kinds []stratav1.AccessKind
+	for _, b := range batches {
+		n := b.GetNode()
+		if n.GetNumaNodes() != want.NumaNodes || n.GetPageSize() != want.PageSize || n.GetMemTotalBytes() != want.MemTotalBytes {
+			t.Fatalf("batch %d node = %v, want %v", b.GetSeq(), n, want)
+		}
+		for _, r := range b.GetRecords() {
+			if r.GetPid() != uint32(pid) || r.GetBlock().GetAppId() != "app-node" {
+				t.Fatalf("record of pid %d app %q, want %d app-node", r.GetPid(), r.GetBlock().GetAppId(), pid)
+			}
+			kinds = append(kinds, r.GetAccess())
+		}
+	}
+	count := func(k stratav1.AccessKind) int {
+		return len(slices.DeleteFunc(slices.Clone(kinds), func(x stratav1.AccessKind) bool { return x != k }))
+	}
+	if len(batches) == 0 || count(stratav1.AccessKind_ACCESS_KIND_ALLOC) != 3 || count(stratav1.AccessKind_ACCESS_KIND_FREE) != 3 {
+		t.Fatalf("%d batches with records %v; want the workload's 3 ALLOC and 3 FREE records", len(batches), kinds)
+	}
+}
+
+// TestPageFlagsSampled: with --page-flags sampled the blocks' present
+// pages carry PFNs and nodes but say FLAGS_NOT_READ (and FLAGS_UNKNOWN)
+// with no flags; with the default every present page has its kpageflags.
+func TestPageFlagsSampled(t *testing.T) {
+	testenv.RequireRoot(t)
+	const unknown = uint32(stratav1.PageState_PAGE_STATE_FLAGS_UNKNOWN | stratav1.PageState_PAGE_STATE_FLAGS_NOT_READ)
+	present := uint32(stratav1.PageState_PAGE_STATE_PRESENT)
+	for _, mode := range []string{"all", "sampled"} {
+		t.Run(mode, func(t *testing.T) {
+			_, batches := spoolRun(t, "app-flags", func(cfg *Config) { cfg.PageFlags = mode })
+			var pages uint32
+			for _, b := range batches {
+				for _, r := range b.GetRecords() {
+					for _, run := range r.GetRuns() {
+						if run.GetState()&present == 0 {
+							continue
+						}
+						pages += run.GetCount()
+						if run.GetPfn() == 0 {
+							t.Fatalf("%s: present run without a PFN: %v", mode, run)
+						}
+						got := run.GetState() & unknown
+						if mode == "sampled" && (got != unknown || run.GetKpageflags() != 0) || mode == "all" && (got != 0 || run.GetKpageflags() == 0) {
+							t.Fatalf("%s: run %v", mode, run)
+						}
+					}
+				}
+			}
+			if pages == 0 {
+				t.Fatalf("%s: no present pages spooled", mode)
+			}
+		})
+	}
+}
+
+// spoolRun runs the agent with no collector (batches stay in the spool),
+// after tweak adjusted its configuration, while the regions workload
+// reports its three blocks as app; it returns the workload's pid and the
+// spooled batches.
+func spoolRun(t *testing.T, app string, tweak func(*Config)) (int, []*stratav1.Batch) {
+	t.Helper()
 	bin := workload.Build(t)
 	dir := t.TempDir()
 	cfg := DefaultConfig()
@@ -34,11 +103,11 @@ func TestBatchesCarryNodeInfo(t *testing.T) {
 	cfg.HookSocket = filepath.Join(dir, "hook.sock")
 	cfg.Collector = "127.0.0.1:1" // nobody: batches stay in the spool
 	cfg.SpoolDir = filepath.Join(dir, "spool")
-	cfg.SysRoot = twoNodes
 	cfg.Faults = "off"
 	cfg.FlushInterval = 20 * time.Millisecond
 	cfg.DrainTimeout = 10 * time.Millisecond
 	cfg.StatsInterval = 0
+	tweak(&cfg)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -55,7 +124,7 @@ func TestBatchesCarryNodeInfo(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	p := workload.Start(t, bin, workload.Options{Socket: cfg.HookSocket, AppID: "app-node", ExecutorID: "1"})
+	p := workload.Start(t, bin, workload.Options{Socket: cfg.HookSocket, AppID: app, ExecutorID: "1"})
 	if _, err := p.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -69,44 +138,22 @@ func TestBatchesCarryNodeInfo(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 
-	var si unix.Sysinfo_t
-	if err := unix.Sysinfo(&si); err != nil {
-		t.Fatal(err)
-	}
-	want := &stratav1.NodeInfo{NumaNodes: 2, PageSize: uint32(os.Getpagesize()), MemTotalBytes: uint64(si.Totalram) * uint64(si.Unit)}
 	sp, err := spool.Open(cfg.SpoolDir, spool.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sp.Close()
-	var batches int
-	var kinds []stratav1.AccessKind
+	var batches []*stratav1.Batch
 	for seq := uint64(0); ; {
 		b, err := sp.Next(seq)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if b == nil {
-			break
+			return p.PID, batches
 		}
 		seq = b.GetSeq()
-		batches++
-		n := b.GetNode()
-		if n.GetNumaNodes() != want.NumaNodes || n.GetPageSize() != want.PageSize || n.GetMemTotalBytes() != want.MemTotalBytes {
-			t.Fatalf("batch %d node = %v, want %v", seq, n, want)
-		}
-		for _, r := range b.GetRecords() {
-			if r.GetPid() != uint32(p.PID) || r.GetBlock().GetAppId() != "app-node" {
-				t.Fatalf("record of pid %d app %q, want %d app-node", r.GetPid(), r.GetBlock().GetAppId(), p.PID)
-			}
-			kinds = append(kinds, r.GetAccess())
-		}
-	}
-	count := func(k stratav1.AccessKind) int {
-		return len(slices.DeleteFunc(slices.Clone(kinds), func(x stratav1.AccessKind) bool { return x != k }))
-	}
-	if batches == 0 || count(stratav1.AccessKind_ACCESS_KIND_ALLOC) != 3 || count(stratav1.AccessKind_ACCESS_KIND_FREE) != 3 {
-		t.Fatalf("%d batches with records %v; want the workload's 3 ALLOC and 3 FREE records", batches, kinds)
+		batches = append(batches, b)
 	}
 }
 

@@ -16,17 +16,22 @@ import (
 
 // Config of a node agent.
 type Config struct {
-	NodeName         string        // defaults to the host name
-	HookSocket       string        // Unix socket the JVM hooks connect to
-	Collector        string        // collector gRPC address
-	SpoolDir         string        // durable spool; keep it across restarts (hostPath)
-	SpoolMaxBytes    int64         // refuse new batches past this (0 = 1 GiB)
-	ProcRoot         string        // procfs mount (the host's, with hostPID)
-	SysRoot          string        // sysfs mount
-	HTTPAddr         string        // /metrics and /healthz; empty = off
-	FlushInterval    time.Duration // cut a batch at least this often
-	DrainTimeout     time.Duration // on shutdown, wait this long for the collector to ack the spool
-	Faults           string        // "auto" (load BPF if possible), "on" (must load), "off"
+	NodeName      string        // defaults to the host name
+	HookSocket    string        // Unix socket the JVM hooks connect to
+	Collector     string        // collector gRPC address
+	SpoolDir      string        // durable spool; keep it across restarts (hostPath)
+	SpoolMaxBytes int64         // refuse new batches past this (0 = 1 GiB)
+	ProcRoot      string        // procfs mount (the host's, with hostPID)
+	SysRoot       string        // sysfs mount
+	HTTPAddr      string        // /metrics and /healthz; empty = off
+	FlushInterval time.Duration // cut a batch at least this often
+	DrainTimeout  time.Duration // on shutdown, wait this long for the collector to ack the spool
+	Faults        string        // "auto" (load BPF if possible), "on" (must load), "off"
+	// PageFlags says which pages get kpageflags and kpagecount: "all", or
+	// "sampled" (block pages get PFN, presence, THP and node only, marked
+	// FLAGS_NOT_READ; sampled fault pages get their flags), which resolves
+	// 4 KiB pages several times faster.
+	PageFlags        string
 	SampleEvery      uint32        // emit one fault event in N (0 = tracer default, 64)
 	CountersInterval time.Duration // send changed fault and workload counters this often
 	StatsInterval    time.Duration // log counters this often (0 = never)
@@ -62,6 +67,7 @@ func DefaultConfig() Config {
 		FlushInterval:    200 * time.Millisecond,
 		DrainTimeout:     5 * time.Second,
 		Faults:           "auto",
+		PageFlags:        "all",
 		CountersInterval: 2 * time.Second,
 		StatsInterval:    time.Minute,
 
@@ -111,6 +117,7 @@ func (c *Config) FromEnv() error {
 	set(&c.ProcRoot, "STRATA_PROC")
 	set(&c.SysRoot, "STRATA_SYS")
 	set(&c.Faults, "STRATA_FAULTS")
+	set(&c.PageFlags, "STRATA_PAGE_FLAGS")
 
 	var errs []error
 	parse := func(key string, apply func(string) error) {
@@ -173,6 +180,11 @@ func (c Config) Validate() error {
 	case "auto", "on", "off":
 	default:
 		errs = append(errs, fmt.Errorf("faults = %q, want auto, on or off", c.Faults))
+	}
+	switch c.PageFlags {
+	case "all", "sampled":
+	default:
+		errs = append(errs, fmt.Errorf("page flags = %q, want all or sampled", c.PageFlags))
 	}
 	if c.FlushInterval <= 0 {
 		errs = append(errs, errors.New("flush interval must be positive"))

@@ -396,7 +396,9 @@ func (a *Annotator) AddFaults(fs []Fault) int {
 		recs := byPID[pid]
 		reqs := make([]resolver.Request, len(recs))
 		for i, r := range recs {
-			reqs[i] = resolver.Request{VAddr: r.GetVaddr() &^ (page - 1), Length: page, CPUNode: r.GetCpuNumaNode()}
+			// A sampled page always gets its flags, whatever the pool's
+			// default: it is the page a user looks at (strata hot).
+			reqs[i] = resolver.Request{VAddr: r.GetVaddr() &^ (page - 1), Length: page, CPUNode: r.GetCpuNumaNode(), Flags: resolver.FlagsRead}
 		}
 		out := make([]resolver.Result, len(reqs))
 		a.res.ResolveFor(tenants[pid], reqs, out)

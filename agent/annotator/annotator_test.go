@@ -20,6 +20,7 @@ import (
 type rangeResolver struct {
 	mu    sync.Mutex
 	calls int
+	flags []resolver.FlagsMode // of every request, in order
 	dead  map[uint32]bool
 }
 
@@ -29,6 +30,9 @@ func (r *rangeResolver) ResolveFor(t resolver.Tenant, reqs []resolver.Request, o
 	pid := t.PID
 	r.mu.Lock()
 	r.calls++
+	for _, q := range reqs {
+		r.flags = append(r.flags, q.Flags)
+	}
 	r.mu.Unlock()
 	if r.dead[pid] {
 		for i := range reqs {
@@ -282,7 +286,12 @@ func TestFaultSamplesResolveOncePerProcess(t *testing.T) {
 		s := &hooksrv.Session{PID: pid, AppID: "app"}
 		a.HandleEvent(context.Background(), ev(s, hooksrv.EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, 1, 0x100000, 0x10000))
 	}
-	before := res.calls
+	before, asked := res.calls, len(res.flags)
+	for _, f := range res.flags {
+		if f != resolver.FlagsDefault {
+			t.Fatalf("a block registration asked for flags mode %v, want the pool's default", f)
+		}
+	}
 	now := time.Unix(300, 0)
 	n := a.AddFaults([]Fault{
 		{PID: 5, BlockID: 1, Addr: 0x101000, Time: now},
@@ -291,6 +300,13 @@ func TestFaultSamplesResolveOncePerProcess(t *testing.T) {
 	})
 	if n != 3 || res.calls-before != 2 {
 		t.Fatalf("recorded %d with %d resolver calls, want 3 with 2", n, res.calls-before)
+	}
+	// A sampled page always gets its flags, even from a pool that skips
+	// them for blocks (--page-flags sampled).
+	for _, f := range res.flags[asked:] {
+		if f != resolver.FlagsRead {
+			t.Fatalf("a fault sample asked for flags mode %v, want FlagsRead", f)
+		}
 	}
 	a.Flush()
 	got := map[uint32][]uint64{}
