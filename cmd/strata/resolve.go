@@ -38,31 +38,35 @@ type resolvePage struct {
 	KPageCount uint64   `json:"kpagecount"`
 	Flags      []string `json:"flags"`
 	FlagsKnown bool     `json:"flags_known"`
-	Raced      bool     `json:"raced"`
-	SwapType   uint32   `json:"swap_type,omitempty"`
-	SwapOffset uint64   `json:"swap_offset,omitempty"`
+	// FlagsNotRead: resolved with --no-flags, so FlagsKnown is false
+	// because nobody asked.
+	FlagsNotRead bool   `json:"flags_not_read,omitempty"`
+	Raced        bool   `json:"raced"`
+	SwapType     uint32 `json:"swap_type,omitempty"`
+	SwapOffset   uint64 `json:"swap_offset,omitempty"`
 }
 
 func newResolvePage(p stratav1.Page, pageSize, folio uint64) resolvePage {
 	is := func(s stratav1.PageState) bool { return p.Is(s) }
 	out := resolvePage{
-		VAddr:      fmt.Sprintf("%#x", p.VAddr),
-		Present:    is(stratav1.PageState_PAGE_STATE_PRESENT),
-		Swapped:    is(stratav1.PageState_PAGE_STATE_SWAPPED),
-		Unmapped:   is(stratav1.PageState_PAGE_STATE_UNMAPPED),
-		PFN:        p.PFN,
-		PAddr:      fmt.Sprintf("%#x", p.PAddr(pageSize)),
-		PFNHidden:  is(stratav1.PageState_PAGE_STATE_PFN_HIDDEN),
-		NUMANode:   p.NUMANode,
-		THP:        is(stratav1.PageState_PAGE_STATE_THP),
-		FolioPages: uint32(folio),
-		Exclusive:  is(stratav1.PageState_PAGE_STATE_EXCLUSIVE),
-		FileShared: is(stratav1.PageState_PAGE_STATE_FILE_SHARED),
-		KPageCount: p.KPageCount,
-		Flags:      stratav1.KPageFlagNames(p.KPageFlags),
-		Raced:      is(stratav1.PageState_PAGE_STATE_RACED),
-		SwapType:   p.SwapType,
-		SwapOffset: p.SwapOffset,
+		VAddr:        fmt.Sprintf("%#x", p.VAddr),
+		Present:      is(stratav1.PageState_PAGE_STATE_PRESENT),
+		Swapped:      is(stratav1.PageState_PAGE_STATE_SWAPPED),
+		Unmapped:     is(stratav1.PageState_PAGE_STATE_UNMAPPED),
+		PFN:          p.PFN,
+		PAddr:        fmt.Sprintf("%#x", p.PAddr(pageSize)),
+		PFNHidden:    is(stratav1.PageState_PAGE_STATE_PFN_HIDDEN),
+		NUMANode:     p.NUMANode,
+		THP:          is(stratav1.PageState_PAGE_STATE_THP),
+		FolioPages:   uint32(folio),
+		Exclusive:    is(stratav1.PageState_PAGE_STATE_EXCLUSIVE),
+		FileShared:   is(stratav1.PageState_PAGE_STATE_FILE_SHARED),
+		KPageCount:   p.KPageCount,
+		Flags:        stratav1.KPageFlagNames(p.KPageFlags),
+		Raced:        is(stratav1.PageState_PAGE_STATE_RACED),
+		FlagsNotRead: is(stratav1.PageState_PAGE_STATE_FLAGS_NOT_READ),
+		SwapType:     p.SwapType,
+		SwapOffset:   p.SwapOffset,
 	}
 	out.FlagsKnown = out.Present && !is(stratav1.PageState_PAGE_STATE_FLAGS_UNKNOWN)
 	return out

@@ -244,7 +244,7 @@ func TestResolveCLINoFlags(t *testing.T) {
 		if err := pm.Read(e[:], c.Addr["4k"]+uint64(i)*procmem.PageSize()); err != nil {
 			t.Fatal(err)
 		}
-		if p["present"] != true || uint64(p["pfn"].(float64)) != e[0].PFN() || p["flags_known"] != false || len(p["flags"].([]any)) != 0 {
+		if p["present"] != true || uint64(p["pfn"].(float64)) != e[0].PFN() || p["flags_known"] != false || p["flags_not_read"] != true || len(p["flags"].([]any)) != 0 {
 			t.Fatalf("page %d: %v, pagemap pfn %#x", i, p, e[0].PFN())
 		}
 	}

@@ -34,26 +34,30 @@ type tracePage struct {
 	NumaNode   int32    `json:"numa_node"`
 	THP        bool     `json:"thp"`
 	Flags      []string `json:"flags"`
+	// FlagsNotRead: the agent resolved this page without kpageflags
+	// (--page-flags sampled), so Flags is empty for that reason.
+	FlagsNotRead bool `json:"flags_not_read,omitempty"`
 }
 
 func newTracePage(p *stratav1.TracePage) tracePage {
 	is := func(s stratav1.PageState) bool { return p.GetState()&uint32(s) != 0 }
 	return tracePage{
-		Time:       time.Unix(0, p.GetTimeUnixNano()).UTC().Format(time.RFC3339Nano),
-		Access:     enumName(p.GetAccess().String(), "ACCESS_KIND_"),
-		RDD:        p.GetBlock().GetRddId(),
-		Partition:  p.GetBlock().GetPartition(),
-		BlockID:    p.GetBlock().GetBlockId(),
-		ExecutorID: p.GetBlock().GetExecutorId(),
-		PID:        p.GetPid(),
-		VAddr:      hex(p.GetVaddr()),
-		Present:    is(stratav1.PageState_PAGE_STATE_PRESENT),
-		Swapped:    is(stratav1.PageState_PAGE_STATE_SWAPPED),
-		PFN:        p.GetPfn(),
-		PAddr:      hex(p.GetPaddr()),
-		NumaNode:   p.GetNumaNode(),
-		THP:        is(stratav1.PageState_PAGE_STATE_THP) || p.GetKpageflags()&(1<<stratav1.KPFTHP) != 0,
-		Flags:      stratav1.KPageFlagNames(p.GetKpageflags()),
+		Time:         time.Unix(0, p.GetTimeUnixNano()).UTC().Format(time.RFC3339Nano),
+		Access:       enumName(p.GetAccess().String(), "ACCESS_KIND_"),
+		RDD:          p.GetBlock().GetRddId(),
+		Partition:    p.GetBlock().GetPartition(),
+		BlockID:      p.GetBlock().GetBlockId(),
+		ExecutorID:   p.GetBlock().GetExecutorId(),
+		PID:          p.GetPid(),
+		VAddr:        hex(p.GetVaddr()),
+		Present:      is(stratav1.PageState_PAGE_STATE_PRESENT),
+		Swapped:      is(stratav1.PageState_PAGE_STATE_SWAPPED),
+		PFN:          p.GetPfn(),
+		PAddr:        hex(p.GetPaddr()),
+		NumaNode:     p.GetNumaNode(),
+		THP:          is(stratav1.PageState_PAGE_STATE_THP) || p.GetKpageflags()&(1<<stratav1.KPFTHP) != 0,
+		Flags:        stratav1.KPageFlagNames(p.GetKpageflags()),
+		FlagsNotRead: is(stratav1.PageState_PAGE_STATE_FLAGS_NOT_READ),
 	}
 }
 
