@@ -26,6 +26,18 @@
 // runs CHECKPOINT and closes the database. Every method returns ErrClosed
 // once Close has begun.
 //
+// The caller's context decides only whether a write is handed to the
+// writer and how long the caller waits for it. The writer's statements
+// never run under it (DuckDB's driver interrupts a statement whose context
+// ends, and an interrupted COMMIT can go through yet report an error), so
+// a write once begun commits or rolls back on its own, and a caller that
+// stopped waiting learns its outcome by replaying the batch: a duplicate,
+// or stored then. batch_id is not a counter that can drift from the
+// table: it is read as max(batch_id)+1 at Open and again inside the first
+// transaction after any failed write, and only a COMMIT that returned nil
+// advances it. Options.OnWrite hears every write's outcome, including
+// those whose caller had gone; collector/server turns it into health.
+//
 // # Tables
 //
 //   - batches: one row per stored batch, unique on (node_name, boot_id, seq).
