@@ -15,8 +15,12 @@
 // # Writes
 //
 // One writer goroutine owns the write connection and its three appenders.
-// Append validates a batch (ValidateBatch; refusals wrap ErrInvalidBatch),
-// then, on the writer, looks up its key (node_name, boot_id, seq): a stored
+// Append validates a batch (ValidateBatch; refusals wrap ErrInvalidBatch)
+// against everything the queries rely on — PFN steps, page sizes, address,
+// PFN and swap ranges, folio sizes, NUMA node ids, enum values, states that
+// contradict each other — so one bad record is refused whole and can never
+// poison the application's earlier records; FuzzValidateRun holds that
+// whatever it accepts expands as Trace expands it. Then, on the writer, looks up its key (node_name, boot_id, seq): a stored
 // key makes the batch a duplicate and nothing is written. Otherwise the
 // batch's records, runs and workloads go through the appenders, its
 // NodeInfo into nodes (when it differs from what was last written for the
@@ -60,7 +64,10 @@
 //
 //   - Trace: records are a time series of accesses, so Trace lists every page
 //     of every matching record, oldest record first, expanded with
-//     PageRun.Page; a page covered by three records appears three times.
+//     PageRun.Page; a page covered by three records appears three times. A
+//     stored run that cannot be expanded (left by a collector that
+//     validated less) is skipped, and one warning per query counts the
+//     skipped runs: a corrupt row costs only itself.
 //   - Numa: for each block (executor_id, block_id) the latest record of its
 //     life cycle (alloc, read, write, move, free) is taken; a block whose
 //     latest record is a free holds nothing. Its pages are counted once per
@@ -72,6 +79,7 @@
 //   - Faults: counters are cumulative since a block's registration, so the
 //     latest record carrying them wins per registration (executor, block,
 //     pid, hook_block_id); registrations of one Spark block are summed.
+//     Sums here and in Overhead saturate at 2^64-1 rather than fail.
 //   - Overhead: per (executor, pid); snapshots sharing a start are
 //     cumulative (latest wins), different starts are summed as successive
 //     intervals. A hardware counter is reported only when every snapshot
