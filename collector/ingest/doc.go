@@ -12,6 +12,13 @@
 // stored, and nothing of the refused batch is. The agent must not replay a
 // refused batch unchanged.
 //
+// A stream that ends while its batch is being stored (the agent killed,
+// the client cancelled) does not stop the write: the store commits or
+// rolls it back on its own, and the replay of the batch is acknowledged as
+// a duplicate or stored then. A store whose writes fail turns the ingest
+// service NOT_SERVING on the health service until a write succeeds (see
+// collector/server).
+//
 // The service only registers itself (Register); the grpc.Server it runs on,
 // with its keepalive policy, message limit, health service and the
 // interceptors that turn domain errors into gRPC codes, belongs to

@@ -97,6 +97,12 @@ func (s *Service) Push(stream grpc.BidiStreamingServer[stratav1.Batch, stratav1.
 		}
 		b := r.b
 		res, err := s.store.Append(ctx, b)
+		if err != nil && ctx.Err() != nil {
+			// The client went away while its batch was being stored. The
+			// store finishes the write on its own; a replay finds it.
+			s.log.Debug("stream ended while its batch was stored", "node", b.GetNodeName(), "boot_id", b.GetBootId(), "seq", b.GetSeq(), "error", err)
+			return err
+		}
 		if err != nil {
 			s.log.Warn("batch refused", "node", b.GetNodeName(), "boot_id", b.GetBootId(), "seq", b.GetSeq(), "error", err)
 			return err

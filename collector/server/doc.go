@@ -13,7 +13,13 @@
 // Run prints one line, "listening ADDR", to its out writer once the socket
 // accepts connections, so scripts and tests can wait for it (with --listen
 // 127.0.0.1:0 ADDR carries the chosen port). The health service reports
-// SERVING for the server ("") and for each registered service by name.
+// SERVING for the server ("") and for each registered service by name —
+// except while the store's writes fail (disk full, say): from the first
+// failed write until the next one succeeds, the server and the ingest
+// service report NOT_SERVING and the collector logs the change once each
+// way (storehealth.go). The store reports every write's outcome itself
+// (store.Options.OnWrite), including those of writes whose caller had
+// stopped waiting.
 //
 // With --history sources the poller (collector/history) analyses every
 // finished job with the heuristics engine (thresholds from --heuristics),

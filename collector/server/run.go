@@ -59,8 +59,10 @@ func listen(addr string) (net.Listener, error) {
 
 // openStore opens the configured backend; the rest of Run sees only the
 // store.Store interface.
-func openStore(ctx context.Context, c Config, log *slog.Logger) (store.Store, error) {
-	return store.Open(ctx, store.Options{Dir: c.StoreDir, MemoryLimit: c.MemoryLimit, Threads: c.Threads, Logger: log})
+// Every write's outcome goes to onWrite (the health of the store).
+func openStore(ctx context.Context, c Config, log *slog.Logger, onWrite func(error)) (store.Store, error) {
+	return store.Open(ctx, store.Options{Dir: c.StoreDir, MemoryLimit: c.MemoryLimit, Threads: c.Threads, Logger: log,
+		OnWrite: onWrite})
 }
 
 // Run serves the collector until ctx ends or serving fails; see the package
@@ -69,7 +71,8 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	st, err := openStore(ctx, c, log)
+	writes := newStoreHealth(log)
+	st, err := openStore(ctx, c, log, writes.observe)
 	if err != nil {
 		return err
 	}
@@ -90,6 +93,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 	}
 	in := ingest.New(st, log)
 	srv, health := NewGRPCServer(log, in, query.New(st))
+	writes.attach(health)
 
 	errc := make(chan error, 2)
 	go func() {

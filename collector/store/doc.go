@@ -15,8 +15,12 @@
 // # Writes
 //
 // One writer goroutine owns the write connection and its three appenders.
-// Append validates a batch (ValidateBatch; refusals wrap ErrInvalidBatch),
-// then, on the writer, looks up its key (node_name, boot_id, seq): a stored
+// Append validates a batch (ValidateBatch; refusals wrap ErrInvalidBatch)
+// against everything the queries rely on — PFN steps, page sizes, address,
+// PFN and swap ranges, folio sizes, NUMA node ids, enum values, states that
+// contradict each other — so one bad record is refused whole and can never
+// poison the application's earlier records; FuzzValidateRun holds that
+// whatever it accepts expands as Trace expands it. Then, on the writer, looks up its key (node_name, boot_id, seq): a stored
 // key makes the batch a duplicate and nothing is written. Otherwise the
 // batch's records, runs and workloads go through the appenders, its
 // NodeInfo into nodes (when it differs from what was last written for the
@@ -25,6 +29,18 @@
 // one left nothing behind. Close stops the writer, closes the appenders,
 // runs CHECKPOINT and closes the database. Every method returns ErrClosed
 // once Close has begun.
+//
+// The caller's context decides only whether a write is handed to the
+// writer and how long the caller waits for it. The writer's statements
+// never run under it (DuckDB's driver interrupts a statement whose context
+// ends, and an interrupted COMMIT can go through yet report an error), so
+// a write once begun commits or rolls back on its own, and a caller that
+// stopped waiting learns its outcome by replaying the batch: a duplicate,
+// or stored then. batch_id is not a counter that can drift from the
+// table: it is read as max(batch_id)+1 at Open and again inside the first
+// transaction after any failed write, and only a COMMIT that returned nil
+// advances it. Options.OnWrite hears every write's outcome, including
+// those whose caller had gone; collector/server turns it into health.
 //
 // # Tables
 //
@@ -48,7 +64,10 @@
 //
 //   - Trace: records are a time series of accesses, so Trace lists every page
 //     of every matching record, oldest record first, expanded with
-//     PageRun.Page; a page covered by three records appears three times.
+//     PageRun.Page; a page covered by three records appears three times. A
+//     stored run that cannot be expanded (left by a collector that
+//     validated less) is skipped, and one warning per query counts the
+//     skipped runs: a corrupt row costs only itself.
 //   - Numa: for each block (executor_id, block_id) the latest record of its
 //     life cycle (alloc, read, write, move, free) is taken; a block whose
 //     latest record is a free holds nothing. Its pages are counted once per
@@ -60,6 +79,7 @@
 //   - Faults: counters are cumulative since a block's registration, so the
 //     latest record carrying them wins per registration (executor, block,
 //     pid, hook_block_id); registrations of one Spark block are summed.
+//     Sums here and in Overhead saturate at 2^64-1 rather than fail.
 //   - Overhead: per (executor, pid); snapshots sharing a start are
 //     cumulative (latest wins), different starts are summed as successive
 //     intervals. A hardware counter is reported only when every snapshot

@@ -34,6 +34,12 @@ type Options struct {
 	Threads int
 	// Logger receives open/close events; nil discards them.
 	Logger *slog.Logger
+	// OnWrite, when set, is told the outcome of every write that reached
+	// the database (Append, PutJob): nil when it committed or found its
+	// batch already stored, else the error. It runs on the writer
+	// goroutine, whatever became of the caller, and must not block. The
+	// collector turns it into its health status.
+	OnWrite func(err error)
 }
 
 const schema = `
@@ -145,6 +151,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 // connection and its appenders; queries use a separate connection pool.
 type DuckDB struct {
 	log       *slog.Logger
+	onWrite   func(error)
 	connector *duckdb.Connector
 	db        *sql.DB // readers
 	reqs      chan writeReq
@@ -170,7 +177,16 @@ type writer struct {
 	records   *duckdb.Appender
 	runs      *duckdb.Appender
 	workloads *duckdb.Appender
+	// nextBatch is the batch_id the next batch gets. It comes from the
+	// database: read (max(batch_id)+1) at Open and again inside the first
+	// transaction after any failed write, whose COMMIT may have gone
+	// through though it reported an error; only a COMMIT that returned
+	// nil advances it. 0 means "read it".
 	nextBatch int64
+	// hook, set only by tests (export_test.go), runs before each step of
+	// a write; its error fails the write at that step, as the database
+	// would.
+	hook func(step string) error
 	// nodes is the NodeInfo last committed per (node_name, boot_id), so a
 	// batch repeating it writes nothing; empty after Open, so the first
 	// batch of each machine writes its row again (an idempotent upsert).
@@ -217,8 +233,13 @@ func Open(ctx context.Context, opts Options) (*DuckDB, error) {
 		connector.Close()
 		return nil, err
 	}
+	onWrite := opts.OnWrite
+	if onWrite == nil {
+		onWrite = func(error) {}
+	}
 	s := &DuckDB{
 		log:       log.With("component", "store"),
+		onWrite:   onWrite,
 		connector: connector,
 		db:        sql.OpenDB(connector),
 		reqs:      make(chan writeReq),
@@ -251,11 +272,9 @@ func openWriter(ctx context.Context, connector *duckdb.Connector) (w *writer, er
 	if _, err := w.exec.ExecContext(ctx, schema, nil); err != nil {
 		return nil, fmt.Errorf("create schema: %w", err)
 	}
-	var maxID int64
-	if err := w.scanOne(ctx, "SELECT coalesce(max(batch_id), 0) FROM batches", nil, &maxID); err != nil {
-		return nil, fmt.Errorf("read last batch id: %w", err)
+	if err := w.readNextBatch(ctx); err != nil {
+		return nil, err
 	}
-	w.nextBatch = maxID + 1
 	for _, a := range []struct {
 		dst   **duckdb.Appender
 		table string
@@ -265,6 +284,24 @@ func openWriter(ctx context.Context, connector *duckdb.Connector) (w *writer, er
 		}
 	}
 	return w, nil
+}
+
+// readNextBatch sets nextBatch from the batches table.
+func (w *writer) readNextBatch(ctx context.Context) error {
+	var maxID int64
+	if err := w.scanOne(ctx, "SELECT coalesce(max(batch_id), 0) FROM batches", nil, &maxID); err != nil {
+		return fmt.Errorf("read last batch id: %w", err)
+	}
+	w.nextBatch = maxID + 1
+	return nil
+}
+
+// step runs the test hook, if any, before the named step of a write.
+func (w *writer) step(name string) error {
+	if w.hook == nil {
+		return nil
+	}
+	return w.hook(name)
 }
 
 // scanOne runs a query on the writer's connection and scans its first row.
@@ -330,9 +367,17 @@ func (s *DuckDB) writeLoop(w *writer) {
 	}
 }
 
-// submit runs fn on the writer goroutine and waits for it. If ctx ends first
-// the work may still complete; a replayed batch is then a duplicate.
+// submit hands fn to the writer goroutine and waits for its outcome, or
+// for ctx to end. The caller's ctx decides only whether fn is handed over
+// and how long the caller waits: fn itself runs with a context of the
+// store's own (writeCtx), so once a write has begun it commits or rolls
+// back on its own terms, whatever becomes of the caller, and the store
+// reports that outcome (OnWrite). A caller that stopped waiting learns
+// nothing; a batch it replays is then found stored or not.
 func (s *DuckDB) submit(ctx context.Context, fn func(w *writer) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	r := writeReq{fn: fn, done: make(chan error, 1)}
 	select {
 	case s.reqs <- r:
@@ -348,6 +393,11 @@ func (s *DuckDB) submit(ctx context.Context, fn func(w *writer) error) error {
 		return ctx.Err()
 	}
 }
+
+// writeCtx is the context of every statement the writer runs. It is never
+// the caller's: DuckDB's driver interrupts a statement whose context ends,
+// and an interrupted COMMIT can report an error after it went through.
+var writeCtx = context.Background()
 
 // Close stops the writer, closes its appenders, checkpoints the WAL into the
 // database file and closes it. Later calls return the first call's result.
@@ -372,7 +422,9 @@ func (s *DuckDB) closed() bool {
 }
 
 // Append stores b in one transaction: its key row in batches, then its
-// records, runs and workloads through the appenders. It returns after COMMIT.
+// records, runs and workloads through the appenders. It returns after
+// COMMIT, or when ctx ends; see submit for what a caller that stopped
+// waiting may assume.
 func (s *DuckDB) Append(ctx context.Context, b *stratav1.Batch) (AppendResult, error) {
 	if err := ValidateBatch(b); err != nil {
 		return AppendResult{}, err
@@ -380,7 +432,8 @@ func (s *DuckDB) Append(ctx context.Context, b *stratav1.Batch) (AppendResult, e
 	var res AppendResult
 	err := s.submit(ctx, func(w *writer) error {
 		var err error
-		res, err = w.append(ctx, b)
+		res, err = w.append(b)
+		s.onWrite(err)
 		return err
 	})
 	if err != nil {
@@ -389,11 +442,15 @@ func (s *DuckDB) Append(ctx context.Context, b *stratav1.Batch) (AppendResult, e
 	return res, nil
 }
 
-func (w *writer) append(ctx context.Context, b *stratav1.Batch) (res AppendResult, err error) {
+func (w *writer) append(b *stratav1.Batch) (res AppendResult, err error) {
+	ctx := writeCtx
 	key := []driver.NamedValue{
 		{Ordinal: 1, Value: b.GetNodeName()},
 		{Ordinal: 2, Value: b.GetBootId()},
 		{Ordinal: 3, Value: b.GetSeq()},
+	}
+	if err := w.step("lookup"); err != nil {
+		return res, err
 	}
 	var prev uint32
 	err = w.scanOne(ctx, "SELECT records FROM batches WHERE node_name = $1 AND boot_id = $2 AND seq = $3", key, &prev)
@@ -403,19 +460,26 @@ func (w *writer) append(ctx context.Context, b *stratav1.Batch) (res AppendResul
 	case !errors.Is(err, io.EOF):
 		return res, fmt.Errorf("look up batch: %w", err)
 	}
+	if err := w.step("begin"); err != nil {
+		return res, err
+	}
 	if _, err := w.exec.ExecContext(ctx, "BEGIN TRANSACTION", nil); err != nil {
 		return res, fmt.Errorf("begin: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			// Drop what the appenders buffered, then the transaction.
-			for _, a := range []*duckdb.Appender{w.records, w.runs, w.workloads} {
-				_ = a.Clear()
-			}
-			_, _ = w.exec.ExecContext(context.Background(), "ROLLBACK", nil)
+			w.abort()
 		}
 	}()
+	if w.nextBatch == 0 {
+		if err := w.readNextBatch(ctx); err != nil {
+			return res, err
+		}
+	}
 	id := w.nextBatch
+	if err := w.step("rows"); err != nil {
+		return res, err
+	}
 	if err := w.appendRows(id, b); err != nil {
 		return res, err
 	}
@@ -424,6 +488,9 @@ func (w *writer) append(ctx context.Context, b *stratav1.Batch) (res AppendResul
 			return res, fmt.Errorf("flush appender: %w", err)
 		}
 	}
+	if err := w.step("key"); err != nil {
+		return res, err
+	}
 	n := uint32(len(b.GetRecords()))
 	keyRow := append(key, driver.NamedValue{Ordinal: 4, Value: id}, driver.NamedValue{Ordinal: 5, Value: n},
 		driver.NamedValue{Ordinal: 6, Value: time.Now().UnixNano()})
@@ -431,18 +498,44 @@ func (w *writer) append(ctx context.Context, b *stratav1.Batch) (res AppendResul
 		VALUES ($1, $2, $3, $4, $5, $6)`, keyRow); err != nil {
 		return res, fmt.Errorf("insert batch key: %w", err)
 	}
+	if err := w.step("node"); err != nil {
+		return res, err
+	}
 	nk, node, changed, err := w.putNode(ctx, b)
 	if err != nil {
 		return res, err
 	}
+	if err := w.step("commit"); err != nil {
+		return res, err
+	}
 	if _, err := w.exec.ExecContext(ctx, "COMMIT", nil); err != nil {
 		return res, fmt.Errorf("commit: %w", err)
+	}
+	// A failure reported from here on leaves the batch stored: the
+	// transaction is over, so abort's ROLLBACK finds nothing to undo, and
+	// the next write reads its id from the table.
+	if err := w.step("committed"); err != nil {
+		return res, err
 	}
 	w.nextBatch++
 	if changed {
 		w.nodes[nk] = node
 	}
 	return AppendResult{Records: n}, nil
+}
+
+// abort undoes a failed write: it drops what the appenders buffered and the
+// transaction, and forgets the next batch id, which is read from the table
+// again inside the next transaction (a COMMIT that reported an error may
+// have gone through). ROLLBACK fails harmlessly when no transaction is
+// open; if it fails with one open, the next BEGIN fails too, and every
+// write reports it until the collector restarts.
+func (w *writer) abort() {
+	for _, a := range []*duckdb.Appender{w.records, w.runs, w.workloads} {
+		_ = a.Clear()
+	}
+	_, _ = w.exec.ExecContext(writeCtx, "ROLLBACK", nil)
+	w.nextBatch = 0
 }
 
 // nodeUpsertSQL stores a machine's NodeInfo; a zero field ("unknown")
@@ -542,7 +635,8 @@ func (s *DuckDB) PutJob(ctx context.Context, r *stratav1.JobResult) error {
 		{Ordinal: 6, Value: blob},
 	}
 	err = s.submit(ctx, func(w *writer) error {
-		_, err := w.exec.ExecContext(ctx, "INSERT OR REPLACE INTO jobs VALUES ($1, $2, $3, $4, $5, $6)", args)
+		_, err := w.exec.ExecContext(writeCtx, "INSERT OR REPLACE INTO jobs VALUES ($1, $2, $3, $4, $5, $6)", args)
+		s.onWrite(err)
 		return err
 	})
 	if err != nil {

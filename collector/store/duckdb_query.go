@@ -40,7 +40,10 @@ ORDER BY time_ns, batch_id, rec_idx, vaddr`
 
 // Trace lists, per record and per page, what the record saw: records are a
 // time series of accesses, so a page appears once for every record that
-// covered it, oldest first. Runs are expanded here with PageRun.Page.
+// covered it, oldest first. Runs are expanded here with expandRun. A stored
+// run that cannot be expanded (written by a collector that validated less)
+// is skipped, and the skipped runs are counted in one warning per query,
+// so one corrupt row never fails every trace of its application.
 func (s *DuckDB) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.TracePage) error) error {
 	if err := s.reader(q.AppID); err != nil {
 		return fmt.Errorf("trace: %w", err)
@@ -59,7 +62,15 @@ func (s *DuckDB) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.Trac
 		return fmt.Errorf("trace %s: %w", q.AppID, err)
 	}
 	defer rows.Close()
-	var sent uint32
+	var (
+		sent, skipped uint32
+		firstSkip     error
+	)
+	defer func() {
+		if skipped > 0 {
+			s.log.Warn("trace skipped stored runs that cannot be expanded", "app_id", q.AppID, "runs", skipped, "first", firstSkip)
+		}
+	}()
 	for rows.Next() {
 		var (
 			t                    int64
@@ -85,11 +96,8 @@ func (s *DuckDB) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.Trac
 		run.Vaddr, run.Count, run.State, run.Pfn = vaddr, pages, state, pfn
 		run.Kpageflags, run.FolioPages, run.Kpagecount, run.NumaNode = kpf, folio, kpc, node
 		run.SwapType, run.SwapOffset = swapType, swapOff
-		if run.PfnDeltas, err = decodeDeltas(deltas, pages); err != nil {
-			return fmt.Errorf("trace %s: %w", q.AppID, err)
-		}
 		var ferr error
-		run.ForEachPage(uint64(pageSize), func(_ uint32, p stratav1.Page) bool {
+		err = expandRun(&run, deltas, pageSize, func(p stratav1.Page) bool {
 			if q.Limit > 0 && sent >= q.Limit {
 				return false
 			}
@@ -112,6 +120,13 @@ func (s *DuckDB) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.Trac
 			sent++
 			return true
 		})
+		if err != nil {
+			if skipped == 0 {
+				firstSkip = fmt.Errorf("%s at %#x (time %d): %w", blk.GetBlockId(), vaddr, t, err)
+			}
+			skipped++
+			continue
+		}
 		if ferr != nil {
 			return ferr
 		}
@@ -122,6 +137,35 @@ func (s *DuckDB) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.Trac
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read trace rows: %w", err)
 	}
+	return nil
+}
+
+// errCorruptRun wraps why a stored run cannot be expanded.
+var errCorruptRun = errors.New("corrupt stored run")
+
+// expandRun calls fn for each page of a stored run (its PFN steps as
+// stored, see encodeDeltas) until fn returns false. It refuses, before
+// calling fn at all, a run ValidateBatch would have refused for what
+// expansion relies on: a count outside 1..MaxRunPages, a page size that is
+// not a power of two, a range that wraps, or PFN steps that do not decode
+// into count-1 steps.
+func expandRun(run *stratav1.PageRun, deltas []byte, pageSize uint32, fn func(stratav1.Page) bool) error {
+	n := run.GetCount()
+	if n == 0 || n > stratav1.MaxRunPages {
+		return fmt.Errorf("%w: count %d", errCorruptRun, n)
+	}
+	if pageSize == 0 || pageSize&(pageSize-1) != 0 {
+		return fmt.Errorf("%w: page_size %d", errCorruptRun, pageSize)
+	}
+	if run.GetVaddr() > ^uint64(0)-uint64(n)*uint64(pageSize) {
+		return fmt.Errorf("%w: range %#x+%d pages wraps", errCorruptRun, run.GetVaddr(), n)
+	}
+	d, err := decodeDeltas(deltas, n)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errCorruptRun, err)
+	}
+	run.PfnDeltas = d
+	run.ForEachPage(uint64(pageSize), func(_ uint32, p stratav1.Page) bool { return fn(p) })
 	return nil
 }
 
@@ -146,13 +190,16 @@ WITH life AS (
 // hidden) counts under node -1. Expanding runs into pages to deduplicate
 // them is the costly part, so it is done only for the processes whose
 // latest runs overlap (found with a running max of range ends in vaddr
-// order); everywhere else a run's page count is summed as it is.
+// order); everywhere else a run's page count is summed as it is. A stored
+// run with a count outside 1..MaxRunPages or no page size (which
+// ValidateBatch refuses; only a corrupt row can hold one) is left out
+// rather than expanded.
 var numaSQL = withStates(latestLifecycleCTE + `, r AS (
 	SELECT r.rdd_id, r.executor_id, r.pid, r.page_size::UBIGINT AS page_size, r.vaddr, r.pages::UBIGINT AS pages,
 		r.vaddr + r.pages::UBIGINT * r.page_size AS vend,
 		CASE WHEN r.state & {PRESENT} = 0 OR r.state & {PFN_HIDDEN} <> 0 THEN -1 ELSE r.numa_node END AS node
 	FROM runs r JOIN latest USING (batch_id, rec_idx)
-	WHERE r.app_id = $1
+	WHERE r.app_id = $1 AND r.pages BETWEEN 1 AND {MAX_RUN_PAGES} AND r.page_size > 0
 ), flagged AS (
 	SELECT *, coalesce(vaddr < max(vend) OVER (PARTITION BY executor_id, pid ORDER BY vaddr, vend
 		ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), false) AS covered
@@ -191,8 +238,9 @@ func (s *DuckDB) Numa(ctx context.Context, appID string) ([]*stratav1.NumaRow, e
 // faultsSQL: counters are cumulative since a block's registration, so the
 // latest record carrying them wins per registration (executor, block, pid,
 // hook_block_id); registrations of the same Spark block (freed and cached
-// again) are summed.
-const faultsSQL = `
+// again) are summed. Sums saturate at {UBIGINT_MAX} (see withStates): counters
+// an agent sent near 2^64 must not fail the query.
+var faultsSQL = withStates(`
 WITH latest AS (
 	SELECT executor_id, rdd_id, partition_id, block_id, pid,
 		fault_read, fault_write, fault_exec, fault_major, fault_unclassified,
@@ -201,11 +249,12 @@ WITH latest AS (
 	FROM records WHERE app_id = $1 AND has_faults
 )
 SELECT executor_id, rdd_id, partition_id, block_id, pid,
-	sum(fault_read)::UBIGINT, sum(fault_write)::UBIGINT, sum(fault_exec)::UBIGINT, sum(fault_major)::UBIGINT,
-	sum(fault_unclassified)::UBIGINT
+	least(sum(fault_read), {UBIGINT_MAX})::UBIGINT, least(sum(fault_write), {UBIGINT_MAX})::UBIGINT,
+	least(sum(fault_exec), {UBIGINT_MAX})::UBIGINT, least(sum(fault_major), {UBIGINT_MAX})::UBIGINT,
+	least(sum(fault_unclassified), {UBIGINT_MAX})::UBIGINT
 FROM latest WHERE rn = 1
 GROUP BY executor_id, rdd_id, partition_id, block_id, pid
-ORDER BY rdd_id, partition_id, executor_id, block_id, pid`
+ORDER BY rdd_id, partition_id, executor_id, block_id, pid`)
 
 func (s *DuckDB) faults(ctx context.Context, appID string) ([]*stratav1.FaultRow, error) {
 	rows, err := s.db.QueryContext(ctx, faultsSQL, appID)
@@ -231,25 +280,27 @@ func (s *DuckDB) Faults(ctx context.Context, appID string) ([]*stratav1.FaultRow
 // overheadSQL: snapshots sharing a start are cumulative (the latest end
 // wins); snapshots with different starts are successive intervals and are
 // summed. A hardware counter is reported only when every summed snapshot
-// measured it, and pmu_status is the latest snapshot's.
-const overheadSQL = `
+// measured it, and pmu_status is the latest snapshot's. Sums saturate at
+// {UBIGINT_MAX}, as in faultsSQL.
+var overheadSQL = withStates(`
 WITH snap AS (
 	SELECT *, row_number() OVER (PARTITION BY executor_id, pid, start_ns
 		ORDER BY end_ns DESC, batch_id DESC) AS rn
 	FROM workloads WHERE app_id = $1
 )
 SELECT executor_id, pid, min(start_ns), max(end_ns),
-	sum(task_clock_ns)::UBIGINT, sum(context_switches)::UBIGINT, sum(cpu_migrations)::UBIGINT,
-	sum(minor_faults)::UBIGINT, sum(major_faults)::UBIGINT,
-	CASE WHEN count(cycles) = count(*) THEN sum(cycles)::UBIGINT END,
-	CASE WHEN count(instructions) = count(*) THEN sum(instructions)::UBIGINT END,
-	CASE WHEN count(dtlb_misses) = count(*) THEN sum(dtlb_misses)::UBIGINT END,
-	CASE WHEN count(walk_load) = count(*) THEN sum(walk_load)::UBIGINT END,
-	CASE WHEN count(walk_store) = count(*) THEN sum(walk_store)::UBIGINT END,
-	CASE WHEN count(walk_rdd) = count(*) THEN sum(walk_rdd)::UBIGINT END,
+	least(sum(task_clock_ns), {UBIGINT_MAX})::UBIGINT, least(sum(context_switches), {UBIGINT_MAX})::UBIGINT,
+	least(sum(cpu_migrations), {UBIGINT_MAX})::UBIGINT,
+	least(sum(minor_faults), {UBIGINT_MAX})::UBIGINT, least(sum(major_faults), {UBIGINT_MAX})::UBIGINT,
+	CASE WHEN count(cycles) = count(*) THEN least(sum(cycles), {UBIGINT_MAX})::UBIGINT END,
+	CASE WHEN count(instructions) = count(*) THEN least(sum(instructions), {UBIGINT_MAX})::UBIGINT END,
+	CASE WHEN count(dtlb_misses) = count(*) THEN least(sum(dtlb_misses), {UBIGINT_MAX})::UBIGINT END,
+	CASE WHEN count(walk_load) = count(*) THEN least(sum(walk_load), {UBIGINT_MAX})::UBIGINT END,
+	CASE WHEN count(walk_store) = count(*) THEN least(sum(walk_store), {UBIGINT_MAX})::UBIGINT END,
+	CASE WHEN count(walk_rdd) = count(*) THEN least(sum(walk_rdd), {UBIGINT_MAX})::UBIGINT END,
 	arg_max(pmu_status, end_ns)
 FROM snap WHERE rn = 1
-GROUP BY executor_id, pid ORDER BY executor_id, pid`
+GROUP BY executor_id, pid ORDER BY executor_id, pid`)
 
 // Overhead returns per (executor, pid) workload counters, their fault rate,
 // the faults inside the app's blocks, and page-walk shares of cycles when

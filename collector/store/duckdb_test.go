@@ -72,19 +72,65 @@ func TestAppendDuplicateAndReopen(t *testing.T) {
 
 func TestAppendInvalid(t *testing.T) {
 	s := storetest.Open(t)
+	present := uint32(stratav1.PageState_PAGE_STATE_PRESENT)
+	swapped := uint32(stratav1.PageState_PAGE_STATE_SWAPPED)
 	for name, mutate := range map[string]func(*stratav1.Batch){
 		"no node":       func(b *stratav1.Batch) { b.NodeName = "" },
 		"no boot":       func(b *stratav1.Batch) { b.BootId = "" },
+		"boot utf8":     func(b *stratav1.Batch) { b.BootId = "boot-\xff" },
 		"no app":        func(b *stratav1.Batch) { b.Records[2].Block.AppId = "" },
 		"no block":      func(b *stratav1.Batch) { b.Records[1].Block = nil },
+		"block utf8":    func(b *stratav1.Batch) { b.Records[2].Block.BlockId = "rdd_\xff" },
+		"no access":     func(b *stratav1.Batch) { b.Records[0].Access = 0 },
+		"odd access":    func(b *stratav1.Batch) { b.Records[0].Access = 300 },
+		"odd mode":      func(b *stratav1.Batch) { b.Records[0].Block.Mode = 9 },
+		"odd location":  func(b *stratav1.Batch) { b.Records[0].Block.Location = 9 },
+		"odd fault":     func(b *stratav1.Batch) { b.Records[0].FaultKind = 77 },
+		"fault on read": func(b *stratav1.Batch) { b.Records[1].FaultKind = stratav1.FaultKind_FAULT_KIND_READ },
+		"cpu node":      func(b *stratav1.Batch) { b.Records[0].CpuNumaNode = -2 },
+		"record range":  func(b *stratav1.Batch) { b.Records[0].Length = ^uint64(0) },
 		"zero count":    func(b *stratav1.Batch) { b.Records[0].Runs[1].Count = 0 },
 		"long run":      func(b *stratav1.Batch) { b.Records[0].Runs[1].Count = stratav1.MaxRunPages + 1 },
 		"no page size":  func(b *stratav1.Batch) { b.Records[0].PageSize = 0 },
 		"odd page size": func(b *stratav1.Batch) { b.Records[0].PageSize = 4095 },
-		"wraps":         func(b *stratav1.Batch) { b.Records[0].Runs[0].Vaddr = ^uint64(0) &^ 4095 },
-		"workload app":  func(b *stratav1.Batch) { b.Workloads[0].AppId = "" },
-		"node page":     func(b *stratav1.Batch) { b.Node = &stratav1.NodeInfo{PageSize: 3000} },
-		"node count":    func(b *stratav1.Batch) { b.Node = &stratav1.NodeInfo{NumaNodes: 5000} },
+		"tiny page":     func(b *stratav1.Batch) { b.Records[0].PageSize = 2 },
+		"page not node's": func(b *stratav1.Batch) {
+			b.Node = &stratav1.NodeInfo{PageSize: 16384}
+		},
+		"wraps":           func(b *stratav1.Batch) { b.Records[0].Runs[0].Vaddr = ^uint64(0) &^ 4095 },
+		"kernel address":  func(b *stratav1.Batch) { b.Records[0].Runs[0].Vaddr = 0xffff_8000_0000_0000 },
+		"unaligned":       func(b *stratav1.Batch) { b.Records[0].Runs[0].Vaddr++ },
+		"run node":        func(b *stratav1.Batch) { b.Records[0].Runs[0].NumaNode = 5000 },
+		"folio":           func(b *stratav1.Batch) { b.Records[0].Runs[1].FolioPages = 500 },
+		"present+swapped": func(b *stratav1.Batch) { b.Records[0].Runs[0].State |= swapped },
+		"unmapped+present": func(b *stratav1.Batch) {
+			b.Records[0].Runs[0].State |= uint32(stratav1.PageState_PAGE_STATE_UNMAPPED)
+		},
+		"hidden, absent": func(b *stratav1.Batch) {
+			b.Records[0].Runs[2].State |= uint32(stratav1.PageState_PAGE_STATE_PFN_HIDDEN)
+		},
+		"pfn, hidden": func(b *stratav1.Batch) {
+			b.Records[0].Runs[0].State |= uint32(stratav1.PageState_PAGE_STATE_PFN_HIDDEN)
+		},
+		"pfn, absent":       func(b *stratav1.Batch) { b.Records[0].Runs[0].State &^= present },
+		"swap, not swapped": func(b *stratav1.Batch) { b.Records[0].Runs[0].SwapOffset = 9 },
+		"swap type":         func(b *stratav1.Batch) { b.Records[0].Runs[2].SwapType = 32 },
+		"swap offset":       func(b *stratav1.Batch) { b.Records[0].Runs[2].SwapOffset = 1<<50 - 1; b.Records[0].Runs[2].Count = 2 },
+		"pfn beyond memory": func(b *stratav1.Batch) { b.Records[0].Runs[0].Pfn = 1 << 40 },
+		"pfns beyond memory": func(b *stratav1.Batch) {
+			b.Records[0].Runs[0].Pfn = 1<<40 - 2 // + 3 pages
+		},
+		"short deltas":     func(b *stratav1.Batch) { b.Records[0].Runs[0].PfnDeltas = []int64{5} },
+		"long deltas":      func(b *stratav1.Batch) { b.Records[0].Runs[0].PfnDeltas = []int64{5, 6, 7} },
+		"deltas, no pfn":   func(b *stratav1.Batch) { b.Records[0].Runs[2].Count = 2; b.Records[0].Runs[2].PfnDeltas = []int64{3} },
+		"delta below zero": func(b *stratav1.Batch) { b.Records[0].Runs[0].PfnDeltas = []int64{-0x1000, 1} },
+		"delta past memory": func(b *stratav1.Batch) {
+			b.Records[0].Runs[0].PfnDeltas = []int64{1 << 40, 1}
+		},
+		"workload app":   func(b *stratav1.Batch) { b.Workloads[0].AppId = "" },
+		"workload times": func(b *stratav1.Batch) { b.Workloads[0].EndUnixNano = b.Workloads[0].StartUnixNano - 1 },
+		"node page":      func(b *stratav1.Batch) { b.Node = &stratav1.NodeInfo{PageSize: 3000} },
+		"node count":     func(b *stratav1.Batch) { b.Node = &stratav1.NodeInfo{NumaNodes: 5000} },
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := storetest.Sample(1)
@@ -101,6 +147,14 @@ func TestAppendInvalid(t *testing.T) {
 	if got := mustAppend(t, s, storetest.Sample(1)); got.Duplicate {
 		t.Fatal("seq 1 reported duplicate after refusals")
 	}
+	// The edges of what is valid are stored.
+	b := storetest.Sample(2)
+	b.Node = &stratav1.NodeInfo{PageSize: storetest.PageSize, NumaNodes: 2}
+	r := b.Records[0]
+	r.Runs[0].Pfn, r.Runs[0].PfnDeltas = 1<<40-2, []int64{1, -(1<<40 - 3)} // the last PFN and PFN 1
+	r.Runs[2].SwapType, r.Runs[2].SwapOffset = 31, 1<<50-1
+	r.CpuNumaNode = -1
+	mustAppend(t, s, b)
 }
 
 func TestTracePages(t *testing.T) {
@@ -289,56 +343,6 @@ func equalRows[T proto.Message](t *testing.T, got, want []T) {
 		if !proto.Equal(got[i], want[i]) {
 			t.Errorf("row %d = %v, want %v", i, got[i], want[i])
 		}
-	}
-}
-
-// FuzzValidateBatch decodes arbitrary bytes as a Batch: a batch
-// ValidateBatch accepts must expand into a bounded number of pages.
-func FuzzValidateBatch(f *testing.F) {
-	seed, _ := proto.Marshal(storetest.Sample(1))
-	f.Add(seed)
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var b stratav1.Batch
-		if proto.Unmarshal(data, &b) != nil {
-			return
-		}
-		if err := store.ValidateBatch(&b); err != nil {
-			if !errors.Is(err, store.ErrInvalidBatch) {
-				t.Fatalf("refusal not ErrInvalidBatch: %v", err)
-			}
-			return
-		}
-		for _, r := range b.GetRecords() {
-			for _, run := range r.GetRuns() {
-				last := run.Page(run.GetCount()-1, uint64(r.GetPageSize()))
-				if last.VAddr < run.GetVaddr() {
-					t.Fatalf("accepted run wraps: %v", run)
-				}
-			}
-		}
-	})
-}
-
-// A batch that fails half-way leaves nothing behind: records appended before
-// the failure are rolled back, its key stays free, and the writer goes on.
-// (Invalid UTF-8 cannot arrive over gRPC, where proto decoding refuses it;
-// here it makes DuckDB refuse the third record at flush.)
-func TestAppendRollsBackFailedBatch(t *testing.T) {
-	s := storetest.Open(t)
-	bad := storetest.Sample(1)
-	bad.Records[2].Block.BlockId = "rdd_\xff"
-	if _, err := s.Append(context.Background(), bad); err == nil {
-		t.Fatal("append of a batch DuckDB refuses succeeded")
-	}
-	if n := len(trace(t, s, store.TraceQuery{AppID: storetest.App})); n != 0 {
-		t.Fatalf("%d pages of the failed batch stored", n)
-	}
-	if got := mustAppend(t, s, storetest.Sample(1)); got != (store.AppendResult{Records: 3}) {
-		t.Fatalf("append after failure = %+v, want stored", got)
-	}
-	if n := len(trace(t, s, store.TraceQuery{AppID: storetest.App})); n != storetest.SamplePages {
-		t.Fatalf("%d pages after the good batch, want %d", n, storetest.SamplePages)
 	}
 }
 

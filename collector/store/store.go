@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -98,59 +97,4 @@ type Store interface {
 	SummaryReader
 	JobStore
 	Close() error
-}
-
-// maxNUMANodes is Linux's largest node count (CONFIG_NODES_SHIFT at most
-// 10); a NodeInfo claiming more is corrupt.
-const maxNUMANodes = 1 << 10
-
-// ValidateBatch reports why b cannot be stored, wrapped in ErrInvalidBatch,
-// or nil. It checks what the store relies on: the batch key, a block with an
-// app id on every record and workload, a sane NodeInfo, and runs that
-// expand to sane pages (at most stratav1.MaxRunPages each, the limit the
-// agent cuts runs to).
-func ValidateBatch(b *stratav1.Batch) error {
-	if b == nil {
-		return fmt.Errorf("%w: nil batch", ErrInvalidBatch)
-	}
-	if b.GetNodeName() == "" {
-		return fmt.Errorf("%w: missing node_name (seq %d)", ErrInvalidBatch, b.GetSeq())
-	}
-	if b.GetBootId() == "" {
-		return fmt.Errorf("%w: missing boot_id (node %q seq %d)", ErrInvalidBatch, b.GetNodeName(), b.GetSeq())
-	}
-	for i, r := range b.GetRecords() {
-		if r.GetBlock().GetAppId() == "" {
-			return fmt.Errorf("%w: record %d: missing block app_id", ErrInvalidBatch, i)
-		}
-		if len(r.GetRuns()) > 0 && r.GetPageSize() == 0 {
-			return fmt.Errorf("%w: record %d: runs without page_size", ErrInvalidBatch, i)
-		}
-		if ps := r.GetPageSize(); ps&(ps-1) != 0 {
-			return fmt.Errorf("%w: record %d: page_size %d is not a power of two", ErrInvalidBatch, i, ps)
-		}
-		for j, run := range r.GetRuns() {
-			if run.GetCount() == 0 || run.GetCount() > stratav1.MaxRunPages {
-				return fmt.Errorf("%w: record %d run %d: count %d outside 1..%d", ErrInvalidBatch, i, j, run.GetCount(), stratav1.MaxRunPages)
-			}
-			end := run.GetVaddr() + uint64(run.GetCount())*uint64(r.GetPageSize())
-			if end < run.GetVaddr() {
-				return fmt.Errorf("%w: record %d run %d: range wraps the address space", ErrInvalidBatch, i, j)
-			}
-		}
-	}
-	if n := b.GetNode(); n != nil {
-		if ps := n.GetPageSize(); ps&(ps-1) != 0 {
-			return fmt.Errorf("%w: node info: page_size %d is not a power of two", ErrInvalidBatch, ps)
-		}
-		if n.GetNumaNodes() > maxNUMANodes {
-			return fmt.Errorf("%w: node info: %d NUMA nodes, more than Linux supports (%d)", ErrInvalidBatch, n.GetNumaNodes(), maxNUMANodes)
-		}
-	}
-	for i, w := range b.GetWorkloads() {
-		if w.GetAppId() == "" {
-			return fmt.Errorf("%w: workload %d: missing app_id", ErrInvalidBatch, i)
-		}
-	}
-	return nil
 }
