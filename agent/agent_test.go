@@ -3,10 +3,14 @@ package agent
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +111,7 @@ func spoolRun(t *testing.T, app string, tweak func(*Config)) (int, []*stratav1.B
 	cfg.FlushInterval = 20 * time.Millisecond
 	cfg.DrainTimeout = 10 * time.Millisecond
 	cfg.StatsInterval = 0
+	cfg.HTTPAddr = freeAddr(t)
 	tweak(&cfg)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -125,6 +130,13 @@ func spoolRun(t *testing.T, app string, tweak func(*Config)) (int, []*stratav1.B
 		time.Sleep(5 * time.Millisecond)
 	}
 	p := workload.Start(t, bin, workload.Options{Socket: cfg.HookSocket, AppID: app, ExecutorID: "1"})
+	// The workload's three blocks, each registered, written and read, are
+	// resolved while it lives: wait for their nine records in the spool.
+	for deadline := time.Now().Add(10 * time.Second); recordsSpooled(cfg.HTTPAddr) < 9; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the workload's records did not reach the spool")
+		}
+	}
 	if _, err := p.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -155,6 +167,35 @@ func spoolRun(t *testing.T, app string, tweak func(*Config)) (int, []*stratav1.B
 		seq = b.GetSeq()
 		batches = append(batches, b)
 	}
+}
+
+// freeAddr returns a loopback address nobody listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// recordsSpooled reads strata_records_total from the agent's /metrics, 0
+// when it cannot.
+func recordsSpooled(addr string) int {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "strata_records_total "); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
 }
 
 // sessionEnds signals the hook server's "session ended" log record.

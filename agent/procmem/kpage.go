@@ -19,12 +19,15 @@ import (
 // (include/uapi/linux/kernel-page-flags.h). The full list of names is in
 // stratav1.KPageFlagNames.
 const (
+	KPFMmap         = 11
+	KPFAnon         = 12
 	KPFBuddy        = 10
 	KPFCompoundHead = 15
 	KPFCompoundTail = 16
 	KPFHuge         = 17
 	KPFNoPage       = 20
 	KPFTHP          = 22
+	KPFZeroPage     = 24
 )
 
 // DefaultMergeGap is the largest hole, in PFNs, that ReadSpans reads through

@@ -29,6 +29,8 @@ const (
 	kpfTHP       = uint64(1) << procmem.KPFTHP
 	kpfHuge      = uint64(1) << procmem.KPFHuge
 	kpfFreed     = uint64(1)<<procmem.KPFNoPage | uint64(1)<<procmem.KPFBuddy
+	kpfAnonMmap  = uint64(1)<<procmem.KPFAnon | uint64(1)<<procmem.KPFMmap
+	kpfZero      = uint64(1) << procmem.KPFZeroPage
 )
 
 // entryState is the package's one reading of a pagemap entry: the
@@ -130,6 +132,12 @@ func (r *Resolver) extendRun(c *chunk, i, hi int, p *run, res *Result) int {
 	return i + int(extra)
 }
 
+// midReuse reports a private anonymous page whose kpageflags say it is not
+// a mapped anonymous page (see present).
+func midReuse(e procmem.Entry, flags uint64) bool {
+	return !e.FileShared() && flags&(kpfZero|kpfHuge) == 0 && flags&kpfAnonMmap != kpfAnonMmap
+}
+
 // present fills in present page i: node, flags, count, folio, and whether
 // it raced.
 func (r *Resolver) present(c *chunk, i int, cpuNode int32, vmas *vmaCursor, p *run, res *Result) error {
@@ -165,8 +173,11 @@ func (r *Resolver) present(c *chunk, i int, cpuNode int32, vmas *vmaCursor, p *r
 	}
 	// A mapped page never has no flags at all: 0 is a page caught between
 	// being freed and mapped again (the same PFN can come back at the same
-	// address, so the pagemap re-read alone cannot see it).
-	if p.flags&kpfFreed != 0 || p.flags == 0 || c.changed(i) {
+	// address, so the pagemap re-read alone cannot see it). Likewise a
+	// private anonymous page (pagemap bit 61 clear) that is mapped reads
+	// ANON and MMAP, unless it is the shared zero page or a hugetlb page:
+	// without them it was caught between its unmap and its reuse.
+	if p.flags&kpfFreed != 0 || p.flags == 0 || c.changed(i) || midReuse(e, p.flags) {
 		p.state |= stRaced
 		res.Raced++
 		return nil

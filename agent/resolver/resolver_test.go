@@ -405,3 +405,33 @@ func sameRun(x, y *stratav1.PageRun) bool {
 		x.GetPfn() == y.GetPfn() && x.GetKpageflags()&^idle == y.GetKpageflags()&^idle && x.GetFolioPages() == y.GetFolioPages() &&
 		x.GetKpagecount() == y.GetKpagecount() && x.GetNumaNode() == y.GetNumaNode() && len(x.GetPfnDeltas()) == len(y.GetPfnDeltas())
 }
+
+// TestMidReuse: a present private anonymous page reads ANON and MMAP in
+// kpageflags; one that does not was read between its unmap and its reuse
+// (the churn test caught one once: LRU and UPTODATE only, same PFN at the
+// same address on both pagemap reads).
+func TestMidReuse(t *testing.T) {
+	const (
+		anon, mmap, lru, uptodate = 1 << procmem.KPFAnon, 1 << procmem.KPFMmap, 1 << 5, 1 << 3
+		zero, huge                = 1 << procmem.KPFZeroPage, 1 << procmem.KPFHuge
+	)
+	private := procmem.Entry(procmem.EntryPresent | 42)
+	shared := private | procmem.EntryFileShared
+	for _, tt := range []struct {
+		name  string
+		e     procmem.Entry
+		flags uint64
+		want  bool
+	}{
+		{"mapped anon", private, anon | mmap | lru | uptodate, false},
+		{"anon, unmapped", private, anon | lru | uptodate, true},
+		{"neither", private, lru | uptodate, true},
+		{"zero page", private, zero | mmap, false},
+		{"hugetlb", private, huge | mmap, false},
+		{"file page", shared, mmap | lru | uptodate, false},
+	} {
+		if got := midReuse(tt.e, tt.flags); got != tt.want {
+			t.Errorf("%s: midReuse = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
