@@ -24,6 +24,7 @@ type tracePage struct {
 	RDD        int32    `json:"rdd"`
 	Partition  int32    `json:"partition"`
 	BlockID    string   `json:"block_id"`
+	*hookBlock          // absent when the reporter did not say (no kind)
 	ExecutorID string   `json:"executor_id"`
 	PID        uint32   `json:"pid"`
 	VAddr      string   `json:"vaddr"`
@@ -47,6 +48,7 @@ func newTracePage(p *stratav1.TracePage) tracePage {
 		RDD:          p.GetBlock().GetRddId(),
 		Partition:    p.GetBlock().GetPartition(),
 		BlockID:      p.GetBlock().GetBlockId(),
+		hookBlock:    newHookBlock(p.GetBlock()),
 		ExecutorID:   p.GetBlock().GetExecutorId(),
 		PID:          p.GetPid(),
 		VAddr:        hex(p.GetVaddr()),
@@ -59,6 +61,30 @@ func newTracePage(p *stratav1.TracePage) tracePage {
 		Flags:        stratav1.KPageFlagNames(p.GetKpageflags()),
 		FlagsNotRead: is(stratav1.PageState_PAGE_STATE_FLAGS_NOT_READ),
 	}
+}
+
+// hookBlock is what the JVM hook says of a block beyond its name: its kind
+// (rdd, broadcast, tungsten_page, ...), which of the Spark block's buffers
+// this range is, the task that put it (-1 outside a task), and whether the
+// range is a deserialized block's array of references whose objects were
+// not walked.
+type hookBlock struct {
+	Kind          string `json:"kind"`
+	Chunk         uint32 `json:"chunk"`
+	Chunks        uint32 `json:"chunks"`
+	StageID       int32  `json:"stage_id"`
+	StageAttempt  int32  `json:"stage_attempt"`
+	TaskAttemptID int64  `json:"task_attempt_id"`
+	ObjectGraph   bool   `json:"object_graph,omitempty"`
+}
+
+// newHookBlock returns nil for a block whose kind nobody reported.
+func newHookBlock(b *stratav1.SparkBlock) *hookBlock {
+	if b.GetKind() == stratav1.BlockKind_BLOCK_KIND_UNSPECIFIED {
+		return nil
+	}
+	return &hookBlock{Kind: enumName(b.GetKind().String(), "BLOCK_KIND_"), Chunk: b.GetChunk(), Chunks: b.GetChunks(),
+		StageID: b.GetStageId(), StageAttempt: b.GetStageAttempt(), TaskAttemptID: b.GetTaskAttemptId(), ObjectGraph: b.GetObjectGraph()}
 }
 
 // optInt32 is an int32 flag that remembers whether it was set.

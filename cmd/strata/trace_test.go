@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/stratatrace/strata/collector/store/storetest"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
 func TestTraceJSON(t *testing.T) {
@@ -46,5 +48,30 @@ func TestTraceTable(t *testing.T) {
 	if len(lines) != 5 || !strings.HasPrefix(lines[0], "TIME") ||
 		!strings.Contains(lines[1], "0x7f1000000000") || !strings.Contains(lines[1], "0x3000000") || !strings.Contains(lines[1], "lru,anon") {
 		t.Fatalf("table:\n%s", out)
+	}
+}
+
+// A page of a block the JVM hook reported carries the hook's words for it.
+func TestTracePageHookFields(t *testing.T) {
+	p := newTracePage(&stratav1.TracePage{Block: &stratav1.SparkBlock{BlockId: "page_42_0",
+		Kind: stratav1.BlockKind_BLOCK_KIND_TUNGSTEN_PAGE, Chunk: 0, Chunks: 1, StageId: 3, StageAttempt: 1, TaskAttemptId: 42},
+		State: uint32(stratav1.PageState_PAGE_STATE_PRESENT | stratav1.PageState_PAGE_STATE_FLAGS_UNKNOWN | stratav1.PageState_PAGE_STATE_FLAGS_NOT_READ)})
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"kind": "tungsten_page", "chunk": 0.0, "chunks": 1.0, "stage_id": 3.0, "stage_attempt": 1.0,
+		"task_attempt_id": 42.0, "flags_not_read": true}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v (%s)", k, got[k], v, b)
+		}
+	}
+	if _, ok := got["object_graph"]; ok {
+		t.Errorf("object_graph present on a page that is not an object graph: %s", b)
 	}
 }

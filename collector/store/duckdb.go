@@ -147,6 +147,27 @@ CREATE TABLE IF NOT EXISTS jobs (
 	result      BLOB NOT NULL
 );`
 
+// migrations add the columns later versions need, at the ends of their
+// tables, so that a store created by an older collector and a new one have
+// the same column order (the appenders write every column in table order).
+// Each statement is a no-op when it has run before; append only.
+const migrations = `
+ALTER TABLE records ADD COLUMN IF NOT EXISTS block_kind TINYINT DEFAULT 0;
+ALTER TABLE records ADD COLUMN IF NOT EXISTS object_graph BOOLEAN DEFAULT false;
+ALTER TABLE records ADD COLUMN IF NOT EXISTS chunk UINTEGER DEFAULT 0;
+ALTER TABLE records ADD COLUMN IF NOT EXISTS chunks UINTEGER DEFAULT 0;
+ALTER TABLE records ADD COLUMN IF NOT EXISTS stage_id INTEGER DEFAULT -1;
+ALTER TABLE records ADD COLUMN IF NOT EXISTS stage_attempt INTEGER DEFAULT -1;
+ALTER TABLE records ADD COLUMN IF NOT EXISTS task_attempt BIGINT DEFAULT -1;
+ALTER TABLE records ADD COLUMN IF NOT EXISTS free_reason TINYINT DEFAULT 0;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS block_kind TINYINT DEFAULT 0;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS object_graph BOOLEAN DEFAULT false;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS chunk UINTEGER DEFAULT 0;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS chunks UINTEGER DEFAULT 0;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS stage_id INTEGER DEFAULT -1;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS stage_attempt INTEGER DEFAULT -1;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS task_attempt BIGINT DEFAULT -1;`
+
 // DuckDB is the embedded Store. One writer goroutine owns the write
 // connection and its appenders; queries use a separate connection pool.
 type DuckDB struct {
@@ -256,10 +277,11 @@ func openWriter(ctx context.Context, connector *duckdb.Connector) (w *writer, er
 	if err != nil {
 		return nil, fmt.Errorf("connect duckdb: %w", err)
 	}
-	w = &writer{conn: conn, nodes: map[nodeKey]nodeInfo{}}
+	nw := &writer{conn: conn, nodes: map[nodeKey]nodeInfo{}}
+	w = nw
 	defer func() {
 		if err != nil {
-			w.close()
+			nw.close() // w is nil by now
 		}
 	}()
 	var ok bool
@@ -271,6 +293,9 @@ func openWriter(ctx context.Context, connector *duckdb.Connector) (w *writer, er
 	}
 	if _, err := w.exec.ExecContext(ctx, schema, nil); err != nil {
 		return nil, fmt.Errorf("create schema: %w", err)
+	}
+	if _, err := w.exec.ExecContext(ctx, migrations, nil); err != nil {
+		return nil, fmt.Errorf("migrate schema: %w", err)
 	}
 	if err := w.readNextBatch(ctx); err != nil {
 		return nil, err
@@ -582,7 +607,9 @@ func (w *writer) appendRows(id int64, b *stratav1.Batch) error {
 			blk.GetAppId(), blk.GetExecutorId(), blk.GetRddId(), blk.GetPartition(), blk.GetBlockId(), blk.GetHookBlockId(),
 			r.GetVaddr(), r.GetLength(), r.GetPageSize(), r.GetCpuNumaNode(), uint32(len(r.GetRuns())), pages,
 			f != nil, f.GetRead(), f.GetWrite(), f.GetExec(), f.GetMajor(), r.GetResolveError(),
-			f.GetUnclassified(), int8(r.GetFaultKind()))
+			f.GetUnclassified(), int8(r.GetFaultKind()),
+			int8(blk.GetKind()), blk.GetObjectGraph(), blk.GetChunk(), blk.GetChunks(), blk.GetStageId(), blk.GetStageAttempt(),
+			blk.GetTaskAttemptId(), int8(r.GetFreeReason()))
 		if err != nil {
 			return fmt.Errorf("append record %d: %w", i, err)
 		}
@@ -591,7 +618,9 @@ func (w *writer) appendRows(id int64, b *stratav1.Batch) error {
 				blk.GetAppId(), blk.GetExecutorId(), blk.GetRddId(), blk.GetPartition(), blk.GetBlockId(),
 				int8(blk.GetMode()), int8(blk.GetLocation()), blk.GetHookBlockId(), r.GetPageSize(),
 				run.GetVaddr(), run.GetCount(), run.GetState(), run.GetPfn(), run.GetKpageflags(), run.GetFolioPages(),
-				run.GetKpagecount(), run.GetNumaNode(), run.GetSwapType(), run.GetSwapOffset(), encodeDeltas(run.GetPfnDeltas()))
+				run.GetKpagecount(), run.GetNumaNode(), run.GetSwapType(), run.GetSwapOffset(), encodeDeltas(run.GetPfnDeltas()),
+				int8(blk.GetKind()), blk.GetObjectGraph(), blk.GetChunk(), blk.GetChunks(), blk.GetStageId(), blk.GetStageAttempt(),
+				blk.GetTaskAttemptId())
 			if err != nil {
 				return fmt.Errorf("append record %d run %d: %w", i, j, err)
 			}

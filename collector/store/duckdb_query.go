@@ -33,7 +33,8 @@ func (s *DuckDB) reader(appID string) error {
 const traceSQL = `
 SELECT time_ns, access_kind, pid, app_id, executor_id, rdd_id, partition_id, block_id,
 	mem_mode, mem_location, hook_block_id, page_size,
-	vaddr, pages, state, pfn, kpageflags, folio_pages, kpagecount, numa_node, swap_type, swap_offset, pfn_deltas
+	vaddr, pages, state, pfn, kpageflags, folio_pages, kpagecount, numa_node, swap_type, swap_offset, pfn_deltas,
+	block_kind, object_graph, chunk, chunks, stage_id, stage_attempt, task_attempt
 FROM runs
 WHERE app_id = $1 AND ($2::INTEGER IS NULL OR rdd_id = $2) AND ($3::INTEGER IS NULL OR partition_id = $3)
 ORDER BY time_ns, batch_id, rec_idx, vaddr`
@@ -75,6 +76,7 @@ func (s *DuckDB) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.Trac
 		var (
 			t                    int64
 			access, mode, loc    int8
+			kind                 int8
 			pid, pageSize        uint32
 			blk                  stratav1.SparkBlock
 			run                  stratav1.PageRun
@@ -87,11 +89,13 @@ func (s *DuckDB) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.Trac
 		)
 		err := rows.Scan(&t, &access, &pid, &blk.AppId, &blk.ExecutorId, &blk.RddId, &blk.Partition, &blk.BlockId,
 			&mode, &loc, &blk.HookBlockId, &pageSize,
-			&vaddr, &pages, &state, &pfn, &kpf, &folio, &kpc, &node, &swapType, &swapOff, &deltas)
+			&vaddr, &pages, &state, &pfn, &kpf, &folio, &kpc, &node, &swapType, &swapOff, &deltas,
+			&kind, &blk.ObjectGraph, &blk.Chunk, &blk.Chunks, &blk.StageId, &blk.StageAttempt, &blk.TaskAttemptId)
 		if err != nil {
 			return fmt.Errorf("scan trace row: %w", err)
 		}
 		blk.Mode = stratav1.MemoryMode(mode)
+		blk.Kind = stratav1.BlockKind(kind)
 		blk.Location = stratav1.MemoryLocation(loc)
 		run.Vaddr, run.Count, run.State, run.Pfn = vaddr, pages, state, pfn
 		run.Kpageflags, run.FolioPages, run.Kpagecount, run.NumaNode = kpf, folio, kpc, node
@@ -170,17 +174,21 @@ func expandRun(run *stratav1.PageRun, deltas []byte, pageSize uint32, fn func(st
 }
 
 // latestLifecycleCTE defines "latest": the (batch_id, rec_idx) of each
-// block's latest lifecycle record of app $1, unless that record is a free
-// ($2..$6 = alloc, read, write, free, move).
+// block's latest lifecycle records of app $1, unless they include a free
+// ($2..$6 = alloc, read, write, free, move). A block is one buffer of a
+// Spark block: (executor_id, block_id, chunk). Its latest records are all
+// those at its latest time, because an agent sends a record too large for
+// one batch as several records over consecutive sub-ranges with the same
+// time.
 const latestLifecycleCTE = `
 WITH life AS (
-	SELECT batch_id, rec_idx, access_kind,
-		row_number() OVER (PARTITION BY executor_id, block_id
-			ORDER BY time_ns DESC, batch_id DESC, rec_idx DESC) AS rn
+	SELECT batch_id, rec_idx,
+		dense_rank() OVER (PARTITION BY executor_id, block_id, chunk ORDER BY time_ns DESC) AS rk,
+		bool_or(access_kind = $5) OVER (PARTITION BY executor_id, block_id, chunk, time_ns) AS freed
 	FROM records
 	WHERE app_id = $1 AND access_kind IN ($2, $3, $4, $5, $6)
 ), latest AS (
-	SELECT batch_id, rec_idx FROM life WHERE rn = 1 AND access_kind <> $5
+	SELECT batch_id, rec_idx FROM life WHERE rk = 1 AND NOT freed
 )`
 
 // numaSQL: the latest lifecycle record (alloc, read, write, move, free) of

@@ -127,6 +127,18 @@ func validateRecord(r *stratav1.Record, nodePageSize uint32) error {
 	if _, ok := stratav1.MemoryLocation_name[int32(blk.GetLocation())]; !ok {
 		return fmt.Errorf("memory location %d unknown", blk.GetLocation())
 	}
+	if _, ok := stratav1.BlockKind_name[int32(blk.GetKind())]; !ok {
+		return fmt.Errorf("block kind %d unknown", blk.GetKind())
+	}
+	if blk.GetChunks() > 0 && blk.GetChunk() >= blk.GetChunks() || blk.GetChunks() == 0 && blk.GetChunk() > 0 {
+		return fmt.Errorf("chunk %d of %d", blk.GetChunk(), blk.GetChunks())
+	}
+	if _, ok := stratav1.FreeReason_name[int32(r.GetFreeReason())]; !ok {
+		return fmt.Errorf("free reason %d unknown", r.GetFreeReason())
+	}
+	if r.GetFreeReason() != stratav1.FreeReason_FREE_REASON_UNSPECIFIED && r.GetAccess() != stratav1.AccessKind_ACCESS_KIND_FREE {
+		return fmt.Errorf("free reason %v on a record of access %v", r.GetFreeReason(), r.GetAccess())
+	}
 	if !validNode(r.GetCpuNumaNode()) {
 		return fmt.Errorf("cpu_numa_node %d is not a NUMA node id", r.GetCpuNumaNode())
 	}

@@ -186,6 +186,138 @@ func (MemoryLocation) EnumDescriptor() ([]byte, []int) {
 	return file_strata_v1_record_proto_rawDescGZIP(), []int{2}
 }
 
+// BlockKind is what a block holds, from the type of Spark's BlockId (values
+// equal the hook's enum strata_block_kind, checked by hooksrv's layout test).
+type BlockKind int32
+
+const (
+	BlockKind_BLOCK_KIND_UNSPECIFIED   BlockKind = 0
+	BlockKind_BLOCK_KIND_RDD           BlockKind = 1 // RDDBlockId rdd_<rdd>_<partition>
+	BlockKind_BLOCK_KIND_BROADCAST     BlockKind = 2 // BroadcastBlockId
+	BlockKind_BLOCK_KIND_SHUFFLE       BlockKind = 3 // shuffle data, index and merged blocks
+	BlockKind_BLOCK_KIND_TASK_RESULT   BlockKind = 4 // TaskResultBlockId
+	BlockKind_BLOCK_KIND_STREAM        BlockKind = 5 // StreamBlockId
+	BlockKind_BLOCK_KIND_TUNGSTEN_PAGE BlockKind = 6 // a TaskMemoryManager page (execution memory)
+	BlockKind_BLOCK_KIND_OTHER         BlockKind = 7 // any other BlockId
+)
+
+// Enum value maps for BlockKind.
+var (
+	BlockKind_name = map[int32]string{
+		0: "BLOCK_KIND_UNSPECIFIED",
+		1: "BLOCK_KIND_RDD",
+		2: "BLOCK_KIND_BROADCAST",
+		3: "BLOCK_KIND_SHUFFLE",
+		4: "BLOCK_KIND_TASK_RESULT",
+		5: "BLOCK_KIND_STREAM",
+		6: "BLOCK_KIND_TUNGSTEN_PAGE",
+		7: "BLOCK_KIND_OTHER",
+	}
+	BlockKind_value = map[string]int32{
+		"BLOCK_KIND_UNSPECIFIED":   0,
+		"BLOCK_KIND_RDD":           1,
+		"BLOCK_KIND_BROADCAST":     2,
+		"BLOCK_KIND_SHUFFLE":       3,
+		"BLOCK_KIND_TASK_RESULT":   4,
+		"BLOCK_KIND_STREAM":        5,
+		"BLOCK_KIND_TUNGSTEN_PAGE": 6,
+		"BLOCK_KIND_OTHER":         7,
+	}
+)
+
+func (x BlockKind) Enum() *BlockKind {
+	p := new(BlockKind)
+	*p = x
+	return p
+}
+
+func (x BlockKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BlockKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_strata_v1_record_proto_enumTypes[3].Descriptor()
+}
+
+func (BlockKind) Type() protoreflect.EnumType {
+	return &file_strata_v1_record_proto_enumTypes[3]
+}
+
+func (x BlockKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BlockKind.Descriptor instead.
+func (BlockKind) EnumDescriptor() ([]byte, []int) {
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{3}
+}
+
+// FreeReason says why a block ended (values 1-6 equal the hook's enum
+// strata_free_reason).
+type FreeReason int32
+
+const (
+	FreeReason_FREE_REASON_UNSPECIFIED FreeReason = 0
+	FreeReason_FREE_REASON_REMOVED     FreeReason = 1 // MemoryStore.remove: unpersist, cleanup
+	FreeReason_FREE_REASON_EVICTED     FreeReason = 2 // evicted to make room for another block
+	FreeReason_FREE_REASON_PAGE_FREED  FreeReason = 3 // TaskMemoryManager.freePage
+	FreeReason_FREE_REASON_TASK_END    FreeReason = 4 // a page freed by the task's final cleanup
+	FreeReason_FREE_REASON_CLEARED     FreeReason = 5 // MemoryStore.clear: the block manager stopped
+	FreeReason_FREE_REASON_COLLECTED   FreeReason = 6 // the hook found the block's heap array collected
+	FreeReason_FREE_REASON_SESSION_END FreeReason = 7 // the agent: the hook session ended (the JVM exited)
+)
+
+// Enum value maps for FreeReason.
+var (
+	FreeReason_name = map[int32]string{
+		0: "FREE_REASON_UNSPECIFIED",
+		1: "FREE_REASON_REMOVED",
+		2: "FREE_REASON_EVICTED",
+		3: "FREE_REASON_PAGE_FREED",
+		4: "FREE_REASON_TASK_END",
+		5: "FREE_REASON_CLEARED",
+		6: "FREE_REASON_COLLECTED",
+		7: "FREE_REASON_SESSION_END",
+	}
+	FreeReason_value = map[string]int32{
+		"FREE_REASON_UNSPECIFIED": 0,
+		"FREE_REASON_REMOVED":     1,
+		"FREE_REASON_EVICTED":     2,
+		"FREE_REASON_PAGE_FREED":  3,
+		"FREE_REASON_TASK_END":    4,
+		"FREE_REASON_CLEARED":     5,
+		"FREE_REASON_COLLECTED":   6,
+		"FREE_REASON_SESSION_END": 7,
+	}
+)
+
+func (x FreeReason) Enum() *FreeReason {
+	p := new(FreeReason)
+	*p = x
+	return p
+}
+
+func (x FreeReason) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FreeReason) Descriptor() protoreflect.EnumDescriptor {
+	return file_strata_v1_record_proto_enumTypes[4].Descriptor()
+}
+
+func (FreeReason) Type() protoreflect.EnumType {
+	return &file_strata_v1_record_proto_enumTypes[4]
+}
+
+func (x FreeReason) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FreeReason.Descriptor instead.
+func (FreeReason) EnumDescriptor() ([]byte, []int) {
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{4}
+}
+
 // PageState bits, ORed into PageRun.state.
 type PageState int32
 
@@ -255,11 +387,11 @@ func (x PageState) String() string {
 }
 
 func (PageState) Descriptor() protoreflect.EnumDescriptor {
-	return file_strata_v1_record_proto_enumTypes[3].Descriptor()
+	return file_strata_v1_record_proto_enumTypes[5].Descriptor()
 }
 
 func (PageState) Type() protoreflect.EnumType {
-	return &file_strata_v1_record_proto_enumTypes[3]
+	return &file_strata_v1_record_proto_enumTypes[5]
 }
 
 func (x PageState) Number() protoreflect.EnumNumber {
@@ -268,7 +400,7 @@ func (x PageState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PageState.Descriptor instead.
 func (PageState) EnumDescriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{3}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{5}
 }
 
 // FaultKind classifies one sampled fault (x86 error code: bit 1 write, bit 4 fetch).
@@ -314,11 +446,11 @@ func (x FaultKind) String() string {
 }
 
 func (FaultKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_strata_v1_record_proto_enumTypes[4].Descriptor()
+	return file_strata_v1_record_proto_enumTypes[6].Descriptor()
 }
 
 func (FaultKind) Type() protoreflect.EnumType {
-	return &file_strata_v1_record_proto_enumTypes[4]
+	return &file_strata_v1_record_proto_enumTypes[6]
 }
 
 func (x FaultKind) Number() protoreflect.EnumNumber {
@@ -327,20 +459,35 @@ func (x FaultKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FaultKind.Descriptor instead.
 func (FaultKind) EnumDescriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{4}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{6}
 }
 
 // SparkBlock names a block the way Spark does.
 type SparkBlock struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AppId         string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`                // spark.app.id, e.g. application_1526555215992_0001
-	ExecutorId    string                 `protobuf:"bytes,2,opt,name=executor_id,json=executorId,proto3" json:"executor_id,omitempty"` // "1", "driver"
-	RddId         int32                  `protobuf:"varint,3,opt,name=rdd_id,json=rddId,proto3" json:"rdd_id,omitempty"`               // -1 when the block is not an RDD block
-	Partition     int32                  `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`                    // -1 when not applicable
-	BlockId       string                 `protobuf:"bytes,5,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`          // Spark's BlockId name, e.g. rdd_7_3, or page_<task>_<n>
-	Mode          MemoryMode             `protobuf:"varint,6,opt,name=mode,proto3,enum=strata.v1.MemoryMode" json:"mode,omitempty"`
-	Location      MemoryLocation         `protobuf:"varint,7,opt,name=location,proto3,enum=strata.v1.MemoryLocation" json:"location,omitempty"`
-	HookBlockId   uint64                 `protobuf:"varint,8,opt,name=hook_block_id,json=hookBlockId,proto3" json:"hook_block_id,omitempty"` // the hook's numeric id, unique per process
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	AppId       string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`                // spark.app.id, e.g. application_1526555215992_0001
+	ExecutorId  string                 `protobuf:"bytes,2,opt,name=executor_id,json=executorId,proto3" json:"executor_id,omitempty"` // "1", "driver"
+	RddId       int32                  `protobuf:"varint,3,opt,name=rdd_id,json=rddId,proto3" json:"rdd_id,omitempty"`               // -1 when the block is not an RDD block
+	Partition   int32                  `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`                    // -1 when not applicable
+	BlockId     string                 `protobuf:"bytes,5,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`          // Spark's BlockId name, e.g. rdd_7_3, or page_<task>_<n>
+	Mode        MemoryMode             `protobuf:"varint,6,opt,name=mode,proto3,enum=strata.v1.MemoryMode" json:"mode,omitempty"`
+	Location    MemoryLocation         `protobuf:"varint,7,opt,name=location,proto3,enum=strata.v1.MemoryLocation" json:"location,omitempty"`
+	HookBlockId uint64                 `protobuf:"varint,8,opt,name=hook_block_id,json=hookBlockId,proto3" json:"hook_block_id,omitempty"` // the hook's numeric id, unique per process
+	Kind        BlockKind              `protobuf:"varint,9,opt,name=kind,proto3,enum=strata.v1.BlockKind" json:"kind,omitempty"`
+	// object_graph: the range is a deserialized block's array of references;
+	// the objects they point to were not walked and are not in the range.
+	ObjectGraph bool `protobuf:"varint,10,opt,name=object_graph,json=objectGraph,proto3" json:"object_graph,omitempty"`
+	// A Spark block held in several buffers (a ChunkedByteBuffer's chunks) is
+	// several hook blocks with the same block_id: this range is chunk
+	// `chunk` of `chunks` (0 of 1 for a block in one buffer; 0 of 0 when the
+	// reporter does not say).
+	Chunk  uint32 `protobuf:"varint,11,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	Chunks uint32 `protobuf:"varint,12,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	// The task that put the block or allocated the page; -1 outside a task.
+	// Meaningful only when kind is set (older records leave them 0).
+	StageId       int32 `protobuf:"varint,13,opt,name=stage_id,json=stageId,proto3" json:"stage_id,omitempty"`
+	StageAttempt  int32 `protobuf:"varint,14,opt,name=stage_attempt,json=stageAttempt,proto3" json:"stage_attempt,omitempty"`
+	TaskAttemptId int64 `protobuf:"varint,15,opt,name=task_attempt_id,json=taskAttemptId,proto3" json:"task_attempt_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -427,6 +574,55 @@ func (x *SparkBlock) GetLocation() MemoryLocation {
 func (x *SparkBlock) GetHookBlockId() uint64 {
 	if x != nil {
 		return x.HookBlockId
+	}
+	return 0
+}
+
+func (x *SparkBlock) GetKind() BlockKind {
+	if x != nil {
+		return x.Kind
+	}
+	return BlockKind_BLOCK_KIND_UNSPECIFIED
+}
+
+func (x *SparkBlock) GetObjectGraph() bool {
+	if x != nil {
+		return x.ObjectGraph
+	}
+	return false
+}
+
+func (x *SparkBlock) GetChunk() uint32 {
+	if x != nil {
+		return x.Chunk
+	}
+	return 0
+}
+
+func (x *SparkBlock) GetChunks() uint32 {
+	if x != nil {
+		return x.Chunks
+	}
+	return 0
+}
+
+func (x *SparkBlock) GetStageId() int32 {
+	if x != nil {
+		return x.StageId
+	}
+	return 0
+}
+
+func (x *SparkBlock) GetStageAttempt() int32 {
+	if x != nil {
+		return x.StageAttempt
+	}
+	return 0
+}
+
+func (x *SparkBlock) GetTaskAttemptId() int64 {
+	if x != nil {
+		return x.TaskAttemptId
 	}
 	return 0
 }
@@ -660,7 +856,8 @@ type Record struct {
 	// A FAULT record is either one sampled fault (fault_kind set, vaddr the
 	// faulting address, runs the page it got) or a block's cumulative
 	// counters (faults set, vaddr/length the block, no runs).
-	FaultKind     FaultKind `protobuf:"varint,13,opt,name=fault_kind,json=faultKind,proto3,enum=strata.v1.FaultKind" json:"fault_kind,omitempty"`
+	FaultKind     FaultKind  `protobuf:"varint,13,opt,name=fault_kind,json=faultKind,proto3,enum=strata.v1.FaultKind" json:"fault_kind,omitempty"`
+	FreeReason    FreeReason `protobuf:"varint,14,opt,name=free_reason,json=freeReason,proto3,enum=strata.v1.FreeReason" json:"free_reason,omitempty"` // FREE records: why the block ended
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -784,6 +981,13 @@ func (x *Record) GetFaultKind() FaultKind {
 		return x.FaultKind
 	}
 	return FaultKind_FAULT_KIND_UNSPECIFIED
+}
+
+func (x *Record) GetFreeReason() FreeReason {
+	if x != nil {
+		return x.FreeReason
+	}
+	return FreeReason_FREE_REASON_UNSPECIFIED
 }
 
 // WorkloadCounters are perf-stat style counters of one traced process over
@@ -1174,7 +1378,7 @@ var File_strata_v1_record_proto protoreflect.FileDescriptor
 
 const file_strata_v1_record_proto_rawDesc = "" +
 	"\n" +
-	"\x16strata/v1/record.proto\x12\tstrata.v1\"\x9a\x02\n" +
+	"\x16strata/v1/record.proto\x12\tstrata.v1\"\xfd\x03\n" +
 	"\n" +
 	"SparkBlock\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1f\n" +
@@ -1185,7 +1389,15 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\bblock_id\x18\x05 \x01(\tR\ablockId\x12)\n" +
 	"\x04mode\x18\x06 \x01(\x0e2\x15.strata.v1.MemoryModeR\x04mode\x125\n" +
 	"\blocation\x18\a \x01(\x0e2\x19.strata.v1.MemoryLocationR\blocation\x12\"\n" +
-	"\rhook_block_id\x18\b \x01(\x04R\vhookBlockId\"\xb8\x02\n" +
+	"\rhook_block_id\x18\b \x01(\x04R\vhookBlockId\x12(\n" +
+	"\x04kind\x18\t \x01(\x0e2\x14.strata.v1.BlockKindR\x04kind\x12!\n" +
+	"\fobject_graph\x18\n" +
+	" \x01(\bR\vobjectGraph\x12\x14\n" +
+	"\x05chunk\x18\v \x01(\rR\x05chunk\x12\x16\n" +
+	"\x06chunks\x18\f \x01(\rR\x06chunks\x12\x19\n" +
+	"\bstage_id\x18\r \x01(\x05R\astageId\x12#\n" +
+	"\rstage_attempt\x18\x0e \x01(\x05R\fstageAttempt\x12&\n" +
+	"\x0ftask_attempt_id\x18\x0f \x01(\x03R\rtaskAttemptId\"\xb8\x02\n" +
 	"\aPageRun\x12\x14\n" +
 	"\x05vaddr\x18\x01 \x01(\x04R\x05vaddr\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x12\x14\n" +
@@ -1211,7 +1423,7 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\x05write\x18\x02 \x01(\x04R\x05write\x12\x12\n" +
 	"\x04exec\x18\x03 \x01(\x04R\x04exec\x12\x14\n" +
 	"\x05major\x18\x04 \x01(\x04R\x05major\x12\"\n" +
-	"\funclassified\x18\x05 \x01(\x04R\funclassified\"\xcf\x03\n" +
+	"\funclassified\x18\x05 \x01(\x04R\funclassified\"\x87\x04\n" +
 	"\x06Record\x12$\n" +
 	"\x0etime_unix_nano\x18\x01 \x01(\x03R\ftimeUnixNano\x12-\n" +
 	"\x06access\x18\x02 \x01(\x0e2\x15.strata.v1.AccessKindR\x06access\x12\x10\n" +
@@ -1227,7 +1439,9 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\x06faults\x18\v \x01(\v2\x16.strata.v1.FaultCountsR\x06faults\x12#\n" +
 	"\rresolve_error\x18\f \x01(\tR\fresolveError\x123\n" +
 	"\n" +
-	"fault_kind\x18\r \x01(\x0e2\x14.strata.v1.FaultKindR\tfaultKind\"\xe7\x05\n" +
+	"fault_kind\x18\r \x01(\x0e2\x14.strata.v1.FaultKindR\tfaultKind\x126\n" +
+	"\vfree_reason\x18\x0e \x01(\x0e2\x15.strata.v1.FreeReasonR\n" +
+	"freeReason\"\xe7\x05\n" +
 	"\x10WorkloadCounters\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1f\n" +
 	"\vexecutor_id\x18\x02 \x01(\tR\n" +
@@ -1289,7 +1503,26 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\x0eMemoryLocation\x12\x1f\n" +
 	"\x1bMEMORY_LOCATION_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17MEMORY_LOCATION_ON_HEAP\x10\x01\x12\x1c\n" +
-	"\x18MEMORY_LOCATION_OFF_HEAP\x10\x02*\xf5\x02\n" +
+	"\x18MEMORY_LOCATION_OFF_HEAP\x10\x02*\xd4\x01\n" +
+	"\tBlockKind\x12\x1a\n" +
+	"\x16BLOCK_KIND_UNSPECIFIED\x10\x00\x12\x12\n" +
+	"\x0eBLOCK_KIND_RDD\x10\x01\x12\x18\n" +
+	"\x14BLOCK_KIND_BROADCAST\x10\x02\x12\x16\n" +
+	"\x12BLOCK_KIND_SHUFFLE\x10\x03\x12\x1a\n" +
+	"\x16BLOCK_KIND_TASK_RESULT\x10\x04\x12\x15\n" +
+	"\x11BLOCK_KIND_STREAM\x10\x05\x12\x1c\n" +
+	"\x18BLOCK_KIND_TUNGSTEN_PAGE\x10\x06\x12\x14\n" +
+	"\x10BLOCK_KIND_OTHER\x10\a*\xe2\x01\n" +
+	"\n" +
+	"FreeReason\x12\x1b\n" +
+	"\x17FREE_REASON_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13FREE_REASON_REMOVED\x10\x01\x12\x17\n" +
+	"\x13FREE_REASON_EVICTED\x10\x02\x12\x1a\n" +
+	"\x16FREE_REASON_PAGE_FREED\x10\x03\x12\x18\n" +
+	"\x14FREE_REASON_TASK_END\x10\x04\x12\x17\n" +
+	"\x13FREE_REASON_CLEARED\x10\x05\x12\x19\n" +
+	"\x15FREE_REASON_COLLECTED\x10\x06\x12\x1b\n" +
+	"\x17FREE_REASON_SESSION_END\x10\a*\xf5\x02\n" +
 	"\tPageState\x12\x13\n" +
 	"\x0fPAGE_STATE_NONE\x10\x00\x12\x16\n" +
 	"\x12PAGE_STATE_PRESENT\x10\x01\x12\x16\n" +
@@ -1325,39 +1558,43 @@ func file_strata_v1_record_proto_rawDescGZIP() []byte {
 	return file_strata_v1_record_proto_rawDescData
 }
 
-var file_strata_v1_record_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_strata_v1_record_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
 var file_strata_v1_record_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_strata_v1_record_proto_goTypes = []any{
 	(AccessKind)(0),          // 0: strata.v1.AccessKind
 	(MemoryMode)(0),          // 1: strata.v1.MemoryMode
 	(MemoryLocation)(0),      // 2: strata.v1.MemoryLocation
-	(PageState)(0),           // 3: strata.v1.PageState
-	(FaultKind)(0),           // 4: strata.v1.FaultKind
-	(*SparkBlock)(nil),       // 5: strata.v1.SparkBlock
-	(*PageRun)(nil),          // 6: strata.v1.PageRun
-	(*FaultCounts)(nil),      // 7: strata.v1.FaultCounts
-	(*Record)(nil),           // 8: strata.v1.Record
-	(*WorkloadCounters)(nil), // 9: strata.v1.WorkloadCounters
-	(*Batch)(nil),            // 10: strata.v1.Batch
-	(*NodeInfo)(nil),         // 11: strata.v1.NodeInfo
-	(*Ack)(nil),              // 12: strata.v1.Ack
+	(BlockKind)(0),           // 3: strata.v1.BlockKind
+	(FreeReason)(0),          // 4: strata.v1.FreeReason
+	(PageState)(0),           // 5: strata.v1.PageState
+	(FaultKind)(0),           // 6: strata.v1.FaultKind
+	(*SparkBlock)(nil),       // 7: strata.v1.SparkBlock
+	(*PageRun)(nil),          // 8: strata.v1.PageRun
+	(*FaultCounts)(nil),      // 9: strata.v1.FaultCounts
+	(*Record)(nil),           // 10: strata.v1.Record
+	(*WorkloadCounters)(nil), // 11: strata.v1.WorkloadCounters
+	(*Batch)(nil),            // 12: strata.v1.Batch
+	(*NodeInfo)(nil),         // 13: strata.v1.NodeInfo
+	(*Ack)(nil),              // 14: strata.v1.Ack
 }
 var file_strata_v1_record_proto_depIdxs = []int32{
 	1,  // 0: strata.v1.SparkBlock.mode:type_name -> strata.v1.MemoryMode
 	2,  // 1: strata.v1.SparkBlock.location:type_name -> strata.v1.MemoryLocation
-	0,  // 2: strata.v1.Record.access:type_name -> strata.v1.AccessKind
-	5,  // 3: strata.v1.Record.block:type_name -> strata.v1.SparkBlock
-	6,  // 4: strata.v1.Record.runs:type_name -> strata.v1.PageRun
-	7,  // 5: strata.v1.Record.faults:type_name -> strata.v1.FaultCounts
-	4,  // 6: strata.v1.Record.fault_kind:type_name -> strata.v1.FaultKind
-	8,  // 7: strata.v1.Batch.records:type_name -> strata.v1.Record
-	9,  // 8: strata.v1.Batch.workloads:type_name -> strata.v1.WorkloadCounters
-	11, // 9: strata.v1.Batch.node:type_name -> strata.v1.NodeInfo
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	3,  // 2: strata.v1.SparkBlock.kind:type_name -> strata.v1.BlockKind
+	0,  // 3: strata.v1.Record.access:type_name -> strata.v1.AccessKind
+	7,  // 4: strata.v1.Record.block:type_name -> strata.v1.SparkBlock
+	8,  // 5: strata.v1.Record.runs:type_name -> strata.v1.PageRun
+	9,  // 6: strata.v1.Record.faults:type_name -> strata.v1.FaultCounts
+	6,  // 7: strata.v1.Record.fault_kind:type_name -> strata.v1.FaultKind
+	4,  // 8: strata.v1.Record.free_reason:type_name -> strata.v1.FreeReason
+	10, // 9: strata.v1.Batch.records:type_name -> strata.v1.Record
+	11, // 10: strata.v1.Batch.workloads:type_name -> strata.v1.WorkloadCounters
+	13, // 11: strata.v1.Batch.node:type_name -> strata.v1.NodeInfo
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_record_proto_init() }
@@ -1371,7 +1608,7 @@ func file_strata_v1_record_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_record_proto_rawDesc), len(file_strata_v1_record_proto_rawDesc)),
-			NumEnums:      5,
+			NumEnums:      7,
 			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
