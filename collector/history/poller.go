@@ -56,8 +56,11 @@ type Config struct {
 	// HTTPClient talks to history servers (TLS, authentication); default
 	// the fetcher's.
 	HTTPClient *http.Client
+	// MaxJobBytes bounds the memory of one job's model (fetcher.Options);
+	// 0 takes the fetcher's default. A job over it is reported and skipped.
+	MaxJobBytes int64
 	// Fetch reads a source; default fetcher.Options{HTTPClient, Skip:
-	// sink.HasJob}.Fetch.
+	// sink.HasJob, MaxJobBytes}.Fetch.
 	Fetch FetchFunc
 	// Now returns the analysis time; default time.Now.
 	Now func() time.Time
@@ -128,7 +131,7 @@ func New(cfg Config, a Analyzer, s Sink) (*Poller, error) {
 	if cfg.Fetch == nil {
 		// History servers list every job they keep: ask the sink before
 		// downloading one in detail.
-		cfg.Fetch = fetcher.Options{HTTPClient: cfg.HTTPClient, Skip: s.HasJob}.Fetch
+		cfg.Fetch = fetcher.Options{HTTPClient: cfg.HTTPClient, Skip: s.HasJob, MaxJobBytes: cfg.MaxJobBytes}.Fetch
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -230,3 +230,31 @@ func TestPollerAnalyzerError(t *testing.T) {
 		t.Fatalf("next poll: %+v, %v, %d puts; want the job analysed", st, err, sink.puts)
 	}
 }
+
+// MaxJobBytes reaches the fetcher: a job whose model would pass it is
+// reported and skipped; with the default the same job is analysed.
+func TestPollerMaxJobBytes(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.Create(filepath.Join(dir, "application_1700000000000_0011"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen.WriteSparkLog(f, gen.SparkApp{AppID: "application_1700000000000_0011", TasksPerStage: 200})
+	f.Close()
+	for _, tc := range []struct {
+		max  int64
+		want Stats
+	}{
+		{64 << 10, Stats{Units: 1, Errors: 1}},
+		{0, Stats{Units: 1, Analyzed: 1}},
+	} {
+		sink := &memSink{}
+		p, err := New(Config{Sources: []string{dir}, Logger: quiet(), MaxJobBytes: tc.max}, engine(t), sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := p.Poll(context.Background()); err != nil || got != tc.want {
+			t.Fatalf("max %d: poll %+v %v, want %+v", tc.max, got, err, tc.want)
+		}
+	}
+}

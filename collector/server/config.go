@@ -37,6 +37,10 @@ type Config struct {
 	History []string `json:"history"`
 	// HistoryInterval is the time between polls.
 	HistoryInterval Duration `json:"history_interval"`
+	// HistoryMaxJobBytes bounds the memory one job's model may take while
+	// it is read (estimated); a job over it is reported and skipped. 0 takes
+	// the fetcher's default (1 GiB).
+	HistoryMaxJobBytes int64 `json:"history_max_job_bytes"`
 	// Heuristics is a YAML file overriding the heuristics' thresholds.
 	Heuristics string `json:"heuristics"`
 }
@@ -128,6 +132,7 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 		c.HistoryInterval = Duration(d)
 		return err
 	})
+	fs.Int64Var(&c.HistoryMaxJobBytes, "history-max-job-bytes", c.HistoryMaxJobBytes, "memory one job's model may take while read; larger jobs are skipped (0 = 1 GiB)")
 	fs.StringVar(&c.Heuristics, "heuristics", c.Heuristics, "YAML file overriding heuristic thresholds")
 	fs.Func("shutdown-grace", "how long running calls may finish on stop (default 10s)", func(s string) error {
 		d, err := time.ParseDuration(s)
@@ -194,6 +199,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative threads %d", ErrInvalidConfig, c.Threads)
 	case c.ShutdownGrace <= 0:
 		return fmt.Errorf("%w: shutdown grace %v must be positive", ErrInvalidConfig, time.Duration(c.ShutdownGrace))
+	case c.HistoryMaxJobBytes < 0:
+		return fmt.Errorf("%w: history max job bytes %d is negative", ErrInvalidConfig, c.HistoryMaxJobBytes)
 	case len(c.History) > 0 && c.HistoryInterval <= 0:
 		return fmt.Errorf("%w: history interval %v must be positive", ErrInvalidConfig, time.Duration(c.HistoryInterval))
 	}

@@ -142,7 +142,8 @@ func jobHistoryPoller(c Config, st store.JobStore, traces store.SummaryReader, l
 	if err != nil {
 		return nil, err
 	}
-	p, err := history.New(history.Config{Sources: c.History, Interval: time.Duration(c.HistoryInterval), Logger: log},
+	p, err := history.New(history.Config{Sources: c.History, Interval: time.Duration(c.HistoryInterval), Logger: log,
+		MaxJobBytes: c.HistoryMaxJobBytes},
 		analyzer{engine: eng, traces: traces, log: log.With("component", "analyzer")}, st)
 	if err != nil {
 		return nil, err
