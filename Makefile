@@ -6,9 +6,25 @@ GOTESTFLAGS ?= -count=1 -timeout 15m
 FUZZTIME ?= 30s
 export STRATA_SAMPLES ?= $(abspath ../shared/data)
 
+# Real Apache Spark for the JVM hook's tests and demo: the pyspark source
+# distributions on PyPI carry a complete Spark (jars, bin/) under deps/.
+# `make deps` unpacks them into DEPS (ignored by git); pinned so that CI and
+# every developer test the same releases (latest 3.5.x and 4.x when pinned).
+DEPS := $(abspath .deps)
+SPARK_3.5 := 3.5.9
+SPARK_4 := 4.3.0
+SPARK ?= 3.5
+SPARK_VERSIONS := $(SPARK_3.5) $(SPARK_4)
+spark_home = $(DEPS)/spark/spark-$(1)
+PIP ?= python3 -m pip
+# The JVM hook: Maven builds the Java agent, gcc the native library.
+MVN ?= mvn
+MVNFLAGS ?= -q -B
+JVMHOOK_OUT := $(abspath $(BIN))/jvmhook
+
 APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler libasm-java gcc make
 
-.PHONY: help deps generate build test bench demo fuzz clean check-generated vmlinux
+.PHONY: help deps deps-spark spark-home generate build jvmhook jvmhook-test test bench demo fuzz clean check-generated vmlinux
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -20,6 +36,27 @@ deps: ## install what a fresh machine lacks (apt packages, Go modules)
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 	$(GO) mod download
+	@$(MAKE) -s deps-spark
+
+# One Spark release: download the pyspark sdist with pip (no install, no
+# build), unpack its deps/ folder as SPARK_HOME, drop the archive. The stamp
+# file makes a re-run a no-op.
+$(DEPS)/spark/spark-%/.installed:
+	@echo "installing Spark $* into $(call spark_home,$*)"
+	@rm -rf $(DEPS)/spark/dl-$* $(call spark_home,$*) && mkdir -p $(DEPS)/spark/dl-$*
+	$(PIP) download --quiet --no-deps -d $(DEPS)/spark/dl-$* pyspark==$*
+	mkdir -p $(call spark_home,$*)
+	tar -xzf $(DEPS)/spark/dl-$*/pyspark-$*.tar.gz -C $(call spark_home,$*) --strip-components=2 pyspark-$*/deps
+	@test -x $(call spark_home,$*)/bin/spark-submit && ls $(call spark_home,$*)/jars/spark-core_*-$*.jar >/dev/null
+	@rm -rf $(DEPS)/spark/dl-$*
+	@touch $@
+
+deps-spark: $(foreach v,$(SPARK_VERSIONS),$(DEPS)/spark/spark-$(v)/.installed) ## install Spark 3.5 and 4 (pyspark from PyPI) into .deps/
+
+spark-home: ## print SPARK_HOME of SPARK=3.5 or SPARK=4 (make -s spark-home SPARK=4)
+	@v="$(SPARK_$(SPARK))"; if [ -z "$$v" ]; then echo "unknown SPARK=$(SPARK) (3.5 or 4)" >&2; exit 2; fi; \
+	h="$(DEPS)/spark/spark-$$v"; if [ ! -f "$$h/.installed" ]; then echo "Spark $$v not installed: run make deps" >&2; exit 1; fi; \
+	echo "$$h"
 
 generate: ## regenerate protos, BPF objects and vmlinux-derived code (byte-identical)
 	$(GO) generate ./...
