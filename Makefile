@@ -17,14 +17,27 @@ SPARK ?= 3.5
 SPARK_VERSIONS := $(SPARK_3.5) $(SPARK_4)
 spark_home = $(DEPS)/spark/spark-$(1)
 PIP ?= python3 -m pip
-# The JVM hook: Maven builds the Java agent, gcc the native library.
+# The JVM hook: Maven builds the Java agent, gcc the native library; both
+# land in bin/jvmhook/ (what `strata hook-opts` points at when run from bin/).
 MVN ?= mvn
 MVNFLAGS ?= -q -B
-JVMHOOK_OUT := $(abspath $(BIN))/jvmhook
+JAVA_HOME ?= $(patsubst %/bin/javac,%,$(realpath $(shell command -v javac)))
+HOOK_OUT := $(BIN)/jvmhook
+HOOK_JAR := $(HOOK_OUT)/strata-hook.jar
+HOOK_LIB := $(HOOK_OUT)/libstratahook.so
+HOOK_JAVA := $(shell find jvmhook/java/src -name '*.java' 2>/dev/null)
+HOOK_C := jvmhook/native/hook.c jvmhook/native/registry.c jvmhook/native/frame.c
+HOOK_H := jvmhook/include/strata_hook.h jvmhook/native/frame.h jvmhook/native/registry.h
+# The same flags as test/workload.CFlags, plus what a JNI library needs.
+HOOK_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O2 -fvisibility=hidden -fPIC -shared \
+	-Ijvmhook/include -Ijvmhook/native -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
+# The test Spark job, compiled against each installed Spark.
+SPARKJOB_SRC := $(shell find test/spark/job -name '*.java' 2>/dev/null)
+SPARKJOBS := $(foreach v,$(SPARK_VERSIONS),$(if $(wildcard $(DEPS)/spark/spark-$(v)/.installed),$(BIN)/sparkjob/sparkjob-$(v).jar))
 
 APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler libasm-java gcc make
 
-.PHONY: help deps deps-spark spark-home generate build jvmhook jvmhook-test test bench demo fuzz clean check-generated vmlinux
+.PHONY: help deps deps-spark spark-home generate build jvmhook test bench demo fuzz clean check-generated vmlinux
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -67,12 +80,28 @@ vmlinux: ## regenerate bpf/include/vmlinux.h from this kernel's BTF (not part of
 check-generated: generate ## fail when generated code differs from what is committed
 	git diff --exit-code -- '*.pb.go' '*_bpfel.go' '*_bpfel.o'
 
-build: ## build the binaries into bin/
+build: jvmhook ## build the binaries, the JVM hook and the test Spark job into bin/
 	$(GO) build -o $(BIN)/ ./cmd/...
-	@if [ -f jvmhook/Makefile ]; then $(MAKE) -C jvmhook; fi
+
+jvmhook: $(HOOK_JAR) $(HOOK_LIB) $(SPARKJOBS) ## build the Java agent (Maven) and libstratahook.so (gcc)
+
+$(HOOK_JAR): jvmhook/java/pom.xml $(HOOK_JAVA)
+	@mkdir -p $(HOOK_OUT)
+	$(MVN) $(MVNFLAGS) -f jvmhook/java/pom.xml package
+	cp jvmhook/build/maven/strata-hook.jar $@
+
+$(HOOK_LIB): $(HOOK_C) $(HOOK_H)
+	@mkdir -p $(HOOK_OUT)
+	$(CC) $(HOOK_CFLAGS) -o $@ $(HOOK_C) -lpthread
+
+$(BIN)/sparkjob/sparkjob-%.jar: $(SPARKJOB_SRC) $(DEPS)/spark/spark-%/.installed
+	@rm -rf $(BIN)/sparkjob/classes-$* && mkdir -p $(BIN)/sparkjob/classes-$*
+	javac -Xlint:all,-path -Werror --release 17 -d $(BIN)/sparkjob/classes-$* \
+		-cp '$(DEPS)/spark/spark-$*/jars/*' $(SPARKJOB_SRC)
+	jar cf $@ -C $(BIN)/sparkjob/classes-$* .
+	@rm -rf $(BIN)/sparkjob/classes-$*
 
 test: build ## run every test (root-only tests skip with a reason when not root)
-	@if [ -f jvmhook/Makefile ]; then $(MAKE) -C jvmhook test; fi
 	$(GO) vet ./...
 	STRATA_BIN=$(abspath $(BIN)) $(GO) test $(GOTESTFLAGS) ./...
 
