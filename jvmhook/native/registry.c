@@ -41,6 +41,7 @@ static uint64_t sent_before, dropped_before, reported_dropped;
 static uint64_t connects, moves, collected;
 static char app_id[STRATA_STR_MAX + 1], executor_id[STRATA_STR_MAX + 1];
 static int identified;
+static int connect_now; /* atomic: identify asks for a connect at once */
 static jweak *graveyard;
 static size_t grave_n, grave_cap;
 
@@ -350,6 +351,7 @@ void reg_identify(const char *app, const char *exec)
 	snprintf(executor_id, sizeof(executor_id), "%s", exec ? exec : "");
 	identified = 1;
 	pthread_mutex_unlock(&mu);
+	__atomic_store_n(&connect_now, 1, __ATOMIC_RELEASE);
 	if (wake_fd >= 0) {
 		uint64_t one = 1;
 		ssize_t n = write(wake_fd, &one, sizeof(one));
@@ -532,7 +534,8 @@ static void *hook_thread(void *arg)
 		empty_graveyard(env);
 		check_peer();
 		now = now_ms();
-		if (now - last_try >= (uint64_t)cfg.reconnect_ms) {
+		if (__atomic_exchange_n(&connect_now, 0, __ATOMIC_ACQ_REL) ||
+		    now - last_try >= (uint64_t)cfg.reconnect_ms) {
 			last_try = now;
 			try_connect();
 		}

@@ -55,9 +55,12 @@ func sparkConf(offheap bool, extra ...string) []string {
 		"spark.sql.shuffle.partitions=2",
 		"spark.buffer.pageSize=1m",
 		"spark.sql.adaptive.enabled=false",
+		// The stamps must be readable in memory: Spark 4 compresses
+		// serialized RDD blocks by default, 3.5 does not.
+		"spark.rdd.compress=false",
 	}
 	if offheap {
-		conf = append(conf, "spark.memory.offHeap.enabled=true", "spark.memory.offHeap.size=64m")
+		conf = append(conf, "spark.memory.offHeap.enabled=true", "spark.memory.offHeap.size=32m")
 	}
 	return append(conf, extra...)
 }

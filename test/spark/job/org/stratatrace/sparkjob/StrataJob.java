@@ -19,7 +19,8 @@ import org.apache.spark.storage.StorageLevel;
 /**
  * The Spark job of Strata's real-Spark tests (test/spark) and demo: it caches
  * RDDs and a DataFrame, sorts enough rows for Tungsten pages, forces GCs,
- * unpersists one RDD and overfills storage memory so Spark evicts blocks.
+ * unpersists one RDD, caches a victim RDD and then overfills storage memory
+ * so Spark evicts blocks.
  * Built by make against each installed Spark (bin/sparkjob-VERSION.jar).
  *
  * Every record of the stamped RDDs is a byte[] of RECORD bytes made of
@@ -84,10 +85,14 @@ public final class StrataJob {
         ser.unpersist(true);
         step(in, "unpersisted", sc, "\"rdd\":" + ser.id());
 
+        // A victim in the same memory mode as the evicting RDD (eviction only
+        // takes blocks of the mode it needs memory in), then more than fits.
+        JavaRDD<byte[]> victim = stamped(sc, parts, records, record);
+        victim.setName("victim").persist(serLevel).count();
         int evictParts = Math.max(1, evictMb * (1 << 20) / (records * record));
         JavaRDD<byte[]> big = stamped(sc, evictParts, records, record);
         big.setName("evictor").persist(serLevel).count();
-        step(in, "evicted", sc, "\"rdd\":" + big.id());
+        step(in, "evicted", sc, "\"rdd\":" + big.id() + ",\"victim\":" + victim.id());
 
         spark.stop();
         System.out.println("{\"step\":\"done\"}");

@@ -56,7 +56,13 @@ final class Spark {
         }
         synchronized (Spark.class) {
             if (cached == null || cached.loader != l) {
-                cached = new Spark(l);
+                try {
+                    cached = new Spark(l);
+                } catch (RuntimeException | LinkageError e) {
+                    Blocks.enabled = false; // a Spark this hook does not know: stay out of its way
+                    System.err.println("strata-hook: off: " + e);
+                    throw e;
+                }
             }
             return cached;
         }
@@ -67,27 +73,28 @@ final class Spark {
     private Spark(ClassLoader l) {
         loader = l;
         Class<?> memoryStore = cls("org.apache.spark.storage.memory.MemoryStore");
-        entries = virtual(memoryStore, "entries", Object.class);
+        entries = virtual(memoryStore, "entries", java.util.LinkedHashMap.class);
         serializedEntry = cls("org.apache.spark.storage.memory.SerializedMemoryEntry");
         deserializedEntry = cls("org.apache.spark.storage.memory.DeserializedMemoryEntry");
-        serializedBuffer = virtual(serializedEntry, "buffer", Object.class);
+        Class<?> cbb = cls("org.apache.spark.util.io.ChunkedByteBuffer");
+        serializedBuffer = virtual(serializedEntry, "buffer", cbb);
         deserializedValue = virtual(deserializedEntry, "value", Object.class);
-        chunks = virtual(cls("org.apache.spark.util.io.ChunkedByteBuffer"), "chunks", Object.class);
-        blockName = virtual(cls("org.apache.spark.storage.BlockId"), "name", Object.class);
+        chunks = virtual(cbb, "chunks", java.nio.ByteBuffer[].class);
+        blockName = virtual(cls("org.apache.spark.storage.BlockId"), "name", String.class);
         rddBlockId = cls("org.apache.spark.storage.RDDBlockId");
         rddBlockRdd = virtual(rddBlockId, "rddId", int.class);
         rddBlockSplit = virtual(rddBlockId, "splitIndex", int.class);
         Class<?> tc = cls("org.apache.spark.TaskContext");
-        taskContextGet = stat(tc, "get");
+        taskContextGet = stat(tc, "get", tc);
         stageId = virtual(tc, "stageId", int.class);
         stageAttempt = virtual(tc, "stageAttemptNumber", int.class);
         partitionId = virtual(tc, "partitionId", int.class);
         taskAttemptId = virtual(tc, "taskAttemptId", long.class);
         Class<?> env = cls("org.apache.spark.SparkEnv");
-        sparkEnvGet = stat(env, "get");
-        executorId = virtual(env, "executorId", Object.class);
-        envConf = virtual(env, "conf", Object.class);
         Class<?> conf = cls("org.apache.spark.SparkConf");
+        sparkEnvGet = stat(env, "get", env);
+        executorId = virtual(env, "executorId", String.class);
+        envConf = virtual(env, "conf", conf);
         try {
             confGet = self.findVirtual(conf, "get", MethodType.methodType(String.class, String.class, String.class))
                     .asType(MethodType.methodType(Object.class, Object.class, String.class, String.class));
@@ -96,14 +103,14 @@ final class Spark {
         }
         rddId = virtual(cls("org.apache.spark.rdd.RDD"), "id", int.class);
         Class<?> tmm = cls("org.apache.spark.memory.TaskMemoryManager");
-        tmmTaskAttempt = field(tmm, "taskAttemptId", long.class);
-        pageTable = field(tmm, "pageTable", Object.class);
         Class<?> location = cls("org.apache.spark.unsafe.memory.MemoryLocation");
         Class<?> block = cls("org.apache.spark.unsafe.memory.MemoryBlock");
+        tmmTaskAttempt = field(tmm, "taskAttemptId", long.class, long.class);
+        pageTable = field(tmm, "pageTable", block.arrayType(), Object.class);
         pageObject = virtual(location, "getBaseObject", Object.class);
         pageOffset = virtual(location, "getBaseOffset", long.class);
         pageSize = virtual(block, "size", long.class);
-        pageNumber = field(block, "pageNumber", int.class);
+        pageNumber = field(block, "pageNumber", int.class, int.class);
     }
 
     private Class<?> cls(String name) {
@@ -122,43 +129,35 @@ final class Spark {
         return MethodHandles.privateLookupIn(c, self);
     }
 
-    /** A no-argument instance method, typed (Object)ret. */
+    /**
+     * A no-argument instance method returning ret, typed (Object)ret for
+     * primitives and (Object)Object otherwise. Looked up by name and exact
+     * type, never through Class.getDeclaredMethods, which would load every
+     * type any method of the class mentions (Spark 4 mentions classes that
+     * are not on an executor's class path).
+     */
     private MethodHandle virtual(Class<?> c, String name, Class<?> ret) {
-        for (Class<?> k = c; k != null; k = k.getSuperclass()) {
-            for (java.lang.reflect.Method m : k.getDeclaredMethods()) {
-                if (m.getName().equals(name) && m.getParameterCount() == 0
-                        && !java.lang.reflect.Modifier.isStatic(m.getModifiers())) {
-                    try {
-                        return in(k).unreflect(m).asType(MethodType.methodType(ret, Object.class));
-                    } catch (IllegalAccessException e) {
-                        throw missing(c.getName() + "." + name + "()", e);
-                    }
-                }
-            }
-        }
-        throw missing(c.getName() + "." + name + "()", new NoSuchMethodException(name));
-    }
-
-    /** A no-argument static method, typed ()Object. */
-    private MethodHandle stat(Class<?> c, String name) {
         try {
-            for (java.lang.reflect.Method m : c.getDeclaredMethods()) {
-                if (m.getName().equals(name) && m.getParameterCount() == 0
-                        && java.lang.reflect.Modifier.isStatic(m.getModifiers())) {
-                    return in(c).unreflect(m).asType(MethodType.methodType(Object.class));
-                }
-            }
-        } catch (IllegalAccessException e) {
+            MethodHandle h = in(c).findVirtual(c, name, MethodType.methodType(ret));
+            return h.asType(MethodType.methodType(ret.isPrimitive() ? ret : Object.class, Object.class));
+        } catch (ReflectiveOperationException e) {
             throw missing(c.getName() + "." + name + "()", e);
         }
-        throw missing("static " + c.getName() + "." + name + "()", new NoSuchMethodException(name));
     }
 
-    /** An instance field getter, typed (Object)type. */
-    private MethodHandle field(Class<?> c, String name, Class<?> type) {
+    /** A no-argument static method returning ret, typed ()Object. */
+    private MethodHandle stat(Class<?> c, String name, Class<?> ret) {
         try {
-            java.lang.reflect.Field f = c.getDeclaredField(name);
-            return in(c).unreflectGetter(f).asType(MethodType.methodType(type, Object.class));
+            return in(c).findStatic(c, name, MethodType.methodType(ret)).asType(MethodType.methodType(Object.class));
+        } catch (ReflectiveOperationException e) {
+            throw missing("static " + c.getName() + "." + name + "()", e);
+        }
+    }
+
+    /** An instance field getter, typed (Object)type (type: the field's, or Object). */
+    private MethodHandle field(Class<?> c, String name, Class<?> fieldType, Class<?> type) {
+        try {
+            return in(c).findGetter(c, name, fieldType).asType(MethodType.methodType(type, Object.class));
         } catch (ReflectiveOperationException e) {
             throw missing(c.getName() + "." + name, e);
         }
