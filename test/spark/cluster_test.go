@@ -1,0 +1,358 @@
+package spark
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stratatrace/strata/test/testenv"
+)
+
+// daemon is a process the cluster test started in its own process group
+// (a Spark worker's executors are in its group too); it is killed, group
+// and all, when the test ends.
+type daemon struct {
+	name string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+}
+
+func startDaemon(t *testing.T, name string, env []string, argv ...string) *daemon {
+	t.Helper()
+	d := &daemon{name: name, cmd: exec.Command(argv[0], argv[1:]...), out: &syncBuffer{}}
+	d.cmd.Env = append(os.Environ(), env...)
+	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		d.stop()
+		if t.Failed() {
+			t.Logf("--- %s output (last 4000 bytes):\n%s", name, tail(d.out.String(), 4000))
+		}
+	})
+	return d
+}
+
+// stop ends the daemon's process group (SIGTERM, then SIGKILL) and waits.
+func (d *daemon) stop() {
+	if d.cmd.Process == nil || d.cmd.ProcessState != nil {
+		return
+	}
+	syscall.Kill(-d.cmd.Process.Pid, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func listening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
+}
+
+// node is the Strata side of the test: a collector and an agent.
+type node struct {
+	dir, collector, socket, http string
+	agent                        *daemon
+}
+
+func startNode(t *testing.T) *node {
+	t.Helper()
+	n := &node{dir: t.TempDir()}
+	n.collector = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	startDaemon(t, "collector", nil, testenv.Built(t, "strata-collector"),
+		"--listen", n.collector, "--store-dir", filepath.Join(n.dir, "store"))
+	waitFor(t, "collector", 60*time.Second, func() bool { return listening(n.collector) })
+	n.socket = filepath.Join(n.dir, "hook.sock")
+	n.startAgent(t)
+	return n
+}
+
+func (n *node) startAgent(t *testing.T) {
+	t.Helper()
+	n.http = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	n.agent = startDaemon(t, "agent", nil, testenv.Built(t, "strata-agent"),
+		"--node-name", "spark-node", "--hook-socket", n.socket, "--collector", n.collector,
+		"--spool-dir", filepath.Join(n.dir, "spool"), "--http", n.http, "--flush-interval", "50ms")
+	waitFor(t, "agent", 30*time.Second, func() bool {
+		resp, err := http.Get("http://" + n.http + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
+}
+
+// strata runs the strata CLI against the node's collector.
+func (n *node) strata(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(testenv.Built(t, "strata"), append(args, "--collector", n.collector)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("strata %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// tracePage is one line of `strata trace -o json` (the fields used here).
+type tracePage struct {
+	Time       time.Time `json:"time"`
+	Access     string    `json:"access"`
+	RDD        int32     `json:"rdd"`
+	Partition  int32     `json:"partition"`
+	BlockID    string    `json:"block_id"`
+	ExecutorID string    `json:"executor_id"`
+	PID        uint32    `json:"pid"`
+	Present    bool      `json:"present"`
+}
+
+func (n *node) trace(t *testing.T, app string, args ...string) []tracePage {
+	t.Helper()
+	var out []tracePage
+	dec := json.NewDecoder(strings.NewReader(n.strata(t, append([]string{"trace", "--app", app, "-o", "json"}, args...)...)))
+	for dec.More() {
+		var p tracePage
+		if err := dec.Decode(&p); err != nil {
+			t.Fatalf("decode trace: %v", err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// TestHookCluster runs the job on a standalone cluster the test starts
+// (master, one worker, an executor launched by Spark with the hook in
+// spark.executor.extraJavaOptions) with the real agent and collector, on
+// both Spark series, and checks what a user sees in `strata trace` and
+// `strata faults` against Spark's REST API; it also stops the agent during
+// the job and restarts it.
+func TestHookCluster(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireJava(t)
+	for _, v := range series {
+		t.Run("spark"+v, func(t *testing.T) { runCluster(t, v) })
+	}
+}
+
+func runCluster(t *testing.T, v string) {
+	home := testenv.SparkHome(t, v)
+	n := startNode(t)
+	work := filepath.Join(n.dir, "work")
+	env := []string{"SPARK_HOME=" + home, "SPARK_LOCAL_IP=127.0.0.1", "SPARK_NO_DAEMONIZE=1"}
+	class := filepath.Join(home, "bin", "spark-class")
+	mport, mweb := freePort(t), freePort(t)
+	master := fmt.Sprintf("spark://127.0.0.1:%d", mport)
+	startDaemon(t, "master", env, class, "org.apache.spark.deploy.master.Master",
+		"--host", "127.0.0.1", "--port", strconv.Itoa(mport), "--webui-port", strconv.Itoa(mweb))
+	waitFor(t, "master", 60*time.Second, func() bool { return listening(fmt.Sprintf("127.0.0.1:%d", mport)) })
+	startDaemon(t, "worker", env, class, "org.apache.spark.deploy.worker.Worker",
+		"--host", "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port", strconv.Itoa(freePort(t)),
+		"--work-dir", work, master)
+	waitFor(t, "a worker registered with the master", 60*time.Second, func() bool {
+		var st struct {
+			AliveWorkers int `json:"aliveworkers"`
+		}
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/json/", mweb))
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return json.NewDecoder(resp.Body).Decode(&st) == nil && st.AliveWorkers == 1
+	})
+
+	opts := hookOpts(t, n.socket) + " -XX:+UseParallelGC"
+	j := startJob(t, home, master, sparkConf(false,
+		"spark.executor.extraJavaOptions="+opts, "spark.executor.memory=700m", "spark.executor.cores=2",
+		"spark.cores.max=2", "spark.driver.memory=512m", "spark.ui.port="+strconv.Itoa(freePort(t))),
+		jobFlags(false)...)
+	s := j.next(t, "cached")
+
+	// Every block Spark lists is in strata trace with its RDD and partition,
+	// from the executor (not the driver, which runs without the hook).
+	var execPID uint32
+	for _, rdd := range []int{s.Ser, s.Deser, s.DF} {
+		r, ok := storage(t, s, rdd)
+		if !ok || len(r.Partitions) == 0 {
+			t.Fatalf("Spark lists no cached partitions of RDD %d", rdd)
+		}
+		var pages []tracePage
+		waitFor(t, fmt.Sprintf("RDD %d in strata trace", rdd), 30*time.Second, func() bool {
+			pages = n.trace(t, s.App, "--rdd", strconv.Itoa(rdd))
+			return blocksOf(pages, "alloc") >= len(r.Partitions)
+		})
+		seen := map[string]tracePage{}
+		for _, p := range pages {
+			seen[p.BlockID] = p
+		}
+		for _, p := range r.Partitions {
+			tp, ok := seen[p.BlockName]
+			if !ok || int(tp.RDD) != rdd || int(tp.Partition) != partitionOf(t, p.BlockName) || tp.ExecutorID == "driver" {
+				t.Errorf("block %s (Spark: %d bytes in memory) in strata trace as %+v (found %v)", p.BlockName, p.MemoryUsed, tp, ok)
+			}
+			execPID = tp.PID
+		}
+		// Serialized blocks: the pages the trace lists cover Spark's size.
+		if rdd == s.Ser {
+			for _, p := range r.Partitions {
+				if got, min := pagesOf(pages, p.BlockName), int((p.MemoryUsed+4095)/4096); got < min {
+					t.Errorf("block %s: %d pages in strata trace, Spark's %d bytes need at least %d", p.BlockName, got, p.MemoryUsed, min)
+				}
+			}
+		}
+	}
+	t.Logf("executor pid %d", execPID)
+	// Tungsten pages: allocated and freed, attributed to the executor.
+	all := n.trace(t, s.App)
+	if a, f := pagesNamed(all, "page_", "alloc"), pagesNamed(all, "page_", "free"); a == 0 || f == 0 {
+		t.Errorf("Tungsten pages in strata trace: %d alloc records, %d free records", a, f)
+	}
+	// Faults: the executor touched its blocks.
+	checkFaults(t, n, s.App)
+
+	// The agent stops: the job goes on, the hook drops and counts.
+	n.agent.stop()
+	j.proceed(t)
+	j.next(t, "gc")
+	restart := time.Now()
+	n.startAgent(t)
+	time.Sleep(3 * time.Second) // the hook retries every second
+	j.proceed(t)
+	j.next(t, "unpersisted")
+	// After the restart the trace of live blocks is complete again: every
+	// block Spark still lists was registered anew.
+	for _, rdd := range []int{s.Deser, s.DF} {
+		r, _ := storage(t, s, rdd)
+		var pages []tracePage
+		waitFor(t, fmt.Sprintf("RDD %d re-registered", rdd), 30*time.Second, func() bool {
+			pages = n.trace(t, s.App, "--rdd", strconv.Itoa(rdd))
+			return blocksSince(pages, restart) >= len(r.Partitions)
+		})
+	}
+	// The unpersisted blocks were re-registered after the restart, then freed.
+	freed := map[string]bool{}
+	for _, p := range n.trace(t, s.App, "--rdd", strconv.Itoa(s.Ser)) {
+		if p.Access == "free" && p.Time.After(restart) {
+			freed[p.BlockID] = true
+		}
+	}
+	if len(freed) != s.Parts {
+		t.Errorf("%d blocks of the unpersisted RDD freed after the agent restart, want %d", len(freed), s.Parts)
+	}
+
+	j.proceed(t)
+	j.next(t, "evicted")
+	j.proceed(t)
+	j.finish(t)
+	// The executor's stderr (in the worker's work dir) has the hook's counters.
+	logs, _ := filepath.Glob(filepath.Join(work, s.App, "*", "stderr"))
+	if len(logs) != 1 {
+		t.Fatalf("executor logs %v, want one", logs)
+	}
+	var c map[string]int64
+	waitFor(t, "the executor's exit line", 30*time.Second, func() bool {
+		b, _ := os.ReadFile(logs[0])
+		return strings.Contains(string(b), "strata-hook: sent=")
+	})
+	b, _ := os.ReadFile(logs[0])
+	c = hookCounters(t, string(b))
+	t.Logf("executor hook counters: %v", c)
+	if c["dropped"] == 0 || c["connects"] < 2 || c["errors"] != 0 {
+		t.Errorf("executor hook counters %v: want drops while the agent was down, a reconnect, no errors", c)
+	}
+}
+
+func blocksOf(pages []tracePage, access string) int {
+	b := map[string]bool{}
+	for _, p := range pages {
+		if p.Access == access {
+			b[p.BlockID] = true
+		}
+	}
+	return len(b)
+}
+
+func blocksSince(pages []tracePage, since time.Time) int {
+	b := map[string]bool{}
+	for _, p := range pages {
+		if p.Access == "alloc" && p.Time.After(since) {
+			b[p.BlockID] = true
+		}
+	}
+	return len(b)
+}
+
+// pagesOf counts the distinct pages the trace lists for a block's ALLOC records.
+func pagesOf(pages []tracePage, block string) int {
+	n := 0
+	for _, p := range pages {
+		if p.BlockID == block && p.Access == "alloc" {
+			n++
+		}
+	}
+	return n
+}
+
+func pagesNamed(pages []tracePage, prefix, access string) int {
+	n := 0
+	for _, p := range pages {
+		if strings.HasPrefix(p.BlockID, prefix) && p.Access == access {
+			n++
+		}
+	}
+	return n
+}
+
+// checkFaults: strata faults attributes page faults to the executor's blocks.
+func checkFaults(t *testing.T, n *node, app string) {
+	t.Helper()
+	type row struct {
+		BlockID    string `json:"block_id"`
+		ExecutorID string `json:"executor_id"`
+		Read       uint64 `json:"read"`
+		Write      uint64 `json:"write"`
+	}
+	var rows []row
+	waitFor(t, "faults attributed to blocks", 30*time.Second, func() bool {
+		rows = nil
+		dec := json.NewDecoder(strings.NewReader(n.strata(t, "faults", "--app", app, "-o", "json")))
+		for dec.More() {
+			var r row
+			if dec.Decode(&r) != nil {
+				return false
+			}
+			if r.Read+r.Write > 0 && r.ExecutorID != "driver" {
+				rows = append(rows, r)
+			}
+		}
+		return len(rows) > 0
+	})
+	t.Logf("%d blocks with faults, e.g. %+v", len(rows), rows[0])
+}
