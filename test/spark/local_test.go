@@ -114,7 +114,7 @@ func runLocal(t *testing.T, c localCase) {
 	checkEvicted(t, rec, s, serLoc)
 
 	j.proceed(t)
-	counters := j.finish(t)
+	counters := hookCounters(t, j.finish(t))
 	t.Logf("hook counters: %v", counters)
 	if counters["errors"] != 0 || counters["connects"] != 1 || counters["live"] != 0 || counters["sent"] == 0 {
 		t.Errorf("hook counters %v: want no errors, one connect, nothing live at exit, frames sent", counters)
