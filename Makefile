@@ -35,14 +35,15 @@ HOOK_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O2 -fvisibility=hidden -fPIC -s
 SPARKJOB_SRC := $(shell find test/spark/job -name '*.java' 2>/dev/null)
 SPARKJOBS := $(foreach v,$(SPARK_VERSIONS),$(if $(wildcard $(DEPS)/spark/spark-$(v)/.installed),$(BIN)/sparkjob/sparkjob-$(v).jar))
 
-APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler libasm-java gcc make
+APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler libasm-java gcc make \
+	openjdk-17-jdk-headless maven python3-pip
 
 .PHONY: help deps deps-spark spark-home generate build jvmhook test bench demo fuzz clean check-generated vmlinux
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-deps: ## install what a fresh machine lacks (apt packages, Go modules)
+deps: ## install what a fresh machine lacks (apt packages, Go modules, Spark 3.5 and 4)
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
