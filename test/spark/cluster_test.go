@@ -249,6 +249,10 @@ func runCluster(t *testing.T, v string) {
 	restart := time.Now()
 	n.startAgent(t)
 	time.Sleep(3 * time.Second) // the hook retries every second
+	live := n.metric(t, "strata_live_blocks")
+	if live == 0 {
+		t.Errorf("the restarted agent has no live block: the hook did not register its blocks again")
+	}
 	j.proceed(t)
 	j.next(t, "unpersisted")
 	// After the restart the trace of live blocks is complete again: every
@@ -261,6 +265,10 @@ func runCluster(t *testing.T, v string) {
 			return blocksSince(pages, restart) >= len(r.Partitions)
 		})
 	}
+	// The unpersisted blocks left the agent's registry.
+	waitFor(t, "unpersisted blocks out of the agent's registry", 30*time.Second, func() bool {
+		return n.metric(t, "strata_live_blocks") <= live-float64(s.Parts)
+	})
 	// The unpersisted blocks were re-registered after the restart, then freed.
 	ser := n.trace(t, s.App, "--rdd", strconv.Itoa(s.Ser))
 	if got := blocksSince(ser, restart); got != s.Parts {
@@ -287,6 +295,10 @@ func runCluster(t *testing.T, v string) {
 	j.next(t, "evicted")
 	j.proceed(t)
 	j.finish(t)
+	// The executor is gone with the application: nothing of it stays live.
+	waitFor(t, "an empty registry after the executor exited", 60*time.Second, func() bool {
+		return n.metric(t, "strata_live_blocks") == 0
+	})
 }
 
 // metric reads one value from the agent's /metrics.
