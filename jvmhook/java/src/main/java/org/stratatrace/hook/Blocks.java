@@ -125,11 +125,9 @@ public final class Blocks {
             }
             if (!still && STORED.remove(blockId, ids)) {
                 free(ids, Wire.FREE_REMOVED); // removed while we registered it
-                return;
             }
-            for (long id : ids) {
-                Native.access(id, 0, 0, Wire.ACCESS_WRITE);
-            }
+            // The REGISTER is the put's write (ALLOC): no ACCESS frame on top,
+            // so a put costs one frame per range.
         } catch (Throwable t) {
             fail("MemoryStore put", t);
         }
