@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -232,10 +233,31 @@ void strata_conn_close(struct strata_conn *c)
 	c->fd = -1;
 }
 
+/* The calling thread's kernel tid, asked once per thread (a syscall costs
+ * more than the rest of a frame's header); a forked child asks again. */
+static __thread uint32_t cached_tid;
+
+static void forget_tid(void)
+{
+	cached_tid = 0;
+}
+
+__attribute__((constructor)) static void frame_init(void)
+{
+	pthread_atfork(NULL, NULL, forget_tid);
+}
+
+static uint32_t thread_id(void)
+{
+	if (cached_tid == 0)
+		cached_tid = (uint32_t)syscall(SYS_gettid);
+	return cached_tid;
+}
+
 void strata_conn_meta(struct strata_conn *c, struct strata_frame_meta *m)
 {
 	m->seq = __atomic_fetch_add(&c->seq, 1, __ATOMIC_RELAXED);
-	m->tid = (uint32_t)syscall(SYS_gettid);
+	m->tid = thread_id();
 	m->time_ns = now_ns(CLOCK_REALTIME);
 }
 
