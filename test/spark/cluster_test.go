@@ -203,7 +203,7 @@ func runCluster(t *testing.T, v string) {
 	// from the executor (not the driver, which runs without the hook).
 	var execPID uint32
 	for _, rdd := range []int{s.Ser, s.Deser, s.DF} {
-		r, ok := storage(t, s, rdd)
+		r, ok := storageUntil(t, s, rdd, func(r restRDD, ok bool) bool { return ok && len(r.Partitions) > 0 })
 		if !ok || len(r.Partitions) == 0 {
 			t.Fatalf("Spark lists no cached partitions of RDD %d", rdd)
 		}

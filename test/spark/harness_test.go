@@ -267,6 +267,21 @@ func storage(t *testing.T, s step, rdd int) (r restRDD, ok bool) {
 	return r, ok
 }
 
+// storageUntil polls Spark's view of an RDD until ok accepts it (Spark's
+// REST API follows the block manager through its asynchronous listener
+// bus) and returns the last view.
+func storageUntil(t *testing.T, s step, rdd int, ok func(r restRDD, listed bool) bool) (restRDD, bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		r, listed := storage(t, s, rdd)
+		if ok(r, listed) || time.Now().After(deadline) {
+			return r, listed
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func stageInfo(t *testing.T, s step, id, attempt int) restStage {
 	t.Helper()
 	var st restStage

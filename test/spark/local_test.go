@@ -177,7 +177,7 @@ func waitChunks(t *testing.T, rec *recorder, name string) []hooksrv.Event {
 // those addresses are the block's records.
 func checkSerialized(t *testing.T, rec *recorder, s step, rdd int, loc stratav1.MemoryLocation) {
 	t.Helper()
-	r, ok := storage(t, s, rdd)
+	r, ok := storageUntil(t, s, rdd, func(r restRDD, ok bool) bool { return ok && len(r.Partitions) == s.Parts })
 	if !ok || len(r.Partitions) != s.Parts {
 		t.Fatalf("Spark lists %d cached partitions of RDD %d, want %d", len(r.Partitions), rdd, s.Parts)
 	}
@@ -223,7 +223,7 @@ func checkSerialized(t *testing.T, rec *recorder, s step, rdd int, loc stratav1.
 // in it is set.
 func checkDeserialized(t *testing.T, rec *recorder, s step, rdd int, records int) {
 	t.Helper()
-	r, ok := storage(t, s, rdd)
+	r, ok := storageUntil(t, s, rdd, func(r restRDD, ok bool) bool { return ok && len(r.Partitions) > 0 })
 	if !ok || len(r.Partitions) == 0 {
 		t.Fatalf("Spark lists no cached partitions of RDD %d", rdd)
 	}
@@ -321,7 +321,7 @@ func checkPages(t *testing.T, rec *recorder, s step, offheap bool) {
 // registered was freed with reason.
 func checkGone(t *testing.T, rec *recorder, s step, rdd int, reason hooksrv.FreeReason) {
 	t.Helper()
-	if r, ok := storage(t, s, rdd); ok && len(r.Partitions) > 0 {
+	if r, ok := storageUntil(t, s, rdd, func(r restRDD, ok bool) bool { return !ok || len(r.Partitions) == 0 }); ok && len(r.Partitions) > 0 {
 		t.Errorf("Spark still lists %d partitions of RDD %d", len(r.Partitions), rdd)
 	}
 	time.Sleep(settle / 4)
