@@ -2,11 +2,19 @@
  * registry.c - live blocks, the agent connection and the GC thread (API and
  * rules in registry.h).
  *
- * Locking: one mutex (mu) guards the table, the connection and every send,
- * so frames leave in the order the table changed and a reconnect never races
- * a send on a closing descriptor. No thread makes a JNI or JVMTI call while
- * holding mu: addresses are read before taking it, weak references of freed
- * blocks are queued (graveyard) and deleted by the hook thread outside it.
+ * Locking: one mutex (mu) guards the table, the connection state and the
+ * send queue, so frames are queued in the order the table changed. No thread
+ * makes a JNI or JVMTI call, or a system call that can wait, while holding
+ * mu: addresses are read before taking it, weak references of freed blocks
+ * are queued (graveyard) and deleted by the hook thread outside it.
+ *
+ * Sending: a JVM thread never writes the socket. It encodes its frame into a
+ * byte ring (RING_BYTES; a full ring drops the frame and counts it) and the
+ * hook thread sends what is queued, up to 64 frames per sendmmsg(2). While
+ * frames keep coming the hook thread looks every millisecond, so producers
+ * make no system call at all; after 100 idle milliseconds it sleeps until a
+ * producer wakes it through the eventfd (one write(2) per burst). A frame
+ * waits about a millisecond at most while the hook is busy.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +53,17 @@ static int identified;
 static int connect_now; /* atomic: identify asks for a connect at once */
 static jweak *graveyard;
 static size_t grave_n, grave_cap;
+
+/* The send queue: records of {u32 length, u32 zero, frame} padded to 8
+ * bytes; a length of RING_SKIP means "the rest up to the end is unused".
+ * Positions count bytes ever queued: producers (under mu) advance tail, the
+ * hook thread (the consumer, under drain_mu) advances head. */
+#define RING_BYTES (4u << 20)
+#define RING_SKIP 0xFFFFFFFFu
+static unsigned char ring[RING_BYTES] __attribute__((aligned(8)));
+static uint64_t ring_head, ring_tail; /* atomics */
+static int consumer_asleep;           /* atomic: the hook thread waits for a wake-up */
+static pthread_mutex_t drain_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static struct reg_config cfg;
 static JavaVM *jvm;
@@ -142,21 +162,173 @@ static void bury(jweak ref)
 	graveyard[grave_n++] = ref;
 }
 
-/* A send failed: a closed peer ends the connection (the hook thread
- * reconnects); a full socket only drops. Called with mu held. */
-static void sent(int rc)
+static void wake(void)
 {
-	if (rc == -EPIPE || rc == -ECONNRESET || rc == -ENOTCONN || rc == -ECONNREFUSED) {
-		if (conn.fd >= 0) {
-			close(conn.fd);
-			conn.fd = -1;
-		}
+	uint64_t one = 1;
+	ssize_t n;
+
+	if (wake_fd >= 0)
+		n = write(wake_fd, &one, sizeof(one)); /* eventfd: never blocks */
+	(void)n;
+}
+
+static uint32_t padded(uint32_t len)
+{
+	return 8 + ((len + 7) & ~7u);
+}
+
+/* Queues one encoded frame (len < 0: encoding failed) for the hook thread;
+ * mu held. Not connected or a full queue: the frame is dropped and counted
+ * (its seq is used either way, so the agent sees the gap). */
+static void queue(const void *frame, int len)
+{
+	uint64_t tail = ring_tail, head;
+	uint32_t need, off, room;
+
+	if (len < 0 || conn.fd < 0) {
+		__atomic_fetch_add(&conn.dropped, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	need = padded((uint32_t)len);
+	off = (uint32_t)(tail % RING_BYTES);
+	room = RING_BYTES - off;
+	head = __atomic_load_n(&ring_head, __ATOMIC_ACQUIRE);
+	if (tail + need + (room < need ? room : 0) - head > RING_BYTES) {
+		__atomic_fetch_add(&conn.dropped, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (room < need) { /* records never wrap: skip to the start */
+		uint32_t skip = RING_SKIP;
+
+		memcpy(ring + off, &skip, sizeof(skip));
+		tail += room;
+		off = 0;
+	}
+	memcpy(ring + off, &(uint32_t[2]){ (uint32_t)len, 0 }, 8);
+	memcpy(ring + off + 8, frame, (size_t)len);
+	__atomic_store_n(&ring_tail, tail + need, __ATOMIC_SEQ_CST);
+	/* Paired with the consumer's store of consumer_asleep and its re-read
+	 * of ring_tail: at least one of the two sees the other. */
+	if (__atomic_load_n(&consumer_asleep, __ATOMIC_SEQ_CST))
+		wake();
+}
+
+static void queue_register(struct entry *e)
+{
+	unsigned char buf[STRATA_FRAME_MAX];
+	struct strata_frame_meta m;
+
+	strata_conn_meta(&conn, &m);
+	queue(buf, strata_encode_register(buf, sizeof(buf), &m, &e->args));
+}
+
+static void queue_move(struct entry *e, uint32_t epoch)
+{
+	unsigned char buf[STRATA_HDR_SIZE + STRATA_MOVE_SIZE];
+	struct strata_frame_meta m;
+
+	strata_conn_meta(&conn, &m);
+	queue(buf, strata_encode_move(buf, sizeof(buf), &m, e->id, e->args.vaddr, e->args.length, pid,
+				      epoch));
+}
+
+static void queue_free(uint64_t id, uint8_t reason)
+{
+	unsigned char buf[STRATA_HDR_SIZE + STRATA_FREE_SIZE];
+	struct strata_frame_meta m;
+
+	strata_conn_meta(&conn, &m);
+	queue(buf, strata_encode_free(buf, sizeof(buf), &m, id, reason));
+}
+
+/* Ends the connection (the hook thread reconnects); mu held. */
+static void disconnect(void)
+{
+	if (conn.fd >= 0) {
+		close(conn.fd);
+		__atomic_store_n(&conn.fd, -1, __ATOMIC_RELEASE);
 	}
 }
 
-static void send_register(struct entry *e)
+/* Sends what is queued, up to 64 frames per sendmmsg; returns the frames
+ * taken off the queue. Only the hook thread waits (POLLOUT, up to wait_ms)
+ * for room in a full socket; what still does not fit is dropped and counted. */
+static int drain(int wait_ms)
 {
-	sent(strata_send_register(&conn, &e->args));
+	struct mmsghdr msgs[64];
+	struct iovec iov[64];
+	uint64_t head, tail, next;
+	int n = 0, done = 0, fd;
+
+	if (pthread_mutex_trylock(&drain_mu) != 0)
+		return 0;
+	head = __atomic_load_n(&ring_head, __ATOMIC_ACQUIRE);
+	tail = __atomic_load_n(&ring_tail, __ATOMIC_ACQUIRE);
+	for (next = head; next != tail && n < 64;) {
+		uint32_t off = (uint32_t)(next % RING_BYTES), len;
+
+		memcpy(&len, ring + off, sizeof(len));
+		if (len == RING_SKIP) {
+			next += RING_BYTES - off;
+			continue;
+		}
+		iov[n] = (struct iovec){ .iov_base = ring + off + 8, .iov_len = len };
+		memset(&msgs[n], 0, sizeof(msgs[n]));
+		msgs[n].msg_hdr.msg_iov = &iov[n];
+		msgs[n].msg_hdr.msg_iovlen = 1;
+		next += padded(len);
+		n++;
+	}
+	fd = __atomic_load_n(&conn.fd, __ATOMIC_ACQUIRE);
+	while (done < n && fd >= 0) {
+		int k = sendmmsg(fd, msgs + done, (unsigned)(n - done), MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (k > 0) {
+			done += k;
+			__atomic_fetch_add(&conn.sent, (uint64_t)k, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == EAGAIN && wait_ms > 0) {
+			struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+			if (poll(&p, 1, wait_ms) > 0 && (p.revents & POLLOUT))
+				continue;
+		}
+		if (k < 0 && errno != EAGAIN) {
+			pthread_mutex_lock(&mu);
+			if (conn.fd == fd)
+				disconnect();
+			pthread_mutex_unlock(&mu);
+		}
+		break;
+	}
+	if (n > done)
+		__atomic_fetch_add(&conn.dropped, (uint64_t)(n - done), __ATOMIC_RELAXED);
+	__atomic_store_n(&ring_head, next, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&drain_mu);
+	return n;
+}
+
+/* Drops everything queued (frames for a connection that is gone); mu held,
+ * so no producer runs. */
+static void discard_queue(void)
+{
+	pthread_mutex_lock(&drain_mu);
+	for (uint64_t h = ring_head; h != ring_tail;) {
+		uint32_t off = (uint32_t)(h % RING_BYTES), len;
+
+		memcpy(&len, ring + off, sizeof(len));
+		if (len == RING_SKIP) {
+			h += RING_BYTES - off;
+			continue;
+		}
+		h += padded(len);
+		__atomic_fetch_add(&conn.dropped, 1, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&ring_head, ring_tail, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&drain_mu);
 }
 
 static uint64_t now_ms(void)
@@ -253,7 +425,7 @@ uint64_t reg_add(JNIEnv *env, struct reg_block *b)
 	e->args.block_id = e->id;
 	place(slots, cap, e);
 	count++;
-	send_register(e);
+	queue_register(e);
 	pthread_mutex_unlock(&mu);
 	/* A GC that ran between reading the address and inserting the entry may
 	 * have been rescanned before the entry existed: read it again. */
@@ -267,8 +439,7 @@ uint64_t reg_add(JNIEnv *env, struct reg_block *b)
 		pthread_mutex_lock(&mu);
 		if (find(e->id) == e && e->args.vaddr != a + b->offset) {
 			e->args.vaddr = a + b->offset;
-			sent(strata_send_move(&conn, e->id, e->args.vaddr, e->args.length, pid,
-					      (uint32_t)__atomic_load_n(&gc_finished, __ATOMIC_RELAXED)));
+			queue_move(e, (uint32_t)__atomic_load_n(&gc_finished, __ATOMIC_RELAXED));
 		}
 		pthread_mutex_unlock(&mu);
 	}
@@ -282,7 +453,7 @@ void reg_free(uint64_t id, uint8_t reason)
 	pthread_mutex_lock(&mu);
 	e = take(id);
 	if (e != NULL) {
-		sent(strata_send_free(&conn, id, reason));
+		queue_free(id, reason);
 		bury(e->ref);
 	}
 	pthread_mutex_unlock(&mu);
@@ -292,8 +463,13 @@ void reg_free(uint64_t id, uint8_t reason)
 void reg_access(uint64_t id, uint64_t offset, uint64_t length, uint8_t kind)
 {
 	pthread_mutex_lock(&mu);
-	if (find(id) != NULL)
-		sent(strata_send_access(&conn, id, offset, length, kind));
+	if (find(id) != NULL) {
+		unsigned char buf[STRATA_HDR_SIZE + STRATA_ACCESS_SIZE];
+		struct strata_frame_meta m;
+
+		strata_conn_meta(&conn, &m);
+		queue(buf, strata_encode_access(buf, sizeof(buf), &m, id, offset, length, kind));
+	}
 	pthread_mutex_unlock(&mu);
 }
 
@@ -323,25 +499,30 @@ void reg_stats(struct reg_stats *s)
 	s->gc_epoch = __atomic_load_n(&gc_finished, __ATOMIC_RELAXED);
 }
 
-/* Sends DROPPED; mu held. */
+/* Queues DROPPED; mu held. */
 static void report(void)
 {
-	uint64_t d = __atomic_load_n(&conn.dropped, __ATOMIC_RELAXED);
-	int rc;
+	unsigned char buf[STRATA_HDR_SIZE + STRATA_DROPPED_SIZE];
+	struct strata_frame_meta m;
+	uint64_t d;
 
 	if (conn.fd < 0)
 		return;
-	rc = strata_send_dropped(&conn);
-	if (rc == 0)
-		reported_dropped = dropped_before + d;
-	sent(rc);
+	strata_conn_meta(&conn, &m);
+	d = __atomic_load_n(&conn.dropped, __ATOMIC_RELAXED);
+	queue(buf, strata_encode_dropped(buf, sizeof(buf), &m, d,
+					 __atomic_load_n(&conn.sent, __ATOMIC_RELAXED)));
+	reported_dropped = dropped_before + d;
 }
 
+/* At exit: queues DROPPED and sends what is queued, without waiting. */
 void reg_report(void)
 {
 	pthread_mutex_lock(&mu);
 	report();
 	pthread_mutex_unlock(&mu);
+	while (drain(0) > 0)
+		;
 }
 
 void reg_identify(const char *app, const char *exec)
@@ -352,13 +533,9 @@ void reg_identify(const char *app, const char *exec)
 	identified = 1;
 	pthread_mutex_unlock(&mu);
 	__atomic_store_n(&connect_now, 1, __ATOMIC_RELEASE);
-	if (wake_fd >= 0) {
-		uint64_t one = 1;
-		ssize_t n = write(wake_fd, &one, sizeof(one));
-
-		(void)n;
-	}
+	wake();
 }
+
 
 void reg_gc_start(void)
 {
@@ -367,13 +544,8 @@ void reg_gc_start(void)
 
 void reg_gc_finish(void)
 {
-	uint64_t one = 1;
-	ssize_t n;
-
 	__atomic_fetch_add(&gc_finished, 1, __ATOMIC_RELEASE);
-	if (wake_fd >= 0)
-		n = write(wake_fd, &one, sizeof(one)); /* eventfd: never blocks here */
-	(void)n;
+	wake();
 }
 
 /* Connects, sends HELLO and re-registers every live block (mu held while
@@ -395,6 +567,7 @@ static void try_connect(void)
 	if (rc != 0)
 		return;
 	pthread_mutex_lock(&mu);
+	discard_queue(); /* frames of the old connection never reach the new one */
 	/* A session's DROPPED counts from its HELLO, so the new session starts
 	 * with the drops no agent has heard of yet (those made while no agent
 	 * listened): every drop is reported once. */
@@ -406,6 +579,8 @@ static void try_connect(void)
 		dropped_before = reported_dropped;
 	}
 	conn = nc;
+	/* HELLO goes out at once (the queue is empty); every live block is
+	 * queued behind it before any producer can queue anything else. */
 	rc = strata_send_hello(&conn, &(struct strata_hello_args){
 					      .pid = pid,
 					      .page_size = (uint32_t)sysconf(_SC_PAGESIZE),
@@ -417,13 +592,13 @@ static void try_connect(void)
 				      });
 	if (rc == 0) {
 		connects++;
-		for (size_t i = 0; i < cap && conn.fd >= 0; i++)
+		for (size_t i = 0; i < cap; i++)
 			if (slots[i] != NULL)
-				send_register(slots[i]);
+				queue_register(slots[i]);
 		if (conn.dropped > 0)
 			report();
 	} else {
-		sent(rc);
+		disconnect();
 	}
 	pthread_mutex_unlock(&mu);
 }
@@ -436,7 +611,7 @@ static void check_peer(void)
 	pthread_mutex_lock(&mu);
 	p.fd = conn.fd;
 	if (p.fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLIN)))
-		sent(-EPIPE); /* the agent never writes: any event means it is gone */
+		disconnect(); /* the agent never writes: any event means it is gone */
 	pthread_mutex_unlock(&mu);
 }
 
@@ -483,15 +658,14 @@ static void rescan(JNIEnv *env)
 		if (e != NULL && e->ref == s[i].ref) {
 			if (obj == NULL) {
 				e = take(s[i].id);
-				sent(strata_send_free(&conn, e->id, STRATA_FREE_COLLECTED));
+				queue_free(e->id, STRATA_FREE_COLLECTED);
 				bury(e->ref);
 				collected++;
 				free(e);
 			} else if (e->args.vaddr != a + s[i].offset) {
 				e->args.vaddr = a + s[i].offset;
 				moves++;
-				sent(strata_send_move(&conn, e->id, e->args.vaddr, e->args.length, pid,
-						      epoch));
+				queue_move(e, epoch);
 			}
 		}
 		pthread_mutex_unlock(&mu);
@@ -519,30 +693,52 @@ static void *hook_thread(void *arg)
 {
 	JNIEnv *env;
 	JavaVMAttachArgs aa = { .version = JNI_VERSION_1_8, .name = "strata-hook", .group = NULL };
-	uint64_t last_try = 0;
+	uint64_t last_tick = 0, rescanned = 0;
+	int idle = 0;
 
 	(void)arg;
 	if ((*jvm)->AttachCurrentThreadAsDaemon(jvm, (void **)&env, &aa) != JNI_OK)
 		return NULL;
 	for (;;) {
 		struct pollfd p = { .fd = wake_fd, .events = POLLIN };
-		uint64_t v, now;
-		struct reg_stats st;
+		uint64_t v, now, gcs;
+		int timeout = 1;
 
-		if (poll(&p, 1, cfg.reconnect_ms) > 0 && read(wake_fd, &v, sizeof(v)) == sizeof(v))
+		if (drain(20) > 0) {
+			idle = 0;
+			continue;
+		}
+		if (++idle > 100) {
+			/* Idle: sleep until woken, after saying so and looking at the
+			 * queue once more (see queue). */
+			__atomic_store_n(&consumer_asleep, 1, __ATOMIC_SEQ_CST);
+			timeout = __atomic_load_n(&ring_tail, __ATOMIC_SEQ_CST) !=
+						  __atomic_load_n(&ring_head, __ATOMIC_SEQ_CST) ?
+					  0 :
+					  cfg.reconnect_ms;
+		}
+		if (poll(&p, 1, timeout) > 0)
+			while (read(wake_fd, &v, sizeof(v)) == sizeof(v))
+				;
+		__atomic_store_n(&consumer_asleep, 0, __ATOMIC_SEQ_CST);
+		gcs = __atomic_load_n(&gc_finished, __ATOMIC_ACQUIRE);
+		if (gcs != rescanned) {
+			rescanned = gcs;
 			rescan(env);
+			idle = 0;
+		}
+		now = now_ms();
+		if (!__atomic_exchange_n(&connect_now, 0, __ATOMIC_ACQ_REL) &&
+		    now - last_tick < (uint64_t)cfg.reconnect_ms)
+			continue;
+		/* Once per reconnect_ms, or at once when the ids became known. */
+		last_tick = now;
 		empty_graveyard(env);
 		check_peer();
-		now = now_ms();
-		if (__atomic_exchange_n(&connect_now, 0, __ATOMIC_ACQ_REL) ||
-		    now - last_try >= (uint64_t)cfg.reconnect_ms) {
-			last_try = now;
-			try_connect();
-		}
+		try_connect();
 		/* Let the agent know about drops while they happen. */
-		reg_stats(&st);
 		pthread_mutex_lock(&mu);
-		if (st.dropped != reported_dropped)
+		if (dropped_before + __atomic_load_n(&conn.dropped, __ATOMIC_RELAXED) != reported_dropped)
 			report();
 		pthread_mutex_unlock(&mu);
 	}

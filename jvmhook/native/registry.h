@@ -4,10 +4,11 @@
  * hook.c is the only caller and holds every JNI/JVMTI entry point.
  *
  * What callers must know:
- *   - reg_* functions called on a JVM thread never block on I/O: frames go
- *     out with MSG_DONTWAIT and a full or absent socket drops and counts
- *     them. They take one short mutex that no thread holds across a JNI or
- *     JVMTI call, so a thread inside a GC pause can never be waited on.
+ *   - reg_* functions called on a JVM thread make no I/O: they queue the
+ *     frame in memory for the hook thread, which sends it; no connection or
+ *     a full queue drops the frame and counts it. They take one short mutex
+ *     that no thread holds across a JNI or JVMTI call or a waiting system
+ *     call, so a thread inside a GC pause can never be waited on.
  *   - Heap arrays are tracked through weak global references. After every
  *     GC (JVMTI GarbageCollectionFinish) the hook thread re-reads each
  *     tracked array's data address and sends MOVE for those that moved;
