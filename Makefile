@@ -6,20 +6,71 @@ GOTESTFLAGS ?= -count=1 -timeout 15m
 FUZZTIME ?= 30s
 export STRATA_SAMPLES ?= $(abspath ../shared/data)
 
-APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler libasm-java gcc make
+# Real Apache Spark for the JVM hook's tests and demo: the pyspark source
+# distributions on PyPI carry a complete Spark (jars, bin/) under deps/.
+# `make deps` unpacks them into DEPS (ignored by git); pinned so that CI and
+# every developer test the same releases (latest 3.5.x and 4.x when pinned).
+DEPS := $(abspath .deps)
+SPARK_3.5 := 3.5.9
+SPARK_4 := 4.3.0
+SPARK ?= 3.5
+SPARK_VERSIONS := $(SPARK_3.5) $(SPARK_4)
+spark_home = $(DEPS)/spark/spark-$(1)
+PIP ?= python3 -m pip
+# The JVM hook: Maven builds the Java agent, gcc the native library; both
+# land in bin/jvmhook/ (what `strata hook-opts` points at when run from bin/).
+MVN ?= mvn
+MVNFLAGS ?= -q -B
+JAVA_HOME ?= $(patsubst %/bin/javac,%,$(realpath $(shell command -v javac)))
+HOOK_OUT := $(BIN)/jvmhook
+HOOK_JAR := $(HOOK_OUT)/strata-hook.jar
+HOOK_LIB := $(HOOK_OUT)/libstratahook.so
+HOOK_JAVA := $(shell find jvmhook/java/src -name '*.java' 2>/dev/null)
+HOOK_C := jvmhook/native/hook.c jvmhook/native/registry.c jvmhook/native/frame.c
+HOOK_H := jvmhook/include/strata_hook.h jvmhook/native/frame.h jvmhook/native/registry.h
+# The same flags as test/workload.CFlags, plus what a JNI library needs.
+HOOK_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O2 -fvisibility=hidden -fPIC -shared \
+	-Ijvmhook/include -Ijvmhook/native -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
+# The test Spark job, compiled against each installed Spark.
+SPARKJOB_SRC := $(shell find test/spark/job -name '*.java' 2>/dev/null)
+SPARKJOBS := $(foreach v,$(SPARK_VERSIONS),$(if $(wildcard $(DEPS)/spark/spark-$(v)/.installed),$(BIN)/sparkjob/sparkjob-$(v).jar))
 
-.PHONY: help deps generate build test bench demo fuzz clean check-generated vmlinux
+APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler libasm-java gcc make \
+	openjdk-17-jdk-headless maven python3-pip
+
+.PHONY: help deps deps-spark spark-home generate build jvmhook test bench demo fuzz clean check-generated vmlinux
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-deps: ## install what a fresh machine lacks (apt packages, Go modules)
+deps: ## install what a fresh machine lacks (apt packages, Go modules, Spark 3.5 and 4)
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 	$(GO) mod download
+	@$(MAKE) -s deps-spark
+
+# One Spark release: download the pyspark sdist with pip (no install, no
+# build), unpack its deps/ folder as SPARK_HOME, drop the archive. The stamp
+# file makes a re-run a no-op.
+$(DEPS)/spark/spark-%/.installed:
+	@echo "installing Spark $* into $(call spark_home,$*)"
+	@rm -rf $(DEPS)/spark/dl-$* $(call spark_home,$*) && mkdir -p $(DEPS)/spark/dl-$*
+	$(PIP) download --quiet --no-deps -d $(DEPS)/spark/dl-$* pyspark==$*
+	mkdir -p $(call spark_home,$*)
+	tar -xzf $(DEPS)/spark/dl-$*/pyspark-$*.tar.gz -C $(call spark_home,$*) --strip-components=2 pyspark-$*/deps
+	@test -x $(call spark_home,$*)/bin/spark-submit && ls $(call spark_home,$*)/jars/spark-core_*-$*.jar >/dev/null
+	@rm -rf $(DEPS)/spark/dl-$*
+	@touch $@
+
+deps-spark: $(foreach v,$(SPARK_VERSIONS),$(DEPS)/spark/spark-$(v)/.installed) ## install Spark 3.5 and 4 (pyspark from PyPI) into .deps/
+
+spark-home: ## print SPARK_HOME of SPARK=3.5 or SPARK=4 (make -s spark-home SPARK=4)
+	@v="$(SPARK_$(SPARK))"; if [ -z "$$v" ]; then echo "unknown SPARK=$(SPARK) (3.5 or 4)" >&2; exit 2; fi; \
+	h="$(DEPS)/spark/spark-$$v"; if [ ! -f "$$h/.installed" ]; then echo "Spark $$v not installed: run make deps" >&2; exit 1; fi; \
+	echo "$$h"
 
 generate: ## regenerate protos, BPF objects and vmlinux-derived code (byte-identical)
 	$(GO) generate ./...
@@ -30,12 +81,28 @@ vmlinux: ## regenerate bpf/include/vmlinux.h from this kernel's BTF (not part of
 check-generated: generate ## fail when generated code differs from what is committed
 	git diff --exit-code -- '*.pb.go' '*_bpfel.go' '*_bpfel.o'
 
-build: ## build the binaries into bin/
+build: jvmhook ## build the binaries, the JVM hook and the test Spark job into bin/
 	$(GO) build -o $(BIN)/ ./cmd/...
-	@if [ -f jvmhook/Makefile ]; then $(MAKE) -C jvmhook; fi
+
+jvmhook: $(HOOK_JAR) $(HOOK_LIB) $(SPARKJOBS) ## build the Java agent (Maven) and libstratahook.so (gcc)
+
+$(HOOK_JAR): jvmhook/java/pom.xml $(HOOK_JAVA)
+	@mkdir -p $(HOOK_OUT)
+	$(MVN) $(MVNFLAGS) -f jvmhook/java/pom.xml package
+	cp jvmhook/build/maven/strata-hook.jar $@
+
+$(HOOK_LIB): $(HOOK_C) $(HOOK_H)
+	@mkdir -p $(HOOK_OUT)
+	$(CC) $(HOOK_CFLAGS) -o $@ $(HOOK_C) -lpthread
+
+$(BIN)/sparkjob/sparkjob-%.jar: $(SPARKJOB_SRC) $(DEPS)/spark/spark-%/.installed
+	@rm -rf $(BIN)/sparkjob/classes-$* && mkdir -p $(BIN)/sparkjob/classes-$*
+	javac -Xlint:all,-path -Werror --release 17 -d $(BIN)/sparkjob/classes-$* \
+		-cp '$(DEPS)/spark/spark-$*/jars/*' $(SPARKJOB_SRC)
+	jar cf $@ -C $(BIN)/sparkjob/classes-$* .
+	@rm -rf $(BIN)/sparkjob/classes-$*
 
 test: build ## run every test (root-only tests skip with a reason when not root)
-	@if [ -f jvmhook/Makefile ]; then $(MAKE) -C jvmhook test; fi
 	$(GO) vet ./...
 	STRATA_BIN=$(abspath $(BIN)) $(GO) test $(GOTESTFLAGS) ./...
 

@@ -29,7 +29,8 @@ func TestDecodeMalformed(t *testing.T) {
 		{"empty", nil, ErrShort},
 		{"short header", mutate(t, "free", func(b []byte) []byte { return b[:HeaderSize-1] }), ErrShort},
 		{"bad magic", mutate(t, "free", func(b []byte) []byte { b[0] ^= 0xff; return b }), ErrBadMagic},
-		{"version 2", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offVersion:], 2); return b }), ErrBadVersion},
+		{"version 1", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offVersion:], 1); return b }), ErrBadVersion},
+		{"version 3", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offVersion:], 3); return b }), ErrBadVersion},
 		{"version 0", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offVersion:], 0); return b }), ErrBadVersion},
 		{"length field too big", mutate(t, "free", func(b []byte) []byte { b[offLength]++; return b }), ErrBadLength},
 		{"truncated packet", mutate(t, "register_heap", func(b []byte) []byte { return b[:len(b)-3] }), ErrBadLength},
@@ -77,6 +78,23 @@ func TestDecodeMalformed(t *testing.T) {
 		}), ErrBadField},
 		{"register mode 3", mutate(t, "register_heap", func(b []byte) []byte { b[reg+registerMode] = 3; return b }), ErrBadField},
 		{"register location 3", mutate(t, "register_heap", func(b []byte) []byte { b[reg+registerLocation] = 3; return b }), ErrBadField},
+		{"register kind 0", mutate(t, "register_heap", func(b []byte) []byte { b[reg+registerKind] = 0; return b }), ErrBadField},
+		{"register kind 8", mutate(t, "register_heap", func(b []byte) []byte { b[reg+registerKind] = 8; return b }), ErrBadField},
+		{"register unknown flag", mutate(t, "register_heap", func(b []byte) []byte { b[reg+registerFlags] = 2; return b }), ErrBadField},
+		{"register reserved", mutate(t, "register_heap", func(b []byte) []byte { b[reg+registerReserved+1] = 1; return b }), ErrBadField},
+		{"register reserved2", mutate(t, "register_heap", func(b []byte) []byte { b[reg+registerReserved2] = 1; return b }), ErrBadField},
+		{"register chunk = chunks", mutate(t, "register_heap", func(b []byte) []byte {
+			le.PutUint32(b[reg+registerChunk:], 2)
+			return b
+		}), ErrBadField},
+		{"register no chunks", mutate(t, "register_offheap", func(b []byte) []byte {
+			le.PutUint32(b[reg+registerChunks:], 0)
+			return b
+		}), ErrBadField},
+		{"free reason 0", mutate(t, "free", func(b []byte) []byte { b[reg+freeReason] = 0; return b }), ErrBadField},
+		{"free reason 7", mutate(t, "free", func(b []byte) []byte { b[reg+freeReason] = 7; return b }), ErrBadField},
+		{"free reserved", mutate(t, "free", func(b []byte) []byte { b[reg+freeReserved+1] = 1; return b }), ErrBadField},
+		{"free reserved2", mutate(t, "free", func(b []byte) []byte { b[reg+freeReserved2+3] = 1; return b }), ErrBadField},
 		{"move body long", mutate(t, "move", func(b []byte) []byte { return setLength(append(b, 0)) }), ErrBadLength},
 		{"move length 0", mutate(t, "move", func(b []byte) []byte { le.PutUint64(b[reg+moveLength:], 0); return b }), ErrBadField},
 		{"move block 0", mutate(t, "move", func(b []byte) []byte { le.PutUint64(b[reg+moveBlockID:], 0); return b }), ErrBadField},

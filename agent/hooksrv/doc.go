@@ -5,9 +5,12 @@
 // # Wire format
 //
 // The format is specified once, in the C header
-// jvmhook/include/strata_hook.h (protocol version 1): a 32-byte header
+// jvmhook/include/strata_hook.h (protocol version 2): a 32-byte header
 // (magic "STRH", version, type, length, seq, tid, time) and one body of type
 // HELLO, REGISTER, MOVE, ACCESS, FREE or DROPPED, one frame per packet.
+// REGISTER says what the range holds (Block.Kind, ObjectGraph, Chunk of
+// Chunks, the stage and task that put it); FREE says why it ended
+// (Event.FreeReason).
 // The constants and offsets in frame.go are checked against that header by
 // layout_test.go, which compiles a C program printing offsetof/sizeof; the
 // decoder is tested against golden frames produced by the C encoder

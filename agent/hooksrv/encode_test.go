@@ -29,6 +29,13 @@ func encode(f Frame) []byte {
 		body[registerMode] = byte(b.Mode)
 		body[registerLocation] = byte(b.Location)
 		le.PutUint16(body[registerNameLen:], uint16(len(b.Name)))
+		body[registerKind] = byte(b.Kind)
+		body[registerFlags] = b.Flags
+		le.PutUint32(body[registerChunk:], b.Chunk)
+		le.PutUint32(body[registerChunks:], b.Chunks)
+		le.PutUint32(body[registerStageID:], uint32(b.StageID))
+		le.PutUint32(body[registerStageAtt:], uint32(b.StageAttempt))
+		le.PutUint64(body[registerTaskAtt:], uint64(b.TaskAttemptID))
 		body = append(body, b.Name...)
 	case *Move:
 		body = make([]byte, moveSize)
@@ -46,6 +53,7 @@ func encode(f Frame) []byte {
 	case *Free:
 		body = make([]byte, freeSize)
 		le.PutUint64(body[freeBlockID:], b.BlockID)
+		body[freeReason] = byte(b.Reason)
 	case *Dropped:
 		body = make([]byte, droppedSize)
 		le.PutUint64(body[droppedDropped:], b.Dropped)

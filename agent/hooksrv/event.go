@@ -76,14 +76,34 @@ type Session struct {
 	Accepted      time.Time // when the agent accepted the connection
 }
 
-// Block is a block as its REGISTER frame described it.
+// Block is a block as its REGISTER frame described it. One Spark block held
+// in several buffers is several Blocks with the same Name, one per Chunk.
 type Block struct {
 	HookID    uint64 // the hook's block id, unique within the session
-	RDDID     int32  // -1 when not an RDD block
-	Partition int32  // -1 when not applicable
+	RDDID     int32  // -1 when not an RDD block (pages: the task's RDD)
+	Partition int32  // -1 when not applicable (pages: the task's partition)
 	Name      string // Spark's BlockId name, e.g. rdd_7_3
 	Mode      stratav1.MemoryMode
 	Location  stratav1.MemoryLocation
+	Kind      BlockKind
+	// ObjectGraph: the range is a deserialized block's reference array; the
+	// objects it refers to were not walked and are not in the range.
+	ObjectGraph   bool
+	Chunk         uint32 // this range's index within the Spark block
+	Chunks        uint32 // ranges the Spark block has
+	StageID       int32  // stage of the task that put it; -1 outside a task
+	StageAttempt  int32  // -1 outside a task
+	TaskAttemptID int64  // -1 outside a task
+}
+
+// block returns the Block a REGISTER describes.
+func (r *Register) block() Block {
+	return Block{
+		HookID: r.BlockID, RDDID: r.RDDID, Partition: r.Partition, Name: r.Name,
+		Mode: r.Mode, Location: r.Location, Kind: r.Kind, ObjectGraph: r.Flags&FlagObjectGraph != 0,
+		Chunk: r.Chunk, Chunks: r.Chunks, StageID: r.StageID, StageAttempt: r.StageAttempt,
+		TaskAttemptID: r.TaskAttemptID,
+	}
 }
 
 // Event is one thing that happened in a session. Block events carry the
@@ -109,6 +129,8 @@ type Event struct {
 	AccessOffset uint64
 	AccessLength uint64
 	GCEpoch      uint32 // EventMove: the hook's GC count
+	// FreeReason says why the block ended (EventFree only).
+	FreeReason FreeReason
 
 	// SessionEnd only: why the session ended (nil when the peer closed its
 	// end or the server shut down) and the hook's last reported counters.

@@ -16,7 +16,7 @@ import (
 // offset here against what the C compiler says about that header.
 const (
 	Magic        = 0x48525453 // "STRH" as a little-endian u32
-	ProtoVersion = 1
+	ProtoVersion = 2
 	FrameMax     = 1024 // bytes in a frame, header included
 	StrMax       = 255  // bytes in one string
 	HeaderSize   = 32
@@ -77,7 +77,7 @@ const (
 	helloReserved      = 22
 	helloAppIDLen      = 24
 	helloExecutorIDLen = 26
-	registerSize       = 40
+	registerSize       = 72
 	registerBlockID    = 0
 	registerVaddr      = 8
 	registerLength     = 16
@@ -87,6 +87,15 @@ const (
 	registerMode       = 36
 	registerLocation   = 37
 	registerNameLen    = 38
+	registerKind       = 40
+	registerFlags      = 41
+	registerReserved   = 42
+	registerChunk      = 44
+	registerChunks     = 48
+	registerStageID    = 52
+	registerStageAtt   = 56
+	registerReserved2  = 60
+	registerTaskAtt    = 64
 	moveSize           = 32
 	moveBlockID        = 0
 	moveVaddr          = 8
@@ -100,8 +109,11 @@ const (
 	accessKind         = 24
 	accessReserved     = 25
 	accessReserved2    = 28
-	freeSize           = 8
+	freeSize           = 16
 	freeBlockID        = 0
+	freeReason         = 8
+	freeReserved       = 9
+	freeReserved2      = 12
 	droppedSize        = 16
 	droppedDropped     = 0
 	droppedSent        = 8
@@ -115,6 +127,81 @@ const (
 	accessKindRd = uint8(stratav1.AccessKind_ACCESS_KIND_READ)
 	accessKindWr = uint8(stratav1.AccessKind_ACCESS_KIND_WRITE)
 )
+
+// BlockKind says what a registered range holds (enum strata_block_kind).
+type BlockKind uint8
+
+// Block kinds.
+const (
+	KindRDD          BlockKind = 1 // RDDBlockId rdd_<rdd>_<partition>
+	KindBroadcast    BlockKind = 2 // BroadcastBlockId
+	KindShuffle      BlockKind = 3 // shuffle data, index and merged blocks
+	KindTaskResult   BlockKind = 4 // TaskResultBlockId
+	KindStream       BlockKind = 5 // StreamBlockId
+	KindTungstenPage BlockKind = 6 // TaskMemoryManager page (execution memory)
+	KindOther        BlockKind = 7 // any other BlockId
+	kindMax                    = KindOther
+)
+
+func (k BlockKind) String() string {
+	switch k {
+	case KindRDD:
+		return "rdd"
+	case KindBroadcast:
+		return "broadcast"
+	case KindShuffle:
+		return "shuffle"
+	case KindTaskResult:
+		return "task-result"
+	case KindStream:
+		return "stream"
+	case KindTungstenPage:
+		return "tungsten-page"
+	case KindOther:
+		return "other"
+	}
+	return fmt.Sprintf("BlockKind(%d)", uint8(k))
+}
+
+// REGISTER flags (STRATA_BLOCK_*).
+const (
+	// FlagObjectGraph: the range is a deserialized block's reference array;
+	// the objects it points to are elsewhere and were not walked.
+	FlagObjectGraph = 0x01
+	flagsAll        = FlagObjectGraph
+)
+
+// FreeReason says why a block ended (enum strata_free_reason).
+type FreeReason uint8
+
+// Free reasons.
+const (
+	FreeRemoved   FreeReason = 1 // MemoryStore.remove (unpersist, cleanup)
+	FreeEvicted   FreeReason = 2 // evicted to make room for another block
+	FreePageFreed FreeReason = 3 // TaskMemoryManager.freePage
+	FreeTaskEnd   FreeReason = 4 // page freed by the task's final cleanup
+	FreeCleared   FreeReason = 5 // MemoryStore.clear (block manager stopped)
+	FreeCollected FreeReason = 6 // the hook found the heap array collected
+	freeReasonMax            = FreeCollected
+)
+
+func (r FreeReason) String() string {
+	switch r {
+	case FreeRemoved:
+		return "removed"
+	case FreeEvicted:
+		return "evicted"
+	case FreePageFreed:
+		return "page-freed"
+	case FreeTaskEnd:
+		return "task-end"
+	case FreeCleared:
+		return "cleared"
+	case FreeCollected:
+		return "collected"
+	}
+	return fmt.Sprintf("FreeReason(%d)", uint8(r))
+}
 
 // ErrMalformed is wrapped by every error Decode returns, together with one
 // of the more specific sentinels below.
@@ -169,15 +256,22 @@ type Hello struct {
 
 // Register announces a block's range (struct strata_register).
 type Register struct {
-	BlockID   uint64
-	Vaddr     uint64
-	Length    uint64
-	PID       uint32
-	RDDID     int32
-	Partition int32
-	Mode      stratav1.MemoryMode
-	Location  stratav1.MemoryLocation
-	Name      string
+	BlockID       uint64
+	Vaddr         uint64
+	Length        uint64
+	PID           uint32
+	RDDID         int32
+	Partition     int32
+	Mode          stratav1.MemoryMode
+	Location      stratav1.MemoryLocation
+	Kind          BlockKind
+	Flags         uint8  // FlagObjectGraph
+	Chunk         uint32 // index of this range in its Spark block, < Chunks
+	Chunks        uint32 // ranges of the Spark block, >= 1
+	StageID       int32  // -1: put outside a task
+	StageAttempt  int32  // -1 as above
+	TaskAttemptID int64  // -1 as above
+	Name          string
 }
 
 // Move gives a registered block's new range after a GC (struct strata_move).
@@ -200,6 +294,7 @@ type Access struct {
 // Free ends a block (struct strata_free).
 type Free struct {
 	BlockID uint64
+	Reason  FreeReason
 }
 
 // Dropped is the hook's cumulative send counters (struct strata_dropped).
@@ -355,6 +450,23 @@ func decodeRegister(body []byte) (*Register, error) {
 		return nil, malformed(ErrBadField, "REGISTER mode %d location %d", mode, loc)
 	}
 	r.Mode, r.Location = stratav1.MemoryMode(mode), stratav1.MemoryLocation(loc)
+	r.Kind, r.Flags = BlockKind(body[registerKind]), body[registerFlags]
+	if r.Kind == 0 || r.Kind > kindMax {
+		return nil, malformed(ErrBadField, "REGISTER block %d kind %d", r.BlockID, r.Kind)
+	}
+	if r.Flags&^flagsAll != 0 {
+		return nil, malformed(ErrBadField, "REGISTER block %d flags %#x", r.BlockID, r.Flags)
+	}
+	if le.Uint16(body[registerReserved:]) != 0 || le.Uint32(body[registerReserved2:]) != 0 {
+		return nil, malformed(ErrBadField, "REGISTER reserved bytes set")
+	}
+	r.Chunk, r.Chunks = le.Uint32(body[registerChunk:]), le.Uint32(body[registerChunks:])
+	if r.Chunks == 0 || r.Chunk >= r.Chunks {
+		return nil, malformed(ErrBadField, "REGISTER block %d chunk %d of %d", r.BlockID, r.Chunk, r.Chunks)
+	}
+	r.StageID = int32(le.Uint32(body[registerStageID:]))
+	r.StageAttempt = int32(le.Uint32(body[registerStageAtt:]))
+	r.TaskAttemptID = int64(le.Uint64(body[registerTaskAtt:]))
 	n := int(le.Uint16(body[registerNameLen:]))
 	if n == 0 {
 		return nil, malformed(ErrBadString, "REGISTER block %d has an empty name", r.BlockID)
@@ -418,9 +530,16 @@ func decodeFree(body []byte) (*Free, error) {
 	if err := fixedBody(FrameFree, body, freeSize); err != nil {
 		return nil, err
 	}
-	fr := &Free{BlockID: le.Uint64(body[freeBlockID:])}
+	fr := &Free{BlockID: le.Uint64(body[freeBlockID:]), Reason: FreeReason(body[freeReason])}
 	if fr.BlockID == 0 {
 		return nil, malformed(ErrBadField, "FREE block id 0")
+	}
+	if fr.Reason == 0 || fr.Reason > freeReasonMax {
+		return nil, malformed(ErrBadField, "FREE block %d reason %d", fr.BlockID, fr.Reason)
+	}
+	if body[freeReserved] != 0 || body[freeReserved+1] != 0 || body[freeReserved+2] != 0 ||
+		le.Uint32(body[freeReserved2:]) != 0 {
+		return nil, malformed(ErrBadField, "FREE reserved bytes set")
 	}
 	return fr, nil
 }

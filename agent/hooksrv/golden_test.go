@@ -26,7 +26,7 @@ const (
 )
 
 func gHeader(t FrameType, length, seq uint32) Header {
-	return Header{Version: 1, Type: t, Length: length, Seq: seq, TID: gTID, TimeNs: gTime + uint64(seq)}
+	return Header{Version: ProtoVersion, Type: t, Length: length, Seq: seq, TID: gTID, TimeNs: gTime + uint64(seq)}
 }
 
 var goldenFrames = []struct {
@@ -36,21 +36,23 @@ var goldenFrames = []struct {
 	{"hello", Frame{gHeader(FrameHello, 91, 0), &Hello{
 		PID: gPID, PageSize: 4096, MonotonicNs: 987654321012, ByteArrayBase: 16, LongArrayBase: 16,
 		RefSize: 4, AppID: "application_1526555215992_0001", ExecutorID: "7"}}},
-	{"register_heap", Frame{gHeader(FrameRegister, 79, 1), &Register{
+	{"register_heap", Frame{gHeader(FrameRegister, 111, 1), &Register{
 		BlockID: 1, Vaddr: 0x7f1234560010, Length: 1 << 20, PID: gPID, RDDID: 7, Partition: 3,
 		Mode:     stratav1.MemoryMode_MEMORY_MODE_STORAGE,
-		Location: stratav1.MemoryLocation_MEMORY_LOCATION_ON_HEAP, Name: "rdd_7_3"}}},
-	{"register_offheap", Frame{gHeader(FrameRegister, 81, 2), &Register{
+		Location: stratav1.MemoryLocation_MEMORY_LOCATION_ON_HEAP, Kind: KindRDD, Chunk: 1, Chunks: 2,
+		StageID: 4, StageAttempt: 1, TaskAttemptID: 31, Name: "rdd_7_3"}}},
+	{"register_offheap", Frame{gHeader(FrameRegister, 113, 2), &Register{
 		BlockID: 2, Vaddr: 0x7f0000200000, Length: 64 << 20, PID: gPID, RDDID: -1, Partition: -1,
 		Mode:     stratav1.MemoryMode_MEMORY_MODE_EXECUTION,
-		Location: stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP, Name: "page_12_0"}}},
+		Location: stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP, Kind: KindTungstenPage, Chunks: 1,
+		StageID: 5, StageAttempt: 0, TaskAttemptID: 12, Name: "page_12_0"}}},
 	{"move", Frame{gHeader(FrameMove, 64, 3), &Move{
 		BlockID: 1, Vaddr: 0x7f1234a00010, Length: 1 << 20, PID: gPID, GCEpoch: 3}}},
 	{"access_read", Frame{gHeader(FrameAccess, 64, 4), &Access{
 		BlockID: 1, Kind: stratav1.AccessKind_ACCESS_KIND_READ}}},
 	{"access_write", Frame{gHeader(FrameAccess, 64, 5), &Access{
 		BlockID: 2, Offset: 4096, Length: 8192, Kind: stratav1.AccessKind_ACCESS_KIND_WRITE}}},
-	{"free", Frame{gHeader(FrameFree, 40, 6), &Free{BlockID: 1}}},
+	{"free", Frame{gHeader(FrameFree, 48, 6), &Free{BlockID: 1, Reason: FreeEvicted}}},
 	{"dropped", Frame{gHeader(FrameDropped, 48, 7), &Dropped{Dropped: 5, Sent: 42}}},
 	{"hello_max", Frame{gHeader(FrameHello, 570, 8), &Hello{
 		PID: gPID, PageSize: 4096, MonotonicNs: 987654321012, ByteArrayBase: 16, LongArrayBase: 16,
@@ -58,6 +60,11 @@ var goldenFrames = []struct {
 	{"hello_empty", Frame{gHeader(FrameHello, 60, 9), &Hello{
 		PID: gPID, PageSize: 4096, MonotonicNs: 987654321012, ByteArrayBase: 16, LongArrayBase: 16,
 		RefSize: 4}}},
+	{"register_graph", Frame{gHeader(FrameRegister, 111, 10), &Register{
+		BlockID: 3, Vaddr: 0x7f1234800010, Length: 4000, PID: gPID, RDDID: 8, Partition: 0,
+		Mode:     stratav1.MemoryMode_MEMORY_MODE_STORAGE,
+		Location: stratav1.MemoryLocation_MEMORY_LOCATION_ON_HEAP, Kind: KindRDD, Flags: FlagObjectGraph,
+		Chunks: 1, StageID: -1, StageAttempt: -1, TaskAttemptID: -1, Name: "rdd_8_0"}}},
 }
 
 func readGolden(tb testing.TB, name string) []byte {
@@ -160,6 +167,13 @@ func TestCEncoderRejects(t *testing.T) {
 		"access_bad_kind":      "EINVAL",
 		"move_small_buffer":    "ENOSPC",
 		"free_block_zero":      "EINVAL",
+		"register_kind_zero":   "EINVAL",
+		"register_kind_over":   "EINVAL",
+		"register_bad_flags":   "EINVAL",
+		"register_chunk_out":   "EINVAL",
+		"register_no_chunks":   "EINVAL",
+		"free_no_reason":       "EINVAL",
+		"free_bad_reason":      "EINVAL",
 	}
 	for k, errno := range want {
 		if got[k] != got[errno] || got[errno] >= 0 {

@@ -42,6 +42,12 @@ func TestLayout(t *testing.T) {
 		"strata_register.rdd_id": {registerRDDID, 4}, "strata_register.partition": {registerPartition, 4},
 		"strata_register.mode": {registerMode, 1}, "strata_register.location": {registerLocation, 1},
 		"strata_register.name_len": {registerNameLen, 2},
+		"strata_register.kind":     {registerKind, 1}, "strata_register.flags": {registerFlags, 1},
+		"strata_register.reserved": {registerReserved, 2}, "strata_register.chunk": {registerChunk, 4},
+		"strata_register.chunks": {registerChunks, 4}, "strata_register.stage_id": {registerStageID, 4},
+		"strata_register.stage_attempt":   {registerStageAtt, 4},
+		"strata_register.reserved2":       {registerReserved2, 4},
+		"strata_register.task_attempt_id": {registerTaskAtt, 8},
 
 		"strata_move.block_id": {moveBlockID, 8}, "strata_move.vaddr": {moveVaddr, 8},
 		"strata_move.length": {moveLength, 8}, "strata_move.pid": {movePID, 4},
@@ -51,7 +57,8 @@ func TestLayout(t *testing.T) {
 		"strata_access.length": {accessLength, 8}, "strata_access.kind": {accessKind, 1},
 		"strata_access.reserved": {accessReserved, 3}, "strata_access.reserved2": {accessReserved2, 4},
 
-		"strata_free.block_id": {freeBlockID, 8},
+		"strata_free.block_id": {freeBlockID, 8}, "strata_free.reason": {freeReason, 1},
+		"strata_free.reserved": {freeReserved, 3}, "strata_free.reserved2": {freeReserved2, 4},
 
 		"strata_dropped.dropped": {droppedDropped, 8}, "strata_dropped.sent": {droppedSent, 8},
 	}
@@ -69,6 +76,23 @@ func TestLayout(t *testing.T) {
 		"STRATA_LOCATION_OFF_HEAP":    int64(stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP),
 		"STRATA_ACCESS_READ":          int64(stratav1.AccessKind_ACCESS_KIND_READ),
 		"STRATA_ACCESS_WRITE":         int64(stratav1.AccessKind_ACCESS_KIND_WRITE),
+		"STRATA_KIND_RDD":             int64(KindRDD),
+		"STRATA_KIND_BROADCAST":       int64(KindBroadcast),
+		"STRATA_KIND_SHUFFLE":         int64(KindShuffle),
+		"STRATA_KIND_TASK_RESULT":     int64(KindTaskResult),
+		"STRATA_KIND_STREAM":          int64(KindStream),
+		"STRATA_KIND_TUNGSTEN_PAGE":   int64(KindTungstenPage),
+		"STRATA_KIND_OTHER":           int64(KindOther),
+		"STRATA_KIND_MAX":             int64(kindMax),
+		"STRATA_BLOCK_OBJECT_GRAPH":   FlagObjectGraph,
+		"STRATA_BLOCK_FLAGS_ALL":      flagsAll,
+		"STRATA_FREE_REMOVED":         int64(FreeRemoved),
+		"STRATA_FREE_EVICTED":         int64(FreeEvicted),
+		"STRATA_FREE_PAGE_FREED":      int64(FreePageFreed),
+		"STRATA_FREE_TASK_END":        int64(FreeTaskEnd),
+		"STRATA_FREE_CLEARED":         int64(FreeCleared),
+		"STRATA_FREE_COLLECTED":       int64(FreeCollected),
+		"STRATA_FREE_REASON_MAX":      int64(freeReasonMax),
 	}
 	strs := map[string]string{"STRATA_DEFAULT_SOCKET": DefaultPath, "STRATA_SOCKET_ENV": "STRATA_HOOK_SOCKET"}
 	if int64(modeMax) != consts["STRATA_MODE_EXECUTION"] || int64(locationMax) != consts["STRATA_LOCATION_OFF_HEAP"] {

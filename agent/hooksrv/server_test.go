@@ -160,6 +160,7 @@ func hello(app string) *Hello {
 func register(id, vaddr uint64, pid uint32) *Register {
 	return &Register{BlockID: id, Vaddr: vaddr, Length: 8192, PID: pid, RDDID: 3, Partition: int32(id),
 		Mode: stratav1.MemoryMode_MEMORY_MODE_STORAGE, Location: stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP,
+		Kind: KindRDD, Chunks: 1, StageID: 2, StageAttempt: 0, TaskAttemptID: int64(id) + 40,
 		Name: "rdd_3_" + strconv.FormatUint(id, 10)}
 }
 
@@ -191,7 +192,7 @@ func TestServerTwoPeersForeignPIDRejected(t *testing.T) {
 
 	a.send(&Move{BlockID: 1, Vaddr: 0x7f0000003000, Length: 12288, PID: me, GCEpoch: 2})
 	a.send(&Access{BlockID: 1, Offset: 4096, Length: 100, Kind: stratav1.AccessKind_ACCESS_KIND_WRITE})
-	a.send(&Free{BlockID: 1})
+	a.send(&Free{BlockID: 1, Reason: FreeEvicted})
 	// b's session goes on after its rejected frames.
 	b.send(register(5, 0x7f0000005000, me))
 	waitUntil(t, "b's register", func() bool { return len(ts.rec.of("app-b")) == 2 })
@@ -207,7 +208,8 @@ func TestServerTwoPeersForeignPIDRejected(t *testing.T) {
 		t.Errorf("session\n%+v\nwant\n%+v", *s, want)
 	}
 	blk := Block{HookID: 1, RDDID: 3, Partition: 1, Name: "rdd_3_1",
-		Mode: stratav1.MemoryMode_MEMORY_MODE_STORAGE, Location: stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP}
+		Mode: stratav1.MemoryMode_MEMORY_MODE_STORAGE, Location: stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP,
+		Kind: KindRDD, Chunks: 1, StageID: 2, StageAttempt: 0, TaskAttemptID: 41}
 	at := func(seq uint32) time.Time { return time.Unix(0, peerTime+int64(seq)) }
 	checkEvent(t, evs[0], Event{Kind: EventSessionStart, TID: 77, Time: at(0)})
 	checkEvent(t, evs[1], Event{Kind: EventRegister, Access: stratav1.AccessKind_ACCESS_KIND_ALLOC,
@@ -218,7 +220,7 @@ func TestServerTwoPeersForeignPIDRejected(t *testing.T) {
 		Seq: 3, TID: 77, Time: at(3), Block: blk, Vaddr: 0x7f0000003000, Length: 12288,
 		AccessOffset: 4096, AccessLength: 100})
 	checkEvent(t, evs[4], Event{Kind: EventFree, Access: stratav1.AccessKind_ACCESS_KIND_FREE,
-		Seq: 4, TID: 77, Time: at(4), Block: blk, Vaddr: 0x7f0000003000, Length: 12288})
+		Seq: 4, TID: 77, Time: at(4), Block: blk, Vaddr: 0x7f0000003000, Length: 12288, FreeReason: FreeEvicted})
 	if end := evs[5]; end.Kind != EventSessionEnd || end.Err != nil || end.Session != s {
 		t.Errorf("last event %v err %v, want a clean session end", end.Kind, end.Err)
 	}
@@ -298,7 +300,7 @@ func TestServerMalformedClosesOnlyThatSession(t *testing.T) {
 	}{
 		{"garbage", func(p *peer) { p.sendRaw([]byte("this is not a frame, not at all, no")) }, ErrBadMagic, "bad magic"},
 		{"unknown type", func(p *peer) {
-			b := encode(Frame{Body: &Free{BlockID: 1}})
+			b := encode(Frame{Body: &Free{BlockID: 1, Reason: FreeRemoved}})
 			le.PutUint16(b[offType:], 42)
 			p.sendRaw(b)
 		}, ErrUnknownType, "unknown frame type"},
@@ -382,7 +384,7 @@ func TestServerUnknownBlocksAndDropped(t *testing.T) {
 	p.send(hello("app-d"))
 	p.send(&Access{BlockID: 7, Kind: stratav1.AccessKind_ACCESS_KIND_READ})
 	p.send(&Move{BlockID: 7, Vaddr: 0x1000, Length: 1, PID: me})
-	p.send(&Free{BlockID: 7})
+	p.send(&Free{BlockID: 7, Reason: FreeRemoved})
 	p.send(&Dropped{Dropped: 3, Sent: 10})
 	p.send(&Dropped{Dropped: 5, Sent: 20})
 	p.c.Close()

@@ -216,10 +216,7 @@ func (ss *session) frame(f Frame, received time.Time) error {
 				return nil
 			}
 		}
-		bs := &blockState{Block: Block{
-			HookID: b.BlockID, RDDID: b.RDDID, Partition: b.Partition,
-			Name: b.Name, Mode: b.Mode, Location: b.Location,
-		}, vaddr: b.Vaddr, length: b.Length}
+		bs := &blockState{Block: b.block(), vaddr: b.Vaddr, length: b.Length}
 		ss.blocks[b.BlockID] = bs
 		ss.s.c.frames.Add(1)
 		ss.emitBlock(f, received, EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, bs, Event{})
@@ -264,7 +261,7 @@ func (ss *session) frame(f Frame, received time.Time) error {
 		delete(ss.blocks, b.BlockID)
 		ss.s.putBlocks(ss.info.UID, 1)
 		ss.s.c.frames.Add(1)
-		ss.emitBlock(f, received, EventFree, stratav1.AccessKind_ACCESS_KIND_FREE, bs, Event{})
+		ss.emitBlock(f, received, EventFree, stratav1.AccessKind_ACCESS_KIND_FREE, bs, Event{FreeReason: b.Reason})
 	case *Dropped:
 		if b.Dropped > ss.dropped {
 			ss.s.c.droppedByPeer.Add(b.Dropped - ss.dropped)

@@ -4,7 +4,12 @@
  * the Go decoder's constants are checked against it by a layout test
  * (agent/hooksrv/layout_test.go), never copied by hand.
  *
- * PROTOCOL VERSION 1
+ * PROTOCOL VERSION 2
+ *
+ * Version 2 (the first deployed) adds to REGISTER what a Spark block is
+ * (kind, object-graph flag, chunk of how many, stage, stage attempt, task
+ * attempt) and to FREE why the block ended. A receiver accepts exactly its
+ * own version; there is no negotiation.
  *
  * Transport
  * ---------
@@ -26,7 +31,7 @@
  * All integers are little-endian. The structs below are packed (no padding)
  * and their sizes and field offsets are fixed by _Static_assert. The encoder
  * fills them on little-endian hosts only (x86-64, aarch64), which is checked
- * at compile time. Reserved fields must be zero in version 1; the receiver
+ * at compile time. Reserved fields must be zero in version 2; the receiver
  * rejects a frame with a non-zero reserved field, so a later version can give
  * them a meaning. Strings are length-prefixed (the length sits in the fixed
  * body), not NUL-terminated, at most STRATA_STR_MAX bytes, and meant to be
@@ -38,7 +43,7 @@
  *   strata_hdr (32 bytes)
  *   off size field     meaning
  *     0    4 magic     STRATA_MAGIC, the bytes "STRH"
- *     4    2 version   STRATA_PROTO_VERSION (1); every frame of a session
+ *     4    2 version   STRATA_PROTO_VERSION (2); every frame of a session
  *                      carries the version its HELLO carried
  *     6    2 type      enum strata_frame_type
  *     8    4 length    bytes in the whole frame, header included; equals the
@@ -75,9 +80,12 @@
  *    28    - app_id             spark.app.id, UTF-8, not NUL-terminated
  *     -    - executor_id        spark.executor.id ("1", "driver"), UTF-8
  *
- *   REGISTER (type 2), fixed body 40 bytes, then name bytes
+ *   REGISTER (type 2), fixed body 72 bytes, then name bytes
  *   A block's data now occupies [vaddr, vaddr+length) in the JVM's address
- *   space (MemoryStore put, TaskMemoryManager allocatePage).
+ *   space (MemoryStore put, TaskMemoryManager allocatePage). One REGISTER
+ *   describes one contiguous range: a Spark block held in several buffers
+ *   (a ChunkedByteBuffer's chunks) is several hook blocks, one per chunk,
+ *   sharing name, kind and rdd/partition and told apart by chunk.
  *   off size field       meaning
  *     0    8 block_id    the hook's id for the block, unique per process and
  *                        never reused while the process lives; 0 is invalid
@@ -89,7 +97,29 @@
  *    36    1 mode        enum strata_memory_mode (= proto strata.v1.MemoryMode)
  *    37    1 location    enum strata_memory_location (= strata.v1.MemoryLocation)
  *    38    2 name_len    bytes of name, 1..STRATA_STR_MAX
- *    40    - name        Spark's BlockId name, e.g. rdd_7_3 or page_<task>_<n>
+ *    40    1 kind        enum strata_block_kind: what Spark keeps here
+ *    41    1 flags       STRATA_BLOCK_* bits; other bits must be zero
+ *    42    2 reserved    zero
+ *    44    4 chunk       index of this range within its Spark block, < chunks
+ *    48    4 chunks      ranges the Spark block has in all; >= 1
+ *    52    4 stage_id    signed; the stage of the task that put or allocated
+ *                        the block, -1 when no task was running (a broadcast
+ *                        the driver put, a block fetched from a peer)
+ *    56    4 stage_attempt  signed; that stage's attempt number, -1 as above
+ *    60    4 reserved2   zero
+ *    64    8 task_attempt_id  signed; Spark's task attempt id (unique per
+ *                        application), -1 as above
+ *    72    - name        Spark's BlockId name, e.g. rdd_7_3, broadcast_0_piece0,
+ *                        or page_<task attempt>_<page number> for a Tungsten page
+ *   For a Tungsten page (kind STRATA_KIND_TUNGSTEN_PAGE) rdd_id and partition
+ *   are the running task's: the RDD the task computes (its stage's final RDD)
+ *   and the partition it computes.
+ *   With STRATA_BLOCK_OBJECT_GRAPH the range is the backing reference array of
+ *   a deserialized block (Object[]: ref_size bytes per element): the objects
+ *   those references point to are elsewhere in the heap and are NOT walked, so
+ *   the range covers only a small part of the block's memory. Without the
+ *   flag the range holds the block's data itself (serialized bytes, a
+ *   primitive array, a Tungsten page).
  *   A second REGISTER of a live block_id replaces the first (a block that was
  *   re-put under the same id).
  *
@@ -112,9 +142,12 @@
  *    25    3 reserved    zero
  *    28    4 reserved2   zero
  *
- *   FREE (type 5), fixed body 8 bytes
+ *   FREE (type 5), fixed body 16 bytes
  *   The block is gone (MemoryStore remove/evict, freePage); its id is dead.
  *     0    8 block_id
+ *     8    1 reason      enum strata_free_reason, never 0
+ *     9    3 reserved    zero
+ *    12    4 reserved2   zero
  *
  *   DROPPED (type 6), fixed body 16 bytes
  *   The hook's own counters since HELLO, cumulative (the receiver takes the
@@ -177,12 +210,44 @@
 #endif
 
 #define STRATA_MAGIC 0x48525453u /* "STRH" read as a little-endian u32 */
-#define STRATA_PROTO_VERSION 1
+#define STRATA_PROTO_VERSION 2
 #define STRATA_FRAME_MAX 1024 /* bytes, header included */
 #define STRATA_STR_MAX 255    /* bytes in any one string */
 #define STRATA_DEFAULT_SOCKET "/run/strata/hook.sock"
 #define STRATA_SOCKET_ENV "STRATA_HOOK_SOCKET" /* overrides the default */
 #define STRATA_KEEPALIVE_SEC 30 /* send a frame (DROPPED) at least this often */
+
+/* What a registered range holds (REGISTER kind). */
+enum strata_block_kind {
+	STRATA_KIND_RDD = 1,           /* RDDBlockId: rdd_<rdd>_<partition> */
+	STRATA_KIND_BROADCAST = 2,     /* BroadcastBlockId: broadcast_<id>[_piece<n>] */
+	STRATA_KIND_SHUFFLE = 3,       /* shuffle_*: shuffle data, index, merged blocks */
+	STRATA_KIND_TASK_RESULT = 4,   /* TaskResultBlockId: taskresult_<task> */
+	STRATA_KIND_STREAM = 5,        /* StreamBlockId: input-<stream>-<id> */
+	STRATA_KIND_TUNGSTEN_PAGE = 6, /* TaskMemoryManager page (execution memory) */
+	STRATA_KIND_OTHER = 7,         /* any other BlockId (temp, test, python, ...) */
+};
+#define STRATA_KIND_MAX STRATA_KIND_OTHER
+
+/* REGISTER flags. */
+#define STRATA_BLOCK_OBJECT_GRAPH 0x01 /* range = reference array; referents not walked */
+#define STRATA_BLOCK_FLAGS_ALL STRATA_BLOCK_OBJECT_GRAPH
+
+/* Why a block ended (FREE reason). */
+enum strata_free_reason {
+	STRATA_FREE_REMOVED = 1,   /* MemoryStore.remove: unpersist, broadcast or
+				    * task-result cleanup, a replaced block */
+	STRATA_FREE_EVICTED = 2,   /* MemoryStore.evictBlocksToFreeSpace: storage
+				    * memory needed for another block */
+	STRATA_FREE_PAGE_FREED = 3, /* TaskMemoryManager.freePage by its consumer */
+	STRATA_FREE_TASK_END = 4,  /* TaskMemoryManager.cleanUpAllAllocatedMemory:
+				    * the page outlived its consumer, freed when
+				    * the task ended */
+	STRATA_FREE_CLEARED = 5,   /* MemoryStore.clear: the block manager stopped */
+	STRATA_FREE_COLLECTED = 6, /* the hook found the heap array garbage
+				    * collected while still registered */
+};
+#define STRATA_FREE_REASON_MAX STRATA_FREE_COLLECTED
 
 enum strata_frame_type {
 	STRATA_FRAME_HELLO = 1,
@@ -247,6 +312,15 @@ struct strata_register {
 	uint8_t mode;
 	uint8_t location;
 	uint16_t name_len;
+	uint8_t kind;
+	uint8_t flags;
+	uint16_t reserved;
+	uint32_t chunk;
+	uint32_t chunks;
+	int32_t stage_id;
+	int32_t stage_attempt;
+	uint32_t reserved2;
+	int64_t task_attempt_id;
 	/* followed by name */
 } __attribute__((packed));
 
@@ -269,6 +343,9 @@ struct strata_access {
 
 struct strata_free {
 	uint64_t block_id;
+	uint8_t reason;
+	uint8_t reserved[3];
+	uint32_t reserved2;
 } __attribute__((packed));
 
 struct strata_dropped {
@@ -278,10 +355,10 @@ struct strata_dropped {
 
 #define STRATA_HDR_SIZE 32
 #define STRATA_HELLO_SIZE 28
-#define STRATA_REGISTER_SIZE 40
+#define STRATA_REGISTER_SIZE 72
 #define STRATA_MOVE_SIZE 32
 #define STRATA_ACCESS_SIZE 32
-#define STRATA_FREE_SIZE 8
+#define STRATA_FREE_SIZE 16
 #define STRATA_DROPPED_SIZE 16
 
 #define STRATA_ASSERT_FIELD(type, field, off, size)                             \
@@ -321,6 +398,15 @@ STRATA_ASSERT_FIELD(strata_register, partition, 32, 4);
 STRATA_ASSERT_FIELD(strata_register, mode, 36, 1);
 STRATA_ASSERT_FIELD(strata_register, location, 37, 1);
 STRATA_ASSERT_FIELD(strata_register, name_len, 38, 2);
+STRATA_ASSERT_FIELD(strata_register, kind, 40, 1);
+STRATA_ASSERT_FIELD(strata_register, flags, 41, 1);
+STRATA_ASSERT_FIELD(strata_register, reserved, 42, 2);
+STRATA_ASSERT_FIELD(strata_register, chunk, 44, 4);
+STRATA_ASSERT_FIELD(strata_register, chunks, 48, 4);
+STRATA_ASSERT_FIELD(strata_register, stage_id, 52, 4);
+STRATA_ASSERT_FIELD(strata_register, stage_attempt, 56, 4);
+STRATA_ASSERT_FIELD(strata_register, reserved2, 60, 4);
+STRATA_ASSERT_FIELD(strata_register, task_attempt_id, 64, 8);
 
 _Static_assert(sizeof(struct strata_move) == STRATA_MOVE_SIZE, "strata_move size");
 STRATA_ASSERT_FIELD(strata_move, block_id, 0, 8);
@@ -339,6 +425,9 @@ STRATA_ASSERT_FIELD(strata_access, reserved2, 28, 4);
 
 _Static_assert(sizeof(struct strata_free) == STRATA_FREE_SIZE, "strata_free size");
 STRATA_ASSERT_FIELD(strata_free, block_id, 0, 8);
+STRATA_ASSERT_FIELD(strata_free, reason, 8, 1);
+STRATA_ASSERT_FIELD(strata_free, reserved, 9, 3);
+STRATA_ASSERT_FIELD(strata_free, reserved2, 12, 4);
 
 _Static_assert(sizeof(struct strata_dropped) == STRATA_DROPPED_SIZE, "strata_dropped size");
 STRATA_ASSERT_FIELD(strata_dropped, dropped, 0, 8);

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -110,7 +111,9 @@ int strata_encode_register(void *buf, size_t cap, const struct strata_frame_meta
 
 	if (name < 0)
 		return -ENAMETOOLONG;
-	if (name == 0 || a->block_id == 0 || a->length == 0 || a->vaddr + a->length < a->vaddr)
+	if (name == 0 || a->block_id == 0 || a->length == 0 || a->vaddr + a->length < a->vaddr ||
+	    a->kind == 0 || a->kind > STRATA_KIND_MAX || (a->flags & ~STRATA_BLOCK_FLAGS_ALL) != 0 ||
+	    a->chunks == 0 || a->chunk >= a->chunks)
 		return -EINVAL;
 	len = STRATA_HDR_SIZE + STRATA_REGISTER_SIZE + (size_t)name;
 	if (cap < len)
@@ -125,6 +128,13 @@ int strata_encode_register(void *buf, size_t cap, const struct strata_frame_meta
 	b.mode = a->mode;
 	b.location = a->location;
 	b.name_len = (uint16_t)name;
+	b.kind = a->kind;
+	b.flags = a->flags;
+	b.chunk = a->chunk;
+	b.chunks = a->chunks;
+	b.stage_id = a->stage_id;
+	b.stage_attempt = a->stage_attempt;
+	b.task_attempt_id = a->task_attempt_id;
 	put_hdr(buf, STRATA_FRAME_REGISTER, (uint32_t)len, m);
 	memcpy((char *)buf + STRATA_HDR_SIZE, &b, sizeof(b));
 	memcpy((char *)buf + STRATA_HDR_SIZE + sizeof(b), a->name, (size_t)name);
@@ -165,12 +175,15 @@ int strata_encode_access(void *buf, size_t cap, const struct strata_frame_meta *
 }
 
 int strata_encode_free(void *buf, size_t cap, const struct strata_frame_meta *m,
-		       uint64_t block_id)
+		       uint64_t block_id, uint8_t reason)
 {
-	struct strata_free b = { .block_id = block_id };
+	struct strata_free b;
 
-	if (block_id == 0)
+	if (block_id == 0 || reason == 0 || reason > STRATA_FREE_REASON_MAX)
 		return -EINVAL;
+	memset(&b, 0, sizeof(b));
+	b.block_id = block_id;
+	b.reason = reason;
 	return put_fixed(buf, cap, STRATA_FRAME_FREE, m, &b, sizeof(b));
 }
 
@@ -220,10 +233,31 @@ void strata_conn_close(struct strata_conn *c)
 	c->fd = -1;
 }
 
+/* The calling thread's kernel tid, asked once per thread (a syscall costs
+ * more than the rest of a frame's header); a forked child asks again. */
+static __thread uint32_t cached_tid;
+
+static void forget_tid(void)
+{
+	cached_tid = 0;
+}
+
+__attribute__((constructor)) static void frame_init(void)
+{
+	pthread_atfork(NULL, NULL, forget_tid);
+}
+
+static uint32_t thread_id(void)
+{
+	if (cached_tid == 0)
+		cached_tid = (uint32_t)syscall(SYS_gettid);
+	return cached_tid;
+}
+
 void strata_conn_meta(struct strata_conn *c, struct strata_frame_meta *m)
 {
 	m->seq = __atomic_fetch_add(&c->seq, 1, __ATOMIC_RELAXED);
-	m->tid = (uint32_t)syscall(SYS_gettid);
+	m->tid = thread_id();
 	m->time_ns = now_ns(CLOCK_REALTIME);
 }
 
@@ -298,13 +332,13 @@ int strata_send_access(struct strata_conn *c, uint64_t block_id, uint64_t offset
 							 length, kind));
 }
 
-int strata_send_free(struct strata_conn *c, uint64_t block_id)
+int strata_send_free(struct strata_conn *c, uint64_t block_id, uint8_t reason)
 {
 	unsigned char buf[STRATA_HDR_SIZE + STRATA_FREE_SIZE];
 	struct strata_frame_meta m;
 
 	strata_conn_meta(c, &m);
-	return send_encoded(c, buf, strata_encode_free(buf, sizeof(buf), &m, block_id));
+	return send_encoded(c, buf, strata_encode_free(buf, sizeof(buf), &m, block_id, reason));
 }
 
 int strata_send_dropped(struct strata_conn *c)

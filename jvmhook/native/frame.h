@@ -66,6 +66,13 @@ struct strata_block_args {
 	int32_t partition;
 	uint8_t mode;     /* enum strata_memory_mode */
 	uint8_t location; /* enum strata_memory_location */
+	uint8_t kind;     /* enum strata_block_kind, != 0 */
+	uint8_t flags;    /* STRATA_BLOCK_* */
+	uint32_t chunk;   /* < chunks */
+	uint32_t chunks;  /* >= 1 */
+	int32_t stage_id; /* -1: no task */
+	int32_t stage_attempt;
+	int64_t task_attempt_id;
 	const char *name; /* NUL-terminated, 1..STRATA_STR_MAX bytes */
 };
 
@@ -86,7 +93,7 @@ int strata_encode_move(void *buf, size_t cap, const struct strata_frame_meta *m,
 int strata_encode_access(void *buf, size_t cap, const struct strata_frame_meta *m,
 			 uint64_t block_id, uint64_t offset, uint64_t length, uint8_t kind);
 int strata_encode_free(void *buf, size_t cap, const struct strata_frame_meta *m,
-		       uint64_t block_id);
+		       uint64_t block_id, uint8_t reason);
 int strata_encode_dropped(void *buf, size_t cap, const struct strata_frame_meta *m,
 			  uint64_t dropped, uint64_t sent);
 
@@ -106,7 +113,7 @@ int strata_send_move(struct strata_conn *c, uint64_t block_id, uint64_t vaddr,
 		     uint64_t length, uint32_t pid, uint32_t gc_epoch);
 int strata_send_access(struct strata_conn *c, uint64_t block_id, uint64_t offset,
 		       uint64_t length, uint8_t kind);
-int strata_send_free(struct strata_conn *c, uint64_t block_id);
+int strata_send_free(struct strata_conn *c, uint64_t block_id, uint8_t reason);
 /* Reports the connection's cumulative dropped and sent counters. */
 int strata_send_dropped(struct strata_conn *c);
 

@@ -101,7 +101,7 @@ static int do_access(void *p)
 {
 	struct acc_arg *a = p;
 	if (a->free)
-		return strata_send_free(a->c, a->id);
+		return strata_send_free(a->c, a->id, STRATA_FREE_REMOVED);
 	return strata_send_access(a->c, a->id, 0, 0, STRATA_ACCESS_READ);
 }
 
@@ -159,7 +159,9 @@ int main(int argc, char **argv)
 		a.b = (struct strata_block_args){.block_id = i + 1, .vaddr = (uintptr_t)(base + i * blen),
 						 .length = blen, .pid = (uint32_t)getpid(), .rdd_id = 3,
 						 .partition = (int32_t)i, .mode = STRATA_MODE_STORAGE,
-						 .location = STRATA_LOCATION_OFF_HEAP, .name = name};
+						 .location = STRATA_LOCATION_OFF_HEAP, .kind = STRATA_KIND_RDD,
+						 .chunks = 1, .stage_id = -1, .stage_attempt = -1,
+						 .task_attempt_id = -1, .name = name};
 		send_retry(do_register, &a);
 	}
 	for (int r = 0; r < rounds; r++)

@@ -5,8 +5,10 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -37,4 +39,40 @@ func Samples(tb testing.TB) string {
 		tb.Skipf("skipping: sample data not found at %s (set STRATA_SAMPLES)", dir)
 	}
 	return dir
+}
+
+// SparkHome returns the SPARK_HOME of the installed Spark series ("3.5" or
+// "4"), as `make -s spark-home SPARK=series` prints it, skipping the test
+// when that Spark is not installed (make deps installs it).
+func SparkHome(tb testing.TB, series string) string {
+	tb.Helper()
+	out, err := exec.Command("make", "-s", "-C", RepoRoot(), "spark-home", "SPARK="+series).Output()
+	if err != nil {
+		tb.Skipf("skipping: Spark %s not installed (run make deps): %v", series, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// Built returns the path of a file make build puts under bin/ ($STRATA_BIN
+// when set), e.g. "jvmhook/strata-hook.jar", skipping the test when it is
+// missing.
+func Built(tb testing.TB, rel string) string {
+	tb.Helper()
+	dir := os.Getenv("STRATA_BIN")
+	if dir == "" {
+		dir = filepath.Join(RepoRoot(), "bin")
+	}
+	p := filepath.Join(dir, rel)
+	if _, err := os.Stat(p); err != nil {
+		tb.Skipf("skipping: %s not built (run make build): %v", p, err)
+	}
+	return p
+}
+
+// RequireJava skips the test unless java is on PATH.
+func RequireJava(tb testing.TB) {
+	tb.Helper()
+	if _, err := exec.LookPath("java"); err != nil {
+		tb.Skipf("skipping: no java on PATH: %v", err)
+	}
 }

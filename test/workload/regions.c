@@ -262,6 +262,11 @@ int main(int argc, char **argv)
 								 .partition = rs[i].partition,
 								 .mode = STRATA_MODE_STORAGE,
 								 .location = STRATA_LOCATION_OFF_HEAP,
+								 .kind = STRATA_KIND_RDD,
+								 .chunks = 1,
+								 .stage_id = -1,
+								 .stage_attempt = -1,
+								 .task_attempt_id = -1,
 								 .name = rs[i].name,
 							 }),
 			     "REGISTER");
@@ -279,6 +284,11 @@ int main(int argc, char **argv)
 								 .partition = 99,
 								 .mode = STRATA_MODE_STORAGE,
 								 .location = STRATA_LOCATION_OFF_HEAP,
+								 .kind = STRATA_KIND_RDD,
+								 .chunks = 1,
+								 .stage_id = -1,
+								 .stage_attempt = -1,
+								 .task_attempt_id = -1,
 								 .name = name,
 							 }),
 			     "foreign REGISTER");
@@ -332,7 +342,7 @@ int main(int argc, char **argv)
 	}
 
 	for (int i = 0; i < 3; i++)
-		send_or_warn(strata_send_free(&conn, rs[i].hook_id), "FREE");
+		send_or_warn(strata_send_free(&conn, rs[i].hook_id, STRATA_FREE_REMOVED), "FREE");
 	send_or_warn(strata_send_dropped(&conn), "DROPPED");
 	printf("{\"done\":true,\"sent\":%" PRIu64 ",\"dropped\":%" PRIu64 "}\n",
 	       __atomic_load_n(&conn.sent, __ATOMIC_RELAXED),

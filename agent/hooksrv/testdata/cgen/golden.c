@@ -70,6 +70,15 @@ static void layout(void)
 	FIELD(strata_register, mode);
 	FIELD(strata_register, location);
 	FIELD(strata_register, name_len);
+	FIELD(strata_register, kind);
+	FIELD(strata_register, flags);
+	FIELD(strata_register, reserved);
+	FIELD(strata_register, chunk);
+	FIELD(strata_register, chunks);
+	FIELD(strata_register, stage_id);
+	FIELD(strata_register, stage_attempt);
+	FIELD(strata_register, reserved2);
+	FIELD(strata_register, task_attempt_id);
 	SIZE(strata_move);
 	FIELD(strata_move, block_id);
 	FIELD(strata_move, vaddr);
@@ -85,6 +94,9 @@ static void layout(void)
 	FIELD(strata_access, reserved2);
 	SIZE(strata_free);
 	FIELD(strata_free, block_id);
+	FIELD(strata_free, reason);
+	FIELD(strata_free, reserved);
+	FIELD(strata_free, reserved2);
 	SIZE(strata_dropped);
 	FIELD(strata_dropped, dropped);
 	FIELD(strata_dropped, sent);
@@ -107,6 +119,23 @@ static void layout(void)
 	CONST(STRATA_LOCATION_OFF_HEAP);
 	CONST(STRATA_ACCESS_READ);
 	CONST(STRATA_ACCESS_WRITE);
+	CONST(STRATA_KIND_RDD);
+	CONST(STRATA_KIND_BROADCAST);
+	CONST(STRATA_KIND_SHUFFLE);
+	CONST(STRATA_KIND_TASK_RESULT);
+	CONST(STRATA_KIND_STREAM);
+	CONST(STRATA_KIND_TUNGSTEN_PAGE);
+	CONST(STRATA_KIND_OTHER);
+	CONST(STRATA_KIND_MAX);
+	CONST(STRATA_BLOCK_OBJECT_GRAPH);
+	CONST(STRATA_BLOCK_FLAGS_ALL);
+	CONST(STRATA_FREE_REMOVED);
+	CONST(STRATA_FREE_EVICTED);
+	CONST(STRATA_FREE_PAGE_FREED);
+	CONST(STRATA_FREE_TASK_END);
+	CONST(STRATA_FREE_CLEARED);
+	CONST(STRATA_FREE_COLLECTED);
+	CONST(STRATA_FREE_REASON_MAX);
 	printf("string STRATA_DEFAULT_SOCKET %s\n", STRATA_DEFAULT_SOCKET);
 	printf("string STRATA_SOCKET_ENV %s\n", STRATA_SOCKET_ENV);
 }
@@ -166,6 +195,13 @@ static void frames(void)
 		.partition = 3,
 		.mode = STRATA_MODE_STORAGE,
 		.location = STRATA_LOCATION_ON_HEAP,
+		.kind = STRATA_KIND_RDD,
+		.flags = 0,
+		.chunk = 1,
+		.chunks = 2,
+		.stage_id = 4,
+		.stage_attempt = 1,
+		.task_attempt_id = 31,
 		.name = "rdd_7_3",
 	};
 	struct strata_block_args r2 = {
@@ -177,7 +213,29 @@ static void frames(void)
 		.partition = -1,
 		.mode = STRATA_MODE_EXECUTION,
 		.location = STRATA_LOCATION_OFF_HEAP,
+		.kind = STRATA_KIND_TUNGSTEN_PAGE,
+		.chunks = 1,
+		.stage_id = 5,
+		.stage_attempt = 0,
+		.task_attempt_id = 12,
 		.name = "page_12_0",
+	};
+	struct strata_block_args r3 = {
+		.block_id = 3,
+		.vaddr = 0x7f1234800010ull,
+		.length = 4000,
+		.pid = G_PID,
+		.rdd_id = 8,
+		.partition = 0,
+		.mode = STRATA_MODE_STORAGE,
+		.location = STRATA_LOCATION_ON_HEAP,
+		.kind = STRATA_KIND_RDD,
+		.flags = STRATA_BLOCK_OBJECT_GRAPH,
+		.chunks = 1,
+		.stage_id = -1,
+		.stage_attempt = -1,
+		.task_attempt_id = -1,
+		.name = "rdd_8_0",
 	};
 
 	m = meta(0);
@@ -196,7 +254,7 @@ static void frames(void)
 	put("access_write", buf, strata_encode_access(buf, sizeof(buf), &m, 2, 4096, 8192,
 						      STRATA_ACCESS_WRITE));
 	m = meta(6);
-	put("free", buf, strata_encode_free(buf, sizeof(buf), &m, 1));
+	put("free", buf, strata_encode_free(buf, sizeof(buf), &m, 1, STRATA_FREE_EVICTED));
 	m = meta(7);
 	put("dropped", buf, strata_encode_dropped(buf, sizeof(buf), &m, 5, 42));
 	memset(a, 'a', STRATA_STR_MAX);
@@ -211,6 +269,8 @@ static void frames(void)
 	h.executor_id = NULL;
 	m = meta(9);
 	put("hello_empty", buf, strata_encode_hello(buf, sizeof(buf), &m, &h));
+	m = meta(10);
+	put("register_graph", buf, strata_encode_register(buf, sizeof(buf), &m, &r3));
 }
 
 static void errors(void)
@@ -219,7 +279,8 @@ static void errors(void)
 	char big[STRATA_STR_MAX + 2];
 	struct strata_frame_meta m = meta(0);
 	struct strata_hello_args h = { .pid = G_PID, .app_id = "a", .executor_id = "1" };
-	struct strata_block_args r = { .block_id = 1, .vaddr = 4096, .length = 1, .name = "x" };
+	struct strata_block_args r = { .block_id = 1, .vaddr = 4096, .length = 1, .name = "x",
+				       .kind = STRATA_KIND_RDD, .chunks = 1 };
 
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
@@ -239,9 +300,25 @@ static void errors(void)
 	r.name = "x";
 	r.vaddr = ~0ull;
 	printf("register_wraps %d\n", strata_encode_register(buf, sizeof(buf), &m, &r));
+	r.vaddr = 4096;
+	r.kind = 0;
+	printf("register_kind_zero %d\n", strata_encode_register(buf, sizeof(buf), &m, &r));
+	r.kind = STRATA_KIND_MAX + 1;
+	printf("register_kind_over %d\n", strata_encode_register(buf, sizeof(buf), &m, &r));
+	r.kind = STRATA_KIND_RDD;
+	r.flags = 0x80;
+	printf("register_bad_flags %d\n", strata_encode_register(buf, sizeof(buf), &m, &r));
+	r.flags = 0;
+	r.chunk = 1;
+	printf("register_chunk_out %d\n", strata_encode_register(buf, sizeof(buf), &m, &r));
+	r.chunk = 0;
+	r.chunks = 0;
+	printf("register_no_chunks %d\n", strata_encode_register(buf, sizeof(buf), &m, &r));
+	printf("free_no_reason %d\n", strata_encode_free(buf, sizeof(buf), &m, 1, 0));
+	printf("free_bad_reason %d\n", strata_encode_free(buf, sizeof(buf), &m, 1, STRATA_FREE_REASON_MAX + 1));
 	printf("access_bad_kind %d\n", strata_encode_access(buf, sizeof(buf), &m, 1, 0, 0, 1));
 	printf("move_small_buffer %d\n", strata_encode_move(buf, 40, &m, 1, 4096, 1, G_PID, 0));
-	printf("free_block_zero %d\n", strata_encode_free(buf, sizeof(buf), &m, 0));
+	printf("free_block_zero %d\n", strata_encode_free(buf, sizeof(buf), &m, 0, STRATA_FREE_REMOVED));
 	printf("ENOSPC %d\nENAMETOOLONG %d\nEINVAL %d\n", -ENOSPC, -ENAMETOOLONG, -EINVAL);
 }
 

@@ -1,0 +1,383 @@
+package org.stratatrace.hook;
+
+import java.nio.ByteBuffer;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * What the advice woven into Spark calls: it turns MemoryStore and
+ * TaskMemoryManager events into hook registrations. Public because the woven
+ * code lives in Spark's packages; nothing else should call it.
+ *
+ * Every method catches everything: the hook must never change what Spark
+ * does. The first failure of each kind is printed to stderr, all are counted.
+ *
+ * State: the hook ids of every tracked storage block (one per range: a
+ * ChunkedByteBuffer is one range per chunk) keyed by Spark's BlockId, and of
+ * every tracked Tungsten page keyed by its MemoryBlock (identity).
+ */
+public final class Blocks {
+    private Blocks() {}
+
+    private static final ConcurrentHashMap<Object, long[]> STORED = new ConcurrentHashMap<>();
+    private static final ConcurrentHashMap<Object, Long> PAGES = new ConcurrentHashMap<>();
+    /** Per thread: {task attempt id, rdd id} of the task this thread runs. */
+    private static final ThreadLocal<long[]> TASK_RDD = ThreadLocal.withInitial(() -> new long[] {-1, -1});
+    /** Per thread: >0 while inside MemoryStore.evictBlocksToFreeSpace. */
+    private static final ThreadLocal<int[]> EVICTING = ThreadLocal.withInitial(() -> new int[1]);
+    private static final ConcurrentHashMap<String, Boolean> REPORTED = new ConcurrentHashMap<>();
+    static final AtomicLong ERRORS = new AtomicLong();
+    private static volatile boolean identified;
+    static volatile boolean enabled;
+
+    static void fail(String where, Throwable t) {
+        ERRORS.incrementAndGet();
+        if (REPORTED.putIfAbsent(where, Boolean.TRUE) == null) {
+            System.err.println("strata-hook: " + where + ": " + t);
+        }
+    }
+
+    /** Sends the application and executor ids once SparkEnv has them. */
+    private static void identify(Spark s) throws Throwable {
+        if (identified) {
+            return;
+        }
+        Object env = s.sparkEnvGet.invokeExact();
+        if (env == null) {
+            return;
+        }
+        Object conf = s.envConf.invokeExact(env);
+        String app = (String) (Object) s.confGet.invokeExact(conf, "spark.app.id", (String) null);
+        String exec = (String) (Object) s.executorId.invokeExact(env);
+        if (app == null || exec == null) {
+            return;
+        }
+        Native.identify(app, exec);
+        identified = true;
+    }
+
+    /** The running task on this thread: stage, stage attempt, partition, task attempt, rdd. */
+    private static long[] task(Spark s) throws Throwable {
+        Object tc = s.taskContextGet.invokeExact();
+        if (tc == null) {
+            return new long[] {-1, -1, -1, -1, -1};
+        }
+        long attempt = (long) s.taskAttemptId.invokeExact(tc);
+        long[] tr = TASK_RDD.get();
+        return new long[] {
+            (int) s.stageId.invokeExact(tc), (int) s.stageAttempt.invokeExact(tc),
+            (int) s.partitionId.invokeExact(tc), attempt, tr[0] == attempt ? tr[1] : -1,
+        };
+    }
+
+    // ---- RDD.iterator: remember the first RDD a task computes (its stage's RDD)
+
+    public static void rddIterator(Object rdd) {
+        if (!enabled) {
+            return;
+        }
+        try {
+            Spark s = Spark.of(rdd);
+            Object tc = s.taskContextGet.invokeExact();
+            if (tc == null) {
+                return;
+            }
+            long attempt = (long) s.taskAttemptId.invokeExact(tc);
+            long[] tr = TASK_RDD.get();
+            if (tr[0] != attempt) {
+                tr[0] = attempt;
+                tr[1] = (int) s.rddId.invokeExact(rdd);
+            }
+        } catch (Throwable t) {
+            fail("RDD.iterator", t);
+        }
+    }
+
+    // ---- MemoryStore
+
+    /** After a put: registers the block if the put stored it. */
+    public static void put(Object store, Object blockId) {
+        if (!enabled || blockId == null) {
+            return;
+        }
+        try {
+            Spark s = Spark.of(store);
+            identify(s);
+            @SuppressWarnings("unchecked")
+            Map<Object, Object> map = (Map<Object, Object>) (Object) s.entries.invokeExact(store);
+            Object entry;
+            synchronized (map) {
+                entry = map.get(blockId);
+            }
+            if (entry == null || STORED.containsKey(blockId)) {
+                return; // not stored (partially unrolled, no memory) or known
+            }
+            long[] ids = registerEntry(s, blockId, entry);
+            if (ids.length == 0) {
+                return;
+            }
+            long[] prev = STORED.put(blockId, ids);
+            free(prev, Wire.FREE_REMOVED);
+            boolean still;
+            synchronized (map) {
+                still = map.get(blockId) == entry;
+            }
+            if (!still && STORED.remove(blockId, ids)) {
+                free(ids, Wire.FREE_REMOVED); // removed while we registered it
+            }
+            // The REGISTER is the put's write (ALLOC): no ACCESS frame on top,
+            // so a put costs one frame per range.
+        } catch (Throwable t) {
+            fail("MemoryStore put", t);
+        }
+    }
+
+    private static long[] registerEntry(Spark s, Object blockId, Object entry) throws Throwable {
+        String name = (String) (Object) s.blockName.invokeExact(blockId);
+        int kind = kind(blockId);
+        int rdd = -1;
+        int part = -1;
+        if (s.rddBlockId.isInstance(blockId)) {
+            rdd = (int) s.rddBlockRdd.invokeExact(blockId);
+            part = (int) s.rddBlockSplit.invokeExact(blockId);
+        }
+        long[] t = task(s);
+        if (s.serializedEntry.isInstance(entry)) {
+            Object cbb = s.serializedBuffer.invokeExact(entry);
+            ByteBuffer[] chunks = (ByteBuffer[]) (Object) s.chunks.invokeExact(cbb);
+            int n = 0;
+            for (ByteBuffer b : chunks) {
+                if (b != null && b.limit() > 0) {
+                    n++;
+                }
+            }
+            long[] ids = new long[n];
+            int i = 0;
+            for (ByteBuffer b : chunks) {
+                if (b == null || b.limit() <= 0) {
+                    continue;
+                }
+                long id;
+                if (b.isDirect()) {
+                    id = Native.register(Native.DIRECT, b, 0, b.limit(), rdd, part, Wire.MODE_STORAGE,
+                            Wire.LOCATION_OFF_HEAP, kind, 0, i, n, (int) t[0], (int) t[1], t[3], name);
+                } else if (b.hasArray()) {
+                    id = Native.register(Native.HEAP_ARRAY, b.array(), b.arrayOffset(), b.limit(), rdd, part,
+                            Wire.MODE_STORAGE, Wire.LOCATION_ON_HEAP, kind, 0, i, n, (int) t[0], (int) t[1], t[3],
+                            name);
+                } else {
+                    id = 0; // a read-only heap buffer hides its array
+                }
+                if (id != 0) {
+                    ids[i] = id;
+                }
+                i++;
+            }
+            return compact(ids);
+        }
+        if (s.deserializedEntry.isInstance(entry)) {
+            Object value = s.deserializedValue.invokeExact(entry);
+            if (value == null || !value.getClass().isArray()) {
+                return new long[0];
+            }
+            int len = java.lang.reflect.Array.getLength(value);
+            if (len == 0) {
+                return new long[0];
+            }
+            boolean refs = value instanceof Object[];
+            if (refs && !ObjectAddress.available()) {
+                return new long[0];
+            }
+            long bytes = (long) len * ObjectAddress.scale(value.getClass());
+            long id = Native.register(refs ? Native.OBJECT_ARRAY : Native.HEAP_ARRAY, value, 0, bytes, rdd, part,
+                    Wire.MODE_STORAGE, Wire.LOCATION_ON_HEAP, kind, refs ? Wire.BLOCK_OBJECT_GRAPH : 0, 0, 1,
+                    (int) t[0], (int) t[1], t[3], name);
+            return id == 0 ? new long[0] : new long[] {id};
+        }
+        return new long[0];
+    }
+
+    private static long[] compact(long[] ids) {
+        int n = 0;
+        for (long id : ids) {
+            if (id != 0) {
+                n++;
+            }
+        }
+        if (n == ids.length) {
+            return ids;
+        }
+        long[] out = new long[n];
+        n = 0;
+        for (long id : ids) {
+            if (id != 0) {
+                out[n++] = id;
+            }
+        }
+        return out;
+    }
+
+    /** The wire kind of a BlockId, by its class (org.apache.spark.storage.*BlockId). */
+    static int kind(Object blockId) {
+        String c = blockId.getClass().getSimpleName();
+        switch (c) {
+            case "RDDBlockId":
+                return Wire.KIND_RDD;
+            case "BroadcastBlockId":
+                return Wire.KIND_BROADCAST;
+            case "TaskResultBlockId":
+                return Wire.KIND_TASK_RESULT;
+            case "StreamBlockId":
+                return Wire.KIND_STREAM;
+            default:
+                return c.startsWith("Shuffle") ? Wire.KIND_SHUFFLE : Wire.KIND_OTHER;
+        }
+    }
+
+    private static void free(long[] ids, int reason) {
+        if (ids != null) {
+            for (long id : ids) {
+                Native.free(id, reason);
+            }
+        }
+    }
+
+    /** After getBytes/getValues: a read of a tracked block. */
+    public static void read(Object blockId) {
+        if (!enabled || blockId == null) {
+            return;
+        }
+        try {
+            long[] ids = STORED.get(blockId);
+            if (ids != null) {
+                for (long id : ids) {
+                    Native.access(id, 0, 0, Wire.ACCESS_READ);
+                }
+            }
+        } catch (Throwable t) {
+            fail("MemoryStore get", t);
+        }
+    }
+
+    /** Before MemoryStore.remove: the block is going, evicted or removed. */
+    public static void remove(Object blockId) {
+        if (!enabled || blockId == null) {
+            return;
+        }
+        try {
+            long[] ids = STORED.remove(blockId);
+            if (ids != null) {
+                free(ids, EVICTING.get()[0] > 0 ? Wire.FREE_EVICTED : Wire.FREE_REMOVED);
+            }
+        } catch (Throwable t) {
+            fail("MemoryStore remove", t);
+        }
+    }
+
+    public static void evictEnter() {
+        if (enabled) {
+            EVICTING.get()[0]++;
+        }
+    }
+
+    public static void evictExit() {
+        if (enabled) {
+            int[] e = EVICTING.get();
+            if (e[0] > 0) {
+                e[0]--;
+            }
+        }
+    }
+
+    /** Before MemoryStore.clear: every storage block ends. */
+    public static void clear() {
+        if (!enabled) {
+            return;
+        }
+        try {
+            for (Object k : STORED.keySet()) {
+                free(STORED.remove(k), Wire.FREE_CLEARED);
+            }
+        } catch (Throwable t) {
+            fail("MemoryStore clear", t);
+        }
+    }
+
+    // ---- TaskMemoryManager
+
+    /** After allocatePage (3.5) / allocatePageInternal (4.x): a new page. */
+    public static void allocated(Object tmm, Object page) {
+        if (!enabled || page == null || PAGES.containsKey(page)) {
+            return;
+        }
+        try {
+            Spark s = Spark.of(tmm);
+            identify(s);
+            Object obj = s.pageObject.invokeExact(page);
+            long off = (long) s.pageOffset.invokeExact(page);
+            long size = (long) s.pageSize.invokeExact(page);
+            int number = (int) s.pageNumber.invokeExact(page);
+            long taskAttempt = (long) s.tmmTaskAttempt.invokeExact(tmm);
+            if (size <= 0) {
+                return;
+            }
+            long[] t = task(s);
+            if (t[3] != taskAttempt) {
+                t = new long[] {-1, -1, -1, taskAttempt, -1}; // allocated off the task's thread
+            }
+            String name = "page_" + taskAttempt + "_" + number;
+            long id;
+            if (obj == null) {
+                id = Native.register(Native.ADDRESS, null, off, size, (int) t[4], (int) t[2], Wire.MODE_EXECUTION,
+                        Wire.LOCATION_OFF_HEAP, Wire.KIND_TUNGSTEN_PAGE, 0, 0, 1, (int) t[0], (int) t[1], t[3], name);
+            } else {
+                long dataOff = off - ObjectAddress.baseOffset(obj.getClass());
+                id = Native.register(Native.HEAP_ARRAY, obj, dataOff, size, (int) t[4], (int) t[2],
+                        Wire.MODE_EXECUTION, Wire.LOCATION_ON_HEAP, Wire.KIND_TUNGSTEN_PAGE, 0, 0, 1, (int) t[0],
+                        (int) t[1], t[3], name);
+            }
+            if (id != 0 && PAGES.putIfAbsent(page, id) != null) {
+                Native.free(id, Wire.FREE_PAGE_FREED); // another exit advice got there first
+            }
+        } catch (Throwable t) {
+            fail("TaskMemoryManager allocatePage", t);
+        }
+    }
+
+    /** Before freePage: the consumer gives the page back. */
+    public static void freePage(Object page) {
+        if (!enabled || page == null) {
+            return;
+        }
+        try {
+            Long id = PAGES.remove(page);
+            if (id != null) {
+                Native.free(id, Wire.FREE_PAGE_FREED);
+            }
+        } catch (Throwable t) {
+            fail("TaskMemoryManager freePage", t);
+        }
+    }
+
+    /** Before cleanUpAllAllocatedMemory: pages still in the table end with the task. */
+    public static void cleanup(Object tmm) {
+        if (!enabled) {
+            return;
+        }
+        try {
+            Spark s = Spark.of(tmm);
+            Object[] table = (Object[]) (Object) s.pageTable.invokeExact(tmm);
+            synchronized (tmm) {
+                for (Object page : table) {
+                    Long id = page == null ? null : PAGES.remove(page);
+                    if (id != null) {
+                        Native.free(id, Wire.FREE_TASK_END);
+                    }
+                }
+            }
+        } catch (Throwable t) {
+            fail("TaskMemoryManager cleanUpAllAllocatedMemory", t);
+        }
+    }
+}

@@ -1,0 +1,134 @@
+package org.stratatrace.hook;
+
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.lang.reflect.Field;
+
+/**
+ * Addresses of Object[] arrays, which JNI cannot give (GetPrimitiveArrayCritical
+ * is for primitive arrays only). A reference slot holds either the object's
+ * address (8-byte references) or a compressed one, address = base + (n << shift).
+ * Neither base nor shift is hard-coded: {@link #calibrate} puts probe byte[]s
+ * in a slot, asks the JVM for their data address through JNI, and solves for
+ * base and shift, checking the answer on a third probe. When that fails (ZGC's
+ * coloured pointers, an unknown encoding) object arrays are not reported.
+ *
+ * sun.misc.Unsafe is reached through method handles (jdk.unsupported), so the
+ * agent compiles without internal-API warnings.
+ */
+final class ObjectAddress {
+    private ObjectAddress() {}
+
+    private static final MethodHandle GET_INT;
+    private static final MethodHandle GET_LONG;
+    private static final MethodHandle BASE_OFFSET;
+    private static final MethodHandle INDEX_SCALE;
+
+    static {
+        try {
+            Class<?> uc = Class.forName("sun.misc.Unsafe");
+            Field f = uc.getDeclaredField("theUnsafe");
+            f.setAccessible(true);
+            Object u = f.get(null);
+            MethodHandles.Lookup l = MethodHandles.lookup();
+            GET_INT = l.findVirtual(uc, "getInt", MethodType.methodType(int.class, Object.class, long.class)).bindTo(u);
+            GET_LONG = l.findVirtual(uc, "getLong", MethodType.methodType(long.class, Object.class, long.class)).bindTo(u);
+            BASE_OFFSET = l.findVirtual(uc, "arrayBaseOffset", MethodType.methodType(int.class, Class.class)).bindTo(u);
+            INDEX_SCALE = l.findVirtual(uc, "arrayIndexScale", MethodType.methodType(int.class, Class.class)).bindTo(u);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    static final long OBJ_BASE = baseOffset(Object[].class);
+    static final int REF_SIZE = scale(Object[].class);
+    static final long BYTE_BASE = baseOffset(byte[].class);
+    static final long LONG_BASE = baseOffset(long[].class);
+
+    private static volatile boolean ok;
+    private static long base;
+    private static int shift;
+
+    static boolean available() {
+        return ok;
+    }
+
+    private static long slot(Object[] holder) {
+        try {
+            if (REF_SIZE == 8) {
+                return (long) GET_LONG.invokeExact((Object) holder, OBJ_BASE);
+            }
+            return ((int) GET_INT.invokeExact((Object) holder, OBJ_BASE)) & 0xFFFFFFFFL;
+        } catch (Throwable t) {
+            throw new IllegalStateException("read reference slot: " + t, t);
+        }
+    }
+
+    /** {slot value, object address} of a probe, read without a GC between. */
+    private static long[] sample(byte[] probe) {
+        Object[] holder = {probe};
+        for (int i = 0; i < 100; i++) {
+            long n1 = slot(holder);
+            long data = Native.arrayAddress(probe);
+            long n2 = slot(holder);
+            if (n1 == n2 && data != 0) {
+                return new long[] {n1, data - BYTE_BASE};
+            }
+        }
+        return null;
+    }
+
+    /** Learns the reference encoding; returns a description or throws. */
+    static String calibrate() {
+        byte[][] probes = new byte[3][];
+        long[][] s = new long[3][];
+        Object[] spacer = new Object[3];
+        for (int i = 0; i < 3; i++) {
+            probes[i] = new byte[64 << i];
+            spacer[i] = new long[1000 * (i + 1)]; // keep probes apart
+            s[i] = sample(probes[i]);
+            if (s[i] == null) {
+                throw new IllegalStateException("probe address unstable");
+            }
+        }
+        for (int sh = 0; sh <= 6; sh++) {
+            long b0 = s[0][1] - (s[0][0] << sh);
+            if (b0 == s[1][1] - (s[1][0] << sh) && b0 == s[2][1] - (s[2][0] << sh)
+                    && (REF_SIZE == 4 || (sh == 0 && b0 == 0))) {
+                base = b0;
+                shift = sh;
+                ok = true;
+                return "references " + REF_SIZE + " bytes, base " + Long.toHexString(b0) + " shift " + sh;
+            }
+        }
+        throw new IllegalStateException("reference encoding not linear (" + REF_SIZE + "-byte slots)");
+    }
+
+    /** Address of arr's first element now; 0 when unavailable. */
+    static long dataStart(Object arr) {
+        if (!ok || arr == null) {
+            return 0;
+        }
+        Object[] holder = {arr};
+        return base + (slot(holder) << shift) + OBJ_BASE;
+    }
+
+    /** Bytes per element of an array class (Unsafe.arrayIndexScale). */
+    static int scale(Class<?> arrayClass) {
+        try {
+            return (int) INDEX_SCALE.invokeExact(arrayClass);
+        } catch (Throwable t) {
+            throw new IllegalStateException("arrayIndexScale: " + t, t);
+        }
+    }
+
+    /** Offset of element 0 from the array's start (Unsafe.arrayBaseOffset). */
+    static long baseOffset(Class<?> arrayClass) {
+        try {
+            return (int) BASE_OFFSET.invokeExact(arrayClass);
+        } catch (Throwable t) {
+            throw new IllegalStateException("arrayBaseOffset: " + t, t);
+        }
+    }
+}

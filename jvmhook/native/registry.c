@@ -1,0 +1,775 @@
+/*
+ * registry.c - live blocks, the agent connection and the GC thread (API and
+ * rules in registry.h).
+ *
+ * Locking: one mutex (mu) guards the table, the connection state and the
+ * send queue, so frames are queued in the order the table changed. No thread
+ * makes a JNI or JVMTI call, or a system call that can wait, while holding
+ * mu: addresses are read before taking it, weak references of freed blocks
+ * are queued (graveyard) and deleted by the hook thread outside it.
+ *
+ * Sending: a JVM thread never writes the socket. It encodes its frame into a
+ * byte ring (RING_BYTES; a full ring drops the frame and counts it) and the
+ * hook thread sends what is queued, up to 64 frames per sendmmsg(2). While
+ * frames keep coming the hook thread looks every millisecond, so producers
+ * make no system call at all; after 100 idle milliseconds it sleeps until a
+ * producer wakes it through the eventfd (one write(2) per burst). A frame
+ * waits about a millisecond at most while the hook is busy.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "registry.h"
+
+struct entry {
+	uint64_t id;
+	enum reg_source source;
+	jweak ref;       /* heap arrays: weak global ref; else NULL */
+	uint64_t offset; /* bytes from the array's data start */
+	struct strata_block_args args;
+	char name[STRATA_STR_MAX + 1];
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct entry **slots; /* open addressing by id, NULL = empty */
+static size_t cap, count;
+static uint64_t next_id = 1;
+static struct strata_conn conn = { .fd = -1 };
+/* Frames of closed connections; dropped_before is also the drops some
+ * DROPPED frame has told an agent about, see try_connect. */
+static uint64_t sent_before, dropped_before, reported_dropped;
+static uint64_t connects, moves, collected;
+static char app_id[STRATA_STR_MAX + 1], executor_id[STRATA_STR_MAX + 1];
+static int identified;
+static int connect_now; /* atomic: identify asks for a connect at once */
+static jweak *graveyard;
+static size_t grave_n, grave_cap;
+
+/* The send queue: records of {u32 length, u32 zero, frame} padded to 8
+ * bytes; a length of RING_SKIP means "the rest up to the end is unused".
+ * Positions count bytes ever queued: producers (under mu) advance tail, the
+ * hook thread (the consumer, under drain_mu) advances head. */
+#define RING_BYTES (4u << 20)
+#define RING_SKIP 0xFFFFFFFFu
+static unsigned char ring[RING_BYTES] __attribute__((aligned(8)));
+static uint64_t ring_head, ring_tail; /* atomics */
+static int consumer_asleep;           /* atomic: the hook thread waits for a wake-up */
+static pthread_mutex_t drain_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static struct reg_config cfg;
+static JavaVM *jvm;
+static int wake_fd = -1;
+static uint64_t gc_started, gc_finished; /* atomics */
+static uint32_t pid;
+
+static size_t slot_of(uint64_t id, size_t c)
+{
+	return (size_t)((id * 0x9E3779B97F4A7C15ull) >> 17) & (c - 1);
+}
+
+static struct entry *find(uint64_t id)
+{
+	if (cap == 0)
+		return NULL;
+	for (size_t i = slot_of(id, cap);; i = (i + 1) & (cap - 1)) {
+		if (slots[i] == NULL)
+			return NULL;
+		if (slots[i]->id == id)
+			return slots[i];
+	}
+}
+
+static void place(struct entry **tab, size_t c, struct entry *e)
+{
+	size_t i = slot_of(e->id, c);
+
+	while (tab[i] != NULL)
+		i = (i + 1) & (c - 1);
+	tab[i] = e;
+}
+
+/* Makes room for one more entry; -ENOMEM when it cannot. */
+static int reserve(void)
+{
+	size_t nc;
+	struct entry **nt;
+
+	if ((count + 1) * 4 <= cap * 3)
+		return 0;
+	nc = cap ? cap * 2 : 1024;
+	nt = calloc(nc, sizeof(*nt));
+	if (nt == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < cap; i++)
+		if (slots[i] != NULL)
+			place(nt, nc, slots[i]);
+	free(slots);
+	slots = nt;
+	cap = nc;
+	return 0;
+}
+
+/* Removes id's entry (backward-shift deletion) and returns it. */
+static struct entry *take(uint64_t id)
+{
+	size_t i, j;
+	struct entry *e;
+
+	if (cap == 0)
+		return NULL;
+	for (i = slot_of(id, cap); slots[i] != NULL && slots[i]->id != id; i = (i + 1) & (cap - 1))
+		;
+	e = slots[i];
+	if (e == NULL)
+		return NULL;
+	slots[i] = NULL;
+	for (j = (i + 1) & (cap - 1); slots[j] != NULL; j = (j + 1) & (cap - 1)) {
+		size_t home = slot_of(slots[j]->id, cap);
+
+		/* move slots[j] into the hole unless its home lies in (i, j] */
+		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+			slots[i] = slots[j];
+			slots[j] = NULL;
+			i = j;
+		}
+	}
+	count--;
+	return e;
+}
+
+static void bury(jweak ref)
+{
+	jweak *ng;
+
+	if (ref == NULL)
+		return;
+	if (grave_n == grave_cap) {
+		ng = realloc(graveyard, (grave_cap ? grave_cap * 2 : 64) * sizeof(*ng));
+		if (ng == NULL)
+			return; /* leaks one weak ref rather than block */
+		graveyard = ng;
+		grave_cap = grave_cap ? grave_cap * 2 : 64;
+	}
+	graveyard[grave_n++] = ref;
+}
+
+static void wake(void)
+{
+	uint64_t one = 1;
+	ssize_t n;
+
+	if (wake_fd >= 0)
+		n = write(wake_fd, &one, sizeof(one)); /* eventfd: never blocks */
+	(void)n;
+}
+
+static uint32_t padded(uint32_t len)
+{
+	return 8 + ((len + 7) & ~7u);
+}
+
+/* Queues one encoded frame (len < 0: encoding failed) for the hook thread;
+ * mu held. Not connected or a full queue: the frame is dropped and counted
+ * (its seq is used either way, so the agent sees the gap). */
+static void queue(const void *frame, int len)
+{
+	uint64_t tail = ring_tail, head;
+	uint32_t need, off, room;
+
+	if (len < 0 || conn.fd < 0) {
+		__atomic_fetch_add(&conn.dropped, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	need = padded((uint32_t)len);
+	off = (uint32_t)(tail % RING_BYTES);
+	room = RING_BYTES - off;
+	head = __atomic_load_n(&ring_head, __ATOMIC_ACQUIRE);
+	if (tail + need + (room < need ? room : 0) - head > RING_BYTES) {
+		__atomic_fetch_add(&conn.dropped, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (room < need) { /* records never wrap: skip to the start */
+		uint32_t skip = RING_SKIP;
+
+		memcpy(ring + off, &skip, sizeof(skip));
+		tail += room;
+		off = 0;
+	}
+	memcpy(ring + off, &(uint32_t[2]){ (uint32_t)len, 0 }, 8);
+	memcpy(ring + off + 8, frame, (size_t)len);
+	__atomic_store_n(&ring_tail, tail + need, __ATOMIC_SEQ_CST);
+	/* Paired with the consumer's store of consumer_asleep and its re-read
+	 * of ring_tail: at least one of the two sees the other. */
+	if (__atomic_load_n(&consumer_asleep, __ATOMIC_SEQ_CST))
+		wake();
+}
+
+static void queue_register(struct entry *e)
+{
+	unsigned char buf[STRATA_FRAME_MAX];
+	struct strata_frame_meta m;
+
+	strata_conn_meta(&conn, &m);
+	queue(buf, strata_encode_register(buf, sizeof(buf), &m, &e->args));
+}
+
+static void queue_move(struct entry *e, uint32_t epoch)
+{
+	unsigned char buf[STRATA_HDR_SIZE + STRATA_MOVE_SIZE];
+	struct strata_frame_meta m;
+
+	strata_conn_meta(&conn, &m);
+	queue(buf, strata_encode_move(buf, sizeof(buf), &m, e->id, e->args.vaddr, e->args.length, pid,
+				      epoch));
+}
+
+static void queue_free(uint64_t id, uint8_t reason)
+{
+	unsigned char buf[STRATA_HDR_SIZE + STRATA_FREE_SIZE];
+	struct strata_frame_meta m;
+
+	strata_conn_meta(&conn, &m);
+	queue(buf, strata_encode_free(buf, sizeof(buf), &m, id, reason));
+}
+
+/* Ends the connection (the hook thread reconnects); mu held. */
+static void disconnect(void)
+{
+	if (conn.fd >= 0) {
+		close(conn.fd);
+		__atomic_store_n(&conn.fd, -1, __ATOMIC_RELEASE);
+	}
+}
+
+/* Sends what is queued, up to 64 frames per sendmmsg; returns the frames
+ * taken off the queue. Only the hook thread waits (POLLOUT, up to wait_ms)
+ * for room in a full socket; what still does not fit is dropped and counted. */
+static int drain(int wait_ms)
+{
+	struct mmsghdr msgs[64];
+	struct iovec iov[64];
+	uint64_t head, tail, next;
+	int n = 0, done = 0, fd;
+
+	if (pthread_mutex_trylock(&drain_mu) != 0)
+		return 0;
+	head = __atomic_load_n(&ring_head, __ATOMIC_ACQUIRE);
+	tail = __atomic_load_n(&ring_tail, __ATOMIC_ACQUIRE);
+	for (next = head; next != tail && n < 64;) {
+		uint32_t off = (uint32_t)(next % RING_BYTES), len;
+
+		memcpy(&len, ring + off, sizeof(len));
+		if (len == RING_SKIP) {
+			next += RING_BYTES - off;
+			continue;
+		}
+		iov[n] = (struct iovec){ .iov_base = ring + off + 8, .iov_len = len };
+		memset(&msgs[n], 0, sizeof(msgs[n]));
+		msgs[n].msg_hdr.msg_iov = &iov[n];
+		msgs[n].msg_hdr.msg_iovlen = 1;
+		next += padded(len);
+		n++;
+	}
+	fd = __atomic_load_n(&conn.fd, __ATOMIC_ACQUIRE);
+	while (done < n && fd >= 0) {
+		int k = sendmmsg(fd, msgs + done, (unsigned)(n - done), MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (k > 0) {
+			done += k;
+			__atomic_fetch_add(&conn.sent, (uint64_t)k, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == EAGAIN && wait_ms > 0) {
+			struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+			if (poll(&p, 1, wait_ms) > 0 && (p.revents & POLLOUT))
+				continue;
+		}
+		if (k < 0 && errno != EAGAIN) {
+			pthread_mutex_lock(&mu);
+			if (conn.fd == fd)
+				disconnect();
+			pthread_mutex_unlock(&mu);
+		}
+		break;
+	}
+	if (n > done)
+		__atomic_fetch_add(&conn.dropped, (uint64_t)(n - done), __ATOMIC_RELAXED);
+	__atomic_store_n(&ring_head, next, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&drain_mu);
+	return n;
+}
+
+/* Drops everything queued (frames for a connection that is gone); mu held,
+ * so no producer runs. */
+static void discard_queue(void)
+{
+	pthread_mutex_lock(&drain_mu);
+	for (uint64_t h = ring_head; h != ring_tail;) {
+		uint32_t off = (uint32_t)(h % RING_BYTES), len;
+
+		memcpy(&len, ring + off, sizeof(len));
+		if (len == RING_SKIP) {
+			h += RING_BYTES - off;
+			continue;
+		}
+		h += padded(len);
+		__atomic_fetch_add(&conn.dropped, 1, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&ring_head, ring_tail, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&drain_mu);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Reads the data address of a heap array through the JVM (never from an
+ * object layout): the critical section is released at once, with JNI_ABORT
+ * so nothing is copied back. Returns 0 on failure. */
+static uint64_t array_address(JNIEnv *env, jobject arr)
+{
+	void *p = (*env)->GetPrimitiveArrayCritical(env, arr, NULL);
+
+	if (p == NULL)
+		return 0;
+	(*env)->ReleasePrimitiveArrayCritical(env, arr, p, JNI_ABORT);
+	return (uint64_t)(uintptr_t)p;
+}
+
+static uint64_t object_array_address(JNIEnv *env, jobject arr)
+{
+	jlong a = (*env)->CallStaticLongMethod(env, cfg.object_class, cfg.object_address, arr);
+
+	if ((*env)->ExceptionCheck(env)) {
+		(*env)->ExceptionClear(env);
+		return 0;
+	}
+	return (uint64_t)a;
+}
+
+/* Current address of a tracked array's data start; 0 when unreadable. */
+static uint64_t heap_address(JNIEnv *env, enum reg_source src, jobject obj)
+{
+	return src == REG_HEAP_ARRAY ? array_address(env, obj) : object_array_address(env, obj);
+}
+
+uint64_t reg_add(JNIEnv *env, struct reg_block *b)
+{
+	struct entry *e;
+	uint64_t base = 0, started;
+	jweak ref = NULL;
+	int tries = 0;
+
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return 0;
+	e->source = b->source;
+	e->offset = b->offset;
+	e->args = b->args;
+	if (b->args.name != NULL)
+		snprintf(e->name, sizeof(e->name), "%s", b->args.name);
+	e->args.name = e->name;
+	e->args.pid = pid;
+	switch (b->source) {
+	case REG_DIRECT: {
+		void *p = b->ref ? (*env)->GetDirectBufferAddress(env, b->ref) : NULL;
+
+		base = (uint64_t)(uintptr_t)p;
+		break;
+	}
+	case REG_ADDRESS:
+		base = b->address;
+		break;
+	case REG_HEAP_ARRAY:
+	case REG_OBJECT_ARRAY:
+		ref = (*env)->NewWeakGlobalRef(env, b->ref);
+		if (ref == NULL)
+			break;
+		started = __atomic_load_n(&gc_started, __ATOMIC_ACQUIRE);
+		base = heap_address(env, b->source, b->ref);
+		break;
+	}
+	if (base == 0) {
+		if (ref != NULL)
+			(*env)->DeleteWeakGlobalRef(env, ref);
+		free(e);
+		return 0;
+	}
+	e->ref = ref;
+	e->args.vaddr = base + b->offset;
+	pthread_mutex_lock(&mu);
+	if (reserve() != 0) {
+		pthread_mutex_unlock(&mu);
+		if (ref != NULL)
+			(*env)->DeleteWeakGlobalRef(env, ref);
+		free(e);
+		return 0;
+	}
+	e->id = next_id++;
+	e->args.block_id = e->id;
+	place(slots, cap, e);
+	count++;
+	queue_register(e);
+	pthread_mutex_unlock(&mu);
+	/* A GC that ran between reading the address and inserting the entry may
+	 * have been rescanned before the entry existed: read it again. */
+	while (ref != NULL && __atomic_load_n(&gc_started, __ATOMIC_ACQUIRE) != started && tries++ < 4) {
+		uint64_t a;
+
+		started = __atomic_load_n(&gc_started, __ATOMIC_ACQUIRE);
+		a = heap_address(env, b->source, b->ref);
+		if (a == 0)
+			break;
+		pthread_mutex_lock(&mu);
+		if (find(e->id) == e && e->args.vaddr != a + b->offset) {
+			e->args.vaddr = a + b->offset;
+			queue_move(e, (uint32_t)__atomic_load_n(&gc_finished, __ATOMIC_RELAXED));
+		}
+		pthread_mutex_unlock(&mu);
+	}
+	return e->id;
+}
+
+void reg_free(uint64_t id, uint8_t reason)
+{
+	struct entry *e;
+
+	pthread_mutex_lock(&mu);
+	e = take(id);
+	if (e != NULL) {
+		queue_free(id, reason);
+		bury(e->ref);
+	}
+	pthread_mutex_unlock(&mu);
+	free(e);
+}
+
+void reg_access(uint64_t id, uint64_t offset, uint64_t length, uint8_t kind)
+{
+	pthread_mutex_lock(&mu);
+	if (find(id) != NULL) {
+		unsigned char buf[STRATA_HDR_SIZE + STRATA_ACCESS_SIZE];
+		struct strata_frame_meta m;
+
+		strata_conn_meta(&conn, &m);
+		queue(buf, strata_encode_access(buf, sizeof(buf), &m, id, offset, length, kind));
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+uint64_t reg_vaddr(uint64_t id)
+{
+	struct entry *e;
+	uint64_t v = 0;
+
+	pthread_mutex_lock(&mu);
+	e = find(id);
+	if (e != NULL)
+		v = e->args.vaddr;
+	pthread_mutex_unlock(&mu);
+	return v;
+}
+
+void reg_stats(struct reg_stats *s)
+{
+	pthread_mutex_lock(&mu);
+	s->sent = sent_before + __atomic_load_n(&conn.sent, __ATOMIC_RELAXED);
+	s->dropped = dropped_before + __atomic_load_n(&conn.dropped, __ATOMIC_RELAXED);
+	s->live = count;
+	s->connects = connects;
+	s->moves = moves;
+	s->collected = collected;
+	pthread_mutex_unlock(&mu);
+	s->gc_epoch = __atomic_load_n(&gc_finished, __ATOMIC_RELAXED);
+}
+
+/* Queues DROPPED; mu held. */
+static void report(void)
+{
+	unsigned char buf[STRATA_HDR_SIZE + STRATA_DROPPED_SIZE];
+	struct strata_frame_meta m;
+	uint64_t d;
+
+	if (conn.fd < 0)
+		return;
+	strata_conn_meta(&conn, &m);
+	d = __atomic_load_n(&conn.dropped, __ATOMIC_RELAXED);
+	queue(buf, strata_encode_dropped(buf, sizeof(buf), &m, d,
+					 __atomic_load_n(&conn.sent, __ATOMIC_RELAXED)));
+	reported_dropped = dropped_before + d;
+}
+
+/* At exit: queues DROPPED and sends what is queued, without waiting. */
+void reg_report(void)
+{
+	pthread_mutex_lock(&mu);
+	report();
+	pthread_mutex_unlock(&mu);
+	while (drain(0) > 0)
+		;
+}
+
+void reg_identify(const char *app, const char *exec)
+{
+	pthread_mutex_lock(&mu);
+	snprintf(app_id, sizeof(app_id), "%s", app ? app : "");
+	snprintf(executor_id, sizeof(executor_id), "%s", exec ? exec : "");
+	identified = 1;
+	pthread_mutex_unlock(&mu);
+	__atomic_store_n(&connect_now, 1, __ATOMIC_RELEASE);
+	wake();
+}
+
+
+void reg_gc_start(void)
+{
+	__atomic_fetch_add(&gc_started, 1, __ATOMIC_RELEASE);
+}
+
+void reg_gc_finish(void)
+{
+	__atomic_fetch_add(&gc_finished, 1, __ATOMIC_RELEASE);
+	wake();
+}
+
+/* Connects, sends HELLO and re-registers every live block (mu held while
+ * the new connection is filled, so no other frame gets in between). */
+static void try_connect(void)
+{
+	struct strata_conn nc;
+	int rc;
+
+	pthread_mutex_lock(&mu);
+	if (!identified || conn.fd >= 0) {
+		pthread_mutex_unlock(&mu);
+		return;
+	}
+	pthread_mutex_unlock(&mu);
+	/* connect(2) on a Unix socket is quick but may wait on a full backlog:
+	 * done outside mu, on this thread only. */
+	rc = strata_conn_open(&nc, cfg.socket_path[0] ? cfg.socket_path : NULL);
+	if (rc != 0)
+		return;
+	pthread_mutex_lock(&mu);
+	discard_queue(); /* frames of the old connection never reach the new one */
+	/* A session's DROPPED counts from its HELLO, so the new session starts
+	 * with the drops no agent has heard of yet (those made while no agent
+	 * listened): every drop is reported once. */
+	{
+		uint64_t total = dropped_before + __atomic_load_n(&conn.dropped, __ATOMIC_RELAXED);
+
+		sent_before += __atomic_load_n(&conn.sent, __ATOMIC_RELAXED);
+		nc.dropped = total - reported_dropped;
+		dropped_before = reported_dropped;
+	}
+	conn = nc;
+	/* HELLO goes out at once (the queue is empty); every live block is
+	 * queued behind it before any producer can queue anything else. */
+	rc = strata_send_hello(&conn, &(struct strata_hello_args){
+					      .pid = pid,
+					      .page_size = (uint32_t)sysconf(_SC_PAGESIZE),
+					      .byte_array_base = cfg.byte_array_base,
+					      .long_array_base = cfg.long_array_base,
+					      .ref_size = cfg.ref_size,
+					      .app_id = app_id,
+					      .executor_id = executor_id,
+				      });
+	if (rc == 0) {
+		connects++;
+		for (size_t i = 0; i < cap; i++)
+			if (slots[i] != NULL)
+				queue_register(slots[i]);
+		if (conn.dropped > 0)
+			report();
+	} else {
+		disconnect();
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+/* Ends the connection when the agent closed its end. */
+static void check_peer(void)
+{
+	struct pollfd p = { .events = POLLIN };
+
+	pthread_mutex_lock(&mu);
+	p.fd = conn.fd;
+	if (p.fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLIN)))
+		disconnect(); /* the agent never writes: any event means it is gone */
+	pthread_mutex_unlock(&mu);
+}
+
+struct snap {
+	uint64_t id;
+	enum reg_source source;
+	jweak ref;
+	uint64_t offset;
+};
+
+/* After a GC: re-read every tracked array and report the moved ones. */
+static void rescan(JNIEnv *env)
+{
+	struct snap *s;
+	size_t n = 0;
+	uint32_t epoch = (uint32_t)__atomic_load_n(&gc_finished, __ATOMIC_ACQUIRE);
+
+	pthread_mutex_lock(&mu);
+	s = malloc((count ? count : 1) * sizeof(*s));
+	for (size_t i = 0; s != NULL && i < cap; i++) {
+		struct entry *e = slots[i];
+
+		if (e != NULL && e->ref != NULL)
+			s[n++] = (struct snap){ e->id, e->source, e->ref, e->offset };
+	}
+	pthread_mutex_unlock(&mu);
+	if (s == NULL)
+		return;
+	/* Refs in s stay valid: freed entries' refs wait in the graveyard,
+	 * which only this thread empties, after this loop. */
+	for (size_t i = 0; i < n; i++) {
+		jobject obj = (*env)->NewLocalRef(env, s[i].ref);
+		uint64_t a = 0;
+		struct entry *e;
+
+		if (obj != NULL) {
+			a = heap_address(env, s[i].source, obj);
+			(*env)->DeleteLocalRef(env, obj);
+			if (a == 0)
+				continue;
+		}
+		pthread_mutex_lock(&mu);
+		e = find(s[i].id);
+		if (e != NULL && e->ref == s[i].ref) {
+			if (obj == NULL) {
+				e = take(s[i].id);
+				queue_free(e->id, STRATA_FREE_COLLECTED);
+				bury(e->ref);
+				collected++;
+				free(e);
+			} else if (e->args.vaddr != a + s[i].offset) {
+				e->args.vaddr = a + s[i].offset;
+				moves++;
+				queue_move(e, epoch);
+			}
+		}
+		pthread_mutex_unlock(&mu);
+	}
+	free(s);
+}
+
+static void empty_graveyard(JNIEnv *env)
+{
+	jweak *g;
+	size_t n;
+
+	pthread_mutex_lock(&mu);
+	g = graveyard;
+	n = grave_n;
+	graveyard = NULL;
+	grave_n = grave_cap = 0;
+	pthread_mutex_unlock(&mu);
+	for (size_t i = 0; i < n; i++)
+		(*env)->DeleteWeakGlobalRef(env, g[i]);
+	free(g);
+}
+
+static void *hook_thread(void *arg)
+{
+	JNIEnv *env;
+	JavaVMAttachArgs aa = { .version = JNI_VERSION_1_8, .name = "strata-hook", .group = NULL };
+	uint64_t last_tick = 0, rescanned = 0;
+	int idle = 0;
+
+	(void)arg;
+	if ((*jvm)->AttachCurrentThreadAsDaemon(jvm, (void **)&env, &aa) != JNI_OK)
+		return NULL;
+	for (;;) {
+		struct pollfd p = { .fd = wake_fd, .events = POLLIN };
+		uint64_t v, now, gcs;
+		int timeout = 1;
+
+		if (drain(20) > 0) {
+			idle = 0;
+			continue;
+		}
+		if (++idle > 100) {
+			/* Idle: sleep until woken, after saying so and looking at the
+			 * queue once more (see queue). */
+			__atomic_store_n(&consumer_asleep, 1, __ATOMIC_SEQ_CST);
+			timeout = __atomic_load_n(&ring_tail, __ATOMIC_SEQ_CST) !=
+						  __atomic_load_n(&ring_head, __ATOMIC_SEQ_CST) ?
+					  0 :
+					  cfg.reconnect_ms;
+		}
+		if (poll(&p, 1, timeout) > 0)
+			while (read(wake_fd, &v, sizeof(v)) == sizeof(v))
+				;
+		__atomic_store_n(&consumer_asleep, 0, __ATOMIC_SEQ_CST);
+		gcs = __atomic_load_n(&gc_finished, __ATOMIC_ACQUIRE);
+		if (gcs != rescanned) {
+			rescanned = gcs;
+			rescan(env);
+			idle = 0;
+		}
+		now = now_ms();
+		if (!__atomic_exchange_n(&connect_now, 0, __ATOMIC_ACQ_REL) &&
+		    now - last_tick < (uint64_t)cfg.reconnect_ms)
+			continue;
+		/* Once per reconnect_ms, or at once when the ids became known. */
+		last_tick = now;
+		empty_graveyard(env);
+		check_peer();
+		try_connect();
+		/* Let the agent know about drops while they happen. */
+		pthread_mutex_lock(&mu);
+		if (dropped_before + __atomic_load_n(&conn.dropped, __ATOMIC_RELAXED) != reported_dropped)
+			report();
+		pthread_mutex_unlock(&mu);
+	}
+	return NULL;
+}
+
+int reg_start(JNIEnv *env, JavaVM *vm, const struct reg_config *c)
+{
+	pthread_t th;
+	pthread_attr_t at;
+	int rc;
+
+	(void)env;
+	if (wake_fd >= 0)
+		return -EALREADY;
+	cfg = *c;
+	if (cfg.reconnect_ms <= 0)
+		cfg.reconnect_ms = 1000;
+	jvm = vm;
+	pid = (uint32_t)getpid();
+	wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (wake_fd < 0)
+		return -errno;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&th, &at, hook_thread, NULL);
+	pthread_attr_destroy(&at);
+	if (rc != 0) {
+		close(wake_fd);
+		wake_fd = -1;
+		return -rc;
+	}
+	return 0;
+}

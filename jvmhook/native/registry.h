@@ -1,0 +1,86 @@
+/*
+ * registry.h - the hook's table of live blocks, its connection to the node
+ * agent and its GC thread. Internal to libstratahook.so (hidden visibility);
+ * hook.c is the only caller and holds every JNI/JVMTI entry point.
+ *
+ * What callers must know:
+ *   - reg_* functions called on a JVM thread make no I/O: they queue the
+ *     frame in memory for the hook thread, which sends it; no connection or
+ *     a full queue drops the frame and counts it. They take one short mutex
+ *     that no thread holds across a JNI or JVMTI call or a waiting system
+ *     call, so a thread inside a GC pause can never be waited on.
+ *   - Heap arrays are tracked through weak global references. After every
+ *     GC (JVMTI GarbageCollectionFinish) the hook thread re-reads each
+ *     tracked array's data address and sends MOVE for those that moved;
+ *     an array found collected while still registered is freed with reason
+ *     STRATA_FREE_COLLECTED.
+ *   - The hook thread reconnects every reconnect_ms while disconnected and,
+ *     after each connect, sends HELLO and re-registers every live block, so
+ *     a restarted agent learns the whole registry again.
+ */
+#ifndef STRATA_REGISTRY_H
+#define STRATA_REGISTRY_H
+
+#include <jni.h>
+#include <stdint.h>
+
+#include "frame.h"
+
+/* Where a block's bytes are, and so how the hook finds its address. */
+enum reg_source {
+	REG_HEAP_ARRAY = 1,   /* a primitive array: GetPrimitiveArrayCritical */
+	REG_OBJECT_ARRAY = 2, /* an Object[]: asked of Java (see reg_config) */
+	REG_DIRECT = 3,       /* a direct ByteBuffer: GetDirectBufferAddress */
+	REG_ADDRESS = 4,      /* a raw native address (Tungsten off-heap page) */
+};
+
+struct reg_config {
+	char socket_path[108]; /* empty: $STRATA_HOOK_SOCKET, then the default */
+	int reconnect_ms;      /* how often to retry a lost connection */
+	uint16_t byte_array_base, long_array_base, ref_size;
+	/* Java's answer for an Object[]'s first element address:
+	 * static long <object_address>(Object) on object_class. */
+	jclass object_class; /* global ref */
+	jmethodID object_address;
+};
+
+/* A block to register; ref/offset/address as enum reg_source says. */
+struct reg_block {
+	enum reg_source source;
+	jobject ref;      /* the array or buffer; NULL for REG_ADDRESS */
+	uint64_t offset;  /* bytes from the data start (arrays, buffers) */
+	uint64_t address; /* REG_ADDRESS only */
+	struct strata_block_args args; /* block_id, vaddr, pid are filled in */
+};
+
+struct reg_stats {
+	uint64_t sent, dropped; /* frames, all connections together */
+	uint64_t live;          /* registered blocks now */
+	uint64_t gc_epoch;      /* GCs the hook has seen finish */
+	uint64_t connects;      /* successful connects (HELLO sent) */
+	uint64_t moves;         /* MOVE frames made after GCs */
+	uint64_t collected;     /* blocks freed because their array was collected */
+};
+
+/* Sets up the table and starts the hook thread. Returns 0 or -errno. */
+int reg_start(JNIEnv *env, JavaVM *vm, const struct reg_config *cfg);
+/* Sets HELLO's application and executor ids and lets the hook connect. */
+void reg_identify(const char *app_id, const char *executor_id);
+/* Registers a block; returns its hook id, or 0 when its address could not be
+ * read (a NULL or non-direct buffer) or memory ran out. */
+uint64_t reg_add(JNIEnv *env, struct reg_block *b);
+/* Frees a block (FREE with reason); unknown ids are ignored. */
+void reg_free(uint64_t id, uint8_t reason);
+/* Sends ACCESS for a live block. */
+void reg_access(uint64_t id, uint64_t offset, uint64_t length, uint8_t kind);
+/* Current address of a live block's first byte, 0 when not live. */
+uint64_t reg_vaddr(uint64_t id);
+void reg_stats(struct reg_stats *s);
+/* Sends a DROPPED report now (before exit). */
+void reg_report(void);
+
+/* JVMTI GC callbacks: only atomics and a write(2) to an eventfd. */
+void reg_gc_start(void);
+void reg_gc_finish(void);
+
+#endif /* STRATA_REGISTRY_H */
