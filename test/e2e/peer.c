@@ -121,6 +121,11 @@ static void reg(struct strata_conn *c, uint64_t id, void *p, size_t len, int32_t
 					     .partition = part,
 					     .mode = STRATA_MODE_STORAGE,
 					     .location = STRATA_LOCATION_OFF_HEAP,
+					     .kind = STRATA_KIND_RDD,
+					     .chunks = 1,
+					     .stage_id = -1,
+					     .stage_attempt = -1,
+					     .task_attempt_id = -1,
 					     .name = name,
 				     }),
 	     "REGISTER");
@@ -286,7 +291,7 @@ static int bigblock(const char *sock, const char *app)
 	fflush(stdout);
 	hold(&c, 1);
 	for (uint64_t id = 1; id <= 3; id++)
-		SEND(strata_send_free(&c, id), "FREE");
+		SEND(strata_send_free(&c, id, STRATA_FREE_REMOVED), "FREE");
 	return 0;
 }
 
@@ -319,7 +324,7 @@ static int scatter(const char *sock, const char *app, size_t mib, int accesses)
 	printf("{\"ready\":true,\"pages\":%zu}\n", n);
 	fflush(stdout);
 	hold(&c, 1);
-	SEND(strata_send_free(&c, 1), "FREE");
+	SEND(strata_send_free(&c, 1, STRATA_FREE_REMOVED), "FREE");
 	return 0;
 }
 
