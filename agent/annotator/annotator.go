@@ -299,6 +299,7 @@ func (a *Annotator) free(ev hooksrv.Event) {
 	}
 	a.mu.Unlock()
 	rec := a.record(ev, ev.Vaddr, ev.Length)
+	rec.FreeReason = ev.FreeReason.Proto()
 	rec.Faults = a.freeInKernel(key, ev.Block.Name)
 	a.add(rec)
 }
@@ -342,6 +343,7 @@ func (a *Annotator) endSession(ev hooksrv.Event) {
 	for _, lb := range gone {
 		fe := hooksrv.Event{Kind: hooksrv.EventFree, Session: lb.session, Access: stratav1.AccessKind_ACCESS_KIND_FREE, Time: ev.Time, Block: lb.block}
 		rec := a.record(fe, lb.vaddr, lb.length)
+		rec.FreeReason = stratav1.FreeReason_FREE_REASON_SESSION_END
 		rec.Faults = a.freeInKernel(blockKey{pid, lb.block.HookID}, lb.block.Name)
 		a.add(rec)
 	}
@@ -593,6 +595,8 @@ func sparkBlock(s *hooksrv.Session, b hooksrv.Block) *stratav1.SparkBlock {
 		AppId: s.AppID, ExecutorId: s.ExecutorID,
 		RddId: b.RDDID, Partition: b.Partition, BlockId: b.Name,
 		Mode: b.Mode, Location: b.Location, HookBlockId: b.HookID,
+		Kind: b.Kind.Proto(), ObjectGraph: b.ObjectGraph, Chunk: b.Chunk, Chunks: b.Chunks,
+		StageId: b.StageID, StageAttempt: b.StageAttempt, TaskAttemptId: b.TaskAttemptID,
 	}
 }
 

@@ -111,7 +111,8 @@ func (k *kernelLog) ForgetProcess(pid uint32) error {
 func ev(s *hooksrv.Session, kind hooksrv.EventKind, access stratav1.AccessKind, id uint64, vaddr, length uint64) hooksrv.Event {
 	return hooksrv.Event{Kind: kind, Session: s, Access: access, Time: time.Unix(100, int64(id)),
 		Block: hooksrv.Block{HookID: id, RDDID: 7, Partition: int32(id), Name: "rdd_7_" + string(rune('0'+id)),
-			Mode: stratav1.MemoryMode_MEMORY_MODE_STORAGE, Location: stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP},
+			Mode: stratav1.MemoryMode_MEMORY_MODE_STORAGE, Location: stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP,
+			Kind: hooksrv.KindRDD, Chunk: 0, Chunks: 1, StageID: 5, StageAttempt: 0, TaskAttemptID: 40 + int64(id)},
 		Vaddr: vaddr, Length: length}
 }
 
@@ -145,7 +146,9 @@ func TestLifecycleRecordsAndRegistry(t *testing.T) {
 	if len(k.procs) != 2 || k.procs[0] != owner || k.procs[1] != owner {
 		t.Fatalf("registered processes = %+v, want %+v twice", k.procs, owner)
 	}
-	a.HandleEvent(ctx, ev(s, hooksrv.EventFree, free, 2, 0x20000, 0x2000))
+	evicted := ev(s, hooksrv.EventFree, free, 2, 0x20000, 0x2000)
+	evicted.FreeReason = hooksrv.FreeEvicted
+	a.HandleEvent(ctx, evicted)
 	a.HandleEvent(ctx, hooksrv.Event{Kind: hooksrv.EventSessionEnd, Session: s, Time: time.Unix(200, 0)})
 	if st := a.Stats(); st.LiveBlocks != 0 || st.Processes != 0 {
 		t.Fatalf("after session end: %+v", st)
@@ -155,7 +158,9 @@ func TestLifecycleRecordsAndRegistry(t *testing.T) {
 	var kinds []stratav1.AccessKind
 	for _, r := range recs {
 		kinds = append(kinds, r.GetAccess())
-		if r.GetBlock().GetAppId() != "app-1" || r.GetPid() != 42 {
+		b := r.GetBlock()
+		if b.GetAppId() != "app-1" || r.GetPid() != 42 || b.GetKind() != stratav1.BlockKind_BLOCK_KIND_RDD || b.GetChunks() != 1 ||
+			b.GetStageId() != 5 || b.GetTaskAttemptId() != 40+int64(b.GetHookBlockId()) {
 			t.Fatalf("record lost its semantics: %v", r)
 		}
 	}
@@ -171,10 +176,12 @@ func TestLifecycleRecordsAndRegistry(t *testing.T) {
 	if r := recs[4]; r.GetVaddr() != 0x30000 || r.GetRuns()[0].GetPfn() != 0x30 {
 		t.Fatalf("access after move = %v", r)
 	}
-	if r := recs[6]; r.GetBlock().GetHookBlockId() != 1 || len(r.GetRuns()) != 0 || r.GetFaults().GetRead() != 1 || r.GetFaults().GetWrite() != 10 {
+	if r := recs[6]; r.GetBlock().GetHookBlockId() != 1 || len(r.GetRuns()) != 0 || r.GetFaults().GetRead() != 1 || r.GetFaults().GetWrite() != 10 ||
+		r.GetFreeReason() != stratav1.FreeReason_FREE_REASON_SESSION_END {
 		t.Fatalf("session-end free = %v", r)
 	}
-	if r := recs[5]; r.GetBlock().GetHookBlockId() != 2 || r.GetFaults().GetRead() != 2 || r.GetFaults().GetWrite() != 20 {
+	if r := recs[5]; r.GetBlock().GetHookBlockId() != 2 || r.GetFaults().GetRead() != 2 || r.GetFaults().GetWrite() != 20 ||
+		r.GetFreeReason() != stratav1.FreeReason_FREE_REASON_EVICTED {
 		t.Fatalf("free of block 2 = %v", r)
 	}
 	// register x2, move, free of block 2, session end: free of block 1, forget

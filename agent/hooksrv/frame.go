@@ -171,6 +171,9 @@ const (
 	flagsAll        = FlagObjectGraph
 )
 
+// Proto is k as records carry it (the numbers are the same; TestEnumsMatchProto).
+func (k BlockKind) Proto() stratav1.BlockKind { return stratav1.BlockKind(k) }
+
 // FreeReason says why a block ended (enum strata_free_reason).
 type FreeReason uint8
 
@@ -202,6 +205,9 @@ func (r FreeReason) String() string {
 	}
 	return fmt.Sprintf("FreeReason(%d)", uint8(r))
 }
+
+// Proto is r as records carry it (the numbers are the same; TestEnumsMatchProto).
+func (r FreeReason) Proto() stratav1.FreeReason { return stratav1.FreeReason(r) }
 
 // ErrMalformed is wrapped by every error Decode returns, together with one
 // of the more specific sentinels below.

@@ -153,3 +153,36 @@ func requirePrinted[V any](t *testing.T, seen map[string]bool, kind string, m ma
 		}
 	}
 }
+
+// The hook's block kinds and free reasons are the proto's numbers, so the
+// annotator converts them without a table.
+func TestEnumsMatchProto(t *testing.T) {
+	for _, c := range []struct {
+		hook  BlockKind
+		proto stratav1.BlockKind
+	}{
+		{KindRDD, stratav1.BlockKind_BLOCK_KIND_RDD}, {KindBroadcast, stratav1.BlockKind_BLOCK_KIND_BROADCAST},
+		{KindShuffle, stratav1.BlockKind_BLOCK_KIND_SHUFFLE}, {KindTaskResult, stratav1.BlockKind_BLOCK_KIND_TASK_RESULT},
+		{KindStream, stratav1.BlockKind_BLOCK_KIND_STREAM}, {KindTungstenPage, stratav1.BlockKind_BLOCK_KIND_TUNGSTEN_PAGE},
+		{KindOther, stratav1.BlockKind_BLOCK_KIND_OTHER},
+	} {
+		if int32(c.hook) != int32(c.proto) || c.hook.Proto() != c.proto {
+			t.Errorf("%v = %d, proto %v = %d", c.hook, c.hook, c.proto, c.proto)
+		}
+	}
+	if int32(kindMax) != int32(len(stratav1.BlockKind_name)-1) {
+		t.Errorf("hook has %d block kinds, proto %d", kindMax, len(stratav1.BlockKind_name)-1)
+	}
+	for _, c := range []struct {
+		hook  FreeReason
+		proto stratav1.FreeReason
+	}{
+		{FreeRemoved, stratav1.FreeReason_FREE_REASON_REMOVED}, {FreeEvicted, stratav1.FreeReason_FREE_REASON_EVICTED},
+		{FreePageFreed, stratav1.FreeReason_FREE_REASON_PAGE_FREED}, {FreeTaskEnd, stratav1.FreeReason_FREE_REASON_TASK_END},
+		{FreeCleared, stratav1.FreeReason_FREE_REASON_CLEARED}, {FreeCollected, stratav1.FreeReason_FREE_REASON_COLLECTED},
+	} {
+		if int32(c.hook) != int32(c.proto) || c.hook.Proto() != c.proto {
+			t.Errorf("%v = %d, proto %v = %d", c.hook, c.hook, c.proto, c.proto)
+		}
+	}
+}
