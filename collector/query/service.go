@@ -35,6 +35,13 @@ func (s *Service) Trace(req *stratav1.TraceRequest, stream grpc.ServerStreamingS
 	return s.store.Trace(stream.Context(), q, stream.Send)
 }
 
+// Records streams an application's records without pages.
+func (s *Service) Records(req *stratav1.RecordsRequest, stream grpc.ServerStreamingServer[stratav1.RecordRow]) error {
+	q := store.RecordsQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, BlockID: req.GetBlockId(),
+		Access: req.GetAccess(), Limit: req.GetLimit()}
+	return s.store.Records(stream.Context(), q, stream.Send)
+}
+
 // Numa returns pages per NUMA node per RDD.
 func (s *Service) Numa(ctx context.Context, req *stratav1.NumaRequest) (*stratav1.NumaResponse, error) {
 	rows, err := s.store.Numa(ctx, req.GetAppId())

@@ -128,8 +128,9 @@ func TestMigrateOldStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, table := range []string{"records", "runs"} {
-		for _, col := range []string{"block_kind", "object_graph", "chunk", "chunks", "stage_id", "stage_attempt", "task_attempt", "free_reason"} {
-			if table == "runs" && col == "free_reason" {
+		for _, col := range []string{"block_kind", "object_graph", "chunk", "chunks", "stage_id", "stage_attempt", "task_attempt",
+			"free_reason", "mem_mode", "mem_location"} {
+			if table == "runs" && (col == "free_reason" || col == "mem_mode" || col == "mem_location") {
 				continue
 			}
 			if _, err := db.Exec("ALTER TABLE " + table + " DROP COLUMN " + col); err != nil {
@@ -159,5 +160,68 @@ func TestMigrateOldStore(t *testing.T) {
 	}
 	if old != storetest.SamplePages || hooked != 5 {
 		t.Fatalf("%d old pages and %d new, want %d and 5", old, hooked, storetest.SamplePages)
+	}
+}
+
+// Records lists a block's life without pages: every chunk's write, then the
+// eviction of chunk 1 with its reason.
+func TestRecords(t *testing.T) {
+	s := storetest.Open(t)
+	mustAppend(t, s, chunkBatch(1))
+	free := chunkBatch(2)
+	free.Records = free.Records[1:]
+	free.Records[0].Access, free.Records[0].Runs = stratav1.AccessKind_ACCESS_KIND_FREE, nil
+	free.Records[0].FreeReason = stratav1.FreeReason_FREE_REASON_EVICTED
+	free.Records[0].TimeUnixNano++
+	mustAppend(t, s, free)
+	mustAppend(t, s, storetest.Sample(3))
+
+	list := func(q store.RecordsQuery) []*stratav1.RecordRow {
+		t.Helper()
+		var rows []*stratav1.RecordRow
+		if err := s.Records(context.Background(), q, func(r *stratav1.RecordRow) error {
+			rows = append(rows, r)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	rows := list(store.RecordsQuery{AppID: storetest.App, BlockID: "rdd_9_1"})
+	if len(rows) != 3 {
+		t.Fatalf("%d records of rdd_9_1, want 3: %v", len(rows), rows)
+	}
+	for i, want := range []struct {
+		access stratav1.AccessKind
+		chunk  uint32
+		pages  uint64
+		why    stratav1.FreeReason
+	}{
+		{stratav1.AccessKind_ACCESS_KIND_WRITE, 0, 3, 0},
+		{stratav1.AccessKind_ACCESS_KIND_WRITE, 1, 2, 0},
+		{stratav1.AccessKind_ACCESS_KIND_FREE, 1, 0, stratav1.FreeReason_FREE_REASON_EVICTED},
+	} {
+		r := rows[i]
+		b := r.GetBlock()
+		if r.GetAccess() != want.access || b.GetChunk() != want.chunk || r.GetPages() != want.pages || r.GetFreeReason() != want.why ||
+			b.GetKind() != stratav1.BlockKind_BLOCK_KIND_RDD || b.GetTaskAttemptId() != 42 || b.GetMode() != stratav1.MemoryMode_MEMORY_MODE_STORAGE ||
+			b.GetLocation() != stratav1.MemoryLocation_MEMORY_LOCATION_ON_HEAP || r.GetNodeName() != storetest.Node || r.GetPid() != 300 {
+			t.Fatalf("record %d = %v, want %+v", i, r, want)
+		}
+	}
+	frees := list(store.RecordsQuery{AppID: storetest.App, Access: []stratav1.AccessKind{stratav1.AccessKind_ACCESS_KIND_FREE}})
+	if len(frees) != 1 || frees[0].GetBlock().GetHookBlockId() != 32 {
+		t.Fatalf("free records %v, want the eviction of hook block 32", frees)
+	}
+	rdd7 := int32(7)
+	if n := len(list(store.RecordsQuery{AppID: storetest.App, RDD: &rdd7})); n != 2 {
+		t.Fatalf("%d records of RDD 7, want the sample's 2", n)
+	}
+	if n := len(list(store.RecordsQuery{AppID: storetest.App, Limit: 4})); n != 4 {
+		t.Fatalf("limit 4 gave %d", n)
+	}
+	withFaults := list(store.RecordsQuery{AppID: storetest.App, BlockID: "rdd_7_3"})
+	if len(withFaults) != 2 || withFaults[1].GetFaults().GetRead() != 9 || withFaults[1].GetFaults().GetUnclassified() != 4 {
+		t.Fatalf("rdd_7_3 records %v, want the sample's counters", withFaults)
 	}
 }

@@ -160,6 +160,8 @@ ALTER TABLE records ADD COLUMN IF NOT EXISTS stage_id INTEGER DEFAULT -1;
 ALTER TABLE records ADD COLUMN IF NOT EXISTS stage_attempt INTEGER DEFAULT -1;
 ALTER TABLE records ADD COLUMN IF NOT EXISTS task_attempt BIGINT DEFAULT -1;
 ALTER TABLE records ADD COLUMN IF NOT EXISTS free_reason TINYINT DEFAULT 0;
+ALTER TABLE records ADD COLUMN IF NOT EXISTS mem_mode TINYINT DEFAULT 0;
+ALTER TABLE records ADD COLUMN IF NOT EXISTS mem_location TINYINT DEFAULT 0;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS block_kind TINYINT DEFAULT 0;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS object_graph BOOLEAN DEFAULT false;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS chunk UINTEGER DEFAULT 0;
@@ -609,7 +611,7 @@ func (w *writer) appendRows(id int64, b *stratav1.Batch) error {
 			f != nil, f.GetRead(), f.GetWrite(), f.GetExec(), f.GetMajor(), r.GetResolveError(),
 			f.GetUnclassified(), int8(r.GetFaultKind()),
 			int8(blk.GetKind()), blk.GetObjectGraph(), blk.GetChunk(), blk.GetChunks(), blk.GetStageId(), blk.GetStageAttempt(),
-			blk.GetTaskAttemptId(), int8(r.GetFreeReason()))
+			blk.GetTaskAttemptId(), int8(r.GetFreeReason()), int8(blk.GetMode()), int8(blk.GetLocation()))
 		if err != nil {
 			return fmt.Errorf("append record %d: %w", i, err)
 		}

@@ -46,11 +46,24 @@ type BatchAppender interface {
 	Append(ctx context.Context, b *stratav1.Batch) (AppendResult, error)
 }
 
+// RecordsQuery selects the records Records returns.
+type RecordsQuery struct {
+	AppID     string
+	RDD       *int32                // nil = every RDD
+	Partition *int32                // nil = every partition
+	BlockID   string                // "" = every block
+	Access    []stratav1.AccessKind // empty = every kind
+	Limit     uint32                // records; 0 = no limit
+}
+
 // TraceReader answers the trace questions.
 type TraceReader interface {
 	// Trace calls fn for each page of each matching record, in time order,
 	// runs expanded; it stops at q.Limit pages or at fn's first error.
 	Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.TracePage) error) error
+	// Records calls fn for each matching record, without pages, in time
+	// order; it stops at q.Limit records or at fn's first error.
+	Records(ctx context.Context, q RecordsQuery, fn func(*stratav1.RecordRow) error) error
 	// Numa counts an app's distinct resident pages per RDD per NUMA node.
 	Numa(ctx context.Context, appID string) ([]*stratav1.NumaRow, error)
 	// Faults returns an app's page-fault counters per block.

@@ -89,6 +89,231 @@ func (x *TraceRequest) GetLimit() uint32 {
 	return 0
 }
 
+type RecordsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AppId         string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
+	RddId         *int32                 `protobuf:"varint,2,opt,name=rdd_id,json=rddId,proto3,oneof" json:"rdd_id,omitempty"`
+	Partition     *int32                 `protobuf:"varint,3,opt,name=partition,proto3,oneof" json:"partition,omitempty"`
+	BlockId       string                 `protobuf:"bytes,4,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`                  // Spark's block name; "" = every block
+	Access        []AccessKind           `protobuf:"varint,5,rep,packed,name=access,proto3,enum=strata.v1.AccessKind" json:"access,omitempty"` // empty = every kind
+	Limit         uint32                 `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`                                    // records; 0 = no limit
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordsRequest) Reset() {
+	*x = RecordsRequest{}
+	mi := &file_strata_v1_query_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordsRequest) ProtoMessage() {}
+
+func (x *RecordsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordsRequest.ProtoReflect.Descriptor instead.
+func (*RecordsRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RecordsRequest) GetAppId() string {
+	if x != nil {
+		return x.AppId
+	}
+	return ""
+}
+
+func (x *RecordsRequest) GetRddId() int32 {
+	if x != nil && x.RddId != nil {
+		return *x.RddId
+	}
+	return 0
+}
+
+func (x *RecordsRequest) GetPartition() int32 {
+	if x != nil && x.Partition != nil {
+		return *x.Partition
+	}
+	return 0
+}
+
+func (x *RecordsRequest) GetBlockId() string {
+	if x != nil {
+		return x.BlockId
+	}
+	return ""
+}
+
+func (x *RecordsRequest) GetAccess() []AccessKind {
+	if x != nil {
+		return x.Access
+	}
+	return nil
+}
+
+func (x *RecordsRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// RecordRow is one stored record without its pages, in time order.
+type RecordRow struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TimeUnixNano  int64                  `protobuf:"varint,1,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
+	Access        AccessKind             `protobuf:"varint,2,opt,name=access,proto3,enum=strata.v1.AccessKind" json:"access,omitempty"`
+	Block         *SparkBlock            `protobuf:"bytes,3,opt,name=block,proto3" json:"block,omitempty"`
+	NodeName      string                 `protobuf:"bytes,4,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	Pid           uint32                 `protobuf:"varint,5,opt,name=pid,proto3" json:"pid,omitempty"`
+	Tid           uint32                 `protobuf:"varint,6,opt,name=tid,proto3" json:"tid,omitempty"`
+	Vaddr         uint64                 `protobuf:"varint,7,opt,name=vaddr,proto3" json:"vaddr,omitempty"`   // the range the record names (the fault address for a sampled fault)
+	Length        uint64                 `protobuf:"varint,8,opt,name=length,proto3" json:"length,omitempty"` // bytes
+	Pages         uint64                 `protobuf:"varint,9,opt,name=pages,proto3" json:"pages,omitempty"`   // base pages its runs cover
+	FreeReason    FreeReason             `protobuf:"varint,10,opt,name=free_reason,json=freeReason,proto3,enum=strata.v1.FreeReason" json:"free_reason,omitempty"`
+	ResolveError  string                 `protobuf:"bytes,11,opt,name=resolve_error,json=resolveError,proto3" json:"resolve_error,omitempty"`
+	Faults        *FaultCounts           `protobuf:"bytes,12,opt,name=faults,proto3" json:"faults,omitempty"` // cumulative counters, when the record carries them
+	FaultKind     FaultKind              `protobuf:"varint,13,opt,name=fault_kind,json=faultKind,proto3,enum=strata.v1.FaultKind" json:"fault_kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordRow) Reset() {
+	*x = RecordRow{}
+	mi := &file_strata_v1_query_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordRow) ProtoMessage() {}
+
+func (x *RecordRow) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordRow.ProtoReflect.Descriptor instead.
+func (*RecordRow) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RecordRow) GetTimeUnixNano() int64 {
+	if x != nil {
+		return x.TimeUnixNano
+	}
+	return 0
+}
+
+func (x *RecordRow) GetAccess() AccessKind {
+	if x != nil {
+		return x.Access
+	}
+	return AccessKind_ACCESS_KIND_UNSPECIFIED
+}
+
+func (x *RecordRow) GetBlock() *SparkBlock {
+	if x != nil {
+		return x.Block
+	}
+	return nil
+}
+
+func (x *RecordRow) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *RecordRow) GetPid() uint32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *RecordRow) GetTid() uint32 {
+	if x != nil {
+		return x.Tid
+	}
+	return 0
+}
+
+func (x *RecordRow) GetVaddr() uint64 {
+	if x != nil {
+		return x.Vaddr
+	}
+	return 0
+}
+
+func (x *RecordRow) GetLength() uint64 {
+	if x != nil {
+		return x.Length
+	}
+	return 0
+}
+
+func (x *RecordRow) GetPages() uint64 {
+	if x != nil {
+		return x.Pages
+	}
+	return 0
+}
+
+func (x *RecordRow) GetFreeReason() FreeReason {
+	if x != nil {
+		return x.FreeReason
+	}
+	return FreeReason_FREE_REASON_UNSPECIFIED
+}
+
+func (x *RecordRow) GetResolveError() string {
+	if x != nil {
+		return x.ResolveError
+	}
+	return ""
+}
+
+func (x *RecordRow) GetFaults() *FaultCounts {
+	if x != nil {
+		return x.Faults
+	}
+	return nil
+}
+
+func (x *RecordRow) GetFaultKind() FaultKind {
+	if x != nil {
+		return x.FaultKind
+	}
+	return FaultKind_FAULT_KIND_UNSPECIFIED
+}
+
 // TracePage is one base page of one record, runs expanded.
 type TracePage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -109,7 +334,7 @@ type TracePage struct {
 
 func (x *TracePage) Reset() {
 	*x = TracePage{}
-	mi := &file_strata_v1_query_proto_msgTypes[1]
+	mi := &file_strata_v1_query_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -121,7 +346,7 @@ func (x *TracePage) String() string {
 func (*TracePage) ProtoMessage() {}
 
 func (x *TracePage) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[1]
+	mi := &file_strata_v1_query_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -134,7 +359,7 @@ func (x *TracePage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TracePage.ProtoReflect.Descriptor instead.
 func (*TracePage) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{1}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *TracePage) GetTimeUnixNano() int64 {
@@ -223,7 +448,7 @@ type NumaRequest struct {
 
 func (x *NumaRequest) Reset() {
 	*x = NumaRequest{}
-	mi := &file_strata_v1_query_proto_msgTypes[2]
+	mi := &file_strata_v1_query_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -235,7 +460,7 @@ func (x *NumaRequest) String() string {
 func (*NumaRequest) ProtoMessage() {}
 
 func (x *NumaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[2]
+	mi := &file_strata_v1_query_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -248,7 +473,7 @@ func (x *NumaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NumaRequest.ProtoReflect.Descriptor instead.
 func (*NumaRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{2}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *NumaRequest) GetAppId() string {
@@ -270,7 +495,7 @@ type NumaRow struct {
 
 func (x *NumaRow) Reset() {
 	*x = NumaRow{}
-	mi := &file_strata_v1_query_proto_msgTypes[3]
+	mi := &file_strata_v1_query_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -282,7 +507,7 @@ func (x *NumaRow) String() string {
 func (*NumaRow) ProtoMessage() {}
 
 func (x *NumaRow) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[3]
+	mi := &file_strata_v1_query_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -295,7 +520,7 @@ func (x *NumaRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NumaRow.ProtoReflect.Descriptor instead.
 func (*NumaRow) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{3}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *NumaRow) GetRddId() int32 {
@@ -335,7 +560,7 @@ type NumaResponse struct {
 
 func (x *NumaResponse) Reset() {
 	*x = NumaResponse{}
-	mi := &file_strata_v1_query_proto_msgTypes[4]
+	mi := &file_strata_v1_query_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -347,7 +572,7 @@ func (x *NumaResponse) String() string {
 func (*NumaResponse) ProtoMessage() {}
 
 func (x *NumaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[4]
+	mi := &file_strata_v1_query_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -360,7 +585,7 @@ func (x *NumaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NumaResponse.ProtoReflect.Descriptor instead.
 func (*NumaResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{4}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *NumaResponse) GetRows() []*NumaRow {
@@ -379,7 +604,7 @@ type FaultsRequest struct {
 
 func (x *FaultsRequest) Reset() {
 	*x = FaultsRequest{}
-	mi := &file_strata_v1_query_proto_msgTypes[5]
+	mi := &file_strata_v1_query_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -391,7 +616,7 @@ func (x *FaultsRequest) String() string {
 func (*FaultsRequest) ProtoMessage() {}
 
 func (x *FaultsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[5]
+	mi := &file_strata_v1_query_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -404,7 +629,7 @@ func (x *FaultsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FaultsRequest.ProtoReflect.Descriptor instead.
 func (*FaultsRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{5}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FaultsRequest) GetAppId() string {
@@ -428,7 +653,7 @@ type FaultRow struct {
 
 func (x *FaultRow) Reset() {
 	*x = FaultRow{}
-	mi := &file_strata_v1_query_proto_msgTypes[6]
+	mi := &file_strata_v1_query_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -440,7 +665,7 @@ func (x *FaultRow) String() string {
 func (*FaultRow) ProtoMessage() {}
 
 func (x *FaultRow) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[6]
+	mi := &file_strata_v1_query_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -453,7 +678,7 @@ func (x *FaultRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FaultRow.ProtoReflect.Descriptor instead.
 func (*FaultRow) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{6}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FaultRow) GetExecutorId() string {
@@ -507,7 +732,7 @@ type FaultsResponse struct {
 
 func (x *FaultsResponse) Reset() {
 	*x = FaultsResponse{}
-	mi := &file_strata_v1_query_proto_msgTypes[7]
+	mi := &file_strata_v1_query_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -519,7 +744,7 @@ func (x *FaultsResponse) String() string {
 func (*FaultsResponse) ProtoMessage() {}
 
 func (x *FaultsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[7]
+	mi := &file_strata_v1_query_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -532,7 +757,7 @@ func (x *FaultsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FaultsResponse.ProtoReflect.Descriptor instead.
 func (*FaultsResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{7}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FaultsResponse) GetRows() []*FaultRow {
@@ -551,7 +776,7 @@ type OverheadRequest struct {
 
 func (x *OverheadRequest) Reset() {
 	*x = OverheadRequest{}
-	mi := &file_strata_v1_query_proto_msgTypes[8]
+	mi := &file_strata_v1_query_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -563,7 +788,7 @@ func (x *OverheadRequest) String() string {
 func (*OverheadRequest) ProtoMessage() {}
 
 func (x *OverheadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[8]
+	mi := &file_strata_v1_query_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -576,7 +801,7 @@ func (x *OverheadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverheadRequest.ProtoReflect.Descriptor instead.
 func (*OverheadRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{8}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OverheadRequest) GetAppId() string {
@@ -602,7 +827,7 @@ type OverheadRow struct {
 
 func (x *OverheadRow) Reset() {
 	*x = OverheadRow{}
-	mi := &file_strata_v1_query_proto_msgTypes[9]
+	mi := &file_strata_v1_query_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -614,7 +839,7 @@ func (x *OverheadRow) String() string {
 func (*OverheadRow) ProtoMessage() {}
 
 func (x *OverheadRow) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[9]
+	mi := &file_strata_v1_query_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -627,7 +852,7 @@ func (x *OverheadRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverheadRow.ProtoReflect.Descriptor instead.
 func (*OverheadRow) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{9}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *OverheadRow) GetCounters() *WorkloadCounters {
@@ -688,7 +913,7 @@ type OverheadResponse struct {
 
 func (x *OverheadResponse) Reset() {
 	*x = OverheadResponse{}
-	mi := &file_strata_v1_query_proto_msgTypes[10]
+	mi := &file_strata_v1_query_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +925,7 @@ func (x *OverheadResponse) String() string {
 func (*OverheadResponse) ProtoMessage() {}
 
 func (x *OverheadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[10]
+	mi := &file_strata_v1_query_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +938,7 @@ func (x *OverheadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverheadResponse.ProtoReflect.Descriptor instead.
 func (*OverheadResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{10}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *OverheadResponse) GetRows() []*OverheadRow {
@@ -733,7 +958,7 @@ type JobsRequest struct {
 
 func (x *JobsRequest) Reset() {
 	*x = JobsRequest{}
-	mi := &file_strata_v1_query_proto_msgTypes[11]
+	mi := &file_strata_v1_query_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -745,7 +970,7 @@ func (x *JobsRequest) String() string {
 func (*JobsRequest) ProtoMessage() {}
 
 func (x *JobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[11]
+	mi := &file_strata_v1_query_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -758,7 +983,7 @@ func (x *JobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobsRequest.ProtoReflect.Descriptor instead.
 func (*JobsRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{11}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *JobsRequest) GetMinSeverity() Severity {
@@ -784,7 +1009,7 @@ type JobsResponse struct {
 
 func (x *JobsResponse) Reset() {
 	*x = JobsResponse{}
-	mi := &file_strata_v1_query_proto_msgTypes[12]
+	mi := &file_strata_v1_query_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -796,7 +1021,7 @@ func (x *JobsResponse) String() string {
 func (*JobsResponse) ProtoMessage() {}
 
 func (x *JobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[12]
+	mi := &file_strata_v1_query_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -809,7 +1034,7 @@ func (x *JobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobsResponse.ProtoReflect.Descriptor instead.
 func (*JobsResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{12}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *JobsResponse) GetJobs() []*JobResult {
@@ -828,7 +1053,7 @@ type JobRequest struct {
 
 func (x *JobRequest) Reset() {
 	*x = JobRequest{}
-	mi := &file_strata_v1_query_proto_msgTypes[13]
+	mi := &file_strata_v1_query_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -840,7 +1065,7 @@ func (x *JobRequest) String() string {
 func (*JobRequest) ProtoMessage() {}
 
 func (x *JobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[13]
+	mi := &file_strata_v1_query_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -853,7 +1078,7 @@ func (x *JobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobRequest.ProtoReflect.Descriptor instead.
 func (*JobRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{13}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *JobRequest) GetJobId() string {
@@ -874,7 +1099,7 @@ type HotRequest struct {
 
 func (x *HotRequest) Reset() {
 	*x = HotRequest{}
-	mi := &file_strata_v1_query_proto_msgTypes[14]
+	mi := &file_strata_v1_query_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -886,7 +1111,7 @@ func (x *HotRequest) String() string {
 func (*HotRequest) ProtoMessage() {}
 
 func (x *HotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[14]
+	mi := &file_strata_v1_query_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -899,7 +1124,7 @@ func (x *HotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HotRequest.ProtoReflect.Descriptor instead.
 func (*HotRequest) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{14}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HotRequest) GetAppId() string {
@@ -942,7 +1167,7 @@ type HotPage struct {
 
 func (x *HotPage) Reset() {
 	*x = HotPage{}
-	mi := &file_strata_v1_query_proto_msgTypes[15]
+	mi := &file_strata_v1_query_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -954,7 +1179,7 @@ func (x *HotPage) String() string {
 func (*HotPage) ProtoMessage() {}
 
 func (x *HotPage) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[15]
+	mi := &file_strata_v1_query_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -967,7 +1192,7 @@ func (x *HotPage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HotPage.ProtoReflect.Descriptor instead.
 func (*HotPage) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{15}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HotPage) GetBlock() *SparkBlock {
@@ -1051,7 +1276,7 @@ type HotResponse struct {
 
 func (x *HotResponse) Reset() {
 	*x = HotResponse{}
-	mi := &file_strata_v1_query_proto_msgTypes[16]
+	mi := &file_strata_v1_query_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1063,7 +1288,7 @@ func (x *HotResponse) String() string {
 func (*HotResponse) ProtoMessage() {}
 
 func (x *HotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[16]
+	mi := &file_strata_v1_query_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1076,7 +1301,7 @@ func (x *HotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HotResponse.ProtoReflect.Descriptor instead.
 func (*HotResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{16}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HotResponse) GetPages() []*HotPage {
@@ -1105,7 +1330,34 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"\x05limit\x18\x04 \x01(\rR\x05limitB\t\n" +
 	"\a_rdd_idB\f\n" +
 	"\n" +
-	"_partition\"\xd0\x02\n" +
+	"_partition\"\xdf\x01\n" +
+	"\x0eRecordsRequest\x12\x15\n" +
+	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1a\n" +
+	"\x06rdd_id\x18\x02 \x01(\x05H\x00R\x05rddId\x88\x01\x01\x12!\n" +
+	"\tpartition\x18\x03 \x01(\x05H\x01R\tpartition\x88\x01\x01\x12\x19\n" +
+	"\bblock_id\x18\x04 \x01(\tR\ablockId\x12-\n" +
+	"\x06access\x18\x05 \x03(\x0e2\x15.strata.v1.AccessKindR\x06access\x12\x14\n" +
+	"\x05limit\x18\x06 \x01(\rR\x05limitB\t\n" +
+	"\a_rdd_idB\f\n" +
+	"\n" +
+	"_partition\"\xd4\x03\n" +
+	"\tRecordRow\x12$\n" +
+	"\x0etime_unix_nano\x18\x01 \x01(\x03R\ftimeUnixNano\x12-\n" +
+	"\x06access\x18\x02 \x01(\x0e2\x15.strata.v1.AccessKindR\x06access\x12+\n" +
+	"\x05block\x18\x03 \x01(\v2\x15.strata.v1.SparkBlockR\x05block\x12\x1b\n" +
+	"\tnode_name\x18\x04 \x01(\tR\bnodeName\x12\x10\n" +
+	"\x03pid\x18\x05 \x01(\rR\x03pid\x12\x10\n" +
+	"\x03tid\x18\x06 \x01(\rR\x03tid\x12\x14\n" +
+	"\x05vaddr\x18\a \x01(\x04R\x05vaddr\x12\x16\n" +
+	"\x06length\x18\b \x01(\x04R\x06length\x12\x14\n" +
+	"\x05pages\x18\t \x01(\x04R\x05pages\x126\n" +
+	"\vfree_reason\x18\n" +
+	" \x01(\x0e2\x15.strata.v1.FreeReasonR\n" +
+	"freeReason\x12#\n" +
+	"\rresolve_error\x18\v \x01(\tR\fresolveError\x12.\n" +
+	"\x06faults\x18\f \x01(\v2\x16.strata.v1.FaultCountsR\x06faults\x123\n" +
+	"\n" +
+	"fault_kind\x18\r \x01(\x0e2\x14.strata.v1.FaultKindR\tfaultKind\"\xd0\x02\n" +
 	"\tTracePage\x12$\n" +
 	"\x0etime_unix_nano\x18\x01 \x01(\x03R\ftimeUnixNano\x12-\n" +
 	"\x06access\x18\x02 \x01(\x0e2\x15.strata.v1.AccessKindR\x06access\x12+\n" +
@@ -1193,9 +1445,10 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	" \x01(\x04R\tcrossNode\"O\n" +
 	"\vHotResponse\x12(\n" +
 	"\x05pages\x18\x01 \x03(\v2\x12.strata.v1.HotPageR\x05pages\x12\x16\n" +
-	"\x06method\x18\x02 \x01(\tR\x06method2\xa8\x03\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method2\xe6\x03\n" +
 	"\fQueryService\x128\n" +
-	"\x05Trace\x12\x17.strata.v1.TraceRequest\x1a\x14.strata.v1.TracePage0\x01\x127\n" +
+	"\x05Trace\x12\x17.strata.v1.TraceRequest\x1a\x14.strata.v1.TracePage0\x01\x12<\n" +
+	"\aRecords\x12\x19.strata.v1.RecordsRequest\x1a\x14.strata.v1.RecordRow0\x01\x127\n" +
 	"\x04Numa\x12\x16.strata.v1.NumaRequest\x1a\x17.strata.v1.NumaResponse\x12=\n" +
 	"\x06Faults\x12\x18.strata.v1.FaultsRequest\x1a\x19.strata.v1.FaultsResponse\x12C\n" +
 	"\bOverhead\x12\x1a.strata.v1.OverheadRequest\x1a\x1b.strata.v1.OverheadResponse\x124\n" +
@@ -1215,64 +1468,76 @@ func file_strata_v1_query_proto_rawDescGZIP() []byte {
 	return file_strata_v1_query_proto_rawDescData
 }
 
-var file_strata_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_strata_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_strata_v1_query_proto_goTypes = []any{
 	(*TraceRequest)(nil),     // 0: strata.v1.TraceRequest
-	(*TracePage)(nil),        // 1: strata.v1.TracePage
-	(*NumaRequest)(nil),      // 2: strata.v1.NumaRequest
-	(*NumaRow)(nil),          // 3: strata.v1.NumaRow
-	(*NumaResponse)(nil),     // 4: strata.v1.NumaResponse
-	(*FaultsRequest)(nil),    // 5: strata.v1.FaultsRequest
-	(*FaultRow)(nil),         // 6: strata.v1.FaultRow
-	(*FaultsResponse)(nil),   // 7: strata.v1.FaultsResponse
-	(*OverheadRequest)(nil),  // 8: strata.v1.OverheadRequest
-	(*OverheadRow)(nil),      // 9: strata.v1.OverheadRow
-	(*OverheadResponse)(nil), // 10: strata.v1.OverheadResponse
-	(*JobsRequest)(nil),      // 11: strata.v1.JobsRequest
-	(*JobsResponse)(nil),     // 12: strata.v1.JobsResponse
-	(*JobRequest)(nil),       // 13: strata.v1.JobRequest
-	(*HotRequest)(nil),       // 14: strata.v1.HotRequest
-	(*HotPage)(nil),          // 15: strata.v1.HotPage
-	(*HotResponse)(nil),      // 16: strata.v1.HotResponse
-	(AccessKind)(0),          // 17: strata.v1.AccessKind
-	(*SparkBlock)(nil),       // 18: strata.v1.SparkBlock
-	(*FaultCounts)(nil),      // 19: strata.v1.FaultCounts
-	(*WorkloadCounters)(nil), // 20: strata.v1.WorkloadCounters
-	(Severity)(0),            // 21: strata.v1.Severity
-	(*JobResult)(nil),        // 22: strata.v1.JobResult
+	(*RecordsRequest)(nil),   // 1: strata.v1.RecordsRequest
+	(*RecordRow)(nil),        // 2: strata.v1.RecordRow
+	(*TracePage)(nil),        // 3: strata.v1.TracePage
+	(*NumaRequest)(nil),      // 4: strata.v1.NumaRequest
+	(*NumaRow)(nil),          // 5: strata.v1.NumaRow
+	(*NumaResponse)(nil),     // 6: strata.v1.NumaResponse
+	(*FaultsRequest)(nil),    // 7: strata.v1.FaultsRequest
+	(*FaultRow)(nil),         // 8: strata.v1.FaultRow
+	(*FaultsResponse)(nil),   // 9: strata.v1.FaultsResponse
+	(*OverheadRequest)(nil),  // 10: strata.v1.OverheadRequest
+	(*OverheadRow)(nil),      // 11: strata.v1.OverheadRow
+	(*OverheadResponse)(nil), // 12: strata.v1.OverheadResponse
+	(*JobsRequest)(nil),      // 13: strata.v1.JobsRequest
+	(*JobsResponse)(nil),     // 14: strata.v1.JobsResponse
+	(*JobRequest)(nil),       // 15: strata.v1.JobRequest
+	(*HotRequest)(nil),       // 16: strata.v1.HotRequest
+	(*HotPage)(nil),          // 17: strata.v1.HotPage
+	(*HotResponse)(nil),      // 18: strata.v1.HotResponse
+	(AccessKind)(0),          // 19: strata.v1.AccessKind
+	(*SparkBlock)(nil),       // 20: strata.v1.SparkBlock
+	(FreeReason)(0),          // 21: strata.v1.FreeReason
+	(*FaultCounts)(nil),      // 22: strata.v1.FaultCounts
+	(FaultKind)(0),           // 23: strata.v1.FaultKind
+	(*WorkloadCounters)(nil), // 24: strata.v1.WorkloadCounters
+	(Severity)(0),            // 25: strata.v1.Severity
+	(*JobResult)(nil),        // 26: strata.v1.JobResult
 }
 var file_strata_v1_query_proto_depIdxs = []int32{
-	17, // 0: strata.v1.TracePage.access:type_name -> strata.v1.AccessKind
-	18, // 1: strata.v1.TracePage.block:type_name -> strata.v1.SparkBlock
-	3,  // 2: strata.v1.NumaResponse.rows:type_name -> strata.v1.NumaRow
-	19, // 3: strata.v1.FaultRow.faults:type_name -> strata.v1.FaultCounts
-	6,  // 4: strata.v1.FaultsResponse.rows:type_name -> strata.v1.FaultRow
-	20, // 5: strata.v1.OverheadRow.counters:type_name -> strata.v1.WorkloadCounters
-	19, // 6: strata.v1.OverheadRow.rdd_faults:type_name -> strata.v1.FaultCounts
-	9,  // 7: strata.v1.OverheadResponse.rows:type_name -> strata.v1.OverheadRow
-	21, // 8: strata.v1.JobsRequest.min_severity:type_name -> strata.v1.Severity
-	22, // 9: strata.v1.JobsResponse.jobs:type_name -> strata.v1.JobResult
-	18, // 10: strata.v1.HotPage.block:type_name -> strata.v1.SparkBlock
-	15, // 11: strata.v1.HotResponse.pages:type_name -> strata.v1.HotPage
-	0,  // 12: strata.v1.QueryService.Trace:input_type -> strata.v1.TraceRequest
-	2,  // 13: strata.v1.QueryService.Numa:input_type -> strata.v1.NumaRequest
-	5,  // 14: strata.v1.QueryService.Faults:input_type -> strata.v1.FaultsRequest
-	8,  // 15: strata.v1.QueryService.Overhead:input_type -> strata.v1.OverheadRequest
-	14, // 16: strata.v1.QueryService.Hot:input_type -> strata.v1.HotRequest
-	11, // 17: strata.v1.QueryService.Jobs:input_type -> strata.v1.JobsRequest
-	13, // 18: strata.v1.QueryService.Job:input_type -> strata.v1.JobRequest
-	1,  // 19: strata.v1.QueryService.Trace:output_type -> strata.v1.TracePage
-	4,  // 20: strata.v1.QueryService.Numa:output_type -> strata.v1.NumaResponse
-	7,  // 21: strata.v1.QueryService.Faults:output_type -> strata.v1.FaultsResponse
-	10, // 22: strata.v1.QueryService.Overhead:output_type -> strata.v1.OverheadResponse
-	16, // 23: strata.v1.QueryService.Hot:output_type -> strata.v1.HotResponse
-	12, // 24: strata.v1.QueryService.Jobs:output_type -> strata.v1.JobsResponse
-	22, // 25: strata.v1.QueryService.Job:output_type -> strata.v1.JobResult
-	19, // [19:26] is the sub-list for method output_type
-	12, // [12:19] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	19, // 0: strata.v1.RecordsRequest.access:type_name -> strata.v1.AccessKind
+	19, // 1: strata.v1.RecordRow.access:type_name -> strata.v1.AccessKind
+	20, // 2: strata.v1.RecordRow.block:type_name -> strata.v1.SparkBlock
+	21, // 3: strata.v1.RecordRow.free_reason:type_name -> strata.v1.FreeReason
+	22, // 4: strata.v1.RecordRow.faults:type_name -> strata.v1.FaultCounts
+	23, // 5: strata.v1.RecordRow.fault_kind:type_name -> strata.v1.FaultKind
+	19, // 6: strata.v1.TracePage.access:type_name -> strata.v1.AccessKind
+	20, // 7: strata.v1.TracePage.block:type_name -> strata.v1.SparkBlock
+	5,  // 8: strata.v1.NumaResponse.rows:type_name -> strata.v1.NumaRow
+	22, // 9: strata.v1.FaultRow.faults:type_name -> strata.v1.FaultCounts
+	8,  // 10: strata.v1.FaultsResponse.rows:type_name -> strata.v1.FaultRow
+	24, // 11: strata.v1.OverheadRow.counters:type_name -> strata.v1.WorkloadCounters
+	22, // 12: strata.v1.OverheadRow.rdd_faults:type_name -> strata.v1.FaultCounts
+	11, // 13: strata.v1.OverheadResponse.rows:type_name -> strata.v1.OverheadRow
+	25, // 14: strata.v1.JobsRequest.min_severity:type_name -> strata.v1.Severity
+	26, // 15: strata.v1.JobsResponse.jobs:type_name -> strata.v1.JobResult
+	20, // 16: strata.v1.HotPage.block:type_name -> strata.v1.SparkBlock
+	17, // 17: strata.v1.HotResponse.pages:type_name -> strata.v1.HotPage
+	0,  // 18: strata.v1.QueryService.Trace:input_type -> strata.v1.TraceRequest
+	1,  // 19: strata.v1.QueryService.Records:input_type -> strata.v1.RecordsRequest
+	4,  // 20: strata.v1.QueryService.Numa:input_type -> strata.v1.NumaRequest
+	7,  // 21: strata.v1.QueryService.Faults:input_type -> strata.v1.FaultsRequest
+	10, // 22: strata.v1.QueryService.Overhead:input_type -> strata.v1.OverheadRequest
+	16, // 23: strata.v1.QueryService.Hot:input_type -> strata.v1.HotRequest
+	13, // 24: strata.v1.QueryService.Jobs:input_type -> strata.v1.JobsRequest
+	15, // 25: strata.v1.QueryService.Job:input_type -> strata.v1.JobRequest
+	3,  // 26: strata.v1.QueryService.Trace:output_type -> strata.v1.TracePage
+	2,  // 27: strata.v1.QueryService.Records:output_type -> strata.v1.RecordRow
+	6,  // 28: strata.v1.QueryService.Numa:output_type -> strata.v1.NumaResponse
+	9,  // 29: strata.v1.QueryService.Faults:output_type -> strata.v1.FaultsResponse
+	12, // 30: strata.v1.QueryService.Overhead:output_type -> strata.v1.OverheadResponse
+	18, // 31: strata.v1.QueryService.Hot:output_type -> strata.v1.HotResponse
+	14, // 32: strata.v1.QueryService.Jobs:output_type -> strata.v1.JobsResponse
+	26, // 33: strata.v1.QueryService.Job:output_type -> strata.v1.JobResult
+	26, // [26:34] is the sub-list for method output_type
+	18, // [18:26] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_query_proto_init() }
@@ -1283,15 +1548,16 @@ func file_strata_v1_query_proto_init() {
 	file_strata_v1_record_proto_init()
 	file_strata_v1_job_proto_init()
 	file_strata_v1_query_proto_msgTypes[0].OneofWrappers = []any{}
-	file_strata_v1_query_proto_msgTypes[9].OneofWrappers = []any{}
-	file_strata_v1_query_proto_msgTypes[14].OneofWrappers = []any{}
+	file_strata_v1_query_proto_msgTypes[1].OneofWrappers = []any{}
+	file_strata_v1_query_proto_msgTypes[11].OneofWrappers = []any{}
+	file_strata_v1_query_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_query_proto_rawDesc), len(file_strata_v1_query_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

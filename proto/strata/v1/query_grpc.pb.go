@@ -20,6 +20,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	QueryService_Trace_FullMethodName    = "/strata.v1.QueryService/Trace"
+	QueryService_Records_FullMethodName  = "/strata.v1.QueryService/Records"
 	QueryService_Numa_FullMethodName     = "/strata.v1.QueryService/Numa"
 	QueryService_Faults_FullMethodName   = "/strata.v1.QueryService/Faults"
 	QueryService_Overhead_FullMethodName = "/strata.v1.QueryService/Overhead"
@@ -36,6 +37,9 @@ const (
 type QueryServiceClient interface {
 	// Trace streams the pages of an application's blocks, one message per page.
 	Trace(ctx context.Context, in *TraceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[TracePage], error)
+	// Records streams an application's records, one message per record, with
+	// no pages: a block's life (alloc, reads, writes, moves, free and why).
+	Records(ctx context.Context, in *RecordsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RecordRow], error)
 	// Numa sums pages per NUMA node per RDD.
 	Numa(ctx context.Context, in *NumaRequest, opts ...grpc.CallOption) (*NumaResponse, error)
 	// Faults sums page-fault counters per block.
@@ -77,6 +81,25 @@ func (c *queryServiceClient) Trace(ctx context.Context, in *TraceRequest, opts .
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type QueryService_TraceClient = grpc.ServerStreamingClient[TracePage]
+
+func (c *queryServiceClient) Records(ctx context.Context, in *RecordsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RecordRow], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &QueryService_ServiceDesc.Streams[1], QueryService_Records_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RecordsRequest, RecordRow]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type QueryService_RecordsClient = grpc.ServerStreamingClient[RecordRow]
 
 func (c *queryServiceClient) Numa(ctx context.Context, in *NumaRequest, opts ...grpc.CallOption) (*NumaResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -146,6 +169,9 @@ func (c *queryServiceClient) Job(ctx context.Context, in *JobRequest, opts ...gr
 type QueryServiceServer interface {
 	// Trace streams the pages of an application's blocks, one message per page.
 	Trace(*TraceRequest, grpc.ServerStreamingServer[TracePage]) error
+	// Records streams an application's records, one message per record, with
+	// no pages: a block's life (alloc, reads, writes, moves, free and why).
+	Records(*RecordsRequest, grpc.ServerStreamingServer[RecordRow]) error
 	// Numa sums pages per NUMA node per RDD.
 	Numa(context.Context, *NumaRequest) (*NumaResponse, error)
 	// Faults sums page-fault counters per block.
@@ -171,6 +197,9 @@ type UnimplementedQueryServiceServer struct{}
 
 func (UnimplementedQueryServiceServer) Trace(*TraceRequest, grpc.ServerStreamingServer[TracePage]) error {
 	return status.Error(codes.Unimplemented, "method Trace not implemented")
+}
+func (UnimplementedQueryServiceServer) Records(*RecordsRequest, grpc.ServerStreamingServer[RecordRow]) error {
+	return status.Error(codes.Unimplemented, "method Records not implemented")
 }
 func (UnimplementedQueryServiceServer) Numa(context.Context, *NumaRequest) (*NumaResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Numa not implemented")
@@ -221,6 +250,17 @@ func _QueryService_Trace_Handler(srv interface{}, stream grpc.ServerStream) erro
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type QueryService_TraceServer = grpc.ServerStreamingServer[TracePage]
+
+func _QueryService_Records_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(RecordsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(QueryServiceServer).Records(m, &grpc.GenericServerStream[RecordsRequest, RecordRow]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type QueryService_RecordsServer = grpc.ServerStreamingServer[RecordRow]
 
 func _QueryService_Numa_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(NumaRequest)
@@ -366,6 +406,11 @@ var QueryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Trace",
 			Handler:       _QueryService_Trace_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Records",
+			Handler:       _QueryService_Records_Handler,
 			ServerStreams: true,
 		},
 	},
