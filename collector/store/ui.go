@@ -97,73 +97,79 @@ type PhysMapQuery struct {
 // live blocks hold (each block as its latest lifecycle record saw it), by
 // PFN.
 type PhysMap struct {
-	Machine  string
-	Machines []string // every machine holding the app's records
-	PageSize uint32
+	Machine  string   `json:"machine"`
+	Machines []string `json:"machines"` // every machine holding the app's records
+	PageSize uint32   `json:"page_size"`
 	// Limit is the end of the machine's physical address space as far as
 	// Strata knows it, in PFNs: past the highest PFN seen and past
 	// MemTotal / page size.
-	Limit uint64
+	Limit uint64 `json:"limit"`
 	// The window and the pages one bucket covers.
-	From, To, BucketPages uint64
+	From        uint64 `json:"from"`
+	To          uint64 `json:"to"`
+	BucketPages uint64 `json:"bucket_pages"`
 	// Nodes: each NUMA node's lowest and highest PFN among the app's
 	// pages, over the whole machine (the spans the pages show, not the
 	// node's full range, which the agent does not report).
-	Nodes []NodeSpan
+	Nodes []NodeSpan `json:"nodes"`
 	// Buckets holds the non-empty buckets of the window, in PFN order.
-	Buckets []PFNBucket
+	Buckets []PFNBucket `json:"buckets"`
 	// RDDs lists the pages of each RDD on the machine: Present (with a
 	// PFN, on the map) and Swapped (no frame, so not on the map).
-	RDDs []RDDPages
+	RDDs []RDDPages `json:"rdds"`
 	// Pages and Runs count what was read to draw the map: present pages
 	// with a PFN and stored runs. Hidden counts present pages whose PFN
 	// the agent could not read (no CAP_SYS_ADMIN): they are not on the map.
-	Pages, Runs, Hidden uint64
+	Pages  uint64 `json:"pages"`
+	Runs   uint64 `json:"runs"`
+	Hidden uint64 `json:"hidden"`
 }
 
 // NodeSpan is the PFN span of one NUMA node's pages.
 type NodeSpan struct {
-	Node     int32
-	FirstPFN uint64
-	LastPFN  uint64
-	Pages    uint64
+	Node     int32  `json:"node"`
+	FirstPFN uint64 `json:"first_pfn"`
+	LastPFN  uint64 `json:"last_pfn"`
+	Pages    uint64 `json:"pages"`
 }
 
 // RDDPages counts pages of one RDD (-1: blocks that are not RDD blocks).
 type RDDPages struct {
-	RDDID   int32
-	Present uint64
-	Swapped uint64
+	RDDID   int32  `json:"rdd"`
+	Present uint64 `json:"present"`
+	Swapped uint64 `json:"swapped"`
 }
 
 // PFNBucket is one bucket of the map: [Start, End) in PFNs.
 type PFNBucket struct {
-	Start, End uint64
+	Start uint64 `json:"start"`
+	End   uint64 `json:"end"`
 	// RDDs holds the bucket's pages per RDD, most pages first (ties: lower
 	// RDD id first).
-	RDDs []RDDCount
+	RDDs []RDDCount `json:"rdds"`
 	// THP counts the pages backed by a transparent huge page; Hot the
 	// sampled page faults that landed on the bucket's pages.
-	THP, Hot uint64
+	THP uint64 `json:"thp"`
+	Hot uint64 `json:"hot"`
 	// Nodes is the bitmask of NUMA nodes 0..62 of the bucket's pages (bit
 	// 63: unknown node).
-	Nodes uint64
+	Nodes uint64 `json:"nodes"`
 	// Block names the bucket's block when exactly one block holds its
 	// pages.
-	Block *BlockRef
+	Block *BlockRef `json:"block"`
 }
 
 // RDDCount is a page count of one RDD.
 type RDDCount struct {
-	RDDID int32
-	Pages uint64
+	RDDID int32  `json:"rdd"`
+	Pages uint64 `json:"pages"`
 }
 
 // BlockRef names one Spark block.
 type BlockRef struct {
-	ExecutorID string
-	BlockID    string
-	RDDID      int32
+	ExecutorID string `json:"executor_id"`
+	BlockID    string `json:"block_id"`
+	RDDID      int32  `json:"rdd"`
 }
 
 // UIReader answers what the web UI asks beyond the query service:
