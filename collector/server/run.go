@@ -66,10 +66,15 @@ func openStore(ctx context.Context, c Config, log *slog.Logger, onWrite func(err
 }
 
 // Run serves the collector until ctx ends or serving fails; see the package
-// doc for the shutdown order. It prints "listening ADDR" to out when ready.
-func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err error) {
+// doc for the shutdown order. It prints "listening ADDR" to out when ready,
+// then "http ADDR" when the HTTP endpoint is on.
+func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer, opts ...Option) (err error) {
 	if err := c.Validate(); err != nil {
 		return err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
 	writes := newStoreHealth(log)
 	st, err := openStore(ctx, c, log, writes.observe)
@@ -92,10 +97,25 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 		return fmt.Errorf("listen %s: %w", c.Listen, err)
 	}
 	in := ingest.New(st, log)
-	srv, health := NewGRPCServer(log, in, query.New(st))
+	q := query.New(st)
+	srv, health := NewGRPCServer(log, in, q)
 	writes.attach(health)
 
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
+	var httpLn net.Listener
+	stopHTTP := func() {}
+	if c.HTTP != "" {
+		h, err := newHTTPHandler(o.mounts, HTTPDeps{Query: q, Store: st, Logger: log})
+		if err != nil {
+			lis.Close()
+			return err
+		}
+		if httpLn, err = net.Listen("tcp", c.HTTP); err != nil {
+			lis.Close()
+			return fmt.Errorf("listen http %s: %w", c.HTTP, err)
+		}
+		stopHTTP = serveHTTP(httpLn, h, log, errc)
+	}
 	go func() {
 		if err := srv.Serve(lis); err != nil {
 			errc <- fmt.Errorf("serve grpc: %w", err)
@@ -116,12 +136,17 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 	}
 	log.Info("collector serving", "listen", lis.Addr().String(), "store_dir", c.StoreDir)
 	fmt.Fprintf(out, "listening %s\n", lis.Addr())
+	if httpLn != nil {
+		log.Info("http serving", "addr", httpLn.Addr().String())
+		fmt.Fprintf(out, "http %s\n", httpLn.Addr())
+	}
 
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
 	}
 	health.Shutdown()
+	stopHTTP()
 	in.Drain()
 	stopPoll()
 	stopped := make(chan struct{})

@@ -175,7 +175,7 @@ func TestAppsRDDsOccupancy(t *testing.T) {
 	// rdd_7_3 is freed: it no longer occupies memory nor counts as live.
 	free := &stratav1.Batch{NodeName: storetest.Node, BootId: storetest.Boot, Seq: 2, Records: []*stratav1.Record{{
 		TimeUnixNano: storetest.T0 + 3e9, Access: stratav1.AccessKind_ACCESS_KIND_FREE, Pid: 100, PageSize: storetest.PageSize,
-		Block:      storetest.Sample(1).GetRecords()[0].GetBlock(), Vaddr: storetest.BlockA, Length: 6 * storetest.PageSize,
+		Block: storetest.Sample(1).GetRecords()[0].GetBlock(), Vaddr: storetest.BlockA, Length: 6 * storetest.PageSize,
 		FreeReason: stratav1.FreeReason_FREE_REASON_REMOVED}}}
 	mustAppend(t, s, free)
 	rdds, err = s.RDDs(ctx, storetest.App)
