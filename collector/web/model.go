@@ -13,7 +13,8 @@ import (
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
-// rddPalette colours RDD n with rddPalette[n % len]; blocks that are not
+// rddPalette colours RDDs 0..11; later RDDs get hues a golden angle
+// apart, so no two RDDs of one application look alike; blocks that are not
 // RDD blocks (-1) are grey. The map, the charts and the legends all take
 // their colours from rddColor.
 var rddPalette = []string{
@@ -25,7 +26,10 @@ func rddColor(rdd int32) string {
 	if rdd < 0 {
 		return "#9e9e9e"
 	}
-	return rddPalette[int(rdd)%len(rddPalette)]
+	if int(rdd) < len(rddPalette) {
+		return rddPalette[rdd]
+	}
+	return fmt.Sprintf("hsl(%d, 60%%, 45%%)", int(float64(rdd)*137.508)%360)
 }
 
 // severityColors are the severities' colours, as Dr. Elephant's UI shows

@@ -6,7 +6,7 @@
 "use strict";
 (function () {
   const SVGNS = "http://www.w3.org/2000/svg";
-  const W = 1000, BAR_Y = 22, BAR_H = 56, NODE_Y = 88, SWAP_Y = 128;
+  const W = 1000, BAR_Y = 22, BAR_H = 56, NODE_Y = 88, SWAP_Y = 136;
 
   function el(tag, attrs, text) {
     const e = document.createElementNS(SVGNS, tag);
@@ -144,7 +144,7 @@
       (m.hidden ? " · " + m.hidden + " present pages without a visible PFN" : "") +
       " · " + Math.round(ms) + " ms";
 
-    const svg = el("svg", { viewBox: "0 0 " + W + " 150", width: "100%", class: "memmap-chart", role: "img" });
+    const svg = el("svg", { viewBox: "0 0 " + W + " 160", width: "100%", class: "memmap-chart", role: "img" });
     svg.append(el("rect", { x: 0, y: BAR_Y, width: W, height: BAR_H, class: "memmap-bg" }));
     for (const b of buckets) {
       const top = b.rdds[0];
@@ -178,19 +178,19 @@
         svg.append(el("path", { d: "M" + (cx - 4) + " 6 L" + (cx + 4) + " 6 L" + cx + " 16 Z", class: "hot", "data-start": b.start, "data-hot": b.hot }));
       }
     }
-    for (const n of m.nodes || []) {
+    (m.nodes || []).forEach((n, i) => {
       const a = Math.max(x(n.first_pfn), 0), e = Math.min(x(n.last_pfn + 1), W);
-      if (e < 0 || a > W) continue;
+      if (e < 0 || a > W) return;
       const cls = "node-span node-" + n.node;
       svg.append(el("rect", { x: a.toFixed(2), y: NODE_Y, width: Math.max(e - a, 1).toFixed(2), height: 8, class: cls,
         "data-node": n.node, "data-first": n.first_pfn, "data-last": n.last_pfn }));
       for (const bx of [a, e]) {
         svg.append(el("line", { x1: bx, x2: bx, y1: BAR_Y - 4, y2: NODE_Y + 10, class: "node-boundary", "data-node": n.node }));
       }
-      svg.append(el("text", { x: a + 2, y: NODE_Y + 22, class: "axis" }, (n.node < 0 ? "node ?" : "node " + n.node) + ": " + n.pages + " pages"));
-    }
-    svg.append(el("text", { x: 0, y: 146, class: "axis" }, hex(m.from)));
-    svg.append(el("text", { x: W, y: 146, "text-anchor": "end", class: "axis" }, hex(m.to)));
+      svg.append(el("text", { x: a + 2, y: NODE_Y + 20 + 11 * (i % 2), class: "axis" }, (n.node < 0 ? "node ?" : "node " + n.node) + ": " + n.pages + " pages"));
+    });
+    svg.append(el("text", { x: 0, y: 130, class: "axis" }, hex(m.from)));
+    svg.append(el("text", { x: W, y: 130, "text-anchor": "end", class: "axis" }, hex(m.to)));
     // Swapped pages have no frame: their own lane, one segment per RDD.
     const swapped = (m.rdds || []).filter((r) => r.swapped > 0);
     const swapTotal = swapped.reduce((s, r) => s + r.swapped, 0);
