@@ -138,7 +138,7 @@ func (b *browser) waitMap(t *testing.T) {
 
 func (b *browser) noErrors(t *testing.T, where string) {
 	t.Helper()
-	time.Sleep(100 * time.Millisecond) // let late console events arrive
+	time.Sleep(50 * time.Millisecond) // let late console events arrive
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, e := range b.errors {

@@ -397,3 +397,50 @@ func TestUI(t *testing.T) {
 		}
 	})
 }
+
+// TestUISamples opens the page of every job the collector analyses from
+// the real job histories and event logs in $STRATA_SAMPLES: each renders
+// without a console error and shows every heuristic the API holds, long
+// texts included.
+func TestUISamples(t *testing.T) {
+	samples := testenv.Samples(t)
+	b := newBrowser(t)
+	bin := bins(t)
+	col := startCollector(t, bin, samples)
+	var all apiJobs
+	var prev uint64
+	stable := 0
+	waitFor(t, "the collector to analyse the samples", 120*time.Second, func() bool {
+		var got apiJobs
+		if getJSON(col.http+"/api/v1/jobs?limit=1000", &got) != nil {
+			return false
+		}
+		if got.Total > 0 && got.Total == prev {
+			stable++
+		} else {
+			stable = 0
+		}
+		prev, all = got.Total, got
+		time.Sleep(400 * time.Millisecond) // polls are 1 s apart
+		return stable >= 3
+	})
+	t.Logf("%d sample jobs analysed", all.Total)
+	b.open(t, col.http+"/")
+	b.shot(t, "dashboard-samples")
+	b.open(t, col.http+"/jobs?order=worst")
+	// all.Jobs is newest first; the first job page shot is the newest.
+	b.shot(t, "jobs-samples")
+	for i, j := range all.Jobs {
+		var full apiJob
+		if err := getJSON(col.http+"/api/v1/jobs/"+url.PathEscape(j.JobID), &full); err != nil {
+			t.Fatal(err)
+		}
+		b.open(t, col.http+"/jobs/"+url.PathEscape(j.JobID))
+		if n := len(b.texts(t, ".heuristic")); n != len(full.Heur) {
+			t.Errorf("%s: page shows %d heuristics, API %d", j.JobID, n, len(full.Heur))
+		}
+		if i == 0 {
+			b.shot(t, "job-samples")
+		}
+	}
+}
