@@ -118,9 +118,11 @@ ui=$(sed -n 's/^http //p' "$work/collector.out" | sed -n 1p)
 echo "web UI: http://$ui/  (jobs: http://$ui/jobs, memory of app-demo: http://$ui/apps/app-demo/memory)"
 if [ "${STRATA_DEMO_NONINTERACTIVE:-}" != 1 ] && [ -t 0 ]; then
 	echo "the UI stays up until Ctrl-C"
-	trap 'true' INT
+	trap 'true' INT # Ctrl-C ends the wait below; background jobs ignore it
 	sleep infinity &
-	wait $! || true
+	sleeper=$!
+	wait "$sleeper" || true
+	kill "$sleeper" 2>/dev/null || true
 	trap - INT
 fi
 exec 5>&-
