@@ -7,11 +7,13 @@
  * Hot path of a page fault, in order of cost:
  *   1. pid_bits: one bit per TGID in an array map (an inlined load). Every
  *      process on the node pays this and nothing more when it is untraced.
- *   2. buckets: one hash lookup of {tgid, addr >> 21}; a dense bucket
- *      redirects to a second lookup of {tgid, addr >> 16}.
+ *   2. cells: one hash lookup of {tgid, 0, addr >> 21}; a split cell
+ *      redirects to its cell of the next level, at most STRATA_LEVELS
+ *      lookups in all (one for blocks of a MiB and more).
  *   3. a fully unrolled scan of at most STRATA_SLOTS ranges.
- *   4. the block's per-CPU counters, then 1 in sample_every faults goes to
- *      the ring, submitted without wakeup (user space drains on a deadline).
+ *   4. an atomic add to the block's counters, then 1 in sample_every faults
+ *      goes to the ring, submitted without wakeup (user space drains on a
+ *      deadline).
  *
  * Exactly one fault program is loaded, chosen by the loader: tp_btf, then
  * raw_tp, then the software page-fault perf event (which cannot see the
@@ -40,19 +42,19 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1 << 20); /* resized by the loader */
-	__type(key, struct bucket_key);
+	__type(key, struct cell_key);
 	__type(value, struct range_set);
-} buckets SEC(".maps");
+} cells SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 65536); /* resized by the loader: Config.MaxBlocks */
 	__type(key, __u32);
 	__type(value, struct block_counters);
 } counters SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, struct tgid_counters);
@@ -72,7 +74,7 @@ struct {
 
 /* Force BTF for the types user space decodes (bpf2go -type). */
 const struct event *unused_event __attribute__((unused));
-const struct bucket_key *unused_bucket_key __attribute__((unused));
+const struct cell_key *unused_cell_key __attribute__((unused));
 
 static __always_inline bool traced(__u32 tgid)
 {
@@ -91,25 +93,32 @@ static __always_inline struct fault_stats *cpu_stats(void)
 
 static __always_inline struct block_range *match(__u32 tgid, __u64 addr)
 {
-	struct bucket_key key = {
+	struct cell_key key = {
 		.tgid = tgid,
-		.level = STRATA_LEVEL_BUCKET,
-		.index = addr >> STRATA_BUCKET_SHIFT,
+		.level = 0,
+		.index = addr >> STRATA_SHIFT_0,
 	};
-	struct range_set *b = bpf_map_lookup_elem(&buckets, &key);
+	struct range_set *b = bpf_map_lookup_elem(&cells, &key);
 
 	if (!b)
 		return NULL;
-	if (b->flags & STRATA_BUCKET_FINE) {
-		key.level = STRATA_LEVEL_FINE;
-		key.index = addr >> STRATA_FINE_SHIFT;
-		b = bpf_map_lookup_elem(&buckets, &key);
-		if (!b)
-			return NULL;
+	/* Written out, as the scan below: clang 14 will not unroll a loop that
+	 * returns early, and this verifier rejects the bounded loop it emits. */
+#define STRATA_DESCEND(l)                                   \
+	if (b->flags & STRATA_CELL_SPLIT) {                 \
+		key.level = (l);                            \
+		key.index = addr >> STRATA_SHIFT_##l;       \
+		b = bpf_map_lookup_elem(&cells, &key);      \
+		if (!b)                                     \
+			return NULL;                        \
 	}
+	STRATA_DESCEND(1)
+	STRATA_DESCEND(2)
+	STRATA_DESCEND(3)
+	STRATA_DESCEND(4)
+#undef STRATA_DESCEND
+	_Static_assert(STRATA_LEVELS == 5, "STRATA_DESCEND list must match STRATA_LEVELS");
 	__u32 n = b->n;
-	/* Written out because clang 14 will not unroll a loop that returns
-	 * early, and this verifier rejects the bounded loop it emits instead. */
 #define STRATA_TRY(i)                                                   \
 	if (n > (i) && addr >= b->ranges[i].start && addr < b->ranges[i].end) \
 		return &b->ranges[i];
@@ -193,18 +202,19 @@ static __always_inline void on_fault(__u64 addr, struct pt_regs *regs, __u64 ip,
 		return;
 	st->matched_faults++;
 	__u8 kind = error_code < 0 ? STRATA_KIND_UNCLASSIFIED : classify(error_code);
+	/* Shared by every CPU: atomic adds keep the counts exact. */
 	switch (kind) {
 	case STRATA_KIND_READ:
-		c->read++;
+		__sync_fetch_and_add(&c->read, 1);
 		break;
 	case STRATA_KIND_WRITE:
-		c->write++;
+		__sync_fetch_and_add(&c->write, 1);
 		break;
 	case STRATA_KIND_EXEC:
-		c->exec++;
+		__sync_fetch_and_add(&c->exec, 1);
 		break;
 	default:
-		c->unclassified++;
+		__sync_fetch_and_add(&c->unclassified, 1);
 		break;
 	}
 	if (sample_every == 0)
@@ -258,7 +268,7 @@ int major_fault(struct bpf_perf_event_data *ctx)
 	struct fault_stats *st = cpu_stats();
 	if (!c || !st)
 		return 0;
-	c->major++;
+	__sync_fetch_and_add(&c->major, 1);
 	st->major_faults++;
 	if (sample_every)
 		emit(st, pid_tgid, addr, ctx->regs.ip, r, STRATA_KIND_MAJOR);
@@ -281,16 +291,16 @@ int walk_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	struct tgid_counters *t = bpf_map_lookup_elem(&tgids, &tgid);
 	if (t)
-		t->walk_samples++;
+		__sync_fetch_and_add(&t->walk_samples, 1);
 	struct block_range *r;
 	struct block_counters *c = block_of(tgid, ctx->addr, &r);
 	struct fault_stats *st = cpu_stats();
 	if (!c || !st)
 		return 0;
-	c->walk_samples++;
+	__sync_fetch_and_add(&c->walk_samples, 1);
 	st->walk_samples++;
 	if (t)
-		t->walk_samples_matched++;
+		__sync_fetch_and_add(&t->walk_samples_matched, 1);
 	return 0;
 }
 

@@ -9,22 +9,26 @@
 #define STRATA_H
 
 /*
- * Address matching is two-level. Level 0 keys a 2 MiB bucket
- * (addr >> STRATA_BUCKET_SHIFT) and holds up to STRATA_SLOTS block ranges (a
- * range_set) overlapping it. A bucket touched by more blocks than that is
- * marked STRATA_BUCKET_FINE and its blocks are listed per 64 KiB granule at
- * level 1 (addr >> STRATA_FINE_SHIFT), again up to STRATA_SLOTS per granule.
- * 64 KiB rather than 4 KiB keeps a dense bucket to 32 entries, which stay in
- * cache: per-page entries cost ~+400 ns per fault here.
+ * Address matching is a radix of hash entries ("cells"). A level-0 cell is
+ * a 2 MiB bucket (addr >> STRATA_SHIFT_0) of one TGID and lists up to
+ * STRATA_SLOTS block ranges overlapping it (a range_set). A cell overlapped
+ * by more blocks is marked STRATA_CELL_SPLIT, lists nothing, and its blocks
+ * are listed in its cells of the next level: 64 KiB granules, then 4 KiB
+ * pages, 256-byte and 8-byte cells. An 8-byte cell cannot overlap more than
+ * 8 blocks, so any number of blocks is matched, in at most STRATA_LEVELS
+ * lookups; sparse blocks (the usual MiB-sized ones) in one. 64 KiB rather
+ * than 4 KiB below 2 MiB keeps a bucket of a few dense spots to 32 entries,
+ * which stay in cache: per-page entries cost ~+400 ns per fault here.
  */
-#define STRATA_BUCKET_SHIFT 21
-#define STRATA_FINE_SHIFT 16
+#define STRATA_LEVELS 5
+#define STRATA_SHIFT_0 21
+#define STRATA_SHIFT_1 16
+#define STRATA_SHIFT_2 12
+#define STRATA_SHIFT_3 8
+#define STRATA_SHIFT_4 3
 #define STRATA_SLOTS 8
 
-#define STRATA_LEVEL_BUCKET 0
-#define STRATA_LEVEL_FINE 1
-
-#define STRATA_BUCKET_FINE 1
+#define STRATA_CELL_SPLIT 1
 
 /* pid_bits covers every possible PID: PID_MAX_LIMIT (4 Mi) bits on 64-bit. */
 #define STRATA_PID_WORDS (4194304 / 64)
@@ -44,10 +48,10 @@ enum strata_kind {
 #define STRATA_PF_WRITE (1 << 1)
 #define STRATA_PF_INSTR (1 << 4)
 
-struct bucket_key {
+struct cell_key {
 	__u32 tgid;
-	__u32 level; /* STRATA_LEVEL_* */
-	__u64 index; /* addr >> 21 at level 0, addr >> 16 at level 1 */
+	__u32 level; /* 0 .. STRATA_LEVELS-1 */
+	__u64 index; /* addr >> STRATA_SHIFT_<level> */
 };
 
 struct block_range {
@@ -59,12 +63,17 @@ struct block_range {
 };
 
 struct range_set {
-	__u32 n;     /* used entries of ranges */
-	__u32 flags; /* STRATA_BUCKET_* */
+	__u32 n;     /* used entries of ranges; 0 in a split cell */
+	__u32 flags; /* STRATA_CELL_* */
 	struct block_range ranges[STRATA_SLOTS];
 };
 
-/* Per block, per CPU; summed by user space. */
+/*
+ * Per block, shared by all CPUs and bumped with atomic adds, so that its
+ * memory does not grow with the CPU count (per-CPU copies cost 192 MiB for
+ * 64 k blocks on 64 CPUs). One cache line each: two blocks faulted on two
+ * CPUs at once do not share a line.
+ */
 struct block_counters {
 	__u64 read;
 	__u64 write;
@@ -72,9 +81,10 @@ struct block_counters {
 	__u64 unclassified;
 	__u64 major;
 	__u64 walk_samples;
+	__u64 _pad[2];
 };
 
-/* Per traced TGID, per CPU: the denominators for "RDD vs the rest". */
+/* Per traced TGID, shared, atomic: the denominators for "RDD vs the rest". */
 struct tgid_counters {
 	__u64 walk_samples;
 	__u64 walk_samples_matched;

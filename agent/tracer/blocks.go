@@ -10,17 +10,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapStore writes the address index into the kernel's buckets map.
+// mapStore writes the address index into the kernel's cells map.
 type mapStore struct{ m *ebpf.Map }
 
-func (s mapStore) put(key strataBucketKey, val *strataRangeSet) error {
+func (s mapStore) put(key strataCellKey, val *strataRangeSet) error {
 	if err := s.m.Put(&key, val); err != nil {
 		return fmt.Errorf("put range set: %w", err)
 	}
 	return nil
 }
 
-func (s mapStore) del(key strataBucketKey) error {
+func (s mapStore) del(key strataCellKey) error {
 	if err := s.m.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("delete range set: %w", err)
 	}
@@ -29,7 +29,7 @@ func (s mapStore) del(key strataBucketKey) error {
 
 // delMany deletes in batches of 4096 (one syscall each), falling back to
 // single deletes when a batch stops early (a key already gone).
-func (s mapStore) delMany(keys []strataBucketKey) error {
+func (s mapStore) delMany(keys []strataCellKey) error {
 	for len(keys) > 0 {
 		n := min(len(keys), 4096)
 		done, err := s.m.BatchDelete(keys[:n], nil)
@@ -45,7 +45,7 @@ func (s mapStore) delMany(keys []strataBucketKey) error {
 	return nil
 }
 
-func (t *Tracer) store() rangeStore { return mapStore{t.maps[strataMapBuckets]} }
+func (t *Tracer) store() rangeStore { return mapStore{t.maps[strataMapCells]} }
 
 func (t *Tracer) pidWord(tgid uint32) *uint64 {
 	return (*uint64)(unsafe.Pointer(&t.pidMem[(tgid>>6)*8]))
@@ -71,8 +71,7 @@ func (t *Tracer) Track(tgid uint32) error {
 	if err != nil {
 		return fmt.Errorf("track %d: open pidfd: %w", tgid, err)
 	}
-	zero := make([]strataTgidCounters, t.ncpu)
-	if err := t.maps[strataMapTgids].Put(tgid, zero); err != nil {
+	if err := t.maps[strataMapTgids].Put(tgid, strataTgidCounters{}); err != nil {
 		unix.Close(pidfd)
 		return fmt.Errorf("track %d: put tgid counters: %w", tgid, err)
 	}
@@ -162,8 +161,7 @@ func (t *Tracer) RegisterBlock(tgid uint32, id, start, end uint64) error {
 	case len(t.freeSlots) > 0:
 		// A reused slot still holds its last block's counts.
 		slot = t.freeSlots[len(t.freeSlots)-1]
-		zero := make([]strataBlockCounters, t.ncpu)
-		if err := t.maps[strataMapCounters].Put(slot, zero); err != nil {
+		if err := t.maps[strataMapCounters].Put(slot, strataBlockCounters{}); err != nil {
 			return fmt.Errorf("register block %d: reset counters: %w", id, err)
 		}
 		t.freeSlots = t.freeSlots[:len(t.freeSlots)-1]
@@ -226,19 +224,15 @@ func (t *Tracer) FreeBlock(tgid uint32, id uint64) (Counters, error) {
 }
 
 func (t *Tracer) readSlot(slot uint32) (Counters, error) {
-	var per []strataBlockCounters
-	if err := t.maps[strataMapCounters].Lookup(slot, &per); err != nil {
+	var v strataBlockCounters
+	if err := t.maps[strataMapCounters].Lookup(slot, &v); err != nil {
 		return Counters{}, fmt.Errorf("read counters slot %d: %w", slot, err)
 	}
-	return sumCounters(per), nil
+	return countersOf(&v), nil
 }
 
-func sumCounters(per []strataBlockCounters) Counters {
-	var c Counters
-	for _, v := range per {
-		c = c.add(Counters{v.Read, v.Write, v.Exec, v.Unclassified, v.Major, v.WalkSamples})
-	}
-	return c
+func countersOf(v *strataBlockCounters) Counters {
+	return Counters{v.Read, v.Write, v.Exec, v.Unclassified, v.Major, v.WalkSamples}
 }
 
 // Snapshot returns every registered block with its counters, reading the
@@ -268,13 +262,13 @@ func (t *Tracer) readAllSlots() ([]Counters, error) {
 	bySlot := make([]Counters, t.nextSlot)
 	const chunk = 4096
 	keys := make([]uint32, chunk)
-	vals := make([]strataBlockCounters, chunk*t.ncpu)
+	vals := make([]strataBlockCounters, chunk)
 	var cursor ebpf.MapBatchCursor
 	for read := uint32(0); read < t.nextSlot; {
 		n, err := t.maps[strataMapCounters].BatchLookup(&cursor, keys, vals, nil)
 		for i := 0; i < n; i++ {
 			if k := keys[i]; k < t.nextSlot {
-				bySlot[k] = sumCounters(vals[i*t.ncpu : (i+1)*t.ncpu])
+				bySlot[k] = countersOf(&vals[i])
 			}
 		}
 		read += uint32(n)
@@ -295,15 +289,11 @@ func (t *Tracer) WalkSampleCounts(tgid uint32) (total, matched uint64, err error
 }
 
 func (t *Tracer) walkSampleCounts(tgid uint32) (total, matched uint64, err error) {
-	var per []strataTgidCounters
-	if err := t.maps[strataMapTgids].Lookup(tgid, &per); err != nil {
+	var v strataTgidCounters
+	if err := t.maps[strataMapTgids].Lookup(tgid, &v); err != nil {
 		return 0, 0, fmt.Errorf("read tgid counters %d: %w", tgid, err)
 	}
-	for _, v := range per {
-		total += v.WalkSamples
-		matched += v.WalkSamplesMatched
-	}
-	return total, matched, nil
+	return v.WalkSamples, v.WalkSamplesMatched, nil
 }
 
 // Stats sums the kernel's per-CPU statistics and adds the reader's.
@@ -325,10 +315,7 @@ func (t *Tracer) Stats() (Stats, error) {
 	t.mu.Lock()
 	for _, p := range t.procs {
 		s.Blocks += len(p.idx.blocks)
-		s.RangeSets += len(p.idx.buckets)
-		for _, st := range p.idx.buckets {
-			s.RangeSets += len(st.pages)
-		}
+		s.RangeSets += p.idx.cells
 	}
 	t.mu.Unlock()
 	return s, nil

@@ -7,24 +7,30 @@ import (
 )
 
 // Address-index geometry, equal to the STRATA_* constants in bpf/strata.h
-// (layout_test.go checks them against the generated struct).
+// (TestHeaderConstants checks them).
 const (
-	bucketShift = 21
-	fineShift   = 16
+	levels      = 5
 	rangeSlots  = 8
-	levelBucket = 0
-	levelFine   = 1
-	bucketFine  = 1
+	cellSplit   = 1
 	pidWords    = 4194304 / 64
 	maxUserAddr = 1 << 56 // x86-64 user space with 5-level paging (4-level: 1<<47)
 )
 
-// rangeStore is the kernel's buckets map as the index sees it; tests pass a
+// levelShift[l] is the address shift of a level-l cell (STRATA_SHIFT_<l>):
+// 2 MiB, 64 KiB, 4 KiB, 256 and 8 bytes.
+var levelShift = [levels]uint{21, 16, 12, 8, 3}
+
+// mergeAt is the block count at which a split cell lists its blocks itself
+// again. Below rangeSlots, so that a cell at the limit (a GC moving one of
+// nine small blocks) is not merged and split again at every change.
+const mergeAt = rangeSlots / 2
+
+// rangeStore is the kernel's cells map as the index sees it; tests pass a
 // map-backed fake.
 type rangeStore interface {
-	put(key strataBucketKey, val *strataRangeSet) error
-	del(key strataBucketKey) error
-	delMany(keys []strataBucketKey) error
+	put(key strataCellKey, val *strataRangeSet) error
+	del(key strataCellKey) error
+	delMany(keys []strataCellKey) error
 }
 
 type block struct {
@@ -32,31 +38,53 @@ type block struct {
 	slot           uint32
 }
 
-// bucketState is what is written for one 2 MiB bucket: the blocks that
-// overlap it and, when it is fine-grained, the granule entries written for it.
-type bucketState struct {
-	blocks []*block
-	pages  map[uint64]struct{} // level-1 (granule) indexes in the kernel map; nil when direct
+// cell is one entry of the kernel's index and the blocks overlapping it.
+// A split cell (kids non-nil) lists nothing in the kernel: its blocks are
+// listed by its kids, the cells of the next level that they overlap.
+type cell struct {
+	blocks   []*block
+	kids     map[uint64]*cell
+	inKernel bool // its entry was written and not deleted since
 }
 
 // procIndex mirrors the kernel entries of one TGID so that they can be
 // rewritten on change and removed on exit without scanning the kernel map.
+//
+// Every change updates the Go cells first and the kernel entries after, in
+// an order that keeps a concurrent lookup correct: a cell's kids are
+// written before it is flagged split, and deleted after it lists its
+// blocks again (or is gone). So the kernel never holds an entry that the Go
+// tree does not know, and a failed write is undone by rebuilding the
+// level-0 cells of the block from the Go tree (resync).
 type procIndex struct {
-	tgid    uint32
-	blocks  map[uint64]*block
-	buckets map[uint64]*bucketState
+	tgid   uint32
+	blocks map[uint64]*block
+	roots  map[uint64]*cell // level-0 cells by index
+	cells  int              // entries in the kernel map
 }
 
 func newProcIndex(tgid uint32) *procIndex {
-	return &procIndex{tgid: tgid, blocks: map[uint64]*block{}, buckets: map[uint64]*bucketState{}}
+	return &procIndex{tgid: tgid, blocks: map[uint64]*block{}, roots: map[uint64]*cell{}}
 }
 
-func bucketsOf(start, end uint64) (first, last uint64) {
-	return start >> bucketShift, (end - 1) >> bucketShift
+// within returns the first and last level-l cell that b overlaps inside
+// cell parent of level l-1 (anywhere at level 0).
+func within(l int, parent uint64, b *block) (lo, hi uint64) {
+	s, e := b.start, b.end
+	if l > 0 {
+		s, e = max(s, parent<<levelShift[l-1]), min(e, (parent+1)<<levelShift[l-1])
+	}
+	return s >> levelShift[l], (e - 1) >> levelShift[l]
 }
 
-// add inserts b and writes the buckets it touches. On error nothing of b
-// stays in the index (the kernel entries are rewritten as before).
+func overlaps(a, b *block) bool { return a.start < b.end && b.start < a.end }
+
+func (p *procIndex) key(l int, i uint64) strataCellKey {
+	return strataCellKey{Tgid: p.tgid, Level: uint32(l), Index: i}
+}
+
+// add inserts b and writes the cells it touches. On error nothing of b
+// stays in the index.
 func (p *procIndex) add(s rangeStore, b *block) error {
 	if b.start >= b.end || b.end > maxUserAddr {
 		return fmt.Errorf("add block %d [%#x,%#x): %w", b.id, b.start, b.end, ErrBadRange)
@@ -64,220 +92,251 @@ func (p *procIndex) add(s rangeStore, b *block) error {
 	if _, ok := p.blocks[b.id]; ok {
 		return fmt.Errorf("add block %d: %w", b.id, ErrBlockExists)
 	}
-	first, last := bucketsOf(b.start, b.end)
-	for i := first; i <= last; i++ {
-		st := p.buckets[i]
-		if st == nil {
-			continue
-		}
-		for _, o := range st.blocks {
-			if b.start < o.end && o.start < b.end {
-				return fmt.Errorf("add block %d: block %d: %w", b.id, o.id, ErrOverlap)
-			}
-		}
-		if len(st.blocks)+1 > rangeSlots {
-			if err := checkDensity(i, st.blocks, b); err != nil {
-				return fmt.Errorf("add block %d: %w", b.id, err)
+	lo, hi := within(0, 0, b)
+	for i := lo; i <= hi; i++ {
+		if c := p.roots[i]; c != nil {
+			if j := slices.IndexFunc(c.blocks, func(o *block) bool { return overlaps(o, b) }); j >= 0 {
+				return fmt.Errorf("add block %d: block %d: %w", b.id, c.blocks[j].id, ErrOverlap)
 			}
 		}
 	}
 	p.blocks[b.id] = b
-	for i := first; i <= last; i++ {
-		st := p.buckets[i]
-		if st == nil {
-			st = &bucketState{}
-			p.buckets[i] = st
-		}
-		st.blocks = append(st.blocks, b)
-	}
-	if err := p.write(s, first, last, b); err != nil {
-		p.drop(b)
-		return errors.Join(fmt.Errorf("add block %d: %w", b.id, err), p.write(s, first, last, b))
+	if err := p.insert(s, 0, 0, p.roots, b); err != nil {
+		delete(p.blocks, b.id)
+		return errors.Join(fmt.Errorf("add block %d: %w", b.id, err), p.resync(s, b))
 	}
 	return nil
 }
 
-// checkDensity fails when a granule of b in bucket i would be covered by more
-// than rangeSlots blocks.
-func checkDensity(i uint64, blocks []*block, b *block) error {
-	lo, hi := pagesIn(i, b)
-	for pg := lo; pg <= hi; pg++ {
-		n := 1
-		for _, o := range blocks {
-			if o.start < (pg+1)<<fineShift && pg<<fineShift < o.end {
-				n++
+// insert adds b to the cells of m (level l, inside cell parent) it overlaps.
+func (p *procIndex) insert(s rangeStore, l int, parent uint64, m map[uint64]*cell, b *block) error {
+	lo, hi := within(l, parent, b)
+	for i := lo; i <= hi; i++ {
+		c := m[i]
+		if c == nil {
+			c = &cell{}
+			m[i] = c
+		}
+		c.blocks = append(c.blocks, b)
+		var err error
+		switch {
+		case c.kids != nil:
+			err = p.insert(s, l+1, i, c.kids, b)
+		case len(c.blocks) <= rangeSlots || l+1 == levels:
+			err = p.putLeaf(s, l, i, c) // an 8-byte cell holds at most 8
+		default:
+			c.kids = layout(l+1, i, c.blocks)
+			err = p.putTree(s, l, i, c)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// layout places blocks, which overlap cell parent of level l-1, in its
+// level-l cells, splitting those that more than rangeSlots blocks overlap.
+func layout(l int, parent uint64, blocks []*block) map[uint64]*cell {
+	m := map[uint64]*cell{}
+	for _, b := range blocks {
+		lo, hi := within(l, parent, b)
+		for i := lo; i <= hi; i++ {
+			c := m[i]
+			if c == nil {
+				c = &cell{}
+				m[i] = c
 			}
-		}
-		if n > rangeSlots {
-			return fmt.Errorf("granule %#x: %d blocks: %w", pg<<fineShift, n, ErrTooDense)
+			c.blocks = append(c.blocks, b)
 		}
 	}
-	return nil
+	for i, c := range m {
+		// An 8-byte cell of the last level overlaps at most 8 blocks.
+		if len(c.blocks) > rangeSlots && l+1 < levels {
+			c.kids = layout(l+1, i, c.blocks)
+		}
+	}
+	return m
 }
 
-// pagesIn returns the first and last fine granule of b inside bucket i.
-func pagesIn(i uint64, b *block) (lo, hi uint64) {
-	s, e := max(b.start, i<<bucketShift), min(b.end, (i+1)<<bucketShift)
-	return s >> fineShift, (e - 1) >> fineShift
+// putTree writes cell i of level l and everything below it, kids first.
+func (p *procIndex) putTree(s rangeStore, l int, i uint64, c *cell) error {
+	if c.kids == nil {
+		return p.putLeaf(s, l, i, c)
+	}
+	for j, k := range c.kids {
+		if err := p.putTree(s, l+1, j, k); err != nil {
+			return err
+		}
+	}
+	return p.put(s, l, i, c, &strataRangeSet{Flags: cellSplit})
+}
+
+func (p *procIndex) putLeaf(s rangeStore, l int, i uint64, c *cell) error {
+	rs, err := rangeSet(c.blocks)
+	if err != nil {
+		return err
+	}
+	return p.put(s, l, i, c, rs)
+}
+
+func (p *procIndex) put(s rangeStore, l int, i uint64, c *cell, rs *strataRangeSet) error {
+	if err := s.put(p.key(l, i), rs); err != nil {
+		return err
+	}
+	if !c.inKernel {
+		c.inKernel = true
+		p.cells++
+	}
+	return nil
 }
 
 // remove deletes b from the index and the kernel map.
 func (p *procIndex) remove(s rangeStore, b *block) error {
-	p.drop(b)
-	first, last := bucketsOf(b.start, b.end)
-	if err := p.write(s, first, last, b); err != nil {
-		return fmt.Errorf("remove block %d: %w", b.id, err)
+	delete(p.blocks, b.id)
+	if err := p.erase(s, 0, 0, p.roots, b); err != nil {
+		return errors.Join(fmt.Errorf("remove block %d: %w", b.id, err), p.resync(s, b))
 	}
 	return nil
 }
 
-func (p *procIndex) drop(b *block) {
-	delete(p.blocks, b.id)
-	first, last := bucketsOf(b.start, b.end)
-	for i := first; i <= last; i++ {
-		if st := p.buckets[i]; st != nil {
-			st.blocks = slices.DeleteFunc(st.blocks, func(o *block) bool { return o == b })
+// erase removes b from the cells of m (level l, inside cell parent).
+func (p *procIndex) erase(s rangeStore, l int, parent uint64, m map[uint64]*cell, b *block) error {
+	lo, hi := within(l, parent, b)
+	for i := lo; i <= hi; i++ {
+		c := m[i]
+		if c == nil {
+			continue
 		}
+		c.blocks = slices.DeleteFunc(c.blocks, func(o *block) bool { return o == b })
+		var err error
+		switch {
+		case len(c.blocks) == 0:
+			// The cell first, so that no lookup reaches a kid without it.
+			if err = p.delTree(s, l, i, c); err == nil {
+				delete(m, i)
+			}
+		case c.kids != nil && len(c.blocks) <= mergeAt:
+			if err = p.putLeaf(s, l, i, c); err == nil {
+				err = p.delKids(s, l, c)
+			}
+		case c.kids != nil:
+			err = p.erase(s, l+1, i, c.kids, b)
+		default:
+			err = p.putLeaf(s, l, i, c)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// delTree deletes the entry of cell i of level l, then those below it.
+func (p *procIndex) delTree(s rangeStore, l int, i uint64, c *cell) error {
+	if c.inKernel {
+		if err := s.del(p.key(l, i)); err != nil {
+			return err
+		}
+		c.inKernel = false
+		p.cells--
+	}
+	return p.delKids(s, l, c)
+}
+
+func (p *procIndex) delKids(s rangeStore, l int, c *cell) error {
+	for j, k := range c.kids {
+		if err := p.delTree(s, l+1, j, k); err != nil {
+			return err
+		}
+		delete(c.kids, j)
+	}
+	c.kids = nil
+	return nil
+}
+
+// resync rebuilds, after a failed write, the level-0 cells that b overlaps
+// from the blocks registered now: the new entries are written, kids first,
+// then the entries of the old cells that the new ones lack are deleted.
+func (p *procIndex) resync(s rangeStore, b *block) error {
+	lo, hi := within(0, 0, b)
+	var errs []error
+	for i := lo; i <= hi; i++ {
+		old := p.roots[i]
+		if old == nil {
+			continue
+		}
+		var live []*block
+		for _, o := range old.blocks {
+			if p.blocks[o.id] == o {
+				live = append(live, o)
+			}
+		}
+		stale := map[strataCellKey]bool{}
+		p.keys(0, i, old, func(k strataCellKey, c *cell) {
+			if c.inKernel {
+				stale[k] = true
+				p.cells--
+			}
+		})
+		delete(p.roots, i)
+		if len(live) > 0 {
+			c := &cell{blocks: live}
+			if len(live) > rangeSlots {
+				c.kids = layout(1, i, live)
+			}
+			p.roots[i] = c
+			errs = append(errs, p.putTree(s, 0, i, c))
+			p.keys(0, i, c, func(k strataCellKey, c *cell) {
+				if c.inKernel {
+					delete(stale, k)
+				}
+			})
+		}
+		for k := range stale {
+			if err := s.del(k); err != nil {
+				errs = append(errs, err)
+				p.cells++ // still there
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("resync index: %w", err)
+	}
+	return nil
+}
+
+// keys calls f for cell i of level l and every cell below it.
+func (p *procIndex) keys(l int, i uint64, c *cell, f func(strataCellKey, *cell)) {
+	f(p.key(l, i), c)
+	for j, k := range c.kids {
+		p.keys(l+1, j, k, f)
 	}
 }
 
 // clear removes every kernel entry of the TGID.
 func (p *procIndex) clear(s rangeStore) error {
-	keys := make([]strataBucketKey, 0, len(p.buckets))
-	for i, st := range p.buckets {
-		keys = append(keys, strataBucketKey{Tgid: p.tgid, Level: levelBucket, Index: i})
-		for pg := range st.pages {
-			keys = append(keys, strataBucketKey{Tgid: p.tgid, Level: levelFine, Index: pg})
-		}
+	keys := make([]strataCellKey, 0, p.cells)
+	for i, c := range p.roots {
+		p.keys(0, i, c, func(k strataCellKey, c *cell) {
+			if c.inKernel {
+				keys = append(keys, k)
+			}
+		})
 	}
 	p.blocks = map[uint64]*block{}
-	p.buckets = map[uint64]*bucketState{}
+	p.roots = map[uint64]*cell{}
+	p.cells = 0
 	return s.delMany(keys)
 }
 
-func (p *procIndex) write(s rangeStore, first, last uint64, changed *block) error {
-	for i := first; i <= last; i++ {
-		if err := p.writeOne(s, i, changed); err != nil {
-			return err
-		}
+// rangeSet is the kernel entry of a cell listing blocks, sorted by start.
+func rangeSet(blocks []*block) (*strataRangeSet, error) {
+	if len(blocks) > rangeSlots {
+		// layout splits every such cell down to 8-byte cells, which
+		// cannot overlap more than 8 blocks.
+		return nil, fmt.Errorf("cell of %d blocks: more than %d ranges", len(blocks), rangeSlots)
 	}
-	return nil
-}
-
-// writeOne makes the kernel entries of bucket i match its state after
-// changed was added or removed (nil: rewrite all). Ordering keeps a
-// concurrent lookup correct: granule entries go in before the bucket is
-// flagged fine, and come out after it is direct again.
-func (p *procIndex) writeOne(s rangeStore, i uint64, changed *block) error {
-	st := p.buckets[i]
-	if st == nil {
-		return nil
-	}
-	key := strataBucketKey{Tgid: p.tgid, Level: levelBucket, Index: i}
-	if len(st.blocks) == 0 {
-		if err := s.del(key); err != nil {
-			return err
-		}
-		if err := p.delPages(s, st, nil); err != nil {
-			return err
-		}
-		delete(p.buckets, i)
-		return nil
-	}
-	if len(st.blocks) <= rangeSlots {
-		if err := s.put(key, rangeSet(st.blocks)); err != nil {
-			return err
-		}
-		return p.delPages(s, st, nil)
-	}
-	if st.pages != nil && changed != nil {
-		// Already fine: only the granules of the changed block differ.
-		lo, hi := pagesIn(i, changed)
-		for pg := lo; pg <= hi; pg++ {
-			if err := p.writePage(s, st, pg); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	pages, err := layoutPages(i, st.blocks)
-	if err != nil {
-		return err
-	}
-	if st.pages == nil {
-		st.pages = map[uint64]struct{}{}
-	}
-	for pg, rs := range pages {
-		if err := s.put(strataBucketKey{Tgid: p.tgid, Level: levelFine, Index: pg}, rs); err != nil {
-			return err
-		}
-		st.pages[pg] = struct{}{}
-	}
-	if err := s.put(key, &strataRangeSet{Flags: bucketFine}); err != nil {
-		return err
-	}
-	return p.delPages(s, st, pages)
-}
-
-// writePage rewrites the entry of one granule of a fine bucket.
-func (p *procIndex) writePage(s rangeStore, st *bucketState, pg uint64) error {
-	var on []*block
-	for _, b := range st.blocks {
-		if b.start < (pg+1)<<fineShift && pg<<fineShift < b.end {
-			on = append(on, b)
-		}
-	}
-	key := strataBucketKey{Tgid: p.tgid, Level: levelFine, Index: pg}
-	switch {
-	case len(on) > rangeSlots:
-		return fmt.Errorf("granule %#x: %d blocks: %w", pg<<fineShift, len(on), ErrTooDense)
-	case len(on) == 0:
-		delete(st.pages, pg)
-		return s.del(key)
-	}
-	st.pages[pg] = struct{}{}
-	return s.put(key, rangeSet(on))
-}
-
-// delPages deletes the granule entries of st not in keep; with keep nil the
-// bucket is direct afterwards.
-func (p *procIndex) delPages(s rangeStore, st *bucketState, keep map[uint64]*strataRangeSet) error {
-	for pg := range st.pages {
-		if _, ok := keep[pg]; ok {
-			continue
-		}
-		if err := s.del(strataBucketKey{Tgid: p.tgid, Level: levelFine, Index: pg}); err != nil {
-			return err
-		}
-		delete(st.pages, pg)
-	}
-	if keep == nil {
-		st.pages = nil
-	}
-	return nil
-}
-
-// layoutPages lists, per 64 KiB granule of bucket i, the blocks covering it.
-func layoutPages(i uint64, blocks []*block) (map[uint64]*strataRangeSet, error) {
-	lo, hi := i<<bucketShift, (i+1)<<bucketShift
-	perPage := map[uint64][]*block{}
-	for _, b := range blocks {
-		s, e := max(b.start, lo), min(b.end, hi)
-		for pg := s >> fineShift; pg <= (e-1)>>fineShift; pg++ {
-			perPage[pg] = append(perPage[pg], b)
-		}
-	}
-	out := make(map[uint64]*strataRangeSet, len(perPage))
-	for pg, bs := range perPage {
-		if len(bs) > rangeSlots {
-			return nil, fmt.Errorf("granule %#x: %d blocks: %w", pg<<fineShift, len(bs), ErrTooDense)
-		}
-		out[pg] = rangeSet(bs)
-	}
-	return out, nil
-}
-
-func rangeSet(blocks []*block) *strataRangeSet {
 	bs := slices.Clone(blocks)
 	slices.SortFunc(bs, func(a, b *block) int {
 		switch {
@@ -292,5 +351,5 @@ func rangeSet(blocks []*block) *strataRangeSet {
 	for j, b := range bs {
 		rs.Ranges[j] = strataBlockRange{Start: b.start, End: b.end, BlockId: b.id, Slot: b.slot}
 	}
-	return rs
+	return rs, nil
 }

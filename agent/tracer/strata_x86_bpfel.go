@@ -21,6 +21,7 @@ type strataBlockCounters struct {
 	Unclassified uint64
 	Major        uint64
 	WalkSamples  uint64
+	Pad          [2]uint64
 }
 
 type strataBlockRange struct {
@@ -32,7 +33,7 @@ type strataBlockRange struct {
 	Pad     uint32
 }
 
-type strataBucketKey struct {
+type strataCellKey struct {
 	_     structs.HostLayout
 	Tgid  uint32
 	Level uint32
@@ -82,22 +83,22 @@ type strataTgidCounters struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	strataMapBuckets         = "buckets"
-	strataMapCounters        = "counters"
-	strataMapEvents          = "events"
-	strataMapPidBits         = "pid_bits"
-	strataMapStats           = "stats"
-	strataMapTgids           = "tgids"
-	strataProgExitBtf        = "exit_btf"
-	strataProgExitRaw        = "exit_raw"
-	strataProgFaultBtf       = "fault_btf"
-	strataProgFaultPerf      = "fault_perf"
-	strataProgFaultRaw       = "fault_raw"
-	strataProgMajorFault     = "major_fault"
-	strataProgWalkSample     = "walk_sample"
-	strataVarSampleEvery     = "sample_every"
-	strataVarUnusedBucketKey = "unused_bucket_key"
-	strataVarUnusedEvent     = "unused_event"
+	strataMapCells         = "cells"
+	strataMapCounters      = "counters"
+	strataMapEvents        = "events"
+	strataMapPidBits       = "pid_bits"
+	strataMapStats         = "stats"
+	strataMapTgids         = "tgids"
+	strataProgExitBtf      = "exit_btf"
+	strataProgExitRaw      = "exit_raw"
+	strataProgFaultBtf     = "fault_btf"
+	strataProgFaultPerf    = "fault_perf"
+	strataProgFaultRaw     = "fault_raw"
+	strataProgMajorFault   = "major_fault"
+	strataProgWalkSample   = "walk_sample"
+	strataVarSampleEvery   = "sample_every"
+	strataVarUnusedCellKey = "unused_cell_key"
+	strataVarUnusedEvent   = "unused_event"
 )
 
 // loadStrata returns the embedded CollectionSpec for strata.
@@ -155,7 +156,7 @@ type strataProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type strataMapSpecs struct {
-	Buckets  *ebpf.MapSpec `ebpf:"buckets"`
+	Cells    *ebpf.MapSpec `ebpf:"cells"`
 	Counters *ebpf.MapSpec `ebpf:"counters"`
 	Events   *ebpf.MapSpec `ebpf:"events"`
 	PidBits  *ebpf.MapSpec `ebpf:"pid_bits"`
@@ -167,9 +168,9 @@ type strataMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type strataVariableSpecs struct {
-	SampleEvery     *ebpf.VariableSpec `ebpf:"sample_every"`
-	UnusedBucketKey *ebpf.VariableSpec `ebpf:"unused_bucket_key"`
-	UnusedEvent     *ebpf.VariableSpec `ebpf:"unused_event"`
+	SampleEvery   *ebpf.VariableSpec `ebpf:"sample_every"`
+	UnusedCellKey *ebpf.VariableSpec `ebpf:"unused_cell_key"`
+	UnusedEvent   *ebpf.VariableSpec `ebpf:"unused_event"`
 }
 
 // strataObjects contains all objects after they have been loaded into the kernel.
@@ -192,7 +193,7 @@ func (o *strataObjects) Close() error {
 //
 // It can be passed to loadStrataObjects or ebpf.CollectionSpec.LoadAndAssign.
 type strataMaps struct {
-	Buckets  *ebpf.Map `ebpf:"buckets"`
+	Cells    *ebpf.Map `ebpf:"cells"`
 	Counters *ebpf.Map `ebpf:"counters"`
 	Events   *ebpf.Map `ebpf:"events"`
 	PidBits  *ebpf.Map `ebpf:"pid_bits"`
@@ -202,7 +203,7 @@ type strataMaps struct {
 
 func (m *strataMaps) Close() error {
 	return _StrataClose(
-		m.Buckets,
+		m.Cells,
 		m.Counters,
 		m.Events,
 		m.PidBits,
@@ -215,9 +216,9 @@ func (m *strataMaps) Close() error {
 //
 // It can be passed to loadStrataObjects or ebpf.CollectionSpec.LoadAndAssign.
 type strataVariables struct {
-	SampleEvery     *ebpf.Variable `ebpf:"sample_every"`
-	UnusedBucketKey *ebpf.Variable `ebpf:"unused_bucket_key"`
-	UnusedEvent     *ebpf.Variable `ebpf:"unused_event"`
+	SampleEvery   *ebpf.Variable `ebpf:"sample_every"`
+	UnusedCellKey *ebpf.Variable `ebpf:"unused_cell_key"`
+	UnusedEvent   *ebpf.Variable `ebpf:"unused_event"`
 }
 
 // strataPrograms contains all programs after they have been loaded into the kernel.

@@ -25,12 +25,6 @@ type Counters struct {
 	WalkSamples       uint64 // SampleWalks samples whose data address hit the block
 }
 
-// add returns c + o.
-func (c Counters) add(o Counters) Counters {
-	return Counters{c.Read + o.Read, c.Write + o.Write, c.Exec + o.Exec,
-		c.Unclassified + o.Unclassified, c.Major + o.Major, c.WalkSamples + o.WalkSamples}
-}
-
 // BlockSnapshot is one registered block and its counters.
 type BlockSnapshot struct {
 	TGID       uint32
@@ -131,7 +125,7 @@ func Load(cfg Config) (_ *Tracer, err error) {
 		return nil, fmt.Errorf("set sample_every: %w", err)
 	}
 	spec.Maps[strataMapCounters].MaxEntries = cfg.MaxBlocks
-	spec.Maps[strataMapBuckets].MaxEntries = cfg.MaxRangeSets
+	spec.Maps[strataMapCells].MaxEntries = cfg.MaxRangeSets
 	spec.Maps[strataMapEvents].MaxEntries = cfg.RingBytes
 
 	t := &Tracer{
@@ -148,7 +142,7 @@ func Load(cfg Config) (_ *Tracer, err error) {
 			t.Close()
 		}
 	}()
-	for _, name := range []string{strataMapPidBits, strataMapBuckets, strataMapCounters,
+	for _, name := range []string{strataMapPidBits, strataMapCells, strataMapCounters,
 		strataMapTgids, strataMapStats, strataMapEvents} {
 		m, err := ebpf.NewMap(spec.Maps[name])
 		if err != nil {
