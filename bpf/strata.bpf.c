@@ -7,10 +7,11 @@
  * Hot path of a page fault, in order of cost:
  *   1. pid_bits: one bit per TGID in an array map (an inlined load). Every
  *      process on the node pays this and nothing more when it is untraced.
- *   2. cells: one hash lookup of {tgid, 0, addr >> 21}; a split cell
- *      redirects to its cell of the next level, at most STRATA_LEVELS
- *      lookups in all (one for blocks of a MiB and more).
- *   3. a fully unrolled scan of at most STRATA_SLOTS ranges.
+ *   2. cells: one hash lookup of {tgid, 0, addr >> 21}; a split bucket
+ *      redirects to a second lookup of {tgid, 1, addr >> 16}.
+ *   3. a fully unrolled scan of at most STRATA_SLOTS ranges, or in a
+ *      granule of more blocks a binary search of its run between the
+ *      fences of the page (a few entries of one or two cache lines).
  *   4. an atomic add to the block's counters, then 1 in sample_every faults
  *      goes to the ring, submitted without wakeup (user space drains on a
  *      deadline).
@@ -46,6 +47,15 @@ struct {
 	__type(value, struct range_set);
 } cells SEC(".maps");
 
+/* The runs of dense granules; the loader sizes it (Config.MaxRunEntries)
+ * and allocates segments of it to granules. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1 << 18);
+	__type(key, __u32);
+	__type(value, struct block_range);
+} runs SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 65536); /* resized by the loader: Config.MaxBlocks */
@@ -75,6 +85,7 @@ struct {
 /* Force BTF for the types user space decodes (bpf2go -type). */
 const struct event *unused_event __attribute__((unused));
 const struct cell_key *unused_cell_key __attribute__((unused));
+const struct run_ref *unused_run_ref __attribute__((unused));
 
 static __always_inline bool traced(__u32 tgid)
 {
@@ -91,34 +102,65 @@ static __always_inline struct fault_stats *cpu_stats(void)
 	return bpf_map_lookup_elem(&stats, &zero);
 }
 
+/* The entry of a granule's run holding addr: the first entry ending above
+ * addr among those the page's fences allow, if it starts at or below addr. */
+static __always_inline struct block_range *search_run(struct range_set *b, __u64 addr)
+{
+	__u32 n = b->n;
+	__u32 off = b->run.off;
+	__u32 p = (addr >> STRATA_PAGE_SHIFT) & (STRATA_FENCES - 2);
+	__u32 lo = b->run.fence[p];
+	__u32 hi = b->run.fence[p + 1] + 1;
+	__u32 k;
+	struct block_range *r;
+
+	if (hi > n)
+		hi = n;
+	for (int i = 0; i < STRATA_RUN_STEPS; i++) {
+		if (lo >= hi)
+			break;
+		__u32 mid = (lo + hi) / 2;
+		k = off + mid;
+		r = bpf_map_lookup_elem(&runs, &k);
+		if (!r)
+			return NULL;
+		if (r->end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo >= n)
+		return NULL;
+	k = off + lo;
+	r = bpf_map_lookup_elem(&runs, &k);
+	if (!r || addr < r->start || addr >= r->end)
+		return NULL;
+	return r;
+}
+
 static __always_inline struct block_range *match(__u32 tgid, __u64 addr)
 {
 	struct cell_key key = {
 		.tgid = tgid,
-		.level = 0,
-		.index = addr >> STRATA_SHIFT_0,
+		.level = STRATA_LEVEL_BUCKET,
+		.index = addr >> STRATA_BUCKET_SHIFT,
 	};
 	struct range_set *b = bpf_map_lookup_elem(&cells, &key);
 
 	if (!b)
 		return NULL;
-	/* Written out, as the scan below: clang 14 will not unroll a loop that
-	 * returns early, and this verifier rejects the bounded loop it emits. */
-#define STRATA_DESCEND(l)                                   \
-	if (b->flags & STRATA_CELL_SPLIT) {                 \
-		key.level = (l);                            \
-		key.index = addr >> STRATA_SHIFT_##l;       \
-		b = bpf_map_lookup_elem(&cells, &key);      \
-		if (!b)                                     \
-			return NULL;                        \
+	if (b->flags & STRATA_CELL_SPLIT) {
+		key.level = STRATA_LEVEL_GRANULE;
+		key.index = addr >> STRATA_GRANULE_SHIFT;
+		b = bpf_map_lookup_elem(&cells, &key);
+		if (!b)
+			return NULL;
 	}
-	STRATA_DESCEND(1)
-	STRATA_DESCEND(2)
-	STRATA_DESCEND(3)
-	STRATA_DESCEND(4)
-#undef STRATA_DESCEND
-	_Static_assert(STRATA_LEVELS == 5, "STRATA_DESCEND list must match STRATA_LEVELS");
+	if (b->flags & STRATA_CELL_RUN)
+		return search_run(b, addr);
 	__u32 n = b->n;
+	/* Written out because clang 14 will not unroll a loop that returns
+	 * early, and this verifier rejects the bounded loop it emits instead. */
 #define STRATA_TRY(i)                                                   \
 	if (n > (i) && addr >= b->ranges[i].start && addr < b->ranges[i].end) \
 		return &b->ranges[i];

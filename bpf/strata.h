@@ -9,26 +9,33 @@
 #define STRATA_H
 
 /*
- * Address matching is a radix of hash entries ("cells"). A level-0 cell is
- * a 2 MiB bucket (addr >> STRATA_SHIFT_0) of one TGID and lists up to
- * STRATA_SLOTS block ranges overlapping it (a range_set). A cell overlapped
- * by more blocks is marked STRATA_CELL_SPLIT, lists nothing, and its blocks
- * are listed in its cells of the next level: 64 KiB granules, then 4 KiB
- * pages, 256-byte and 8-byte cells. An 8-byte cell cannot overlap more than
- * 8 blocks, so any number of blocks is matched, in at most STRATA_LEVELS
- * lookups; sparse blocks (the usual MiB-sized ones) in one. 64 KiB rather
- * than 4 KiB below 2 MiB keeps a bucket of a few dense spots to 32 entries,
- * which stay in cache: per-page entries cost ~+400 ns per fault here.
+ * Address matching is two hash levels and a sorted array:
+ *   - a 2 MiB bucket {tgid, 0, addr >> STRATA_BUCKET_SHIFT} lists up to
+ *     STRATA_SLOTS block ranges overlapping it (a range_set), or is marked
+ *     STRATA_CELL_SPLIT when more blocks overlap it;
+ *   - the 64 KiB granules {tgid, 1, addr >> STRATA_GRANULE_SHIFT} of a
+ *     split bucket list their blocks the same way, or are marked
+ *     STRATA_CELL_RUN when more blocks overlap them: their blocks are then
+ *     a run, sorted by address, in the runs array, and STRATA_FENCES page
+ *     fences say which entries can hold an address of each 4 KiB page, so
+ *     that a binary search covers only those.
+ * Any number of blocks per granule is matched (a granule holds at most
+ * 65,536 ranges of a byte). Blocks of a MiB or more cost one hash lookup.
+ * 64 KiB granules rather than 4 KiB pages keep a dense bucket to 32
+ * entries, which stay in cache (per-page entries cost ~+400 ns per fault).
  */
-#define STRATA_LEVELS 5
-#define STRATA_SHIFT_0 21
-#define STRATA_SHIFT_1 16
-#define STRATA_SHIFT_2 12
-#define STRATA_SHIFT_3 8
-#define STRATA_SHIFT_4 3
+#define STRATA_BUCKET_SHIFT 21
+#define STRATA_GRANULE_SHIFT 16
+#define STRATA_PAGE_SHIFT 12
 #define STRATA_SLOTS 8
+#define STRATA_FENCES 17 /* 16 pages of a granule, and the end */
+#define STRATA_RUN_STEPS 17 /* binary search steps: log2(65,536 + 1) */
+
+#define STRATA_LEVEL_BUCKET 0
+#define STRATA_LEVEL_GRANULE 1
 
 #define STRATA_CELL_SPLIT 1
+#define STRATA_CELL_RUN 2
 
 /* pid_bits covers every possible PID: PID_MAX_LIMIT (4 Mi) bits on 64-bit. */
 #define STRATA_PID_WORDS (4194304 / 64)
@@ -50,8 +57,8 @@ enum strata_kind {
 
 struct cell_key {
 	__u32 tgid;
-	__u32 level; /* 0 .. STRATA_LEVELS-1 */
-	__u64 index; /* addr >> STRATA_SHIFT_<level> */
+	__u32 level; /* STRATA_LEVEL_* */
+	__u64 index; /* addr >> 21 for a bucket, >> 16 for a granule */
 };
 
 struct block_range {
@@ -62,10 +69,22 @@ struct block_range {
 	__u32 _pad;
 };
 
+/* Where a granule's run is: its entries are runs[off, off + n). fence[p]
+ * is the first entry whose range ends above page p of the granule;
+ * fence[16] = n. An address in page p can only be in entries
+ * fence[p] .. fence[p+1]. */
+struct run_ref {
+	__u32 off;
+	__u32 fence[STRATA_FENCES];
+};
+
 struct range_set {
-	__u32 n;     /* used entries of ranges; 0 in a split cell */
+	__u32 n;     /* entries of ranges (or of the run); 0 when split */
 	__u32 flags; /* STRATA_CELL_* */
-	struct block_range ranges[STRATA_SLOTS];
+	union {
+		struct block_range ranges[STRATA_SLOTS];
+		struct run_ref run; /* STRATA_CELL_RUN */
+	};
 };
 
 /*

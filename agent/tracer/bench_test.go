@@ -3,6 +3,7 @@ package tracer
 import (
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +17,9 @@ import (
 
 // BenchmarkFaultOverhead measures the CPU time per page fault of a child
 // that writes every page of a 64 MiB mapping and drops it with
-// MADV_DONTNEED, twice per run (32,768 faults). One tracer per
+// MADV_DONTNEED, twice per run (32,768 faults), with the mapping as 64
+// blocks of 1 MiB, 4096 of 16 KiB (4 per 64 KiB granule), or 65,536 and
+// 262,144 blocks of 64 bytes (4 and 16 per page). One tracer per
 // configuration is loaded up front with its fault hook detached; each
 // measurement attaches one, runs, detaches it and runs once more with no
 // hook at all ("base"), in alternating order, so a pair is ~0.2 s apart.
@@ -37,6 +40,7 @@ func BenchmarkFaultOverhead(b *testing.B) {
 		untraced bool   // the child is not tracked (its pid bit is clear)
 		every    uint32 // sample 1 in every; 0 = counters only
 		dense    bool   // the mapping as 4096 blocks of 16 KiB, not 64 of 1 MiB
+		tiny     int    // the mapping's pages each holding this many 64-byte blocks
 		extra    int    // more blocks registered elsewhere in the child
 		tr       *Tracer
 	}
@@ -45,6 +49,8 @@ func BenchmarkFaultOverhead(b *testing.B) {
 		{name: "count"},
 		{name: "count+64k", extra: 65536 - 64},
 		{name: "count-dense", dense: true},
+		{name: "count-tiny4", tiny: 4},
+		{name: "count-tiny16", tiny: 16},
 		{name: "sample64", every: 64},
 		{name: "sample1", every: 1},
 	}
@@ -55,7 +61,7 @@ func BenchmarkFaultOverhead(b *testing.B) {
 	}
 	c := startChild(b, pages)
 	for _, cf := range configs {
-		tr := loadTracer(b, Config{SampleEvery: cf.every, DisableEvents: cf.every == 0, MaxBlocks: 65536})
+		tr := loadTracer(b, Config{SampleEvery: cf.every, DisableEvents: cf.every == 0, MaxBlocks: max(65536, uint32(pages*cf.tiny)), MaxRangeSets: rsEnv()})
 		cf.tr = tr
 		if err := tr.Track(c.pid); err != nil {
 			b.Fatal(err)
@@ -64,8 +70,16 @@ func BenchmarkFaultOverhead(b *testing.B) {
 		if cf.dense {
 			n, per = 4096, 4
 		}
-		for i := 0; i < n; i++ {
+		for i := 0; i < n && cf.tiny == 0; i++ {
 			if err := tr.RegisterBlock(c.pid, uint64(i), c.page(i*per), c.page((i+1)*per)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// 64-byte blocks spread over each page; the child writes byte 0 of
+		// the page, in the first.
+		for i := 0; i < pages*cf.tiny; i++ {
+			s := c.page(i/cf.tiny) + uint64(i%cf.tiny*os.Getpagesize()/cf.tiny)
+			if err := tr.RegisterBlock(c.pid, uint64(i), s, s+64); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -288,3 +302,5 @@ func selfTracer(b *testing.B, cfg Config) *Tracer {
 	}
 	return tr
 }
+
+func rsEnv() uint32 { n, _ := strconv.Atoi(os.Getenv("RS")); return uint32(n) }

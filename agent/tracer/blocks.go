@@ -10,12 +10,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapStore writes the address index into the kernel's cells map.
-type mapStore struct{ m *ebpf.Map }
+// mapStore writes the address index into the kernel's cells and runs maps.
+type mapStore struct{ m, runs *ebpf.Map }
 
 func (s mapStore) put(key strataCellKey, val *strataRangeSet) error {
 	if err := s.m.Put(&key, val); err != nil {
+		if errors.Is(err, unix.E2BIG) {
+			err = fmt.Errorf("%w: %w", ErrIndexFull, err)
+		}
 		return fmt.Errorf("put range set: %w", err)
+	}
+	return nil
+}
+
+// putRun writes run entries into the runs array: one syscall.
+func (s mapStore) putRun(off uint32, entries []strataBlockRange) error {
+	keys := make([]uint32, len(entries))
+	for i := range keys {
+		keys[i] = off + uint32(i)
+	}
+	if _, err := s.runs.BatchUpdate(keys, entries, nil); err != nil {
+		return fmt.Errorf("put run of %d entries at %d: %w", len(entries), off, err)
 	}
 	return nil
 }
@@ -45,7 +60,7 @@ func (s mapStore) delMany(keys []strataCellKey) error {
 	return nil
 }
 
-func (t *Tracer) store() rangeStore { return mapStore{t.maps[strataMapCells]} }
+func (t *Tracer) store() rangeStore { return mapStore{t.maps[strataMapCells], t.maps[strataMapRuns]} }
 
 func (t *Tracer) pidWord(tgid uint32) *uint64 {
 	return (*uint64)(unsafe.Pointer(&t.pidMem[(tgid>>6)*8]))
@@ -75,7 +90,7 @@ func (t *Tracer) Track(tgid uint32) error {
 		unix.Close(pidfd)
 		return fmt.Errorf("track %d: put tgid counters: %w", tgid, err)
 	}
-	t.procs[tgid] = &proc{idx: newProcIndex(tgid), pidfd: pidfd}
+	t.procs[tgid] = &proc{idx: newProcIndex(tgid, t.runs), pidfd: pidfd}
 	atomic.OrUint64(t.pidWord(tgid), 1<<(tgid&63))
 	return nil
 }
@@ -317,6 +332,7 @@ func (t *Tracer) Stats() (Stats, error) {
 		s.Blocks += len(p.idx.blocks)
 		s.RangeSets += p.idx.cells
 	}
+	s.RunEntries = t.runs.used
 	t.mu.Unlock()
 	return s, nil
 }

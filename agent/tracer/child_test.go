@@ -22,7 +22,9 @@ import (
 //	w A B [O]     write byte O of each page of [A,B)
 //	rw A B [O]    read, then write, byte O of each page of [A,B)
 //	d             MADV_DONTNEED the whole mapping (pages fault again)
-//	loop N A B M  N times: touch [A,B) with mode M (r|w), then MADV_DONTNEED
+//	loop N A B M [S]  N times: touch [A,B) with mode M (r|w), then
+//	              MADV_DONTNEED; with S, the k-th page touched is
+//	              A + k*S mod (B-A), scattered for an odd S and B-A a power of 2
 //	fr A B        read one byte of pages [A,B) of the file mapping
 //	fevict        drop the file mapping's pages from memory and page cache
 //	q             exit
@@ -75,8 +77,12 @@ func runChild() {
 		fbase = uintptr(unsafePointer(fmem))
 	}
 	fmt.Printf("ready %d %d\n", uintptr(unsafePointer(mem)), fbase)
-	touch := func(a, b, off int, mode string) {
-		for p := a; p < b; p++ {
+	touch := func(a, b, off int, mode string, stride int) {
+		for k := a; k < b; k++ {
+			p := k
+			if stride > 1 {
+				p = a + (k-a)*stride%(b-a)
+			}
 			switch i := p*ps + off; mode {
 			case "r":
 				sink += mem[i]
@@ -109,12 +115,16 @@ func runChild() {
 			if len(f) > 3 {
 				off = num(3) % ps
 			}
-			touch(num(1), num(2), off, f[0])
+			touch(num(1), num(2), off, f[0], 1)
 		case "d":
 			unix.Madvise(mem, unix.MADV_DONTNEED)
 		case "loop":
+			stride := 1
+			if len(f) > 5 {
+				stride = num(5)
+			}
 			for i := 0; i < num(1); i++ {
-				touch(num(2), num(3), 0, f[4])
+				touch(num(2), num(3), 0, f[4], stride)
 				unix.Madvise(mem, unix.MADV_DONTNEED)
 			}
 		case "q":

@@ -3,6 +3,7 @@ package tracer
 import (
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"time"
 )
 
@@ -25,13 +26,19 @@ type Config struct {
 	SampleEvery   uint32
 	DisableEvents bool
 	// MaxBlocks is the number of counter slots (blocks registered at once
-	// on the node). Default 65536. Memory: MaxBlocks × CPUs × 48 bytes.
+	// on the node). Default 65536. Memory: MaxBlocks × 64 bytes, whatever
+	// the number of CPUs.
 	MaxBlocks uint32
-	// MaxRangeSets bounds the address index (2 MiB buckets plus 64 KiB
-	// granule entries of dense buckets). Default 8 × MaxBlocks. Entries are
+	// MaxRangeSets bounds the address index's cells (2 MiB buckets plus
+	// 64 KiB granules of dense buckets). Default 8 × MaxBlocks. Cells are
 	// allocated on use (~330 bytes each), but the kernel's hash table heads
 	// take 16 bytes × MaxRangeSets rounded up to a power of two at once.
 	MaxRangeSets uint32
+	// MaxRunEntries is the length of the runs array, where granules of more
+	// than 8 blocks list them (a block once per dense granule it overlaps,
+	// in power-of-two segments of 16 entries and up). Rounded up to a power
+	// of two; default 4 × MaxBlocks. Memory: 32 bytes each, at once.
+	MaxRunEntries uint32
 	// RingBytes is the ring buffer size, a power of two ≥ 4096. Default 8 MiB.
 	RingBytes uint32
 	// EventBuffer is the capacity of the Events channel. Default 16384: one
@@ -68,6 +75,10 @@ func (c *Config) setDefaults() {
 	if c.MaxRangeSets == 0 {
 		c.MaxRangeSets = 8 * c.MaxBlocks
 	}
+	if c.MaxRunEntries == 0 {
+		c.MaxRunEntries = 4 * c.MaxBlocks
+	}
+	c.MaxRunEntries = max(1<<minRunOrder, uint32(1)<<bits.Len32(c.MaxRunEntries-1))
 	if c.RingBytes == 0 {
 		c.RingBytes = 8 << 20
 	}
@@ -92,6 +103,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBlocks > 1<<24 {
 		return fmt.Errorf("validate config: max blocks %d: above 16 Mi", c.MaxBlocks)
+	}
+	if c.MaxRunEntries > 1<<26 {
+		return fmt.Errorf("validate config: max run entries %d: above 64 Mi", c.MaxRunEntries)
 	}
 	if c.EventBuffer < 0 {
 		return fmt.Errorf("validate config: event buffer %d: negative", c.EventBuffer)

@@ -4,33 +4,39 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unsafe"
 )
 
 // Address-index geometry, equal to the STRATA_* constants in bpf/strata.h
 // (TestHeaderConstants checks them).
 const (
-	levels      = 5
-	rangeSlots  = 8
-	cellSplit   = 1
-	pidWords    = 4194304 / 64
-	maxUserAddr = 1 << 56 // x86-64 user space with 5-level paging (4-level: 1<<47)
+	bucketShift  = 21
+	granuleShift = 16
+	pageShift    = 12
+	rangeSlots   = 8
+	fences       = 17
+	levelBucket  = 0
+	levelGranule = 1
+	cellSplit    = 1
+	cellRun      = 2
+	pidWords     = 4194304 / 64
+	maxUserAddr  = 1 << 56 // x86-64 user space with 5-level paging (4-level: 1<<47)
 )
 
-// levelShift[l] is the address shift of a level-l cell (STRATA_SHIFT_<l>):
-// 2 MiB, 64 KiB, 4 KiB, 256 and 8 bytes.
-var levelShift = [levels]uint{21, 16, 12, 8, 3}
-
-// mergeAt is the block count at which a split cell lists its blocks itself
-// again. Below rangeSlots, so that a cell at the limit (a GC moving one of
-// nine small blocks) is not merged and split again at every change.
+// mergeAt is the block count at which a split bucket, or a granule with a
+// run, lists its blocks itself again. Below rangeSlots, so that a cell at
+// the limit (a GC moving one of nine small blocks) is not rewritten both
+// ways at every change.
 const mergeAt = rangeSlots / 2
 
-// rangeStore is the kernel's cells map as the index sees it; tests pass a
-// map-backed fake.
+// rangeStore is the kernel's cells and runs maps as the index sees them;
+// tests pass a map-backed fake.
 type rangeStore interface {
 	put(key strataCellKey, val *strataRangeSet) error
 	del(key strataCellKey) error
 	delMany(keys []strataCellKey) error
+	// putRun writes entries at runs[off, off+len(entries)).
+	putRun(off uint32, entries []strataBlockRange) error
 }
 
 type block struct {
@@ -38,52 +44,74 @@ type block struct {
 	slot           uint32
 }
 
-// cell is one entry of the kernel's index and the blocks overlapping it.
-// A split cell (kids non-nil) lists nothing in the kernel: its blocks are
-// listed by its kids, the cells of the next level that they overlap.
-type cell struct {
+// bucket is the index of one 2 MiB bucket: the blocks overlapping it and,
+// when more than rangeSlots do, its granules (grans non-nil; the kernel
+// entry is then only the STRATA_CELL_SPLIT mark).
+type bucket struct {
 	blocks   []*block
-	kids     map[uint64]*cell
+	grans    map[uint64]*granule
 	inKernel bool // its entry was written and not deleted since
+}
+
+// granule is one 64 KiB granule of a split bucket: the blocks overlapping
+// it, sorted by start, and their run when more than rangeSlots do.
+type granule struct {
+	blocks   []*block
+	run      *run
+	inKernel bool
+}
+
+// run is a granule's segment of the runs array. Entries below hw may have
+// been read by a lookup, so they are never written again while the
+// segment is in use; appending in place is allowed at hw.
+type run struct {
+	seg    segment
+	listed int // entries the kernel's cell lists now
+	hw     int
 }
 
 // procIndex mirrors the kernel entries of one TGID so that they can be
 // rewritten on change and removed on exit without scanning the kernel map.
 //
-// Every change updates the Go cells first and the kernel entries after, in
-// an order that keeps a concurrent lookup correct: a cell's kids are
-// written before it is flagged split, and deleted after it lists its
-// blocks again (or is gone). So the kernel never holds an entry that the Go
-// tree does not know, and a failed write is undone by rebuilding the
-// level-0 cells of the block from the Go tree (resync).
+// A change updates the Go side first and the kernel after, in an order
+// that keeps a concurrent lookup correct: run entries are written before
+// the cell that lists them, granules before their bucket is flagged split,
+// and a bucket or granule lists its blocks again before what was below it
+// goes (run segments wait for a grace period before reuse, see runPool).
+// A failed write is undone by rebuilding the block's buckets (resync).
 type procIndex struct {
-	tgid   uint32
-	blocks map[uint64]*block
-	roots  map[uint64]*cell // level-0 cells by index
-	cells  int              // entries in the kernel map
+	tgid    uint32
+	runs    *runPool
+	blocks  map[uint64]*block
+	buckets map[uint64]*bucket
+	cells   int // entries in the kernel's cells map
 }
 
-func newProcIndex(tgid uint32) *procIndex {
-	return &procIndex{tgid: tgid, blocks: map[uint64]*block{}, roots: map[uint64]*cell{}}
-}
-
-// within returns the first and last level-l cell that b overlaps inside
-// cell parent of level l-1 (anywhere at level 0).
-func within(l int, parent uint64, b *block) (lo, hi uint64) {
-	s, e := b.start, b.end
-	if l > 0 {
-		s, e = max(s, parent<<levelShift[l-1]), min(e, (parent+1)<<levelShift[l-1])
-	}
-	return s >> levelShift[l], (e - 1) >> levelShift[l]
+func newProcIndex(tgid uint32, runs *runPool) *procIndex {
+	return &procIndex{tgid: tgid, runs: runs, blocks: map[uint64]*block{}, buckets: map[uint64]*bucket{}}
 }
 
 func overlaps(a, b *block) bool { return a.start < b.end && b.start < a.end }
 
-func (p *procIndex) key(l int, i uint64) strataCellKey {
-	return strataCellKey{Tgid: p.tgid, Level: uint32(l), Index: i}
+func bucketsOf(b *block) (first, last uint64) {
+	return b.start >> bucketShift, (b.end - 1) >> bucketShift
 }
 
-// add inserts b and writes the cells it touches. On error nothing of b
+// granulesIn returns the first and last granule of b inside bucket i.
+func granulesIn(i uint64, b *block) (first, last uint64) {
+	s, e := max(b.start, i<<bucketShift), min(b.end, (i+1)<<bucketShift)
+	return s >> granuleShift, (e - 1) >> granuleShift
+}
+
+func (p *procIndex) bucketKey(i uint64) strataCellKey {
+	return strataCellKey{Tgid: p.tgid, Level: levelBucket, Index: i}
+}
+
+func (p *procIndex) granuleKey(g uint64) strataCellKey {
+	return strataCellKey{Tgid: p.tgid, Level: levelGranule, Index: g}
+}
+
+// add inserts b and writes the entries it changes. On error nothing of b
 // stays in the index.
 func (p *procIndex) add(s rangeStore, b *block) error {
 	if b.start >= b.end || b.end > maxUserAddr {
@@ -92,212 +120,293 @@ func (p *procIndex) add(s rangeStore, b *block) error {
 	if _, ok := p.blocks[b.id]; ok {
 		return fmt.Errorf("add block %d: %w", b.id, ErrBlockExists)
 	}
-	lo, hi := within(0, 0, b)
-	for i := lo; i <= hi; i++ {
-		if c := p.roots[i]; c != nil {
+	first, last := bucketsOf(b)
+	for i := first; i <= last; i++ {
+		if c := p.buckets[i]; c != nil {
 			if j := slices.IndexFunc(c.blocks, func(o *block) bool { return overlaps(o, b) }); j >= 0 {
 				return fmt.Errorf("add block %d: block %d: %w", b.id, c.blocks[j].id, ErrOverlap)
 			}
 		}
 	}
 	p.blocks[b.id] = b
-	if err := p.insert(s, 0, 0, p.roots, b); err != nil {
-		delete(p.blocks, b.id)
-		return errors.Join(fmt.Errorf("add block %d: %w", b.id, err), p.resync(s, b))
+	for i := first; i <= last; i++ {
+		if err := p.addToBucket(s, i, b); err != nil {
+			delete(p.blocks, b.id)
+			return errors.Join(fmt.Errorf("add block %d: %w", b.id, err), p.resync(s, b))
+		}
 	}
 	return nil
 }
 
-// insert adds b to the cells of m (level l, inside cell parent) it overlaps.
-func (p *procIndex) insert(s rangeStore, l int, parent uint64, m map[uint64]*cell, b *block) error {
-	lo, hi := within(l, parent, b)
-	for i := lo; i <= hi; i++ {
-		c := m[i]
-		if c == nil {
-			c = &cell{}
-			m[i] = c
+func (p *procIndex) addToBucket(s rangeStore, i uint64, b *block) error {
+	c := p.buckets[i]
+	if c == nil {
+		c = &bucket{}
+		p.buckets[i] = c
+	}
+	c.blocks = append(c.blocks, b)
+	switch {
+	case c.grans != nil:
+		lo, hi := granulesIn(i, b)
+		for g := lo; g <= hi; g++ {
+			gr := c.grans[g]
+			if gr == nil {
+				gr = &granule{}
+				c.grans[g] = gr
+			}
+			at, _ := slices.BinarySearchFunc(gr.blocks, b.start, func(o *block, s uint64) int { return cmpU64(o.start, s) })
+			gr.blocks = slices.Insert(gr.blocks, at, b)
+			if err := p.syncGranule(s, g, gr, at == len(gr.blocks)-1, false); err != nil {
+				return err
+			}
 		}
-		c.blocks = append(c.blocks, b)
-		var err error
-		switch {
-		case c.kids != nil:
-			err = p.insert(s, l+1, i, c.kids, b)
-		case len(c.blocks) <= rangeSlots || l+1 == levels:
-			err = p.putLeaf(s, l, i, c) // an 8-byte cell holds at most 8
-		default:
-			c.kids = layout(l+1, i, c.blocks)
-			err = p.putTree(s, l, i, c)
+		return nil
+	case len(c.blocks) <= rangeSlots:
+		return p.put(s, p.bucketKey(i), &c.inKernel, leafSet(c.blocks))
+	}
+	return p.split(s, i, c)
+}
+
+// split lists the blocks of bucket i per granule: granules first, then the
+// bucket's mark.
+func (p *procIndex) split(s rangeStore, i uint64, c *bucket) error {
+	c.grans = map[uint64]*granule{}
+	for _, b := range c.blocks {
+		lo, hi := granulesIn(i, b)
+		for g := lo; g <= hi; g++ {
+			gr := c.grans[g]
+			if gr == nil {
+				gr = &granule{}
+				c.grans[g] = gr
+			}
+			gr.blocks = append(gr.blocks, b)
 		}
+	}
+	for g, gr := range c.grans {
+		slices.SortFunc(gr.blocks, func(a, b *block) int { return cmpU64(a.start, b.start) })
+		if err := p.syncGranule(s, g, gr, false, false); err != nil {
+			return err
+		}
+	}
+	return p.put(s, p.bucketKey(i), &c.inKernel, &strataRangeSet{Flags: cellSplit})
+}
+
+// syncGranule makes the kernel entry of granule g list gr.blocks. appended
+// says the one change since the last sync added the last block; truncated
+// that it removed the last one: then a run is updated in place.
+func (p *procIndex) syncGranule(s rangeStore, g uint64, gr *granule, appended, truncated bool) error {
+	n := len(gr.blocks)
+	switch {
+	case n == 0:
+		if err := p.del(s, p.granuleKey(g), &gr.inKernel); err != nil {
+			return err
+		}
+		p.dropRun(gr)
+		return nil
+	case gr.run == nil && n <= rangeSlots, gr.run != nil && n <= mergeAt:
+		if err := p.put(s, p.granuleKey(g), &gr.inKernel, leafSet(gr.blocks)); err != nil {
+			return err
+		}
+		p.dropRun(gr)
+		return nil
+	}
+	r := gr.run
+	switch {
+	case r != nil && appended && r.hw == n-1 && n <= r.seg.cap():
+		if err := s.putRun(r.seg.off+uint32(n-1), runEntries(gr.blocks[n-1:])); err != nil {
+			return err
+		}
+		r.hw = n
+	case r != nil && truncated && n < r.listed:
+		// The first n entries are listed already.
+	default:
+		seg, err := p.runs.alloc(n)
 		if err != nil {
 			return err
 		}
+		if err := s.putRun(seg.off, runEntries(gr.blocks)); err != nil {
+			p.runs.release(seg)
+			return err
+		}
+		r = &run{seg: seg, hw: n}
+	}
+	rs := &strataRangeSet{N: uint32(n), Flags: cellRun}
+	ref := runRef(rs)
+	ref.Off = r.seg.off
+	ref.Fence = fencesOf(g, gr.blocks)
+	if err := p.put(s, p.granuleKey(g), &gr.inKernel, rs); err != nil {
+		if r != gr.run {
+			p.runs.release(r.seg)
+		}
+		return err
+	}
+	if r != gr.run {
+		p.dropRun(gr) // the old segment waits for a grace period
+		gr.run = r
+	}
+	r.listed = n
+	return nil
+}
+
+func (p *procIndex) dropRun(gr *granule) {
+	if gr.run != nil {
+		p.runs.release(gr.run.seg)
+		gr.run = nil
+	}
+}
+
+// runRef is the run_ref of a cell (the union member after n and flags).
+func runRef(rs *strataRangeSet) *strataRunRef {
+	return (*strataRunRef)(unsafe.Pointer(&rs.Ranges))
+}
+
+// fencesOf returns, for each 4 KiB page of granule g, the index of the first
+// block of bs (sorted, not overlapping) that ends above the page's start,
+// and len(bs) last.
+func fencesOf(g uint64, bs []*block) (f [fences]uint32) {
+	j := 0
+	for pg := 0; pg < fences-1; pg++ {
+		at := g<<granuleShift + uint64(pg)<<pageShift
+		for j < len(bs) && bs[j].end <= at {
+			j++
+		}
+		f[pg] = uint32(j)
+	}
+	f[fences-1] = uint32(len(bs))
+	return f
+}
+
+func runEntries(bs []*block) []strataBlockRange {
+	out := make([]strataBlockRange, len(bs))
+	for j, b := range bs {
+		out[j] = strataBlockRange{Start: b.start, End: b.end, BlockId: b.id, Slot: b.slot}
+	}
+	return out
+}
+
+// remove deletes b from the index and the kernel maps.
+func (p *procIndex) remove(s rangeStore, b *block) error {
+	delete(p.blocks, b.id)
+	first, last := bucketsOf(b)
+	for i := first; i <= last; i++ {
+		if err := p.removeFromBucket(s, i, b); err != nil {
+			return errors.Join(fmt.Errorf("remove block %d: %w", b.id, err), p.resync(s, b))
+		}
 	}
 	return nil
 }
 
-// layout places blocks, which overlap cell parent of level l-1, in its
-// level-l cells, splitting those that more than rangeSlots blocks overlap.
-func layout(l int, parent uint64, blocks []*block) map[uint64]*cell {
-	m := map[uint64]*cell{}
-	for _, b := range blocks {
-		lo, hi := within(l, parent, b)
-		for i := lo; i <= hi; i++ {
-			c := m[i]
-			if c == nil {
-				c = &cell{}
-				m[i] = c
-			}
-			c.blocks = append(c.blocks, b)
-		}
+func (p *procIndex) removeFromBucket(s rangeStore, i uint64, b *block) error {
+	c := p.buckets[i]
+	if c == nil {
+		return nil
 	}
-	for i, c := range m {
-		// An 8-byte cell of the last level overlaps at most 8 blocks.
-		if len(c.blocks) > rangeSlots && l+1 < levels {
-			c.kids = layout(l+1, i, c.blocks)
-		}
-	}
-	return m
-}
-
-// putTree writes cell i of level l and everything below it, kids first.
-func (p *procIndex) putTree(s rangeStore, l int, i uint64, c *cell) error {
-	if c.kids == nil {
-		return p.putLeaf(s, l, i, c)
-	}
-	for j, k := range c.kids {
-		if err := p.putTree(s, l+1, j, k); err != nil {
+	c.blocks = slices.DeleteFunc(c.blocks, func(o *block) bool { return o == b })
+	switch {
+	case len(c.blocks) == 0:
+		// The bucket first, so that no lookup reaches a granule without it.
+		if err := p.del(s, p.bucketKey(i), &c.inKernel); err != nil {
 			return err
 		}
+		if err := p.dropGranules(s, c); err != nil {
+			return err
+		}
+		delete(p.buckets, i)
+	case c.grans != nil && len(c.blocks) <= mergeAt:
+		if err := p.put(s, p.bucketKey(i), &c.inKernel, leafSet(c.blocks)); err != nil {
+			return err
+		}
+		return p.dropGranules(s, c)
+	case c.grans != nil:
+		lo, hi := granulesIn(i, b)
+		for g := lo; g <= hi; g++ {
+			gr := c.grans[g]
+			if gr == nil {
+				continue
+			}
+			at := slices.Index(gr.blocks, b)
+			if at < 0 {
+				continue
+			}
+			gr.blocks = slices.Delete(gr.blocks, at, at+1)
+			if err := p.syncGranule(s, g, gr, false, at == len(gr.blocks)); err != nil {
+				return err
+			}
+			if len(gr.blocks) == 0 {
+				delete(c.grans, g)
+			}
+		}
+	default:
+		return p.put(s, p.bucketKey(i), &c.inKernel, leafSet(c.blocks))
 	}
-	return p.put(s, l, i, c, &strataRangeSet{Flags: cellSplit})
+	return nil
 }
 
-func (p *procIndex) putLeaf(s rangeStore, l int, i uint64, c *cell) error {
-	rs, err := rangeSet(c.blocks)
-	if err != nil {
-		return err
+// dropGranules deletes the granule entries of c and releases their runs.
+func (p *procIndex) dropGranules(s rangeStore, c *bucket) error {
+	for g, gr := range c.grans {
+		if err := p.del(s, p.granuleKey(g), &gr.inKernel); err != nil {
+			return err
+		}
+		p.dropRun(gr)
+		delete(c.grans, g)
 	}
-	return p.put(s, l, i, c, rs)
+	c.grans = nil
+	return nil
 }
 
-func (p *procIndex) put(s rangeStore, l int, i uint64, c *cell, rs *strataRangeSet) error {
-	if err := s.put(p.key(l, i), rs); err != nil {
+func (p *procIndex) put(s rangeStore, k strataCellKey, inKernel *bool, rs *strataRangeSet) error {
+	if err := s.put(k, rs); err != nil {
 		return err
 	}
-	if !c.inKernel {
-		c.inKernel = true
+	if !*inKernel {
+		*inKernel = true
 		p.cells++
 	}
 	return nil
 }
 
-// remove deletes b from the index and the kernel map.
-func (p *procIndex) remove(s rangeStore, b *block) error {
-	delete(p.blocks, b.id)
-	if err := p.erase(s, 0, 0, p.roots, b); err != nil {
-		return errors.Join(fmt.Errorf("remove block %d: %w", b.id, err), p.resync(s, b))
+func (p *procIndex) del(s rangeStore, k strataCellKey, inKernel *bool) error {
+	if !*inKernel {
+		return nil
 	}
+	if err := s.del(k); err != nil {
+		return err
+	}
+	*inKernel = false
+	p.cells--
 	return nil
 }
 
-// erase removes b from the cells of m (level l, inside cell parent).
-func (p *procIndex) erase(s rangeStore, l int, parent uint64, m map[uint64]*cell, b *block) error {
-	lo, hi := within(l, parent, b)
-	for i := lo; i <= hi; i++ {
-		c := m[i]
+// resync rebuilds, after a failed write, the buckets that b overlaps from
+// the blocks registered now. Their kernel entries are deleted first (faults
+// there go unmatched meanwhile, never to a wrong block), then written
+// afresh; when a write fails again the bucket stays unmatched until its
+// next change.
+func (p *procIndex) resync(s rangeStore, b *block) error {
+	first, last := bucketsOf(b)
+	var errs []error
+	for i := first; i <= last; i++ {
+		c := p.buckets[i]
 		if c == nil {
 			continue
 		}
-		c.blocks = slices.DeleteFunc(c.blocks, func(o *block) bool { return o == b })
-		var err error
-		switch {
-		case len(c.blocks) == 0:
-			// The cell first, so that no lookup reaches a kid without it.
-			if err = p.delTree(s, l, i, c); err == nil {
-				delete(m, i)
-			}
-		case c.kids != nil && len(c.blocks) <= mergeAt:
-			if err = p.putLeaf(s, l, i, c); err == nil {
-				err = p.delKids(s, l, c)
-			}
-		case c.kids != nil:
-			err = p.erase(s, l+1, i, c.kids, b)
-		default:
-			err = p.putLeaf(s, l, i, c)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// delTree deletes the entry of cell i of level l, then those below it.
-func (p *procIndex) delTree(s rangeStore, l int, i uint64, c *cell) error {
-	if c.inKernel {
-		if err := s.del(p.key(l, i)); err != nil {
-			return err
-		}
-		c.inKernel = false
-		p.cells--
-	}
-	return p.delKids(s, l, c)
-}
-
-func (p *procIndex) delKids(s rangeStore, l int, c *cell) error {
-	for j, k := range c.kids {
-		if err := p.delTree(s, l+1, j, k); err != nil {
-			return err
-		}
-		delete(c.kids, j)
-	}
-	c.kids = nil
-	return nil
-}
-
-// resync rebuilds, after a failed write, the level-0 cells that b overlaps
-// from the blocks registered now: the new entries are written, kids first,
-// then the entries of the old cells that the new ones lack are deleted.
-func (p *procIndex) resync(s rangeStore, b *block) error {
-	lo, hi := within(0, 0, b)
-	var errs []error
-	for i := lo; i <= hi; i++ {
-		old := p.roots[i]
-		if old == nil {
+		if err := p.del(s, p.bucketKey(i), &c.inKernel); err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		var live []*block
-		for _, o := range old.blocks {
-			if p.blocks[o.id] == o {
-				live = append(live, o)
-			}
+		if err := p.dropGranules(s, c); err != nil {
+			errs = append(errs, err)
+			continue
 		}
-		stale := map[strataCellKey]bool{}
-		p.keys(0, i, old, func(k strataCellKey, c *cell) {
-			if c.inKernel {
-				stale[k] = true
-				p.cells--
-			}
-		})
-		delete(p.roots, i)
-		if len(live) > 0 {
-			c := &cell{blocks: live}
-			if len(live) > rangeSlots {
-				c.kids = layout(1, i, live)
-			}
-			p.roots[i] = c
-			errs = append(errs, p.putTree(s, 0, i, c))
-			p.keys(0, i, c, func(k strataCellKey, c *cell) {
-				if c.inKernel {
-					delete(stale, k)
-				}
-			})
-		}
-		for k := range stale {
-			if err := s.del(k); err != nil {
-				errs = append(errs, err)
-				p.cells++ // still there
-			}
+		c.blocks = slices.DeleteFunc(c.blocks, func(o *block) bool { return p.blocks[o.id] != o })
+		switch {
+		case len(c.blocks) == 0:
+			delete(p.buckets, i)
+		case len(c.blocks) <= rangeSlots:
+			errs = append(errs, p.put(s, p.bucketKey(i), &c.inKernel, leafSet(c.blocks)))
+		default:
+			errs = append(errs, p.split(s, i, c))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -306,50 +415,44 @@ func (p *procIndex) resync(s rangeStore, b *block) error {
 	return nil
 }
 
-// keys calls f for cell i of level l and every cell below it.
-func (p *procIndex) keys(l int, i uint64, c *cell, f func(strataCellKey, *cell)) {
-	f(p.key(l, i), c)
-	for j, k := range c.kids {
-		p.keys(l+1, j, k, f)
-	}
-}
-
-// clear removes every kernel entry of the TGID.
+// clear removes every kernel entry of the TGID and releases its runs.
 func (p *procIndex) clear(s rangeStore) error {
 	keys := make([]strataCellKey, 0, p.cells)
-	for i, c := range p.roots {
-		p.keys(0, i, c, func(k strataCellKey, c *cell) {
-			if c.inKernel {
-				keys = append(keys, k)
+	for i, c := range p.buckets {
+		if c.inKernel {
+			keys = append(keys, p.bucketKey(i))
+		}
+		for g, gr := range c.grans {
+			if gr.inKernel {
+				keys = append(keys, p.granuleKey(g))
 			}
-		})
+			p.dropRun(gr)
+		}
 	}
 	p.blocks = map[uint64]*block{}
-	p.roots = map[uint64]*cell{}
+	p.buckets = map[uint64]*bucket{}
 	p.cells = 0
 	return s.delMany(keys)
 }
 
-// rangeSet is the kernel entry of a cell listing blocks, sorted by start.
-func rangeSet(blocks []*block) (*strataRangeSet, error) {
-	if len(blocks) > rangeSlots {
-		// layout splits every such cell down to 8-byte cells, which
-		// cannot overlap more than 8 blocks.
-		return nil, fmt.Errorf("cell of %d blocks: more than %d ranges", len(blocks), rangeSlots)
-	}
+// leafSet is the kernel entry of a cell listing blocks (at most rangeSlots),
+// sorted by start.
+func leafSet(blocks []*block) *strataRangeSet {
 	bs := slices.Clone(blocks)
-	slices.SortFunc(bs, func(a, b *block) int {
-		switch {
-		case a.start < b.start:
-			return -1
-		case a.start > b.start:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(bs, func(a, b *block) int { return cmpU64(a.start, b.start) })
 	rs := &strataRangeSet{N: uint32(len(bs))}
 	for j, b := range bs {
 		rs.Ranges[j] = strataBlockRange{Start: b.start, End: b.end, BlockId: b.id, Slot: b.slot}
 	}
-	return rs, nil
+	return rs
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

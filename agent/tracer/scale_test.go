@@ -51,7 +51,7 @@ func rssBytes(tb testing.TB) int64 {
 
 func reportMemory(tb testing.TB, tr *Tracer) (total int64) {
 	tb.Helper()
-	for _, name := range []string{strataMapPidBits, strataMapCells, strataMapCounters, strataMapTgids, strataMapStats, strataMapEvents} {
+	for _, name := range []string{strataMapPidBits, strataMapCells, strataMapRuns, strataMapCounters, strataMapTgids, strataMapStats, strataMapEvents} {
 		n := mapMemory(tb, tr.maps[name])
 		total += n
 		tb.Logf("  map %-9s %8.2f MiB", name, float64(n)/(1<<20))
@@ -112,8 +112,14 @@ func register64k(t testing.TB, name string, size uint64) {
 	for it.Next(&k, &v) {
 		kv[k] = v
 	}
+	runs := map[uint32]strataBlockRange{}
+	var rk uint32
+	var rv strataBlockRange
+	for it := tr.maps[strataMapRuns].Iterate(); it.Next(&rk, &rv); {
+		runs[rk] = rv
+	}
 	for _, i := range []uint64{0, n / 2, n - 1} {
-		r, _, ok := lookup(kv, c.pid, base+i*size+size/2)
+		r, ok := lookup(kv, runs, c.pid, base+i*size+size/2)
 		if !ok || r.BlockId != i {
 			t.Errorf("lookup block %d: %v %+v", i, ok, r)
 		}

@@ -73,6 +73,12 @@ type strataRangeSet struct {
 	Ranges [8]strataBlockRange
 }
 
+type strataRunRef struct {
+	_     structs.HostLayout
+	Off   uint32
+	Fence [17]uint32
+}
+
 type strataTgidCounters struct {
 	_                  structs.HostLayout
 	WalkSamples        uint64
@@ -87,6 +93,7 @@ const (
 	strataMapCounters      = "counters"
 	strataMapEvents        = "events"
 	strataMapPidBits       = "pid_bits"
+	strataMapRuns          = "runs"
 	strataMapStats         = "stats"
 	strataMapTgids         = "tgids"
 	strataProgExitBtf      = "exit_btf"
@@ -99,6 +106,7 @@ const (
 	strataVarSampleEvery   = "sample_every"
 	strataVarUnusedCellKey = "unused_cell_key"
 	strataVarUnusedEvent   = "unused_event"
+	strataVarUnusedRunRef  = "unused_run_ref"
 )
 
 // loadStrata returns the embedded CollectionSpec for strata.
@@ -160,6 +168,7 @@ type strataMapSpecs struct {
 	Counters *ebpf.MapSpec `ebpf:"counters"`
 	Events   *ebpf.MapSpec `ebpf:"events"`
 	PidBits  *ebpf.MapSpec `ebpf:"pid_bits"`
+	Runs     *ebpf.MapSpec `ebpf:"runs"`
 	Stats    *ebpf.MapSpec `ebpf:"stats"`
 	Tgids    *ebpf.MapSpec `ebpf:"tgids"`
 }
@@ -171,6 +180,7 @@ type strataVariableSpecs struct {
 	SampleEvery   *ebpf.VariableSpec `ebpf:"sample_every"`
 	UnusedCellKey *ebpf.VariableSpec `ebpf:"unused_cell_key"`
 	UnusedEvent   *ebpf.VariableSpec `ebpf:"unused_event"`
+	UnusedRunRef  *ebpf.VariableSpec `ebpf:"unused_run_ref"`
 }
 
 // strataObjects contains all objects after they have been loaded into the kernel.
@@ -197,6 +207,7 @@ type strataMaps struct {
 	Counters *ebpf.Map `ebpf:"counters"`
 	Events   *ebpf.Map `ebpf:"events"`
 	PidBits  *ebpf.Map `ebpf:"pid_bits"`
+	Runs     *ebpf.Map `ebpf:"runs"`
 	Stats    *ebpf.Map `ebpf:"stats"`
 	Tgids    *ebpf.Map `ebpf:"tgids"`
 }
@@ -207,6 +218,7 @@ func (m *strataMaps) Close() error {
 		m.Counters,
 		m.Events,
 		m.PidBits,
+		m.Runs,
 		m.Stats,
 		m.Tgids,
 	)
@@ -219,6 +231,7 @@ type strataVariables struct {
 	SampleEvery   *ebpf.Variable `ebpf:"sample_every"`
 	UnusedCellKey *ebpf.Variable `ebpf:"unused_cell_key"`
 	UnusedEvent   *ebpf.Variable `ebpf:"unused_event"`
+	UnusedRunRef  *ebpf.Variable `ebpf:"unused_run_ref"`
 }
 
 // strataPrograms contains all programs after they have been loaded into the kernel.

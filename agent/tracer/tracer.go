@@ -56,7 +56,8 @@ type Stats struct {
 	UserDrops     uint64 // events dropped because the channel was full
 	BadRecords    uint64 // undecodable ring records
 	Blocks        int    // blocks registered now
-	RangeSets     int    // address-index entries in the kernel now
+	RangeSets     int    // address-index cells in the kernel now
+	RunEntries    int    // entries of the runs array in use (dense granules)
 }
 
 // Tracer owns every kernel handle of the fault tracer. Its methods are safe
@@ -72,6 +73,8 @@ type Tracer struct {
 	walk      *ebpf.Program // loaded by the first SampleWalks
 	faultLink *toggleLink   // nil for the perf hook
 	pidMem    []byte        // mmap of pid_bits
+	grace     *ebpf.Map     // a map-in-map whose update waits for an RCU grace period
+	runs      *runPool      // segments of the runs map (guarded by mu)
 
 	closers []io.Closer // in opening order; Close runs them in reverse
 	reader  *ringbuf.Reader
@@ -126,6 +129,7 @@ func Load(cfg Config) (_ *Tracer, err error) {
 	}
 	spec.Maps[strataMapCounters].MaxEntries = cfg.MaxBlocks
 	spec.Maps[strataMapCells].MaxEntries = cfg.MaxRangeSets
+	spec.Maps[strataMapRuns].MaxEntries = cfg.MaxRunEntries
 	spec.Maps[strataMapEvents].MaxEntries = cfg.RingBytes
 
 	t := &Tracer{
@@ -142,7 +146,7 @@ func Load(cfg Config) (_ *Tracer, err error) {
 			t.Close()
 		}
 	}()
-	for _, name := range []string{strataMapPidBits, strataMapCells, strataMapCounters,
+	for _, name := range []string{strataMapPidBits, strataMapCells, strataMapRuns, strataMapCounters,
 		strataMapTgids, strataMapStats, strataMapEvents} {
 		m, err := ebpf.NewMap(spec.Maps[name])
 		if err != nil {
@@ -158,6 +162,10 @@ func Load(cfg Config) (_ *Tracer, err error) {
 	}
 	t.pidMem = mem
 	t.closers = append(t.closers, closerFunc(func() error { return unix.Munmap(mem) }))
+	if err := t.makeGrace(); err != nil {
+		return nil, err
+	}
+	t.runs = newRunPool(cfg.MaxRunEntries, t.waitGrace)
 
 	if err := t.attachFaultHook(); err != nil {
 		return nil, err
@@ -185,6 +193,72 @@ func Load(cfg Config) (_ *Tracer, err error) {
 	t.log.Info("tracer loaded", "hook", t.hook, "sample_every", every,
 		"max_blocks", cfg.MaxBlocks, "ring_bytes", cfg.RingBytes, "cpus", ncpu)
 	return t, nil
+}
+
+// makeGrace creates the map-in-map that waitGrace updates: the kernel
+// waits for an RCU grace period after every update of a map-in-map from
+// user space, so that the caller knows no BPF program still uses the old
+// inner map. Strata's programs are not sleepable and run under RCU.
+func (t *Tracer) makeGrace() error {
+	inner := &ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1}
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "strata_grace", Type: ebpf.ArrayOfMaps, KeySize: 4, ValueSize: 4,
+		MaxEntries: 1, InnerMap: inner})
+	if err != nil {
+		return fmt.Errorf("create grace map: %w", err)
+	}
+	t.closers = append(t.closers, m)
+	in, err := ebpf.NewMap(inner)
+	if err != nil {
+		return fmt.Errorf("create grace map: %w", err)
+	}
+	defer in.Close() // the outer map holds it
+	if err := m.Put(uint32(0), in); err != nil {
+		return fmt.Errorf("create grace map: %w", err)
+	}
+	t.grace = m
+	return nil
+}
+
+// waitGrace returns once every BPF program run that started before the call
+// has ended.
+func (t *Tracer) waitGrace() error {
+	var id ebpf.MapID
+	if err := t.grace.Lookup(uint32(0), &id); err != nil {
+		return fmt.Errorf("wait for grace period: %w", err)
+	}
+	in, err := ebpf.NewMapFromID(id)
+	if err != nil {
+		return fmt.Errorf("wait for grace period: %w", err)
+	}
+	defer in.Close()
+	if err := t.grace.Put(uint32(0), in); err != nil {
+		return fmt.Errorf("wait for grace period: %w", err)
+	}
+	return nil
+}
+
+// reclaimRuns frees the run segments released so far, after a grace period
+// waited for without holding the lock.
+func (t *Tracer) reclaimRuns() {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	segs := t.runs.takeLimbo()
+	t.mu.Unlock()
+	if len(segs) == 0 {
+		return
+	}
+	err := t.waitGrace()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		t.runs.limbo = append(t.runs.limbo, segs...)
+		t.log.Warn("reclaim index runs", "error", err)
+		return
+	}
+	t.runs.freeSegs(segs)
 }
 
 func (t *Tracer) startReader() {
