@@ -10,8 +10,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapStore writes the address index into the kernel's cells and runs maps.
-type mapStore struct{ m, runs *ebpf.Map }
+// mapStore writes the address index into the kernel's cells map and the
+// mapping of its runs map.
+type mapStore struct {
+	m    *ebpf.Map
+	runs []strataBlockRange
+}
 
 func (s mapStore) put(key strataCellKey, val *strataRangeSet) error {
 	if err := s.m.Put(&key, val); err != nil {
@@ -23,15 +27,14 @@ func (s mapStore) put(key strataCellKey, val *strataRangeSet) error {
 	return nil
 }
 
-// putRun writes run entries into the runs array: one syscall.
+// putRun writes run entries into the runs array through its mapping. No
+// lookup reads them before the cell that lists them is written (a syscall,
+// which orders the stores before it).
 func (s mapStore) putRun(off uint32, entries []strataBlockRange) error {
-	keys := make([]uint32, len(entries))
-	for i := range keys {
-		keys[i] = off + uint32(i)
+	if int(off)+len(entries) > len(s.runs) {
+		return fmt.Errorf("put run of %d entries at %d: beyond %d", len(entries), off, len(s.runs))
 	}
-	if _, err := s.runs.BatchUpdate(keys, entries, nil); err != nil {
-		return fmt.Errorf("put run of %d entries at %d: %w", len(entries), off, err)
-	}
+	copy(s.runs[off:], entries)
 	return nil
 }
 
@@ -60,7 +63,7 @@ func (s mapStore) delMany(keys []strataCellKey) error {
 	return nil
 }
 
-func (t *Tracer) store() rangeStore { return mapStore{t.maps[strataMapCells], t.maps[strataMapRuns]} }
+func (t *Tracer) store() rangeStore { return mapStore{t.maps[strataMapCells], t.runsMem} }
 
 func (t *Tracer) pidWord(tgid uint32) *uint64 {
 	return (*uint64)(unsafe.Pointer(&t.pidMem[(tgid>>6)*8]))
@@ -333,6 +336,7 @@ func (t *Tracer) Stats() (Stats, error) {
 		s.RangeSets += p.idx.cells
 	}
 	s.RunEntries = t.runs.used
+	s.PerfEvents = t.perfEvents()
 	t.mu.Unlock()
 	return s, nil
 }

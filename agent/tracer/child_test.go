@@ -22,6 +22,7 @@ import (
 //	w A B [O]     write byte O of each page of [A,B)
 //	rw A B [O]    read, then write, byte O of each page of [A,B)
 //	d             MADV_DONTNEED the whole mapping (pages fault again)
+//	cpu N         run only on CPU N from now on
 //	loop N A B M [S]  N times: touch [A,B) with mode M (r|w), then
 //	              MADV_DONTNEED; with S, the k-th page touched is
 //	              A + k*S mod (B-A), scattered for an odd S and B-A a power of 2
@@ -118,6 +119,13 @@ func runChild() {
 			touch(num(1), num(2), off, f[0], 1)
 		case "d":
 			unix.Madvise(mem, unix.MADV_DONTNEED)
+		case "cpu":
+			var set unix.CPUSet
+			set.Set(num(1))
+			if err := unix.SchedSetaffinity(0, &set); err != nil {
+				fmt.Println("error", err)
+				continue
+			}
 		case "loop":
 			stride := 1
 			if len(f) > 5 {

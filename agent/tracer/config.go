@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"math/bits"
 	"time"
+
+	"github.com/stratatrace/strata/agent/procmem"
 )
 
 // Hook selects the program that sees every page fault.
@@ -51,8 +53,13 @@ type Config struct {
 	// DrainInterval is the ring reader's deadline. Default 10 ms.
 	DrainInterval time.Duration
 	// LivenessInterval is how often tracked processes are checked for exit,
-	// a backstop for exit notices lost to a full ring. Default 1 s.
+	// a backstop for exit notices lost to a full ring, and the online CPUs
+	// for hotplug. Default 1 s.
 	LivenessInterval time.Duration
+	// CPUs lists the online CPUs, on which the per-CPU perf events are
+	// opened and kept (CPU hotplug). Default procmem.Default(); the agent
+	// passes its --sys.
+	CPUs CPUSource
 	// OnExit, when set, receives the final counters of a traced process that
 	// exited, from the reader goroutine; it must not block for long.
 	OnExit func(ExitReport)
@@ -93,6 +100,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.CPUs == nil {
+		c.CPUs = procmem.Default()
 	}
 }
 

@@ -58,6 +58,7 @@ type Stats struct {
 	Blocks        int    // blocks registered now
 	RangeSets     int    // address-index cells in the kernel now
 	RunEntries    int    // entries of the runs array in use (dense granules)
+	PerfEvents    int    // per-CPU perf events open now (perf hook, major faults, walks)
 }
 
 // Tracer owns every kernel handle of the fault tracer. Its methods are safe
@@ -69,12 +70,16 @@ type Tracer struct {
 	maps      map[string]*ebpf.Map
 	ncpu      int
 	hook      Hook
-	fault     *ebpf.Program // the fault program in use (tests run it)
-	walk      *ebpf.Program // loaded by the first SampleWalks
-	faultLink *toggleLink   // nil for the perf hook
-	pidMem    []byte        // mmap of pid_bits
-	grace     *ebpf.Map     // a map-in-map whose update waits for an RCU grace period
-	runs      *runPool      // segments of the runs map (guarded by mu)
+	fault     *ebpf.Program      // the fault program in use (tests run it)
+	walk      *ebpf.Program      // loaded by the first SampleWalks
+	faultLink *toggleLink        // nil for the perf hook
+	pidMem    []byte             // mmap of pid_bits
+	grace     *ebpf.Map          // a map-in-map whose update waits for an RCU grace period
+	runs      *runPool           // segments of the runs map (guarded by mu)
+	runsMem   []strataBlockRange // mmap of the runs map
+
+	cpuEvents     []*cpuEvents // per-CPU perf events (guarded by mu after Load)
+	cpuListFailed bool         // the online CPU list could not be read (logged once)
 
 	closers []io.Closer // in opening order; Close runs them in reverse
 	reader  *ringbuf.Reader
@@ -162,6 +167,13 @@ func Load(cfg Config) (_ *Tracer, err error) {
 	}
 	t.pidMem = mem
 	t.closers = append(t.closers, closerFunc(func() error { return unix.Munmap(mem) }))
+	runSize := int(cfg.MaxRunEntries) * int(unsafe.Sizeof(strataBlockRange{}))
+	rmem, err := unix.Mmap(t.maps[strataMapRuns].FD(), 0, runSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap runs: %w", err)
+	}
+	t.runsMem = unsafe.Slice((*strataBlockRange)(unsafe.Pointer(&rmem[0])), cfg.MaxRunEntries)
+	t.closers = append(t.closers, closerFunc(func() error { return unix.Munmap(rmem) }))
 	if err := t.makeGrace(); err != nil {
 		return nil, err
 	}
@@ -351,7 +363,7 @@ func (t *Tracer) attachFault(h Hook) error {
 		}
 		t.fault = prog
 		attr := swSampler(unix.PERF_COUNT_SW_PAGE_FAULTS)
-		if err := t.attachPerCPU(prog, &attr); err != nil {
+		if err := t.attachPerCPU(prog, &attr, "page-fault event"); err != nil {
 			return fmt.Errorf("attach page-fault perf events: %w", err)
 		}
 	default:
@@ -425,7 +437,7 @@ func (t *Tracer) attachMajorFaults() error {
 		return fmt.Errorf("attach major faults: %w", err)
 	}
 	attr := swSampler(unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ)
-	if err := t.attachPerCPU(prog, &attr); err != nil {
+	if err := t.attachPerCPU(prog, &attr, "major-fault event"); err != nil {
 		return fmt.Errorf("attach major-fault perf events: %w", err)
 	}
 	return nil
@@ -441,36 +453,6 @@ func swSampler(config uint64) unix.PerfEventAttr {
 		Sample:      1, // sample_period
 		Sample_type: unix.PERF_SAMPLE_ADDR,
 	}
-}
-
-// attachPerCPU opens attr on every online CPU for all processes and runs
-// prog on each overflow: a BPF perf link, or the ioctl on older kernels.
-func (t *Tracer) attachPerCPU(prog *ebpf.Program, attr *unix.PerfEventAttr) error {
-	opened := 0
-	for cpu := 0; cpu < t.ncpu; cpu++ {
-		fd, err := unix.PerfEventOpen(attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
-		if errors.Is(err, unix.ENODEV) {
-			continue // offline CPU
-		}
-		if err != nil {
-			return fmt.Errorf("open perf event on cpu %d: %w", cpu, err)
-		}
-		t.closers = append(t.closers, fdCloser(fd))
-		l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
-		if err == nil {
-			t.closers = append(t.closers, l)
-		} else if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog.FD()); err != nil {
-			return fmt.Errorf("attach bpf to perf event on cpu %d: %w", cpu, err)
-		}
-		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
-			return fmt.Errorf("enable perf event on cpu %d: %w", cpu, err)
-		}
-		opened++
-	}
-	if opened == 0 {
-		return fmt.Errorf("open perf events: no online cpu: %w", ErrUnsupported)
-	}
-	return nil
 }
 
 // Hook returns the fault hook in use.
