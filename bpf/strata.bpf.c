@@ -47,10 +47,12 @@ struct {
 	__type(value, struct range_set);
 } cells SEC(".maps");
 
-/* The runs of dense granules; the loader sizes it (Config.MaxRunEntries)
- * and allocates segments of it to granules. */
+/* The runs of dense granules; the loader sizes it (Config.MaxRunEntries),
+ * allocates segments of it to granules and writes them through a mapping
+ * of it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, 1 << 18);
 	__type(key, __u32);
 	__type(value, struct block_range);
