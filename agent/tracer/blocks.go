@@ -209,11 +209,18 @@ func (t *Tracer) MoveBlock(tgid uint32, id, start, end uint64) error {
 	if !ok {
 		return fmt.Errorf("move block %d: %w", id, ErrUnknownBlock)
 	}
-	if err := p.idx.remove(t.store(), old); err != nil {
-		return fmt.Errorf("move block: %w", err)
+	// A failed change leaves the block out of the index: put it back where
+	// it was, or give up its slot.
+	err = p.idx.remove(t.store(), old)
+	if err == nil {
+		err = p.idx.add(t.store(), &block{id: id, start: start, end: end, slot: old.slot})
 	}
-	if err := p.idx.add(t.store(), &block{id: id, start: start, end: end, slot: old.slot}); err != nil {
-		return errors.Join(fmt.Errorf("move block: %w", err), p.idx.add(t.store(), old))
+	if err != nil {
+		if errBack := p.idx.add(t.store(), old); errBack != nil {
+			t.freeSlots = append(t.freeSlots, old.slot)
+			err = errors.Join(err, errBack)
+		}
+		return fmt.Errorf("move block: %w", err)
 	}
 	return nil
 }
@@ -230,13 +237,12 @@ func (t *Tracer) FreeBlock(tgid uint32, id uint64) (Counters, error) {
 	if !ok {
 		return Counters{}, fmt.Errorf("free block %d: %w", id, ErrUnknownBlock)
 	}
-	if err := p.idx.remove(t.store(), b); err != nil {
-		return Counters{}, fmt.Errorf("free block: %w", err)
-	}
+	// The block leaves the index even when a write fails (see remove).
+	errRemove := p.idx.remove(t.store(), b)
 	c, err := t.readSlot(b.slot)
 	t.freeSlots = append(t.freeSlots, b.slot)
-	if err != nil {
-		return Counters{}, fmt.Errorf("free block %d: %w", id, err)
+	if err := errors.Join(errRemove, err); err != nil {
+		return c, fmt.Errorf("free block %d: %w", id, err)
 	}
 	return c, nil
 }

@@ -128,7 +128,7 @@ func denseRun(t *testing.T, tr *Tracer, c *child, pages int, blocks []span, roun
 	if !mapsEqual(events, want) {
 		t.Errorf("events per block differ from the counters (%d blocks with events, %d counted)", len(events), len(want))
 	}
-	t.Logf("%d blocks, %d matched faults, %d index entries", len(blocks), matched, after.RangeSets)
+	t.Logf("%d blocks, %d matched faults, %d index cells, %d run entries", len(blocks), matched, after.RangeSets, after.RunEntries)
 }
 
 func mapsEqual(a, b map[uint64]Counters) bool {
@@ -233,5 +233,10 @@ func TestTinyBlocksExact(t *testing.T) {
 	}
 	if n, _, _ := kernelEntries(t, tr, c.pid); n != 0 {
 		t.Fatalf("%d index entries after freeing every block", n)
+	}
+	// Their run segments are free again after a grace period.
+	tr.reclaimRuns()
+	if st, _ := tr.Stats(); st.RunEntries != 0 {
+		t.Errorf("%d run entries in use after freeing every block", st.RunEntries)
 	}
 }
