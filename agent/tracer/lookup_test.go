@@ -3,6 +3,7 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -455,4 +456,35 @@ func TestRunPool(t *testing.T) {
 	if err != nil || graces != 1 || s.off != 0 || s.cap() != 256 {
 		t.Fatalf("alloc after release: %+v %v, %d graces", s, err, graces)
 	}
+}
+
+// FuzzIndex plays changes decoded from the input (3 bytes each: what, a
+// size, a position) against a small window and checks the kernel entries
+// and lookups after each.
+func FuzzIndex(f *testing.F) {
+	f.Add([]byte{0, 3, 10, 0, 3, 11, 0, 3, 12, 1, 0, 0, 0, 9, 200})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		s := newFakeStore()
+		p := newTestIndex(s, 3, 1<<8)
+		const base = 0x7f0000000000 - 1<<16
+		sizes := []uint64{1, 5, 64, 300, 4096, 70000, 3 << 20}
+		for i := 0; i+2 < len(ops) && i < 3*300; i += 3 {
+			size := sizes[int(ops[i+1])%len(sizes)]
+			start := base + uint64(ops[i+2])*509 + uint64(ops[i+1])*17
+			var err error
+			switch ids := slices.Sorted(maps.Keys(p.blocks)); {
+			case ops[i]%4 != 0 || len(ids) == 0:
+				err = p.add(s, &block{id: uint64(i), start: start, end: start + size})
+			default:
+				err = p.remove(s, p.blocks[ids[int(ops[i+2])%len(ids)]])
+			}
+			if err != nil && !errors.Is(err, ErrOverlap) && !errors.Is(err, ErrIndexFull) {
+				t.Fatal(err)
+			}
+			if ops[i+1]%8 == 0 {
+				p.runs.reclaim()
+			}
+			checkIndex(t, s, p, []uint64{start, start + size - 1, start + size, start - 1, base + uint64(ops[i+2])<<12})
+		}
+	})
 }

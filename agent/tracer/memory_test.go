@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 // perCPUBytes is the memory a map takes for each possible CPU, from its
@@ -28,7 +29,7 @@ func perCPUBytes(spec *ebpf.MapSpec) (bytes int64, how string) {
 		return int64(spec.MaxEntries+1)*r8(spec.ValueSize) + mapLocks + htabElem + r8(spec.KeySize) + 8, "per-CPU values"
 	case ebpf.Hash:
 		elem := htabElem + r8(spec.KeySize) + r8(spec.ValueSize)
-		if spec.Flags&1 == 0 { // BPF_F_NO_PREALLOC clear: preallocated
+		if spec.Flags&unix.BPF_F_NO_PREALLOC == 0 {
 			return mapLocks + elem + 8, "lock words, a spare element"
 		}
 		unit := elem + 8
