@@ -85,7 +85,7 @@ func TestOpsFromEnv(t *testing.T) {
 		tweak func(*Config)
 		says  string
 	}{
-		"http without auth": {func(c *Config) { c.HTTPTokenFile, c.HTTPClientCA = "", "" }, "refusing to serve HTTP"},
+		"http without auth":     {func(c *Config) { c.HTTPTokenFile, c.HTTPClientCA = "", "" }, "refusing to serve HTTP"},
 		"client ca without tls": {func(c *Config) { c.HTTPTLSCert, c.HTTPTLSKey = "", "" }, "--http-client-ca needs"},
 		"cert without key":      {func(c *Config) { c.TLSKey = "" }, "certificate and key"},
 		"unknown group":         {func(c *Config) { c.HookSocketGroup = "no-such-group-here" }, "hook socket group"},

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/stratatrace/strata/authn"
 )

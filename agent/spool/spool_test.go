@@ -3,9 +3,9 @@ package spool
 import (
 	"errors"
 	"os"
-	"time"
 	"path/filepath"
 	"testing"
+	"time"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )

@@ -125,7 +125,7 @@ func (m *metrics) watchHistory(interval time.Duration) func(history.Stats, error
 		Help: "Duration of one job-history poll.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)})
 	m.lastPoll.Store(time.Now().UnixNano())
 	lag := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "strata_collector_history_lag_seconds",
-		Help: "Seconds since the last job-history poll ended (since start before the first); above the interval the poller is behind.",
+		Help:        "Seconds since the last job-history poll ended (since start before the first); above the interval the poller is behind.",
 		ConstLabels: prometheus.Labels{"interval": interval.String()}},
 		func() float64 { return time.Since(time.Unix(0, m.lastPoll.Load())).Seconds() })
 	for _, r := range []string{"ok", "error"} {

@@ -183,6 +183,6 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer, opts ..
 		log.Info("collector stopped; open streams cut after the grace period", "grace", grace)
 	}
 	stopHTTP() // after the drain, so probes saw NOT_SERVING meanwhile
-	<-polled    // the poller's last store call has returned; the store may close
+	<-polled   // the poller's last store call has returned; the store may close
 	return err
 }

@@ -10,9 +10,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/stratatrace/strata/authn"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
