@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -97,23 +96,13 @@ func Probe(ctx context.Context, cfg Config) error {
 	scheme, tr := "http", &http.Transport{}
 	if cfg.HTTPTLSCert != "" {
 		scheme = "https"
-		own, err := tls.LoadX509KeyPair(cfg.HTTPTLSCert, cfg.HTTPTLSKey)
-		if err != nil {
-			return fmt.Errorf("probe: load key pair: %w", err)
+		var cert, key string
+		if cfg.HTTPClientCA != "" {
+			cert, key = cfg.TLSCert, cfg.TLSKey
 		}
-		tcfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true,
-			VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-				if len(raw) == 0 || !bytes.Equal(raw[0], own.Certificate[0]) {
-					return errors.New("probe: the endpoint does not present the agent's HTTP certificate")
-				}
-				return nil
-			}}
-		if cfg.HTTPClientCA != "" && cfg.TLSCert != "" {
-			c, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
-			if err != nil {
-				return fmt.Errorf("probe: load client key pair: %w", err)
-			}
-			tcfg.Certificates = []tls.Certificate{c}
+		tcfg, err := authn.SelfTLS(cfg.HTTPTLSCert, cfg.HTTPTLSKey, cert, key)
+		if err != nil {
+			return fmt.Errorf("probe: %w", err)
 		}
 		tr.TLSClientConfig = tcfg
 	}

@@ -71,12 +71,7 @@ func TestHTTPSecured(t *testing.T) {
 		c.TLSCA, c.TLSCert, c.TLSKey = b.CA(), ag.Cert, ag.Key
 	})
 	client := func(role authn.Role) *http.Client {
-		f := authn.TLSFiles{CA: b.CA()}
-		if role != "" {
-			rf := b.Files(role)
-			f.Cert, f.Key = rf.Cert, rf.Key
-		}
-		tc, err := f.ClientConfig("")
+		tc, err := b.ClientTLS(role)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -143,15 +143,15 @@ func TestHTTPPolicy(t *testing.T) {
 	url := "https://" + srv.Listener.Addr().String()
 
 	client := func(role Role, bundle Bundle) *http.Client {
-		f := TLSFiles{CA: b.CA()}
-		if role != "" {
-			rf := bundle.Files(role)
-			f.Cert, f.Key = rf.Cert, rf.Key
-		}
-		cfg, err := f.ClientConfig("")
+		cfg, err := bundle.ClientTLS(role)
 		if err != nil {
 			t.Fatal(err)
 		}
+		ours, err := b.ClientTLS(RoleAny)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.RootCAs = ours.RootCAs // the server is b's, whoever signed the client
 		return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
 	}
 	get := func(c *http.Client, path, auth string) (int, string) {

@@ -1,6 +1,7 @@
 package authn
 
 import (
+	"crypto/tls"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,6 +23,17 @@ func (b Bundle) CA() string { return filepath.Join(b.Dir, "ca.crt") }
 // Files returns the TLS files of role with the bundle's CA.
 func (b Bundle) Files(role Role) TLSFiles {
 	return TLSFiles{CA: b.CA(), Cert: filepath.Join(b.Dir, string(role)+".crt"), Key: filepath.Join(b.Dir, string(role)+".key")}
+}
+
+// ClientTLS is the TLS configuration of a client trusting the bundle's
+// CA and presenting role's certificate (none for RoleAny).
+func (b Bundle) ClientTLS(role Role) (*tls.Config, error) {
+	f := TLSFiles{CA: b.CA()}
+	if role != RoleAny {
+		rf := b.Files(role)
+		f.Cert, f.Key = rf.Cert, rf.Key
+	}
+	return f.ClientConfig("")
 }
 
 // TokenFile is the token file's path.

@@ -1,6 +1,7 @@
 package authn
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -148,4 +149,31 @@ func statAll(paths ...string) ([2]fileStamp, error) {
 		out[i] = stampOf(st)
 	}
 	return out, nil
+}
+
+// SelfTLS is the client TLS configuration of a process probing its own
+// server (a container's health check): the server must present the
+// certificate of the key pair certFile and keyFile — no CA or host name to
+// agree on, it is the process next door — and the client presents
+// clientCert and clientKey when set.
+func SelfTLS(certFile, keyFile, clientCert, clientKey string) (*tls.Config, error) {
+	own, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: load key pair %s: %w", ErrTLSConfig, certFile, err)
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true,
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 || !bytes.Equal(raw[0], own.Certificate[0]) {
+				return fmt.Errorf("%w: the server does not present %s", ErrTLSConfig, certFile)
+			}
+			return nil
+		}}
+	if clientCert != "" {
+		c, err := tls.LoadX509KeyPair(clientCert, clientKey)
+		if err != nil {
+			return nil, fmt.Errorf("%w: load key pair %s: %w", ErrTLSConfig, clientCert, err)
+		}
+		cfg.Certificates = []tls.Certificate{c}
+	}
+	return cfg, nil
 }

@@ -1,10 +1,8 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -90,23 +88,11 @@ func probeTarget(listen string) (string, error) {
 }
 
 // selfTLS is the probe's TLS: the collector's own key pair as the client
-// certificate, and the server accepted only if it presents that same
-// certificate (no CA or host name to agree on: it is the process next
-// door).
+// certificate when clients must present one, and the server accepted only
+// if it presents that same certificate.
 func selfTLS(o Ops) (*tls.Config, error) {
-	own, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
-	if err != nil {
-		return nil, fmt.Errorf("probe: load key pair: %w", err)
+	if o.TLSClientCA == "" {
+		return authn.SelfTLS(o.TLSCert, o.TLSKey, "", "")
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true}
-	cfg.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
-		if len(raw) == 0 || !bytes.Equal(raw[0], own.Certificate[0]) {
-			return errors.New("probe: the server does not present the collector's certificate")
-		}
-		return nil
-	}
-	if o.TLSClientCA != "" {
-		cfg.Certificates = []tls.Certificate{own}
-	}
-	return cfg, nil
+	return authn.SelfTLS(o.TLSCert, o.TLSKey, o.TLSCert, o.TLSKey)
 }

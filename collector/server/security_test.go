@@ -78,15 +78,15 @@ func secured(t *testing.T, b authn.Bundle, tokens bool, opts ...server.Option) *
 // role's certificate from bundle from.
 func tlsCreds(t *testing.T, b, from authn.Bundle, role authn.Role) grpc.DialOption {
 	t.Helper()
-	f := authn.TLSFiles{CA: b.CA()}
-	if role != "" {
-		rf := from.Files(role)
-		f.Cert, f.Key = rf.Cert, rf.Key
-	}
-	cfg, err := f.ClientConfig("")
+	cfg, err := from.ClientTLS(role)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ca, err := b.ClientTLS(authn.RoleAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RootCAs = ca.RootCAs // trust b's collector whoever signed the client's certificate
 	return grpc.WithTransportCredentials(credentials.NewTLS(cfg))
 }
 
@@ -211,12 +211,7 @@ func TestHTTPEndpoint(t *testing.T) {
 	})
 	c := secured(t, b, true, ui)
 	client := func(role authn.Role) *http.Client {
-		f := authn.TLSFiles{CA: b.CA()}
-		if role != "" {
-			rf := b.Files(role)
-			f.Cert, f.Key = rf.Cert, rf.Key
-		}
-		cfg, err := f.ClientConfig("")
+		cfg, err := b.ClientTLS(role)
 		if err != nil {
 			t.Fatal(err)
 		}

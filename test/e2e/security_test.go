@@ -99,7 +99,7 @@ func TestMutualTLS(t *testing.T) {
 		t.Errorf("trace without a client certificate succeeded:\n%s", out)
 	}
 
-	tc, err := authn.TLSFiles{CA: b.CA(), Cert: cl.Cert, Key: cl.Key}.ClientConfig("")
+	tc, err := b.ClientTLS(authn.RoleClient)
 	if err != nil {
 		t.Fatal(err)
 	}
