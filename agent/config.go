@@ -157,6 +157,7 @@ func (c *Config) FromEnv() error {
 	}
 	parse("STRATA_HOOK_MAX_RANGE_BYTES", func(v string) (err error) { c.HookMaxRangeBytes, err = strconv.ParseUint(v, 10, 64); return err })
 	parse("STRATA_PAGE_CACHE_BYTES", func(v string) (err error) { c.PageCacheBytes, err = strconv.ParseInt(v, 10, 64); return err })
+	parse("STRATA_SPOOL_MAX_BYTES", func(v string) (err error) { c.SpoolMaxBytes, err = strconv.ParseInt(v, 10, 64); return err })
 	parse("STRATA_KERNEL_MAX_BLOCKS", func(v string) error {
 		n, err := strconv.ParseUint(v, 10, 32)
 		c.KernelMaxBlocks = uint32(n)

@@ -18,7 +18,7 @@ func TestBoundsFromEnv(t *testing.T) {
 		"STRATA_HOOK_MAX_BLOCKS_PER_SESSION": "7", "STRATA_HOOK_MAX_BLOCKS_PER_UID": "8",
 		"STRATA_MAX_LIVE_BLOCKS": "9", "STRATA_RESOLVE_SLICE_PAGES": "1024",
 		"STRATA_PAGE_CACHE_BYTES": "4096", "STRATA_KERNEL_MAX_BLOCKS": "2048",
-		"STRATA_LOG_BURST": "3", "STRATA_LOG_INTERVAL": "1m",
+		"STRATA_LOG_BURST": "3", "STRATA_LOG_INTERVAL": "1m", "STRATA_SPOOL_MAX_BYTES": "65536",
 	}
 	for k, v := range env {
 		t.Setenv(k, v)
@@ -29,8 +29,8 @@ func TestBoundsFromEnv(t *testing.T) {
 	}
 	got := []any{c.HookMaxSessions, c.HookMaxSessionsPerUID, c.HookMaxSessionsPerPID, c.HookHelloTimeout,
 		c.HookIdleTimeout, c.HookMaxRangeBytes, c.HookMaxBlocksPerSession, c.HookMaxBlocksPerUID,
-		c.MaxLiveBlocks, c.ResolveSlicePages, c.PageCacheBytes, c.KernelMaxBlocks, c.LogBurst, c.LogInterval}
-	want := []any{10, 5, 2, 3 * time.Second, 90 * time.Second, uint64(1 << 20), 7, 8, 9, 1024, int64(4096), uint32(2048), 3, time.Minute}
+		c.MaxLiveBlocks, c.ResolveSlicePages, c.PageCacheBytes, c.KernelMaxBlocks, c.LogBurst, c.LogInterval, c.SpoolMaxBytes}
+	want := []any{10, 5, 2, 3 * time.Second, 90 * time.Second, uint64(1 << 20), 7, 8, 9, 1024, int64(4096), uint32(2048), 3, time.Minute, int64(65536)}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("bound %d = %v, want %v", i, got[i], want[i])

@@ -93,7 +93,11 @@ func main() {
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.IntVar(&cfg.LogBurst, "log-burst", cfg.LogBurst, "lines of one log message per --log-interval; the rest are counted")
 	fs.DurationVar(&cfg.LogInterval, "log-interval", cfg.LogInterval, "window of --log-burst")
-	level := fs.String("log-level", "info", "debug, info, warn or error")
+	defLevel := os.Getenv("STRATA_LOG_LEVEL")
+	if defLevel == "" {
+		defLevel = "info"
+	}
+	level := fs.String("log-level", defLevel, "debug, info, warn or error ($STRATA_LOG_LEVEL)")
 	fs.Parse(args)
 	if *version {
 		fmt.Printf("strata-agent %s %s\n", agent.Version, runtime.Version())
