@@ -84,8 +84,11 @@ func newGRPCServer(log *slog.Logger, sec *security, m *metrics, services ...Serv
 		s.Register(srv)
 	}
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	for name := range srv.GetServiceInfo() {
+	for name, info := range srv.GetServiceInfo() {
 		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+		if m != nil {
+			m.knownMethods(name, info)
+		}
 	}
 	log.Debug("grpc server built", "max_recv_bytes", stratav1.MaxBatchBytes)
 	return srv, hs

@@ -177,6 +177,14 @@ func (c *countingAppender) Append(ctx context.Context, b *stratav1.Batch) (store
 	return res, err
 }
 
+// knownMethods starts every method's OK series at zero, so that rates
+// exist before the first call.
+func (m *metrics) knownMethods(service string, info grpc.ServiceInfo) {
+	for _, md := range info.Methods {
+		m.rpcs.WithLabelValues(shortMethod("/"+service+"/"+md.Name), "OK")
+	}
+}
+
 // shortMethod is "Service/Method" of a gRPC full method name.
 func shortMethod(full string) string {
 	full = strings.TrimPrefix(full, "/")
