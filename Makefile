@@ -36,7 +36,7 @@ SPARKJOB_SRC := $(shell find test/spark/job -name '*.java' 2>/dev/null)
 SPARKJOBS := $(foreach v,$(SPARK_VERSIONS),$(if $(wildcard $(DEPS)/spark/spark-$(v)/.installed),$(BIN)/sparkjob/sparkjob-$(v).jar))
 
 APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler libasm-java gcc make \
-	openjdk-17-jdk-headless maven python3-pip
+	openjdk-17-jdk-headless maven python3-pip chromium chromium-driver
 
 # The version the binaries and images carry.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -133,7 +133,7 @@ fuzz: ## run every fuzz target for FUZZTIME each
 		done; \
 	done
 
-demo: build ## start a collector (embedded store) and an agent, run a workload, print its trace
+demo: build ## start a collector (embedded store) and an agent, run a workload, print its trace, keep the web UI up until Ctrl-C
 	bash test/demo/demo.sh
 
 clean: ## remove build outputs

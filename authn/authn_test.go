@@ -2,6 +2,7 @@ package authn
 
 import (
 	"crypto/tls"
+	"encoding/base64"
 	"crypto/x509"
 	"errors"
 	"io"
@@ -179,7 +180,9 @@ func TestHTTPPolicy(t *testing.T) {
 		{"token", client("", b), "/metrics", "Bearer " + token, 200, "token token #1"},
 		{"token, scheme lowercase", client("", b), "/metrics", "bearer " + token, 200, "token token #1"},
 		{"wrong token", client("", b), "/metrics", "Bearer " + strings.Repeat("x", 64), 401, "unauthorized"},
-		{"basic auth", client("", b), "/metrics", "Basic " + token, 401, "unauthorized"},
+		{"basic, not base64", client("", b), "/metrics", "Basic " + token, 401, "unauthorized"},
+		{"basic, token as password", client("", b), "/metrics", "Basic " + base64.StdEncoding.EncodeToString([]byte("me:"+token)), 200, "token token #1"},
+		{"basic, wrong password", client("", b), "/metrics", "Basic " + base64.StdEncoding.EncodeToString([]byte(token+":x")), 401, "unauthorized"},
 		{"client cert", client(RoleClient, b), "/metrics", "", 200, "certificate strata-client"},
 		{"agent cert on metrics", client(RoleAgent, b), "/metrics", "", 403, "forbidden"},
 		{"agent cert on healthz", client(RoleAgent, b), "/healthz", "", 200, "certificate strata-agent"},
@@ -191,8 +194,16 @@ func TestHTTPPolicy(t *testing.T) {
 			t.Errorf("%s: %d %q; want %d with %q", tc.name, code, body, tc.code, tc.body)
 		}
 	}
-	if len(denied) != 5 {
-		t.Errorf("denied callback heard %d refusals, want 5: %q", len(denied), denied)
+	resp, err := client("", b).Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if ch := resp.Header.Values("WWW-Authenticate"); len(ch) != 2 || !strings.HasPrefix(ch[1], "Basic ") {
+		t.Errorf("401 challenges %q; want Bearer and Basic (a browser's login prompt)", ch)
+	}
+	if len(denied) != 7 {
+		t.Errorf("denied callback heard %d refusals, want 7: %q", len(denied), denied)
 	}
 }
 

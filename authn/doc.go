@@ -14,7 +14,9 @@
 //     certificates for other purposes.
 //   - a bearer token (HTTP "Authorization: Bearer T", gRPC metadata
 //     "authorization: Bearer T") listed in the server's token file. Tokens
-//     have the client role.
+//     have the client role. HTTP also takes the token as the password of
+//     Basic authentication (any user name): a 401 challenges Bearer and
+//     Basic, so a browser opening the web UI asks for it.
 //
 // What each role may do is the caller's table (collector/server for gRPC
 // methods, Policy.HTTP for HTTP handlers): agents push batches, clients

@@ -2,6 +2,7 @@ package authn
 
 import (
 	"crypto/tls"
+	"encoding/base64"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -90,14 +91,26 @@ func certIdentity(c *x509.Certificate) (Identity, error) {
 	return Identity{}, fmt.Errorf("%w: %q", ErrNoRole, c.Subject.CommonName)
 }
 
-// bearer returns T of "Bearer T" (the scheme in any case).
+// bearer returns the token of "Bearer T", or of "Basic base64(user:T)":
+// a browser's login prompt sends that, with any user name and the token
+// as the password.
 func bearer(h string) (string, bool) {
 	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
-	if !ok || !strings.EqualFold(scheme, "bearer") {
-		return "", false
-	}
 	tok = strings.TrimSpace(tok)
-	return tok, tok != ""
+	switch {
+	case !ok:
+		return "", false
+	case strings.EqualFold(scheme, "bearer"):
+		return tok, tok != ""
+	case strings.EqualFold(scheme, "basic"):
+		raw, err := base64.StdEncoding.DecodeString(tok)
+		if err != nil {
+			return "", false
+		}
+		_, pass, ok := strings.Cut(string(raw), ":")
+		return pass, ok && pass != ""
+	}
+	return "", false
 }
 
 // HTTP wraps h so that only identities allowed role reach it. A request
@@ -119,7 +132,9 @@ func (p *Policy) HTTP(role Role, h http.Handler, denied func(r *http.Request, er
 				http.Error(w, "forbidden: "+err.Error(), http.StatusForbidden)
 				return
 			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="strata"`)
+			// Basic too, so a browser asks for the token (as password).
+			w.Header().Add("WWW-Authenticate", `Bearer realm="strata"`)
+			w.Header().Add("WWW-Authenticate", `Basic realm="strata", charset="UTF-8"`)
 			http.Error(w, "unauthorized: present a client certificate or a bearer token", http.StatusUnauthorized)
 			return
 		}

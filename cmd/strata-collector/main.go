@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/stratatrace/strata/collector/server"
+	"github.com/stratatrace/strata/collector/web"
 )
 
 func main() {
@@ -58,7 +60,9 @@ func main() {
 		os.Exit(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err = server.Run(ctx, cfg, log, os.Stdout)
+	err = server.Run(ctx, cfg, log, os.Stdout, server.WithHTTPHandler("/", func(d server.HTTPDeps) (http.Handler, error) {
+		return web.New(d.Store, d.Logger)
+	}))
 	stop()
 	if err != nil {
 		log.Error("collector failed", "error", err)

@@ -36,7 +36,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 say "collector (embedded DuckDB store in $work/store)"
-"$bin/strata-collector" --listen 127.0.0.1:0 --insecure --store-dir "$work/store" >"$work/collector.out" 2>"$work/collector.log" &
+"$bin/strata-collector" --listen 127.0.0.1:0 --insecure --store-dir "$work/store" --http "${STRATA_DEMO_HTTP:-127.0.0.1:0}" \
+	--history "$work/histories" --history-interval 1s >"$work/collector.out" 2>"$work/collector.log" &
 pids+=($!)
 wait_for 60 "the collector" grep -q '^listening ' "$work/collector.out"
 addr=$(sed -n 's/^listening //p' "$work/collector.out" | sed -n 1p)
@@ -108,6 +109,23 @@ if [ -d "$samples" ]; then
 else
 	echo "(sample data not found at $samples: set STRATA_SAMPLES to analyse it too)"
 fi
+
+say "web UI"
+# A block that stays in memory while the UI is up, so the map has pages.
+exec 5> >(exec "$work/regions" --app app-demo --executor 2 --rdd 8 --socket "$work/hook.sock" >"$work/ui-regions.out")
+wait_for 30 "the UI's workload" grep -q '"ready"' "$work/ui-regions.out"
+ui=$(sed -n 's/^http //p' "$work/collector.out" | sed -n 1p)
+echo "web UI: http://$ui/  (jobs: http://$ui/jobs, memory of app-demo: http://$ui/apps/app-demo/memory)"
+if [ "${STRATA_DEMO_NONINTERACTIVE:-}" != 1 ] && [ -t 0 ]; then
+	echo "the UI stays up until Ctrl-C"
+	trap 'true' INT # Ctrl-C ends the wait below; background jobs ignore it
+	sleep infinity &
+	sleeper=$!
+	wait "$sleeper" || true
+	kill "$sleeper" 2>/dev/null || true
+	trap - INT
+fi
+exec 5>&-
 
 say "stopping"
 kill -TERM "$agent"

@@ -19,7 +19,7 @@ func TestDemo(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := bins(t)
 	cmd := exec.Command("bash", filepath.Join(testenv.RepoRoot(), "test", "demo", "demo.sh"))
-	cmd.Env = append(os.Environ(), "STRATA_BIN="+bin)
+	cmd.Env = append(os.Environ(), "STRATA_BIN="+bin, "STRATA_DEMO_NONINTERACTIVE=1")
 	cmd.Stdin = nil
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -32,6 +32,7 @@ func TestDemo(t *testing.T) {
 		regexp.MustCompile(`(?m)^3\s+0\s+rdd_3_0\s+1\s+\d+\s+0\s+3072\s+0\s+0\s+0$`),
 		regexp.MustCompile(`unavailable: no hardware PMU`),
 		regexp.MustCompile(`job_1700000000000_0001\s+mapreduce\s+severe`),
+		regexp.MustCompile(`web UI: http://127\.0\.0\.1:\d+/`),
 		regexp.MustCompile(`demo finished`),
 	} {
 		if !want.MatchString(s) {
