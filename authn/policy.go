@@ -2,8 +2,8 @@ package authn
 
 import (
 	"crypto/tls"
-	"encoding/base64"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
