@@ -43,9 +43,10 @@ type Config struct {
 	HistoryMaxJobBytes int64 `json:"history_max_job_bytes"`
 	// Heuristics is a YAML file overriding the heuristics' thresholds.
 	Heuristics string `json:"heuristics"`
-	// HTTP is host:port of the HTTP endpoint (the web UI, /healthz);
-	// empty: none.
-	HTTP string `json:"http"`
+
+	// Security and observability (config_ops.go): who may connect, the
+	// HTTP endpoint, profiling.
+	Ops
 }
 
 // Duration is a time.Duration written as "10s" in JSON.
@@ -137,12 +138,12 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 	})
 	fs.Int64Var(&c.HistoryMaxJobBytes, "history-max-job-bytes", c.HistoryMaxJobBytes, "memory one job's model may take while read; larger jobs are skipped (0 = 1 GiB)")
 	fs.StringVar(&c.Heuristics, "heuristics", c.Heuristics, "YAML file overriding heuristic thresholds")
-	fs.StringVar(&c.HTTP, "http", c.HTTP, "HTTP listen address host:port of the web UI and /healthz (empty: none)")
 	fs.Func("shutdown-grace", "how long running calls may finish on stop (default 10s)", func(s string) error {
 		d, err := time.ParseDuration(s)
 		c.ShutdownGrace = Duration(d)
 		return err
 	})
+	c.Ops.flags(fs)
 	return fs
 }
 
@@ -175,7 +176,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		return c, err
 	}
 	fs := c.flagSet(out)
-	fs.String("config", *path, "JSON configuration file (keys: listen, store_dir, memory_limit, threads, log_level, shutdown_grace, history, history_interval, heuristics, http)")
+	fs.String("config", *path, "JSON configuration file (keys: listen, store_dir, memory_limit, threads, log_level, shutdown_grace, history, history_interval, history_max_job_bytes, heuristics, tls_cert, tls_key, tls_client_ca, token_file, insecure, http, pyroscope_server)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -205,15 +206,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: shutdown grace %v must be positive", ErrInvalidConfig, time.Duration(c.ShutdownGrace))
 	case c.HistoryMaxJobBytes < 0:
 		return fmt.Errorf("%w: history max job bytes %d is negative", ErrInvalidConfig, c.HistoryMaxJobBytes)
-	case c.HTTP != "" && !strings.Contains(c.HTTP, ":"):
-		return fmt.Errorf("%w: http %q is not host:port", ErrInvalidConfig, c.HTTP)
 	case len(c.History) > 0 && c.HistoryInterval <= 0:
 		return fmt.Errorf("%w: history interval %v must be positive", ErrInvalidConfig, time.Duration(c.HistoryInterval))
 	}
 	if _, err := c.Level(); err != nil {
 		return err
 	}
-	return nil
+	return c.Ops.validate(c.Listen)
 }
 
 // Level returns LogLevel as a slog level.

@@ -54,7 +54,17 @@ func listen(addr string) (net.Listener, error) {
 			return nil, fmt.Errorf("remove stale socket: %w", err)
 		}
 	}
-	return net.Listen("unix", path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	// The socket file's mode is its authentication (package authn): only
+	// the collector's user and root may connect.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod socket: %w", err)
+	}
+	return ln, nil
 }
 
 // openStore opens the configured backend; the rest of Run sees only the
@@ -76,8 +86,18 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer, opts ..
 	for _, opt := range opts {
 		opt(&o)
 	}
+	m := newMetrics()
+	sec, err := newSecurity(c.Ops, log, m.authDenied)
+	if err != nil {
+		return err
+	}
+	prof, err := startProfiling(c, log)
+	if err != nil {
+		return err
+	}
+	defer prof.Stop()
 	writes := newStoreHealth(log)
-	st, err := openStore(ctx, c, log, writes.observe)
+	st, err := openStore(ctx, c, log, func(err error) { writes.observe(err); m.storeWrite(err) })
 	if err != nil {
 		return err
 	}
@@ -88,7 +108,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer, opts ..
 	}()
 	// Built before serving: a bad heuristics file stops Run before it
 	// listens.
-	poll, err := jobHistoryPoller(c, st, st, log)
+	poll, err := jobHistoryPoller(c, st, st, log, m)
 	if err != nil {
 		return fmt.Errorf("job history poller: %w", err)
 	}
@@ -96,23 +116,23 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer, opts ..
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", c.Listen, err)
 	}
-	in := ingest.New(st, log)
+	in := ingest.New(m.appender(st), log)
 	q := query.New(st)
-	srv, health := NewGRPCServer(log, in, q)
+	srv, health := newGRPCServer(log, sec, m, in, q)
 	writes.attach(health)
 
 	errc := make(chan error, 3)
 	var httpLn net.Listener
 	stopHTTP := func() {}
 	if c.HTTP != "" {
-		h, err := newHTTPHandler(o.mounts, HTTPDeps{Query: q, Store: st, Logger: log})
+		h, err := newHTTPHandler(sec, m, health, o.mounts, HTTPDeps{Query: q, Store: st, Logger: log, Metrics: m.reg})
 		if err != nil {
 			lis.Close()
 			return err
 		}
-		if httpLn, err = net.Listen("tcp", c.HTTP); err != nil {
+		if httpLn, err = listenHTTP(c.HTTP, sec.tls); err != nil {
 			lis.Close()
-			return fmt.Errorf("listen http %s: %w", c.HTTP, err)
+			return err
 		}
 		stopHTTP = serveHTTP(httpLn, h, log, errc)
 	}
@@ -137,7 +157,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer, opts ..
 	log.Info("collector serving", "listen", lis.Addr().String(), "store_dir", c.StoreDir)
 	fmt.Fprintf(out, "listening %s\n", lis.Addr())
 	if httpLn != nil {
-		log.Info("http serving", "addr", httpLn.Addr().String())
+		log.Info("http serving", "addr", httpLn.Addr().String(), "tls", sec.tls != nil)
 		fmt.Fprintf(out, "http %s\n", httpLn.Addr())
 	}
 
@@ -146,7 +166,6 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer, opts ..
 	case err = <-errc:
 	}
 	health.Shutdown()
-	stopHTTP()
 	in.Drain()
 	stopPoll()
 	stopped := make(chan struct{})
@@ -163,6 +182,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer, opts ..
 		<-stopped
 		log.Info("collector stopped; open streams cut after the grace period", "grace", grace)
 	}
-	<-polled // the poller's last store call has returned; the store may close
+	stopHTTP() // after the drain, so probes saw NOT_SERVING meanwhile
+	<-polled   // the poller's last store call has returned; the store may close
 	return err
 }

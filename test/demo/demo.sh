@@ -36,7 +36,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 say "collector (embedded DuckDB store in $work/store)"
-"$bin/strata-collector" --listen 127.0.0.1:0 --store-dir "$work/store" --http "${STRATA_DEMO_HTTP:-127.0.0.1:0}" \
+"$bin/strata-collector" --listen 127.0.0.1:0 --insecure --store-dir "$work/store" --http "${STRATA_DEMO_HTTP:-127.0.0.1:0}" \
 	--history "$work/histories" --history-interval 1s >"$work/collector.out" 2>"$work/collector.log" &
 pids+=($!)
 wait_for 60 "the collector" grep -q '^listening ' "$work/collector.out"

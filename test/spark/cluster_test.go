@@ -91,7 +91,7 @@ func startNode(t *testing.T) *node {
 	n := &node{dir: t.TempDir()}
 	n.collector = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	startDaemon(t, "collector", nil, testenv.Built(t, "strata-collector"),
-		"--listen", n.collector, "--store-dir", filepath.Join(n.dir, "store"))
+		"--listen", n.collector, "--store-dir", filepath.Join(n.dir, "store"), "--insecure")
 	waitFor(t, "collector", 60*time.Second, func() bool { return listening(n.collector) })
 	n.socket = filepath.Join(n.dir, "hook.sock")
 	n.startAgent(t)
@@ -103,7 +103,7 @@ func (n *node) startAgent(t *testing.T) {
 	n.http = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	n.agent = startDaemon(t, "agent", nil, testenv.Built(t, "strata-agent"),
 		"--node-name", "spark-node", "--hook-socket", n.socket, "--collector", n.collector,
-		"--spool-dir", filepath.Join(n.dir, "spool"), "--http", n.http, "--flush-interval", "50ms")
+		"--spool-dir", filepath.Join(n.dir, "spool"), "--http", n.http, "--http-insecure", "--flush-interval", "50ms")
 	waitFor(t, "agent", 30*time.Second, func() bool {
 		resp, err := http.Get("http://" + n.http + "/healthz")
 		if err == nil {

@@ -109,7 +109,7 @@ func startCollector(t *testing.T, bin, histories string) collector {
 	lines := make(chan string, 16)
 	start(t, "collector", lines, filepath.Join(bin, "strata-collector"), "--listen", "127.0.0.1:0",
 		"--http", "127.0.0.1:0", "--store-dir", filepath.Join(t.TempDir(), "store"), "--memory-limit", "512MB",
-		"--history", histories, "--history-interval", "1s")
+		"--history", histories, "--history-interval", "1s", "--insecure")
 	var c collector
 	deadline := time.After(60 * time.Second)
 	for c.grpc == "" || c.http == "" {
@@ -146,7 +146,7 @@ func startAgent(t *testing.T, bin, collector string) string {
 	sock := filepath.Join(dir, "hook.sock")
 	metrics := freeAddr(t)
 	start(t, "agent", nil, filepath.Join(bin, "strata-agent"), "--node-name", "ui-node", "--hook-socket", sock,
-		"--collector", collector, "--spool-dir", filepath.Join(dir, "spool"), "--http", metrics,
+		"--collector", collector, "--spool-dir", filepath.Join(dir, "spool"), "--http", metrics, "--http-insecure",
 		"--flush-interval", "50ms", "--counters-interval", "500ms")
 	waitFor(t, "the agent's hook socket", 30*time.Second, func() bool {
 		_, err := os.Stat(sock)
