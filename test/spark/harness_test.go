@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -75,9 +76,11 @@ type step struct {
 	PID      int    `json:"pid"`
 	Master   string `json:"master"`
 	Ser      int    `json:"ser"`
+	SerHeap  int    `json:"ser_heap"` // the on-heap MEMORY_ONLY_SER RDD of an --offheap run
 	Deser    int    `json:"deser"`
 	DF       int    `json:"df"`
 	RDD      int    `json:"rdd"`
+	Victim   int    `json:"victim"`
 	SerLevel string `json:"ser_level"`
 	Parts    int    `json:"parts"`
 	Records  int    `json:"records"`
@@ -330,6 +333,20 @@ func checkStamps(b []byte, rdd, part int, records, record int) error {
 		if s.rdd != rdd || s.part != part || s.off != int64(i*stampLen) {
 			return fmt.Errorf("stamp %d is rdd %d partition %d offset %d, want rdd %d partition %d offset %d",
 				i, s.rdd, s.part, s.off, rdd, part, i*stampLen)
+		}
+	}
+	return nil
+}
+
+// checkRefs checks that every reference of ref bytes in an object array's
+// data is set (a deserialized block's array holds no null record).
+func checkRefs(m []byte, ref uint64) error {
+	if ref != 4 && ref != 8 {
+		return fmt.Errorf("reference size %d", ref)
+	}
+	for i := uint64(0); i+ref <= uint64(len(m)); i += ref {
+		if v := binary.LittleEndian.Uint32(m[i:]); v == 0 && (ref == 4 || binary.LittleEndian.Uint64(m[i:]) == 0) {
+			return fmt.Errorf("reference %d is null", i/ref)
 		}
 	}
 	return nil
