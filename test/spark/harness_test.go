@@ -32,7 +32,7 @@ const stampLen = 32
 var series = []string{"3.5", "4"}
 
 // hookOpts runs the real `strata hook-opts` for the built hook files.
-func hookOpts(t *testing.T, socket string) string {
+func hookOpts(t testing.TB, socket string) string {
 	t.Helper()
 	strata := testenv.Built(t, "strata")
 	jar := testenv.Built(t, "jvmhook/strata-hook.jar")
@@ -44,7 +44,7 @@ func hookOpts(t *testing.T, socket string) string {
 }
 
 // sparkJobJar returns bin/sparkjob/sparkjob-VERSION.jar for a SPARK_HOME.
-func sparkJobJar(t *testing.T, home string) string {
+func sparkJobJar(t testing.TB, home string) string {
 	t.Helper()
 	v := strings.TrimPrefix(filepath.Base(home), "spark-")
 	return testenv.Built(t, filepath.Join("sparkjob", "sparkjob-"+v+".jar"))

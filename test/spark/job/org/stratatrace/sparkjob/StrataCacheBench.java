@@ -25,15 +25,15 @@ import org.apache.spark.storage.StorageLevel;
  * Prints {"job_ms":..} on stdout: the time from main's start (before the
  * SparkSession exists, so Spark's class loading, where the hook instruments
  * its classes, is inside) to the end of the last round.
- * Flags: --rounds N (default 3), --parts N (default 8), --records N
+ * Flags: --rounds N (default 2), --parts N (default 4), --records N
  * (per partition, default 64), --record BYTES (default 65536), --rows N
- * (DataFrame rows, default 1000000).
+ * (DataFrame rows, default 500000).
  */
 public final class StrataCacheBench {
     public static void main(String[] args) {
         long t0 = System.nanoTime();
-        int rounds = 3, parts = 8, records = 64, record = 64 << 10;
-        long rows = 1_000_000;
+        int rounds = 2, parts = 4, records = 64, record = 64 << 10;
+        long rows = 500_000;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--rounds": rounds = Integer.parseInt(args[++i]); break;
