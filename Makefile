@@ -117,7 +117,7 @@ fuzz: ## run every fuzz target for FUZZTIME each
 		done; \
 	done
 
-demo: build ## start a collector (embedded store) and an agent, run a workload, print its trace
+demo: build ## start a collector (embedded store) and an agent; trace a C workload and a Spark job under the hook
 	bash test/demo/demo.sh
 
 clean: ## remove build outputs

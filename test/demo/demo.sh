@@ -104,7 +104,7 @@ exec 4>&-
 spark_demo() { # a real Spark job in local mode under the JVM hook
 	local series=${STRATA_DEMO_SPARK:-3.5} home ver jar opts app ser heap step
 	if ! home=$(make -s -C "$root" spark-home SPARK="$series" 2>&1); then
-		echo "skipping the Spark part: $home"
+		echo "skipping the Spark part: ${home%%$'\n'*}"
 		return 0
 	fi
 	ver=${home##*/spark-}
