@@ -135,11 +135,15 @@ spark_demo() { # a real Spark job in local mode under the JVM hook
 	local job=$!
 	pids+=($job)
 	exec 5>"$work/spark.in"
-	step() { # step NAME: wait for the job's step line
-		wait_for 300 "the Spark job's step $1" grep -q "\"step\":\"$1\"" "$work/spark.out" || {
-			tail -20 "$work/spark.log" >&2
-			return 1
-		}
+	step() { # step NAME: wait for the job's step line; fail at once if the job died
+		for ((i = 0; i < 3000; i++)); do
+			if grep -q "\"step\":\"$1\"" "$work/spark.out"; then return 0; fi
+			if ! kill -0 "$job" 2>/dev/null; then break; fi
+			sleep 0.1
+		done
+		echo "demo: the Spark job did not reach its step $1; its log ends:" >&2
+		tail -20 "$work/spark.log" >&2
+		return 1
 	}
 	step cached
 	step=$(grep '"step":"cached"' "$work/spark.out")
