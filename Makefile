@@ -133,7 +133,7 @@ fuzz: ## run every fuzz target for FUZZTIME each
 		done; \
 	done
 
-demo: build ## start a collector (embedded store) and an agent, run a workload, print its trace, keep the web UI up until Ctrl-C
+demo: build ## start a collector (embedded store) and an agent; trace a C workload and a Spark job under the hook, keep the web UI up until Ctrl-C
 	bash test/demo/demo.sh
 
 clean: ## remove build outputs
