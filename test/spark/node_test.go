@@ -25,12 +25,12 @@ import (
 type daemon struct {
 	name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testenv.Output
 }
 
 func startDaemon(t *testing.T, name string, env []string, argv ...string) *daemon {
 	t.Helper()
-	d := &daemon{name: name, cmd: exec.Command(argv[0], argv[1:]...), out: &syncBuffer{}}
+	d := &daemon{name: name, cmd: exec.Command(argv[0], argv[1:]...), out: &testenv.Output{}}
 	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
