@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratatrace/strata/test/sparkjob"
 	"github.com/stratatrace/strata/test/testenv"
 )
 
@@ -40,7 +41,7 @@ func startDaemon(t *testing.T, name string, env []string, argv ...string) *daemo
 	t.Cleanup(func() {
 		d.stop()
 		if t.Failed() {
-			t.Logf("--- %s output (last 4000 bytes):\n%s", name, tail(d.out.String(), 4000))
+			t.Logf("--- %s output (last 4000 bytes):\n%s", name, sparkjob.Tail(d.out.String(), 4000))
 		}
 	})
 	return d
