@@ -214,7 +214,11 @@ func TestPhysMap(t *testing.T) {
 				Kpagecount: 1, NumaNode: 0}}},
 		&stratav1.Record{TimeUnixNano: storetest.T0 + 4e9, Access: stratav1.AccessKind_ACCESS_KIND_FAULT, Pid: 100, Block: blk,
 			Vaddr: 0x7f20_0000_2000, PageSize: storetest.PageSize, FaultKind: stratav1.FaultKind_FAULT_KIND_READ, CpuNumaNode: 0,
-			Runs: []*stratav1.PageRun{{Vaddr: 0x7f20_0000_2000, Count: 1, State: present, Pfn: 0x500b, Kpagecount: 1, NumaNode: 0}}})
+			Runs: []*stratav1.PageRun{{Vaddr: 0x7f20_0000_2000, Count: 1, State: present, Pfn: 0x500b, Kpagecount: 1, NumaNode: 0}}},
+		// A sampled fault on a frame the block no longer holds: no bucket.
+		&stratav1.Record{TimeUnixNano: storetest.T0 + 4e9, Access: stratav1.AccessKind_ACCESS_KIND_FAULT, Pid: 100, Block: blk,
+			Vaddr: 0x7f20_0000_3000, PageSize: storetest.PageSize, FaultKind: stratav1.FaultKind_FAULT_KIND_WRITE, CpuNumaNode: 0,
+			Runs: []*stratav1.PageRun{{Vaddr: 0x7f20_0000_3000, Count: 1, State: present, Pfn: 0x7000, Kpagecount: 1, NumaNode: 0}}})
 	b.Node = &stratav1.NodeInfo{NumaNodes: 2, PageSize: storetest.PageSize, MemTotalBytes: 128 << 20}
 	mustAppend(t, s, b)
 

@@ -176,3 +176,28 @@ func (b *browser) texts(t *testing.T, sel string) []string {
 	b.eval(t, fmt.Sprintf(`[...document.querySelectorAll(%q)].map((e) => e.textContent.trim())`, sel), &out)
 	return out
 }
+
+// legend returns the memory map's legend on the open page: colour by RDD.
+func (b *browser) legend(t *testing.T) map[string]string {
+	t.Helper()
+	legend := map[string]string{}
+	b.eval(t, `Object.fromEntries([...document.querySelectorAll(".memmap-legend li")].map((li) => [li.dataset.rdd, li.dataset.color]))`, &legend)
+	return legend
+}
+
+// mapBucket is one bar of the memory map.
+type mapBucket struct {
+	RDD  string `json:"rdd"`
+	Fill string `json:"fill"`
+}
+
+// bucketAt opens an app's memory map (appPage: its UI address) zoomed to
+// the 16 PFNs from pfn and returns the bar that starts at pfn (zero if
+// there is none).
+func (b *browser) bucketAt(t *testing.T, appPage string, pfn uint64) mapBucket {
+	t.Helper()
+	b.open(t, fmt.Sprintf("%s/memory?from=%d&to=%d", appPage, pfn, pfn+16))
+	var got mapBucket
+	b.eval(t, fmt.Sprintf(`(() => { const r = document.querySelector('rect.bucket[data-start="%d"]'); return r ? {rdd: r.dataset.rdd, fill: r.getAttribute("fill")} : {}; })()`, pfn), &got)
+	return got
+}
