@@ -120,11 +120,11 @@ type Annotator struct {
 	blocks   map[blockKey]*liveBlock
 	perPID   map[uint32]int
 	sessions map[*hooksrv.Session]struct{} // open hook sessions, for Processes
-	pending *stratav1.Batch
-	runs    int
-	bytes   int // pending's encoded size, header included
-	oldest  time.Time
-	header  int // encoded size of an empty batch, with room for its seq
+	pending  *stratav1.Batch
+	runs     int
+	bytes    int // pending's encoded size, header included
+	oldest   time.Time
+	header   int // encoded size of an empty batch, with room for its seq
 
 	cacheBytes int64 // sum of liveBlock.runBytes
 
@@ -163,11 +163,11 @@ func New(res Resolver, sink Sink, cfg Config) *Annotator {
 	}
 	return &Annotator{
 		res: res, sink: sink, cfg: cfg,
-		log:    cfg.Logger.With("component", "annotator"),
+		log:      cfg.Logger.With("component", "annotator"),
 		blocks:   map[blockKey]*liveBlock{},
 		perPID:   map[uint32]int{},
 		sessions: map[*hooksrv.Session]struct{}{},
-		header: proto.Size(&stratav1.Batch{NodeName: cfg.NodeName, BootId: cfg.BootID, Node: cfg.Node, Seq: math.MaxUint64}),
+		header:   proto.Size(&stratav1.Batch{NodeName: cfg.NodeName, BootId: cfg.BootID, Node: cfg.Node, Seq: math.MaxUint64}),
 	}
 }
 

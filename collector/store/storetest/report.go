@@ -154,7 +154,7 @@ func ReportRDDs() []*stratav1.RddReport {
 			Nodes: []*stratav1.NodePages{{NumaNode: 0, Pages: 4}, {NumaNode: 1, Pages: 2}},
 			Reads: 2, Writes: 3, Evicted: 1, Faults: &stratav1.FaultCounts{Read: 6, Write: 6}, SampledFaults: 1, PageSize: PageSize},
 		{RddId: 9, Blocks: 1, Partitions: 1, Bytes: PageSize, Pages: 1, Present: 1,
-			Nodes: []*stratav1.NodePages{{NumaNode: 0, Pages: 1}},
+			Nodes:  []*stratav1.NodePages{{NumaNode: 0, Pages: 1}},
 			Writes: 1, Faults: &stratav1.FaultCounts{}, ObjectGraph: true, PageSize: PageSize},
 	}
 }
