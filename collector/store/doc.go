@@ -14,7 +14,7 @@
 //
 // # Writes
 //
-// One writer goroutine owns the write connection and its three appenders.
+// One writer goroutine owns the write connection and its four appenders.
 // Append validates a batch (ValidateBatch; refusals wrap ErrInvalidBatch)
 // against everything the queries rely on — PFN steps, page sizes, address,
 // PFN and swap ranges, folio sizes, NUMA node ids, enum values, states that
@@ -22,7 +22,7 @@
 // poison the application's earlier records; FuzzValidateRun holds that
 // whatever it accepts expands as Trace expands it. Then, on the writer, looks up its key (node_name, boot_id, seq): a stored
 // key makes the batch a duplicate and nothing is written. Otherwise the
-// batch's records, runs and workloads go through the appenders, its
+// batch's records, runs, workloads and process memory samples go through the appenders, its
 // NodeInfo into nodes (when it differs from what was last written for the
 // machine) and its key row into batches, all in one transaction; Append
 // returns after COMMIT, so an acknowledged batch is durable and a failed
@@ -55,6 +55,8 @@
 //     expanded into pages only when a query asks for pages.
 //   - workloads: one row per WorkloadCounters; absent hardware counters are
 //     NULL.
+//   - process_memory: one row per ProcessMemory sample (VmRSS, RssAnon,
+//     RssFile, RssShmem, VmHWM of a hooked process at a time).
 //   - jobs: one row per analysed job, the JobResult kept as protobuf bytes.
 //
 // The SQL names PageRun.state bits ({PRESENT}, {SWAPPED}); withStates puts
@@ -85,9 +87,22 @@
 //     intervals. A hardware counter is reported only when every snapshot
 //     measured it; walk percentages need a non-zero cycle count.
 //   - Cached, FaultNodes, Machines: the cross-layer summary of one app —
-//     cached pages per RDD and node as Numa takes them (without
-//     de-duplicating overlaps), sampled faults split local and remote, and
-//     the machines holding the app's records with their NodeInfo.
+//     cached pages per RDD and node, each block buffer as last resolved
+//     while it was live (as RDDs takes them; a finished app's blocks are all
+//     freed), without de-duplicating overlaps; sampled faults split local
+//     and remote; and the machines holding the app's records with their
+//     NodeInfo.
+//   - RDDs: per cached RDD, its blocks and hook accesses over every
+//     registration (an access counted once per block, not per buffer), each
+//     buffer's bytes and pages as last resolved while it was live (its
+//     latest registration's last record with pages before any free), pages
+//     per NUMA node, evictions, fault counters and samples. Execution
+//     memory (Tungsten pages carry their task's RDD) is never an RDD's.
+//   - Occupation: per process, the running sum over time of the present
+//     bytes its cached blocks' records resolved (a record holds until the
+//     next record of its registration, a free holds nothing); its maximum
+//     against the largest VmHWM the agent sampled (process_memory) and the
+//     node's MemTotal.
 //
 // # Cost
 //

@@ -1,0 +1,126 @@
+package workloads
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Proc is a process started in its own process group.
+type Proc struct {
+	Name string
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// syncBuffer collects a process's output for error messages.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// StartProc starts argv with env added to the environment; its stdout and
+// stderr are kept (Output).
+func StartProc(name string, env []string, argv ...string) (*Proc, error) {
+	p := &Proc{Name: name, cmd: exec.Command(argv[0], argv[1:]...), out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	return p, nil
+}
+
+// Exited reports whether the process has ended, and how.
+func (p *Proc) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// Output is what the process wrote so far, at most the last n bytes.
+func (p *Proc) Output(n int) string {
+	s := p.out.String()
+	if len(s) > n {
+		s = s[len(s)-n:]
+	}
+	return s
+}
+
+// Stop ends the process group: SIGTERM, then SIGKILL after 10 s.
+func (p *Proc) Stop() {
+	if p == nil {
+		return
+	}
+	if done, _ := p.Exited(); done {
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // what it left in its group
+		return
+	}
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// waitFor polls ok every 100 ms until it holds or timeout passes; p, when
+// set, failing first ends the wait with its output.
+func waitFor(what string, timeout time.Duration, p *Proc, ok func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if p != nil {
+			if done, err := p.Exited(); done {
+				return fmt.Errorf("%s exited (%v) while waiting for %s:\n%s", p.Name, err, what, p.Output(4000))
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}
+
+// freePort returns a loopback TCP port nobody listens on now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func listening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
+}
