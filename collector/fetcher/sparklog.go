@@ -43,6 +43,7 @@ type sparkEvent struct {
 	MaximumMemory int64 `json:"Maximum Memory"`
 
 	JobID          int            `json:"Job ID"`
+	Properties     map[string]any `json:"Properties"` // a job's local properties (JobStart)
 	SubmissionTime int64          `json:"Submission Time"`
 	CompletionTime int64          `json:"Completion Time"`
 	StageInfos     []*seStageInfo `json:"Stage Infos"`
@@ -403,6 +404,14 @@ func (s *sparkReplay) apply(ev *sparkEvent) {
 	case "SparkListenerJobStart":
 		s.budget.charge(costSparkObject + 16*int64(len(ev.StageIDs)+len(ev.StageInfos)))
 		j := &sparkJob{JobID: ev.JobID, SubmissionMs: shsTime(ev.SubmissionTime), Status: "RUNNING", StageIDs: ev.StageIDs}
+		// The history server takes these two from the job's properties.
+		if d, ok := ev.Properties["spark.job.description"].(string); ok {
+			j.Description = d
+		}
+		if g, ok := ev.Properties["spark.jobGroup.id"].(string); ok {
+			j.JobGroup = g
+		}
+		s.budget.charge(int64(len(j.Description) + len(j.JobGroup)))
 		for _, si := range ev.StageInfos {
 			if si == nil {
 				continue

@@ -71,3 +71,19 @@ func b(v bool) string {
 	return "false"
 }
 
+
+// A job's description and group come from its properties, as the history
+// server takes them (streaming and SQL jobs set the description).
+func TestReplayJobProperties(t *testing.T) {
+	log := `{"Event":"SparkListenerApplicationStart","App Name":"a","App ID":"app-1","Timestamp":1000,"User":"u"}
+{"Event":"SparkListenerJobStart","Job ID":3,"Submission Time":1001,"Stage Infos":[],"Stage IDs":[],"Properties":{"spark.job.description":"Streaming job from <a>","spark.jobGroup.id":"g1","spark.rdd.scope":"{}"}}
+{"Event":"SparkListenerJobEnd","Job ID":3,"Completion Time":1002,"Job Result":{"Result":"JobSucceeded"}}
+{"Event":"SparkListenerApplicationEnd","Timestamp":5000}`
+	app, _, err := parseSparkLog(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(app.Jobs) != 1 || app.Jobs[0].Description != "Streaming job from <a>" || app.Jobs[0].JobGroup != "g1" {
+		t.Fatalf("jobs %+v", app.Jobs)
+	}
+}

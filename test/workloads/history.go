@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -30,7 +31,7 @@ type HistoryServer struct {
 // StartHistoryServer starts the history server over logDir, rescanning it
 // every second, and waits until its REST API answers.
 func StartHistoryServer(e Env, logDir string) (*HistoryServer, error) {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -368,4 +369,36 @@ func present(v reflect.Value) string {
 		return "absent"
 	}
 	return fmt.Sprint(v.Interface())
+}
+
+// EventLogOf finds the event log Spark wrote for app in dir: a file
+// (Spark 3.5's default) or a rolling log directory eventlog_v2_<app>
+// (Spark 4's).
+func EventLogOf(dir, app string) (string, error) {
+	matches, _ := filepath.Glob(filepath.Join(dir, app+"*"))
+	rolling, _ := filepath.Glob(filepath.Join(dir, "eventlog_v2_"+app))
+	matches = append(matches, rolling...)
+	if len(matches) != 1 {
+		return "", fmt.Errorf("find the event log of %s in %s: %d candidates %v", app, dir, len(matches), matches)
+	}
+	return matches[0], nil
+}
+
+// CopyFile copies a file (a sample event log into a history server's
+// directory).
+func CopyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

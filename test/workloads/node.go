@@ -40,7 +40,7 @@ func StartNode(e Env, name string, o NodeOptions) (n *Node, err error) {
 			n.Stop()
 		}
 	}()
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func StartNode(e Env, name string, o NodeOptions) (n *Node, err error) {
 	if err := waitFor("the collector", 60*time.Second, n.collector, func() bool { return listening(n.Collector) }); err != nil {
 		return nil, err
 	}
-	if port, err = freePort(); err != nil {
+	if port, err = FreePort(); err != nil {
 		return nil, err
 	}
 	n.HTTP = fmt.Sprintf("127.0.0.1:%d", port)
@@ -127,6 +127,19 @@ func (n *Node) Drained(timeout time.Duration) error {
 		return err == nil && m["strata_hook_sessions_active"] == 0 && m["strata_live_blocks"] == 0 &&
 			m["strata_spool_pending_batches"] == 0
 	})
+}
+
+// CPU is the CPU time the agent and the collector have used so far.
+func (n *Node) CPU() (time.Duration, error) {
+	var sum time.Duration
+	for _, p := range []*Proc{n.agent, n.collector} {
+		c, err := p.CPU()
+		if err != nil {
+			return 0, err
+		}
+		sum += c
+	}
+	return sum, nil
 }
 
 // Strata runs the strata CLI against the node's collector.

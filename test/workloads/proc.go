@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // Proc is a process started in its own process group.
@@ -50,6 +52,20 @@ func StartProc(name string, env []string, argv ...string) (*Proc, error) {
 	}
 	go func() { p.err = p.cmd.Wait(); close(p.done) }()
 	return p, nil
+}
+
+// CPU is the CPU time (user + system) the process has used so far, read
+// from /proc/PID/stat.
+func (p *Proc) CPU() (time.Duration, error) {
+	proc, err := procfs.NewProc(p.cmd.Process.Pid)
+	if err != nil {
+		return 0, fmt.Errorf("cpu time of %s: %w", p.Name, err)
+	}
+	st, err := proc.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("cpu time of %s: %w", p.Name, err)
+	}
+	return time.Duration(st.CPUTime() * float64(time.Second)), nil
 }
 
 // Exited reports whether the process has ended, and how.
@@ -107,8 +123,8 @@ func waitFor(what string, timeout time.Duration, p *Proc, ok func() bool) error 
 	return nil
 }
 
-// freePort returns a loopback TCP port nobody listens on now.
-func freePort() (int, error) {
+// FreePort returns a loopback TCP port nobody listens on now.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)

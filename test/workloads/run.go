@@ -38,8 +38,11 @@ type Result struct {
 	Storage  string         `json:"storage"`
 	SparkMs  int64          `json:"ms"`
 	Output   map[string]any `json:"result"`
-	// Wall is the spark-submit process's time, start to exit.
+	// Wall is the spark-submit process's time, start to exit; CPU is the
+	// CPU time (user + system) of that process and of the children it
+	// waited for (Spark's launcher).
 	Wall time.Duration `json:"-"`
+	CPU  time.Duration `json:"-"`
 	// Hook is the hook's exit line counters (sent, dropped, ...) of a
 	// traced run; nil when untraced.
 	Hook map[string]int64 `json:"-"`
@@ -106,6 +109,7 @@ func Run(ctx context.Context, e Env, rc RunConfig) (Result, error) {
 		return Result{}, fmt.Errorf("%s printed no result line\n%s", rc.Workload, tail(stderr.String(), 6000))
 	}
 	r.Wall = wall
+	r.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	if rc.Node != nil {
 		if r.Hook, err = hookCounters(stderr.String()); err != nil {
 			return r, fmt.Errorf("%s: %w", rc.Workload, err)

@@ -83,18 +83,14 @@ func blockSizes(t *testing.T, eventLog string) map[int]int64 {
 	return out
 }
 
-// eventLogOf finds the event log Spark wrote for app in dir: a file
-// (Spark 3.5) or a rolling log directory eventlog_v2_<app> (Spark 4's
-// default).
+// eventLogOf is EventLogOf, failing the test when there is not one log.
 func eventLogOf(t *testing.T, dir, app string) string {
 	t.Helper()
-	matches, _ := filepath.Glob(filepath.Join(dir, app+"*"))
-	rolling, _ := filepath.Glob(filepath.Join(dir, "eventlog_v2_"+app))
-	matches = append(matches, rolling...)
-	if len(matches) != 1 {
-		t.Fatalf("event logs of %s in %s: %v", app, dir, matches)
+	p, err := EventLogOf(dir, app)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return matches[0]
+	return p
 }
 
 // openEventLog reads a plain or zstd (Spark 4's default) event log file, or the parts of a
@@ -149,7 +145,7 @@ func TestReportSmoke(t *testing.T) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +226,7 @@ func TestReportSmoke(t *testing.T) {
 		samples = filepath.Join(testenv.RepoRoot(), "..", "shared", "data")
 	}
 	recorded := filepath.Join(samples, "sparkevents", "apache-spark", RecordedApp)
-	haveRecorded := copyFile(recorded, filepath.Join(logDir, RecordedApp)) == nil
+	haveRecorded := CopyFile(recorded, filepath.Join(logDir, RecordedApp)) == nil
 	h, err := StartHistoryServerAt(e, logDir, port)
 	if err != nil {
 		t.Fatal(err)
@@ -319,21 +315,4 @@ func report(ctx context.Context, t *testing.T, n *Node, app string) Report {
 		t.Fatal(err)
 	}
 	return r
-}
-
-func copyFile(from, to string) error {
-	in, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.Create(to)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

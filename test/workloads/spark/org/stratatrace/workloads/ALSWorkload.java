@@ -24,7 +24,7 @@ final class ALSWorkload implements Workload {
     }
 
     public Map<String, Object> run(SparkSession spark, JavaSparkContext sc, Params p) {
-        int users = p.n(1000), products = 1000, perUser = 25, rank = 8, iterations = 5;
+        int users = p.n(500), products = 1000, perUser = 25, rank = 8, iterations = 5;
         JavaRDD<Rating> ratings = Gen.ratings(sc, users, products, perUser, p.parts, p.seed);
         ratings.setName("als-ratings").persist(p.storage);
         long count = ratings.count();

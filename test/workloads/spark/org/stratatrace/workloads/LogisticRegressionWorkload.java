@@ -25,7 +25,7 @@ final class LogisticRegressionWorkload implements Workload {
 
     @SuppressWarnings("deprecation")
     public Map<String, Object> run(SparkSession spark, JavaSparkContext sc, Params p) {
-        int n = p.n(20000), d = 20, iterations = 10;
+        int n = p.n(10000), d = 20, iterations = 10;
         JavaRDD<LabeledPoint> data = LogisticRegressionDataGenerator
                 .generateLogisticRDD(sc.sc(), n, d, 3.0, p.parts, 0.5).toJavaRDD();
         data.setName("lr-training").persist(p.storage);

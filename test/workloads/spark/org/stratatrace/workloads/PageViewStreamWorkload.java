@@ -44,7 +44,7 @@ final class PageViewStreamWorkload implements Workload {
 
     @SuppressWarnings("deprecation")
     public Map<String, Object> run(SparkSession spark, JavaSparkContext sc, Params p) throws Exception {
-        int perSecond = p.n(1000), seconds = 10;
+        int perSecond = p.n(500), seconds = 10;
         long total = (long) perSecond * seconds;
         Path ckpt = Files.createTempDirectory(p.work.toPath(), "pageview-");
         JavaStreamingContext ssc = new JavaStreamingContext(sc, Durations.seconds(2));

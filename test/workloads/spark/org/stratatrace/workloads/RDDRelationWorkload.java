@@ -62,7 +62,7 @@ final class RDDRelationWorkload implements Workload {
     }
 
     public Map<String, Object> run(SparkSession spark, JavaSparkContext sc, Params p) throws IOException {
-        int n = p.n(100000);
+        int n = p.n(50000);
         int parts = p.parts;
         JavaRDD<Record> rdd = Gen.indexes(sc, parts).flatMap(part -> {
             List<Record> out = new ArrayList<>();

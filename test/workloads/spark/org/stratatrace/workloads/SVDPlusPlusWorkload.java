@@ -24,7 +24,7 @@ final class SVDPlusPlusWorkload implements Workload {
     }
 
     public Map<String, Object> run(SparkSession spark, JavaSparkContext sc, Params p) {
-        int vertices = p.n(1500), rank = 8, iterations = 2;
+        int vertices = p.n(1000), rank = 8, iterations = 2;
         JavaRDD<Edge<Object>> rated = Gen.logNormalEdges(sc, vertices, p.parts, p.seed)
                 .map(e -> new Edge<Object>(e.srcId(), e.dstId(), (Object) (1.0 + Math.floorMod(e.srcId() * 31 + e.dstId(), 5L))));
         // SVD++ calls cache() on its input, so the edges are cached as

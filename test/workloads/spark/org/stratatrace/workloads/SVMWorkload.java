@@ -20,7 +20,7 @@ final class SVMWorkload implements Workload {
     }
 
     public Map<String, Object> run(SparkSession spark, JavaSparkContext sc, Params p) {
-        int n = p.n(20000), d = 20, iterations = 10;
+        int n = p.n(10000), d = 20, iterations = 10;
         JavaRDD<LabeledPoint> data = Gen.linear(sc, n, d, p.parts, p.seed);
         data.setName("svm-training").persist(p.storage);
         long count = data.count();

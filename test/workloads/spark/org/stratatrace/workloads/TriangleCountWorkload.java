@@ -20,7 +20,7 @@ final class TriangleCountWorkload implements Workload {
     }
 
     public Map<String, Object> run(SparkSession spark, JavaSparkContext sc, Params p) {
-        int vertices = p.n(5000);
+        int vertices = p.n(3000);
         Graph<Object, Object> g = Graph.fromEdges(Gen.logNormalEdges(sc, vertices, p.parts, p.seed).rdd(), (Object) 1,
                 p.storage, p.storage, Gen.OBJECT, Gen.OBJECT)
                 .partitionBy(PartitionStrategy.RandomVertexCut$.MODULE$);
