@@ -28,7 +28,7 @@ func smokeSeries() string {
 	return "3.5"
 }
 
-func testEnv(t *testing.T, series string) Env {
+func testEnv(t testing.TB, series string) Env {
 	t.Helper()
 	testenv.RequireRoot(t)
 	testenv.RequireJava(t)
