@@ -56,6 +56,8 @@ type rddReport struct {
 	Reads         uint64     `json:"reads"`
 	Writes        uint64     `json:"writes"`
 	Evicted       uint64     `json:"evicted"`
+	LiveBlocks    uint64     `json:"live_blocks"` // not freed now
+	Moves         uint64     `json:"moves"`       // a GC relocated a block's buffer
 	Faults        faultKinds `json:"faults"`
 	SampledFaults uint64     `json:"sampled_faults"`
 	// ObjectGraph: some blocks are deserialized; only their arrays of
@@ -245,6 +247,7 @@ func newRDDReport(x *stratav1.RddReport) rddReport {
 		RDD: x.GetRddId(), Blocks: x.GetBlocks(), Partitions: x.GetPartitions(), Bytes: x.GetBytes(),
 		Pages: x.GetPages(), Present: x.GetPresent(), Swapped: x.GetSwapped(), THP: x.GetThp(),
 		Reads: x.GetReads(), Writes: x.GetWrites(), Evicted: x.GetEvicted(), SampledFaults: x.GetSampledFaults(),
+		LiveBlocks: x.GetLiveBlocks(), Moves: x.GetMoves(),
 		Faults:      faultKinds{f.GetRead(), f.GetWrite(), f.GetExec(), f.GetMajor(), f.GetUnclassified()},
 		ObjectGraph: x.GetObjectGraph(), Nodes: []nodePage{},
 	}

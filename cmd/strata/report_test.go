@@ -43,7 +43,7 @@ func TestReport(t *testing.T) {
 	x := r.RDDs[0]
 	if x.RDD != 7 || x.Blocks != 2 || x.Bytes != 9*storetest.PageSize || x.Present != 6 || x.THP != 2 || x.THPShare != 2.0/6 ||
 		len(x.Nodes) != 2 || x.Nodes[1] != (nodePage{1, 2}) || x.Reads != 2 || x.Writes != 3 || x.Evicted != 1 ||
-		x.Faults != (faultKinds{Read: 6, Write: 6}) || x.SampledFaults != 1 || x.ObjectGraph {
+		x.Faults != (faultKinds{Read: 6, Write: 7}) || x.SampledFaults != 1 || x.ObjectGraph || x.Moves != 1 || x.LiveBlocks != 0 {
 		t.Errorf("RDD 7 = %+v", x)
 	}
 	if !r.RDDs[1].ObjectGraph {
@@ -64,7 +64,7 @@ func TestReport(t *testing.T) {
 	}
 
 	table := strata(t, "report", "--collector", addr, "--app", storetest.App)
-	for _, want := range []string{"(LogisticRegression; job analysis: moderate)", "0:4 1:2", "6/6/0/0", "9*",
+	for _, want := range []string{"(LogisticRegression; job analysis: moderate)", "0:4 1:2", "6/7/0/0", "9*",
 		"only their arrays of references", "page-walk share of cycles: unavailable: no workload counters", "30.0%"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("report table lacks %q:\n%s", want, table)

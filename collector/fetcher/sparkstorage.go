@@ -17,7 +17,7 @@ import (
 // liveRDD is a cached RDD as the history server tracks it: which executors
 // hold each of its blocks, and its memory and disk per executor.
 type liveRDD struct {
-	parts map[string][]string // block name -> executors holding it
+	parts map[string][]string  // block name -> executors holding it
 	dist  map[string]*[2]int64 // executor -> memory, disk of this RDD
 }
 

@@ -71,7 +71,6 @@ func b(v bool) string {
 	return "false"
 }
 
-
 // A job's description and group come from its properties, as the history
 // server takes them (streaming and SQL jobs set the description).
 func TestReplayJobProperties(t *testing.T) {

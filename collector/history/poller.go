@@ -64,6 +64,9 @@ type Config struct {
 	Fetch FetchFunc
 	// Now returns the analysis time; default time.Now.
 	Now func() time.Time
+	// OnPoll, when set, hears how each poll of Run went and how long it
+	// took (the collector's metrics).
+	OnPoll func(st Stats, err error, took time.Duration)
 }
 
 // ErrNoSources is returned by New when no source is configured.
@@ -151,9 +154,13 @@ func (p *Poller) Run(ctx context.Context) error {
 	t := time.NewTicker(p.cfg.Interval)
 	defer t.Stop()
 	for {
+		start := time.Now()
 		st, err := p.Poll(ctx)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if p.cfg.OnPoll != nil {
+			p.cfg.OnPoll(st, err, time.Since(start))
 		}
 		if err != nil {
 			p.log.Warn("poll failed", "err", err)

@@ -43,6 +43,10 @@ type Config struct {
 	HistoryMaxJobBytes int64 `json:"history_max_job_bytes"`
 	// Heuristics is a YAML file overriding the heuristics' thresholds.
 	Heuristics string `json:"heuristics"`
+
+	// Security and observability (config_ops.go): who may connect, the
+	// HTTP endpoint, profiling.
+	Ops
 }
 
 // Duration is a time.Duration written as "10s" in JSON.
@@ -139,6 +143,7 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 		c.ShutdownGrace = Duration(d)
 		return err
 	})
+	c.Ops.flags(fs)
 	return fs
 }
 
@@ -171,7 +176,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		return c, err
 	}
 	fs := c.flagSet(out)
-	fs.String("config", *path, "JSON configuration file (keys: listen, store_dir, memory_limit, threads, log_level, shutdown_grace, history, history_interval, heuristics)")
+	fs.String("config", *path, "JSON configuration file (keys: listen, store_dir, memory_limit, threads, log_level, shutdown_grace, history, history_interval, history_max_job_bytes, heuristics, tls_cert, tls_key, tls_client_ca, token_file, insecure, http, pyroscope_server)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -207,7 +212,7 @@ func (c Config) Validate() error {
 	if _, err := c.Level(); err != nil {
 		return err
 	}
-	return nil
+	return c.Ops.validate(c.Listen)
 }
 
 // Level returns LogLevel as a slog level.

@@ -30,24 +30,27 @@ func TestLoadPrecedence(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "collector.json")
 	os.WriteFile(file, []byte(`{"listen": "10.0.0.1:7070", "store_dir": "/file", "memory_limit": "2GB", "log_level": "debug", "shutdown_grace": "3s", "history": ["/file-hist"]}`), 0o600)
 	env := map[string]string{"STRATA_COLLECTOR_STORE_DIR": "/env", "STRATA_COLLECTOR_MEMORY_LIMIT": "3GB"}
-	c, err := server.Load([]string{"--config", file, "--memory-limit", "4GB", "--history", "/a,/b", "--history", "http://jhs:19888"}, func(k string) string { return env[k] }, io.Discard)
+	c, err := server.Load([]string{"--config", file, "--insecure", "--memory-limit", "4GB", "--history", "/a,/b", "--history", "http://jhs:19888"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := server.Config{Listen: "10.0.0.1:7070", StoreDir: "/env", MemoryLimit: "4GB", LogLevel: "debug",
 		ShutdownGrace: server.Duration(3 * time.Second), HistoryInterval: server.Duration(time.Minute),
-		History: []string{"/a", "/b", "http://jhs:19888"}}
+		History: []string{"/a", "/b", "http://jhs:19888"}, Ops: server.Ops{Insecure: true}}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("config = %+v, want %+v", c, want)
 	}
 	env["STRATA_COLLECTOR_CONFIG"] = file
+	env["STRATA_COLLECTOR_INSECURE"] = "true"
 	c, err = server.Load(nil, func(k string) string { return env[k] }, io.Discard)
 	if err != nil || c.LogLevel != "debug" || c.MemoryLimit != "3GB" || !reflect.DeepEqual(c.History, []string{"/file-hist"}) {
 		t.Fatalf("config file from env: %+v, %v", c, err)
 	}
-	d, err := server.Load(nil, func(string) string { return "" }, io.Discard)
-	if err != nil || !reflect.DeepEqual(d, server.Defaults()) {
-		t.Fatalf("no overrides = %+v, %v; want defaults", d, err)
+	d, err := server.Load([]string{"--insecure"}, func(string) string { return "" }, io.Discard)
+	want = server.Defaults()
+	want.Insecure = true
+	if err != nil || !reflect.DeepEqual(d, want) {
+		t.Fatalf("no overrides but --insecure = %+v, %v; want defaults", d, err)
 	}
 }
 
@@ -154,6 +157,9 @@ func TestRunUnixSocket(t *testing.T) {
 		t.Fatalf("ready line %q, %v", line, err)
 	}
 	go io.Copy(io.Discard, pr)
+	if st, err := os.Stat(filepath.Join(dir, "c.sock")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode = %v, %v; want 0600: the file mode authenticates its peers", st.Mode(), err)
+	}
 	cc, err := grpc.NewClient(cfg.Listen, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

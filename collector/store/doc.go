@@ -3,9 +3,11 @@
 //
 // Store is the interface the rest of the collector uses, and it holds every
 // question the collector asks: BatchAppender (ingest), TraceReader (the
-// query service), SummaryReader (the cross-layer job heuristics) and
-// JobStore (the job-history poller and the query service); ingest and
-// query each declare the narrower part they need. DuckDB (Open) is the
+// query service), SummaryReader (the cross-layer job heuristics), JobStore
+// (the job-history poller and the query service) and UIReader (the web
+// UI: job search and timeline, applications, occupancy over time,
+// the physical memory map); ingest, query and web each declare the
+// narrower part they need. DuckDB (Open) is the
 // embedded backend: one database file, strata.duckdb, in the store
 // directory. A server backend for larger clusters (ClickHouse, fed over
 // HTTP with INSERT … FORMAT RowBinary as measured in the storage research)
@@ -92,17 +94,28 @@
 //     freed), without de-duplicating overlaps; sampled faults split local
 //     and remote; and the machines holding the app's records with their
 //     NodeInfo.
-//   - RDDs: per cached RDD, its blocks and hook accesses over every
-//     registration (an access counted once per block, not per buffer), each
-//     buffer's bytes and pages as last resolved while it was live (its
-//     latest registration's last record with pages before any free), pages
-//     per NUMA node, evictions, fault counters and samples. Execution
-//     memory (Tungsten pages carry their task's RDD) is never an RDD's.
-//   - Occupation: per process, the running sum over time of the present
-//     bytes its cached blocks' records resolved (a record holds until the
-//     next record of its registration, a free holds nothing); its maximum
-//     against the largest VmHWM the agent sampled (process_memory) and the
-//     node's MemTotal.
+//   - RDDs (report.go; `strata report` and the web UI's RDD table): per
+//     cached RDD, its blocks and hook accesses over every registration (a
+//     read or write counted once per block, not per buffer; a move once per
+//     buffer), the blocks still live (a buffer's latest record is not a
+//     free), each buffer's bytes and pages as last resolved while it was
+//     live (its latest registration's last record with pages before any
+//     free), pages per NUMA node, evictions, fault counters and samples.
+//     Execution memory (Tungsten pages carry their task's RDD) is never an
+//     RDD's.
+//   - Occupation and Occupancy share one definition of what cached blocks
+//     hold (heldStepsCTE): a buffer holds the present bytes its latest
+//     record with pages resolved, nothing after its free. Occupation is the
+//     running sum per process, its maximum set against the largest VmHWM
+//     the agent sampled (process_memory) and the node's MemTotal; Occupancy
+//     is the running sum per RDD, cut into equal time buckets.
+//   - SearchJobs, JobTimeline: the jobs table keeps user, queue, type and
+//     score beside the result (filled from stored results at Open for jobs
+//     an older collector wrote), so filters, order and paging run in SQL.
+//   - PhysMap: the live blocks' latest runs on one machine, as a PFN index
+//     of consecutive-frame segments (physmap.go), cached per (app,
+//     machine) until the next batch; a window is a binary search plus a
+//     walk over the segments inside it.
 //
 // # Cost
 //

@@ -39,3 +39,11 @@ func ExpandStored(run *stratav1.PageRun, pageSize uint32, fn func(stratav1.Page)
 	stored.PfnDeltas = nil
 	return expandRun(stored, encodeDeltas(run.GetPfnDeltas()), pageSize, fn)
 }
+
+// DropPhysMaps forgets the cached PFN indexes, so the next PhysMap builds
+// its index again.
+func DropPhysMaps(s *DuckDB) {
+	s.physMaps.mu.Lock()
+	s.physMaps.entries = nil
+	s.physMaps.mu.Unlock()
+}

@@ -40,10 +40,12 @@ const lastLiveCTE = cachedRecsCTE + `, reg AS (
 )`
 
 // rddSQL: per RDD, the blocks and accesses of every registration, and the
-// bytes and pages of each buffer as last resolved (lastLiveCTE). An access
-// is counted once per block however many buffers (chunks) it covers:
+// bytes and pages of each buffer as last resolved (lastLiveCTE). A read or
+// write is counted once per block however many buffers (chunks) it covers:
 // chunk 0's records, one per (process, registration, time). Evictions are
-// counted the same way ($8 = FREE_REASON_EVICTED).
+// counted the same way ($8 = FREE_REASON_EVICTED); a move once per buffer
+// (each chunk is its own array for the GC to move). A block is live when
+// one of its buffers' latest records is not a free.
 var rddSQL = withStates(lastLiveCTE + `, acc AS (
 	SELECT rdd_id,
 		count(DISTINCT (executor_id, block_id)) AS blocks,
@@ -51,9 +53,16 @@ var rddSQL = withStates(lastLiveCTE + `, acc AS (
 		count(DISTINCT CASE WHEN access_kind = $3 AND chunk = 0 THEN (executor_id, pid, hook_block_id, time_ns) END) AS reads,
 		count(DISTINCT CASE WHEN access_kind IN ($2, $4) AND chunk = 0 THEN (executor_id, pid, hook_block_id, time_ns) END) AS writes,
 		count(DISTINCT CASE WHEN access_kind = $5 AND free_reason = $8 AND chunk = 0 THEN (executor_id, pid, hook_block_id) END) AS evicted,
+		count(DISTINCT CASE WHEN access_kind = $6 THEN (executor_id, pid, hook_block_id, time_ns) END) AS moves,
 		bool_or(object_graph) AS object_graph,
 		max(page_size) AS page_size
 	FROM rec GROUP BY rdd_id
+), latest AS (
+	SELECT rdd_id, executor_id, block_id, bool_or(access_kind = $5) AS freed
+	FROM (SELECT *, rank() OVER (PARTITION BY executor_id, pid, block_id, chunk ORDER BY time_ns DESC) AS rk FROM rec)
+	WHERE rk = 1 GROUP BY rdd_id, executor_id, pid, block_id, chunk
+), live AS (
+	SELECT rdd_id, count(DISTINCT (executor_id, block_id)) AS blocks FROM latest WHERE NOT freed GROUP BY rdd_id
 ), held AS (
 	SELECT l.rdd_id, sum(l.length) AS bytes FROM last l GROUP BY l.rdd_id
 ), pages AS (
@@ -68,8 +77,9 @@ var rddSQL = withStates(lastLiveCTE + `, acc AS (
 SELECT a.rdd_id, a.blocks::UBIGINT, a.partitions::UBIGINT,
 	coalesce(h.bytes, 0)::UBIGINT, coalesce(p.pages, 0)::UBIGINT, coalesce(p.present, 0)::UBIGINT,
 	coalesce(p.swapped, 0)::UBIGINT, coalesce(p.thp, 0)::UBIGINT,
-	a.reads::UBIGINT, a.writes::UBIGINT, a.evicted::UBIGINT, a.object_graph, coalesce(a.page_size, 0)::UINTEGER
-FROM acc a LEFT JOIN held h USING (rdd_id) LEFT JOIN pages p USING (rdd_id)
+	a.reads::UBIGINT, a.writes::UBIGINT, a.evicted::UBIGINT, a.object_graph, coalesce(a.page_size, 0)::UINTEGER,
+	coalesce(v.blocks, 0)::UBIGINT, a.moves::UBIGINT
+FROM acc a LEFT JOIN held h USING (rdd_id) LEFT JOIN pages p USING (rdd_id) LEFT JOIN live v USING (rdd_id)
 ORDER BY a.rdd_id`)
 
 // rddNodesSQL: present pages of each RDD's buffers as last resolved, per
@@ -81,16 +91,17 @@ WHERE r.state & {PRESENT} <> 0
 GROUP BY 1, 2 ORDER BY 1, 2`)
 
 // rddFaultsSQL: per RDD, the kernel's fault counters of its cached blocks
-// (the latest counters of each registration, as faultsSQL takes them,
-// summed, saturating) and the sampled faults ($2 = FAULT, records without
-// counters).
+// (the latest counters of each registration, as faultsSQL takes them —
+// whichever record carries them: the agent's periodic counter records, or
+// the final counters on a free — summed, saturating) and the sampled
+// faults ($2 = FAULT, records without counters).
 var rddFaultsSQL = withStates(`
 WITH f AS (
 	SELECT rdd_id, has_faults, fault_read, fault_write, fault_exec, fault_major, fault_unclassified,
 		row_number() OVER (PARTITION BY executor_id, block_id, pid, hook_block_id, has_faults
 			ORDER BY time_ns DESC, batch_id DESC, rec_idx DESC) AS rn
 	FROM records
-	WHERE app_id = $1 AND access_kind = $2 AND rdd_id >= 0 AND coalesce(mem_mode, 0) <> $3
+	WHERE app_id = $1 AND (has_faults OR access_kind = $2) AND rdd_id >= 0 AND coalesce(mem_mode, 0) <> $3
 )
 SELECT rdd_id,
 	least(coalesce(sum(fault_read) FILTER (WHERE has_faults AND rn = 1), 0), {UBIGINT_MAX})::UBIGINT,
@@ -118,7 +129,7 @@ func (s *DuckDB) RDDs(ctx context.Context, appID string) ([]*stratav1.RddReport,
 	out, err := collect(rows, func(sc func(...any) error) (*stratav1.RddReport, error) {
 		r := &stratav1.RddReport{Faults: &stratav1.FaultCounts{}}
 		return r, sc(&r.RddId, &r.Blocks, &r.Partitions, &r.Bytes, &r.Pages, &r.Present, &r.Swapped, &r.Thp,
-			&r.Reads, &r.Writes, &r.Evicted, &r.ObjectGraph, &r.PageSize)
+			&r.Reads, &r.Writes, &r.Evicted, &r.ObjectGraph, &r.PageSize, &r.LiveBlocks, &r.Moves)
 	})
 	if err != nil {
 		return nil, err
@@ -172,29 +183,41 @@ func (s *DuckDB) RDDs(ctx context.Context, appID string) ([]*stratav1.RddReport,
 	return out, nil
 }
 
-// occupationSQL: for each process of app $1, the peak over time of the
-// present bytes of its cached RDD blocks. Each registration of a buffer
-// holds, from each of its records on, the present bytes that record
-// resolved (records with pages only: a record whose range could not be
-// resolved says nothing) and nothing after its free; split records of one
-// time are summed. The running sum of those steps per process, in time
-// order, is what it held; its maximum is the peak (the first time it was
-// reached).
-var occupationSQL = withStates(cachedRecsCTE + `, present AS (
-	SELECT batch_id, rec_idx, sum(CASE WHEN state & {PRESENT} <> 0 THEN pages::UBIGINT * page_size ELSE 0 END) AS bytes
+// heldStepsCTE extends cachedRecsCTE with step: what each buffer of a
+// cached block (executor, pid, block_id, chunk) holds from each of its
+// records on, and the change against its previous record. A record holds
+// the present pages (and bytes) it resolved; records without pages say
+// nothing (a range that could not be resolved) and are skipped; a free
+// holds nothing; split records of one time are summed. A new registration
+// of a buffer takes the place of the old one. Running sums of d_pages and
+// d_bytes in time order, over any grouping of buffers (an RDD, a process),
+// are what that group held: Occupation and Occupancy are both built on it.
+const heldStepsCTE = cachedRecsCTE + `, present AS (
+	SELECT batch_id, rec_idx,
+		sum(CASE WHEN state & {PRESENT} <> 0 THEN pages ELSE 0 END)::UBIGINT AS pages,
+		sum(CASE WHEN state & {PRESENT} <> 0 THEN pages::UBIGINT * page_size ELSE 0 END) AS bytes
 	FROM runs WHERE app_id = $1 GROUP BY batch_id, rec_idx
 ), state AS (
-	SELECT r.executor_id, r.pid, r.hook_block_id, r.time_ns, any_value(b.node_name) AS node_name, any_value(b.boot_id) AS boot_id,
+	SELECT r.rdd_id, r.executor_id, r.pid, r.block_id, r.chunk, r.time_ns,
+		any_value(b.node_name) AS node_name, any_value(b.boot_id) AS boot_id,
+		sum(CASE WHEN r.access_kind = $5 THEN 0 ELSE coalesce(p.pages, 0) END)::HUGEINT AS pages,
 		sum(CASE WHEN r.access_kind = $5 THEN 0 ELSE coalesce(p.bytes, 0) END)::HUGEINT AS bytes
 	FROM rec r JOIN batches b USING (batch_id) LEFT JOIN present p USING (batch_id, rec_idx)
 	WHERE r.access_kind = $5 OR r.pages > 0
-	GROUP BY r.executor_id, r.pid, r.hook_block_id, r.time_ns
+	GROUP BY r.rdd_id, r.executor_id, r.pid, r.block_id, r.chunk, r.time_ns
 ), step AS (
-	SELECT *, bytes - coalesce(lag(bytes) OVER (PARTITION BY executor_id, pid, hook_block_id ORDER BY time_ns), 0) AS d
+	SELECT *, pages - coalesce(lag(pages) OVER w, 0) AS d_pages, bytes - coalesce(lag(bytes) OVER w, 0) AS d_bytes
 	FROM state
-), level AS (
+	WINDOW w AS (PARTITION BY executor_id, pid, block_id, chunk ORDER BY time_ns)
+)`
+
+// occupationSQL: for each process of app $1, the peak over time of the
+// present bytes of its cached RDD blocks: the running sum of heldStepsCTE's
+// steps per process, in time order; its maximum is the peak (the first
+// time it was reached).
+var occupationSQL = withStates(heldStepsCTE + `, level AS (
 	SELECT executor_id, pid, time_ns, any_value(node_name) AS node_name, any_value(boot_id) AS boot_id,
-		sum(sum(d)) OVER (PARTITION BY executor_id, pid ORDER BY time_ns) AS held
+		sum(sum(d_bytes)) OVER (PARTITION BY executor_id, pid ORDER BY time_ns) AS held
 	FROM step GROUP BY executor_id, pid, time_ns
 ), peak AS (
 	SELECT executor_id, pid, node_name, boot_id, held AS peak, time_ns AS peak_ns FROM (

@@ -45,7 +45,9 @@ func StartNode(e Env, name string, o NodeOptions) (n *Node, err error) {
 		return nil, err
 	}
 	n.Collector = fmt.Sprintf("127.0.0.1:%d", port)
-	args := []string{filepath.Join(e.Bin, "strata-collector"), "--listen", n.Collector, "--store-dir", filepath.Join(n.dir, "store")}
+	// A loopback node for one run: no TLS, no token (--insecure, --http-insecure).
+	args := []string{filepath.Join(e.Bin, "strata-collector"), "--listen", n.Collector, "--store-dir", filepath.Join(n.dir, "store"),
+		"--insecure"}
 	if o.History != "" {
 		args = append(args, "--history", o.History, "--history-interval", "2s")
 	}
@@ -62,7 +64,7 @@ func StartNode(e Env, name string, o NodeOptions) (n *Node, err error) {
 	n.Socket = filepath.Join(n.dir, "hook.sock")
 	n.agent, err = StartProc("strata-agent", nil, filepath.Join(e.Bin, "strata-agent"),
 		"--node-name", "smtt-node", "--hook-socket", n.Socket, "--collector", n.Collector,
-		"--spool-dir", filepath.Join(n.dir, "spool"), "--http", n.HTTP, "--counters-interval", "1s")
+		"--spool-dir", filepath.Join(n.dir, "spool"), "--http", n.HTTP, "--http-insecure", "--counters-interval", "1s")
 	if err != nil {
 		return nil, err
 	}

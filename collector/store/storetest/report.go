@@ -128,7 +128,12 @@ func ReportBatches() []*stratav1.Batch {
 			// t8: the session ends.
 			withFree(reportRec(8, free, c00, reportAddr(4), 4), stratav1.FreeReason_FREE_REASON_SESSION_END),
 			withFree(reportRec(8, free, c01, reportAddr(1), 2), stratav1.FreeReason_FREE_REASON_SESSION_END),
-			withFree(reportRec(8, free, b71again, reportAddr(3), 3), stratav1.FreeReason_FREE_REASON_SESSION_END),
+			// rdd_7_1's free carries its final counters (w5), as the agent sends them.
+			func() *stratav1.Record {
+				r := withFree(reportRec(8, free, b71again, reportAddr(3), 3), stratav1.FreeReason_FREE_REASON_SESSION_END)
+				r.Faults = &stratav1.FaultCounts{Write: 5}
+				return r
+			}(),
 			withFree(reportRec(8, free, page, reportAddr(5), 10), stratav1.FreeReason_FREE_REASON_SESSION_END),
 			withFree(reportRec(8, free, b90, reportAddr(6), 1), stratav1.FreeReason_FREE_REASON_SESSION_END),
 		},
@@ -146,13 +151,16 @@ func ReportBatches() []*stratav1.Batch {
 // read (2 THP pages on node 1), rdd_7_1's second registration (3 pages on
 // node 0); reads: rdd_7_0 once (both chunks at t2) and rdd_7_1 once (two
 // sub-range records); writes: the allocs of chunk 0 of rdd_7_0 and both
-// registrations of rdd_7_1; one eviction; faults r5 w2 + r1 + w4, and one
-// sample. RDD 9: one deserialized page.
+// registrations of rdd_7_1; one move (chunk 0 of rdd_7_0); one eviction;
+// faults r5 w2 + r1 + w5 (the counters on rdd_7_1's free are its latest),
+// and one sample; no block live after the session's end. RDD 9: one
+// deserialized page.
 func ReportRDDs() []*stratav1.RddReport {
 	return []*stratav1.RddReport{
 		{RddId: 7, Blocks: 2, Partitions: 2, Bytes: 9 * PageSize, Pages: 9, Present: 6, Swapped: 0, Thp: 2,
 			Nodes: []*stratav1.NodePages{{NumaNode: 0, Pages: 4}, {NumaNode: 1, Pages: 2}},
-			Reads: 2, Writes: 3, Evicted: 1, Faults: &stratav1.FaultCounts{Read: 6, Write: 6}, SampledFaults: 1, PageSize: PageSize},
+			Reads: 2, Writes: 3, Evicted: 1, Faults: &stratav1.FaultCounts{Read: 6, Write: 7}, SampledFaults: 1, PageSize: PageSize,
+			Moves: 1},
 		{RddId: 9, Blocks: 1, Partitions: 1, Bytes: PageSize, Pages: 1, Present: 1,
 			Nodes:  []*stratav1.NodePages{{NumaNode: 0, Pages: 1}},
 			Writes: 1, Faults: &stratav1.FaultCounts{}, ObjectGraph: true, PageSize: PageSize},

@@ -1438,6 +1438,8 @@ type RddReport struct {
 	SampledFaults uint64                 `protobuf:"varint,14,opt,name=sampled_faults,json=sampledFaults,proto3" json:"sampled_faults,omitempty"` // faults sampled with their page (one in the agent's --sample-every)
 	ObjectGraph   bool                   `protobuf:"varint,15,opt,name=object_graph,json=objectGraph,proto3" json:"object_graph,omitempty"`       // some blocks are deserialized: only their reference arrays are counted
 	PageSize      uint32                 `protobuf:"varint,16,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	LiveBlocks    uint64                 `protobuf:"varint,17,opt,name=live_blocks,json=liveBlocks,proto3" json:"live_blocks,omitempty"` // blocks whose latest registration is not freed
+	Moves         uint64                 `protobuf:"varint,18,opt,name=moves,proto3" json:"moves,omitempty"`                             // hook accesses: moves of the blocks' buffers (a GC relocated them)
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1580,6 +1582,20 @@ func (x *RddReport) GetObjectGraph() bool {
 func (x *RddReport) GetPageSize() uint32 {
 	if x != nil {
 		return x.PageSize
+	}
+	return 0
+}
+
+func (x *RddReport) GetLiveBlocks() uint64 {
+	if x != nil {
+		return x.LiveBlocks
+	}
+	return 0
+}
+
+func (x *RddReport) GetMoves() uint64 {
+	if x != nil {
+		return x.Moves
 	}
 	return 0
 }
@@ -1901,7 +1917,7 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\">\n" +
 	"\tNodePages\x12\x1b\n" +
 	"\tnuma_node\x18\x01 \x01(\x05R\bnumaNode\x12\x14\n" +
-	"\x05pages\x18\x02 \x01(\x04R\x05pages\"\xd7\x03\n" +
+	"\x05pages\x18\x02 \x01(\x04R\x05pages\"\x8e\x04\n" +
 	"\tRddReport\x12\x15\n" +
 	"\x06rdd_id\x18\x01 \x01(\x05R\x05rddId\x12\x16\n" +
 	"\x06blocks\x18\x02 \x01(\x04R\x06blocks\x12\x1e\n" +
@@ -1921,7 +1937,10 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"\x06faults\x18\r \x01(\v2\x16.strata.v1.FaultCountsR\x06faults\x12%\n" +
 	"\x0esampled_faults\x18\x0e \x01(\x04R\rsampledFaults\x12!\n" +
 	"\fobject_graph\x18\x0f \x01(\bR\vobjectGraph\x12\x1b\n" +
-	"\tpage_size\x18\x10 \x01(\rR\bpageSize\"\x9f\x03\n" +
+	"\tpage_size\x18\x10 \x01(\rR\bpageSize\x12\x1f\n" +
+	"\vlive_blocks\x18\x11 \x01(\x04R\n" +
+	"liveBlocks\x12\x14\n" +
+	"\x05moves\x18\x12 \x01(\x04R\x05moves\"\x9f\x03\n" +
 	"\rOccupationRow\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12\x10\n" +
