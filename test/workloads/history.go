@@ -18,6 +18,7 @@ import (
 	"github.com/stratatrace/strata/collector/heuristics"
 	"github.com/stratatrace/strata/collector/job"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+	"github.com/stratatrace/strata/test/testenv"
 )
 
 // HistoryServer is a Spark History Server started with the installed
@@ -25,13 +26,13 @@ import (
 // SPARK_NO_DAEMONIZE), on a loopback port, over one event-log directory.
 type HistoryServer struct {
 	URL  string // http://127.0.0.1:PORT
-	proc *Proc
+	proc *testenv.Proc
 }
 
 // StartHistoryServer starts the history server over logDir, rescanning it
 // every second, and waits until its REST API answers.
 func StartHistoryServer(e Env, logDir string) (*HistoryServer, error) {
-	port, err := FreePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -56,12 +57,12 @@ func StartHistoryServerAt(e Env, logDir string, port int) (*HistoryServer, error
 	env := []string{"SPARK_HOME=" + e.SparkHome, "SPARK_NO_DAEMONIZE=true", "SPARK_LOCAL_IP=127.0.0.1",
 		"SPARK_LOG_DIR=" + filepath.Join(dir, "logs"), "SPARK_PID_DIR=" + filepath.Join(dir, "pid"),
 		"SPARK_HISTORY_OPTS=" + opts}
-	p, err := StartProc("spark-history-server", env, filepath.Join(e.SparkHome, "sbin", "start-history-server.sh"))
+	p, err := testenv.StartProc("spark-history-server", env, filepath.Join(e.SparkHome, "sbin", "start-history-server.sh"))
 	if err != nil {
 		return nil, err
 	}
 	h := &HistoryServer{URL: fmt.Sprintf("http://127.0.0.1:%d", port), proc: p}
-	if err := waitFor("the history server's REST API", 90*time.Second, p, func() bool {
+	if err := testenv.WaitFor("the history server's REST API", 90*time.Second, p, func() bool {
 		var apps []json.RawMessage
 		return getJSON(h.URL+"/api/v1/applications", &apps) == nil
 	}); err != nil {
@@ -83,7 +84,7 @@ func (h *HistoryServer) Output() string { return h.proc.Output(4000) }
 
 // WaitApps waits until the server lists every id as completed.
 func (h *HistoryServer) WaitApps(ids []string, timeout time.Duration) error {
-	return waitFor("the history server to list "+strings.Join(ids, ", "), timeout, h.proc, func() bool {
+	return testenv.WaitFor("the history server to list "+strings.Join(ids, ", "), timeout, h.proc, func() bool {
 		var apps []struct {
 			ID       string `json:"id"`
 			Attempts []struct {

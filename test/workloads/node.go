@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stratatrace/strata/test/testenv"
 )
 
 // Node is the Strata side of a run: a collector (embedded store) and an
@@ -20,8 +22,8 @@ type Node struct {
 	Collector string // host:port
 	Socket    string // the agent's hook socket
 	HTTP      string // the agent's metrics address
-	collector *Proc
-	agent     *Proc
+	collector *testenv.Proc
+	agent     *testenv.Proc
 }
 
 // NodeOptions configure StartNode.
@@ -40,7 +42,7 @@ func StartNode(e Env, name string, o NodeOptions) (n *Node, err error) {
 			n.Stop()
 		}
 	}()
-	port, err := FreePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -51,24 +53,24 @@ func StartNode(e Env, name string, o NodeOptions) (n *Node, err error) {
 	if o.History != "" {
 		args = append(args, "--history", o.History, "--history-interval", "2s")
 	}
-	if n.collector, err = StartProc("strata-collector", nil, args...); err != nil {
+	if n.collector, err = testenv.StartProc("strata-collector", nil, args...); err != nil {
 		return nil, err
 	}
-	if err := waitFor("the collector", 60*time.Second, n.collector, func() bool { return listening(n.Collector) }); err != nil {
+	if err := testenv.WaitFor("the collector", 60*time.Second, n.collector, func() bool { return testenv.Listening(n.Collector) }); err != nil {
 		return nil, err
 	}
-	if port, err = FreePort(); err != nil {
+	if port, err = testenv.FreePort(); err != nil {
 		return nil, err
 	}
 	n.HTTP = fmt.Sprintf("127.0.0.1:%d", port)
 	n.Socket = filepath.Join(n.dir, "hook.sock")
-	n.agent, err = StartProc("strata-agent", nil, filepath.Join(e.Bin, "strata-agent"),
+	n.agent, err = testenv.StartProc("strata-agent", nil, filepath.Join(e.Bin, "strata-agent"),
 		"--node-name", "smtt-node", "--hook-socket", n.Socket, "--collector", n.Collector,
 		"--spool-dir", filepath.Join(n.dir, "spool"), "--http", n.HTTP, "--http-insecure", "--counters-interval", "1s")
 	if err != nil {
 		return nil, err
 	}
-	if err := waitFor("the agent", 60*time.Second, n.agent, func() bool {
+	if err := testenv.WaitFor("the agent", 60*time.Second, n.agent, func() bool {
 		resp, err := http.Get("http://" + n.HTTP + "/healthz")
 		if err == nil {
 			resp.Body.Close()
@@ -92,7 +94,7 @@ func (n *Node) Stop() {
 // Logs are the last bytes the agent and collector wrote.
 func (n *Node) Logs() string {
 	var b strings.Builder
-	for _, p := range []*Proc{n.agent, n.collector} {
+	for _, p := range []*testenv.Proc{n.agent, n.collector} {
 		if p != nil {
 			fmt.Fprintf(&b, "--- %s:\n%s\n", p.Name, p.Output(4000))
 		}
@@ -124,7 +126,7 @@ func (n *Node) Metrics() (map[string]float64, error) {
 // Drained waits until the agent has no hook session, no live block and
 // nothing unacknowledged: everything a finished run caused is stored.
 func (n *Node) Drained(timeout time.Duration) error {
-	return waitFor("the agent to deliver everything", timeout, n.agent, func() bool {
+	return testenv.WaitFor("the agent to deliver everything", timeout, n.agent, func() bool {
 		m, err := n.Metrics()
 		return err == nil && m["strata_hook_sessions_active"] == 0 && m["strata_live_blocks"] == 0 &&
 			m["strata_spool_pending_batches"] == 0
@@ -134,7 +136,7 @@ func (n *Node) Drained(timeout time.Duration) error {
 // CPU is the CPU time the agent and the collector have used so far.
 func (n *Node) CPU() (time.Duration, error) {
 	var sum time.Duration
-	for _, p := range []*Proc{n.agent, n.collector} {
+	for _, p := range []*testenv.Proc{n.agent, n.collector} {
 		c, err := p.CPU()
 		if err != nil {
 			return 0, err

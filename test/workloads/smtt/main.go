@@ -28,6 +28,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/stratatrace/strata/test/testenv"
 	"github.com/stratatrace/strata/test/workloads"
 )
 
@@ -146,7 +147,7 @@ func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writ
 			return err
 		}
 	}
-	port, err := workloads.FreePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package workloads
+package testenv
 
 import (
 	"bytes"
@@ -8,12 +8,15 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/prometheus/procfs"
 )
 
-// Proc is a process started in its own process group.
+// Proc is a process (a collector, an agent, a Spark daemon) started in its
+// own process group, so that Stop ends what it started too (a Spark
+// worker's executors). Its stdout and stderr are kept for failure messages.
 type Proc struct {
 	Name string
 	cmd  *exec.Cmd
@@ -22,7 +25,7 @@ type Proc struct {
 	err  error
 }
 
-// syncBuffer collects a process's output for error messages.
+// syncBuffer collects a process's output while it runs.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -40,8 +43,8 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// StartProc starts argv with env added to the environment; its stdout and
-// stderr are kept (Output).
+// StartProc starts argv with env added to the environment. The caller
+// owns it: Stop ends it (a test uses Daemon, which stops it at cleanup).
 func StartProc(name string, env []string, argv ...string) (*Proc, error) {
 	p := &Proc{Name: name, cmd: exec.Command(argv[0], argv[1:]...), out: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
@@ -54,16 +57,37 @@ func StartProc(name string, env []string, argv ...string) (*Proc, error) {
 	return p, nil
 }
 
+// Daemon is StartProc for a test: it fails the test when the process
+// cannot start, and at cleanup stops it and, when the test failed, logs
+// the end of its output.
+func Daemon(tb testing.TB, name string, env []string, argv ...string) *Proc {
+	tb.Helper()
+	p, err := StartProc(name, env, argv...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		p.Stop()
+		if tb.Failed() {
+			tb.Logf("--- %s output (last 4000 bytes):\n%s", name, p.Output(4000))
+		}
+	})
+	return p
+}
+
+// PID is the process's id (its process group's too).
+func (p *Proc) PID() int { return p.cmd.Process.Pid }
+
 // CPU is the CPU time (user + system) the process has used so far, read
 // from /proc/PID/stat.
 func (p *Proc) CPU() (time.Duration, error) {
-	proc, err := procfs.NewProc(p.cmd.Process.Pid)
+	proc, err := procfs.NewProc(p.PID())
 	if err != nil {
-		return 0, fmt.Errorf("cpu time of %s: %w", p.Name, err)
+		return 0, fmt.Errorf("read cpu time of %s: %w", p.Name, err)
 	}
 	st, err := proc.Stat()
 	if err != nil {
-		return 0, fmt.Errorf("cpu time of %s: %w", p.Name, err)
+		return 0, fmt.Errorf("read cpu time of %s: %w", p.Name, err)
 	}
 	return time.Duration(st.CPUTime() * float64(time.Second)), nil
 }
@@ -87,27 +111,28 @@ func (p *Proc) Output(n int) string {
 	return s
 }
 
-// Stop ends the process group: SIGTERM, then SIGKILL after 10 s.
+// Stop ends the process group: SIGTERM, then SIGKILL after 10 s. It is
+// nil-safe and may be called again.
 func (p *Proc) Stop() {
 	if p == nil {
 		return
 	}
 	if done, _ := p.Exited(); done {
-		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // what it left in its group
+		syscall.Kill(-p.PID(), syscall.SIGKILL) // what it left in its group
 		return
 	}
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	syscall.Kill(-p.PID(), syscall.SIGTERM)
 	select {
 	case <-p.done:
 	case <-time.After(10 * time.Second):
-		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		syscall.Kill(-p.PID(), syscall.SIGKILL)
 		<-p.done
 	}
 }
 
-// waitFor polls ok every 100 ms until it holds or timeout passes; p, when
-// set, failing first ends the wait with its output.
-func waitFor(what string, timeout time.Duration, p *Proc, ok func() bool) error {
+// WaitFor polls ok every 100 ms until it holds or timeout passes; p, when
+// not nil, exiting first ends the wait with its output.
+func WaitFor(what string, timeout time.Duration, p *Proc, ok func() bool) error {
 	deadline := time.Now().Add(timeout)
 	for !ok() {
 		if p != nil {
@@ -133,7 +158,8 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func listening(addr string) bool {
+// Listening reports whether something accepts TCP connections at addr.
+func Listening(addr string) bool {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err == nil {
 		c.Close()
