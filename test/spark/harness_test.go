@@ -49,24 +49,6 @@ func sparkJobJar(t testing.TB, home string) string {
 	return testenv.Built(t, filepath.Join("sparkjob", "sparkjob-"+v+".jar"))
 }
 
-// syncBuffer keeps a process's output for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // step is one JSON line of the job.
 type step struct {
 	Step     string `json:"step"`
@@ -91,7 +73,7 @@ type job struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	steps  chan step
-	stderr *syncBuffer
+	stderr *testenv.SyncBuffer
 	done   chan error
 }
 
@@ -107,7 +89,7 @@ func startJob(t *testing.T, home, master string, conf []string, args ...string) 
 	j := &job{
 		cmd:    exec.Command(filepath.Join(home, "bin", "spark-submit"), argv...),
 		steps:  make(chan step, 8),
-		stderr: &syncBuffer{},
+		stderr: &testenv.SyncBuffer{},
 		done:   make(chan error, 1),
 	}
 	j.cmd.Env = append(os.Environ(), "SPARK_HOME="+home, "SPARK_LOCAL_IP=127.0.0.1")

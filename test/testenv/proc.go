@@ -20,24 +20,25 @@ import (
 type Proc struct {
 	Name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *SyncBuffer
 	done chan struct{}
 	err  error
 }
 
-// syncBuffer collects a process's output while it runs.
-type syncBuffer struct {
+// SyncBuffer collects a process's output while it runs (an exec.Cmd's
+// Stdout and Stderr), safe to read meanwhile.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
@@ -46,7 +47,7 @@ func (s *syncBuffer) String() string {
 // StartProc starts argv with env added to the environment. The caller
 // owns it: Stop ends it (a test uses Daemon, which stops it at cleanup).
 func StartProc(name string, env []string, argv ...string) (*Proc, error) {
-	p := &Proc{Name: name, cmd: exec.Command(argv[0], argv[1:]...), out: &syncBuffer{}, done: make(chan struct{})}
+	p := &Proc{Name: name, cmd: exec.Command(argv[0], argv[1:]...), out: &SyncBuffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
