@@ -5,7 +5,7 @@
 // question the collector asks: BatchAppender (ingest), TraceReader (the
 // query service), SummaryReader (the cross-layer job heuristics), JobStore
 // (the job-history poller and the query service) and UIReader (the web
-// UI: job search and timeline, applications, RDDs, occupancy over time,
+// UI: job search and timeline, applications, occupancy over time,
 // the physical memory map); ingest, query and web each declare the
 // narrower part they need. DuckDB (Open) is the
 // embedded backend: one database file, strata.duckdb, in the store
@@ -16,7 +16,7 @@
 //
 // # Writes
 //
-// One writer goroutine owns the write connection and its three appenders.
+// One writer goroutine owns the write connection and its four appenders.
 // Append validates a batch (ValidateBatch; refusals wrap ErrInvalidBatch)
 // against everything the queries rely on — PFN steps, page sizes, address,
 // PFN and swap ranges, folio sizes, NUMA node ids, enum values, states that
@@ -24,7 +24,7 @@
 // poison the application's earlier records; FuzzValidateRun holds that
 // whatever it accepts expands as Trace expands it. Then, on the writer, looks up its key (node_name, boot_id, seq): a stored
 // key makes the batch a duplicate and nothing is written. Otherwise the
-// batch's records, runs and workloads go through the appenders, its
+// batch's records, runs, workloads and process memory samples go through the appenders, its
 // NodeInfo into nodes (when it differs from what was last written for the
 // machine) and its key row into batches, all in one transaction; Append
 // returns after COMMIT, so an acknowledged batch is durable and a failed
@@ -57,6 +57,8 @@
 //     expanded into pages only when a query asks for pages.
 //   - workloads: one row per WorkloadCounters; absent hardware counters are
 //     NULL.
+//   - process_memory: one row per ProcessMemory sample (VmRSS, RssAnon,
+//     RssFile, RssShmem, VmHWM of a hooked process at a time).
 //   - jobs: one row per analysed job, the JobResult kept as protobuf bytes.
 //
 // The SQL names PageRun.state bits ({PRESENT}, {SWAPPED}); withStates puts
@@ -87,16 +89,29 @@
 //     intervals. A hardware counter is reported only when every snapshot
 //     measured it; walk percentages need a non-zero cycle count.
 //   - Cached, FaultNodes, Machines: the cross-layer summary of one app —
-//     cached pages per RDD and node as Numa takes them (without
-//     de-duplicating overlaps), sampled faults split local and remote, and
-//     the machines holding the app's records with their NodeInfo.
+//     cached pages per RDD and node, each block buffer as last resolved
+//     while it was live (as RDDs takes them; a finished app's blocks are all
+//     freed), without de-duplicating overlaps; sampled faults split local
+//     and remote; and the machines holding the app's records with their
+//     NodeInfo.
+//   - RDDs (report.go; `strata report` and the web UI's RDD table): per
+//     cached RDD, its blocks and hook accesses over every registration (a
+//     read or write counted once per block, not per buffer; a move once per
+//     buffer), the blocks still live (a buffer's latest record is not a
+//     free), each buffer's bytes and pages as last resolved while it was
+//     live (its latest registration's last record with pages before any
+//     free), pages per NUMA node, evictions, fault counters and samples.
+//     Execution memory (Tungsten pages carry their task's RDD) is never an
+//     RDD's.
+//   - Occupation and Occupancy share one definition of what cached blocks
+//     hold (heldStepsCTE): a buffer holds the present bytes its latest
+//     record with pages resolved, nothing after its free. Occupation is the
+//     running sum per process, its maximum set against the largest VmHWM
+//     the agent sampled (process_memory) and the node's MemTotal; Occupancy
+//     is the running sum per RDD, cut into equal time buckets.
 //   - SearchJobs, JobTimeline: the jobs table keeps user, queue, type and
 //     score beside the result (filled from stored results at Open for jobs
 //     an older collector wrote), so filters, order and paging run in SQL.
-//   - RDDs, Occupancy: lifecycle records counted once per block buffer,
-//     time and access (split records together); a block is live when its
-//     latest time holds no free; occupancy is the running sum of each
-//     block's change in present pages, cut into equal time buckets.
 //   - PhysMap: the live blocks' latest runs on one machine, as a PFN index
 //     of consecutive-frame segments (physmap.go), cached per (app,
 //     machine) until the next batch; a window is a binary search plus a

@@ -124,7 +124,7 @@ func TestUISpark(t *testing.T) {
 	type uiRDD struct {
 		RDD        int32  `json:"rdd"`
 		LiveBlocks uint64 `json:"live_blocks"`
-		LiveBytes  uint64 `json:"live_bytes"`
+		Bytes      uint64 `json:"bytes"`
 		Present    uint64 `json:"present"`
 	}
 	byRDD := map[int]uiRDD{}
@@ -144,7 +144,7 @@ func TestUISpark(t *testing.T) {
 			}
 		}
 		for _, id := range serialized {
-			if byRDD[id].LiveBytes != uint64(listed[id].MemoryUsed) {
+			if byRDD[id].Bytes != uint64(listed[id].MemoryUsed) {
 				return false
 			}
 		}
@@ -188,9 +188,9 @@ func TestUISpark(t *testing.T) {
 		}
 		for _, id := range serialized {
 			var title string
-			b.eval(t, fmt.Sprintf(`document.querySelector('#rdd-table tr[data-rdd="%d"] td[data-col="live_bytes"]').title`, id), &title)
+			b.eval(t, fmt.Sprintf(`document.querySelector('#rdd-table tr[data-rdd="%d"] td[data-col="bytes"]').title`, id), &title)
 			if want := fmt.Sprintf("%d bytes", listed[id].MemoryUsed); title != want {
-				t.Errorf("RDD %d live bytes %q, Spark says %s", id, title, want)
+				t.Errorf("RDD %d bytes %q, Spark says %s", id, title, want)
 			}
 		}
 		if got := cell(s.Ser, "present"); got != strconv.FormatUint(truth, 10) {
