@@ -107,6 +107,19 @@ func (b *browser) run(t *testing.T, what string, actions ...chromedp.Action) {
 	}
 }
 
+// follow runs actions that navigate (a click on a link, a form's submit)
+// and waits for the new page's load, so what is read next is the new
+// page's, not the old one's.
+func (b *browser) follow(t *testing.T, what string, actions ...chromedp.Action) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	if _, err := chromedp.RunResponse(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	b.run(t, what+": wait for the page", chromedp.WaitReady("body", chromedp.ByQuery))
+}
+
 // open loads url, waits for its body (and its memory map, if it has one,
 // to finish) and fails the test on any console error the load caused.
 func (b *browser) open(t *testing.T, url string) {

@@ -195,7 +195,7 @@ func TestUI(t *testing.T) {
 		}
 		page1 := b.texts(t, "table.jobs tbody tr[data-job] td:first-child")
 		b.shot(t, "jobs")
-		b.run(t, "next page", chromedp.Click(`//nav[@id="pager"]/a[contains(., "next")]`), chromedp.WaitReady("#result-count", chromedp.ByQuery))
+		b.follow(t, "next page", chromedp.Click(`//nav[@id="pager"]/a[contains(., "next")]`))
 		b.noErrors(t, "jobs page 2")
 		page2 := b.texts(t, "table.jobs tbody tr[data-job] td:first-child")
 		if len(page1) != 25 || len(page2) != 8 {
@@ -210,11 +210,10 @@ func TestUI(t *testing.T) {
 		}
 		// The form: user bob, MapReduce only.
 		b.open(t, col.http+"/jobs")
-		b.run(t, "search bob's mapreduce jobs",
+		b.run(t, "fill the search form",
 			chromedp.SendKeys(`input[name="user"]`, "bob", chromedp.ByQuery),
-			chromedp.SetValue(`select[name="type"]`, "mapreduce", chromedp.ByQuery),
-			chromedp.Submit(`#search`, chromedp.ByQuery),
-			chromedp.WaitReady("#result-count", chromedp.ByQuery))
+			chromedp.SetValue(`select[name="type"]`, "mapreduce", chromedp.ByQuery))
+		b.follow(t, "search bob's mapreduce jobs", chromedp.Submit(`#search`, chromedp.ByQuery))
 		b.noErrors(t, "search")
 		var bob apiJobs
 		if err := getJSON(api+"/jobs?user=bob&type=mapreduce&limit=100", &bob); err != nil {
