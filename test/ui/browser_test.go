@@ -32,6 +32,13 @@ type browser struct {
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
 	exe := testenv.Chromium(t)
+	// Not t.TempDir: Chromium's helper processes may still write to the
+	// profile for a moment after the browser is gone, which fails
+	// TempDir's cleanup. Removed here, retrying for a while.
+	profile, err := os.MkdirTemp("", "strata-ui-chromium")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
 		chromedp.Headless,
@@ -44,7 +51,7 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1400, 1000),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -52,6 +59,9 @@ func newBrowser(t *testing.T) *browser {
 	t.Cleanup(func() {
 		cancel()
 		cancelAlloc()
+		for i := 0; os.RemoveAll(profile) != nil && i < 50; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
 	})
 	b := &browser{ctx: ctx, shots: screenshotDir(t)}
 	chromedp.ListenTarget(ctx, func(ev any) {
