@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"google.golang.org/protobuf/proto"
 
@@ -25,11 +26,23 @@ func SetWriteHook(s *DuckDB, hook func(step string) error) {
 
 // AppendUnchecked stores b as Append does, but without ValidateBatch: the
 // store a collector that validated less may have left behind.
-func AppendUnchecked(s *DuckDB, b *stratav1.Batch) error {
-	return s.submit(context.Background(), func(w *writer) error {
-		_, err := w.append(b)
-		return err
-	})
+func AppendUnchecked(st Store, b *stratav1.Batch) error {
+	switch s := st.(type) {
+	case *ClickHouse:
+		return s.appendUnchecked(b)
+	case *DuckDB:
+		return s.submit(context.Background(), func(w *writer) error {
+			_, err := w.append(b)
+			return err
+		})
+	}
+	panic(fmt.Sprintf("store: AppendUnchecked of %T", st))
+}
+
+// appendUnchecked is Append without ValidateBatch.
+func (s *ClickHouse) appendUnchecked(b *stratav1.Batch) error {
+	_, err := s.appendEntry(context.Background(), encodeBatch(b, randomUint64(), uint32(s.now().Unix())))
+	return err
 }
 
 // ExpandStored expands run as Trace does once it is stored: its PFN steps
