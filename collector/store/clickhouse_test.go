@@ -2,8 +2,11 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,4 +51,224 @@ func TestClickHouseContract(t *testing.T) {
 	srv := chserver.Shared(t)
 	t.Logf("clickhouse-server %s at %s", srv.Version, srv.URL)
 	storetest.Contract(t, chBackend)
+}
+
+// countRows returns count() of a raw table in db, bypassing visibility.
+func countRows(t *testing.T, srv *chserver.Server, db, table, where string) int {
+	t.Helper()
+	out, err := srv.Query(context.Background(), "SELECT count() FROM "+db+"."+table+" "+where)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("count %s: %q", table, out)
+	}
+	return n
+}
+
+// A group commit that fails at any step leaves its batch stored once or
+// not at all, and the agent's replay through another collector (a second
+// store on the same database) makes it stored exactly once: rows written
+// before the commit rows are never read, and a batch whose commit rows
+// went in but whose key did not is written again on replay and still
+// read once.
+func TestClickHouseCommitFailsAtEachStep(t *testing.T) {
+	srv := chserver.Shared(t)
+	db := srv.Database(t)
+	a := openCH(t, chOptions(srv, db, nil))
+	b := openCH(t, chOptions(srv, db, nil))
+	injected := errors.New("injected failure")
+	for i, step := range store.CommitSteps {
+		seq := uint64(i + 1)
+		store.SetCommitHook(a, func(at string) error {
+			if at == step {
+				return injected
+			}
+			return nil
+		})
+		if _, err := a.Append(context.Background(), storetest.Sample(seq)); !errors.Is(err, injected) {
+			t.Fatalf("step %s: append = %v, want the injected failure", step, err)
+		}
+		store.SetCommitHook(a, nil)
+		visible := len(storetest.Trace(t, a, store.TraceQuery{AppID: storetest.App}))
+		wantBefore := (int(seq) - 1) * storetest.SamplePages
+		if step == "key" { // the commit rows went in: stored, though unacknowledged
+			wantBefore += storetest.SamplePages
+		}
+		if visible != wantBefore {
+			t.Fatalf("step %s: %d pages visible after the failure, want %d", step, visible, wantBefore)
+		}
+		res := storetest.MustAppend(t, b, storetest.Sample(seq)) // the agent fails over
+		if res.Duplicate {
+			t.Fatalf("step %s: replay through the other collector reported duplicate; the key was never written", step)
+		}
+		if res := storetest.MustAppend(t, a, storetest.Sample(seq)); !res.Duplicate {
+			t.Fatalf("step %s: third send not a duplicate", step)
+		}
+		if n := len(storetest.Trace(t, a, store.TraceQuery{AppID: storetest.App})); n != int(seq)*storetest.SamplePages {
+			t.Fatalf("step %s: %d pages, want %d (every batch once)", step, n, int(seq)*storetest.SamplePages)
+		}
+	}
+	// Seq 5 (failed at "key") was committed twice; reads take one attempt.
+	if n := countRows(t, srv, db, "batch_apps", "WHERE seq = 5"); n != 2 {
+		t.Fatalf("seq 5 has %d commit rows, want 2 (its first write and the replay)", n)
+	}
+	var recs int
+	if err := a.Records(context.Background(), store.RecordsQuery{AppID: storetest.App}, func(*stratav1.RecordRow) error {
+		recs++
+		return nil
+	}); err != nil || recs != 3*len(store.CommitSteps) {
+		t.Fatalf("records = %d (%v), want %d", recs, err, 3*len(store.CommitSteps))
+	}
+}
+
+// Two collectors write the same batch at the same moment (an agent that
+// failed over while its first collector was still storing): both find it
+// absent and both commit it, and every query reads it once.
+func TestClickHouseTwoCollectorsRace(t *testing.T) {
+	srv := chserver.Shared(t)
+	db := srv.Database(t)
+	a := openCH(t, chOptions(srv, db, nil))
+	b := openCH(t, chOptions(srv, db, nil))
+	held, release := make(chan struct{}), make(chan struct{})
+	store.SetCommitHook(a, func(step string) error {
+		if step == "commit" { // a has looked the key up and written the rows
+			close(held)
+			<-release
+		}
+		return nil
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Append(context.Background(), storetest.Sample(1))
+		done <- err
+	}()
+	<-held
+	if res := storetest.MustAppend(t, b, storetest.Sample(1)); res.Duplicate {
+		t.Fatal("b found the batch a had not committed yet")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := countRows(t, srv, db, "batch_apps", ""); n != 2 {
+		t.Fatalf("%d commit rows, want 2: both collectors committed", n)
+	}
+	if n := len(storetest.Trace(t, a, store.TraceQuery{AppID: storetest.App})); n != storetest.SamplePages {
+		t.Fatalf("%d pages, want %d (once)", n, storetest.SamplePages)
+	}
+	storetest.EqualRows(t, must(b.Numa(context.Background(), storetest.App)), storetest.SampleNuma())
+	storetest.EqualRows(t, must(a.Faults(context.Background(), storetest.App)), storetest.SampleFaults())
+	over := must(a.Overhead(context.Background(), storetest.App))
+	if len(over) != 2 || over[0].GetCounters().GetTaskClockNs() != 1e9 {
+		t.Fatalf("overhead = %v, want the sample's counters once", over)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// Strings reach the server as literals: quotes and backslashes in an app
+// or block id neither break a query nor widen it.
+func TestClickHouseQuoting(t *testing.T) {
+	s := chBackend.New
+	st, _ := s(t, nil)
+	b := storetest.Sample(1)
+	const odd = `rdd_7_3' OR '1'='1 \' \\`
+	b.Records[0].Block.BlockId = odd
+	storetest.MustAppend(t, st, b)
+	var got []*stratav1.RecordRow
+	if err := st.Records(context.Background(), store.RecordsQuery{AppID: storetest.App, BlockID: odd}, func(r *stratav1.RecordRow) error {
+		got = append(got, r)
+		return nil
+	}); err != nil || len(got) != 1 || got[0].GetBlock().GetBlockId() != odd {
+		t.Fatalf("records of %q = %v, %v", odd, got, err)
+	}
+	if n := len(storetest.Trace(t, st, store.TraceQuery{AppID: storetest.App + `' OR '1'='1`})); n != 0 {
+		t.Fatalf("%d pages for a quoted app id", n)
+	}
+}
+
+// The cluster layout's read and write paths — Distributed tables over
+// <name>_local tables, distributed_product_mode=local,
+// insert_distributed_sync — give the contract's answers, on a cluster of
+// one shard that is the test server itself.
+func TestClickHouseContractDistributed(t *testing.T) {
+	storetest.Contract(t, storetest.Backend{
+		New: func(tb testing.TB, log *slog.Logger) (store.Store, func() store.Store) {
+			srv := chserver.Shared(tb)
+			opts := chOptions(srv, srv.Database(tb), log)
+			opts.Cluster = chserver.Cluster
+			open := func() store.Store {
+				s, err := store.OpenClickHouseOneShard(context.Background(), opts)
+				if err != nil {
+					tb.Fatalf("open: %v", err)
+				}
+				tb.Cleanup(func() { s.Close() })
+				return s
+			}
+			return open(), open
+		},
+		AppendUnchecked: chBackend.AppendUnchecked,
+	})
+}
+
+// Two collectors claim the same jobs: until the earliest claim is older
+// than the settle time nobody is the decided owner; then both see the same
+// owner of each job; when the lease runs out the claims are gone.
+func TestClickHouseJobClaims(t *testing.T) {
+	srv := chserver.Shared(t)
+	db := srv.Database(t)
+	optsA, optsB := chOptions(srv, db, nil), chOptions(srv, db, nil)
+	optsA.Owner, optsB.Owner = "collector-a", "collector-b"
+	optsA.ClaimLease, optsB.ClaimLease = 4*time.Second, 4*time.Second
+	a, b := openCH(t, optsA), openCH(t, optsB)
+	ctx := context.Background()
+	if err := a.ClaimJobs(ctx, []string{"job_1", "job_2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ClaimJobs(ctx, []string{"job_2", "job_3"}); err != nil {
+		t.Fatal(err)
+	}
+	ca := must(a.JobClaims(ctx))
+	if c := ca["job_1"]; c.Owner != "collector-a" || c.Decided {
+		t.Fatalf("job_1 right after claiming: %+v, want a's, undecided", c)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !ca["job_1"].Decided || !ca["job_2"].Decided || !ca["job_3"].Decided {
+		if time.Now().After(deadline) {
+			t.Fatalf("claims not decided within 10s: %+v", ca)
+		}
+		time.Sleep(200 * time.Millisecond)
+		ca = must(a.JobClaims(ctx))
+	}
+	cb := must(b.JobClaims(ctx))
+	if ca["job_1"].Owner != "collector-a" || ca["job_3"].Owner != "collector-b" || ca["job_2"] != cb["job_2"] {
+		t.Fatalf("a sees %+v, b sees %+v", ca, cb)
+	}
+	time.Sleep(5 * time.Second)
+	if c := must(a.JobClaims(ctx)); len(c) != 0 {
+		t.Fatalf("claims after their lease: %+v", c)
+	}
+}
+
+// FuzzRowReader: whatever bytes the server's answer holds, the reader
+// returns rows or an error, never panics, and never reads a string longer
+// than the answer.
+func FuzzRowReader(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0xA5, 2, 'h', 'i', 1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 7, 3, 1, 2, 3})
+	f.Add([]byte("Code: 395, e.displayText() = DB::Exception: Value passed to 'throwIf' function is non zero\n"))
+	f.Add([]byte{0xA5, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, err := store.DecodeRows(data)
+		if err == nil && n*14 > len(data) {
+			t.Fatalf("%d rows from %d bytes", n, len(data))
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -51,4 +52,37 @@ func ExpandStored(run *stratav1.PageRun, pageSize uint32, fn func(stratav1.Page)
 	stored := proto.Clone(run).(*stratav1.PageRun)
 	stored.PfnDeltas = nil
 	return expandRun(stored, encodeDeltas(run.GetPfnDeltas()), pageSize, fn)
+}
+
+// SetCommitHook makes the ClickHouse committer call hook before each step
+// of every later group commit (CommitSteps); nil removes it.
+func SetCommitHook(s *ClickHouse, hook func(step string) error) {
+	s.commit.hookMu.Lock()
+	defer s.commit.hookMu.Unlock()
+	s.commit.hook = hook
+}
+
+// OpenClickHouseOneShard opens the store with the cluster layout
+// (Distributed tables over <name>_local tables) on a cluster of one
+// shard that is the server itself, without ON CLUSTER DDL or Replicated
+// engines, which need ZooKeeper: the cluster's read and write paths, on
+// one server.
+func OpenClickHouseOneShard(ctx context.Context, opts ClickHouseOptions) (*ClickHouse, error) {
+	opts.layout = &chLayout{cluster: opts.Cluster}
+	return OpenClickHouse(ctx, opts)
+}
+
+// DecodeRows reads data as the answer of a query selecting
+// (rowMagic, String, UInt64, Int32, UInt8, String): the fuzz target of the
+// RowBinary reader. It returns the rows read and the reader's error.
+func DecodeRows(data []byte) (int, error) {
+	r := newRowReader(bytes.NewReader(data))
+	n := 0
+	for r.next() {
+		_, _, _, _, _ = r.str(), r.u64(), r.i32(), r.u8(), r.blob()
+		if r.Err() == nil {
+			n++
+		}
+	}
+	return n, r.Err()
 }
