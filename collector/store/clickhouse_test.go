@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,9 +39,10 @@ func openCH(tb testing.TB, opts store.ClickHouseOptions) *store.ClickHouse {
 // chBackend runs the contract on a real clickhouse-server (Debian's,
 // started by chserver), each test in a database of its own.
 var chBackend = storetest.Backend{
-	New: func(tb testing.TB, log *slog.Logger) (store.Store, func() store.Store) {
+	New: func(tb testing.TB, env storetest.Env) (store.Store, func() store.Store) {
 		srv := chserver.Shared(tb)
-		opts := chOptions(srv, srv.Database(tb), log)
+		opts := chOptions(srv, srv.Database(tb), env.Log)
+		opts.Now = env.Now
 		open := func() store.Store { return openCH(tb, opts) }
 		return open(), open
 	},
@@ -177,7 +179,7 @@ func must[T any](v T, err error) T {
 // or block id neither break a query nor widen it.
 func TestClickHouseQuoting(t *testing.T) {
 	s := chBackend.New
-	st, _ := s(t, nil)
+	st, _ := s(t, storetest.Env{})
 	b := storetest.Sample(1)
 	const odd = `rdd_7_3' OR '1'='1 \' \\`
 	b.Records[0].Block.BlockId = odd
@@ -200,9 +202,10 @@ func TestClickHouseQuoting(t *testing.T) {
 // one shard that is the test server itself.
 func TestClickHouseContractDistributed(t *testing.T) {
 	storetest.Contract(t, storetest.Backend{
-		New: func(tb testing.TB, log *slog.Logger) (store.Store, func() store.Store) {
+		New: func(tb testing.TB, env storetest.Env) (store.Store, func() store.Store) {
 			srv := chserver.Shared(tb)
-			opts := chOptions(srv, srv.Database(tb), log)
+			opts := chOptions(srv, srv.Database(tb), env.Log)
+			opts.Now = env.Now
 			opts.Cluster = chserver.Cluster
 			open := func() store.Store {
 				s, err := store.OpenClickHouseOneShard(context.Background(), opts)
@@ -271,4 +274,26 @@ func FuzzRowReader(f *testing.F) {
 			t.Fatalf("%d rows from %d bytes", n, len(data))
 		}
 	})
+}
+
+// Size retention on ClickHouse drops whole day partitions: a bound one
+// byte below the database's size drops exactly the oldest day, and the
+// size falls by that day's parts.
+func TestClickHouseRetentionBytes(t *testing.T) {
+	ctx := context.Background()
+	base := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	var now atomic.Int64
+	s, _ := chBackend.New(t, storetest.Env{Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	const days, perDay, recs = 3, 2, 10
+	storetest.RetentionDays(s, t, days, perDay, recs, base, &now)
+	now.Store(base.UnixNano())
+	r0 := must(s.Retain(ctx, store.Retention{}))
+	r1, err := s.Retain(ctx, store.Retention{MaxBytes: r0.BytesBefore - 1})
+	if err != nil || r1.Dropped != 1 || r1.BytesAfter > r0.BytesBefore-1 {
+		t.Fatalf("retain to %d bytes = %+v, %v", r0.BytesBefore-1, r1, err)
+	}
+	storetest.WantDays(t, s, days, perDay*recs, 1, "size one byte less")
+	if r := must(s.Retain(ctx, store.Retention{MaxBytes: r1.BytesAfter})); r.Dropped != 0 {
+		t.Fatalf("retain at the size it has dropped %d days", r.Dropped)
+	}
 }

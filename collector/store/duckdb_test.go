@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"database/sql"
-	"log/slog"
 	"path/filepath"
 	"testing"
 
@@ -17,10 +16,11 @@ import (
 // duckBackend runs the contract on the embedded store, each test in a
 // directory of its own.
 var duckBackend = storetest.Backend{
-	New: func(tb testing.TB, log *slog.Logger) (store.Store, func() store.Store) {
+	New: func(tb testing.TB, env storetest.Env) (store.Store, func() store.Store) {
 		dir := tb.TempDir()
 		open := func() store.Store {
-			s, err := store.Open(context.Background(), store.Options{Dir: dir, MemoryLimit: "256MB", Threads: 2, Logger: log})
+			s, err := store.Open(context.Background(), store.Options{Dir: dir, MemoryLimit: "256MB", Threads: 2,
+				Logger: env.Log, Now: env.Now})
 			if err != nil {
 				tb.Fatalf("open store: %v", err)
 			}

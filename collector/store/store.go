@@ -109,5 +109,6 @@ type Store interface {
 	TraceReader
 	SummaryReader
 	JobStore
+	Retainer
 	Close() error
 }

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -20,18 +23,26 @@ import (
 // Backend is a store implementation the contract runs against.
 type Backend struct {
 	// New opens a store on a fresh, empty location (a directory, a
-	// database) with log (nil: discard). reopen opens another store on
-	// the same location once the first is closed. Every store it returns
-	// is closed at tb's cleanup.
-	New func(tb testing.TB, log *slog.Logger) (s store.Store, reopen func() store.Store)
+	// database) in env. reopen opens another store on the same location
+	// once the first is closed. Every store it returns is closed at tb's
+	// cleanup.
+	New func(tb testing.TB, env Env) (s store.Store, reopen func() store.Store)
 	// AppendUnchecked stores b as Append does but without ValidateBatch:
 	// what a collector that validated less may have left behind.
 	AppendUnchecked func(s store.Store, b *stratav1.Batch) error
 }
 
+// Env is what a test sets of a store it opens.
+type Env struct {
+	// Log receives the store's log; nil discards it.
+	Log *slog.Logger
+	// Now is the store's clock; nil is time.Now.
+	Now func() time.Time
+}
+
 func (be Backend) open(tb testing.TB) store.Store {
 	tb.Helper()
-	s, _ := be.New(tb, nil)
+	s, _ := be.New(tb, Env{})
 	return s
 }
 
@@ -62,6 +73,7 @@ func Contract(t *testing.T, be Backend) {
 		{"Summary", testSummary},
 		{"Machines", testMachines},
 		{"Jobs", testJobs},
+		{"Retention", testRetention},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, be) })
 	}
@@ -642,7 +654,7 @@ func testShortDeltasRefused(t *testing.T, be Backend) {
 // machine holding only another app's records is not listed.
 func testMachines(t *testing.T, be Backend) {
 	ctx := context.Background()
-	s, reopen := be.New(t, nil)
+	s, reopen := be.New(t, Env{})
 	batch := func(node, boot string, seq uint64, ni *stratav1.NodeInfo) *stratav1.Batch {
 		b := Sample(seq)
 		b.NodeName, b.BootId, b.Node = node, boot, ni
@@ -686,7 +698,7 @@ func testMachines(t *testing.T, be Backend) {
 // queries saturate instead of failing.
 func testCorruptStoredRows(t *testing.T, be Backend) {
 	var logs syncBuffer
-	s, _ := be.New(t, slog.New(slog.NewTextHandler(&logs, nil)))
+	s, _ := be.New(t, Env{Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	MustAppend(t, s, Sample(1))
 	bad := Sample(2)
 	bad.Records[0].Runs[0].PfnDeltas = []int64{7}                     // 3 pages, 1 step
@@ -734,7 +746,7 @@ func testCorruptStoredRows(t *testing.T, be Backend) {
 
 func testAppendDuplicateAndReopen(t *testing.T, be Backend) {
 	ctx := context.Background()
-	s, reopen := be.New(t, nil)
+	s, reopen := be.New(t, Env{})
 	if got := MustAppend(t, s, Sample(1)); got != (store.AppendResult{Records: 3}) {
 		t.Fatalf("first append = %+v", got)
 	}
@@ -862,5 +874,78 @@ func testSummary(t *testing.T, be Backend) {
 	}
 	if c, err := s.Cached(ctx, "application_none"); err != nil || len(c) != 0 {
 		t.Fatalf("cached of an unknown app = %v %v", c, err)
+	}
+}
+
+// Four days of traces, received a day apart: age retention drops the days
+// older than the bound, size retention drops the oldest day at a time but
+// keeps the newest, and what a drop forgot is stored again when replayed
+// while what was kept is still a duplicate. (How much a drop frees is
+// backend-specific: see each backend's own retention test.)
+func testRetention(t *testing.T, be Backend) {
+	ctx := context.Background()
+	base := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	var now atomic.Int64
+	s, _ := be.New(t, Env{Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	const days, perDay = 4, 2
+	batches := RetentionDays(s, t, days, perDay, 10, base, &now)
+	now.Store(base.UnixNano())
+	WantDays(t, s, days, perDay*10, 0, "before")
+	r0, err := s.Retain(ctx, store.Retention{})
+	if err != nil || r0.Dropped != 0 || r0.BytesBefore <= 0 || r0.BytesAfter != r0.BytesBefore {
+		t.Fatalf("retain without bounds = %+v, %v", r0, err)
+	}
+	WantDays(t, s, days, perDay*10, 0, "no bounds")
+	if r, err := s.Retain(ctx, store.Retention{MaxAge: 36 * time.Hour}); err != nil || r.Dropped == 0 {
+		t.Fatalf("retain 36h = %+v, %v", r, err)
+	}
+	WantDays(t, s, days, perDay*10, 2, "age 36h")
+	if r, err := s.Retain(ctx, store.Retention{MaxBytes: 1}); err != nil || !r.KeptOverSize || r.Dropped == 0 {
+		t.Fatalf("retain to 1 byte = %+v, %v", r, err)
+	}
+	WantDays(t, s, days, perDay*10, 3, "size 1 byte")
+	if res := MustAppend(t, s, batches[days*perDay-1]); !res.Duplicate {
+		t.Fatal("a kept batch replayed was stored again")
+	}
+	if res := MustAppend(t, s, batches[0]); res.Duplicate {
+		t.Fatal("a dropped batch replayed was reported stored")
+	}
+}
+
+// RetentionDays appends days×perDay BenchBatches of recs records, the
+// batches of day d (machine "day-d") received at base-(days-1-d) days by
+// the clock now, which it moves. It returns the batches.
+func RetentionDays(s store.BatchAppender, tb testing.TB, days, perDay, recs int, base time.Time, now *atomic.Int64) []*stratav1.Batch {
+	tb.Helper()
+	batches, _, _ := BenchBatches(days*perDay, recs)
+	for i, b := range batches {
+		d := i / perDay
+		now.Store(base.Add(time.Duration(d-days+1) * 24 * time.Hour).UnixNano())
+		b.NodeName = fmt.Sprintf("day-%d", d)
+		MustAppend(tb, s, b)
+	}
+	return batches
+}
+
+// WantDays fails tb unless the store holds recs records of "app-bench"
+// for each day from first on (machine "day-d") and none of the days
+// before.
+func WantDays(tb testing.TB, s store.TraceReader, days, recs, first int, step string) {
+	tb.Helper()
+	got := map[string]int{}
+	if err := s.Records(context.Background(), store.RecordsQuery{AppID: "app-bench"}, func(r *stratav1.RecordRow) error {
+		got[r.GetNodeName()]++
+		return nil
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	for d := range days {
+		n := 0
+		if d >= first {
+			n = recs
+		}
+		if got[fmt.Sprintf("day-%d", d)] != n {
+			tb.Fatalf("%s: records per day %v, want days %d.. with %d records each", step, got, first, recs)
+		}
 	}
 }
