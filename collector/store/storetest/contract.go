@@ -48,7 +48,7 @@ func (be Backend) open(tb testing.TB) store.Store {
 
 // Contract runs every backend-neutral expectation of the store against
 // be: the same batches in give the same answers out, whatever the
-// backend. Each expectation is a subtest with a fresh store.
+// backend. Each expectation is a parallel subtest with a fresh store.
 func Contract(t *testing.T, be Backend) {
 	for _, c := range []struct {
 		name string
@@ -75,7 +75,10 @@ func Contract(t *testing.T, be Backend) {
 		{"Jobs", testJobs},
 		{"Retention", testRetention},
 	} {
-		t.Run(c.name, func(t *testing.T) { c.fn(t, be) })
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each has a store of its own; the server's round trips overlap
+			c.fn(t, be)
+		})
 	}
 }
 
