@@ -145,7 +145,9 @@ func (s *ClickHouse) ServerVersion() string { return s.version }
 
 func (s *ClickHouse) serverVersion(ctx context.Context) (string, error) {
 	var v string
-	err := s.c.query(ctx, "SELECT "+rowSelect+", version()", func(r *rowReader) { v = r.str() })
+	noDB := *s.c
+	noDB.database = "" // the database may not exist yet
+	err := noDB.query(ctx, "SELECT "+rowSelect+", version()", func(r *rowReader) { v = r.str() })
 	if err != nil {
 		return "", fmt.Errorf("ask server version: %w", err)
 	}
@@ -278,6 +280,9 @@ func (c *chClient) do(ctx context.Context, params url.Values, body io.Reader) (*
 	for k, v := range params {
 		q[k] = v
 	}
+	if q.Get("database") == "" {
+		q.Del("database")
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint+"?"+q.Encode(), body)
 	if err != nil {
 		return nil, err
@@ -312,16 +317,6 @@ func (c *chClient) exec(ctx context.Context, stmt string) error {
 	return err
 }
 
-// execNoDB runs a statement outside the database (creating it).
-func (c *chClient) execNoDB(ctx context.Context, stmt string) error {
-	resp, err := c.do(ctx, nil, strings.NewReader(stmt))
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	_, err = io.Copy(io.Discard, resp.Body)
-	return err
-}
 
 // insert streams body, RowBinary rows of cols, into table.
 func (c *chClient) insert(ctx context.Context, table, cols string, body io.Reader) error {

@@ -202,13 +202,10 @@ func (s *ClickHouse) layout() chLayout {
 func (s *ClickHouse) prepareSchema(ctx context.Context) error {
 	db := s.opts.Database
 	if s.opts.CreateSchema {
-		for i, stmt := range s.layout().statements(db) {
-			var err error
-			if i == 0 {
-				err = s.c.execNoDB(ctx, stmt)
-			} else {
-				err = s.c.exec(ctx, stmt)
-			}
+		noDB := *s.c
+		noDB.database = "" // the first statement creates it; the others name it
+		for _, stmt := range s.layout().statements(db) {
+			err := noDB.exec(ctx, stmt)
 			// Two collectors creating the schema at once: IF NOT EXISTS
 			// does not always hold on old servers; the table is there.
 			if err != nil && !isCode(err, chTableExists, chDatabaseExists) {
