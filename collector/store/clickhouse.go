@@ -42,8 +42,8 @@ type ClickHouseOptions struct {
 	// that arrive meanwhile are written together, so the server sees a few
 	// large inserts per second however many agents send. Default 200 ms.
 	FlushInterval time.Duration
-	// MaxPendingBytes bounds the encoded batches waiting for a group
-	// commit; Append blocks while it is reached. Default 256 MiB.
+	// MaxPendingBytes bounds the encoded batches waiting for or in a
+	// group commit; Append blocks while it is reached. Default 64 MiB.
 	MaxPendingBytes int64
 	// Owner names this collector in job claims; default a random id.
 	Owner string
@@ -102,7 +102,7 @@ func OpenClickHouse(ctx context.Context, opts ClickHouseOptions) (*ClickHouse, e
 		opts.FlushInterval = 200 * time.Millisecond
 	}
 	if opts.MaxPendingBytes <= 0 {
-		opts.MaxPendingBytes = 256 << 20
+		opts.MaxPendingBytes = 64 << 20
 	}
 	if opts.ClaimSettle <= 0 {
 		opts.ClaimSettle = 2 * time.Second

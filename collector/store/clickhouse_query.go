@@ -58,7 +58,8 @@ func chState(name string) string {
 var nodeExpr = "if(" + chState("PRESENT") + " = 0 OR " + chState("PFN_HIDDEN") + " != 0, -1, numa_node)"
 
 // Trace lists, per record and per page, what the record saw, as
-// DuckDB.Trace does; ties in time are broken by (node, boot, seq, record).
+// DuckDB.Trace does; records of the same time are in the order of their
+// batches' write attempts (uid), as DuckDB's are in the order of storage.
 func (s *ClickHouse) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.TracePage) error) error {
 	if err := s.reader(q.AppID); err != nil {
 		return fmt.Errorf("trace: %w", err)
@@ -75,7 +76,7 @@ func (s *ClickHouse) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.
 	vaddr, pages, state, pfn, kpageflags, folio_pages, kpagecount, numa_node, swap_type, swap_offset, pfn_deltas,
 	block_kind, object_graph, chunk, chunks, stage_id, stage_attempt, task_attempt
 FROM runs WHERE app_id = ` + quote(q.AppID) + where + ` AND ` + visibleSQL(q.AppID) + `
-ORDER BY time_ns, node_name, boot_id, seq, rec_idx, vaddr`
+ORDER BY time_ns, uid, rec_idx, vaddr`
 	em := pageEmitter{q: q, fn: fn}
 	defer em.warn(s.log)
 	var ferr error

@@ -24,10 +24,9 @@ type chTable struct {
 	retained bool
 }
 
-// blockCols are the columns records and runs both start with: the batch,
-// the record and its block, so that page queries need no join.
-var blockCols = []string{
-	"received DateTime", "uid UInt64", "node_name String", "boot_id String", "seq UInt64", "rec_idx UInt32",
+// recordCols are the columns of a record and its block that records and
+// runs both carry, so that page queries need no join.
+var recordCols = []string{
 	"time_ns Int64", "access_kind Int8", "pid UInt32",
 	"app_id String", "executor_id String", "rdd_id Int32", "partition_id Int32", "block_id String", "hook_block_id UInt64",
 	"mem_mode Int8", "mem_location Int8", "block_kind Int8", "object_graph UInt8", "chunk UInt32", "chunks UInt32",
@@ -41,12 +40,16 @@ const traceOrder = "(app_id, rdd_id, partition_id, time_ns)"
 // the partition and the time: every query names an application, and most
 // an RDD.
 var chTables = []chTable{
-	{name: "records", columns: concat(blockCols, []string{
+	{name: "records", columns: concat([]string{
+		"received DateTime", "uid UInt64", "node_name String", "boot_id String", "seq UInt64", "rec_idx UInt32",
+	}, recordCols, []string{
 		"tid UInt32", "vaddr UInt64", "length UInt64", "runs UInt32", "pages UInt64",
 		"fault_read UInt64", "fault_write UInt64", "fault_exec UInt64", "fault_major UInt64", "fault_unclassified UInt64",
 		"free_reason Int8", "resolve_error String",
 	}), engine: "MergeTree", partitionBy: "toDate(received)", orderBy: traceOrder, shardKey: "cityHash64(node_name)", retained: true},
-	{name: "runs", columns: concat(blockCols, []string{
+	// runs: one row per PageRun. Its batch is known by uid alone (the
+	// visibility test and Trace's order need nothing else).
+	{name: "runs", columns: concat([]string{"received DateTime", "uid UInt64", "rec_idx UInt32"}, recordCols, []string{
 		"vaddr UInt64", "pages UInt32", "state UInt32", "pfn UInt64", "kpageflags UInt64", "folio_pages UInt32",
 		"kpagecount UInt64", "numa_node Int32", "swap_type UInt32", "swap_offset UInt64", "pfn_deltas String",
 	}), engine: "MergeTree", partitionBy: "toDate(received)", orderBy: traceOrder, shardKey: "cityHash64(node_name)", retained: true},
@@ -90,7 +93,13 @@ var chTables = []chTable{
 		retained: true},
 }
 
-func concat(a, b []string) []string { return append(append([]string(nil), a...), b...) }
+func concat(parts ...[]string) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
 
 // insertCols is the column list of an insert into t: every column but
 // those the server fills (DEFAULT).
@@ -221,7 +230,7 @@ func (s *ClickHouse) prepareSchema(ctx context.Context) error {
 	}
 	for _, t := range chTables {
 		if !have[t.name] {
-			return fmt.Errorf("table %s.%s is missing: create the schema (strata-collector --print-clickhouse-schema)", db, t.name)
+			return fmt.Errorf("table %s.%s is missing: create the schema (strata clickhouse-schema prints it)", db, t.name)
 		}
 	}
 	return nil

@@ -55,19 +55,14 @@ func encodeBatch(b *stratav1.Batch, uid uint64, received uint32) *chEntry {
 	ni := b.GetNode()
 	e.node = nodeInfo{ni.GetNumaNodes(), ni.GetPageSize(), ni.GetMemTotalBytes()}
 	apps := map[string]bool{}
-	var rec, run, wl, prefix rowWriter
+	var rec, run, wl, prefix, runPrefix rowWriter
 	for i, r := range b.GetRecords() {
 		blk := r.GetBlock()
 		f := r.GetFaults()
 		apps[blk.GetAppId()] = true
+		// recordCols, written once per record and copied into its rows.
 		prefix.b = prefix.b[:0]
 		p := &prefix
-		p.u32(received)
-		p.u64(uid)
-		p.str(e.key.node)
-		p.str(e.key.boot)
-		p.u64(e.key.seq)
-		p.u32(uint32(i))
 		p.i64(r.GetTimeUnixNano())
 		p.i8(int8(r.GetAccess()))
 		p.u32(r.GetPid())
@@ -91,10 +86,15 @@ func encodeBatch(b *stratav1.Batch, uid uint64, received uint32) *chEntry {
 		p.boolean(f != nil)
 		p.i8(int8(r.GetFaultKind()))
 
+		runPrefix.b = runPrefix.b[:0]
+		runPrefix.u32(received)
+		runPrefix.u64(uid)
+		runPrefix.u32(uint32(i))
+		runPrefix.b = append(runPrefix.b, prefix.b...)
 		var pages uint64
 		for _, pr := range r.GetRuns() {
 			pages += uint64(pr.GetCount())
-			run.b = append(run.b, prefix.b...)
+			run.b = append(run.b, runPrefix.b...)
 			run.u64(pr.GetVaddr())
 			run.u32(pr.GetCount())
 			run.u32(pr.GetState())
@@ -107,6 +107,12 @@ func encodeBatch(b *stratav1.Batch, uid uint64, received uint32) *chEntry {
 			run.u64(pr.GetSwapOffset())
 			run.bytes(encodeDeltas(pr.GetPfnDeltas()))
 		}
+		rec.u32(received)
+		rec.u64(uid)
+		rec.str(e.key.node)
+		rec.str(e.key.boot)
+		rec.u64(e.key.seq)
+		rec.u32(uint32(i))
 		rec.b = append(rec.b, prefix.b...)
 		rec.u32(r.GetTid())
 		rec.u64(r.GetVaddr())
