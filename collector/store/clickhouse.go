@@ -98,6 +98,10 @@ func OpenClickHouse(ctx context.Context, opts ClickHouseOptions) (*ClickHouse, e
 	if opts.Database == "" {
 		opts.Database = "strata"
 	}
+	// The database and cluster go into SQL unquoted.
+	if !identRE.MatchString(opts.Database) || (opts.Cluster != "" && !identRE.MatchString(opts.Cluster)) {
+		return nil, fmt.Errorf("open clickhouse: database %q and cluster %q must be plain names", opts.Database, opts.Cluster)
+	}
 	if opts.FlushInterval <= 0 {
 		opts.FlushInterval = 200 * time.Millisecond
 	}
@@ -270,7 +274,10 @@ const (
 	chDatabaseExists = 82
 )
 
-var codeRE = regexp.MustCompile(`Code: (\d+)`)
+var (
+	codeRE  = regexp.MustCompile(`Code: (\d+)`)
+	identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
 
 func (c *chClient) do(ctx context.Context, params url.Values, body io.Reader) (*http.Response, error) {
 	q := url.Values{}

@@ -297,3 +297,40 @@ func TestClickHouseRetentionBytes(t *testing.T) {
 		t.Fatalf("retain at the size it has dropped %d days", r.Dropped)
 	}
 }
+
+// BenchmarkInsertFormats inserts the same 2 Mi pages' runs rows into
+// ClickHouse as RowBinary (what the store sends) and as JSONEachRow (the
+// other format every version reads), and reports rows/s of each and their
+// ratio; both are encoded beforehand, so the time is the server's parse
+// and write plus the transfer. (JSON also cannot carry the binary
+// pfn_deltas column as it is; these rows have none.)
+func BenchmarkInsertFormats(b *testing.B) {
+	srv := chserver.Shared(b)
+	batches, pages, runs := storetest.BenchBatches(20, 100)
+	var rb, js [][]byte
+	var rbBytes, jsBytes int
+	for _, bt := range batches {
+		r, j := store.EncodeRuns(bt)
+		rb, js = append(rb, r), append(js, j)
+		rbBytes, jsBytes = rbBytes+len(r), jsBytes+len(j)
+	}
+	insert := func(format string, bodies [][]byte) time.Duration {
+		s := openCH(b, chOptions(srv, srv.Database(b), nil))
+		start := time.Now()
+		for _, body := range bodies {
+			if err := store.InsertRuns(context.Background(), s, format, body); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(start)
+	}
+	for range b.N {
+		tRB, tJS := insert("RowBinary", rb), insert("JSONEachRow", js)
+		b.ReportMetric(float64(runs)/tRB.Seconds(), "rowbinary-rows/s")
+		b.ReportMetric(float64(runs)/tJS.Seconds(), "json-rows/s")
+		b.ReportMetric(tJS.Seconds()/tRB.Seconds(), "json/rowbinary-time")
+		b.Logf("clickhouse %s, %d runs rows (%d pages): RowBinary %v (%d bytes), JSONEachRow %v (%d bytes): JSON takes %.1fx the time, %.1fx the bytes",
+			srv.Version, runs, pages, tRB.Round(time.Millisecond), rbBytes, tJS.Round(time.Millisecond), jsBytes,
+			tJS.Seconds()/tRB.Seconds(), float64(jsBytes)/float64(rbBytes))
+	}
+}

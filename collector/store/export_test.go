@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -85,4 +88,60 @@ func DecodeRows(data []byte) (int, error) {
 		}
 	}
 	return n, r.Err()
+}
+
+// EncodeRuns returns the runs rows of b as the store inserts them
+// (RowBinary), and the same rows as JSONEachRow, for the format benchmark.
+func EncodeRuns(b *stratav1.Batch) (rowBinary, jsonEachRow []byte) {
+	e := encodeBatch(b, 1, 1_700_000_000)
+	cols := tableByName("runs").columns
+	r := newRowReader(bytes.NewReader(e.rows[1]))
+	var js []byte
+	for {
+		if _, err := r.r.Peek(1); err != nil {
+			break
+		}
+		js = append(js, '{')
+		for i, c := range cols {
+			name, typ, _ := strings.Cut(c, " ")
+			if i > 0 {
+				js = append(js, ',')
+			}
+			js = strconv.AppendQuote(append(js, ""...), name)
+			js = append(js, ':')
+			switch typ {
+			case "String":
+				js = strconv.AppendQuote(js, r.str())
+			case "DateTime", "UInt32":
+				js = strconv.AppendUint(js, uint64(r.u32()), 10)
+			case "UInt64":
+				js = strconv.AppendUint(js, r.u64(), 10)
+			case "Int64":
+				js = strconv.AppendInt(js, r.i64(), 10)
+			case "Int32":
+				js = strconv.AppendInt(js, int64(r.i32()), 10)
+			case "Int8":
+				js = strconv.AppendInt(js, int64(r.i8()), 10)
+			case "UInt8":
+				js = strconv.AppendUint(js, uint64(r.u8()), 10)
+			default:
+				panic("EncodeRuns: type " + typ)
+			}
+		}
+		js = append(js, "}\n"...)
+	}
+	if r.Err() != nil {
+		panic(r.Err())
+	}
+	return e.rows[1], js
+}
+
+// InsertRuns sends body, rows of the runs table in format, as one insert.
+func InsertRuns(ctx context.Context, s *ClickHouse, format string, body []byte) error {
+	stmt := "INSERT INTO runs (" + tableByName("runs").insertCols() + ") FORMAT " + format
+	resp, err := s.c.do(ctx, url.Values{"database": {s.c.database}, "query": {stmt}}, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
 }
