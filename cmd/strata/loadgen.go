@@ -7,8 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -77,7 +75,7 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var peak int64
 	cfg.Progress = func(t loadgen.Totals) {
 		if rssPID > 0 {
-			peak = max(peak, rssKiB(rssPID))
+			peak = max(peak, loadgen.RSSKiB(rssPID, true))
 		}
 		rec, pages, _ := t.Rate(t.Elapsed)
 		fmt.Fprintf(stderr, "%6.1fs  %d batches  %.0f records/s  %.0f pages/s  %d reconnects\n",
@@ -93,7 +91,7 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Batches: res.Batches, Duplicates: res.Duplicates, Records: res.Records, Pages: res.Pages, Runs: res.Runs,
 		Reconnects: res.Reconnects, RecordsPerSec: rec, PagesPerSec: pages, RunsPerSec: runs, App: res.App, PeakRSSKiB: peak}
 	if rssPID > 0 {
-		rep.PeakRSSKiB = max(peak, rssKiB(rssPID))
+		rep.PeakRSSKiB = max(peak, loadgen.RSSKiB(rssPID, true))
 	}
 	var check *loadgen.Check
 	if verify {
@@ -123,19 +121,4 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return errors.New("loadgen: the store does not hold exactly what was acknowledged: " + check.String())
 	}
 	return nil
-}
-
-// rssKiB is the peak resident set (VmHWM) of pid in KiB, 0 when unreadable.
-func rssKiB(pid int) int64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n
-		}
-	}
-	return 0
 }

@@ -324,7 +324,6 @@ func (c *chClient) exec(ctx context.Context, stmt string) error {
 	return err
 }
 
-
 // insert streams body, RowBinary rows of cols, into table.
 func (c *chClient) insert(ctx context.Context, table, cols string, body io.Reader) error {
 	stmt := "INSERT INTO " + table + " (" + cols + ") FORMAT RowBinary"

@@ -368,6 +368,13 @@ func (w *writer) scanOne(ctx context.Context, q string, args []driver.NamedValue
 				return fmt.Errorf("scan column %d: got %T", i, vals[i])
 			}
 			*p = v
+		case *sql.NullInt64: // NULL allowed
+			*p = sql.NullInt64{}
+			if vals[i] != nil {
+				if err := p.Scan(vals[i]); err != nil {
+					return fmt.Errorf("scan column %d: %w", i, err)
+				}
+			}
 		default:
 			return fmt.Errorf("scan column %d: unsupported %T", i, d)
 		}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"fmt"
 	"time"
 )
@@ -49,7 +48,7 @@ func (w *writer) retain(r Retention, now time.Time) (RetainResult, error) {
 	}
 	for r.MaxBytes > 0 && size > r.MaxBytes {
 		var oldest, newest sql.NullInt64
-		if err := w.scanNull(writeCtx, "SELECT min(received_ns), max(received_ns) FROM batches", &oldest, &newest); err != nil {
+		if err := w.scanOne(writeCtx, "SELECT min(received_ns), max(received_ns) FROM batches", nil, &oldest, &newest); err != nil {
 			return res, fmt.Errorf("read batch times: %w", err)
 		}
 		if !oldest.Valid {
@@ -80,7 +79,7 @@ func (w *writer) dropBefore(cutoff time.Time) (n int, err error) {
 	ctx := writeCtx
 	c := cutoff.UnixNano()
 	var cnt sql.NullInt64
-	if err := w.scanNull(ctx, fmt.Sprintf("SELECT count(*) FROM batches WHERE received_ns < %d", c), &cnt); err != nil {
+	if err := w.scanOne(ctx, fmt.Sprintf("SELECT count(*) FROM batches WHERE received_ns < %d", c), nil, &cnt); err != nil {
 		return 0, fmt.Errorf("count old batches: %w", err)
 	}
 	if cnt.Int64 == 0 {
@@ -117,32 +116,8 @@ func (w *writer) dropBefore(cutoff time.Time) (n int, err error) {
 // usedBytes is the database's used blocks times the block size.
 func (w *writer) usedBytes() (int64, error) {
 	var bs, used sql.NullInt64
-	if err := w.scanNull(writeCtx, "SELECT block_size, used_blocks FROM pragma_database_size()", &bs, &used); err != nil {
+	if err := w.scanOne(writeCtx, "SELECT block_size, used_blocks FROM pragma_database_size()", nil, &bs, &used); err != nil {
 		return 0, fmt.Errorf("read database size: %w", err)
 	}
 	return bs.Int64 * used.Int64, nil
-}
-
-// scanNull runs a query on the writer's connection and scans its first
-// row's integer columns, NULL allowed.
-func (w *writer) scanNull(ctx context.Context, q string, dst ...*sql.NullInt64) error {
-	rows, err := w.query.QueryContext(ctx, q, nil)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	vals := make([]driver.Value, len(rows.Columns()))
-	if err := rows.Next(vals); err != nil {
-		return err
-	}
-	for i, d := range dst {
-		*d = sql.NullInt64{}
-		if vals[i] == nil {
-			continue
-		}
-		if err := d.Scan(vals[i]); err != nil {
-			return fmt.Errorf("scan column %d: %w", i, err)
-		}
-	}
-	return nil
 }

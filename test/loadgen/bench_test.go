@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -79,7 +78,7 @@ func (c *collector) sample(pid int, exited chan struct{}) {
 			return
 		case <-t.C:
 		}
-		if kib := vmRSS(pid); kib > 0 {
+		if kib := loadgen.RSSKiB(pid, false); kib > 0 {
 			c.mu.Lock()
 			c.peakKiB = max(c.peakKiB, kib)
 			c.mu.Unlock()
@@ -122,21 +121,6 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-// vmRSS is the current resident set of pid in KiB.
-func vmRSS(pid int) int64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 func freeAddr(tb testing.TB) string {
