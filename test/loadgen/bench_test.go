@@ -132,19 +132,21 @@ func freeAddr(tb testing.TB) string {
 	return l.Addr().String()
 }
 
-// backend is one store configuration of the benchmark.
+// backend is one store configuration of the benchmark: args returns the
+// collector's flags and, for ClickHouse, the database it writes.
 type backend struct {
 	name string
-	args func(tb testing.TB) []string
+	args func(tb testing.TB) (flags []string, db string)
 }
 
 func backends(srv *chserver.Server) []backend {
 	return []backend{
-		{"clickhouse", func(tb testing.TB) []string {
-			return []string{"--store", "clickhouse", "--clickhouse-url", srv.URL, "--clickhouse-database", srv.Database(tb)}
+		{"clickhouse", func(tb testing.TB) ([]string, string) {
+			db := srv.Database(tb)
+			return []string{"--store", "clickhouse", "--clickhouse-url", srv.URL, "--clickhouse-database", db}, db
 		}},
-		{"duckdb", func(tb testing.TB) []string {
-			return []string{"--store", "duckdb", "--store-dir", tb.TempDir(), "--memory-limit", "1GB"}
+		{"duckdb", func(tb testing.TB) ([]string, string) {
+			return []string{"--store", "duckdb", "--store-dir", tb.TempDir(), "--memory-limit", "1GB"}, ""
 		}},
 	}
 }
@@ -173,7 +175,8 @@ func BenchmarkScaleOut(b *testing.B) {
 				name, d, runPages = be.name+"-worst", max(dur/5, 10*time.Second), 1
 			}
 			b.Run(name, func(b *testing.B) {
-				c := &collector{bin: bin, addr: freeAddr(b), args: be.args(b)}
+				args, _ := be.args(b)
+				c := &collector{bin: bin, addr: freeAddr(b), args: args}
 				if err := c.start(); err != nil {
 					b.Fatal(err)
 				}
@@ -221,7 +224,8 @@ func BenchmarkKill9(b *testing.B) {
 	outage := envDuration(b, "STRATA_KILL_OUTAGE", time.Minute)
 	for _, be := range backends(srv) {
 		b.Run(be.name, func(b *testing.B) {
-			c := &collector{bin: bin, addr: freeAddr(b), args: be.args(b)}
+			args, db := be.args(b)
+			c := &collector{bin: bin, addr: freeAddr(b), args: args}
 			if err := c.start(); err != nil {
 				b.Fatal(err)
 			}
@@ -248,8 +252,18 @@ func BenchmarkKill9(b *testing.B) {
 			b.ReportMetric(float64(check.Lost), "lost")
 			b.ReportMetric(float64(check.Duplicated), "duplicated")
 			b.ReportMetric(float64(res.Duplicates), "replayed-batches")
-			b.Logf("%s: kill -9 at %v, restart after %v: %d batches acknowledged, %d of them replays found stored, %d reconnects; %s",
-				be.name, (load / 3).Round(time.Second), outage, res.Batches, res.Duplicates, res.Reconnects, check)
+			orphans := ""
+			if db != "" {
+				// Write attempts with rows but no commit rows: batches the
+				// kill cut mid-commit, which no query reads.
+				out, err := srv.Query(context.Background(), "SELECT uniqExact(uid) FROM "+db+".records WHERE uid NOT IN (SELECT uid FROM "+db+".batch_apps)")
+				if err != nil {
+					b.Fatal(err)
+				}
+				orphans = ", " + strings.TrimSpace(out) + " write attempts cut mid-commit (not read)"
+			}
+			b.Logf("%s: kill -9 at %v, restart after %v: %d batches acknowledged, %d of them replays found stored%s, %d reconnects; %s",
+				be.name, (load / 3).Round(time.Second), outage, res.Batches, res.Duplicates, orphans, res.Reconnects, check)
 			if !check.OK() {
 				b.Fatalf("%s: %s (got %v, want %v)", be.name, check, check.Got, check.Want)
 			}
