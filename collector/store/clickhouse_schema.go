@@ -47,9 +47,10 @@ var chTables = []chTable{
 		"fault_read UInt64", "fault_write UInt64", "fault_exec UInt64", "fault_major UInt64", "fault_unclassified UInt64",
 		"free_reason Int8", "resolve_error String",
 	}), engine: "MergeTree", partitionBy: "toDate(received)", orderBy: traceOrder, shardKey: "cityHash64(node_name)", retained: true},
-	// runs: one row per PageRun. Its batch is known by uid alone (the
-	// visibility test and Trace's order need nothing else).
-	{name: "runs", columns: concat([]string{"received DateTime", "uid UInt64", "rec_idx UInt32"}, recordCols, []string{
+	// runs: one row per PageRun. Its batch is known by uid (the
+	// visibility test and Trace's order need nothing else); node_name is
+	// there for the cluster's sharding key.
+	{name: "runs", columns: concat([]string{"received DateTime", "uid UInt64", "node_name String", "rec_idx UInt32"}, recordCols, []string{
 		"vaddr UInt64", "pages UInt32", "state UInt32", "pfn UInt64", "kpageflags UInt64", "folio_pages UInt32",
 		"kpagecount UInt64", "numa_node Int32", "swap_type UInt32", "swap_offset UInt64", "pfn_deltas String",
 	}), engine: "MergeTree", partitionBy: "toDate(received)", orderBy: traceOrder, shardKey: "cityHash64(node_name)", retained: true},

@@ -89,6 +89,7 @@ func encodeBatch(b *stratav1.Batch, uid uint64, received uint32) *chEntry {
 		runPrefix.b = runPrefix.b[:0]
 		runPrefix.u32(received)
 		runPrefix.u64(uid)
+		runPrefix.str(e.key.node)
 		runPrefix.u32(uint32(i))
 		runPrefix.b = append(runPrefix.b, prefix.b...)
 		var pages uint64
