@@ -39,9 +39,13 @@ SPARKJOBS := $(foreach v,$(SPARK_VERSIONS),$(if $(wildcard $(DEPS)/spark/spark-$
 # start on loopback from a private configuration (test/chserver); nothing
 # runs it as a service.
 APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler libasm-java gcc make \
-	openjdk-17-jdk-headless maven python3-pip clickhouse-server
+	openjdk-17-jdk-headless maven python3-pip chromium chromium-driver clickhouse-server
 
-.PHONY: help deps deps-spark spark-home generate build jvmhook test bench demo fuzz clean check-generated vmlinux
+# The version the binaries and images carry.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/stratatrace/strata/agent.Version=$(VERSION) -X github.com/stratatrace/strata/collector/server.Version=$(VERSION)
+
+.PHONY: help deps deps-spark spark-home generate build jvmhook test bench demo fuzz clean check-generated vmlinux images
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -85,7 +89,19 @@ check-generated: generate ## fail when generated code differs from what is commi
 	git diff --exit-code -- '*.pb.go' '*_bpfel.go' '*_bpfel.o'
 
 build: jvmhook ## build the binaries, the JVM hook and the test Spark job into bin/
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+	@# The agent is static (no cgo), as its image ships it.
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/strata-agent
+
+# OCI image archives, assembled in Go (deploy/images): no container engine,
+# no base image pulled. Stripped binaries; dated SOURCE_DATE_EPOCH (the last
+# commit's time) so that the same commit gives the same digests.
+images: jvmhook ## OCI image archives of the agent and the collector in bin/images/ (no Docker engine needed)
+	@mkdir -p $(BIN)/image
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/ ./cmd/strata-agent
+	$(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/ ./cmd/strata-collector
+	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)} \
+		$(GO) run ./deploy/images/mkimage --bin $(BIN)/image --hook $(HOOK_OUT) --version $(VERSION) --out $(BIN)/images
 
 jvmhook: $(HOOK_JAR) $(HOOK_LIB) $(SPARKJOBS) ## build the Java agent (Maven) and libstratahook.so (gcc)
 
@@ -123,7 +139,7 @@ fuzz: ## run every fuzz target for FUZZTIME each
 		done; \
 	done
 
-demo: build ## start a collector (embedded store) and an agent, run a workload, print its trace
+demo: build ## start a collector (embedded store) and an agent; trace a C workload and a Spark job under the hook, keep the web UI up until Ctrl-C
 	bash test/demo/demo.sh
 
 clean: ## remove build outputs

@@ -112,6 +112,7 @@ func spoolRun(t *testing.T, app string, tweak func(*Config)) (int, []*stratav1.B
 	cfg.DrainTimeout = 10 * time.Millisecond
 	cfg.StatsInterval = 0
 	cfg.HTTPAddr = freeAddr(t)
+	cfg.HTTPInsecure = true
 	tweak(&cfg)
 
 	ctx, cancel := context.WithCancel(context.Background())

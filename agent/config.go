@@ -52,6 +52,9 @@ type Config struct {
 	KernelMaxBlocks         uint32        // blocks the kernel's fault tracer can count (BPF map slots)
 	LogBurst                int           // lines of one message logged per LogInterval; the rest are counted
 	LogInterval             time.Duration
+
+	// Security and observability (config_ops.go).
+	Ops
 }
 
 // DefaultConfig returns the defaults; env and flags override them.
@@ -85,13 +88,16 @@ func DefaultConfig() Config {
 		KernelMaxBlocks:         tracer.DefaultMaxBlocks,
 		LogBurst:                5,
 		LogInterval:             10 * time.Second,
+
+		Ops: Ops{HookSocketMode: hooksrv.DefaultMode, HookFilesDir: DefaultHookFilesDir},
 	}
 }
 
 // hookConfig is the hook server's part of c.
 func (c Config) hookConfig() hooksrv.Config {
-	return hooksrv.Config{
-		Path: c.HookSocket, MaxBlocks: c.HookMaxBlocksPerSession, HelloTimeout: c.HookHelloTimeout,
+	gid, _ := c.socketGroup() // checked by Validate
+	return hooksrv.Config{GID: max(gid, 0),
+		Path: c.HookSocket, Mode: c.HookSocketMode, MaxBlocks: c.HookMaxBlocksPerSession, HelloTimeout: c.HookHelloTimeout,
 		IdleTimeout: c.HookIdleTimeout, MaxSessions: c.HookMaxSessions, MaxSessionsPerUID: c.HookMaxSessionsPerUID,
 		MaxSessionsPerPID: c.HookMaxSessionsPerPID, MaxRangeBytes: c.HookMaxRangeBytes,
 		MaxBlocksPerUID: c.HookMaxBlocksPerUID, MaxLiveBlocks: c.MaxLiveBlocks,
@@ -118,6 +124,7 @@ func (c *Config) FromEnv() error {
 	set(&c.SysRoot, "STRATA_SYS")
 	set(&c.Faults, "STRATA_FAULTS")
 	set(&c.PageFlags, "STRATA_PAGE_FLAGS")
+	set(&c.HTTPAddr, "STRATA_HTTP")
 
 	var errs []error
 	parse := func(key string, apply func(string) error) {
@@ -150,11 +157,13 @@ func (c *Config) FromEnv() error {
 	}
 	parse("STRATA_HOOK_MAX_RANGE_BYTES", func(v string) (err error) { c.HookMaxRangeBytes, err = strconv.ParseUint(v, 10, 64); return err })
 	parse("STRATA_PAGE_CACHE_BYTES", func(v string) (err error) { c.PageCacheBytes, err = strconv.ParseInt(v, 10, 64); return err })
+	parse("STRATA_SPOOL_MAX_BYTES", func(v string) (err error) { c.SpoolMaxBytes, err = strconv.ParseInt(v, 10, 64); return err })
 	parse("STRATA_KERNEL_MAX_BLOCKS", func(v string) error {
 		n, err := strconv.ParseUint(v, 10, 32)
 		c.KernelMaxBlocks = uint32(n)
 		return err
 	})
+	errs = append(errs, c.Ops.fromEnv(os.Getenv)...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -192,6 +201,7 @@ func (c Config) Validate() error {
 	if err := c.hookConfig().Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.Ops.validate(c.HTTPAddr)...)
 	for _, b := range []struct {
 		name string
 		v    int64

@@ -37,6 +37,17 @@
 //     Reliability section. Keep --hook-max-sessions well below
 //     RLIMIT_NOFILE: the spool and the collector stream need descriptors
 //     too (Run warns when they are close).
+//   - Towards the collector the agent presents --tls-cert/--tls-key (role
+//     agent) and verifies it with --tls-ca; its --http endpoint (/metrics
+//     through client_golang, metrics.go; /healthz) refuses unauthenticated
+//     requests: --http-token-file and/or --http-client-ca, or
+//     --http-insecure. Probe is the container's health check, with the
+//     agent's own token or certificate. --hook-socket-mode and
+//     --hook-socket-group narrow who may connect to the hook socket.
+//   - --install-hook DIR copies the JVM hook's files from --hook-files (the
+//     image's /usr/share/strata/jvmhook) into DIR at start, for executors
+//     to load from a host path; --pyroscope-server sends continuous
+//     profiles (package profiling).
 //   - The log is rate limited per message (agent/ratelog: --log-burst lines
 //     per --log-interval, the rest counted in strata_log_suppressed_total),
 //     so a flood of one warning cannot fill the disk.

@@ -22,7 +22,7 @@ func openFaults(cfg Config, fs procmem.FS, log *slog.Logger) (*faults.Faults, er
 		return faults.Unavailable("disabled (--faults off)"), nil
 	}
 	load := func(onExit func(tracer.ExitReport)) (faults.Tracer, error) {
-		t, err := tracer.Load(tracer.Config{SampleEvery: cfg.SampleEvery, MaxBlocks: cfg.KernelMaxBlocks, Logger: log, OnExit: onExit})
+		t, err := tracer.Load(tracer.Config{SampleEvery: cfg.SampleEvery, MaxBlocks: cfg.KernelMaxBlocks, Logger: log, OnExit: onExit, CPUs: fs})
 		if err != nil {
 			return nil, err
 		}

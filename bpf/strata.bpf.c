@@ -7,11 +7,14 @@
  * Hot path of a page fault, in order of cost:
  *   1. pid_bits: one bit per TGID in an array map (an inlined load). Every
  *      process on the node pays this and nothing more when it is untraced.
- *   2. buckets: one hash lookup of {tgid, addr >> 21}; a dense bucket
- *      redirects to a second lookup of {tgid, addr >> 16}.
- *   3. a fully unrolled scan of at most STRATA_SLOTS ranges.
- *   4. the block's per-CPU counters, then 1 in sample_every faults goes to
- *      the ring, submitted without wakeup (user space drains on a deadline).
+ *   2. cells: one hash lookup of {tgid, 0, addr >> 21}; a split bucket
+ *      redirects to a second lookup of {tgid, 1, addr >> 16}.
+ *   3. a fully unrolled scan of at most STRATA_SLOTS ranges, or in a
+ *      granule of more blocks a binary search of its run between the
+ *      fences of the page (a few entries of one or two cache lines).
+ *   4. an atomic add to the block's counters, then 1 in sample_every faults
+ *      goes to the ring, submitted without wakeup (user space drains on a
+ *      deadline).
  *
  * Exactly one fault program is loaded, chosen by the loader: tp_btf, then
  * raw_tp, then the software page-fault perf event (which cannot see the
@@ -40,19 +43,30 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1 << 20); /* resized by the loader */
-	__type(key, struct bucket_key);
+	__type(key, struct cell_key);
 	__type(value, struct range_set);
-} buckets SEC(".maps");
+} cells SEC(".maps");
+
+/* The runs of dense granules; the loader sizes it (Config.MaxRunEntries),
+ * allocates segments of it to granules and writes them through a mapping
+ * of it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1 << 18);
+	__type(key, __u32);
+	__type(value, struct block_range);
+} runs SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 65536); /* resized by the loader: Config.MaxBlocks */
 	__type(key, __u32);
 	__type(value, struct block_counters);
 } counters SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, struct tgid_counters);
@@ -72,7 +86,8 @@ struct {
 
 /* Force BTF for the types user space decodes (bpf2go -type). */
 const struct event *unused_event __attribute__((unused));
-const struct bucket_key *unused_bucket_key __attribute__((unused));
+const struct cell_key *unused_cell_key __attribute__((unused));
+const struct run_ref *unused_run_ref __attribute__((unused));
 
 static __always_inline bool traced(__u32 tgid)
 {
@@ -89,24 +104,62 @@ static __always_inline struct fault_stats *cpu_stats(void)
 	return bpf_map_lookup_elem(&stats, &zero);
 }
 
+/* The entry of a granule's run holding addr: the first entry ending above
+ * addr among those the page's fences allow, if it starts at or below addr. */
+static __always_inline struct block_range *search_run(struct range_set *b, __u64 addr)
+{
+	__u32 n = b->n;
+	__u32 off = b->run.off;
+	__u32 p = (addr >> STRATA_PAGE_SHIFT) & (STRATA_FENCES - 2);
+	__u32 lo = b->run.fence[p];
+	__u32 hi = b->run.fence[p + 1] + 1;
+	__u32 k;
+	struct block_range *r;
+
+	if (hi > n)
+		hi = n;
+	for (int i = 0; i < STRATA_RUN_STEPS; i++) {
+		if (lo >= hi)
+			break;
+		__u32 mid = (lo + hi) / 2;
+		k = off + mid;
+		r = bpf_map_lookup_elem(&runs, &k);
+		if (!r)
+			return NULL;
+		if (r->end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo >= n)
+		return NULL;
+	k = off + lo;
+	r = bpf_map_lookup_elem(&runs, &k);
+	if (!r || addr < r->start || addr >= r->end)
+		return NULL;
+	return r;
+}
+
 static __always_inline struct block_range *match(__u32 tgid, __u64 addr)
 {
-	struct bucket_key key = {
+	struct cell_key key = {
 		.tgid = tgid,
 		.level = STRATA_LEVEL_BUCKET,
 		.index = addr >> STRATA_BUCKET_SHIFT,
 	};
-	struct range_set *b = bpf_map_lookup_elem(&buckets, &key);
+	struct range_set *b = bpf_map_lookup_elem(&cells, &key);
 
 	if (!b)
 		return NULL;
-	if (b->flags & STRATA_BUCKET_FINE) {
-		key.level = STRATA_LEVEL_FINE;
-		key.index = addr >> STRATA_FINE_SHIFT;
-		b = bpf_map_lookup_elem(&buckets, &key);
+	if (b->flags & STRATA_CELL_SPLIT) {
+		key.level = STRATA_LEVEL_GRANULE;
+		key.index = addr >> STRATA_GRANULE_SHIFT;
+		b = bpf_map_lookup_elem(&cells, &key);
 		if (!b)
 			return NULL;
 	}
+	if (b->flags & STRATA_CELL_RUN)
+		return search_run(b, addr);
 	__u32 n = b->n;
 	/* Written out because clang 14 will not unroll a loop that returns
 	 * early, and this verifier rejects the bounded loop it emits instead. */
@@ -193,18 +246,19 @@ static __always_inline void on_fault(__u64 addr, struct pt_regs *regs, __u64 ip,
 		return;
 	st->matched_faults++;
 	__u8 kind = error_code < 0 ? STRATA_KIND_UNCLASSIFIED : classify(error_code);
+	/* Shared by every CPU: atomic adds keep the counts exact. */
 	switch (kind) {
 	case STRATA_KIND_READ:
-		c->read++;
+		__sync_fetch_and_add(&c->read, 1);
 		break;
 	case STRATA_KIND_WRITE:
-		c->write++;
+		__sync_fetch_and_add(&c->write, 1);
 		break;
 	case STRATA_KIND_EXEC:
-		c->exec++;
+		__sync_fetch_and_add(&c->exec, 1);
 		break;
 	default:
-		c->unclassified++;
+		__sync_fetch_and_add(&c->unclassified, 1);
 		break;
 	}
 	if (sample_every == 0)
@@ -258,7 +312,7 @@ int major_fault(struct bpf_perf_event_data *ctx)
 	struct fault_stats *st = cpu_stats();
 	if (!c || !st)
 		return 0;
-	c->major++;
+	__sync_fetch_and_add(&c->major, 1);
 	st->major_faults++;
 	if (sample_every)
 		emit(st, pid_tgid, addr, ctx->regs.ip, r, STRATA_KIND_MAJOR);
@@ -281,16 +335,16 @@ int walk_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	struct tgid_counters *t = bpf_map_lookup_elem(&tgids, &tgid);
 	if (t)
-		t->walk_samples++;
+		__sync_fetch_and_add(&t->walk_samples, 1);
 	struct block_range *r;
 	struct block_counters *c = block_of(tgid, ctx->addr, &r);
 	struct fault_stats *st = cpu_stats();
 	if (!c || !st)
 		return 0;
-	c->walk_samples++;
+	__sync_fetch_and_add(&c->walk_samples, 1);
 	st->walk_samples++;
 	if (t)
-		t->walk_samples_matched++;
+		__sync_fetch_and_add(&t->walk_samples_matched, 1);
 	return 0;
 }
 

@@ -9,22 +9,33 @@
 #define STRATA_H
 
 /*
- * Address matching is two-level. Level 0 keys a 2 MiB bucket
- * (addr >> STRATA_BUCKET_SHIFT) and holds up to STRATA_SLOTS block ranges (a
- * range_set) overlapping it. A bucket touched by more blocks than that is
- * marked STRATA_BUCKET_FINE and its blocks are listed per 64 KiB granule at
- * level 1 (addr >> STRATA_FINE_SHIFT), again up to STRATA_SLOTS per granule.
- * 64 KiB rather than 4 KiB keeps a dense bucket to 32 entries, which stay in
- * cache: per-page entries cost ~+400 ns per fault here.
+ * Address matching is two hash levels and a sorted array:
+ *   - a 2 MiB bucket {tgid, 0, addr >> STRATA_BUCKET_SHIFT} lists up to
+ *     STRATA_SLOTS block ranges overlapping it (a range_set), or is marked
+ *     STRATA_CELL_SPLIT when more blocks overlap it;
+ *   - the 64 KiB granules {tgid, 1, addr >> STRATA_GRANULE_SHIFT} of a
+ *     split bucket list their blocks the same way, or are marked
+ *     STRATA_CELL_RUN when more blocks overlap them: their blocks are then
+ *     a run, sorted by address, in the runs array, and STRATA_FENCES page
+ *     fences say which entries can hold an address of each 4 KiB page, so
+ *     that a binary search covers only those.
+ * Any number of blocks per granule is matched (a granule holds at most
+ * 65,536 ranges of a byte). Blocks of a MiB or more cost one hash lookup.
+ * 64 KiB granules rather than 4 KiB pages keep a dense bucket to 32
+ * entries, which stay in cache (per-page entries cost ~+400 ns per fault).
  */
 #define STRATA_BUCKET_SHIFT 21
-#define STRATA_FINE_SHIFT 16
+#define STRATA_GRANULE_SHIFT 16
+#define STRATA_PAGE_SHIFT 12
 #define STRATA_SLOTS 8
+#define STRATA_FENCES 17 /* 16 pages of a granule, and the end */
+#define STRATA_RUN_STEPS 17 /* binary search steps: log2(65,536 + 1) */
 
 #define STRATA_LEVEL_BUCKET 0
-#define STRATA_LEVEL_FINE 1
+#define STRATA_LEVEL_GRANULE 1
 
-#define STRATA_BUCKET_FINE 1
+#define STRATA_CELL_SPLIT 1
+#define STRATA_CELL_RUN 2
 
 /* pid_bits covers every possible PID: PID_MAX_LIMIT (4 Mi) bits on 64-bit. */
 #define STRATA_PID_WORDS (4194304 / 64)
@@ -44,10 +55,10 @@ enum strata_kind {
 #define STRATA_PF_WRITE (1 << 1)
 #define STRATA_PF_INSTR (1 << 4)
 
-struct bucket_key {
+struct cell_key {
 	__u32 tgid;
 	__u32 level; /* STRATA_LEVEL_* */
-	__u64 index; /* addr >> 21 at level 0, addr >> 16 at level 1 */
+	__u64 index; /* addr >> 21 for a bucket, >> 16 for a granule */
 };
 
 struct block_range {
@@ -58,13 +69,30 @@ struct block_range {
 	__u32 _pad;
 };
 
-struct range_set {
-	__u32 n;     /* used entries of ranges */
-	__u32 flags; /* STRATA_BUCKET_* */
-	struct block_range ranges[STRATA_SLOTS];
+/* Where a granule's run is: its entries are runs[off, off + n). fence[p]
+ * is the first entry whose range ends above page p of the granule;
+ * fence[16] = n. An address in page p can only be in entries
+ * fence[p] .. fence[p+1]. */
+struct run_ref {
+	__u32 off;
+	__u32 fence[STRATA_FENCES];
 };
 
-/* Per block, per CPU; summed by user space. */
+struct range_set {
+	__u32 n;     /* entries of ranges (or of the run); 0 when split */
+	__u32 flags; /* STRATA_CELL_* */
+	union {
+		struct block_range ranges[STRATA_SLOTS];
+		struct run_ref run; /* STRATA_CELL_RUN */
+	};
+};
+
+/*
+ * Per block, shared by all CPUs and bumped with atomic adds, so that its
+ * memory does not grow with the CPU count (per-CPU copies cost 192 MiB for
+ * 64 k blocks on 64 CPUs). One cache line each: two blocks faulted on two
+ * CPUs at once do not share a line.
+ */
 struct block_counters {
 	__u64 read;
 	__u64 write;
@@ -72,9 +100,10 @@ struct block_counters {
 	__u64 unclassified;
 	__u64 major;
 	__u64 walk_samples;
+	__u64 _pad[2];
 };
 
-/* Per traced TGID, per CPU: the denominators for "RDD vs the rest". */
+/* Per traced TGID, shared, atomic: the denominators for "RDD vs the rest". */
 struct tgid_counters {
 	__u64 walk_samples;
 	__u64 walk_samples_matched;

@@ -38,6 +38,10 @@
 // The socket file is mode 0666 by default so executors of any user can
 // connect (YARN runs containers as the submitting user); the pid binding
 // above, not the file mode, is what keeps a peer to its own address space.
+// Config.Mode and Config.GID narrow who may connect at all (0660 and the
+// group of the users that run executors, say): the kernel checks them at
+// connect(2), before the agent sees the peer; the pid binding holds for
+// those who may connect.
 //
 // # Sessions
 //

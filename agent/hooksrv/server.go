@@ -59,6 +59,9 @@ type Config struct {
 	// to the peer's own address space, so a peer can only describe itself.
 	// Use 0660 plus a group to restrict who may report at all.
 	Mode os.FileMode
+	// GID is the socket file's group; 0 keeps the creator's. With Mode
+	// 0660 only the group's members (and root) may connect.
+	GID int
 	// FS is where the pid checks read /proc/<pid>/status (the agent's
 	// --proc); the zero FS is procmem.Default().
 	FS procmem.FS
@@ -130,6 +133,9 @@ func (c Config) Validate() error {
 	if c.Mode&^os.ModePerm != 0 {
 		return fmt.Errorf("validate config: %w: mode %v has non-permission bits", ErrBadConfig, c.Mode)
 	}
+	if c.GID < 0 {
+		return fmt.Errorf("validate config: %w: negative group id %d", ErrBadConfig, c.GID)
+	}
 	if c.MaxBlocks < 0 || c.HelloTimeout < 0 || c.MaxSessions < 0 || c.MaxSessionsPerUID < 0 ||
 		c.MaxSessionsPerPID < 0 || c.MaxBlocksPerUID < 0 || c.MaxLiveBlocks < 0 {
 		return fmt.Errorf("validate config: %w: negative block or session limit, or hello timeout", ErrBadConfig)
@@ -196,6 +202,12 @@ func Listen(cfg Config, h Handler, log *slog.Logger) (*Server, error) {
 	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: cfg.Path, Net: "unixpacket"})
 	if err != nil {
 		return nil, fmt.Errorf("listen hook socket: %w", err)
+	}
+	if cfg.GID > 0 {
+		if err := os.Chown(cfg.Path, -1, cfg.GID); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("chown hook socket: %w", err)
+		}
 	}
 	if err := os.Chmod(cfg.Path, cfg.Mode); err != nil {
 		ln.Close()

@@ -3,13 +3,14 @@
 // /proc/kpagecount, /proc/PID/maps and the sysfs memory-block to NUMA node
 // links) and the few other files the agent needs: /proc/PID/status and
 // /proc/PID/task (hook pid checks, perf counters per thread), the NUMA node
-// lists, /proc/meminfo, the boot id, /proc/cpuinfo, the perf event sources
-// (PMUs) of /sys/bus/event_source, and DAMON's sysfs directory with
-// /proc/config.gz. It is a set of pure readers rooted at a configurable
-// /proc and /sys (see FS; the agent's --proc and --sys): exported methods
-// open the files and private parseX([]byte) functions decode them, so that
-// every parser also runs against the fixture trees in testdata/ and under
-// the fuzzer. No other agent package opens these files itself.
+// lists, the online CPU list (polled for CPU hotplug), /proc/meminfo, the
+// boot id, /proc/cpuinfo, the perf event sources (PMUs) of
+// /sys/bus/event_source, and DAMON's sysfs directory with /proc/config.gz.
+// It is a set of pure readers rooted at a configurable /proc and /sys (see
+// FS; the agent's --proc and --sys): exported methods open the files and
+// private parseX([]byte) functions decode them, so that every parser also
+// runs against the fixture trees in testdata/ and under the fuzzer. No
+// other agent package opens these files itself.
 //
 // What callers must know:
 //

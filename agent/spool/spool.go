@@ -58,7 +58,8 @@ type entry struct {
 	seq uint64
 	seg uint64 // first seq of its segment
 	off int64
-	n   int64 // frame size including header
+	n   int64     // frame size including header
+	at  time.Time // when it was spooled (for a batch found at Open: its segment's modification time)
 }
 
 // Spool is safe for concurrent use.
@@ -171,6 +172,10 @@ func (s *Spool) scan(seg uint64) error {
 		return fmt.Errorf("open segment: %w", err)
 	}
 	defer f.Close()
+	var mtime time.Time
+	if st, err := f.Stat(); err == nil {
+		mtime = st.ModTime()
+	}
 	r := bufio.NewReaderSize(f, 1<<20)
 	var off int64
 	for {
@@ -193,7 +198,7 @@ func (s *Spool) scan(seg uint64) error {
 			}
 			break
 		}
-		s.entries = append(s.entries, entry{seq: seq, seg: seg, off: off, n: n})
+		s.entries = append(s.entries, entry{seq: seq, seg: seg, off: off, n: n, at: mtime})
 		s.bytes += n
 		off += n
 	}
@@ -263,7 +268,7 @@ func (s *Spool) Append(b *stratav1.Batch) error {
 	if err != nil {
 		return err
 	}
-	s.entries = append(s.entries, entry{seq: seq, seg: s.curSeg, off: s.curSize, n: int64(len(frame))})
+	s.entries = append(s.entries, entry{seq: seq, seg: s.curSeg, off: s.curSize, n: int64(len(frame)), at: time.Now()})
 	s.curSize += int64(len(frame))
 	s.bytes += int64(len(frame))
 	s.next = seq + 1
@@ -462,13 +467,21 @@ type Stats struct {
 	PendingBytes int64  // their size on disk
 	Acked        uint64 // highest acknowledged seq
 	NextSeq      uint64
+	// Oldest is when the oldest unacknowledged batch was spooled (zero
+	// when none is): how far behind the collector is. For batches found
+	// at Open it is their segment's last modification, so it errs young.
+	Oldest time.Time
 }
 
 // Stats returns a snapshot.
 func (s *Spool) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Pending: len(s.entries), PendingBytes: s.bytes, Acked: s.acked, NextSeq: s.next}
+	st := Stats{Pending: len(s.entries), PendingBytes: s.bytes, Acked: s.acked, NextSeq: s.next}
+	if len(s.entries) > 0 {
+		st.Oldest = s.entries[0].at
+	}
+	return st
 }
 
 // Close closes the current segment. Unacknowledged batches stay on disk.

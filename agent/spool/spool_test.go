@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -255,4 +256,52 @@ func FuzzReadFrame(f *testing.F) {
 			after = b.Seq
 		}
 	})
+}
+
+// Stats.Oldest is when the oldest unacknowledged batch was spooled: the
+// first batch's time until it is acked, the second's after, zero when
+// everything is acked; after a restart, its segment's modification time.
+func TestStatsOldest(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Stats().Oldest.IsZero() {
+		t.Fatal("empty spool has an oldest batch")
+	}
+	before := time.Now()
+	first := batch("n1", 1)
+	if err := s.Append(first); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	mid := time.Now()
+	second := batch("n1", 1)
+	if err := s.Append(second); err != nil {
+		t.Fatal(err)
+	}
+	if o := s.Stats().Oldest; o.Before(before) || !o.Before(mid) {
+		t.Fatalf("oldest %v, want between %v and %v", o, before, mid)
+	}
+	s.Ack(first.Seq)
+	if o := s.Stats().Oldest; o.Before(mid) {
+		t.Fatalf("oldest after the first ack %v, want after %v", o, mid)
+	}
+	s.Close()
+	old := time.Now().Add(-time.Hour)
+	for _, seg := range segments(t, dir) {
+		os.Chtimes(seg, old, old)
+	}
+	if s, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if o := s.Stats().Oldest; !o.Equal(old.Truncate(time.Microsecond)) && !o.Equal(old) {
+		t.Fatalf("oldest after reopen %v, want the segment's mtime %v", o, old)
+	}
+	s.Ack(second.Seq)
+	if !s.Stats().Oldest.IsZero() {
+		t.Fatal("oldest set with nothing pending")
+	}
 }

@@ -16,7 +16,10 @@ import (
 
 // BenchmarkFaultOverhead measures the CPU time per page fault of a child
 // that writes every page of a 64 MiB mapping and drops it with
-// MADV_DONTNEED, twice per run (32,768 faults). One tracer per
+// MADV_DONTNEED, twice per run (32,768 faults), with the mapping as 64
+// blocks of 1 MiB, 4096 of 16 KiB (4 per 64 KiB granule), or 65,536 and
+// 262,144 blocks of 64 bytes (4 and 16 per page: runs of 64 and 256 blocks
+// per granule), the pages in order or scattered. One tracer per
 // configuration is loaded up front with its fault hook detached; each
 // measurement attaches one, runs, detaches it and runs once more with no
 // hook at all ("base"), in alternating order, so a pair is ~0.2 s apart.
@@ -37,6 +40,8 @@ func BenchmarkFaultOverhead(b *testing.B) {
 		untraced bool   // the child is not tracked (its pid bit is clear)
 		every    uint32 // sample 1 in every; 0 = counters only
 		dense    bool   // the mapping as 4096 blocks of 16 KiB, not 64 of 1 MiB
+		tiny     int    // the mapping's pages each holding this many 64-byte blocks
+		stride   int    // touch the pages in a scattered order (k*stride mod pages)
 		extra    int    // more blocks registered elsewhere in the child
 		tr       *Tracer
 	}
@@ -45,6 +50,9 @@ func BenchmarkFaultOverhead(b *testing.B) {
 		{name: "count"},
 		{name: "count+64k", extra: 65536 - 64},
 		{name: "count-dense", dense: true},
+		{name: "count-tiny4", tiny: 4},
+		{name: "count-tiny16", tiny: 16},
+		{name: "tiny16-scatter", tiny: 16, stride: 4099},
 		{name: "sample64", every: 64},
 		{name: "sample1", every: 1},
 	}
@@ -55,7 +63,7 @@ func BenchmarkFaultOverhead(b *testing.B) {
 	}
 	c := startChild(b, pages)
 	for _, cf := range configs {
-		tr := loadTracer(b, Config{SampleEvery: cf.every, DisableEvents: cf.every == 0, MaxBlocks: 65536})
+		tr := loadTracer(b, Config{SampleEvery: cf.every, DisableEvents: cf.every == 0, MaxBlocks: max(65536, uint32(pages*cf.tiny))})
 		cf.tr = tr
 		if err := tr.Track(c.pid); err != nil {
 			b.Fatal(err)
@@ -64,8 +72,16 @@ func BenchmarkFaultOverhead(b *testing.B) {
 		if cf.dense {
 			n, per = 4096, 4
 		}
-		for i := 0; i < n; i++ {
+		for i := 0; i < n && cf.tiny == 0; i++ {
 			if err := tr.RegisterBlock(c.pid, uint64(i), c.page(i*per), c.page((i+1)*per)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// 64-byte blocks spread over each page; the child writes byte 0 of
+		// the page, in the first.
+		for i := 0; i < pages*cf.tiny; i++ {
+			s := c.page(i/cf.tiny) + uint64(i%cf.tiny*os.Getpagesize()/cf.tiny)
+			if err := tr.RegisterBlock(c.pid, uint64(i), s, s+64); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -87,15 +103,17 @@ func BenchmarkFaultOverhead(b *testing.B) {
 		}()
 	}
 	c.do("loop 4 0 %d w", pages) // warm up: first touch in this VM is erratic
-	measure := func(cf *config) (perFault float64, wall time.Duration) {
-		if cf != nil {
+	// measure runs the child's loop in cf's order, with cf's fault hook
+	// attached when on.
+	measure := func(cf *config, on bool) (perFault float64, wall time.Duration) {
+		if on {
 			if err := cf.tr.faultLink.set(true); err != nil {
 				b.Fatal(err)
 			}
 			defer cf.tr.faultLink.set(false)
 		}
 		start := time.Now()
-		cpu := c.do("loop %d 0 %d w", iters, pages)
+		cpu := c.do("loop %d 0 %d w %d", iters, pages, max(cf.stride, 1))
 		return float64(cpu) / faults, time.Since(start)
 	}
 	ratios := map[string][]float64{}
@@ -107,11 +125,11 @@ func BenchmarkFaultOverhead(b *testing.B) {
 			var x, y float64
 			var w time.Duration
 			if (p+i)%2 == 0 {
-				y, w = measure(nil)
-				x, _ = measure(cf)
+				y, w = measure(cf, false)
+				x, _ = measure(cf, true)
 			} else {
-				x, _ = measure(cf)
-				y, w = measure(nil)
+				x, _ = measure(cf, true)
+				y, w = measure(cf, false)
 			}
 			baseNs = append(baseNs, y)
 			baseWall += w
@@ -137,7 +155,7 @@ func BenchmarkFaultOverhead(b *testing.B) {
 		for _, cf := range configs {
 			for r := 0; r < 3; r++ {
 				s0, _ := cf.tr.fault.Stats()
-				measure(cf)
+				measure(cf, true)
 				if s1, err := cf.tr.fault.Stats(); err == nil && s0 != nil && s1.RunCount > s0.RunCount {
 					bpfNs[cf.name] = append(bpfNs[cf.name], float64(s1.Runtime-s0.Runtime)/float64(s1.RunCount-s0.RunCount))
 				}

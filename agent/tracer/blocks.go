@@ -10,17 +10,35 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapStore writes the address index into the kernel's buckets map.
-type mapStore struct{ m *ebpf.Map }
+// mapStore writes the address index into the kernel's cells map and the
+// mapping of its runs map.
+type mapStore struct {
+	m    *ebpf.Map
+	runs []strataBlockRange
+}
 
-func (s mapStore) put(key strataBucketKey, val *strataRangeSet) error {
+func (s mapStore) put(key strataCellKey, val *strataRangeSet) error {
 	if err := s.m.Put(&key, val); err != nil {
+		if errors.Is(err, unix.E2BIG) {
+			err = fmt.Errorf("%w: %w", ErrIndexFull, err)
+		}
 		return fmt.Errorf("put range set: %w", err)
 	}
 	return nil
 }
 
-func (s mapStore) del(key strataBucketKey) error {
+// putRun writes run entries into the runs array through its mapping. No
+// lookup reads them before the cell that lists them is written (a syscall,
+// which orders the stores before it).
+func (s mapStore) putRun(off uint32, entries []strataBlockRange) error {
+	if int(off)+len(entries) > len(s.runs) {
+		return fmt.Errorf("put run of %d entries at %d: beyond %d", len(entries), off, len(s.runs))
+	}
+	copy(s.runs[off:], entries)
+	return nil
+}
+
+func (s mapStore) del(key strataCellKey) error {
 	if err := s.m.Delete(&key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("delete range set: %w", err)
 	}
@@ -29,7 +47,7 @@ func (s mapStore) del(key strataBucketKey) error {
 
 // delMany deletes in batches of 4096 (one syscall each), falling back to
 // single deletes when a batch stops early (a key already gone).
-func (s mapStore) delMany(keys []strataBucketKey) error {
+func (s mapStore) delMany(keys []strataCellKey) error {
 	for len(keys) > 0 {
 		n := min(len(keys), 4096)
 		done, err := s.m.BatchDelete(keys[:n], nil)
@@ -45,7 +63,7 @@ func (s mapStore) delMany(keys []strataBucketKey) error {
 	return nil
 }
 
-func (t *Tracer) store() rangeStore { return mapStore{t.maps[strataMapBuckets]} }
+func (t *Tracer) store() rangeStore { return mapStore{t.maps[strataMapCells], t.runsMem} }
 
 func (t *Tracer) pidWord(tgid uint32) *uint64 {
 	return (*uint64)(unsafe.Pointer(&t.pidMem[(tgid>>6)*8]))
@@ -71,12 +89,11 @@ func (t *Tracer) Track(tgid uint32) error {
 	if err != nil {
 		return fmt.Errorf("track %d: open pidfd: %w", tgid, err)
 	}
-	zero := make([]strataTgidCounters, t.ncpu)
-	if err := t.maps[strataMapTgids].Put(tgid, zero); err != nil {
+	if err := t.maps[strataMapTgids].Put(tgid, strataTgidCounters{}); err != nil {
 		unix.Close(pidfd)
 		return fmt.Errorf("track %d: put tgid counters: %w", tgid, err)
 	}
-	t.procs[tgid] = &proc{idx: newProcIndex(tgid), pidfd: pidfd}
+	t.procs[tgid] = &proc{idx: newProcIndex(tgid, t.runs), pidfd: pidfd}
 	atomic.OrUint64(t.pidWord(tgid), 1<<(tgid&63))
 	return nil
 }
@@ -162,8 +179,7 @@ func (t *Tracer) RegisterBlock(tgid uint32, id, start, end uint64) error {
 	case len(t.freeSlots) > 0:
 		// A reused slot still holds its last block's counts.
 		slot = t.freeSlots[len(t.freeSlots)-1]
-		zero := make([]strataBlockCounters, t.ncpu)
-		if err := t.maps[strataMapCounters].Put(slot, zero); err != nil {
+		if err := t.maps[strataMapCounters].Put(slot, strataBlockCounters{}); err != nil {
 			return fmt.Errorf("register block %d: reset counters: %w", id, err)
 		}
 		t.freeSlots = t.freeSlots[:len(t.freeSlots)-1]
@@ -193,11 +209,18 @@ func (t *Tracer) MoveBlock(tgid uint32, id, start, end uint64) error {
 	if !ok {
 		return fmt.Errorf("move block %d: %w", id, ErrUnknownBlock)
 	}
-	if err := p.idx.remove(t.store(), old); err != nil {
-		return fmt.Errorf("move block: %w", err)
+	// A failed change leaves the block out of the index: put it back where
+	// it was, or give up its slot.
+	err = p.idx.remove(t.store(), old)
+	if err == nil {
+		err = p.idx.add(t.store(), &block{id: id, start: start, end: end, slot: old.slot})
 	}
-	if err := p.idx.add(t.store(), &block{id: id, start: start, end: end, slot: old.slot}); err != nil {
-		return errors.Join(fmt.Errorf("move block: %w", err), p.idx.add(t.store(), old))
+	if err != nil {
+		if errBack := p.idx.add(t.store(), old); errBack != nil {
+			t.freeSlots = append(t.freeSlots, old.slot)
+			err = errors.Join(err, errBack)
+		}
+		return fmt.Errorf("move block: %w", err)
 	}
 	return nil
 }
@@ -214,31 +237,26 @@ func (t *Tracer) FreeBlock(tgid uint32, id uint64) (Counters, error) {
 	if !ok {
 		return Counters{}, fmt.Errorf("free block %d: %w", id, ErrUnknownBlock)
 	}
-	if err := p.idx.remove(t.store(), b); err != nil {
-		return Counters{}, fmt.Errorf("free block: %w", err)
-	}
+	// The block leaves the index even when a write fails (see remove).
+	errRemove := p.idx.remove(t.store(), b)
 	c, err := t.readSlot(b.slot)
 	t.freeSlots = append(t.freeSlots, b.slot)
-	if err != nil {
-		return Counters{}, fmt.Errorf("free block %d: %w", id, err)
+	if err := errors.Join(errRemove, err); err != nil {
+		return c, fmt.Errorf("free block %d: %w", id, err)
 	}
 	return c, nil
 }
 
 func (t *Tracer) readSlot(slot uint32) (Counters, error) {
-	var per []strataBlockCounters
-	if err := t.maps[strataMapCounters].Lookup(slot, &per); err != nil {
+	var v strataBlockCounters
+	if err := t.maps[strataMapCounters].Lookup(slot, &v); err != nil {
 		return Counters{}, fmt.Errorf("read counters slot %d: %w", slot, err)
 	}
-	return sumCounters(per), nil
+	return countersOf(&v), nil
 }
 
-func sumCounters(per []strataBlockCounters) Counters {
-	var c Counters
-	for _, v := range per {
-		c = c.add(Counters{v.Read, v.Write, v.Exec, v.Unclassified, v.Major, v.WalkSamples})
-	}
-	return c
+func countersOf(v *strataBlockCounters) Counters {
+	return Counters{v.Read, v.Write, v.Exec, v.Unclassified, v.Major, v.WalkSamples}
 }
 
 // Snapshot returns every registered block with its counters, reading the
@@ -268,13 +286,13 @@ func (t *Tracer) readAllSlots() ([]Counters, error) {
 	bySlot := make([]Counters, t.nextSlot)
 	const chunk = 4096
 	keys := make([]uint32, chunk)
-	vals := make([]strataBlockCounters, chunk*t.ncpu)
+	vals := make([]strataBlockCounters, chunk)
 	var cursor ebpf.MapBatchCursor
 	for read := uint32(0); read < t.nextSlot; {
 		n, err := t.maps[strataMapCounters].BatchLookup(&cursor, keys, vals, nil)
 		for i := 0; i < n; i++ {
 			if k := keys[i]; k < t.nextSlot {
-				bySlot[k] = sumCounters(vals[i*t.ncpu : (i+1)*t.ncpu])
+				bySlot[k] = countersOf(&vals[i])
 			}
 		}
 		read += uint32(n)
@@ -295,15 +313,11 @@ func (t *Tracer) WalkSampleCounts(tgid uint32) (total, matched uint64, err error
 }
 
 func (t *Tracer) walkSampleCounts(tgid uint32) (total, matched uint64, err error) {
-	var per []strataTgidCounters
-	if err := t.maps[strataMapTgids].Lookup(tgid, &per); err != nil {
+	var v strataTgidCounters
+	if err := t.maps[strataMapTgids].Lookup(tgid, &v); err != nil {
 		return 0, 0, fmt.Errorf("read tgid counters %d: %w", tgid, err)
 	}
-	for _, v := range per {
-		total += v.WalkSamples
-		matched += v.WalkSamplesMatched
-	}
-	return total, matched, nil
+	return v.WalkSamples, v.WalkSamplesMatched, nil
 }
 
 // Stats sums the kernel's per-CPU statistics and adds the reader's.
@@ -325,11 +339,10 @@ func (t *Tracer) Stats() (Stats, error) {
 	t.mu.Lock()
 	for _, p := range t.procs {
 		s.Blocks += len(p.idx.blocks)
-		s.RangeSets += len(p.idx.buckets)
-		for _, st := range p.idx.buckets {
-			s.RangeSets += len(st.pages)
-		}
+		s.RangeSets += p.idx.cells
 	}
+	s.RunEntries = t.runs.used
+	s.PerfEvents = t.perfEvents()
 	t.mu.Unlock()
 	return s, nil
 }

@@ -18,11 +18,14 @@ import (
 // maps childPagesEnv anonymous pages and obeys one command per stdin line,
 // answering "ok <thread CPU ns>" for the work the command did:
 //
-//	r A B         read one byte of pages [A,B)
-//	w A B         write one byte of pages [A,B)
-//	rw A B        read, then write, each page of [A,B)
+//	r A B [O]     read byte O (default 0) of each page of [A,B)
+//	w A B [O]     write byte O of each page of [A,B)
+//	rw A B [O]    read, then write, byte O of each page of [A,B)
 //	d             MADV_DONTNEED the whole mapping (pages fault again)
-//	loop N A B M  N times: touch [A,B) with mode M (r|w), then MADV_DONTNEED
+//	cpu N         run only on CPU N from now on
+//	loop N A B M [S]  N times: touch [A,B) with mode M (r|w), then
+//	              MADV_DONTNEED; with S, the k-th page touched is
+//	              A + k*S mod (B-A), scattered for an odd S and B-A a power of 2
 //	fr A B        read one byte of pages [A,B) of the file mapping
 //	fevict        drop the file mapping's pages from memory and page cache
 //	q             exit
@@ -75,16 +78,20 @@ func runChild() {
 		fbase = uintptr(unsafePointer(fmem))
 	}
 	fmt.Printf("ready %d %d\n", uintptr(unsafePointer(mem)), fbase)
-	touch := func(a, b int, mode string) {
-		for p := a; p < b; p++ {
-			switch mode {
+	touch := func(a, b, off int, mode string, stride int) {
+		for k := a; k < b; k++ {
+			p := k
+			if stride > 1 {
+				p = a + (k-a)*stride%(b-a)
+			}
+			switch i := p*ps + off; mode {
 			case "r":
-				sink += mem[p*ps]
+				sink += mem[i]
 			case "w":
-				mem[p*ps] = 1
+				mem[i] = 1
 			case "rw":
-				sink += mem[p*ps]
-				mem[p*ps] = 1
+				sink += mem[i]
+				mem[i] = 1
 			}
 		}
 	}
@@ -105,12 +112,27 @@ func runChild() {
 			unix.Madvise(fmem, unix.MADV_DONTNEED)
 			unix.Fadvise(ffd, 0, 0, unix.FADV_DONTNEED)
 		case "r", "w", "rw":
-			touch(num(1), num(2), f[0])
+			off := 0
+			if len(f) > 3 {
+				off = num(3) % ps
+			}
+			touch(num(1), num(2), off, f[0], 1)
 		case "d":
 			unix.Madvise(mem, unix.MADV_DONTNEED)
+		case "cpu":
+			var set unix.CPUSet
+			set.Set(num(1))
+			if err := unix.SchedSetaffinity(0, &set); err != nil {
+				fmt.Println("error", err)
+				continue
+			}
 		case "loop":
+			stride := 1
+			if len(f) > 5 {
+				stride = num(5)
+			}
 			for i := 0; i < num(1); i++ {
-				touch(num(2), num(3), f[4])
+				touch(num(2), num(3), 0, f[4], stride)
 				unix.Madvise(mem, unix.MADV_DONTNEED)
 			}
 		case "q":

@@ -3,7 +3,10 @@ package tracer
 import (
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"time"
+
+	"github.com/stratatrace/strata/agent/procmem"
 )
 
 // Hook selects the program that sees every page fault.
@@ -25,13 +28,19 @@ type Config struct {
 	SampleEvery   uint32
 	DisableEvents bool
 	// MaxBlocks is the number of counter slots (blocks registered at once
-	// on the node). Default 65536. Memory: MaxBlocks × CPUs × 48 bytes.
+	// on the node). Default 65536. Memory: MaxBlocks × 64 bytes, whatever
+	// the number of CPUs.
 	MaxBlocks uint32
-	// MaxRangeSets bounds the address index (2 MiB buckets plus 64 KiB
-	// granule entries of dense buckets). Default 8 × MaxBlocks. Entries are
+	// MaxRangeSets bounds the address index's cells (2 MiB buckets plus
+	// 64 KiB granules of dense buckets). Default 8 × MaxBlocks. Cells are
 	// allocated on use (~330 bytes each), but the kernel's hash table heads
 	// take 16 bytes × MaxRangeSets rounded up to a power of two at once.
 	MaxRangeSets uint32
+	// MaxRunEntries is the length of the runs array, where granules of more
+	// than 8 blocks list them (a block once per dense granule it overlaps,
+	// in power-of-two segments of 16 entries and up). Rounded up to a power
+	// of two; default 4 × MaxBlocks. Memory: 32 bytes each, at once.
+	MaxRunEntries uint32
 	// RingBytes is the ring buffer size, a power of two ≥ 4096. Default 8 MiB.
 	RingBytes uint32
 	// EventBuffer is the capacity of the Events channel. Default 16384: one
@@ -44,8 +53,13 @@ type Config struct {
 	// DrainInterval is the ring reader's deadline. Default 10 ms.
 	DrainInterval time.Duration
 	// LivenessInterval is how often tracked processes are checked for exit,
-	// a backstop for exit notices lost to a full ring. Default 1 s.
+	// a backstop for exit notices lost to a full ring, and the online CPUs
+	// for hotplug. Default 1 s.
 	LivenessInterval time.Duration
+	// CPUs lists the online CPUs, on which the per-CPU perf events are
+	// opened and kept (CPU hotplug). Default procmem.Default(); the agent
+	// passes its --sys.
+	CPUs CPUSource
 	// OnExit, when set, receives the final counters of a traced process that
 	// exited, from the reader goroutine; it must not block for long.
 	OnExit func(ExitReport)
@@ -68,6 +82,10 @@ func (c *Config) setDefaults() {
 	if c.MaxRangeSets == 0 {
 		c.MaxRangeSets = 8 * c.MaxBlocks
 	}
+	if c.MaxRunEntries == 0 {
+		c.MaxRunEntries = 4 * c.MaxBlocks
+	}
+	c.MaxRunEntries = max(1<<minRunOrder, uint32(1)<<bits.Len32(c.MaxRunEntries-1))
 	if c.RingBytes == 0 {
 		c.RingBytes = 8 << 20
 	}
@@ -83,6 +101,9 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.CPUs == nil {
+		c.CPUs = procmem.Default()
+	}
 }
 
 // Validate reports the first setting Load cannot use.
@@ -92,6 +113,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBlocks > 1<<24 {
 		return fmt.Errorf("validate config: max blocks %d: above 16 Mi", c.MaxBlocks)
+	}
+	if c.MaxRunEntries > 1<<26 {
+		return fmt.Errorf("validate config: max run entries %d: above 64 Mi", c.MaxRunEntries)
 	}
 	if c.EventBuffer < 0 {
 		return fmt.Errorf("validate config: event buffer %d: negative", c.EventBuffer)

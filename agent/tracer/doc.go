@@ -30,18 +30,43 @@
 //   - PIDs are host (initial namespace) PIDs: the kernel side compares
 //     bpf_get_current_pid_tgid() with them. At most 4096 processes are
 //     tracked at once (the tgids map).
-//   - Address matching: a hash of 2 MiB buckets per TGID, each listing up to
-//     8 block ranges; a denser bucket is split into 64 KiB granule entries
-//     (see bpf/strata.h). RegisterBlock fails with ErrTooDense when more
-//     than 8 blocks share one granule (blocks averaging under 8 KiB).
-//     A lookup is one hash probe (two in a dense bucket) whatever the number
-//     of blocks, so the program's time per fault does not grow with the
-//     blocks registered; BenchmarkFaultOverhead prints it, from the kernel's
-//     BPF statistics, untraced and traced with 64 and 65,536 blocks. (A
-//     sorted range array searched with bpf_loop grew with the number of
-//     ranges and needed the whole array rewritten on every change.) An
+//   - Address matching (bpf/strata.h): a hash of 2 MiB buckets per TGID,
+//     each listing up to 8 block ranges; a bucket of more blocks is split
+//     into 64 KiB granule entries, again up to 8 ranges each; a granule of
+//     more blocks lists them as a sorted run in the runs array, with a fence
+//     per 4 KiB page so that the binary search covers only the entries that
+//     can hold an address of the faulting page. Any number of blocks per
+//     granule is matched. A lookup is one hash probe for blocks of a MiB
+//     and more, two in a split bucket, and then a few entries of one run;
+//     its cost does not grow with the blocks registered elsewhere. An
 //     untraced process pays one bit test in an array map (pid_bits) on top
-//     of the tracepoint itself.
+//     of the tracepoint itself. BenchmarkFaultOverhead prints the cost from
+//     the kernel's BPF statistics, untraced and traced with 64 to 262,144
+//     blocks, pages faulted in order and scattered (dense granules faulted
+//     in scattered order cost most: cold cache lines). Alternatives measured
+//     with the same faults: a radix of hash cells down to 8-byte cells cost
+//     1.3-3.2× more per fault in dense granules, chained 8-range entries
+//     grew with the density (5× at 256 blocks per granule), a sorted array
+//     per granule without page fences 1.1-1.4×; children of split cells in
+//     a preallocated array were cheaper still but need their memory up
+//     front, for the densest layout more than the whole budget.
+//   - Runs are written through a mapping of the runs array, into segments
+//     of a buddy allocator (Config.MaxRunEntries; ErrIndexFull when it is
+//     exhausted): a segment is never written while a lookup may read it
+//     (entries are appended past what was ever listed, or copied to a new
+//     segment), and a freed segment is reused only after an RCU grace
+//     period, which the tracer waits for by updating a map-in-map.
+//   - Memory does not grow with the CPU count: block counters are shared by
+//     all CPUs (atomic adds), 64 bytes per block; only the fault statistics
+//     (64 bytes) and the hash maps' bookkeeping are per CPU.
+//     TestMapMemoryPerCPU states each map's memory on this machine and on
+//     64 and 128 CPUs: ~44 MiB for 65,536 blocks on 128 CPUs.
+//   - Per-CPU perf events (the perf fault hook, major faults, walk samples)
+//     follow CPU hotplug: every LivenessInterval the online CPU list
+//     (Config.CPUs, /sys/devices/system/cpu/online) is read, CPUs that came
+//     online get their events, those gone offline lose them, and an event
+//     whose enabled time stopped (its CPU went offline and back between two
+//     checks) is reopened.
 //
 // SampleWalks attaches the walk_sample program to a sampling perf event
 // whose samples carry a data address (PEBS STLB-miss loads and stores,

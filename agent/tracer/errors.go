@@ -15,8 +15,10 @@ var (
 	ErrOverlap = errors.New("range overlaps a registered block")
 	// ErrBadRange means start >= end or the range is outside user space.
 	ErrBadRange = errors.New("invalid address range")
-	// ErrTooDense means more than 8 blocks would share one 64 KiB granule.
-	ErrTooDense = errors.New("too many blocks in one 64 KiB granule")
+	// ErrIndexFull means the address index has no room left: the runs array
+	// of dense granules (Config.MaxRunEntries) or the cells map
+	// (Config.MaxRangeSets).
+	ErrIndexFull = errors.New("address index full")
 	// ErrFull means every counter slot (Config.MaxBlocks) is in use.
 	ErrFull = errors.New("block table full")
 	// ErrBadPID means the TGID is 0 or beyond the kernel's PID limit.

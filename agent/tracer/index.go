@@ -4,27 +4,39 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unsafe"
 )
 
 // Address-index geometry, equal to the STRATA_* constants in bpf/strata.h
-// (layout_test.go checks them against the generated struct).
+// (TestHeaderConstants checks them).
 const (
-	bucketShift = 21
-	fineShift   = 16
-	rangeSlots  = 8
-	levelBucket = 0
-	levelFine   = 1
-	bucketFine  = 1
-	pidWords    = 4194304 / 64
-	maxUserAddr = 1 << 56 // x86-64 user space with 5-level paging (4-level: 1<<47)
+	bucketShift  = 21
+	granuleShift = 16
+	pageShift    = 12
+	rangeSlots   = 8
+	fences       = 17
+	levelBucket  = 0
+	levelGranule = 1
+	cellSplit    = 1
+	cellRun      = 2
+	pidWords     = 4194304 / 64
+	maxUserAddr  = 1 << 56 // x86-64 user space with 5-level paging (4-level: 1<<47)
 )
 
-// rangeStore is the kernel's buckets map as the index sees it; tests pass a
-// map-backed fake.
+// mergeAt is the block count at which a split bucket, or a granule with a
+// run, lists its blocks itself again. Below rangeSlots, so that a cell at
+// the limit (a GC moving one of nine small blocks) is not rewritten both
+// ways at every change.
+const mergeAt = rangeSlots / 2
+
+// rangeStore is the kernel's cells and runs maps as the index sees them;
+// tests pass a map-backed fake.
 type rangeStore interface {
-	put(key strataBucketKey, val *strataRangeSet) error
-	del(key strataBucketKey) error
-	delMany(keys []strataBucketKey) error
+	put(key strataCellKey, val *strataRangeSet) error
+	del(key strataCellKey) error
+	delMany(keys []strataCellKey) error
+	// putRun writes entries at runs[off, off+len(entries)).
+	putRun(off uint32, entries []strataBlockRange) error
 }
 
 type block struct {
@@ -32,31 +44,75 @@ type block struct {
 	slot           uint32
 }
 
-// bucketState is what is written for one 2 MiB bucket: the blocks that
-// overlap it and, when it is fine-grained, the granule entries written for it.
-type bucketState struct {
-	blocks []*block
-	pages  map[uint64]struct{} // level-1 (granule) indexes in the kernel map; nil when direct
+// bucket is the index of one 2 MiB bucket: the blocks overlapping it and,
+// when more than rangeSlots do, its granules (grans non-nil; the kernel
+// entry is then only the STRATA_CELL_SPLIT mark).
+type bucket struct {
+	blocks   []*block
+	grans    map[uint64]*granule
+	inKernel bool // its entry was written and not deleted since
+}
+
+// granule is one 64 KiB granule of a split bucket: the blocks overlapping
+// it, sorted by start, and their run when more than rangeSlots do.
+type granule struct {
+	blocks   []*block
+	run      *run
+	inKernel bool
+}
+
+// run is a granule's segment of the runs array. Entries below hw may have
+// been read by a lookup, so they are never written again while the
+// segment is in use; appending in place is allowed at hw.
+type run struct {
+	seg    segment
+	listed int // entries the kernel's cell lists now
+	hw     int
 }
 
 // procIndex mirrors the kernel entries of one TGID so that they can be
 // rewritten on change and removed on exit without scanning the kernel map.
+//
+// A change updates the Go side first and the kernel after, in an order
+// that keeps a concurrent lookup correct: run entries are written before
+// the cell that lists them, granules before their bucket is flagged split,
+// and a bucket or granule lists its blocks again before what was below it
+// goes (run segments wait for a grace period before reuse, see runPool).
+// A failed write is undone by rebuilding the block's buckets (resync).
 type procIndex struct {
 	tgid    uint32
+	runs    *runPool
 	blocks  map[uint64]*block
-	buckets map[uint64]*bucketState
+	buckets map[uint64]*bucket
+	cells   int // entries in the kernel's cells map
 }
 
-func newProcIndex(tgid uint32) *procIndex {
-	return &procIndex{tgid: tgid, blocks: map[uint64]*block{}, buckets: map[uint64]*bucketState{}}
+func newProcIndex(tgid uint32, runs *runPool) *procIndex {
+	return &procIndex{tgid: tgid, runs: runs, blocks: map[uint64]*block{}, buckets: map[uint64]*bucket{}}
 }
 
-func bucketsOf(start, end uint64) (first, last uint64) {
-	return start >> bucketShift, (end - 1) >> bucketShift
+func overlaps(a, b *block) bool { return a.start < b.end && b.start < a.end }
+
+func bucketsOf(b *block) (first, last uint64) {
+	return b.start >> bucketShift, (b.end - 1) >> bucketShift
 }
 
-// add inserts b and writes the buckets it touches. On error nothing of b
-// stays in the index (the kernel entries are rewritten as before).
+// granulesIn returns the first and last granule of b inside bucket i.
+func granulesIn(i uint64, b *block) (first, last uint64) {
+	s, e := max(b.start, i<<bucketShift), min(b.end, (i+1)<<bucketShift)
+	return s >> granuleShift, (e - 1) >> granuleShift
+}
+
+func (p *procIndex) bucketKey(i uint64) strataCellKey {
+	return strataCellKey{Tgid: p.tgid, Level: levelBucket, Index: i}
+}
+
+func (p *procIndex) granuleKey(g uint64) strataCellKey {
+	return strataCellKey{Tgid: p.tgid, Level: levelGranule, Index: g}
+}
+
+// add inserts b and writes the entries it changes. On error nothing of b
+// stays in the index.
 func (p *procIndex) add(s rangeStore, b *block) error {
 	if b.start >= b.end || b.end > maxUserAddr {
 		return fmt.Errorf("add block %d [%#x,%#x): %w", b.id, b.start, b.end, ErrBadRange)
@@ -64,233 +120,339 @@ func (p *procIndex) add(s rangeStore, b *block) error {
 	if _, ok := p.blocks[b.id]; ok {
 		return fmt.Errorf("add block %d: %w", b.id, ErrBlockExists)
 	}
-	first, last := bucketsOf(b.start, b.end)
+	first, last := bucketsOf(b)
 	for i := first; i <= last; i++ {
-		st := p.buckets[i]
-		if st == nil {
-			continue
-		}
-		for _, o := range st.blocks {
-			if b.start < o.end && o.start < b.end {
-				return fmt.Errorf("add block %d: block %d: %w", b.id, o.id, ErrOverlap)
-			}
-		}
-		if len(st.blocks)+1 > rangeSlots {
-			if err := checkDensity(i, st.blocks, b); err != nil {
-				return fmt.Errorf("add block %d: %w", b.id, err)
+		if c := p.buckets[i]; c != nil {
+			if j := slices.IndexFunc(c.blocks, func(o *block) bool { return overlaps(o, b) }); j >= 0 {
+				return fmt.Errorf("add block %d: block %d: %w", b.id, c.blocks[j].id, ErrOverlap)
 			}
 		}
 	}
 	p.blocks[b.id] = b
 	for i := first; i <= last; i++ {
-		st := p.buckets[i]
-		if st == nil {
-			st = &bucketState{}
-			p.buckets[i] = st
+		if err := p.addToBucket(s, i, b); err != nil {
+			delete(p.blocks, b.id)
+			return errors.Join(fmt.Errorf("add block %d: %w", b.id, err), p.resync(s, b))
 		}
-		st.blocks = append(st.blocks, b)
-	}
-	if err := p.write(s, first, last, b); err != nil {
-		p.drop(b)
-		return errors.Join(fmt.Errorf("add block %d: %w", b.id, err), p.write(s, first, last, b))
 	}
 	return nil
 }
 
-// checkDensity fails when a granule of b in bucket i would be covered by more
-// than rangeSlots blocks.
-func checkDensity(i uint64, blocks []*block, b *block) error {
-	lo, hi := pagesIn(i, b)
-	for pg := lo; pg <= hi; pg++ {
-		n := 1
-		for _, o := range blocks {
-			if o.start < (pg+1)<<fineShift && pg<<fineShift < o.end {
-				n++
+func (p *procIndex) addToBucket(s rangeStore, i uint64, b *block) error {
+	c := p.buckets[i]
+	if c == nil {
+		c = &bucket{}
+		p.buckets[i] = c
+	}
+	c.blocks = append(c.blocks, b)
+	switch {
+	case c.grans != nil:
+		lo, hi := granulesIn(i, b)
+		for g := lo; g <= hi; g++ {
+			gr := c.grans[g]
+			if gr == nil {
+				gr = &granule{}
+				c.grans[g] = gr
 			}
-		}
-		if n > rangeSlots {
-			return fmt.Errorf("granule %#x: %d blocks: %w", pg<<fineShift, n, ErrTooDense)
-		}
-	}
-	return nil
-}
-
-// pagesIn returns the first and last fine granule of b inside bucket i.
-func pagesIn(i uint64, b *block) (lo, hi uint64) {
-	s, e := max(b.start, i<<bucketShift), min(b.end, (i+1)<<bucketShift)
-	return s >> fineShift, (e - 1) >> fineShift
-}
-
-// remove deletes b from the index and the kernel map.
-func (p *procIndex) remove(s rangeStore, b *block) error {
-	p.drop(b)
-	first, last := bucketsOf(b.start, b.end)
-	if err := p.write(s, first, last, b); err != nil {
-		return fmt.Errorf("remove block %d: %w", b.id, err)
-	}
-	return nil
-}
-
-func (p *procIndex) drop(b *block) {
-	delete(p.blocks, b.id)
-	first, last := bucketsOf(b.start, b.end)
-	for i := first; i <= last; i++ {
-		if st := p.buckets[i]; st != nil {
-			st.blocks = slices.DeleteFunc(st.blocks, func(o *block) bool { return o == b })
-		}
-	}
-}
-
-// clear removes every kernel entry of the TGID.
-func (p *procIndex) clear(s rangeStore) error {
-	keys := make([]strataBucketKey, 0, len(p.buckets))
-	for i, st := range p.buckets {
-		keys = append(keys, strataBucketKey{Tgid: p.tgid, Level: levelBucket, Index: i})
-		for pg := range st.pages {
-			keys = append(keys, strataBucketKey{Tgid: p.tgid, Level: levelFine, Index: pg})
-		}
-	}
-	p.blocks = map[uint64]*block{}
-	p.buckets = map[uint64]*bucketState{}
-	return s.delMany(keys)
-}
-
-func (p *procIndex) write(s rangeStore, first, last uint64, changed *block) error {
-	for i := first; i <= last; i++ {
-		if err := p.writeOne(s, i, changed); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// writeOne makes the kernel entries of bucket i match its state after
-// changed was added or removed (nil: rewrite all). Ordering keeps a
-// concurrent lookup correct: granule entries go in before the bucket is
-// flagged fine, and come out after it is direct again.
-func (p *procIndex) writeOne(s rangeStore, i uint64, changed *block) error {
-	st := p.buckets[i]
-	if st == nil {
-		return nil
-	}
-	key := strataBucketKey{Tgid: p.tgid, Level: levelBucket, Index: i}
-	if len(st.blocks) == 0 {
-		if err := s.del(key); err != nil {
-			return err
-		}
-		if err := p.delPages(s, st, nil); err != nil {
-			return err
-		}
-		delete(p.buckets, i)
-		return nil
-	}
-	if len(st.blocks) <= rangeSlots {
-		if err := s.put(key, rangeSet(st.blocks)); err != nil {
-			return err
-		}
-		return p.delPages(s, st, nil)
-	}
-	if st.pages != nil && changed != nil {
-		// Already fine: only the granules of the changed block differ.
-		lo, hi := pagesIn(i, changed)
-		for pg := lo; pg <= hi; pg++ {
-			if err := p.writePage(s, st, pg); err != nil {
+			at, _ := slices.BinarySearchFunc(gr.blocks, b.start, func(o *block, s uint64) int { return cmpU64(o.start, s) })
+			gr.blocks = slices.Insert(gr.blocks, at, b)
+			if err := p.syncGranule(s, g, gr, at == len(gr.blocks)-1, false); err != nil {
 				return err
 			}
 		}
 		return nil
+	case len(c.blocks) <= rangeSlots:
+		return p.put(s, p.bucketKey(i), &c.inKernel, leafSet(c.blocks))
 	}
-	pages, err := layoutPages(i, st.blocks)
-	if err != nil {
-		return err
-	}
-	if st.pages == nil {
-		st.pages = map[uint64]struct{}{}
-	}
-	for pg, rs := range pages {
-		if err := s.put(strataBucketKey{Tgid: p.tgid, Level: levelFine, Index: pg}, rs); err != nil {
-			return err
-		}
-		st.pages[pg] = struct{}{}
-	}
-	if err := s.put(key, &strataRangeSet{Flags: bucketFine}); err != nil {
-		return err
-	}
-	return p.delPages(s, st, pages)
+	return p.split(s, i, c)
 }
 
-// writePage rewrites the entry of one granule of a fine bucket.
-func (p *procIndex) writePage(s rangeStore, st *bucketState, pg uint64) error {
-	var on []*block
-	for _, b := range st.blocks {
-		if b.start < (pg+1)<<fineShift && pg<<fineShift < b.end {
-			on = append(on, b)
+// split lists the blocks of bucket i per granule: granules first, then the
+// bucket's mark.
+func (p *procIndex) split(s rangeStore, i uint64, c *bucket) error {
+	c.grans = map[uint64]*granule{}
+	for _, b := range c.blocks {
+		lo, hi := granulesIn(i, b)
+		for g := lo; g <= hi; g++ {
+			gr := c.grans[g]
+			if gr == nil {
+				gr = &granule{}
+				c.grans[g] = gr
+			}
+			gr.blocks = append(gr.blocks, b)
 		}
 	}
-	key := strataBucketKey{Tgid: p.tgid, Level: levelFine, Index: pg}
+	for g, gr := range c.grans {
+		slices.SortFunc(gr.blocks, func(a, b *block) int { return cmpU64(a.start, b.start) })
+		if err := p.syncGranule(s, g, gr, false, false); err != nil {
+			return err
+		}
+	}
+	return p.put(s, p.bucketKey(i), &c.inKernel, &strataRangeSet{Flags: cellSplit})
+}
+
+// syncGranule makes the kernel entry of granule g list gr.blocks. appended
+// says the one change since the last sync added the last block; truncated
+// that it removed the last one: then a run is updated in place.
+func (p *procIndex) syncGranule(s rangeStore, g uint64, gr *granule, appended, truncated bool) error {
+	n := len(gr.blocks)
 	switch {
-	case len(on) > rangeSlots:
-		return fmt.Errorf("granule %#x: %d blocks: %w", pg<<fineShift, len(on), ErrTooDense)
-	case len(on) == 0:
-		delete(st.pages, pg)
-		return s.del(key)
-	}
-	st.pages[pg] = struct{}{}
-	return s.put(key, rangeSet(on))
-}
-
-// delPages deletes the granule entries of st not in keep; with keep nil the
-// bucket is direct afterwards.
-func (p *procIndex) delPages(s rangeStore, st *bucketState, keep map[uint64]*strataRangeSet) error {
-	for pg := range st.pages {
-		if _, ok := keep[pg]; ok {
-			continue
-		}
-		if err := s.del(strataBucketKey{Tgid: p.tgid, Level: levelFine, Index: pg}); err != nil {
+	case n == 0:
+		if err := p.del(s, p.granuleKey(g), &gr.inKernel); err != nil {
 			return err
 		}
-		delete(st.pages, pg)
+		p.dropRun(gr)
+		return nil
+	case gr.run == nil && n <= rangeSlots, gr.run != nil && n <= mergeAt:
+		if err := p.put(s, p.granuleKey(g), &gr.inKernel, leafSet(gr.blocks)); err != nil {
+			return err
+		}
+		p.dropRun(gr)
+		return nil
 	}
-	if keep == nil {
-		st.pages = nil
+	r := gr.run
+	switch {
+	case r != nil && appended && r.hw == n-1 && n <= r.seg.cap():
+		if err := s.putRun(r.seg.off+uint32(n-1), runEntries(gr.blocks[n-1:])); err != nil {
+			return err
+		}
+		r.hw = n
+	case r != nil && truncated && n < r.listed:
+		// The first n entries are listed already.
+	default:
+		seg, err := p.runs.alloc(n)
+		if err != nil {
+			return err
+		}
+		if err := s.putRun(seg.off, runEntries(gr.blocks)); err != nil {
+			p.runs.release(seg)
+			return err
+		}
+		r = &run{seg: seg, hw: n}
+	}
+	rs := &strataRangeSet{N: uint32(n), Flags: cellRun}
+	ref := runRef(rs)
+	ref.Off = r.seg.off
+	ref.Fence = fencesOf(g, gr.blocks)
+	if err := p.put(s, p.granuleKey(g), &gr.inKernel, rs); err != nil {
+		if r != gr.run {
+			p.runs.release(r.seg)
+		}
+		return err
+	}
+	if r != gr.run {
+		p.dropRun(gr) // the old segment waits for a grace period
+		gr.run = r
+	}
+	r.listed = n
+	return nil
+}
+
+func (p *procIndex) dropRun(gr *granule) {
+	if gr.run != nil {
+		p.runs.release(gr.run.seg)
+		gr.run = nil
+	}
+}
+
+// runRef is the run_ref of a cell (the union member after n and flags).
+func runRef(rs *strataRangeSet) *strataRunRef {
+	return (*strataRunRef)(unsafe.Pointer(&rs.Ranges))
+}
+
+// fencesOf returns, for each 4 KiB page of granule g, the index of the first
+// block of bs (sorted, not overlapping) that ends above the page's start,
+// and len(bs) last.
+func fencesOf(g uint64, bs []*block) (f [fences]uint32) {
+	j := 0
+	for pg := 0; pg < fences-1; pg++ {
+		at := g<<granuleShift + uint64(pg)<<pageShift
+		for j < len(bs) && bs[j].end <= at {
+			j++
+		}
+		f[pg] = uint32(j)
+	}
+	f[fences-1] = uint32(len(bs))
+	return f
+}
+
+func runEntries(bs []*block) []strataBlockRange {
+	out := make([]strataBlockRange, len(bs))
+	for j, b := range bs {
+		out[j] = strataBlockRange{Start: b.start, End: b.end, BlockId: b.id, Slot: b.slot}
+	}
+	return out
+}
+
+// remove deletes b from the index and the kernel maps.
+func (p *procIndex) remove(s rangeStore, b *block) error {
+	delete(p.blocks, b.id)
+	first, last := bucketsOf(b)
+	for i := first; i <= last; i++ {
+		if err := p.removeFromBucket(s, i, b); err != nil {
+			return errors.Join(fmt.Errorf("remove block %d: %w", b.id, err), p.resync(s, b))
+		}
 	}
 	return nil
 }
 
-// layoutPages lists, per 64 KiB granule of bucket i, the blocks covering it.
-func layoutPages(i uint64, blocks []*block) (map[uint64]*strataRangeSet, error) {
-	lo, hi := i<<bucketShift, (i+1)<<bucketShift
-	perPage := map[uint64][]*block{}
-	for _, b := range blocks {
-		s, e := max(b.start, lo), min(b.end, hi)
-		for pg := s >> fineShift; pg <= (e-1)>>fineShift; pg++ {
-			perPage[pg] = append(perPage[pg], b)
-		}
+func (p *procIndex) removeFromBucket(s rangeStore, i uint64, b *block) error {
+	c := p.buckets[i]
+	if c == nil {
+		return nil
 	}
-	out := make(map[uint64]*strataRangeSet, len(perPage))
-	for pg, bs := range perPage {
-		if len(bs) > rangeSlots {
-			return nil, fmt.Errorf("granule %#x: %d blocks: %w", pg<<fineShift, len(bs), ErrTooDense)
+	c.blocks = slices.DeleteFunc(c.blocks, func(o *block) bool { return o == b })
+	switch {
+	case len(c.blocks) == 0:
+		// The bucket first, so that no lookup reaches a granule without it.
+		if err := p.del(s, p.bucketKey(i), &c.inKernel); err != nil {
+			return err
 		}
-		out[pg] = rangeSet(bs)
+		if err := p.dropGranules(s, c); err != nil {
+			return err
+		}
+		delete(p.buckets, i)
+	case c.grans != nil && len(c.blocks) <= mergeAt:
+		if err := p.put(s, p.bucketKey(i), &c.inKernel, leafSet(c.blocks)); err != nil {
+			return err
+		}
+		return p.dropGranules(s, c)
+	case c.grans != nil:
+		lo, hi := granulesIn(i, b)
+		for g := lo; g <= hi; g++ {
+			gr := c.grans[g]
+			if gr == nil {
+				continue
+			}
+			at := slices.Index(gr.blocks, b)
+			if at < 0 {
+				continue
+			}
+			gr.blocks = slices.Delete(gr.blocks, at, at+1)
+			if err := p.syncGranule(s, g, gr, false, at == len(gr.blocks)); err != nil {
+				return err
+			}
+			if len(gr.blocks) == 0 {
+				delete(c.grans, g)
+			}
+		}
+	default:
+		return p.put(s, p.bucketKey(i), &c.inKernel, leafSet(c.blocks))
 	}
-	return out, nil
+	return nil
 }
 
-func rangeSet(blocks []*block) *strataRangeSet {
-	bs := slices.Clone(blocks)
-	slices.SortFunc(bs, func(a, b *block) int {
-		switch {
-		case a.start < b.start:
-			return -1
-		case a.start > b.start:
-			return 1
+// dropGranules deletes the granule entries of c and releases their runs.
+func (p *procIndex) dropGranules(s rangeStore, c *bucket) error {
+	for g, gr := range c.grans {
+		if err := p.del(s, p.granuleKey(g), &gr.inKernel); err != nil {
+			return err
 		}
-		return 0
-	})
+		p.dropRun(gr)
+		delete(c.grans, g)
+	}
+	c.grans = nil
+	return nil
+}
+
+func (p *procIndex) put(s rangeStore, k strataCellKey, inKernel *bool, rs *strataRangeSet) error {
+	if err := s.put(k, rs); err != nil {
+		return err
+	}
+	if !*inKernel {
+		*inKernel = true
+		p.cells++
+	}
+	return nil
+}
+
+func (p *procIndex) del(s rangeStore, k strataCellKey, inKernel *bool) error {
+	if !*inKernel {
+		return nil
+	}
+	if err := s.del(k); err != nil {
+		return err
+	}
+	*inKernel = false
+	p.cells--
+	return nil
+}
+
+// resync rebuilds, after a failed write, the buckets that b overlaps from
+// the blocks registered now. Their kernel entries are deleted first (faults
+// there go unmatched meanwhile, never to a wrong block), then written
+// afresh; when a write fails again the bucket stays unmatched until its
+// next change.
+func (p *procIndex) resync(s rangeStore, b *block) error {
+	first, last := bucketsOf(b)
+	var errs []error
+	for i := first; i <= last; i++ {
+		c := p.buckets[i]
+		if c == nil {
+			continue
+		}
+		if err := p.del(s, p.bucketKey(i), &c.inKernel); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := p.dropGranules(s, c); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.blocks = slices.DeleteFunc(c.blocks, func(o *block) bool { return p.blocks[o.id] != o })
+		switch {
+		case len(c.blocks) == 0:
+			delete(p.buckets, i)
+		case len(c.blocks) <= rangeSlots:
+			errs = append(errs, p.put(s, p.bucketKey(i), &c.inKernel, leafSet(c.blocks)))
+		default:
+			errs = append(errs, p.split(s, i, c))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("resync index: %w", err)
+	}
+	return nil
+}
+
+// clear removes every kernel entry of the TGID and releases its runs.
+func (p *procIndex) clear(s rangeStore) error {
+	keys := make([]strataCellKey, 0, p.cells)
+	for i, c := range p.buckets {
+		if c.inKernel {
+			keys = append(keys, p.bucketKey(i))
+		}
+		for g, gr := range c.grans {
+			if gr.inKernel {
+				keys = append(keys, p.granuleKey(g))
+			}
+			p.dropRun(gr)
+		}
+	}
+	p.blocks = map[uint64]*block{}
+	p.buckets = map[uint64]*bucket{}
+	p.cells = 0
+	return s.delMany(keys)
+}
+
+// leafSet is the kernel entry of a cell listing blocks (at most rangeSlots),
+// sorted by start.
+func leafSet(blocks []*block) *strataRangeSet {
+	bs := slices.Clone(blocks)
+	slices.SortFunc(bs, func(a, b *block) int { return cmpU64(a.start, b.start) })
 	rs := &strataRangeSet{N: uint32(len(bs))}
 	for j, b := range bs {
 		rs.Ranges[j] = strataBlockRange{Start: b.start, End: b.end, BlockId: b.id, Slot: b.slot}
 	}
 	return rs
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

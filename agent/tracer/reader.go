@@ -35,6 +35,8 @@ func (t *Tracer) readLoop() {
 		if time.Since(lastLive) >= t.cfg.LivenessInterval {
 			lastLive = time.Now()
 			t.checkLiveness()
+			t.checkCPUs()
+			t.reclaimRuns()
 			t.syncClock() // follow NTP adjustments of the wall clock
 		}
 	}

@@ -51,7 +51,7 @@ func rssBytes(tb testing.TB) int64 {
 
 func reportMemory(tb testing.TB, tr *Tracer) (total int64) {
 	tb.Helper()
-	for _, name := range []string{strataMapPidBits, strataMapBuckets, strataMapCounters, strataMapTgids, strataMapStats, strataMapEvents} {
+	for _, name := range []string{strataMapPidBits, strataMapCells, strataMapRuns, strataMapCounters, strataMapTgids, strataMapStats, strataMapEvents} {
 		n := mapMemory(tb, tr.maps[name])
 		total += n
 		tb.Logf("  map %-9s %8.2f MiB", name, float64(n)/(1<<20))
@@ -105,15 +105,21 @@ func register64k(t testing.TB, name string, size uint64) {
 		name, n, reg.Round(time.Millisecond), float64(reg.Microseconds())/n, time.Since(start).Round(time.Millisecond), st.RangeSets)
 	reportMemory(t, tr)
 	// Kernel lookups agree with the index at the first and last block.
-	kv := map[strataBucketKey]strataRangeSet{}
-	var k strataBucketKey
+	kv := map[strataCellKey]strataRangeSet{}
+	var k strataCellKey
 	var v strataRangeSet
-	it := tr.maps[strataMapBuckets].Iterate()
+	it := tr.maps[strataMapCells].Iterate()
 	for it.Next(&k, &v) {
 		kv[k] = v
 	}
+	runs := map[uint32]strataBlockRange{}
+	var rk uint32
+	var rv strataBlockRange
+	for it := tr.maps[strataMapRuns].Iterate(); it.Next(&rk, &rv); {
+		runs[rk] = rv
+	}
 	for _, i := range []uint64{0, n / 2, n - 1} {
-		r, ok := lookup(kv, c.pid, base+i*size+size/2)
+		r, ok := lookup(kv, runs, c.pid, base+i*size+size/2)
 		if !ok || r.BlockId != i {
 			t.Errorf("lookup block %d: %v %+v", i, ok, r)
 		}

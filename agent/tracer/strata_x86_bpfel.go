@@ -21,6 +21,7 @@ type strataBlockCounters struct {
 	Unclassified uint64
 	Major        uint64
 	WalkSamples  uint64
+	Pad          [2]uint64
 }
 
 type strataBlockRange struct {
@@ -32,7 +33,7 @@ type strataBlockRange struct {
 	Pad     uint32
 }
 
-type strataBucketKey struct {
+type strataCellKey struct {
 	_     structs.HostLayout
 	Tgid  uint32
 	Level uint32
@@ -72,6 +73,12 @@ type strataRangeSet struct {
 	Ranges [8]strataBlockRange
 }
 
+type strataRunRef struct {
+	_     structs.HostLayout
+	Off   uint32
+	Fence [17]uint32
+}
+
 type strataTgidCounters struct {
 	_                  structs.HostLayout
 	WalkSamples        uint64
@@ -82,22 +89,24 @@ type strataTgidCounters struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	strataMapBuckets         = "buckets"
-	strataMapCounters        = "counters"
-	strataMapEvents          = "events"
-	strataMapPidBits         = "pid_bits"
-	strataMapStats           = "stats"
-	strataMapTgids           = "tgids"
-	strataProgExitBtf        = "exit_btf"
-	strataProgExitRaw        = "exit_raw"
-	strataProgFaultBtf       = "fault_btf"
-	strataProgFaultPerf      = "fault_perf"
-	strataProgFaultRaw       = "fault_raw"
-	strataProgMajorFault     = "major_fault"
-	strataProgWalkSample     = "walk_sample"
-	strataVarSampleEvery     = "sample_every"
-	strataVarUnusedBucketKey = "unused_bucket_key"
-	strataVarUnusedEvent     = "unused_event"
+	strataMapCells         = "cells"
+	strataMapCounters      = "counters"
+	strataMapEvents        = "events"
+	strataMapPidBits       = "pid_bits"
+	strataMapRuns          = "runs"
+	strataMapStats         = "stats"
+	strataMapTgids         = "tgids"
+	strataProgExitBtf      = "exit_btf"
+	strataProgExitRaw      = "exit_raw"
+	strataProgFaultBtf     = "fault_btf"
+	strataProgFaultPerf    = "fault_perf"
+	strataProgFaultRaw     = "fault_raw"
+	strataProgMajorFault   = "major_fault"
+	strataProgWalkSample   = "walk_sample"
+	strataVarSampleEvery   = "sample_every"
+	strataVarUnusedCellKey = "unused_cell_key"
+	strataVarUnusedEvent   = "unused_event"
+	strataVarUnusedRunRef  = "unused_run_ref"
 )
 
 // loadStrata returns the embedded CollectionSpec for strata.
@@ -155,10 +164,11 @@ type strataProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type strataMapSpecs struct {
-	Buckets  *ebpf.MapSpec `ebpf:"buckets"`
+	Cells    *ebpf.MapSpec `ebpf:"cells"`
 	Counters *ebpf.MapSpec `ebpf:"counters"`
 	Events   *ebpf.MapSpec `ebpf:"events"`
 	PidBits  *ebpf.MapSpec `ebpf:"pid_bits"`
+	Runs     *ebpf.MapSpec `ebpf:"runs"`
 	Stats    *ebpf.MapSpec `ebpf:"stats"`
 	Tgids    *ebpf.MapSpec `ebpf:"tgids"`
 }
@@ -167,9 +177,10 @@ type strataMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type strataVariableSpecs struct {
-	SampleEvery     *ebpf.VariableSpec `ebpf:"sample_every"`
-	UnusedBucketKey *ebpf.VariableSpec `ebpf:"unused_bucket_key"`
-	UnusedEvent     *ebpf.VariableSpec `ebpf:"unused_event"`
+	SampleEvery   *ebpf.VariableSpec `ebpf:"sample_every"`
+	UnusedCellKey *ebpf.VariableSpec `ebpf:"unused_cell_key"`
+	UnusedEvent   *ebpf.VariableSpec `ebpf:"unused_event"`
+	UnusedRunRef  *ebpf.VariableSpec `ebpf:"unused_run_ref"`
 }
 
 // strataObjects contains all objects after they have been loaded into the kernel.
@@ -192,20 +203,22 @@ func (o *strataObjects) Close() error {
 //
 // It can be passed to loadStrataObjects or ebpf.CollectionSpec.LoadAndAssign.
 type strataMaps struct {
-	Buckets  *ebpf.Map `ebpf:"buckets"`
+	Cells    *ebpf.Map `ebpf:"cells"`
 	Counters *ebpf.Map `ebpf:"counters"`
 	Events   *ebpf.Map `ebpf:"events"`
 	PidBits  *ebpf.Map `ebpf:"pid_bits"`
+	Runs     *ebpf.Map `ebpf:"runs"`
 	Stats    *ebpf.Map `ebpf:"stats"`
 	Tgids    *ebpf.Map `ebpf:"tgids"`
 }
 
 func (m *strataMaps) Close() error {
 	return _StrataClose(
-		m.Buckets,
+		m.Cells,
 		m.Counters,
 		m.Events,
 		m.PidBits,
+		m.Runs,
 		m.Stats,
 		m.Tgids,
 	)
@@ -215,9 +228,10 @@ func (m *strataMaps) Close() error {
 //
 // It can be passed to loadStrataObjects or ebpf.CollectionSpec.LoadAndAssign.
 type strataVariables struct {
-	SampleEvery     *ebpf.Variable `ebpf:"sample_every"`
-	UnusedBucketKey *ebpf.Variable `ebpf:"unused_bucket_key"`
-	UnusedEvent     *ebpf.Variable `ebpf:"unused_event"`
+	SampleEvery   *ebpf.Variable `ebpf:"sample_every"`
+	UnusedCellKey *ebpf.Variable `ebpf:"unused_cell_key"`
+	UnusedEvent   *ebpf.Variable `ebpf:"unused_event"`
+	UnusedRunRef  *ebpf.Variable `ebpf:"unused_run_ref"`
 }
 
 // strataPrograms contains all programs after they have been loaded into the kernel.

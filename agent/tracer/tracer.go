@@ -25,12 +25,6 @@ type Counters struct {
 	WalkSamples       uint64 // SampleWalks samples whose data address hit the block
 }
 
-// add returns c + o.
-func (c Counters) add(o Counters) Counters {
-	return Counters{c.Read + o.Read, c.Write + o.Write, c.Exec + o.Exec,
-		c.Unclassified + o.Unclassified, c.Major + o.Major, c.WalkSamples + o.WalkSamples}
-}
-
 // BlockSnapshot is one registered block and its counters.
 type BlockSnapshot struct {
 	TGID       uint32
@@ -62,7 +56,9 @@ type Stats struct {
 	UserDrops     uint64 // events dropped because the channel was full
 	BadRecords    uint64 // undecodable ring records
 	Blocks        int    // blocks registered now
-	RangeSets     int    // address-index entries in the kernel now
+	RangeSets     int    // address-index cells in the kernel now
+	RunEntries    int    // entries of the runs array in use (dense granules)
+	PerfEvents    int    // per-CPU perf events open now (perf hook, major faults, walks)
 }
 
 // Tracer owns every kernel handle of the fault tracer. Its methods are safe
@@ -74,10 +70,16 @@ type Tracer struct {
 	maps      map[string]*ebpf.Map
 	ncpu      int
 	hook      Hook
-	fault     *ebpf.Program // the fault program in use (tests run it)
-	walk      *ebpf.Program // loaded by the first SampleWalks
-	faultLink *toggleLink   // nil for the perf hook
-	pidMem    []byte        // mmap of pid_bits
+	fault     *ebpf.Program      // the fault program in use (tests run it)
+	walk      *ebpf.Program      // loaded by the first SampleWalks
+	faultLink *toggleLink        // nil for the perf hook
+	pidMem    []byte             // mmap of pid_bits
+	grace     *ebpf.Map          // a map-in-map whose update waits for an RCU grace period
+	runs      *runPool           // segments of the runs map (guarded by mu)
+	runsMem   []strataBlockRange // mmap of the runs map
+
+	cpuEvents     []*cpuEvents // per-CPU perf events (guarded by mu after Load)
+	cpuListFailed bool         // the online CPU list could not be read (logged once)
 
 	closers []io.Closer // in opening order; Close runs them in reverse
 	reader  *ringbuf.Reader
@@ -131,7 +133,8 @@ func Load(cfg Config) (_ *Tracer, err error) {
 		return nil, fmt.Errorf("set sample_every: %w", err)
 	}
 	spec.Maps[strataMapCounters].MaxEntries = cfg.MaxBlocks
-	spec.Maps[strataMapBuckets].MaxEntries = cfg.MaxRangeSets
+	spec.Maps[strataMapCells].MaxEntries = cfg.MaxRangeSets
+	spec.Maps[strataMapRuns].MaxEntries = cfg.MaxRunEntries
 	spec.Maps[strataMapEvents].MaxEntries = cfg.RingBytes
 
 	t := &Tracer{
@@ -148,7 +151,7 @@ func Load(cfg Config) (_ *Tracer, err error) {
 			t.Close()
 		}
 	}()
-	for _, name := range []string{strataMapPidBits, strataMapBuckets, strataMapCounters,
+	for _, name := range []string{strataMapPidBits, strataMapCells, strataMapRuns, strataMapCounters,
 		strataMapTgids, strataMapStats, strataMapEvents} {
 		m, err := ebpf.NewMap(spec.Maps[name])
 		if err != nil {
@@ -164,6 +167,17 @@ func Load(cfg Config) (_ *Tracer, err error) {
 	}
 	t.pidMem = mem
 	t.closers = append(t.closers, closerFunc(func() error { return unix.Munmap(mem) }))
+	runSize := int(cfg.MaxRunEntries) * int(unsafe.Sizeof(strataBlockRange{}))
+	rmem, err := unix.Mmap(t.maps[strataMapRuns].FD(), 0, runSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mmap runs: %w", err)
+	}
+	t.runsMem = unsafe.Slice((*strataBlockRange)(unsafe.Pointer(&rmem[0])), cfg.MaxRunEntries)
+	t.closers = append(t.closers, closerFunc(func() error { return unix.Munmap(rmem) }))
+	if err := t.makeGrace(); err != nil {
+		return nil, err
+	}
+	t.runs = newRunPool(cfg.MaxRunEntries, t.waitGrace)
 
 	if err := t.attachFaultHook(); err != nil {
 		return nil, err
@@ -191,6 +205,72 @@ func Load(cfg Config) (_ *Tracer, err error) {
 	t.log.Info("tracer loaded", "hook", t.hook, "sample_every", every,
 		"max_blocks", cfg.MaxBlocks, "ring_bytes", cfg.RingBytes, "cpus", ncpu)
 	return t, nil
+}
+
+// makeGrace creates the map-in-map that waitGrace updates: the kernel
+// waits for an RCU grace period after every update of a map-in-map from
+// user space, so that the caller knows no BPF program still uses the old
+// inner map. Strata's programs are not sleepable and run under RCU.
+func (t *Tracer) makeGrace() error {
+	inner := &ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1}
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "strata_grace", Type: ebpf.ArrayOfMaps, KeySize: 4, ValueSize: 4,
+		MaxEntries: 1, InnerMap: inner})
+	if err != nil {
+		return fmt.Errorf("create grace map: %w", err)
+	}
+	t.closers = append(t.closers, m)
+	in, err := ebpf.NewMap(inner)
+	if err != nil {
+		return fmt.Errorf("create grace map: %w", err)
+	}
+	defer in.Close() // the outer map holds it
+	if err := m.Put(uint32(0), in); err != nil {
+		return fmt.Errorf("create grace map: %w", err)
+	}
+	t.grace = m
+	return nil
+}
+
+// waitGrace returns once every BPF program run that started before the call
+// has ended.
+func (t *Tracer) waitGrace() error {
+	var id ebpf.MapID
+	if err := t.grace.Lookup(uint32(0), &id); err != nil {
+		return fmt.Errorf("wait for grace period: %w", err)
+	}
+	in, err := ebpf.NewMapFromID(id)
+	if err != nil {
+		return fmt.Errorf("wait for grace period: %w", err)
+	}
+	defer in.Close()
+	if err := t.grace.Put(uint32(0), in); err != nil {
+		return fmt.Errorf("wait for grace period: %w", err)
+	}
+	return nil
+}
+
+// reclaimRuns frees the run segments released so far, after a grace period
+// waited for without holding the lock.
+func (t *Tracer) reclaimRuns() {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	segs := t.runs.takeLimbo()
+	t.mu.Unlock()
+	if len(segs) == 0 {
+		return
+	}
+	err := t.waitGrace()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		t.runs.limbo = append(t.runs.limbo, segs...)
+		t.log.Warn("reclaim index runs", "error", err)
+		return
+	}
+	t.runs.freeSegs(segs)
 }
 
 func (t *Tracer) startReader() {
@@ -283,7 +363,7 @@ func (t *Tracer) attachFault(h Hook) error {
 		}
 		t.fault = prog
 		attr := swSampler(unix.PERF_COUNT_SW_PAGE_FAULTS)
-		if err := t.attachPerCPU(prog, &attr); err != nil {
+		if err := t.attachPerCPU(prog, &attr, "page-fault event"); err != nil {
 			return fmt.Errorf("attach page-fault perf events: %w", err)
 		}
 	default:
@@ -357,7 +437,7 @@ func (t *Tracer) attachMajorFaults() error {
 		return fmt.Errorf("attach major faults: %w", err)
 	}
 	attr := swSampler(unix.PERF_COUNT_SW_PAGE_FAULTS_MAJ)
-	if err := t.attachPerCPU(prog, &attr); err != nil {
+	if err := t.attachPerCPU(prog, &attr, "major-fault event"); err != nil {
 		return fmt.Errorf("attach major-fault perf events: %w", err)
 	}
 	return nil
@@ -373,36 +453,6 @@ func swSampler(config uint64) unix.PerfEventAttr {
 		Sample:      1, // sample_period
 		Sample_type: unix.PERF_SAMPLE_ADDR,
 	}
-}
-
-// attachPerCPU opens attr on every online CPU for all processes and runs
-// prog on each overflow: a BPF perf link, or the ioctl on older kernels.
-func (t *Tracer) attachPerCPU(prog *ebpf.Program, attr *unix.PerfEventAttr) error {
-	opened := 0
-	for cpu := 0; cpu < t.ncpu; cpu++ {
-		fd, err := unix.PerfEventOpen(attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
-		if errors.Is(err, unix.ENODEV) {
-			continue // offline CPU
-		}
-		if err != nil {
-			return fmt.Errorf("open perf event on cpu %d: %w", cpu, err)
-		}
-		t.closers = append(t.closers, fdCloser(fd))
-		l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
-		if err == nil {
-			t.closers = append(t.closers, l)
-		} else if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog.FD()); err != nil {
-			return fmt.Errorf("attach bpf to perf event on cpu %d: %w", cpu, err)
-		}
-		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
-			return fmt.Errorf("enable perf event on cpu %d: %w", cpu, err)
-		}
-		opened++
-	}
-	if opened == 0 {
-		return fmt.Errorf("open perf events: no online cpu: %w", ErrUnsupported)
-	}
-	return nil
 }
 
 // Hook returns the fault hook in use.

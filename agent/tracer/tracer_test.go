@@ -50,9 +50,9 @@ func loadTracer(tb testing.TB, cfg Config) *Tracer {
 // its pid bit and tgid counters are still present.
 func kernelEntries(tb testing.TB, tr *Tracer, tgid uint32) (ranges int, bit, tgidEntry bool) {
 	tb.Helper()
-	var k strataBucketKey
+	var k strataCellKey
 	var v strataRangeSet
-	it := tr.maps[strataMapBuckets].Iterate()
+	it := tr.maps[strataMapCells].Iterate()
 	for it.Next(&k, &v) {
 		if k.Tgid == tgid {
 			ranges++

@@ -43,7 +43,7 @@ func (t *Tracer) SampleWalks(ev SampleEvent) error {
 		Sample_type: unix.PERF_SAMPLE_ADDR,
 		Bits:        uint64(ev.Precise&3) << 15, // precise_ip is bits 15-16
 	}
-	if err := t.attachPerCPU(t.walk, &attr); err != nil {
+	if err := t.attachPerCPU(t.walk, &attr, "walk-sample event"); err != nil {
 		return fmt.Errorf("sample walks: %w", err)
 	}
 	return nil

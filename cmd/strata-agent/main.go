@@ -2,6 +2,12 @@
 // JVM hooks on a Unix socket, resolves their pages and streams records to
 // the collector, attributing page faults to blocks in the kernel where BPF
 // allows. Run one per node, as root (see package agent).
+//
+//	strata-agent [flags]         run
+//	strata-agent probe [flags]   GET the /healthz of the agent configured by
+//	                             the same flags and environment (exit 0 when
+//	                             it answers ok): the container's health check
+//	strata-agent --version
 package main
 
 import (
@@ -11,13 +17,20 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/stratatrace/strata/agent"
 )
 
 func main() {
+	args := os.Args[1:]
+	probe := len(args) > 0 && args[0] == "probe"
+	if probe {
+		args = args[1:]
+	}
 	cfg := agent.DefaultConfig()
 	if err := cfg.FromEnv(); err != nil {
 		fmt.Fprintln(os.Stderr, "strata-agent:", err)
@@ -61,10 +74,45 @@ func main() {
 		cfg.KernelMaxBlocks = uint32(n)
 		return err
 	})
+	// Security and observability (agent.Ops); each also reads its
+	// STRATA_ variable, e.g. STRATA_TLS_CERT.
+	fs.StringVar(&cfg.TLSCA, "tls-ca", cfg.TLSCA, "PEM CA that signed the collector's certificate (empty with --tls-cert: the system roots)")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", cfg.TLSCert, "PEM client certificate (OU agent) presented to the collector")
+	fs.StringVar(&cfg.TLSKey, "tls-key", cfg.TLSKey, "PEM private key of --tls-cert")
+	fs.StringVar(&cfg.TLSServerName, "tls-server-name", cfg.TLSServerName, "name the collector's certificate must carry (default: the host of --collector)")
+	fs.StringVar(&cfg.HTTPTLSCert, "http-tls-cert", cfg.HTTPTLSCert, "PEM certificate to serve --http over TLS")
+	fs.StringVar(&cfg.HTTPTLSKey, "http-tls-key", cfg.HTTPTLSKey, "PEM private key of --http-tls-cert")
+	fs.StringVar(&cfg.HTTPClientCA, "http-client-ca", cfg.HTTPClientCA, "PEM CA verifying client certificates on --http")
+	fs.StringVar(&cfg.HTTPTokenFile, "http-token-file", cfg.HTTPTokenFile, "bearer tokens accepted on --http, one per line")
+	fs.BoolVar(&cfg.HTTPInsecure, "http-insecure", cfg.HTTPInsecure, "serve --http without authentication (development only)")
+	fs.Func("hook-socket-mode", "hook socket file mode, octal (default 0666; 0660 with --hook-socket-group restricts who may report)", cfg.SetSocketMode)
+	fs.StringVar(&cfg.HookSocketGroup, "hook-socket-group", cfg.HookSocketGroup, "group (name or gid) of the hook socket file")
+	fs.StringVar(&cfg.HookInstallDir, "install-hook", cfg.HookInstallDir, "copy the JVM hook files into this directory at start (a host path executors mount)")
+	fs.StringVar(&cfg.HookFilesDir, "hook-files", cfg.HookFilesDir, "directory holding the JVM hook files to install")
+	fs.StringVar(&cfg.PyroscopeServer, "pyroscope-server", cfg.PyroscopeServer, "Pyroscope server URL for continuous profiling (empty: off)")
+	version := fs.Bool("version", false, "print the version and exit")
 	fs.IntVar(&cfg.LogBurst, "log-burst", cfg.LogBurst, "lines of one log message per --log-interval; the rest are counted")
 	fs.DurationVar(&cfg.LogInterval, "log-interval", cfg.LogInterval, "window of --log-burst")
-	level := fs.String("log-level", "info", "debug, info, warn or error")
-	fs.Parse(os.Args[1:])
+	defLevel := os.Getenv("STRATA_LOG_LEVEL")
+	if defLevel == "" {
+		defLevel = "info"
+	}
+	level := fs.String("log-level", defLevel, "debug, info, warn or error ($STRATA_LOG_LEVEL)")
+	fs.Parse(args)
+	if *version {
+		fmt.Printf("strata-agent %s %s\n", agent.Version, runtime.Version())
+		return
+	}
+	if probe {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := agent.Probe(ctx, cfg)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "strata-agent:", err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {

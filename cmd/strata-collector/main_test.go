@@ -36,12 +36,14 @@ func binary(t *testing.T) string {
 	return bin
 }
 
-// The real binary: prints its address, serves health and ingest, and on
-// SIGTERM stops gracefully with exit status 0; a bad flag exits 1.
+// The real binary: prints its address, serves health and ingest, answers
+// its own probe, and on SIGTERM stops gracefully with exit status 0 (the
+// probe then fails); a bad flag exits 1, and so does a TCP listener
+// without credentials or --insecure.
 func TestBinary(t *testing.T) {
 	bin := binary(t)
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--store-dir", dir, "--memory-limit", "256MB", "--log-level", "warn")
+	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--store-dir", dir, "--memory-limit", "256MB", "--log-level", "warn", "--insecure")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +72,9 @@ func TestBinary(t *testing.T) {
 	if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health = %v, %v", h, err)
 	}
+	if out, err := exec.Command(bin, "probe", "--listen", addr, "--insecure").CombinedOutput(); err != nil {
+		t.Fatalf("probe of a serving collector: %v %s", err, out)
+	}
 	stream, err := stratav1.NewIngestServiceClient(cc).Push(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -97,9 +102,23 @@ func TestBinary(t *testing.T) {
 		t.Errorf("WAL left after a graceful stop (checkpoint missing): %v", err)
 	}
 
-	out, err := exec.Command(bin, "--memory-limit", "lots").CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "memory limit") {
-		t.Fatalf("bad flag: %v, output %q; want exit 1 naming the flag", err, out)
+	if out, err := exec.Command(bin, "probe", "--listen", addr, "--insecure").CombinedOutput(); err == nil {
+		t.Fatalf("probe of a stopped collector succeeded: %s", out)
+	}
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--memory-limit", "lots", "--insecure"}, "memory limit"},
+		{[]string{"--listen", "127.0.0.1:0", "--store-dir", dir}, "--insecure"},
+	} {
+		out, err := exec.Command(bin, tc.args...).CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), tc.says) {
+			t.Fatalf("%v: %v, output %q; want exit 1 saying %q", tc.args, err, out, tc.says)
+		}
+	}
+	if out, err := exec.Command(bin, "--version").Output(); err != nil || !strings.HasPrefix(string(out), "strata-collector ") {
+		t.Fatalf("--version: %q, %v", out, err)
 	}
 }

@@ -58,7 +58,7 @@ type proc struct {
 func startCollector(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
 	p := &proc{stderr: &logBuffer{}, exited: make(chan error, 1)}
-	p.cmd = exec.Command(bin, append([]string{"--listen", "127.0.0.1:0"}, args...)...)
+	p.cmd = exec.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--insecure"}, args...)...)
 	p.cmd.Stderr = p.stderr
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {

@@ -90,6 +90,9 @@ type Config struct {
 	// not decided yet, waits — its unit is read again at the next poll,
 	// until the winner has stored the job or its lease ran out.
 	Claims Claimer
+	// OnPoll, when set, hears how each poll of Run went and how long it
+	// took (the collector's metrics).
+	OnPoll func(st Stats, err error, took time.Duration)
 }
 
 // ErrNoSources is returned by New when no source is configured.
@@ -184,9 +187,13 @@ func (p *Poller) Run(ctx context.Context) error {
 	t := time.NewTicker(p.cfg.Interval)
 	defer t.Stop()
 	for {
+		start := time.Now()
 		st, err := p.Poll(ctx)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if p.cfg.OnPoll != nil {
+			p.cfg.OnPoll(st, err, time.Since(start))
 		}
 		if err != nil {
 			p.log.Warn("poll failed", "err", err)

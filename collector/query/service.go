@@ -60,8 +60,8 @@ func (s *Service) Faults(ctx context.Context, req *stratav1.FaultsRequest) (*str
 	return &stratav1.FaultsResponse{Rows: rows}, nil
 }
 
-// hotMethod says how Hot measures hotness.
-const hotMethod = "sampled page faults per page (one fault in the agent's --sample-every per block), " +
+// HotMethod says how Hot measures hotness.
+const HotMethod = "sampled page faults per page (one fault in the agent's --sample-every per block), " +
 	"with kpageflags as resolved right after the latest sample; " +
 	"REFERENCED/ACTIVE are LRU bookkeeping, not access recency; DAMON and idle page tracking are not used"
 
@@ -71,7 +71,7 @@ func (s *Service) Hot(ctx context.Context, req *stratav1.HotRequest) (*stratav1.
 	if err != nil {
 		return nil, err
 	}
-	return &stratav1.HotResponse{Pages: pages, Method: hotMethod}, nil
+	return &stratav1.HotResponse{Pages: pages, Method: HotMethod}, nil
 }
 
 // Overhead returns per-workload counters, fault rates and walk shares.

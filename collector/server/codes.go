@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stratatrace/strata/authn"
 	"github.com/stratatrace/strata/collector/ingest"
 	"github.com/stratatrace/strata/collector/store"
 )
@@ -25,6 +26,9 @@ var codeTable = []struct {
 	{store.ErrNotFound, codes.NotFound},
 	{store.ErrClosed, codes.Unavailable},
 	{ingest.ErrDraining, codes.Unavailable},
+	{authn.ErrUnauthenticated, codes.Unauthenticated},
+	{authn.ErrNoRole, codes.PermissionDenied},
+	{authn.ErrForbidden, codes.PermissionDenied},
 	{context.Canceled, codes.Canceled},
 	{context.DeadlineExceeded, codes.DeadlineExceeded},
 }

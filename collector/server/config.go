@@ -82,6 +82,10 @@ type Config struct {
 	RetentionMaxBytes int64 `json:"retention_max_bytes"`
 	// RetentionInterval is the time between retention passes.
 	RetentionInterval Duration `json:"retention_interval"`
+
+	// Security and observability (config_ops.go): who may connect, the
+	// HTTP endpoint, profiling.
+	Ops
 }
 
 // Store backends.
@@ -210,6 +214,7 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 		return err
 	})
 	durationFlag(fs, &c.RetentionInterval, "retention-interval", "time between retention passes (default 10m)")
+	c.Ops.flags(fs)
 	return fs
 }
 
@@ -272,7 +277,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		return c, err
 	}
 	fs := c.flagSet(out)
-	fs.String("config", *path, "JSON configuration file (keys: the flags' names with _ for -, e.g. store_dir, clickhouse_url)")
+	fs.String("config", *path, "JSON configuration file (keys: the flags' names with _ for -, e.g. store_dir, clickhouse_url, tls_cert)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -324,7 +329,7 @@ func (c Config) Validate() error {
 	if _, err := c.Level(); err != nil {
 		return err
 	}
-	return nil
+	return c.Ops.validate(c.Listen)
 }
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

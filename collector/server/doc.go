@@ -38,6 +38,36 @@
 // store's SummaryReader, with the NUMA node count and page size the
 // machines' agents reported.
 //
+// # Who may connect
+//
+// Every gRPC call and HTTP request is authenticated (package authn) before
+// a handler runs: a client certificate verified against --tls-client-ca,
+// its role in the subject's OU, or a bearer token from --token-file (role
+// client). methodRoles (security.go) says what each role may call: agents
+// push, clients query, every identity may ask for health. Refusals are
+// Unauthenticated or PermissionDenied through the code table, and counted
+// in strata_collector_auth_denied_total. A collector on TCP without a
+// client CA or a token file refuses to start unless --insecure; on a Unix
+// socket (mode 0600) the file mode is the authentication. Probe is the
+// container's health check: it asks this collector for health with the
+// collector's own certificate or token.
+//
+// # The HTTP endpoint
+//
+// With --http ADDR (over TLS when the collector has a certificate) the
+// collector serves /metrics (client role; its own registry, see
+// metrics.go), /healthz (any identity; 200 while gRPC health is SERVING,
+// 503 while store writes fail or during the drain) and the handlers other
+// packages mount with the Run option WithHTTPHandler(pattern, build), all
+// behind the same authentication: a mounted handler (the web UI) sees
+// only requests of the client role, the identity in the request's context
+// (authn.IdentityFrom). build receives HTTPDeps: the query service to call
+// in-process, the store, a logger and the metrics registry. Run prints
+// "http ADDR" after "listening ADDR"; the endpoint stops after the gRPC
+// drain, so probes see NOT_SERVING meanwhile.
+//
+// # Shutdown
+//
 // When ctx ends, health turns NOT_SERVING, agents' Push streams end with
 // Unavailable after the batch each is storing (ingest.Service.Drain), the
 // poller is told to stop, GracefulStop lets running calls finish for up to

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -18,14 +19,39 @@ type Service interface {
 	Register(grpc.ServiceRegistrar)
 }
 
-// NewGRPCServer returns the one grpc.Server of the collector with services
+// NewGRPCServer returns a grpc.Server of the collector with services
 // registered on it: keepalive policy, the receive limit of a batch
 // (stratav1.MaxBatchBytes), the interceptors that turn domain errors into
 // gRPC codes through codeTable, and the health service, which reports
 // SERVING for the server ("") and for every registered service by name.
 // Stop it with health.Shutdown, then GracefulStop (see Run).
+//
+// It has no credentials and authenticates nobody: it is for tests and
+// in-process use. Run builds the collector's own with its TLS
+// configuration, the authentication interceptors and its metrics.
 func NewGRPCServer(log *slog.Logger, services ...Service) (*grpc.Server, *health.Server) {
-	srv := grpc.NewServer(
+	return newGRPCServer(log, nil, nil, services...)
+}
+
+// newGRPCServer is NewGRPCServer with the collector's security (TLS on
+// the listener, every call authenticated; nil for none) and metrics (nil
+// for none). Interceptors run metrics, then the status table, then
+// authentication, so refusals count under their gRPC code.
+func newGRPCServer(log *slog.Logger, sec *security, m *metrics, services ...Service) (*grpc.Server, *health.Server) {
+	unary := []grpc.UnaryServerInterceptor{unaryStatus}
+	stream := []grpc.StreamServerInterceptor{streamStatus}
+	var extra []grpc.ServerOption
+	if m != nil {
+		unary = append([]grpc.UnaryServerInterceptor{m.unary}, unary...)
+		stream = append([]grpc.StreamServerInterceptor{m.stream}, stream...)
+	}
+	if sec != nil {
+		unary, stream = append(unary, sec.unary), append(stream, sec.stream)
+		if sec.tls != nil {
+			extra = append(extra, grpc.Creds(credentials.NewTLS(sec.tls)))
+		}
+	}
+	srv := grpc.NewServer(append(extra,
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			// Ping a connection after 30 s without traffic, so a node that
 			// died without closing its socket is noticed within a minute.
@@ -49,17 +75,20 @@ func NewGRPCServer(log *slog.Logger, services ...Service) (*grpc.Server, *health
 		// Stop and GracefulStop return only after every handler has, so the
 		// store can be closed right after them with no call still using it.
 		grpc.WaitForHandlers(true),
-		grpc.ChainUnaryInterceptor(unaryStatus),
-		grpc.ChainStreamInterceptor(streamStatus),
-	)
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
+	)...)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
 	for _, s := range services {
 		s.Register(srv)
 	}
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	for name := range srv.GetServiceInfo() {
+	for name, info := range srv.GetServiceInfo() {
 		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+		if m != nil {
+			m.knownMethods(name, info)
+		}
 	}
 	log.Debug("grpc server built", "max_recv_bytes", stratav1.MaxBatchBytes)
 	return srv, hs

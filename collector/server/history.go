@@ -130,7 +130,8 @@ func summarize(appID string, cached []store.CachedPages, over []*stratav1.Overhe
 
 // jobHistoryPoller builds the poller of the configured history sources,
 // nil when none are configured.
-func jobHistoryPoller(c Config, st store.JobStore, traces store.SummaryReader, claims history.Claimer, log *slog.Logger) (func(context.Context) error, error) {
+func jobHistoryPoller(c Config, st store.JobStore, traces store.SummaryReader, claims history.Claimer, log *slog.Logger,
+	m *metrics) (func(context.Context) error, error) {
 	if len(c.History) == 0 {
 		return nil, nil
 	}
@@ -143,7 +144,7 @@ func jobHistoryPoller(c Config, st store.JobStore, traces store.SummaryReader, c
 		return nil, err
 	}
 	p, err := history.New(history.Config{Sources: c.History, Interval: time.Duration(c.HistoryInterval), Logger: log,
-		MaxJobBytes: c.HistoryMaxJobBytes, Claims: claims},
+		MaxJobBytes: c.HistoryMaxJobBytes, Claims: claims, OnPoll: m.watchHistory(time.Duration(c.HistoryInterval))},
 		analyzer{engine: eng, traces: traces, log: log.With("component", "analyzer")}, st)
 	if err != nil {
 		return nil, err

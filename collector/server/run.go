@@ -58,7 +58,17 @@ func listen(addr string) (net.Listener, error) {
 			return nil, fmt.Errorf("remove stale socket: %w", err)
 		}
 	}
-	return net.Listen("unix", path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	// The socket file's mode is its authentication (package authn): only
+	// the collector's user and root may connect.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod socket: %w", err)
+	}
+	return ln, nil
 }
 
 // openStore opens the configured backend; the rest of Run sees only the
@@ -93,13 +103,28 @@ func (c Config) collectorID() string {
 }
 
 // Run serves the collector until ctx ends or serving fails; see the package
-// doc for the shutdown order. It prints "listening ADDR" to out when ready.
-func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err error) {
+// doc for the shutdown order. It prints "listening ADDR" to out when ready,
+// then "http ADDR" when the HTTP endpoint is on.
+func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer, opts ...Option) (err error) {
 	if err := c.Validate(); err != nil {
 		return err
 	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	m := newMetrics()
+	sec, err := newSecurity(c.Ops, log, m.authDenied)
+	if err != nil {
+		return err
+	}
+	prof, err := startProfiling(c, log)
+	if err != nil {
+		return err
+	}
+	defer prof.Stop()
 	writes := newStoreHealth(log)
-	st, err := openStore(ctx, c, log, writes.observe)
+	st, err := openStore(ctx, c, log, func(err error) { writes.observe(err); m.storeWrite(err) })
 	if err != nil {
 		return err
 	}
@@ -110,7 +135,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 	}()
 	// Built before serving: a bad heuristics file stops Run before it
 	// listens.
-	poll, err := jobHistoryPoller(c, st, st, claimsOf(st), log)
+	poll, err := jobHistoryPoller(c, st, st, claimsOf(st), log, m)
 	if err != nil {
 		return fmt.Errorf("job history poller: %w", err)
 	}
@@ -118,11 +143,26 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", c.Listen, err)
 	}
-	in := ingest.New(st, log)
-	srv, health := NewGRPCServer(log, in, query.New(st))
+	in := ingest.New(m.appender(st), log)
+	q := query.New(st)
+	srv, health := newGRPCServer(log, sec, m, in, q)
 	writes.attach(health)
 
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
+	var httpLn net.Listener
+	stopHTTP := func() {}
+	if c.HTTP != "" {
+		h, err := newHTTPHandler(sec, m, health, o.mounts, HTTPDeps{Query: q, Store: st, Logger: log, Metrics: m.reg})
+		if err != nil {
+			lis.Close()
+			return err
+		}
+		if httpLn, err = listenHTTP(c.HTTP, sec.tls); err != nil {
+			lis.Close()
+			return err
+		}
+		stopHTTP = serveHTTP(httpLn, h, log, errc)
+	}
 	go func() {
 		if err := srv.Serve(lis); err != nil {
 			errc <- fmt.Errorf("serve grpc: %w", err)
@@ -148,6 +188,10 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 	}()
 	log.Info("collector serving", "listen", lis.Addr().String(), "store", c.Store)
 	fmt.Fprintf(out, "listening %s\n", lis.Addr())
+	if httpLn != nil {
+		log.Info("http serving", "addr", httpLn.Addr().String(), "tls", sec.tls != nil)
+		fmt.Fprintf(out, "http %s\n", httpLn.Addr())
+	}
 
 	select {
 	case <-ctx.Done():
@@ -170,7 +214,8 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer) (err er
 		<-stopped
 		log.Info("collector stopped; open streams cut after the grace period", "grace", grace)
 	}
-	<-polled // the poller's and retention's last store calls have returned; the store may close
+	stopHTTP() // after the drain, so probes saw NOT_SERVING meanwhile
+	<-polled   // the poller's and retention's last store calls have returned; the store may close
 	<-retained
 	return err
 }

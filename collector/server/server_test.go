@@ -30,24 +30,28 @@ func TestLoadPrecedence(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "collector.json")
 	os.WriteFile(file, []byte(`{"listen": "10.0.0.1:7070", "store_dir": "/file", "memory_limit": "2GB", "log_level": "debug", "shutdown_grace": "3s", "history": ["/file-hist"]}`), 0o600)
 	env := map[string]string{"STRATA_COLLECTOR_STORE_DIR": "/env", "STRATA_COLLECTOR_MEMORY_LIMIT": "3GB"}
-	c, err := server.Load([]string{"--config", file, "--memory-limit", "4GB", "--history", "/a,/b", "--history", "http://jhs:19888"}, func(k string) string { return env[k] }, io.Discard)
+	c, err := server.Load([]string{"--config", file, "--insecure", "--memory-limit", "4GB", "--history", "/a,/b", "--history", "http://jhs:19888"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := server.Defaults()
 	want.Listen, want.StoreDir, want.MemoryLimit, want.LogLevel = "10.0.0.1:7070", "/env", "4GB", "debug"
 	want.ShutdownGrace, want.History = server.Duration(3*time.Second), []string{"/a", "/b", "http://jhs:19888"}
+	want.Insecure = true
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("config = %+v, want %+v", c, want)
 	}
 	env["STRATA_COLLECTOR_CONFIG"] = file
+	env["STRATA_COLLECTOR_INSECURE"] = "true"
 	c, err = server.Load(nil, func(k string) string { return env[k] }, io.Discard)
 	if err != nil || c.LogLevel != "debug" || c.MemoryLimit != "3GB" || !reflect.DeepEqual(c.History, []string{"/file-hist"}) {
 		t.Fatalf("config file from env: %+v, %v", c, err)
 	}
-	d, err := server.Load(nil, func(string) string { return "" }, io.Discard)
-	if err != nil || !reflect.DeepEqual(d, server.Defaults()) {
-		t.Fatalf("no overrides = %+v, %v; want defaults", d, err)
+	d, err := server.Load([]string{"--insecure"}, func(string) string { return "" }, io.Discard)
+	want = server.Defaults()
+	want.Insecure = true
+	if err != nil || !reflect.DeepEqual(d, want) {
+		t.Fatalf("no overrides but --insecure = %+v, %v; want defaults", d, err)
 	}
 }
 
@@ -59,7 +63,7 @@ func TestLoadClickHouse(t *testing.T) {
 		"retention_max_age": "168h", "clickhouse_flush_interval": "1s"}`), 0o600)
 	env := map[string]string{"STRATA_COLLECTOR_CLICKHOUSE_PASSWORD": "s3cret", "STRATA_COLLECTOR_CLICKHOUSE_DATABASE": "traces"}
 	c, err := server.Load([]string{"--config", file, "--clickhouse-user", "strata", "--retention-max-bytes", "500GiB",
-		"--collector-id", "c1", "--history-claim-lease", "5m"}, func(k string) string { return env[k] }, io.Discard)
+		"--collector-id", "c1", "--history-claim-lease", "5m", "--insecure"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +71,7 @@ func TestLoadClickHouse(t *testing.T) {
 	want.Store, want.ClickHouseURL, want.ClickHouseUser, want.ClickHousePassword = "clickhouse", "http://ch:8123", "strata", "s3cret"
 	want.ClickHouseDatabase, want.ClickHouseFlushInterval, want.CollectorID = "traces", server.Duration(time.Second), "c1"
 	want.RetentionMaxAge, want.RetentionMaxBytes = server.Duration(168*time.Hour), 500<<30
-	want.HistoryClaimLease = server.Duration(5 * time.Minute)
+	want.HistoryClaimLease, want.Insecure = server.Duration(5*time.Minute), true
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("config = %+v\nwant %+v", c, want)
 	}
@@ -90,6 +94,9 @@ func TestLoadInvalid(t *testing.T) {
 		"max age":      {"--retention-max-age", "-1h"},
 		"interval":     {"--retention-max-age", "1h", "--retention-interval", "0s"},
 	} {
+		// --insecure: each case is refused for its own reason, not for
+		// the missing credentials.
+		args = append(args, "--insecure")
 		if _, err := server.Load(args, func(string) string { return "" }, io.Discard); !errors.Is(err, server.ErrInvalidConfig) {
 			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
 		}
@@ -184,6 +191,9 @@ func TestRunUnixSocket(t *testing.T) {
 		t.Fatalf("ready line %q, %v", line, err)
 	}
 	go io.Copy(io.Discard, pr)
+	if st, err := os.Stat(filepath.Join(dir, "c.sock")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode = %v, %v; want 0600: the file mode authenticates its peers", st.Mode(), err)
+	}
 	cc, err := grpc.NewClient(cfg.Listen, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

@@ -80,6 +80,7 @@ type ClickHouse struct {
 
 	commit     *committer
 	jobVersion jobVersion
+	physMaps   physMapCache // PhysMap's PFN indexes
 
 	closeOnce sync.Once
 	closing   chan struct{}

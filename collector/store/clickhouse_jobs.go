@@ -49,6 +49,10 @@ func (s *ClickHouse) PutJob(ctx context.Context, r *stratav1.JobResult) error {
 	w.str(r.GetAppId())
 	w.bytes(blob)
 	w.u64(s.jobVersion.next(now))
+	w.str(r.GetUser())
+	w.str(r.GetQueue())
+	w.str(r.GetType())
+	w.i64(r.GetScore())
 	err = s.c.insert(ctx, "jobs", tableByName("jobs").insertCols(), joinBytes([][]byte{w.b}))
 	s.onWrite(err)
 	if err != nil {
@@ -70,9 +74,11 @@ func (s *ClickHouse) HasJob(ctx context.Context, id string) (bool, error) {
 	return n > 0, nil
 }
 
-// latestJobsSQL is each job's latest result with its severity and finish.
+// latestJobsSQL is each job's latest result with the columns SearchJobs
+// filters and orders on.
 const latestJobsSQL = `SELECT job_id, argMax(severity, version) AS sev, argMax(finish_ms, version) AS fin,
-	argMax(result, version) AS res FROM jobs`
+	argMax(user_name, version) AS usr, argMax(queue, version) AS que, argMax(job_type, version) AS typ,
+	argMax(app_id, version) AS app, argMax(score, version) AS scr, argMax(result, version) AS res FROM jobs`
 
 // Jobs lists results at or above min, newest finish first; limit 0 = all.
 func (s *ClickHouse) Jobs(ctx context.Context, min stratav1.Severity, limit uint32) ([]*stratav1.JobResult, error) {
@@ -84,11 +90,21 @@ WHERE sev >= ` + strconv.Itoa(int(min)) + ` ORDER BY fin DESC, job_id`
 	if limit > 0 {
 		q += " LIMIT " + strconv.FormatUint(uint64(limit), 10)
 	}
+	out, err := s.queryJobs(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("query jobs: %w", err)
+	}
+	return out, nil
+}
+
+// queryJobs runs sel, whose one column after rowSelect is a stored
+// result, and decodes the results.
+func (s *ClickHouse) queryJobs(ctx context.Context, sel string) ([]*stratav1.JobResult, error) {
 	var (
 		out  []*stratav1.JobResult
 		derr error
 	)
-	err := s.c.query(ctx, q, func(r *rowReader) {
+	err := s.c.query(ctx, sel, func(r *rowReader) {
 		blob := r.blob()
 		if r.Err() != nil || derr != nil {
 			return
@@ -101,10 +117,7 @@ WHERE sev >= ` + strconv.Itoa(int(min)) + ` ORDER BY fin DESC, job_id`
 	if err == nil && derr != nil {
 		err = fmt.Errorf("decode job: %w", derr)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("query jobs: %w", err)
-	}
-	return out, nil
+	return out, err
 }
 
 // Job returns one result, or ErrNotFound.

@@ -82,10 +82,11 @@ var chTables = []chTable{
 	}, engine: "MergeTree", orderBy: "(node_name, boot_id)", shardKey: "cityHash64(node_name)"},
 	// jobs: one row per analysis (PutJob); the highest version of a job
 	// is read. Plain MergeTree, so a job analysed twice stays visible as
-	// two rows: the claim tests count them.
+	// two rows: the claim tests count them. user_name, queue, job_type and
+	// score are the result's, for SearchJobs' filters and order.
 	{name: "jobs", columns: []string{
 		"received DateTime", "job_id String", "severity Int32", "finish_ms Int64", "analyzed_ms Int64", "app_id String",
-		"result String", "version UInt64",
+		"result String", "version UInt64", "user_name String", "queue String", "job_type String", "score Int64",
 	}, engine: "MergeTree", orderBy: "job_id", shardKey: "cityHash64(job_id)"},
 	// job_claims: collectors' claims on jobs to analyse (see Claims).
 	{name: "job_claims", columns: []string{

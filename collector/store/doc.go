@@ -4,10 +4,11 @@
 // Store is the interface the rest of the collector uses, and it holds every
 // question the collector asks: BatchAppender (ingest), TraceReader (the
 // query service), SummaryReader (the cross-layer job heuristics), JobStore
-// (the job-history poller and the query service) and Retainer (retention);
-// ingest and query each declare the narrower part they need. Two backends
-// satisfy it, and storetest.Contract holds them to the same answers for
-// the same batches:
+// (the job-history poller and the query service), UIReader (the web UI:
+// job search and timeline, applications, RDDs, occupancy over time, the
+// physical memory map) and Retainer (retention); ingest, query and web
+// each declare the narrower part they need. Two backends satisfy it, and
+// storetest.Contract holds them to the same answers for the same batches:
 //
 //   - DuckDB (Open): embedded, one database file, strata.duckdb, in the
 //     store directory; one collector per store.
@@ -100,6 +101,17 @@
 //     cached pages per RDD and node as Numa takes them (without
 //     de-duplicating overlaps), sampled faults split local and remote, and
 //     the machines holding the app's records with their NodeInfo.
+//   - SearchJobs, JobTimeline: the jobs table keeps user, queue, type and
+//     score beside the result (filled from stored results at Open for jobs
+//     an older collector wrote), so filters, order and paging run in SQL.
+//   - RDDs, Occupancy: lifecycle records counted once per block buffer,
+//     time and access (split records together); a block is live when its
+//     latest time holds no free; occupancy is the running sum of each
+//     block's change in present pages, cut into equal time buckets.
+//   - PhysMap: the live blocks' latest runs on one machine, as a PFN index
+//     of consecutive-frame segments (physmap.go), cached per (app,
+//     machine) until the next batch; a window is a binary search plus a
+//     walk over the segments inside it.
 //
 // # ClickHouse
 //

@@ -171,7 +171,11 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS chunk UINTEGER DEFAULT 0;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS chunks UINTEGER DEFAULT 0;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS stage_id INTEGER DEFAULT -1;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS stage_attempt INTEGER DEFAULT -1;
-ALTER TABLE runs ADD COLUMN IF NOT EXISTS task_attempt BIGINT DEFAULT -1;`
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS task_attempt BIGINT DEFAULT -1;
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS user_name VARCHAR;
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS queue VARCHAR;
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS job_type VARCHAR;
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS score BIGINT;`
 
 // DuckDB is the embedded Store. One writer goroutine owns the write
 // connection and its appenders; queries use a separate connection pool.
@@ -186,6 +190,7 @@ type DuckDB struct {
 	done      chan struct{} // closed when the writer has returned
 	closeOnce sync.Once
 	closeErr  error
+	physMaps  physMapCache // PhysMap's PFN indexes
 }
 
 var _ Store = (*DuckDB)(nil)
@@ -310,6 +315,9 @@ func openWriter(ctx context.Context, connector *duckdb.Connector) (w *writer, er
 	}
 	if _, err := w.exec.ExecContext(ctx, migrations, nil); err != nil {
 		return nil, fmt.Errorf("migrate schema: %w", err)
+	}
+	if err := w.backfillJobs(ctx); err != nil {
+		return nil, err
 	}
 	if err := w.readNextBatch(ctx); err != nil {
 		return nil, err
@@ -667,6 +675,10 @@ func optional(p *uint64) driver.Value {
 	return *p
 }
 
+// putJobSQL stores one job with the columns SearchJobs filters on.
+const putJobSQL = `INSERT OR REPLACE INTO jobs (job_id, severity, finish_ms, analyzed_ms, app_id, result,
+	user_name, queue, job_type, score) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+
 // PutJob stores r, replacing an earlier result for the same job id.
 func (s *DuckDB) PutJob(ctx context.Context, r *stratav1.JobResult) error {
 	if r.GetJobId() == "" {
@@ -683,9 +695,13 @@ func (s *DuckDB) PutJob(ctx context.Context, r *stratav1.JobResult) error {
 		{Ordinal: 4, Value: r.GetAnalyzedUnixMs()},
 		{Ordinal: 5, Value: r.GetAppId()},
 		{Ordinal: 6, Value: blob},
+		{Ordinal: 7, Value: r.GetUser()},
+		{Ordinal: 8, Value: r.GetQueue()},
+		{Ordinal: 9, Value: r.GetType()},
+		{Ordinal: 10, Value: r.GetScore()},
 	}
 	err = s.submit(ctx, func(w *writer) error {
-		_, err := w.exec.ExecContext(writeCtx, "INSERT OR REPLACE INTO jobs VALUES ($1, $2, $3, $4, $5, $6)", args)
+		_, err := w.exec.ExecContext(writeCtx, putJobSQL, args)
 		s.onWrite(err)
 		return err
 	})

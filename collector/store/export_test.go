@@ -145,3 +145,11 @@ func InsertRuns(ctx context.Context, s *ClickHouse, format string, body []byte) 
 	}
 	return resp.Body.Close()
 }
+
+// DropPhysMaps forgets the cached PFN indexes, so the next PhysMap builds
+// its index again.
+func DropPhysMaps(s *DuckDB) {
+	s.physMaps.mu.Lock()
+	s.physMaps.entries = nil
+	s.physMaps.mu.Unlock()
+}

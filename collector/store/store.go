@@ -109,6 +109,7 @@ type Store interface {
 	TraceReader
 	SummaryReader
 	JobStore
+	UIReader
 	Retainer
 	Close() error
 }

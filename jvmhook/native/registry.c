@@ -620,9 +620,25 @@ struct snap {
 	enum reg_source source;
 	jweak ref;
 	uint64_t offset;
+	uint64_t vaddr; /* where the range was before this GC */
 };
 
-/* After a GC: re-read every tracked array and report the moved ones. */
+static int by_vaddr(const void *a, const void *b)
+{
+	uint64_t x = ((const struct snap *)a)->vaddr, y = ((const struct snap *)b)->vaddr;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * After a GC: re-read every tracked array and report the moved ones, in the
+ * order of their old addresses. A compacting collector slides objects
+ * towards lower addresses, so a block's new range may cover the old range
+ * of the block after it; reported lowest first, every MOVE names a range
+ * that no block still registered at its old place overlaps (the agent's
+ * kernel index refuses overlapping ranges). Copying collectors move objects
+ * into regions that were empty, where no old range lies.
+ */
 static void rescan(JNIEnv *env)
 {
 	struct snap *s;
@@ -635,11 +651,12 @@ static void rescan(JNIEnv *env)
 		struct entry *e = slots[i];
 
 		if (e != NULL && e->ref != NULL)
-			s[n++] = (struct snap){ e->id, e->source, e->ref, e->offset };
+			s[n++] = (struct snap){ e->id, e->source, e->ref, e->offset, e->args.vaddr };
 	}
 	pthread_mutex_unlock(&mu);
 	if (s == NULL)
 		return;
+	qsort(s, n, sizeof(*s), by_vaddr);
 	/* Refs in s stay valid: freed entries' refs wait in the graveyard,
 	 * which only this thread empties, after this loop. */
 	for (size_t i = 0; i < n; i++) {

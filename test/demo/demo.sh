@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # make demo: a collector on the embedded store, an agent, and a workload that
 # reports three memory regions as the blocks of RDD 7; then the trace of its
-# pages and the NUMA summary, read back from the collector. Unattended: no
-# prompt, no terminal; exits non-zero if any step fails.
+# pages and the NUMA summary, read back from the collector; page faults per
+# block; then a real Spark job (local mode, Spark 3.5 from make deps, or
+# STRATA_DEMO_SPARK=4) under the JVM hook: its RDD blocks' records and pages,
+# NUMA summary, faults, and why its blocks were freed (skipped, with the
+# reason, when Spark or java is missing); then the job heuristics.
+# Unattended: no prompt, no terminal; exits non-zero if any step fails.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,7 +40,8 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 say "collector (embedded DuckDB store in $work/store)"
-"$bin/strata-collector" --listen 127.0.0.1:0 --store-dir "$work/store" >"$work/collector.out" 2>"$work/collector.log" &
+"$bin/strata-collector" --listen 127.0.0.1:0 --insecure --store-dir "$work/store" --http "${STRATA_DEMO_HTTP:-127.0.0.1:0}" \
+	--history "$work/histories" --history-interval 1s >"$work/collector.out" 2>"$work/collector.log" &
 pids+=($!)
 wait_for 60 "the collector" grep -q '^listening ' "$work/collector.out"
 addr=$(sed -n 's/^listening //p' "$work/collector.out" | sed -n 1p)
@@ -97,6 +102,89 @@ else
 fi
 exec 4>&-
 
+spark_demo() { # a real Spark job in local mode under the JVM hook
+	local series=${STRATA_DEMO_SPARK:-3.5} home ver jar opts app ser heap step
+	if ! home=$(make -s -C "$root" spark-home SPARK="$series" 2>&1); then
+		echo "skipping the Spark part: ${home%%$'\n'*}"
+		return 0
+	fi
+	ver=${home##*/spark-}
+	jar=$bin/sparkjob/sparkjob-$ver.jar
+	if [ ! -f "$jar" ] || [ ! -f "$bin/jvmhook/strata-hook.jar" ]; then
+		echo "skipping the Spark part: $jar or the hook is not built (make build)"
+		return 0
+	fi
+	if ! command -v java >/dev/null; then
+		echo "skipping the Spark part: no java on PATH"
+		return 0
+	fi
+	opts=$("$bin/strata" hook-opts --dir "$bin/jvmhook" --socket "$work/hook.sock")
+	echo "spark-submit --master local[2] --conf spark.driver.extraJavaOptions=\"\$(strata hook-opts) -XX:+UseParallelGC\" ..."
+	echo "(in local mode the driver is the executor; on a cluster: spark.executor.extraJavaOptions)"
+	# The test job (test/spark/job): RDDs cached off heap (OFF_HEAP), on heap
+	# serialized and deserialized, a cached DataFrame and a sort on
+	# off-heap Tungsten pages; then full GCs, an unpersist and an eviction,
+	# one step per line on our fifo.
+	mkfifo "$work/spark.in"
+	SPARK_HOME=$home SPARK_LOCAL_IP=127.0.0.1 "$home/bin/spark-submit" --master 'local[2]' --driver-memory 700m \
+		--conf spark.driver.extraJavaOptions="$opts -XX:+UseParallelGC" --conf spark.ui.enabled=false \
+		--conf spark.ui.showConsoleProgress=false --conf spark.testing.memory=536870912 --conf spark.memory.fraction=0.2 \
+		--conf spark.sql.shuffle.partitions=2 --conf spark.buffer.pageSize=1m --conf spark.sql.adaptive.enabled=false \
+		--conf spark.rdd.compress=false --conf spark.memory.offHeap.enabled=true --conf spark.memory.offHeap.size=32m \
+		--class org.stratatrace.sparkjob.StrataJob "$jar" --offheap --parts 4 --records 8 --record 131072 --evict-mb 48 \
+		<"$work/spark.in" >"$work/spark.out" 2>"$work/spark.log" &
+	local job=$!
+	pids+=($job)
+	exec 5>"$work/spark.in"
+	step() { # step NAME: wait for the job's step line; fail at once if the job died
+		for ((i = 0; i < 3000; i++)); do
+			if grep -q "\"step\":\"$1\"" "$work/spark.out"; then return 0; fi
+			if ! kill -0 "$job" 2>/dev/null; then break; fi
+			sleep 0.1
+		done
+		echo "demo: the Spark job did not reach its step $1; its log ends:" >&2
+		tail -20 "$work/spark.log" >&2
+		return 1
+	}
+	step cached
+	step=$(grep '"step":"cached"' "$work/spark.out")
+	app=$(sed -n 's/.*"app":"\([^"]*\)".*/\1/p' <<<"$step")
+	ser=$(sed -n 's/.*"ser":\([0-9]*\).*/\1/p' <<<"$step")
+	heap=$(sed -n 's/.*"ser_heap":\([0-9]*\).*/\1/p' <<<"$step")
+	echo "$(grep -o 'strata-hook: on.*' "$work/spark.log" | sed -n 1p); application $app, pid $(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' <<<"$step")"
+	sleep 1
+
+	say "strata records --app $app --rdd $ser --access alloc (RDD $ser cached OFF_HEAP: a range per chunk)"
+	"$bin/strata" records --collector "$addr" --app "$app" --rdd "$ser" --access alloc
+	say "strata trace --app $app --rdd $ser --partition 0 --limit 6 (its pages)"
+	"$bin/strata" trace --collector "$addr" --app "$app" --rdd "$ser" --partition 0 --limit 6
+	say "strata numa --app $app"
+	"$bin/strata" numa --collector "$addr" --app "$app"
+	if grep -q 'faults="on' "$work/agent.log"; then
+		sleep 2 # counters are sent every 2 s
+		say "strata faults --app $app (blocks with faults: first touches of the sort's off-heap Tungsten pages; first 10)"
+		"$bin/strata" faults --collector "$addr" --app "$app" | awk 'NR == 1 || $6 + $7 + $8 + $9 + $10 > 0' | sed -n 1,11p
+	fi
+
+	# Full GCs, unpersist of RDD $ser, and eviction: let the job run to its end.
+	for s in gc unpersisted evicted; do
+		echo next >&5
+		step "$s"
+	done
+	exec 5>&-
+	wait_for 120 "the Spark job to exit" grep -q '"step":"done"' "$work/spark.out"
+	wait "$job"
+	sleep 1
+	say "strata records --app $app --block rdd_${heap}_0 (a MEMORY_ONLY_SER block: put, moved by the GCs, cleared at exit)"
+	"$bin/strata" records --collector "$addr" --app "$app" --block "rdd_${heap}_0"
+	say "strata records --app $app --access free: ranges freed, by kind and reason"
+	"$bin/strata" records --collector "$addr" --app "$app" --access free -o json |
+		sed -n 's/.*"kind":"\([a-z_]*\)".*"free_reason":"\([a-z_]*\)".*/\1 \2/p' | sort | uniq -c | sort -rn
+}
+
+say "Apache Spark: a real job under the JVM hook"
+spark_demo
+
 say "Dr. Elephant heuristics over generated job histories (strata-gen, strata analyze)"
 "$bin/strata-gen" -out "$work/histories/mr" -kind mr -jobs 1 -maps 200 -skew 10 -gc 0.3 -used-mb 200 -container-mb 4096 >/dev/null
 "$bin/strata-gen" -out "$work/histories/spark" -kind spark -jobs 1 >/dev/null
@@ -108,6 +196,23 @@ if [ -d "$samples" ]; then
 else
 	echo "(sample data not found at $samples: set STRATA_SAMPLES to analyse it too)"
 fi
+
+say "web UI"
+# A block that stays in memory while the UI is up, so the map has pages.
+exec 5> >(exec "$work/regions" --app app-demo --executor 2 --rdd 8 --socket "$work/hook.sock" >"$work/ui-regions.out")
+wait_for 30 "the UI's workload" grep -q '"ready"' "$work/ui-regions.out"
+ui=$(sed -n 's/^http //p' "$work/collector.out" | sed -n 1p)
+echo "web UI: http://$ui/  (jobs: http://$ui/jobs, memory of app-demo: http://$ui/apps/app-demo/memory)"
+if [ "${STRATA_DEMO_NONINTERACTIVE:-}" != 1 ] && [ -t 0 ]; then
+	echo "the UI stays up until Ctrl-C"
+	trap 'true' INT # Ctrl-C ends the wait below; background jobs ignore it
+	sleep infinity &
+	sleeper=$!
+	wait "$sleeper" || true
+	kill "$sleeper" 2>/dev/null || true
+	trap - INT
+fi
+exec 5>&-
 
 say "stopping"
 kill -TERM "$agent"

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -141,12 +142,16 @@ func startCollectorWith(t testing.TB, bin string, extra ...string) (*proc, strin
 	return startCollectorAt(t, bin, "127.0.0.1:0", filepath.Join(t.TempDir(), "store"), extra...)
 }
 
-// startCollectorAt starts strata-collector on listen with the store in dir.
+// startCollectorAt starts strata-collector on listen with the store in dir,
+// without authentication (--insecure) unless extra holds credentials.
 func startCollectorAt(t testing.TB, bin, listen, dir string, extra ...string) (*proc, string) {
 	t.Helper()
+	args := []string{filepath.Join(bin, "strata-collector"), "--listen", listen, "--store-dir", dir}
+	if !slices.ContainsFunc(extra, func(a string) bool { return a == "--tls-client-ca" || a == "--token-file" }) {
+		args = append(args, "--insecure")
+	}
 	pr, pw := io.Pipe()
-	p := startProc(t, "collector", pw, append([]string{filepath.Join(bin, "strata-collector"),
-		"--listen", listen, "--store-dir", dir}, extra...)...)
+	p := startProc(t, "collector", pw, append(args, extra...)...)
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -189,6 +194,7 @@ func freeListener() (string, error) {
 type agentProc struct {
 	*proc
 	socket, http string
+	token        string // bearer token of its HTTP endpoint
 }
 
 func startAgent(t testing.TB, bin, collector string, extra ...string) *agentProc {
@@ -211,10 +217,14 @@ type agentOpts struct {
 // startAgentOpts is startAgentIn with o.
 func startAgentOpts(t testing.TB, bin, collector, dir string, o agentOpts, extra ...string) *agentProc {
 	t.Helper()
-	a := &agentProc{socket: filepath.Join(dir, "hook.sock"), http: freePort(t)}
+	a := &agentProc{socket: filepath.Join(dir, "hook.sock"), http: freePort(t), token: "e2e-token-0123456789abcdef"}
+	tokens := filepath.Join(dir, "http-tokens")
+	if err := os.WriteFile(tokens, []byte(a.token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	args := append(append([]string{}, o.wrap...), filepath.Join(bin, "strata-agent"),
 		"--node-name", "e2e-node", "--hook-socket", a.socket, "--collector", collector,
-		"--spool-dir", filepath.Join(dir, "spool"), "--http", a.http, "--flush-interval", "50ms")
+		"--spool-dir", filepath.Join(dir, "spool"), "--http", a.http, "--http-token-file", tokens, "--flush-interval", "50ms")
 	a.proc = startProcEnv(t, "agent", nil, o.env, append(args, extra...)...)
 	waitFor(t, "agent metrics endpoint", 30*time.Second, func() bool {
 		_, err := a.metric("strata_hook_sessions_total")
@@ -225,7 +235,12 @@ func startAgentOpts(t testing.TB, bin, collector, dir string, o agentOpts, extra
 
 // metric reads one counter from the agent's /metrics.
 func (a *agentProc) metric(name string) (float64, error) {
-	resp, err := http.Get("http://" + a.http + "/metrics")
+	req, err := http.NewRequest("GET", "http://"+a.http+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err
 	}

@@ -32,7 +32,7 @@ func TestCollectorSurvivesHostileHistory(t *testing.T) {
 	}
 
 	p := startProc(t, "collector", nil, filepath.Join(bin, "strata-collector"), "--listen", "127.0.0.1:0",
-		"--store-dir", filepath.Join(t.TempDir(), "store"), "--history", hist, "--history-interval", "200ms")
+		"--store-dir", filepath.Join(t.TempDir(), "store"), "--history", hist, "--history-interval", "200ms", "--insecure")
 	var addr string
 	waitFor(t, "collector address", 60*time.Second, func() bool {
 		for _, l := range strings.Split(p.out.String(), "\n") {

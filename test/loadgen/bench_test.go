@@ -48,7 +48,7 @@ type collector struct {
 
 // start runs the collector and waits until it listens.
 func (c *collector) start() error {
-	c.cmd = exec.Command(c.bin, append([]string{"--listen", c.addr, "--log-level", "warn"}, c.args...)...)
+	c.cmd = exec.Command(c.bin, append([]string{"--listen", c.addr, "--log-level", "warn", "--insecure"}, c.args...)...)
 	c.cmd.Stderr = &lockedWriter{mu: &c.mu, w: &c.stderr}
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {

@@ -13,11 +13,23 @@
 //     them, deserialized blocks are flagged as object graphs, Tungsten pages
 //     carry their stage, partition and RDD and are freed, unpersisted and
 //     evicted blocks are freed with their reason.
+//     Before the job ends the hook server stops: the job finishes and the
+//     hook counts the frames it dropped.
 //   - cluster_test.go starts a standalone master and worker, the real
-//     strata-agent and strata-collector, and submits the job with the hook in
-//     spark.executor.extraJavaOptions; it compares Spark's REST storage API
-//     with `strata trace`, checks faults and stops and restarts the agent
-//     mid-job.
+//     strata-agent and strata-collector (node_test.go), and submits the job
+//     with the hook in spark.executor.extraJavaOptions; it checks what a user
+//     sees against Spark's REST API and the executor's memory: every block in
+//     `strata trace` and `strata records` with its RDD and partition,
+//     serialized blocks' ranges adding up to memoryUsed exactly, the bytes at
+//     every recorded range (before and after GCs moved them), Tungsten pages
+//     freed, faults in `strata faults`, unpersisted and evicted blocks freed
+//     with their reason and gone from the agent's registry and the kernel's
+//     maps (/metrics); it stops the agent during a GC and restarts it, after
+//     which every live block is registered again at its current address.
+//   - bench_test.go: BenchmarkHook (the cost of one instrumented call, with
+//     and without something to report) and BenchmarkCachingJob (a caching
+//     job's wall time with and without the hook, median of alternating
+//     pairs).
 //   - native_test.go checks the hook's build: only the agent and JNI entry
 //     points exported, the Java agent's wire constants equal to the C header's.
 //

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,7 +32,7 @@ const stampLen = 32
 var series = []string{"3.5", "4"}
 
 // hookOpts runs the real `strata hook-opts` for the built hook files.
-func hookOpts(t *testing.T, socket string) string {
+func hookOpts(t testing.TB, socket string) string {
 	t.Helper()
 	strata := testenv.Built(t, "strata")
 	jar := testenv.Built(t, "jvmhook/strata-hook.jar")
@@ -43,7 +44,7 @@ func hookOpts(t *testing.T, socket string) string {
 }
 
 // sparkJobJar returns bin/sparkjob/sparkjob-VERSION.jar for a SPARK_HOME.
-func sparkJobJar(t *testing.T, home string) string {
+func sparkJobJar(t testing.TB, home string) string {
 	t.Helper()
 	v := strings.TrimPrefix(filepath.Base(home), "spark-")
 	return testenv.Built(t, filepath.Join("sparkjob", "sparkjob-"+v+".jar"))
@@ -75,9 +76,11 @@ type step struct {
 	PID      int    `json:"pid"`
 	Master   string `json:"master"`
 	Ser      int    `json:"ser"`
+	SerHeap  int    `json:"ser_heap"` // the on-heap MEMORY_ONLY_SER RDD of an --offheap run
 	Deser    int    `json:"deser"`
 	DF       int    `json:"df"`
 	RDD      int    `json:"rdd"`
+	Victim   int    `json:"victim"`
 	SerLevel string `json:"ser_level"`
 	Parts    int    `json:"parts"`
 	Records  int    `json:"records"`
@@ -330,6 +333,20 @@ func checkStamps(b []byte, rdd, part int, records, record int) error {
 		if s.rdd != rdd || s.part != part || s.off != int64(i*stampLen) {
 			return fmt.Errorf("stamp %d is rdd %d partition %d offset %d, want rdd %d partition %d offset %d",
 				i, s.rdd, s.part, s.off, rdd, part, i*stampLen)
+		}
+	}
+	return nil
+}
+
+// checkRefs checks that every reference of ref bytes in an object array's
+// data is set (a deserialized block's array holds no null record).
+func checkRefs(m []byte, ref uint64) error {
+	if ref != 4 && ref != 8 {
+		return fmt.Errorf("reference size %d", ref)
+	}
+	for i := uint64(0); i+ref <= uint64(len(m)); i += ref {
+		if v := binary.LittleEndian.Uint32(m[i:]); v == 0 && (ref == 4 || binary.LittleEndian.Uint64(m[i:]) == 0) {
+			return fmt.Errorf("reference %d is null", i/ref)
 		}
 	}
 	return nil

@@ -1,7 +1,6 @@
 package spark
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -88,6 +87,9 @@ func runLocal(t *testing.T, c localCase) {
 	}
 	checkSession(t, rec, s)
 	checkSerialized(t, rec, s, s.Ser, serLoc)
+	if s.SerHeap >= 0 { // an off-heap run caches a MEMORY_ONLY_SER RDD too
+		checkSerialized(t, rec, s, s.SerHeap, stratav1.MemoryLocation_MEMORY_LOCATION_ON_HEAP)
+	}
 	checkDeserialized(t, rec, s, s.Deser, s.Records)
 	checkDeserialized(t, rec, s, s.DF, -1)
 	checkPages(t, rec, s, c.offheap)
@@ -103,6 +105,9 @@ func runLocal(t *testing.T, c localCase) {
 	t.Logf("%d MOVE frames after the GCs (%d before)", moves, movesBefore)
 	// The bytes are at the new addresses.
 	checkSerialized(t, rec, s, s.Ser, serLoc)
+	if s.SerHeap >= 0 {
+		checkSerialized(t, rec, s, s.SerHeap, stratav1.MemoryLocation_MEMORY_LOCATION_ON_HEAP)
+	}
 	checkDeserialized(t, rec, s, s.Deser, s.Records)
 
 	j.proceed(t)
@@ -113,11 +118,15 @@ func runLocal(t *testing.T, c localCase) {
 	s = j.next(t, "evicted")
 	checkEvicted(t, rec, s, serLoc)
 
+	// The agent stops before the job ends: the job finishes all the same,
+	// and the frames of its end (Spark clears its MemoryStore) are dropped
+	// and counted.
+	srv.Close()
 	j.proceed(t)
 	counters := hookCounters(t, j.finish(t))
 	t.Logf("hook counters: %v", counters)
-	if counters["errors"] != 0 || counters["connects"] != 1 || counters["live"] != 0 || counters["sent"] == 0 {
-		t.Errorf("hook counters %v: want no errors, one connect, nothing live at exit, frames sent", counters)
+	if counters["errors"] != 0 || counters["connects"] != 1 || counters["live"] != 0 || counters["sent"] == 0 || counters["dropped"] == 0 {
+		t.Errorf("hook counters %v: want no errors, one connect, nothing live at exit, frames sent, frames dropped after the agent stopped", counters)
 	}
 }
 
@@ -243,12 +252,7 @@ func checkDeserialized(t *testing.T, rec *recorder, s step, rdd int, records int
 			e = waitChunks(t, rec, p.BlockName)[0]
 			var m []byte
 			if m, err = readMem(s.PID, e.Vaddr, e.Length); err == nil {
-				for i := uint64(0); i < e.Length; i += ref {
-					if v := binary.LittleEndian.Uint32(m[i:]); v == 0 && (ref == 4 || binary.LittleEndian.Uint64(m[i:]) == 0) {
-						err = fmt.Errorf("reference %d is null", i/ref)
-						break
-					}
-				}
+				err = checkRefs(m, ref)
 			}
 			if err == nil {
 				break

@@ -76,3 +76,20 @@ func RequireJava(tb testing.TB) {
 		tb.Skipf("skipping: no java on PATH: %v", err)
 	}
 }
+
+// Chromium returns the path of Debian's headless-capable Chromium
+// ($STRATA_CHROMIUM, else chromium on PATH; make deps installs it),
+// skipping the test when it is missing.
+func Chromium(tb testing.TB) string {
+	tb.Helper()
+	if p := os.Getenv("STRATA_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	tb.Skip("skipping: no chromium on PATH (make deps installs Debian's chromium; or set STRATA_CHROMIUM)")
+	return ""
+}

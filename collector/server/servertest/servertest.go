@@ -1,6 +1,8 @@
 // Package servertest starts a real collector (server.Run over a loopback TCP
 // socket, embedded store in a temporary directory) for other packages'
-// tests, optionally seeded with data first.
+// tests, optionally seeded with data first. It runs with --insecure unless
+// the configure hook sets credentials (and clears Insecure), so Dial needs
+// none.
 package servertest
 
 import (
@@ -23,6 +25,7 @@ import (
 // Collector is a running collector.
 type Collector struct {
 	Addr     string // host:port it listens on
+	HTTPAddr string // host:port of its HTTP endpoint, when configured
 	StoreDir string
 	stop     context.CancelFunc
 	done     chan error
@@ -40,7 +43,7 @@ func Start(tb testing.TB, batches []*stratav1.Batch, jobs []*stratav1.JobResult)
 // StartWith is Start with a hook that adjusts the configuration (history
 // sources, say, or the store directory of a collector stopped before)
 // before the collector runs.
-func StartWith(tb testing.TB, batches []*stratav1.Batch, jobs []*stratav1.JobResult, configure func(*server.Config)) *Collector {
+func StartWith(tb testing.TB, batches []*stratav1.Batch, jobs []*stratav1.JobResult, configure func(*server.Config), opts ...server.Option) *Collector {
 	tb.Helper()
 	ctx := context.Background()
 	dir := tb.TempDir()
@@ -66,6 +69,7 @@ func StartWith(tb testing.TB, batches []*stratav1.Batch, jobs []*stratav1.JobRes
 	cfg := server.Defaults()
 	cfg.Listen, cfg.StoreDir, cfg.MemoryLimit = "127.0.0.1:0", dir, "256MB"
 	cfg.ShutdownGrace = server.Duration(2 * time.Second)
+	cfg.Insecure = true
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -74,16 +78,23 @@ func StartWith(tb testing.TB, batches []*stratav1.Batch, jobs []*stratav1.JobRes
 	c.stop = cancel
 	pr, pw := io.Pipe()
 	go func() {
-		err := server.Run(runCtx, cfg, slog.New(slog.DiscardHandler), pw)
+		err := server.Run(runCtx, cfg, slog.New(slog.DiscardHandler), pw, opts...)
 		pw.CloseWithError(io.EOF)
 		c.done <- err
 	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
+	r := bufio.NewReader(pr)
+	line, err := r.ReadString('\n')
+	if err == nil && cfg.HTTP != "" {
+		var h string
+		if h, err = r.ReadString('\n'); err == nil {
+			c.HTTPAddr = strings.TrimSpace(strings.TrimPrefix(h, "http "))
+		}
+	}
 	if err != nil {
 		cancel()
 		tb.Fatalf("collector did not start: %v (%v)", err, <-c.done)
 	}
-	go io.Copy(io.Discard, pr)
+	go io.Copy(io.Discard, r)
 	c.Addr = strings.TrimSpace(strings.TrimPrefix(line, "listening "))
 	tb.Cleanup(func() {
 		if err := c.Stop(); err != nil {
@@ -104,10 +115,14 @@ func (c *Collector) Stop() error {
 	return err
 }
 
-// Dial returns a client connection to the collector, closed at cleanup.
-func (c *Collector) Dial(tb testing.TB) *grpc.ClientConn {
+// Dial returns a client connection to the collector, closed at cleanup:
+// plain TCP, or opts when given (credentials).
+func (c *Collector) Dial(tb testing.TB, opts ...grpc.DialOption) *grpc.ClientConn {
 	tb.Helper()
-	cc, err := grpc.NewClient(c.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if len(opts) == 0 {
+		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	}
+	cc, err := grpc.NewClient(c.Addr, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -74,6 +74,10 @@ func Contract(t *testing.T, be Backend) {
 		{"Machines", testMachines},
 		{"Jobs", testJobs},
 		{"Retention", testRetention},
+		{"SearchJobs", testSearchJobs},
+		{"AppsRDDsOccupancy", testAppsRDDsOccupancy},
+		{"PhysMap", testPhysMap},
+		{"UIChunksAndSplits", testUIChunksAndSplits},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel() // each has a store of its own; the server's round trips overlap
@@ -950,5 +954,305 @@ func WantDays(tb testing.TB, s store.TraceReader, days, recs, first int, step st
 		if got[fmt.Sprintf("day-%d", d)] != n {
 			tb.Fatalf("%s: records per day %v, want days %d.. with %d records each", step, got, first, recs)
 		}
+	}
+}
+
+func testSearchJobs(t *testing.T, be Backend) {
+	ctx := context.Background()
+	s := be.open(t)
+	jobs := UIJobs()
+	for _, j := range jobs {
+		if err := s.PutJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		q     store.JobQuery
+		want  []string
+		total uint64
+	}{
+		{"all newest first", store.JobQuery{}, JobIDs([]*stratav1.JobResult{jobs[3], jobs[2], jobs[1], jobs[0]}), 4},
+		{"worst first", store.JobQuery{Order: store.JobsWorst}, JobIDs([]*stratav1.JobResult{jobs[2], jobs[3], jobs[1], jobs[0]}), 4},
+		{"moderate and worse, second page of 2", store.JobQuery{MinSeverity: stratav1.Severity_SEVERITY_MODERATE, Offset: 2, Limit: 2},
+			JobIDs(jobs[1:2]), 3},
+		{"user", store.JobQuery{User: "bob"}, JobIDs(jobs[3:]), 1},
+		{"queue and type", store.JobQuery{Queue: "default", Type: "spark", Limit: 1}, JobIDs(jobs[2:3]), 3},
+		{"type", store.JobQuery{Type: "mapreduce"}, JobIDs(jobs[3:]), 1},
+		{"finish window", store.JobQuery{FinishedFrom: 2001, FinishedTo: 2002}, JobIDs(jobs[1:2]), 1},
+		{"app", store.JobQuery{AppID: App, Order: store.JobsWorst}, JobIDs([]*stratav1.JobResult{jobs[2], jobs[1], jobs[0]}), 3},
+		{"no match", store.JobQuery{User: "carol"}, nil, 0},
+		{"past the end", store.JobQuery{Offset: 10}, nil, 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			page, err := s.SearchJobs(ctx, c.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := JobIDs(page.Jobs); !reflect.DeepEqual(got, c.want) || page.Total != c.total {
+				t.Fatalf("jobs %v total %d, want %v total %d", got, page.Total, c.want, c.total)
+			}
+		})
+	}
+	if _, err := s.SearchJobs(ctx, store.JobQuery{MinSeverity: 9}); !errors.Is(err, store.ErrInvalidQuery) {
+		t.Fatalf("unknown severity: %v", err)
+	}
+	if _, err := s.SearchJobs(ctx, store.JobQuery{FinishedFrom: 5, FinishedTo: 5}); !errors.Is(err, store.ErrInvalidQuery) {
+		t.Fatalf("empty window: %v", err)
+	}
+
+	tl, err := s.JobTimeline(ctx, store.JobQuery{}, 86_400_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.SeverityBucket{{StartMs: 0, Counts: [5]uint64{0, 1, 1, 0, 1}}, {StartMs: 86_400_000, Counts: [5]uint64{0, 0, 0, 1, 0}}}
+	if !reflect.DeepEqual(tl, want) {
+		t.Fatalf("timeline = %+v, want %+v", tl, want)
+	}
+	tl, err = s.JobTimeline(ctx, store.JobQuery{User: "alice", MinSeverity: stratav1.Severity_SEVERITY_MODERATE}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []store.SeverityBucket{{StartMs: 2000, Counts: [5]uint64{0, 0, 1, 0, 1}}}; !reflect.DeepEqual(tl, want) {
+		t.Fatalf("alice's moderate+ timeline = %+v, want %+v", tl, want)
+	}
+}
+
+func testAppsRDDsOccupancy(t *testing.T, be Backend) {
+	ctx := context.Background()
+	s := be.open(t)
+	MustAppend(t, s, Sample(1))
+	apps, err := s.Apps(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantApps := []store.AppSummary{{AppID: App, Machines: []string{Node}, Executors: 2, Records: 3,
+		FirstNs: T0, LastNs: T0 + 2e9}}
+	if !reflect.DeepEqual(apps, wantApps) {
+		t.Fatalf("apps = %+v, want %+v", apps, wantApps)
+	}
+	rdds, err := s.RDDs(ctx, App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRDDs := []store.RDDStats{
+		{RDDID: 7, Blocks: 1, LiveBlocks: 1, LiveBytes: 6 * PageSize, Allocs: 1, Reads: 1},
+		{RDDID: 8, Blocks: 1, LiveBlocks: 1, LiveBytes: 4 * PageSize, Allocs: 1},
+	}
+	if !reflect.DeepEqual(rdds, wantRDDs) {
+		t.Fatalf("rdds = %+v, want %+v", rdds, wantRDDs)
+	}
+	// Two buckets over [T0, T0+2s]: rdd 7's 5 present pages (its read
+	// changes nothing) in the first, rdd 8's 4 in the second.
+	occ, err := s.Occupancy(ctx, App, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOcc := []store.OccupancyPoint{
+		{RDDID: 7, TimeNs: T0 + 1e9, Pages: 5, Bytes: 5 * PageSize},
+		{RDDID: 8, TimeNs: T0 + 2e9, Pages: 4, Bytes: 4 * PageSize},
+	}
+	if !reflect.DeepEqual(occ, wantOcc) {
+		t.Fatalf("occupancy = %+v, want %+v", occ, wantOcc)
+	}
+
+	// rdd_7_3 is freed: it no longer occupies memory nor counts as live.
+	free := &stratav1.Batch{NodeName: Node, BootId: Boot, Seq: 2, Records: []*stratav1.Record{{
+		TimeUnixNano: T0 + 3e9, Access: stratav1.AccessKind_ACCESS_KIND_FREE, Pid: 100, PageSize: PageSize,
+		Block: Sample(1).GetRecords()[0].GetBlock(), Vaddr: BlockA, Length: 6 * PageSize,
+		FreeReason: stratav1.FreeReason_FREE_REASON_REMOVED}}}
+	MustAppend(t, s, free)
+	rdds, err = s.RDDs(ctx, App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rdds[0]; r.RDDID != 7 || r.LiveBlocks != 0 || r.LiveBytes != 0 || r.Frees != 1 || r.Blocks != 1 {
+		t.Fatalf("rdd 7 after free = %+v", r)
+	}
+	occ, err = s.Occupancy(ctx, App, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := occ[len(occ)-1]; last.RDDID != 7 || last.Pages != 0 || last.TimeNs != T0+3e9 {
+		t.Fatalf("occupancy after free: %+v", occ)
+	}
+	if _, err := s.Occupancy(ctx, App, 0); !errors.Is(err, store.ErrInvalidQuery) {
+		t.Fatalf("0 buckets: %v", err)
+	}
+}
+
+func testPhysMap(t *testing.T, be Backend) {
+	ctx := context.Background()
+	s := be.open(t)
+	b := Sample(1)
+	present := uint32(stratav1.PageState_PAGE_STATE_PRESENT)
+	// rdd_9_0: four scattered pages stored as one run with PFN steps
+	// (0x5000, 0x5001, 0x500b, 0x500c on node 0), and a sampled fault on
+	// 0x500b; machine info says 128 MiB of memory.
+	blk := &stratav1.SparkBlock{AppId: App, ExecutorId: "1", RddId: 9, BlockId: "rdd_9_0", HookBlockId: 31,
+		Mode: stratav1.MemoryMode_MEMORY_MODE_STORAGE}
+	b.Records = append(b.Records,
+		&stratav1.Record{TimeUnixNano: T0 + 3e9, Access: stratav1.AccessKind_ACCESS_KIND_ALLOC, Pid: 100, Block: blk,
+			Vaddr: 0x7f20_0000_0000, Length: 4 * PageSize, PageSize: PageSize,
+			Runs: []*stratav1.PageRun{{Vaddr: 0x7f20_0000_0000, Count: 4, State: present, Pfn: 0x5000, PfnDeltas: []int64{1, 10, 1},
+				Kpagecount: 1, NumaNode: 0}}},
+		&stratav1.Record{TimeUnixNano: T0 + 4e9, Access: stratav1.AccessKind_ACCESS_KIND_FAULT, Pid: 100, Block: blk,
+			Vaddr: 0x7f20_0000_2000, PageSize: PageSize, FaultKind: stratav1.FaultKind_FAULT_KIND_READ, CpuNumaNode: 0,
+			Runs: []*stratav1.PageRun{{Vaddr: 0x7f20_0000_2000, Count: 1, State: present, Pfn: 0x500b, Kpagecount: 1, NumaNode: 0}}})
+	b.Node = &stratav1.NodeInfo{NumaNodes: 2, PageSize: PageSize, MemTotalBytes: 128 << 20}
+	MustAppend(t, s, b)
+
+	m, err := s.PhysMap(ctx, store.PhysMapQuery{AppID: App, Buckets: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Machine != Node || m.PageSize != PageSize || m.Limit != 32768 || m.From != 0 || m.To != 32768 ||
+		m.BucketPages != 2048 || m.Pages != 13 || m.Hidden != 0 {
+		t.Fatalf("whole map = %+v", m)
+	}
+	wantRDDs := []store.RDDPages{{RDDID: 7, Present: 5, Swapped: 1}, {RDDID: 8, Present: 4}, {RDDID: 9, Present: 4}}
+	wantNodes := []store.NodeSpan{{Node: 0, FirstPFN: 0x1000, LastPFN: 0x500c, Pages: 7}, {Node: 1, FirstPFN: 0x2000, LastPFN: 0x3003, Pages: 6}}
+	if !reflect.DeepEqual(m.RDDs, wantRDDs) || !reflect.DeepEqual(m.Nodes, wantNodes) {
+		t.Fatalf("rdds %+v nodes %+v", m.RDDs, m.Nodes)
+	}
+	// 2048 pages a bucket: 0x1000 (rdd 7, 3 pages node 0), 0x2000 (rdd 7,
+	// 2 THP pages node 1), 0x3000 (rdd 8), 0x5000 (rdd 9, one hot sample).
+	wantBuckets := []store.PFNBucket{
+		{Start: 0x1000, End: 0x1800, RDDs: []store.RDDCount{{RDDID: 7, Pages: 3}}, Nodes: 1,
+			Block: &store.BlockRef{ExecutorID: "1", BlockID: "rdd_7_3", RDDID: 7}},
+		{Start: 0x2000, End: 0x2800, RDDs: []store.RDDCount{{RDDID: 7, Pages: 2}}, THP: 2, Nodes: 2,
+			Block: &store.BlockRef{ExecutorID: "1", BlockID: "rdd_7_3", RDDID: 7}},
+		{Start: 0x3000, End: 0x3800, RDDs: []store.RDDCount{{RDDID: 8, Pages: 4}}, Nodes: 2,
+			Block: &store.BlockRef{ExecutorID: "2", BlockID: "rdd_8_0", RDDID: 8}},
+		{Start: 0x5000, End: 0x5800, RDDs: []store.RDDCount{{RDDID: 9, Pages: 4}}, Hot: 1, Nodes: 1,
+			Block: &store.BlockRef{ExecutorID: "1", BlockID: "rdd_9_0", RDDID: 9}},
+	}
+	if !reflect.DeepEqual(m.Buckets, wantBuckets) {
+		t.Fatalf("buckets = %+v\nwant %+v", m.Buckets, wantBuckets)
+	}
+
+	// Page by page around the scattered run: each PFN step lands where
+	// the run says.
+	m, err = s.PhysMap(ctx, store.PhysMapQuery{AppID: App, Machine: Node, From: 0x5000, To: 0x5010})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	for _, bk := range m.Buckets {
+		if bk.End != bk.Start+1 || bk.RDDs[0].RDDID != 9 {
+			t.Fatalf("bucket %+v", bk)
+		}
+		got = append(got, bk.Start)
+		if (bk.Hot == 1) != (bk.Start == 0x500b) {
+			t.Fatalf("hot mark on %#x: %+v", bk.Start, bk)
+		}
+	}
+	if want := []uint64{0x5000, 0x5001, 0x500b, 0x500c}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("pages at %x, want %x", got, want)
+	}
+
+	// Two RDDs in one bucket: most pages first.
+	m, err = s.PhysMap(ctx, store.PhysMapQuery{AppID: App, From: 0x2000, To: 0x4000, Buckets: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Buckets) != 1 || !reflect.DeepEqual(m.Buckets[0].RDDs, []store.RDDCount{{RDDID: 8, Pages: 4}, {RDDID: 7, Pages: 2}}) ||
+		m.Buckets[0].Block != nil {
+		t.Fatalf("mixed bucket = %+v", m.Buckets)
+	}
+
+	// A later batch invalidates the cached index: rdd_8_0 is freed.
+	MustAppend(t, s, &stratav1.Batch{NodeName: Node, BootId: Boot, Seq: 2, Records: []*stratav1.Record{{
+		TimeUnixNano: T0 + 5e9, Access: stratav1.AccessKind_ACCESS_KIND_FREE, Pid: 200, PageSize: PageSize,
+		Block: proto.Clone(Sample(1).GetRecords()[2].GetBlock()).(*stratav1.SparkBlock), Vaddr: BlockB,
+		Length: 4 * PageSize}}})
+	m, err = s.PhysMap(ctx, store.PhysMapQuery{AppID: App, From: 0x3000, To: 0x3004})
+	if err != nil || len(m.Buckets) != 0 || m.Pages != 9 {
+		t.Fatalf("after free: %+v, %v", m, err)
+	}
+
+	for name, q := range map[string]store.PhysMapQuery{
+		"empty window":  {AppID: App, From: 10, To: 10},
+		"many buckets":  {AppID: App, Buckets: 5000},
+		"other machine": {AppID: App, Machine: "node-z"},
+		"no app":        {},
+	} {
+		if _, err := s.PhysMap(ctx, q); !errors.Is(err, store.ErrInvalidQuery) {
+			t.Errorf("%s: %v, want ErrInvalidQuery", name, err)
+		}
+	}
+	if _, err := s.PhysMap(ctx, store.PhysMapQuery{AppID: "app-none"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown app: %v, want ErrNotFound", err)
+	}
+}
+
+// testUIChunksAndSplits: a block held in two buffers (chunks), one of them
+// sent as two sub-range records of one time, counts once per buffer and
+// time in RDDs and Occupancy, and a freed buffer leaves the block live
+// while its other buffer is.
+func testUIChunksAndSplits(t *testing.T, be Backend) {
+	ctx := context.Background()
+	s := be.open(t)
+	present := uint32(stratav1.PageState_PAGE_STATE_PRESENT)
+	blk := func(chunk uint32) *stratav1.SparkBlock {
+		return &stratav1.SparkBlock{AppId: App, ExecutorId: "1", RddId: 5, BlockId: "rdd_5_0", HookBlockId: 51,
+			Mode: stratav1.MemoryMode_MEMORY_MODE_STORAGE, Chunk: chunk, Chunks: 2}
+	}
+	const base = uint64(0x7f30_0000_0000)
+	rec := func(t int64, access stratav1.AccessKind, chunk uint32, vaddr uint64, pages uint32, pfn uint64) *stratav1.Record {
+		r := &stratav1.Record{TimeUnixNano: t, Access: access, Pid: 300, Block: blk(chunk), Vaddr: vaddr,
+			Length: uint64(pages) * PageSize, PageSize: PageSize}
+		if access == stratav1.AccessKind_ACCESS_KIND_FREE {
+			r.FreeReason = stratav1.FreeReason_FREE_REASON_REMOVED
+		} else {
+			r.Runs = []*stratav1.PageRun{{Vaddr: vaddr, Count: pages, State: present, Pfn: pfn, Kpagecount: 1}}
+		}
+		return r
+	}
+	alloc, write, free := stratav1.AccessKind_ACCESS_KIND_ALLOC, stratav1.AccessKind_ACCESS_KIND_WRITE, stratav1.AccessKind_ACCESS_KIND_FREE
+	MustAppend(t, s, &stratav1.Batch{NodeName: Node, BootId: Boot, Seq: 1, Records: []*stratav1.Record{
+		rec(T0, alloc, 0, base, 2, 0x100),         // chunk 0: 2 pages
+		rec(T0, alloc, 1, base+0x10000, 1, 0x200), // chunk 1, first sub-range
+		rec(T0, alloc, 1, base+0x11000, 1, 0x201), // chunk 1, second sub-range
+		rec(T0+1e9, write, 0, base, 3, 0x100),     // chunk 0 grows to 3 pages
+		rec(T0+2e9, free, 1, base+0x10000, 2, 0),  // chunk 1 freed
+	}})
+	apps, err := s.Apps(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []store.AppSummary{{AppID: App, Machines: []string{Node}, Executors: 1, Records: 5, FirstNs: T0,
+		LastNs: T0 + 2e9}}; !reflect.DeepEqual(apps, want) {
+		t.Fatalf("apps = %+v, want %+v", apps, want)
+	}
+	rdds, err := s.RDDs(ctx, App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []store.RDDStats{{RDDID: 5, Blocks: 1, LiveBlocks: 1, LiveBytes: 3 * PageSize, Allocs: 2, Writes: 1,
+		Frees: 1}}; !reflect.DeepEqual(rdds, want) {
+		t.Fatalf("rdds = %+v, want %+v", rdds, want)
+	}
+	// Three buckets over [T0, T0+2s] (2e9+1 ns, a third is 666,666,667):
+	// 2+1+1 pages at T0, 3+2 after the write, 3 after the free.
+	occ, err := s.Occupancy(ctx, App, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.OccupancyPoint{
+		{RDDID: 5, TimeNs: T0 + 666_666_666, Pages: 4, Bytes: 4 * PageSize},
+		{RDDID: 5, TimeNs: T0 + 1_333_333_333, Pages: 5, Bytes: 5 * PageSize},
+		{RDDID: 5, TimeNs: T0 + 2e9, Pages: 3, Bytes: 3 * PageSize},
+	}
+	if !reflect.DeepEqual(occ, want) {
+		t.Fatalf("occupancy = %+v, want %+v", occ, want)
+	}
+	// One bucket: the value at the last time.
+	occ, err = s.Occupancy(ctx, App, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []store.OccupancyPoint{{RDDID: 5, TimeNs: T0 + 2e9, Pages: 3, Bytes: 3 * PageSize}}; !reflect.DeepEqual(occ, want) {
+		t.Fatalf("one-bucket occupancy = %+v, want %+v", occ, want)
 	}
 }

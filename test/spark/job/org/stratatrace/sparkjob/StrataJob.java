@@ -2,6 +2,7 @@ package org.stratatrace.sparkjob;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.lang.ref.Reference;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -31,9 +32,12 @@ import org.apache.spark.storage.StorageLevel;
  *
  * Protocol: after each step the job prints one JSON line on stdout,
  * {"step":NAME,...}, then waits for a line on stdin (EOF: goes on at once).
- * Steps: cached, gc, unpersisted, evicted, done.
+ * Steps: cached, gc (--gc-steps times), unpersisted, evicted, done.
  * Flags: --offheap (off-heap storage, OFF_HEAP level and off-heap Tungsten
- * pages), --parts N (partitions of each stamped RDD, default 4),
+ * pages; a second stamped RDD, "ser_heap", is then cached MEMORY_ONLY_SER on
+ * the heap, so one run has both), --gc-steps N (full GCs in every executor,
+ * each its own step, default 1), --parts N (partitions of each stamped RDD,
+ * default 4),
  * --records N (records per partition, default 8), --record BYTES (default
  * 131072), --evict-mb N (size of the RDD that overfills storage, default 64).
  */
@@ -42,10 +46,11 @@ public final class StrataJob {
 
     public static void main(String[] args) throws Exception {
         boolean offheap = false;
-        int parts = 4, records = 8, record = 128 << 10, evictMb = 64;
+        int parts = 4, records = 8, record = 128 << 10, evictMb = 64, gcSteps = 1;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--offheap": offheap = true; break;
+                case "--gc-steps": gcSteps = Integer.parseInt(args[++i]); break;
                 case "--parts": parts = Integer.parseInt(args[++i]); break;
                 case "--records": records = Integer.parseInt(args[++i]); break;
                 case "--record": record = Integer.parseInt(args[++i]); break;
@@ -66,21 +71,30 @@ public final class StrataJob {
         ser.setName("stamped-ser").persist(serLevel).count();
         JavaRDD<byte[]> deser = stamped(sc, parts, records, record);
         deser.setName("stamped-deser").persist(StorageLevel.MEMORY_ONLY()).count();
+        JavaRDD<byte[]> serHeap = null;
+        if (offheap) {
+            serHeap = stamped(sc, parts, records, record);
+            serHeap.setName("stamped-ser-heap").persist(StorageLevel.MEMORY_ONLY_SER()).count();
+        }
+        int serHeapId = serHeap == null ? -1 : serHeap.id();
         Dataset<Row> df = spark.range(0, 20000, 1, 2).selectExpr("id", "concat('STRATA-DF-', cast(id as string)) as v");
         df.cache().count();
         // Enough rows for the sort to spill into several Tungsten pages.
         spark.range(0, 400000, 1, 2).selectExpr("(id * 7919) % 100003 as k", "repeat('s', 64) as v")
                 .sort("k").write().format("noop").mode("overwrite").save();
-        step(in, "cached", sc, "\"ser\":" + ser.id() + ",\"deser\":" + deser.id() + ",\"df\":" + dfRdd(sc, ser.id(), deser.id())
+        step(in, "cached", sc, "\"ser\":" + ser.id() + ",\"deser\":" + deser.id() + ",\"df\":" + dfRdd(sc, ser.id(), deser.id(), serHeapId)
+                + ",\"ser_heap\":" + serHeapId
                 + ",\"ser_level\":\"" + (offheap ? "OFF_HEAP" : "MEMORY_ONLY_SER") + "\",\"parts\":" + parts
                 + ",\"records\":" + records + ",\"record\":" + record);
 
         // Full GCs in every executor (in local mode: this JVM).
-        sc.parallelize(List.of(1, 2), 2).foreach(x -> {
-            System.gc();
-            System.gc();
-        });
-        step(in, "gc", sc, "");
+        for (int g = 0; g < gcSteps; g++) {
+            sc.parallelize(List.of(1, 2), 2).foreach(x -> {
+                System.gc();
+                System.gc();
+            });
+            step(in, "gc", sc, "");
+        }
 
         ser.unpersist(true);
         step(in, "unpersisted", sc, "\"rdd\":" + ser.id());
@@ -94,6 +108,12 @@ public final class StrataJob {
         big.setName("evictor").persist(serLevel).count();
         step(in, "evicted", sc, "\"rdd\":" + big.id() + ",\"victim\":" + victim.id());
 
+        // The cached RDDs stay reachable to the end: the driver's
+        // ContextCleaner unpersists an RDD once it is garbage collected.
+        Reference.reachabilityFence(deser);
+        Reference.reachabilityFence(serHeap);
+        Reference.reachabilityFence(df);
+        Reference.reachabilityFence(victim);
         spark.stop();
         System.out.println("{\"step\":\"done\"}");
         System.out.flush();

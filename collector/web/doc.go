@@ -1,0 +1,25 @@
+// Package web is the collector's web UI and the JSON API under it, an
+// http.Handler built by New from the same store the query service reads.
+//
+// Pages (HTML from html/template, charts drawn as SVG on the server; one
+// script, memmap.js, zooms the physical memory map through the API):
+//
+//	/                                  dashboard: jobs by severity over time, worst recent jobs, traced apps
+//	/jobs                              search: user, queue, type, severity, finish time; paged on the server
+//	/jobs/{id}                         a job: metrics, heuristics, cross-layer heuristics, link to its app
+//	/apps                              applications holding traces
+//	/apps/{app}                        RDD table, pages per NUMA node, occupation over time, memory map overview
+//	/apps/{app}/memory                 the physical memory map (?machine=&from=&to= in PFNs)
+//	/apps/{app}/rdds/{rdd}             an RDD's blocks
+//	/apps/{app}/blocks/{exec}/{block}  a block's life: every record with the pages it held
+//	/apps/{app}/overhead               fault rates per RDD and process, page-walk share or why not
+//
+// The JSON API (/api/v1/…) is described in the README; proto messages are
+// written with protojson (proto field names; 64-bit integers as strings),
+// the UI's own shapes with encoding/json. Errors are {"error": "..."} with
+// 400 for ErrInvalidQuery, 404 for ErrNotFound, 503 for ErrClosed.
+//
+// Everything the pages need is embedded (go:embed); nothing is fetched at
+// run time. The handler does no authentication: collector/server mounts it
+// behind its own. It never writes to the store.
+package web

@@ -1,0 +1,316 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stratatrace/strata/collector/store"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// rddPalette colours RDDs 0..11; later RDDs get hues a golden angle
+// apart, so no two RDDs of one application look alike; blocks that are not
+// RDD blocks (-1) are grey. The map, the charts and the legends all take
+// their colours from rddColor.
+var rddPalette = []string{
+	"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
+	"#17becf", "#bcbd22", "#393b79", "#ad494a", "#637939", "#7b4173",
+}
+
+func rddColor(rdd int32) string {
+	if rdd < 0 {
+		return "#9e9e9e"
+	}
+	if int(rdd) < len(rddPalette) {
+		return rddPalette[rdd]
+	}
+	return fmt.Sprintf("hsl(%d, 60%%, 45%%)", int(float64(rdd)*137.508)%360)
+}
+
+// severityColors are the severities' colours, as Dr. Elephant's UI shows
+// them, by Severity number.
+var severityColors = [5]string{"#4caf50", "#8bc34a", "#f2c12e", "#ef8a17", "#d64545"}
+
+func severityName(s stratav1.Severity) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "SEVERITY_"))
+}
+
+func parseSeverity(s string) (stratav1.Severity, error) {
+	if s == "" {
+		return stratav1.Severity_SEVERITY_NONE, nil
+	}
+	v, ok := stratav1.Severity_value["SEVERITY_"+strings.ToUpper(strings.TrimSpace(s))]
+	if !ok {
+		return 0, fmt.Errorf("%w: severity %q: want none, low, moderate, severe or critical", errBadRequest, s)
+	}
+	return stratav1.Severity(v), nil
+}
+
+// parseTime reads a time bound: unix milliseconds, RFC 3339, a
+// datetime-local value (2006-01-02T15:04, UTC) or a date (UTC midnight).
+func parseTime(name, s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return ms, nil
+	}
+	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UnixMilli(), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: %s %q: want unix ms, RFC 3339 or YYYY-MM-DD", errBadRequest, name, s)
+}
+
+func parseUint(name, s string, def, limit uint64) (uint64, error) {
+	if s == "" {
+		return def, nil
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
+	if err != nil || v > limit {
+		return 0, fmt.Errorf("%w: %s %q: want a number up to %d", errBadRequest, name, s, limit)
+	}
+	return v, nil
+}
+
+// pageSize is how many jobs a page of the search lists by default.
+const pageSize = 25
+
+// jobQuery reads the search parameters: user, queue, type, severity
+// (at or above), from and to (finish time), order (newest or worst),
+// page (from 1) or offset, limit.
+func jobQuery(r *http.Request) (store.JobQuery, error) {
+	v := r.URL.Query()
+	q := store.JobQuery{User: strings.TrimSpace(v.Get("user")), Queue: strings.TrimSpace(v.Get("queue")),
+		Type: strings.TrimSpace(v.Get("type")), AppID: strings.TrimSpace(v.Get("app"))}
+	var err error
+	if q.MinSeverity, err = parseSeverity(v.Get("severity")); err != nil {
+		return q, err
+	}
+	if q.FinishedFrom, err = parseTime("from", v.Get("from")); err != nil {
+		return q, err
+	}
+	if q.FinishedTo, err = parseTime("to", v.Get("to")); err != nil {
+		return q, err
+	}
+	switch v.Get("order") {
+	case "", "newest":
+	case "worst":
+		q.Order = store.JobsWorst
+	default:
+		return q, fmt.Errorf("%w: order %q: want newest or worst", errBadRequest, v.Get("order"))
+	}
+	limit, err := parseUint("limit", v.Get("limit"), pageSize, 1000)
+	if err != nil {
+		return q, err
+	}
+	q.Limit = uint32(max(limit, 1))
+	page, err := parseUint("page", v.Get("page"), 1, 1<<20)
+	if err != nil {
+		return q, err
+	}
+	offset, err := parseUint("offset", v.Get("offset"), (max(page, 1)-1)*uint64(q.Limit), 1<<31)
+	if err != nil {
+		return q, err
+	}
+	q.Offset = uint32(offset)
+	return q, nil
+}
+
+// nodePages is an RDD's present pages on one NUMA node (-1: unknown).
+type nodePages struct {
+	Node  int32   `json:"node"`
+	Pages uint64  `json:"pages"`
+	Share float64 `json:"share"` // of the RDD's present pages
+}
+
+// faultSums are an RDD's page faults, summed over its blocks.
+type faultSums struct {
+	Read         uint64 `json:"read"`
+	Write        uint64 `json:"write"`
+	Exec         uint64 `json:"exec"`
+	Major        uint64 `json:"major"`
+	Unclassified uint64 `json:"unclassified"`
+}
+
+func (f faultSums) Total() uint64 { return f.Read + f.Write + f.Exec + f.Major + f.Unclassified }
+
+// rddRow is one line of an application's RDD table (and of
+// /api/v1/apps/{app}/rdds).
+type rddRow struct {
+	RDD        int32       `json:"rdd"`
+	Color      string      `json:"color"`
+	Blocks     uint64      `json:"blocks"`
+	LiveBlocks uint64      `json:"live_blocks"`
+	LiveBytes  uint64      `json:"live_bytes"`
+	Pages      uint64      `json:"pages"` // cached pages of live blocks, holes excluded
+	Present    uint64      `json:"present"`
+	Swapped    uint64      `json:"swapped"`
+	THP        uint64      `json:"thp"`
+	THPShare   float64     `json:"thp_share"` // of present pages
+	Nodes      []nodePages `json:"nodes"`     // NUMA spread of present pages
+	Allocs     uint64      `json:"allocs"`
+	Reads      uint64      `json:"reads"`
+	Writes     uint64      `json:"writes"`
+	Moves      uint64      `json:"moves"`
+	Frees      uint64      `json:"frees"`
+	Faults     faultSums   `json:"faults"`
+}
+
+// rddRows joins what the store says of an app's RDDs: block and record
+// counts (RDDs), cached pages per node (Cached) and fault counters
+// (Faults). Blocks that are not RDD blocks are left out.
+func (h *Handler) rddRows(ctx context.Context, app string) ([]rddRow, error) {
+	stats, err := h.r.RDDs(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	cached, err := h.r.Cached(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	faults, err := h.r.Faults(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	rows := map[int32]*rddRow{}
+	get := func(rdd int32) *rddRow {
+		if rows[rdd] == nil {
+			rows[rdd] = &rddRow{RDD: rdd, Color: rddColor(rdd), Nodes: []nodePages{}}
+		}
+		return rows[rdd]
+	}
+	for _, s := range stats {
+		if s.RDDID < 0 {
+			continue
+		}
+		r := get(s.RDDID)
+		r.Blocks, r.LiveBlocks, r.LiveBytes = s.Blocks, s.LiveBlocks, s.LiveBytes
+		r.Allocs, r.Reads, r.Writes, r.Moves, r.Frees = s.Allocs, s.Reads, s.Writes, s.Moves, s.Frees
+	}
+	for _, c := range cached {
+		r := get(c.RDDID)
+		r.Pages += c.Pages
+		r.Present += c.Present
+		r.Swapped += c.Swapped
+		r.THP += c.THP
+		if c.Present > 0 {
+			r.Nodes = append(r.Nodes, nodePages{Node: c.Node, Pages: c.Present})
+		}
+	}
+	for _, f := range faults {
+		if f.GetRddId() < 0 {
+			continue
+		}
+		r, c := get(f.GetRddId()), f.GetFaults()
+		r.Faults.Read += c.GetRead()
+		r.Faults.Write += c.GetWrite()
+		r.Faults.Exec += c.GetExec()
+		r.Faults.Major += c.GetMajor()
+		r.Faults.Unclassified += c.GetUnclassified()
+	}
+	out := make([]rddRow, 0, len(rows))
+	for _, r := range rows {
+		if r.Present > 0 {
+			r.THPShare = float64(r.THP) / float64(r.Present)
+			for i := range r.Nodes {
+				r.Nodes[i].Share = float64(r.Nodes[i].Pages) / float64(r.Present)
+			}
+		}
+		out = append(out, *r)
+	}
+	slices.SortFunc(out, func(a, b rddRow) int { return int(a.RDD) - int(b.RDD) })
+	return out, nil
+}
+
+// app returns the summary of one application, or ErrNotFound.
+func (h *Handler) app(ctx context.Context, id string) (store.AppSummary, error) {
+	apps, err := h.r.Apps(ctx)
+	if err != nil {
+		return store.AppSummary{}, err
+	}
+	for _, a := range apps {
+		if a.AppID == id {
+			return a, nil
+		}
+	}
+	return store.AppSummary{}, fmt.Errorf("application %s: %w: no records", id, store.ErrNotFound)
+}
+
+// occupancySeries is one RDD's resident memory over time.
+type occupancySeries struct {
+	RDD    int32      `json:"rdd"`
+	Color  string     `json:"color"`
+	Points []occPoint `json:"points"`
+}
+
+type occPoint struct {
+	TimeNs int64  `json:"time_ns"`
+	Pages  uint64 `json:"pages"`
+	Bytes  uint64 `json:"bytes"`
+}
+
+// occupancy returns each RDD's series; a bucket the store left out (no
+// change) is not repeated: the value holds until the next point.
+func (h *Handler) occupancy(ctx context.Context, app string, buckets uint32) ([]occupancySeries, error) {
+	pts, err := h.r.Occupancy(ctx, app, buckets)
+	if err != nil {
+		return nil, err
+	}
+	byRDD := map[int32]*occupancySeries{}
+	var order []int32
+	for _, p := range pts {
+		s := byRDD[p.RDDID]
+		if s == nil {
+			s = &occupancySeries{RDD: p.RDDID, Color: rddColor(p.RDDID)}
+			byRDD[p.RDDID] = s
+			order = append(order, p.RDDID)
+		}
+		s.Points = append(s.Points, occPoint{TimeNs: p.TimeNs, Pages: p.Pages, Bytes: p.Bytes})
+	}
+	slices.Sort(order)
+	out := make([]occupancySeries, 0, len(order))
+	for _, r := range order {
+		out = append(out, *byRDD[r])
+	}
+	return out, nil
+}
+
+// memMap is /api/v1/apps/{app}/memmap: store.PhysMap with each RDD's
+// colour.
+type memMap struct {
+	*store.PhysMap
+	Colors map[string]string `json:"colors"` // RDD id -> colour
+}
+
+func (h *Handler) memMap(ctx context.Context, app string, r *http.Request) (memMap, error) {
+	v := r.URL.Query()
+	q := store.PhysMapQuery{AppID: app, Machine: v.Get("machine")}
+	var err error
+	if q.From, err = parseUint("from", v.Get("from"), 0, 1<<52); err != nil {
+		return memMap{}, err
+	}
+	if q.To, err = parseUint("to", v.Get("to"), 0, 1<<52); err != nil {
+		return memMap{}, err
+	}
+	b, err := parseUint("buckets", v.Get("buckets"), 0, 4096)
+	if err != nil {
+		return memMap{}, err
+	}
+	q.Buckets = uint32(b)
+	m, err := h.r.PhysMap(ctx, q)
+	if err != nil {
+		return memMap{}, err
+	}
+	out := memMap{PhysMap: m, Colors: map[string]string{}}
+	for _, rp := range m.RDDs {
+		out.Colors[strconv.Itoa(int(rp.RDDID))] = rddColor(rp.RDDID)
+	}
+	return out, nil
+}

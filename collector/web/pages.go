@@ -1,0 +1,379 @@
+package web
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stratatrace/strata/collector/store"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+var funcs = template.FuncMap{
+	"sevName":       severityName,
+	"sevColor":      func(s stratav1.Severity) string { return severityColors[int(s)%len(severityColors)] },
+	"sevIndexColor": func(i int) string { return severityColors[i%len(severityColors)] },
+	"sevIndexName":  func(i int) string { return severityName(stratav1.Severity(i)) },
+	"bytes":         bytesLabel,
+	"pct":           func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+	"nsTime":        func(ns int64) string { return time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.000000") },
+	"msTime": func(ms int64) string {
+		if ms == 0 {
+			return "-"
+		}
+		return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05")
+	},
+	"dur":       func(ms int64) string { return (time.Duration(ms) * time.Millisecond).String() },
+	"hex":       func(v uint64) string { return fmt.Sprintf("%#x", v) },
+	"rddColor":  rddColor,
+	"nodeColor": nodeColor,
+	"nodeLabel": nodeLabel,
+	"gbh":       func(v float64) string { return fmt.Sprintf("%.2f GB·h", v) },
+	"f1":        func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"f2":        func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"pathEsc":   url.PathEscape,
+	"join":      strings.Join,
+	"lines":     func(s string) []string { return strings.Split(strings.TrimRight(s, "\n"), "\n") },
+}
+
+// parsePages parses each page template with the layout.
+func parsePages() (map[string]*template.Template, error) {
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*template.Template{}
+	for _, n := range names {
+		name := strings.TrimSuffix(path.Base(n), ".html")
+		if name == "layout" || name == "partials" {
+			continue
+		}
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", n)
+		if err != nil {
+			return nil, fmt.Errorf("parse template %s: %w", name, err)
+		}
+		out[name] = t
+	}
+	return out, nil
+}
+
+// render executes page name into a buffer, then writes it: a template
+// error becomes a 500, never half a page.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, name string, data any) {
+	t := h.pages[name]
+	var buf bytes.Buffer
+	if t == nil {
+		http.Error(w, "no template "+name, http.StatusInternalServerError)
+		return
+	}
+	if err := t.ExecuteTemplate(&buf, "layout", map[string]any{"Page": name, "Data": data}); err != nil {
+		h.log.Error("render page", "page", name, "path", r.URL.Path, "error", err)
+		http.Error(w, "render "+name+": "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	w.Write(buf.Bytes())
+}
+
+const day = int64(24 * time.Hour / time.Millisecond)
+
+func (h *Handler) pageDashboard(r *http.Request) (string, any, error) {
+	ctx := r.Context()
+	newest, err := h.r.SearchJobs(ctx, store.JobQuery{Limit: 1})
+	if err != nil {
+		return "", nil, err
+	}
+	data := map[string]any{"Total": newest.Total}
+	var end int64
+	if len(newest.Jobs) > 0 {
+		end = newest.Jobs[0].GetFinishUnixMs()
+	}
+	// The timeline shows the 60 days up to the latest finished job, a bar
+	// per day; the worst jobs are those of its last 7 days.
+	from := max(end-60*day, 0)
+	tl, err := h.r.JobTimeline(ctx, store.JobQuery{FinishedFrom: from}, day)
+	if err != nil {
+		return "", nil, err
+	}
+	var counts [5]uint64
+	var rows []timelineBucket
+	for _, b := range tl {
+		tb := timelineBucket{StartMs: b.StartMs, Counts: map[string]uint64{}}
+		for i, c := range b.Counts {
+			counts[i] += c
+			tb.Counts[severityName(stratav1.Severity(i))] = c
+		}
+		rows = append(rows, tb)
+	}
+	worst, err := h.r.SearchJobs(ctx, store.JobQuery{FinishedFrom: max(end-7*day, 0), Order: store.JobsWorst, Limit: 10})
+	if err != nil {
+		return "", nil, err
+	}
+	apps, err := h.r.Apps(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	data["Chart"] = severityChart(rows, day)
+	data["Counts"] = counts
+	data["Worst"] = worst.Jobs
+	data["Apps"] = apps[:min(len(apps), 10)]
+	data["From"], data["End"] = from, end
+	return "dashboard", data, nil
+}
+
+// pageLink is one link of the search's pagination.
+type pageLink struct {
+	Label   string
+	URL     string
+	Current bool
+}
+
+func (h *Handler) pageJobs(r *http.Request) (string, any, error) {
+	q, err := jobQuery(r)
+	if err != nil {
+		return "", nil, err
+	}
+	page, err := h.r.SearchJobs(r.Context(), q)
+	if err != nil {
+		return "", nil, err
+	}
+	v := r.URL.Query()
+	pages := (page.Total + uint64(q.Limit) - 1) / uint64(q.Limit)
+	cur := uint64(q.Offset)/uint64(q.Limit) + 1
+	link := func(p uint64) string {
+		u := url.Values{}
+		for k, vs := range v {
+			if k != "page" && k != "offset" {
+				u[k] = vs
+			}
+		}
+		u.Set("page", strconv.FormatUint(p, 10))
+		return "/jobs?" + u.Encode()
+	}
+	var links []pageLink
+	if cur > 1 {
+		links = append(links, pageLink{Label: "« prev", URL: link(cur - 1)})
+	}
+	for p := max(cur, 3) - 2; p <= min(cur+2, pages); p++ {
+		links = append(links, pageLink{Label: strconv.FormatUint(p, 10), URL: link(p), Current: p == cur})
+	}
+	if cur < pages {
+		links = append(links, pageLink{Label: "next »", URL: link(cur + 1)})
+	}
+	return "jobs", map[string]any{
+		"Jobs": page.Jobs, "Total": page.Total, "Page": cur, "Pages": pages, "Links": links,
+		"Form": map[string]string{"user": v.Get("user"), "queue": v.Get("queue"), "type": v.Get("type"),
+			"severity": v.Get("severity"), "from": v.Get("from"), "to": v.Get("to"), "order": v.Get("order")},
+		"Severities": []string{"none", "low", "moderate", "severe", "critical"},
+	}, nil
+}
+
+func (h *Handler) pageJob(r *http.Request) (string, any, error) {
+	j, err := h.r.Job(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return "", nil, err
+	}
+	var own, cross []*stratav1.HeuristicResult
+	for _, hr := range j.GetHeuristics() {
+		if h.crossLayer[hr.GetName()] {
+			cross = append(cross, hr)
+		} else {
+			own = append(own, hr)
+		}
+	}
+	traced := false
+	if j.GetAppId() != "" {
+		if _, err := h.app(r.Context(), j.GetAppId()); err == nil {
+			traced = true
+		}
+	}
+	return "job", map[string]any{"Job": j, "Heuristics": own, "CrossLayer": cross, "Traced": traced}, nil
+}
+
+func (h *Handler) pageApps(r *http.Request) (string, any, error) {
+	apps, err := h.r.Apps(r.Context())
+	if err != nil {
+		return "", nil, err
+	}
+	return "apps", map[string]any{"Apps": apps}, nil
+}
+
+func (h *Handler) pageApp(r *http.Request) (string, any, error) {
+	ctx := r.Context()
+	id := r.PathValue("app")
+	a, err := h.app(ctx, id)
+	if err != nil {
+		return "", nil, err
+	}
+	rows, err := h.rddRows(ctx, id)
+	if err != nil {
+		return "", nil, err
+	}
+	occ, err := h.occupancy(ctx, id, 300)
+	if err != nil {
+		return "", nil, err
+	}
+	jobs, err := h.r.SearchJobs(ctx, store.JobQuery{AppID: id, Limit: 10})
+	if err != nil {
+		return "", nil, err
+	}
+	return "app", map[string]any{"App": a, "RDDs": rows, "NumaChart": numaChart(rows), "OccChart": occupancyChart(occ),
+		"Jobs": jobs.Jobs}, nil
+}
+
+func (h *Handler) pageMemory(r *http.Request) (string, any, error) {
+	a, err := h.app(r.Context(), r.PathValue("app"))
+	if err != nil {
+		return "", nil, err
+	}
+	v := r.URL.Query()
+	return "memory", map[string]any{"App": a, "Machine": v.Get("machine"), "From": v.Get("from"), "To": v.Get("to")}, nil
+}
+
+// blockRow is one block of an RDD's page.
+type blockRow struct {
+	ExecutorID, BlockID string
+	Partition           int32
+	Records             uint64
+	First, Last         int64
+	LastAccess          string
+	Pages               uint64 // of its latest record
+}
+
+// maxRDDRecords bounds the records an RDD's page reads.
+const maxRDDRecords = 200000
+
+func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
+	id := r.PathValue("app")
+	rdd64, err := strconv.ParseInt(r.PathValue("rdd"), 10, 32)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: rdd %q", errBadRequest, r.PathValue("rdd"))
+	}
+	rdd := int32(rdd64)
+	blocks := map[[2]string]*blockRow{}
+	var n uint64
+	err = h.r.Records(r.Context(), store.RecordsQuery{AppID: id, RDD: &rdd, Limit: maxRDDRecords}, func(rec *stratav1.RecordRow) error {
+		n++
+		b := rec.GetBlock()
+		k := [2]string{b.GetExecutorId(), b.GetBlockId()}
+		row := blocks[k]
+		if row == nil {
+			row = &blockRow{ExecutorID: k[0], BlockID: k[1], Partition: b.GetPartition(), First: rec.GetTimeUnixNano()}
+			blocks[k] = row
+		}
+		row.Records++
+		if rec.GetAccess() != stratav1.AccessKind_ACCESS_KIND_FAULT {
+			if rec.GetTimeUnixNano() != row.Last {
+				row.Pages = 0
+			}
+			row.Last = rec.GetTimeUnixNano()
+			row.LastAccess = enumName(rec.GetAccess().String(), "ACCESS_KIND_")
+			row.Pages += rec.GetPages()
+		}
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	rows := make([]blockRow, 0, len(blocks))
+	for _, b := range blocks {
+		rows = append(rows, *b)
+	}
+	slices.SortFunc(rows, func(a, b blockRow) int {
+		if a.Partition != b.Partition {
+			return int(a.Partition) - int(b.Partition)
+		}
+		return strings.Compare(a.ExecutorID+"/"+a.BlockID, b.ExecutorID+"/"+b.BlockID)
+	})
+	return "rdd", map[string]any{"App": id, "RDD": rdd, "Color": rddColor(rdd), "Blocks": rows,
+		"Truncated": n >= maxRDDRecords}, nil
+}
+
+func (h *Handler) pageBlock(r *http.Request) (string, any, error) {
+	life, err := h.blockLife(r.Context(), r.PathValue("app"), r.PathValue("exec"), r.PathValue("block"))
+	if err != nil {
+		return "", nil, err
+	}
+	return "block", map[string]any{"Life": life, "Chart": lifeChart(life.Steps)}, nil
+}
+
+// rddRate is one RDD's faults on the overhead page.
+type rddRate struct {
+	RDD     int32
+	Color   string
+	Faults  faultSums
+	PerSec  float64 // over the app's traced time
+	PerGiB  float64 // per GiB of live blocks
+	Present uint64
+}
+
+func (h *Handler) pageOverhead(r *http.Request) (string, any, error) {
+	ctx := r.Context()
+	id := r.PathValue("app")
+	a, err := h.app(ctx, id)
+	if err != nil {
+		return "", nil, err
+	}
+	rows, err := h.rddRows(ctx, id)
+	if err != nil {
+		return "", nil, err
+	}
+	secs := float64(a.LastNs-a.FirstNs) / 1e9
+	var rates []rddRate
+	for _, row := range rows {
+		rr := rddRate{RDD: row.RDD, Color: row.Color, Faults: row.Faults, Present: row.Present}
+		if secs > 0 {
+			rr.PerSec = float64(row.Faults.Total()) / secs
+		}
+		if row.LiveBytes > 0 {
+			rr.PerGiB = float64(row.Faults.Total()) / (float64(row.LiveBytes) / (1 << 30))
+		}
+		rates = append(rates, rr)
+	}
+	over, err := h.r.Overhead(ctx, id)
+	if err != nil {
+		return "", nil, err
+	}
+	hot, err := h.r.Hot(ctx, store.HotQuery{AppID: id, Limit: 20})
+	if err != nil {
+		return "", nil, err
+	}
+	return "overhead", map[string]any{"App": a, "Seconds": secs, "Rates": rates, "Overhead": over, "Hot": hot,
+		"HotMethod": "sampled page faults per page; REFERENCED/ACTIVE flags are LRU bookkeeping, not access recency"}, nil
+}
+
+// walkCell says the page-walk share of one process, or why there is none.
+func walkCell(o *stratav1.OverheadRow) string {
+	if o.WalkPct == nil {
+		st := o.GetCounters().GetPmuStatus()
+		switch {
+		case st == "":
+			return "unavailable: not reported"
+		case strings.HasPrefix(st, "unavailable"):
+			return st
+		default:
+			return "not measured (pmu " + st + ")"
+		}
+	}
+	s := fmt.Sprintf("%.2f%%", o.GetWalkPct())
+	if o.WalkPctRdd != nil {
+		s += fmt.Sprintf(" (rdd %.2f%%)", o.GetWalkPctRdd())
+	}
+	return s
+}
+
+func init() {
+	funcs["walk"] = walkCell
+	funcs["seconds"] = func(c *stratav1.WorkloadCounters) string {
+		return fmt.Sprintf("%.1f", float64(c.GetEndUnixNano()-c.GetStartUnixNano())/1e9)
+	}
+}
