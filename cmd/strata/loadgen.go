@@ -72,6 +72,22 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			cfg.Collectors = append(cfg.Collectors, c)
 		}
 	}
+	// The agents push with the certificate (role agent); --verify reads
+	// with the token (role client) when one is given: a certificate wins
+	// over a token at the collector.
+	creds, err := cf.dialOptions()
+	if err != nil {
+		return err
+	}
+	cfg.Credentials = creds
+	vf := *cf
+	if vf.token != "" || vf.tokenFile != "" {
+		vf.tls.Cert, vf.tls.Key = "", ""
+	}
+	verifyCreds, err := vf.dialOptions()
+	if err != nil {
+		return err
+	}
 	var peak int64
 	cfg.Progress = func(t loadgen.Totals) {
 		if rssPID > 0 {
@@ -95,7 +111,7 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var check *loadgen.Check
 	if verify {
-		c, err := loadgen.Verify(ctx, cfg.Collectors[0], res)
+		c, err := loadgen.Verify(ctx, cfg.Collectors[0], res, verifyCreds...)
 		if err != nil {
 			return err
 		}

@@ -16,9 +16,12 @@
 //     collectors share, on one server or a sharded, replicated cluster;
 //     see "ClickHouse" below.
 //
-// Adding a question means adding a method to the interface, one query per
-// backend (duckdb_query.go, clickhouse_query.go) and its expectation to
-// storetest.Contract.
+// Adding a question means adding a method to the interface (or a small
+// interface of its own, embedded in Store), one query per backend
+// (duckdb_*.go, clickhouse_*.go; on ClickHouse every read of records, runs
+// or workloads carries visibleSQL(app), and "each block's latest records"
+// is latestRunsSQL) and its expectations as a test in storetest.Contract,
+// which runs it against DuckDB, ClickHouse and the Distributed layout.
 //
 // # DuckDB: writes
 //
@@ -158,6 +161,17 @@
 // wins (ties: the smaller random token), is decided once ClaimSettle old
 // (every claim that could beat it is visible by then), and holds for
 // ClaimLease, after which another collector's claim can win.
+//
+// Queries (clickhouse_query.go, clickhouse_ui.go) have DuckDB's answers
+// without window functions, which 18.16 lacks: a block's latest lifecycle
+// records are a join on its max(time_ns) (latestRunsSQL), RDDs groups in
+// nested subqueries (per buffer and time, per buffer, per RDD), and
+// Occupancy takes one row per buffer and time from the server and keeps
+// the running sums in Go. PhysMap builds the same PFN index as DuckDB
+// (physmap.go); its cache is stamped by the count and sum of uids of the
+// app's commit rows, which any collector's commit changes. jobs keeps
+// user, queue, type and score beside each result for SearchJobs; a job's
+// latest version is read (argMax by version).
 //
 // Retention drops whole day partitions (clickhouse_retention.go), ON
 // CLUSTER in the cluster layout. 18.16 has no TTL clause, and dropping

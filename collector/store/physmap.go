@@ -21,8 +21,11 @@ import (
 // inside it, in time proportional to those segments plus the buckets,
 // whatever the size of the executor.
 //
-// The index is kept for the latest few (app, machine) pairs and rebuilt when
-// a batch was stored since (the highest batch id changed). An index over
+// Both backends build it (physMap, pfnIndexBuilder) from the runs their
+// physMapSource returns. The index is kept for the latest few (app,
+// machine) pairs and rebuilt when a batch may have been stored since: the
+// backend's stamp changed (DuckDB: the highest batch id; ClickHouse: the
+// count and uids of the app's commit rows). An index over
 // maxCachedSegments segments (24 bytes each) is not kept: it is rebuilt for
 // every window.
 

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -49,6 +51,10 @@ type Config struct {
 	// Progress, when set, is called about every second with the totals
 	// so far.
 	Progress func(Totals)
+	// Credentials are the agents' transport credentials and bearer token
+	// (grpc.WithTransportCredentials, grpc.WithPerRPCCredentials); none:
+	// plain TCP without authentication, for collectors run --insecure.
+	Credentials []grpc.DialOption
 }
 
 // Totals count what the collectors acknowledged as stored.
@@ -225,24 +231,37 @@ type agent struct {
 	st  *streamer.Streamer
 }
 
+// credentials returns creds, or plain TCP when there are none.
+func credentials(creds []grpc.DialOption) []grpc.DialOption {
+	if len(creds) == 0 {
+		return []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	}
+	return slices.Clone(creds)
+}
+
 func newAgent(cfg Config, i int, boot string) (*agent, error) {
 	src := newSource(cfg, i, boot)
 	addrs := make([]resolver.Address, len(cfg.Collectors))
 	for j, c := range cfg.Collectors {
-		addrs[j] = resolver.Address{Addr: c}
+		// TLS checks the collector's certificate against its host, not
+		// the target's made-up authority.
+		host, _, err := net.SplitHostPort(c)
+		if err != nil {
+			host = c
+		}
+		addrs[j] = resolver.Address{Addr: c, ServerName: host}
 	}
 	r := manual.NewBuilderWithScheme("loadgen")
 	r.InitialState(resolver.State{Addresses: addrs})
 	st, err := streamer.New(src, streamer.Config{
 		Target: "loadgen:///collectors", Window: cfg.Window, Logger: cfg.Logger.With("node", src.node),
 		MaxBackoff: 2 * time.Second,
-		DialOptions: []grpc.DialOption{
-			grpc.WithTransportCredentials(insecure.NewCredentials()),
+		DialOptions: append(credentials(cfg.Credentials),
 			grpc.WithResolvers(r),
 			// pick_first over a shuffled list: agents spread over the
 			// collectors, and one whose collector dies moves on.
 			grpc.WithDefaultServiceConfig(`{"loadBalancingConfig": [{"pick_first": {"shuffleAddressList": true}}]}`),
-		},
+		),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: agent %d: %w", i, err)

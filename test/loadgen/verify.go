@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -32,10 +31,11 @@ func (c Check) String() string {
 // Verify reads every record of r's application through the query service
 // of the collector at addr and compares it with what the agents were told
 // is stored. Each record of a run has its own time, so a record stored
-// twice shows as a repeated (machine, time).
-func Verify(ctx context.Context, addr string, r Result) (Check, error) {
+// twice shows as a repeated (machine, time). creds are the query client's
+// credentials; none: plain TCP without authentication.
+func Verify(ctx context.Context, addr string, r Result, creds ...grpc.DialOption) (Check, error) {
 	c := Check{Got: map[string]uint64{}, Want: map[string]uint64{}}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(addr, credentials(creds)...)
 	if err != nil {
 		return c, fmt.Errorf("verify: dial %s: %w", addr, err)
 	}
