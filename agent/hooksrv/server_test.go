@@ -1,7 +1,6 @@
 package hooksrv
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+	"github.com/stratatrace/strata/test/testenv"
 )
 
 // recorder is a Handler that keeps every event.
@@ -44,28 +44,10 @@ func (r *recorder) of(app string) []Event {
 	return out
 }
 
-// syncBuffer collects the server's log lines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type testServer struct {
 	*Server
 	rec  *recorder
-	logs *syncBuffer
+	logs *testenv.Output
 }
 
 func startServer(t testing.TB, cfg Config) *testServer {
@@ -73,7 +55,7 @@ func startServer(t testing.TB, cfg Config) *testServer {
 	if cfg.Path == "" {
 		cfg.Path = filepath.Join(t.TempDir(), "hook.sock")
 	}
-	ts := &testServer{rec: &recorder{}, logs: &syncBuffer{}}
+	ts := &testServer{rec: &recorder{}, logs: &testenv.Output{}}
 	log := slog.New(slog.NewTextHandler(ts.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv, err := Listen(cfg, ts.rec, log)
 	if err != nil {

@@ -58,25 +58,8 @@ func bins(t testing.TB) string {
 type proc struct {
 	name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testenv.Output
 	done chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startProc(t testing.TB, name string, stdout io.Writer, args ...string) *proc {
@@ -87,7 +70,7 @@ func startProc(t testing.TB, name string, stdout io.Writer, args ...string) *pro
 // startProcEnv is startProc with env added to the test's environment.
 func startProcEnv(t testing.TB, name string, stdout io.Writer, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: exec.Command(args[0], args[1:]...), out: &syncBuffer{}, done: make(chan error, 1)}
+	p := &proc{name: name, cmd: exec.Command(args[0], args[1:]...), out: &testenv.Output{}, done: make(chan error, 1)}
 	if env != nil {
 		p.cmd.Env = append(os.Environ(), env...)
 	}

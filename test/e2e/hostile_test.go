@@ -34,14 +34,14 @@ type peerProc struct {
 	cmd   *exec.Cmd
 	in    io.WriteCloser
 	lines chan map[string]any
-	err   *syncBuffer
+	err   *testenv.Output
 }
 
 // startPeer runs peer.c with args, as uid when uid >= 0, and waits for its
 // "ready" line. It is stopped (stdin closed, then killed) when the test ends.
 func startPeer(t testing.TB, bin string, uid int, args ...string) *peerProc {
 	t.Helper()
-	p := &peerProc{cmd: exec.Command(bin, args...), lines: make(chan map[string]any, 64), err: &syncBuffer{}}
+	p := &peerProc{cmd: exec.Command(bin, args...), lines: make(chan map[string]any, 64), err: &testenv.Output{}}
 	if uid >= 0 {
 		p.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 	}

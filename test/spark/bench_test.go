@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stratatrace/strata/agent/hooksrv"
+	"github.com/stratatrace/strata/test/sparkjob"
 	"github.com/stratatrace/strata/test/testenv"
 )
 
@@ -40,7 +41,7 @@ type benchResult struct {
 func BenchmarkHook(b *testing.B) {
 	testenv.RequireJava(b)
 	home := testenv.SparkHome(b, "3.5")
-	jar := sparkJobJar(b, home)
+	jar := sparkjob.Jar(b, home)
 	hook, frames := benchHookServer(b)
 	run := func(opts string) benchResult {
 		cmd := exec.Command(filepath.Join(home, "bin", "spark-submit"), "--master", "local[1]",
@@ -135,7 +136,7 @@ func benchHookServer(b *testing.B) (string, *atomic.Uint64) {
 		cancel()
 		srv.Close()
 	})
-	return hookOpts(b, srv.Path()), frames
+	return sparkjob.HookOpts(b, srv.Path()), frames
 }
 
 // BenchmarkCachingJob: the wall time of a caching Spark job
@@ -153,7 +154,7 @@ func benchHookServer(b *testing.B) (string, *atomic.Uint64) {
 func BenchmarkCachingJob(b *testing.B) {
 	testenv.RequireJava(b)
 	home := testenv.SparkHome(b, "3.5")
-	jar := sparkJobJar(b, home)
+	jar := sparkjob.Jar(b, home)
 	hook, frames := benchHookServer(b)
 	type result struct{ job, process, cpu float64 } // ms
 	run := func(opts string) result {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stratatrace/strata/agent/tracer"
+	"github.com/stratatrace/strata/test/sparkjob"
 	"github.com/stratatrace/strata/test/testenv"
 )
 
@@ -32,9 +33,9 @@ func TestHookCluster(t *testing.T) {
 // cluster is one run of the job on the standalone cluster.
 type cluster struct {
 	n   *node
-	s   step   // the job's "cached" step
-	pid uint32 // the executor's pid, from its first block
-	ref uint64 // the executor JVM's reference size, from a deserialized block
+	s   sparkjob.Step // the job's "cached" step
+	pid uint32        // the executor's pid, from its first block
+	ref uint64        // the executor JVM's reference size, from a deserialized block
 }
 
 func runCluster(t *testing.T, v string) {
@@ -47,12 +48,12 @@ func runCluster(t *testing.T, v string) {
 	// a page is registered when allocatePage returns, before the sort writes
 	// it, so its first-touch faults land in a registered range (heap memory
 	// is already touched). ParallelGC moves every heap block.
-	opts := hookOpts(t, n.socket) + " -XX:+UseParallelGC"
-	j := startJob(t, home, master, sparkConf(true,
+	opts := sparkjob.HookOpts(t, n.socket) + " -XX:+UseParallelGC"
+	j := sparkjob.Start(t, home, master, sparkConf(true,
 		"spark.executor.extraJavaOptions="+opts, "spark.executor.memory=700m", "spark.executor.cores=2",
 		"spark.cores.max=2", "spark.driver.memory=512m", "spark.ui.port="+strconv.Itoa(freePort(t))),
 		append(jobFlags(true), "--gc-steps", "2")...)
-	c := &cluster{n: n, s: j.next(t, "cached")}
+	c := &cluster{n: n, s: j.Next(t, "cached")}
 
 	// Every block Spark lists, in strata trace and strata records, exactly.
 	c.checkTrace(t)
@@ -65,8 +66,8 @@ func runCluster(t *testing.T, v string) {
 	// Full GCs with the agent up: heap blocks moved (MOVE records) and their
 	// bytes are at the new addresses.
 	moves := len(n.records(t, c.s.App, "--access", "move"))
-	j.proceed(t)
-	j.next(t, "gc")
+	j.Proceed(t)
+	j.Next(t, "gc")
 	eventually(t, "MOVE records after the full GCs", 30*time.Second, func() error {
 		if m := len(n.records(t, c.s.App, "--access", "move")); m <= moves {
 			return fmt.Errorf("%d MOVE records, %d before the GCs", m, moves)
@@ -80,8 +81,8 @@ func runCluster(t *testing.T, v string) {
 	// and counts; restarted, the agent gets every live block again, at its
 	// current address, and hears of the drops.
 	n.agent.stop()
-	j.proceed(t)
-	j.next(t, "gc")
+	j.Proceed(t)
+	j.Next(t, "gc")
 	restart := time.Now()
 	n.startAgent(t)
 	c.checkStorage(t, c.cached(), restart)
@@ -98,16 +99,16 @@ func runCluster(t *testing.T, v string) {
 	// Unpersist the off-heap RDD: every chunk the restarted agent knows is
 	// freed as removed, and leaves the registry and the kernel's maps.
 	live, kern := n.metric(t, "strata_live_blocks"), n.metric(t, "strata_faults_blocks")
-	j.proceed(t)
-	c.checkRemoved(t, j.next(t, "unpersisted").RDD, restart, live, kern)
+	j.Proceed(t)
+	c.checkRemoved(t, j.Next(t, "unpersisted").RDD, restart, live, kern)
 
 	// Overfill off-heap storage: the victim's blocks are evicted.
-	j.proceed(t)
-	c.checkEvicted(t, j.next(t, "evicted"))
+	j.Proceed(t)
+	c.checkEvicted(t, j.Next(t, "evicted"))
 	c.checkRegistry(t, "after the eviction")
 
-	j.proceed(t)
-	j.finish(t)
+	j.Proceed(t)
+	j.Finish(t)
 	// The executor is gone with the application: nothing of it stays live,
 	// in the registry, the kernel or the records.
 	eventually(t, "an empty registry after the executor exited", 60*time.Second, func() error {
@@ -420,7 +421,7 @@ func (c *cluster) checkFaults(t *testing.T) {
 func (c *cluster) checkRegistry(t *testing.T, when string) {
 	t.Helper()
 	if l := c.n.agent.out.String(); strings.Contains(l, tracer.ErrOverlap.Error()) {
-		t.Errorf("%s: the agent's kernel index refused a move:\n%s", when, tail(l, 3000))
+		t.Errorf("%s: the agent's kernel index refused a move:\n%s", when, sparkjob.Tail(l, 3000))
 	}
 	eventually(t, "registry, kernel maps and strata records agree "+when, 30*time.Second, func() error {
 		live := len(c.n.records(t, c.s.App).live())
@@ -466,7 +467,7 @@ func (c *cluster) checkRemoved(t *testing.T, rdd int, restart time.Time, live, k
 // checkEvicted: the victim's blocks were evicted (FREE records with reason
 // evicted for every chunk), Spark no longer lists them in memory, and what
 // it lists of the evicting RDD is in strata records exactly.
-func (c *cluster) checkEvicted(t *testing.T, e step) {
+func (c *cluster) checkEvicted(t *testing.T, e sparkjob.Step) {
 	t.Helper()
 	var evicted map[string]bool
 	eventually(t, "evicted blocks in strata records", 30*time.Second, func() error {

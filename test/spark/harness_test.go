@@ -1,7 +1,6 @@
 package spark
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -12,17 +11,14 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stratatrace/strata/agent/hooksrv"
-	"github.com/stratatrace/strata/test/testenv"
+	"github.com/stratatrace/strata/test/sparkjob"
 )
 
 // The job's record layout: 32-byte stamps "STRATAr%06dp%06do%011d".
@@ -30,191 +26,6 @@ const stampLen = 32
 
 // Spark series the tests run, oldest first.
 var series = []string{"3.5", "4"}
-
-// hookOpts runs the real `strata hook-opts` for the built hook files.
-func hookOpts(t testing.TB, socket string) string {
-	t.Helper()
-	strata := testenv.Built(t, "strata")
-	jar := testenv.Built(t, "jvmhook/strata-hook.jar")
-	out, err := exec.Command(strata, "hook-opts", "--dir", filepath.Dir(jar), "--socket", socket).Output()
-	if err != nil {
-		t.Fatalf("strata hook-opts: %v", err)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// sparkJobJar returns bin/sparkjob/sparkjob-VERSION.jar for a SPARK_HOME.
-func sparkJobJar(t testing.TB, home string) string {
-	t.Helper()
-	v := strings.TrimPrefix(filepath.Base(home), "spark-")
-	return testenv.Built(t, filepath.Join("sparkjob", "sparkjob-"+v+".jar"))
-}
-
-// syncBuffer keeps a process's output for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// step is one JSON line of the job.
-type step struct {
-	Step     string `json:"step"`
-	App      string `json:"app"`
-	UI       string `json:"ui"`
-	PID      int    `json:"pid"`
-	Master   string `json:"master"`
-	Ser      int    `json:"ser"`
-	SerHeap  int    `json:"ser_heap"` // the on-heap MEMORY_ONLY_SER RDD of an --offheap run
-	Deser    int    `json:"deser"`
-	DF       int    `json:"df"`
-	RDD      int    `json:"rdd"`
-	Victim   int    `json:"victim"`
-	SerLevel string `json:"ser_level"`
-	Parts    int    `json:"parts"`
-	Records  int    `json:"records"`
-	Record   int    `json:"record"`
-}
-
-// job is StrataJob running under spark-submit.
-type job struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	steps  chan step
-	stderr *syncBuffer
-	done   chan error
-}
-
-// startJob runs spark-submit with the given --conf settings and job flags.
-// The job is killed when the test ends.
-func startJob(t *testing.T, home, master string, conf []string, args ...string) *job {
-	t.Helper()
-	argv := []string{"--master", master, "--class", "org.stratatrace.sparkjob.StrataJob"}
-	for _, c := range conf {
-		argv = append(argv, "--conf", c)
-	}
-	argv = append(append(argv, sparkJobJar(t, home)), args...)
-	j := &job{
-		cmd:    exec.Command(filepath.Join(home, "bin", "spark-submit"), argv...),
-		steps:  make(chan step, 8),
-		stderr: &syncBuffer{},
-		done:   make(chan error, 1),
-	}
-	j.cmd.Env = append(os.Environ(), "SPARK_HOME="+home, "SPARK_LOCAL_IP=127.0.0.1")
-	j.cmd.Stderr = j.stderr
-	var err error
-	if j.stdin, err = j.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	out, err := j.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := j.cmd.Start(); err != nil {
-		t.Fatalf("start spark-submit: %v", err)
-	}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			var s step
-			if json.Unmarshal(sc.Bytes(), &s) == nil && s.Step != "" {
-				j.steps <- s
-			}
-		}
-		close(j.steps)
-		j.done <- j.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		j.cmd.Process.Kill()
-		if t.Failed() {
-			t.Logf("--- job stderr (last 6000 bytes):\n%s", tail(j.stderr.String(), 6000))
-		}
-	})
-	return j
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
-
-// next waits for the step named name.
-func (j *job) next(t *testing.T, name string) step {
-	t.Helper()
-	timeout := time.After(5 * time.Minute)
-	for {
-		select {
-		case s, ok := <-j.steps:
-			if !ok {
-				t.Fatalf("job ended before step %q", name)
-			}
-			if s.Step == name {
-				return s
-			}
-			t.Fatalf("job step %q, want %q", s.Step, name)
-		case <-timeout:
-			t.Fatalf("no step %q after 5 minutes", name)
-		}
-	}
-}
-
-// proceed lets the job go on to its next step.
-func (j *job) proceed(t *testing.T) {
-	t.Helper()
-	if _, err := io.WriteString(j.stdin, "next\n"); err != nil {
-		t.Fatalf("tell job to proceed: %v", err)
-	}
-}
-
-// finish lets the job end and waits for its exit; it returns the driver
-// JVM's stderr.
-func (j *job) finish(t *testing.T) string {
-	t.Helper()
-	j.next(t, "done")
-	j.stdin.Close()
-	select {
-	case err := <-j.done:
-		if err != nil {
-			t.Fatalf("job exited: %v", err)
-		}
-	case <-time.After(2 * time.Minute):
-		t.Fatal("job did not exit")
-	}
-	return j.stderr.String()
-}
-
-// hookCounters parses the hook's last "strata-hook: sent=N dropped=N ..." line.
-func hookCounters(t *testing.T, stderr string) map[string]int64 {
-	t.Helper()
-	i := strings.LastIndex(stderr, "strata-hook: sent=")
-	if i < 0 {
-		t.Fatalf("no strata-hook counters line in the JVM's stderr")
-	}
-	line, _, _ := strings.Cut(stderr[i+len("strata-hook: "):], "\n")
-	m := map[string]int64{}
-	for _, kv := range strings.Fields(line) {
-		k, v, _ := strings.Cut(kv, "=")
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			t.Fatalf("counters line %q: %v", line, err)
-		}
-		m[k] = n
-	}
-	return m
-}
 
 // ---- Spark's live REST API (the driver UI)
 
@@ -264,7 +75,7 @@ func getJSON(t *testing.T, url string, v any) bool {
 
 // storage returns Spark's view of one cached RDD; ok is false when Spark
 // no longer lists it.
-func storage(t *testing.T, s step, rdd int) (r restRDD, ok bool) {
+func storage(t *testing.T, s sparkjob.Step, rdd int) (r restRDD, ok bool) {
 	t.Helper()
 	ok = getJSON(t, fmt.Sprintf("%s/api/v1/applications/%s/storage/rdd/%d", s.UI, s.App, rdd), &r)
 	return r, ok
@@ -273,7 +84,7 @@ func storage(t *testing.T, s step, rdd int) (r restRDD, ok bool) {
 // storageUntil polls Spark's view of an RDD until ok accepts it (Spark's
 // REST API follows the block manager through its asynchronous listener
 // bus) and returns the last view.
-func storageUntil(t *testing.T, s step, rdd int, ok func(r restRDD, listed bool) bool) (restRDD, bool) {
+func storageUntil(t *testing.T, s sparkjob.Step, rdd int, ok func(r restRDD, listed bool) bool) (restRDD, bool) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -285,7 +96,7 @@ func storageUntil(t *testing.T, s step, rdd int, ok func(r restRDD, listed bool)
 	}
 }
 
-func stageInfo(t *testing.T, s step, id, attempt int) restStage {
+func stageInfo(t *testing.T, s sparkjob.Step, id, attempt int) restStage {
 	t.Helper()
 	var st restStage
 	if !getJSON(t, fmt.Sprintf("%s/api/v1/applications/%s/stages/%d/%d", s.UI, s.App, id, attempt), &st) {

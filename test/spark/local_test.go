@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratatrace/strata/agent/hooksrv"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+	"github.com/stratatrace/strata/test/sparkjob"
 	"github.com/stratatrace/strata/test/testenv"
 )
 
@@ -75,12 +76,12 @@ func jobFlags(offheap bool) []string {
 func runLocal(t *testing.T, c localCase) {
 	home := testenv.SparkHome(t, c.series)
 	rec, srv := startHookServer(t)
-	opts := hookOpts(t, srv.Path()) + " " + c.gc
-	j := startJob(t, home, "local[2]", sparkConf(c.offheap,
+	opts := sparkjob.HookOpts(t, srv.Path()) + " " + c.gc
+	j := sparkjob.Start(t, home, "local[2]", sparkConf(c.offheap,
 		"spark.driver.extraJavaOptions="+opts, "spark.driver.memory=700m",
 		"spark.ui.port="+strconv.Itoa(freePort(t))), jobFlags(c.offheap)...)
 
-	s := j.next(t, "cached")
+	s := j.Next(t, "cached")
 	serLoc := stratav1.MemoryLocation_MEMORY_LOCATION_ON_HEAP
 	if c.offheap {
 		serLoc = stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP
@@ -95,8 +96,8 @@ func runLocal(t *testing.T, c localCase) {
 	checkPages(t, rec, s, c.offheap)
 
 	movesBefore := count(rec.all(), hooksrv.EventMove)
-	j.proceed(t)
-	j.next(t, "gc")
+	j.Proceed(t)
+	j.Next(t, "gc")
 	time.Sleep(settle)
 	moves := count(rec.all(), hooksrv.EventMove)
 	if moves == movesBefore {
@@ -110,20 +111,20 @@ func runLocal(t *testing.T, c localCase) {
 	}
 	checkDeserialized(t, rec, s, s.Deser, s.Records)
 
-	j.proceed(t)
-	s = j.next(t, "unpersisted")
+	j.Proceed(t)
+	s = j.Next(t, "unpersisted")
 	checkGone(t, rec, s, s.RDD, hooksrv.FreeRemoved)
 
-	j.proceed(t)
-	s = j.next(t, "evicted")
+	j.Proceed(t)
+	s = j.Next(t, "evicted")
 	checkEvicted(t, rec, s, serLoc)
 
 	// The agent stops before the job ends: the job finishes all the same,
 	// and the frames of its end (Spark clears its MemoryStore) are dropped
 	// and counted.
 	srv.Close()
-	j.proceed(t)
-	counters := hookCounters(t, j.finish(t))
+	j.Proceed(t)
+	counters := sparkjob.HookCounters(t, j.Finish(t))
 	t.Logf("hook counters: %v", counters)
 	if counters["errors"] != 0 || counters["connects"] != 1 || counters["live"] != 0 || counters["sent"] == 0 || counters["dropped"] == 0 {
 		t.Errorf("hook counters %v: want no errors, one connect, nothing live at exit, frames sent, frames dropped after the agent stopped", counters)
@@ -141,7 +142,7 @@ func count(evs []hooksrv.Event, k hooksrv.EventKind) int {
 }
 
 // checkSession: one session, named after the application, executor "driver".
-func checkSession(t *testing.T, rec *recorder, s step) {
+func checkSession(t *testing.T, rec *recorder, s sparkjob.Step) {
 	t.Helper()
 	evs := rec.all()
 	if len(evs) == 0 || evs[0].Kind != hooksrv.EventSessionStart {
@@ -184,7 +185,7 @@ func waitChunks(t *testing.T, rec *recorder, name string) []hooksrv.Event {
 // chunk, the ranges add up to Spark's memory size exactly (a serialized
 // block is its ChunkedByteBuffer, whose size Spark reports), and the bytes at
 // those addresses are the block's records.
-func checkSerialized(t *testing.T, rec *recorder, s step, rdd int, loc stratav1.MemoryLocation) {
+func checkSerialized(t *testing.T, rec *recorder, s sparkjob.Step, rdd int, loc stratav1.MemoryLocation) {
 	t.Helper()
 	r, ok := storageUntil(t, s, rdd, func(r restRDD, ok bool) bool { return ok && len(r.Partitions) == s.Parts })
 	if !ok || len(r.Partitions) != s.Parts {
@@ -230,7 +231,7 @@ func checkSerialized(t *testing.T, rec *recorder, s step, rdd int, loc stratav1.
 // checkDeserialized: every block is registered as the reference array of an
 // object graph (records references when records >= 0), and every reference
 // in it is set.
-func checkDeserialized(t *testing.T, rec *recorder, s step, rdd int, records int) {
+func checkDeserialized(t *testing.T, rec *recorder, s sparkjob.Step, rdd int, records int) {
 	t.Helper()
 	r, ok := storageUntil(t, s, rdd, func(r restRDD, ok bool) bool { return ok && len(r.Partitions) > 0 })
 	if !ok || len(r.Partitions) == 0 {
@@ -267,7 +268,7 @@ func checkDeserialized(t *testing.T, rec *recorder, s step, rdd int, records int
 
 // checkPages: the sort allocated Tungsten pages with their task's stage,
 // partition and RDD (one of the stage's RDDs in Spark's API), and freed all.
-func checkPages(t *testing.T, rec *recorder, s step, offheap bool) {
+func checkPages(t *testing.T, rec *recorder, s sparkjob.Step, offheap bool) {
 	t.Helper()
 	loc := stratav1.MemoryLocation_MEMORY_LOCATION_ON_HEAP
 	if offheap {
@@ -323,7 +324,7 @@ func checkPages(t *testing.T, rec *recorder, s step, offheap bool) {
 
 // checkGone: Spark no longer lists the RDD, and every block of it the hook
 // registered was freed with reason.
-func checkGone(t *testing.T, rec *recorder, s step, rdd int, reason hooksrv.FreeReason) {
+func checkGone(t *testing.T, rec *recorder, s sparkjob.Step, rdd int, reason hooksrv.FreeReason) {
 	t.Helper()
 	if r, ok := storageUntil(t, s, rdd, func(r restRDD, ok bool) bool { return !ok || len(r.Partitions) == 0 }); ok && len(r.Partitions) > 0 {
 		t.Errorf("Spark still lists %d partitions of RDD %d", len(r.Partitions), rdd)
@@ -360,7 +361,7 @@ func checkGone(t *testing.T, rec *recorder, s step, rdd int, reason hooksrv.Free
 // checkEvicted: overfilling storage memory evicted blocks (FREE reason
 // evicted) that Spark no longer lists in memory, and what Spark lists of the
 // evicting RDD is registered.
-func checkEvicted(t *testing.T, rec *recorder, s step, loc stratav1.MemoryLocation) {
+func checkEvicted(t *testing.T, rec *recorder, s sparkjob.Step, loc stratav1.MemoryLocation) {
 	t.Helper()
 	time.Sleep(settle / 4)
 	evicted := map[string]bool{}

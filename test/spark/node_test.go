@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratatrace/strata/test/sparkjob"
 	"github.com/stratatrace/strata/test/testenv"
 )
 
@@ -25,12 +26,12 @@ import (
 type daemon struct {
 	name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testenv.Output
 }
 
 func startDaemon(t *testing.T, name string, env []string, argv ...string) *daemon {
 	t.Helper()
-	d := &daemon{name: name, cmd: exec.Command(argv[0], argv[1:]...), out: &syncBuffer{}}
+	d := &daemon{name: name, cmd: exec.Command(argv[0], argv[1:]...), out: &testenv.Output{}}
 	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -40,7 +41,7 @@ func startDaemon(t *testing.T, name string, env []string, argv ...string) *daemo
 	t.Cleanup(func() {
 		d.stop()
 		if t.Failed() {
-			t.Logf("--- %s output (last 4000 bytes):\n%s", name, tail(d.out.String(), 4000))
+			t.Logf("--- %s output (last 4000 bytes):\n%s", name, sparkjob.Tail(d.out.String(), 4000))
 		}
 	})
 	return d

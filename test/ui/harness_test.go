@@ -2,7 +2,6 @@ package ui
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,29 +34,12 @@ func bins(t *testing.T) string {
 	return dir
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // start runs a binary until the test ends (SIGTERM, then kill); its
 // output is logged when the test fails. Lines of its stdout go to lines.
 func start(t *testing.T, name string, lines chan<- string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(args[0], args[1:]...)
-	out := &lockedBuffer{}
+	out := &testenv.Output{}
 	cmd.Stderr = out
 	pr, pw := io.Pipe()
 	cmd.Stdout = io.MultiWriter(out, pw)
