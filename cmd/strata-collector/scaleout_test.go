@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -23,33 +22,16 @@ import (
 	"github.com/stratatrace/strata/test/chserver"
 	"github.com/stratatrace/strata/test/gen"
 	"github.com/stratatrace/strata/test/loadgen"
+	"github.com/stratatrace/strata/test/testenv"
 )
 
 func TestMain(m *testing.M) { os.Exit(chserver.Main(m)) }
-
-// logBuffer collects a process's stderr.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // proc is a running strata-collector.
 type proc struct {
 	addr   string
 	cmd    *exec.Cmd
-	stderr *logBuffer
+	stderr *testenv.Output
 	exited chan error
 }
 
@@ -57,7 +39,7 @@ type proc struct {
 // for its address; it is killed at cleanup if still running.
 func startCollector(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
-	p := &proc{stderr: &logBuffer{}, exited: make(chan error, 1)}
+	p := &proc{stderr: &testenv.Output{}, exited: make(chan error, 1)}
 	p.cmd = exec.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--insecure"}, args...)...)
 	p.cmd.Stderr = p.stderr
 	stdout, err := p.cmd.StdoutPipe()

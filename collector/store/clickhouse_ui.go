@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/bits"
@@ -239,7 +240,7 @@ ORDER BY executor_id, block_id, chunk, time_ns`
 		if a.rdd != b.rdd {
 			return int(a.rdd) - int(b.rdd)
 		}
-		return cmpInt64(a.t, b.t)
+		return cmp.Compare(a.t, b.t)
 	})
 	var (
 		out          []OccupancyPoint
@@ -266,21 +267,11 @@ ORDER BY executor_id, block_id, chunk, time_ns`
 	}
 	slices.SortStableFunc(out, func(a, b OccupancyPoint) int {
 		if a.TimeNs != b.TimeNs {
-			return cmpInt64(a.TimeNs, b.TimeNs)
+			return cmp.Compare(a.TimeNs, b.TimeNs)
 		}
 		return int(a.RDDID) - int(b.RDDID)
 	})
 	return out, nil
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // PhysMap returns the app's physical memory map on one machine, from the
