@@ -34,6 +34,11 @@ HOOK_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O2 -fvisibility=hidden -fPIC -s
 # The test Spark job, compiled against each installed Spark.
 SPARKJOB_SRC := $(shell find test/spark/job -name '*.java' 2>/dev/null)
 SPARKJOBS := $(foreach v,$(SPARK_VERSIONS),$(if $(wildcard $(DEPS)/spark/spark-$(v)/.installed),$(BIN)/sparkjob/sparkjob-$(v).jar))
+# SMTT's eight workloads (test/workloads/spark), compiled against each installed Spark.
+WORKLOADS_SRC := $(shell find test/workloads/spark -name '*.java' 2>/dev/null)
+WORKLOAD_JARS := $(foreach v,$(SPARK_VERSIONS),$(if $(wildcard $(DEPS)/spark/spark-$(v)/.installed),$(BIN)/workloads/workloads-$(v).jar))
+# make smtt: SMTT_FLAGS go to the harness (-size, -pairs, -spark, -out; see test/workloads/smtt).
+SMTT_FLAGS ?=
 
 # clickhouse-server: Debian's (18.16 on bookworm), which the store's tests
 # start on loopback from a private configuration (test/chserver); nothing
@@ -45,7 +50,7 @@ APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler libasm-java gc
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/stratatrace/strata/agent.Version=$(VERSION) -X github.com/stratatrace/strata/collector/server.Version=$(VERSION)
 
-.PHONY: help deps deps-spark spark-home generate build jvmhook test bench demo fuzz clean check-generated vmlinux images
+.PHONY: help deps deps-spark spark-home generate build jvmhook workloads smtt test bench demo fuzz clean check-generated vmlinux images
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -88,7 +93,7 @@ vmlinux: ## regenerate bpf/include/vmlinux.h from this kernel's BTF (not part of
 check-generated: generate ## fail when generated code differs from what is committed
 	git diff --exit-code -- '*.pb.go' '*_bpfel.go' '*_bpfel.o'
 
-build: jvmhook ## build the binaries, the JVM hook and the test Spark job into bin/
+build: jvmhook workloads ## build the binaries, the JVM hook, the test Spark job and the workloads into bin/
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 	@# The agent is static (no cgo), as its image ships it.
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/strata-agent
@@ -102,6 +107,11 @@ images: jvmhook ## OCI image archives of the agent and the collector in bin/imag
 	$(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/ ./cmd/strata-collector
 	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)} \
 		$(GO) run ./deploy/images/mkimage --bin $(BIN)/image --hook $(HOOK_OUT) --version $(VERSION) --out $(BIN)/images
+
+workloads: $(WORKLOAD_JARS) ## build SMTT's eight Spark workloads against each installed Spark
+
+smtt: build ## SMTT's evaluation: the eight workloads with and without tracing, paired; table + chart in bin/smtt
+	STRATA_BIN=$(abspath $(BIN)) $(GO) run ./test/workloads/smtt -out $(BIN)/smtt $(SMTT_FLAGS)
 
 jvmhook: $(HOOK_JAR) $(HOOK_LIB) $(SPARKJOBS) ## build the Java agent (Maven) and libstratahook.so (gcc)
 
@@ -120,6 +130,13 @@ $(BIN)/sparkjob/sparkjob-%.jar: $(SPARKJOB_SRC) $(DEPS)/spark/spark-%/.installed
 		-cp '$(DEPS)/spark/spark-$*/jars/*' $(SPARKJOB_SRC)
 	jar cf $@ -C $(BIN)/sparkjob/classes-$* .
 	@rm -rf $(BIN)/sparkjob/classes-$*
+
+$(BIN)/workloads/workloads-%.jar: $(WORKLOADS_SRC) $(DEPS)/spark/spark-%/.installed
+	@rm -rf $(BIN)/workloads/classes-$* && mkdir -p $(BIN)/workloads/classes-$*
+	javac -Xlint:all,-path -Werror --release 17 -d $(BIN)/workloads/classes-$* \
+		-cp '$(DEPS)/spark/spark-$*/jars/*' $(WORKLOADS_SRC)
+	jar cf $@ -C $(BIN)/workloads/classes-$* .
+	@rm -rf $(BIN)/workloads/classes-$*
 
 test: build ## run every test (root-only tests skip with a reason when not root)
 	$(GO) vet ./...

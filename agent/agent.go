@@ -131,6 +131,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if cfg.StatsInterval > 0 {
 		go m.logEvery(ctx, cfg.StatsInterval, log)
 	}
+	go sampleMemory(ctx, fs, ann, cfg.CountersInterval, log)
 
 	serveErr := hs.Serve(ctx)
 	stopFaults()

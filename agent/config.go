@@ -33,7 +33,7 @@ type Config struct {
 	// 4 KiB pages several times faster.
 	PageFlags        string
 	SampleEvery      uint32        // emit one fault event in N (0 = tracer default, 64)
-	CountersInterval time.Duration // send changed fault and workload counters this often
+	CountersInterval time.Duration // send changed fault and workload counters, and hooked processes' resident memory, this often
 	StatsInterval    time.Duration // log counters this often (0 = never)
 
 	// Bounds that keep one hook peer from denying service to the others
@@ -197,6 +197,9 @@ func (c Config) Validate() error {
 	}
 	if c.FlushInterval <= 0 {
 		errs = append(errs, errors.New("flush interval must be positive"))
+	}
+	if c.CountersInterval <= 0 {
+		errs = append(errs, errors.New("counters interval must be positive"))
 	}
 	if err := c.hookConfig().Validate(); err != nil {
 		errs = append(errs, err)

@@ -116,14 +116,15 @@ type Annotator struct {
 	cfg  Config
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	blocks  map[blockKey]*liveBlock
-	perPID  map[uint32]int
-	pending *stratav1.Batch
-	runs    int
-	bytes   int // pending's encoded size, header included
-	oldest  time.Time
-	header  int // encoded size of an empty batch, with room for its seq
+	mu       sync.Mutex
+	blocks   map[blockKey]*liveBlock
+	perPID   map[uint32]int
+	sessions map[*hooksrv.Session]struct{} // open hook sessions, for Processes
+	pending  *stratav1.Batch
+	runs     int
+	bytes    int // pending's encoded size, header included
+	oldest   time.Time
+	header   int // encoded size of an empty batch, with room for its seq
 
 	cacheBytes int64 // sum of liveBlock.runBytes
 
@@ -162,10 +163,11 @@ func New(res Resolver, sink Sink, cfg Config) *Annotator {
 	}
 	return &Annotator{
 		res: res, sink: sink, cfg: cfg,
-		log:    cfg.Logger.With("component", "annotator"),
-		blocks: map[blockKey]*liveBlock{},
-		perPID: map[uint32]int{},
-		header: proto.Size(&stratav1.Batch{NodeName: cfg.NodeName, BootId: cfg.BootID, Node: cfg.Node, Seq: math.MaxUint64}),
+		log:      cfg.Logger.With("component", "annotator"),
+		blocks:   map[blockKey]*liveBlock{},
+		perPID:   map[uint32]int{},
+		sessions: map[*hooksrv.Session]struct{}{},
+		header:   proto.Size(&stratav1.Batch{NodeName: cfg.NodeName, BootId: cfg.BootID, Node: cfg.Node, Seq: math.MaxUint64}),
 	}
 }
 
@@ -176,6 +178,10 @@ const DefaultMaxCacheBytes = 256 << 20
 func (a *Annotator) HandleEvent(_ context.Context, ev hooksrv.Event) {
 	a.events.Add(1)
 	switch ev.Kind {
+	case hooksrv.EventSessionStart:
+		a.mu.Lock()
+		a.sessions[ev.Session] = struct{}{}
+		a.mu.Unlock()
 	case hooksrv.EventRegister, hooksrv.EventMove:
 		a.place(ev)
 	case hooksrv.EventAccess:
@@ -330,6 +336,7 @@ func (a *Annotator) endSession(ev hooksrv.Event) {
 	pid := ev.Session.PID
 	var gone []*liveBlock
 	a.mu.Lock()
+	delete(a.sessions, ev.Session)
 	for key, lb := range a.blocks {
 		if key.pid == pid && lb.session == ev.Session {
 			a.uncache(lb)
@@ -435,14 +442,46 @@ func (a *Annotator) AddCounters(pid uint32, blockID uint64, fc *stratav1.FaultCo
 
 // AddWorkload queues perf-stat style counters of a traced process.
 func (a *Annotator) AddWorkload(w *stratav1.WorkloadCounters) {
-	n := protowire.SizeTag(5) + protowire.SizeBytes(proto.Size(w))
+	a.addSide(protowire.SizeTag(5)+protowire.SizeBytes(proto.Size(w)), func(b *stratav1.Batch) {
+		b.Workloads = append(b.Workloads, w)
+	})
+}
+
+// Processes lists the processes with an open hook session, one entry per
+// pid, named after their latest session's application and executor.
+func (a *Annotator) Processes() []Process {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	latest := map[uint32]*hooksrv.Session{}
+	for s := range a.sessions {
+		if l, ok := latest[s.PID]; !ok || s.ID > l.ID {
+			latest[s.PID] = s
+		}
+	}
+	out := make([]Process, 0, len(latest))
+	for pid, s := range latest {
+		out = append(out, Process{PID: pid, AppID: s.AppID, ExecutorID: s.ExecutorID})
+	}
+	slices.SortFunc(out, func(x, y Process) int { return cmp.Compare(x.PID, y.PID) })
+	return out
+}
+
+// AddMemory queues a sample of a hooked process's resident memory.
+func (a *Annotator) AddMemory(m *stratav1.ProcessMemory) {
+	a.addSide(protowire.SizeTag(7)+protowire.SizeBytes(proto.Size(m)), func(b *stratav1.Batch) {
+		b.Processes = append(b.Processes, m)
+	})
+}
+
+// addSide adds n encoded bytes to the pending batch with add, cutting the
+// batch first when they would not fit.
+func (a *Annotator) addSide(n int, add func(*stratav1.Batch)) {
 	a.mu.Lock()
 	var full []*stratav1.Batch
 	if a.pending != nil && a.bytes+n > a.cfg.MaxBatchBytes {
 		full = append(full, a.take())
 	}
-	b := a.batch()
-	b.Workloads = append(b.Workloads, w)
+	add(a.batch())
 	a.bytes += n
 	a.emitAll(full) // unlocks mu
 }

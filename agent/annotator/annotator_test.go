@@ -324,3 +324,35 @@ func TestFaultSamplesResolveOncePerProcess(t *testing.T) {
 		t.Fatalf("sampled pages per pid = %v", got)
 	}
 }
+
+// Processes lists each pid with an open session once, named after its
+// latest session; AddMemory samples travel in the batches, with the size
+// bound respected like workloads.
+func TestProcessesAndMemorySamples(t *testing.T) {
+	sink := &memSink{}
+	a := New(&rangeResolver{}, sink, Config{NodeName: "n1", BootID: "b1"})
+	ctx := context.Background()
+	old := &hooksrv.Session{ID: 1, PID: 42, AppID: "app-0", ExecutorID: "1"}
+	s42 := &hooksrv.Session{ID: 3, PID: 42, AppID: "app-1", ExecutorID: "1"}
+	s7 := &hooksrv.Session{ID: 2, PID: 7, AppID: "app-1", ExecutorID: "driver"}
+	for _, s := range []*hooksrv.Session{old, s42, s7} {
+		a.HandleEvent(ctx, hooksrv.Event{Kind: hooksrv.EventSessionStart, Session: s})
+	}
+	want := []Process{{PID: 7, AppID: "app-1", ExecutorID: "driver"}, {PID: 42, AppID: "app-1", ExecutorID: "1"}}
+	if got := a.Processes(); !slices.Equal(got, want) {
+		t.Fatalf("Processes = %+v, want %+v", got, want)
+	}
+	a.HandleEvent(ctx, hooksrv.Event{Kind: hooksrv.EventSessionEnd, Session: s7})
+	a.HandleEvent(ctx, hooksrv.Event{Kind: hooksrv.EventSessionEnd, Session: old})
+	if got := a.Processes(); !slices.Equal(got, want[1:]) {
+		t.Fatalf("Processes after two sessions ended = %+v, want %+v", got, want[1:])
+	}
+	a.AddMemory(&stratav1.ProcessMemory{AppId: "app-1", ExecutorId: "1", Pid: 42, TimeUnixNano: 5, RssBytes: 1 << 30, HwmBytes: 2 << 30})
+	a.Flush()
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.batches) != 1 || len(sink.batches[0].GetProcesses()) != 1 || sink.batches[0].GetProcesses()[0].GetHwmBytes() != 2<<30 ||
+		sink.batches[0].GetNodeName() != "n1" {
+		t.Fatalf("batches = %v", sink.batches)
+	}
+}

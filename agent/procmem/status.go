@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 )
@@ -11,10 +12,18 @@ import (
 // ErrBadStatus marks a /proc/PID/status file without a usable Tgid line.
 var ErrBadStatus = errors.New("malformed process status")
 
-// Status holds the lines of /proc/PID/status that pid checks need.
+// Status holds the lines of /proc/PID/status that pid checks and memory
+// sampling need. The memory fields are bytes (the file says kB); a kernel
+// thread has none of those lines and reads 0.
 type Status struct {
 	Tgid  uint32   // the thread group (process) the task belongs to
 	NSpid []uint32 // the task's pid in each nested pid namespace, outermost first; nil before Linux 4.1
+
+	VmRSS    uint64 // resident set now
+	VmHWM    uint64 // peak resident set ("high water mark")
+	RssAnon  uint64 // resident anonymous memory (Linux 4.5+)
+	RssFile  uint64 // resident file mappings
+	RssShmem uint64 // resident shared memory
 }
 
 // Status reads /proc/PID/status. pid may name any task (thread) the kernel
@@ -28,8 +37,9 @@ func (f FS) Status(pid int) (Status, error) {
 	return parseStatus(b)
 }
 
-// parseStatus reads the "Tgid:\tN" and "NSpid:\tN\tM..." lines of a
-// /proc/PID/status file and ignores the rest.
+// parseStatus reads the "Tgid:\tN", "NSpid:\tN\tM..." and resident
+// memory lines ("VmRSS:\t  1234 kB") of a /proc/PID/status file and
+// ignores the rest.
 func parseStatus(b []byte) (Status, error) {
 	var st Status
 	seenTgid := false
@@ -54,12 +64,45 @@ func parseStatus(b []byte) (Status, error) {
 				}
 				st.NSpid = append(st.NSpid, uint32(n))
 			}
+		case "VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem":
+			n, err := parseKB(val)
+			if err != nil {
+				return Status{}, fmt.Errorf("parse status: %s: %w: %w", key, ErrBadStatus, err)
+			}
+			switch string(key) {
+			case "VmRSS":
+				st.VmRSS = n
+			case "VmHWM":
+				st.VmHWM = n
+			case "RssAnon":
+				st.RssAnon = n
+			case "RssFile":
+				st.RssFile = n
+			default:
+				st.RssShmem = n
+			}
 		}
 	}
 	if !seenTgid {
 		return Status{}, fmt.Errorf("parse status: no Tgid line: %w", ErrBadStatus)
 	}
 	return st, nil
+}
+
+// parseKB reads "   1234 kB" as bytes.
+func parseKB(val []byte) (uint64, error) {
+	num, unit, _ := bytes.Cut(bytes.TrimSpace(val), []byte(" "))
+	if string(bytes.TrimSpace(unit)) != "kB" {
+		return 0, fmt.Errorf("unit %q, want kB", unit)
+	}
+	n, err := strconv.ParseUint(string(num), 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	if n > math.MaxUint64>>10 {
+		return 0, fmt.Errorf("%d kB overflows", n)
+	}
+	return n << 10, nil
 }
 
 // Tasks lists the thread ids of process pid: the numeric entries of

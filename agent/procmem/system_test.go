@@ -35,6 +35,10 @@ func TestStatusFixture(t *testing.T) {
 	if err != nil || self.Tgid != uint32(os.Getpid()) {
 		t.Errorf("Status(self) = %+v, %v", self, err)
 	}
+	// The test's own resident set: present, and at most its peak.
+	if self.VmRSS == 0 || self.VmHWM < self.VmRSS || self.RssAnon+self.RssFile+self.RssShmem != self.VmRSS {
+		t.Errorf("Status(self) memory: rss %d hwm %d anon+file+shmem %d", self.VmRSS, self.VmHWM, self.RssAnon+self.RssFile+self.RssShmem)
+	}
 }
 
 func TestParseStatus(t *testing.T) {
@@ -44,12 +48,16 @@ func TestParseStatus(t *testing.T) {
 		want  Status
 		valid bool
 	}{
-		{"host", "Name:\tjava\nTgid:\t1234\nNgid:\t0\nPid:\t1240\nNSpid:\t1240\n", Status{1234, []uint32{1240}}, true},
-		{"container", "Tgid:\t77\nNSpid:\t77\t5\t1\n", Status{77, []uint32{77, 5, 1}}, true},
+		{"host", "Name:\tjava\nTgid:\t1234\nNgid:\t0\nPid:\t1240\nNSpid:\t1240\n", Status{Tgid: 1234, NSpid: []uint32{1240}}, true},
+		{"container", "Tgid:\t77\nNSpid:\t77\t5\t1\n", Status{Tgid: 77, NSpid: []uint32{77, 5, 1}}, true},
 		{"no nspid (old kernel)", "Tgid:\t9\n", Status{Tgid: 9}, true},
 		{"no tgid", "Name:\tx\nNSpid:\t1\n", Status{}, false},
 		{"bad tgid", "Tgid:\tabc\n", Status{}, false},
 		{"bad nspid", "Tgid:\t1\nNSpid:\t1 x\n", Status{}, false},
+		{"memory", "Tgid:\t5\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\nRssAnon:\t   90000 kB\nRssFile:\t   12000 kB\nRssShmem:\t     400 kB\n",
+			Status{Tgid: 5, VmHWM: 204800 << 10, VmRSS: 102400 << 10, RssAnon: 90000 << 10, RssFile: 12000 << 10, RssShmem: 400 << 10}, true},
+		{"memory without unit", "Tgid:\t5\nVmRSS:\t1024\n", Status{}, false},
+		{"memory overflows", "Tgid:\t5\nVmRSS:\t18014398509481984 kB\n", Status{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseStatus([]byte(tc.in))
@@ -59,7 +67,8 @@ func TestParseStatus(t *testing.T) {
 			if err != nil && !errors.Is(err, ErrBadStatus) {
 				t.Errorf("error %v is not ErrBadStatus", err)
 			}
-			if got.Tgid != tc.want.Tgid || !slices.Equal(got.NSpid, tc.want.NSpid) {
+			if got.Tgid != tc.want.Tgid || !slices.Equal(got.NSpid, tc.want.NSpid) || got.VmRSS != tc.want.VmRSS ||
+				got.VmHWM != tc.want.VmHWM || got.RssAnon != tc.want.RssAnon || got.RssFile != tc.want.RssFile || got.RssShmem != tc.want.RssShmem {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})

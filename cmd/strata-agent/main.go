@@ -54,7 +54,7 @@ func main() {
 		cfg.SampleEvery = uint32(n)
 		return err
 	})
-	fs.DurationVar(&cfg.CountersInterval, "counters-interval", cfg.CountersInterval, "send changed fault and workload counters this often")
+	fs.DurationVar(&cfg.CountersInterval, "counters-interval", cfg.CountersInterval, "send changed fault and workload counters, and hooked processes' resident memory (VmRSS, VmHWM), this often")
 	fs.DurationVar(&cfg.StatsInterval, "stats-interval", cfg.StatsInterval, "log counters this often (0: never)")
 	// Bounds (README "Reliability"); each also reads STRATA_<NAME> with
 	// dashes as underscores, e.g. STRATA_HOOK_MAX_SESSIONS.

@@ -22,8 +22,17 @@
 //     rolling logs are directories eventlog_v2_<appid> of parts
 //     events_<n>_<appid>[.codec] read in order (from the last .compact part).
 //     The history server's objects (jobs, stages, executors) are derived
-//     by replaying the events as the history server does; an executor's
-//     memoryUsed is the peak storage memory observed.
+//     by replaying the events as the history server (3.x, 4.x) does, so an
+//     application read from its log and from a live server's REST API is
+//     the same model (test/workloads checks it against real servers): an
+//     executor's memoryUsed, diskUsed and rddBlocks follow the logged block
+//     updates (spark.eventLog.logBlockUpdates; without them 0, as served,
+//     and Spark 1.x "Updated Blocks" are ignored, as the server ignores
+//     them), maxTasks is its cores over spark.task.cpus, peak memory
+//     metrics are present (zeros included) once a task ended on it, and the
+//     driver's totalDuration is the application's run time and its
+//     totalGCTime its peak TotalGCTime metric, the values the server puts
+//     in the driver's place.
 //   - JobHistory server REST (…/ws/v1/history/mapreduce/jobs[/{id}]) and
 //     Spark History Server REST (…/api/v1/applications[/{id}]); a bare
 //     http://host:port is probed for either.

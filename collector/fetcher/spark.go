@@ -264,8 +264,11 @@ func (a *sparkApp) toJob(source string, warnings []string) *job.Job {
 	return j
 }
 
+// peakMemory converts peak metrics; present (all zeros, possibly) when the
+// source had them at all, as the history server serves zeros for an
+// executor whose tasks ended without executor metrics.
 func peakMemory(m map[string]int64) *job.SparkPeakMemory {
-	if len(m) == 0 {
+	if m == nil {
 		return nil
 	}
 	return &job.SparkPeakMemory{

@@ -43,6 +43,7 @@ type sparkEvent struct {
 	MaximumMemory int64 `json:"Maximum Memory"`
 
 	JobID          int            `json:"Job ID"`
+	Properties     map[string]any `json:"Properties"` // a job's local properties (JobStart)
 	SubmissionTime int64          `json:"Submission Time"`
 	CompletionTime int64          `json:"Completion Time"`
 	StageInfos     []*seStageInfo `json:"Stage Infos"`
@@ -77,17 +78,39 @@ type sparkEvent struct {
 
 	ExecutorMetrics map[string]int64 `json:"Executor Metrics"`
 
+	TaskExecutorMetrics map[string]int64 `json:"Task Executor Metrics"`
+
 	BlockUpdatedInfo *struct {
 		BlockManagerID struct {
 			ExecutorID string `json:"Executor ID"`
 		} `json:"Block Manager ID"`
-		BlockID    string `json:"Block ID"`
-		MemorySize int64  `json:"Memory Size"`
-		DiskSize   int64  `json:"Disk Size"`
+		BlockID      string        `json:"Block ID"`
+		StorageLevel *storageLevel `json:"Storage Level"`
+		MemorySize   int64         `json:"Memory Size"`
+		DiskSize     int64         `json:"Disk Size"`
 	} `json:"Block Updated Info"`
+
+	RDDID int `json:"RDD ID"` // SparkListenerUnpersistRDD
+}
+
+// storageLevel is a block's or an RDD's storage level as event logs write it.
+type storageLevel struct {
+	UseDisk     bool `json:"Use Disk"`
+	UseMemory   bool `json:"Use Memory"`
+	UseOffHeap  bool `json:"Use Off Heap"`
+	Replication int  `json:"Replication"`
+}
+
+// valid is Spark's StorageLevel.isValid: stored somewhere, at least once.
+func (l *storageLevel) valid() bool {
+	return l != nil && (l.UseMemory || l.UseDisk) && l.Replication > 0
 }
 
 type seStageInfo struct {
+	RDDInfo []struct {
+		RDDID        int           `json:"RDD ID"`
+		StorageLevel *storageLevel `json:"Storage Level"`
+	} `json:"RDD Info"`
 	StageID        int    `json:"Stage ID"`
 	StageAttemptID int    `json:"Stage Attempt ID"`
 	Name           string `json:"Stage Name"`
@@ -122,13 +145,6 @@ type seTaskMetrics struct {
 		BytesWritten   int64 `json:"Bytes Written"`
 		RecordsWritten int64 `json:"Records Written"`
 	} `json:"Output Metrics"`
-	UpdatedBlocks []struct {
-		BlockID string `json:"Block ID"`
-		Status  struct {
-			MemorySize int64 `json:"Memory Size"`
-			DiskSize   int64 `json:"Disk Size"`
-		} `json:"Status"`
-	} `json:"Updated Blocks"`
 }
 
 // sparkEvents are the events the replay handles; lines of other events
@@ -148,6 +164,7 @@ var sparkEvents = map[string]bool{
 	"SparkListenerTaskEnd":              true,
 	"SparkListenerStageExecutorMetrics": true,
 	"SparkListenerBlockUpdated":         true,
+	"SparkListenerUnpersistRDD":         true,
 }
 
 // errNotEvent marks a line that does not start like a Spark event.
@@ -184,8 +201,7 @@ type sparkReplay struct {
 	byID      map[int][]*sparkStage // stage id -> its attempts
 	stageJobs map[int][]int         // stage id -> job ids
 	execs     map[string]*sparkExecutor
-	blocks    map[string]blockLoc // block id -> where and how big
-	execMem   map[string][2]int64 // executor -> current memory, disk
+	rdds      map[int]*liveRDD // cached RDDs, as the history server tracks them (storage.go)
 
 	// budget bounds the memory of the application's model; taskBytes is
 	// what the kept task details take of it (at most maxSparkTaskBytes),
@@ -193,11 +209,6 @@ type sparkReplay struct {
 	budget    *budget
 	taskBytes int64
 	dropped   int
-}
-
-type blockLoc struct {
-	exec      string
-	mem, disk int64
 }
 
 // parseSparkLog replays a Spark event log stream. A damaged or cut tail
@@ -219,8 +230,7 @@ func parseSparkLogBudget(r io.Reader, mem *budget) (*sparkApp, []string, error) 
 		byID:      map[int][]*sparkStage{},
 		stageJobs: map[int][]int{},
 		execs:     map[string]*sparkExecutor{},
-		blocks:    map[string]blockLoc{},
-		execMem:   map[string][2]int64{},
+		rdds:      map[int]*liveRDD{},
 	}
 	lr := newLineReader(r)
 	lr.skipLong = true
@@ -394,6 +404,14 @@ func (s *sparkReplay) apply(ev *sparkEvent) {
 	case "SparkListenerJobStart":
 		s.budget.charge(costSparkObject + 16*int64(len(ev.StageIDs)+len(ev.StageInfos)))
 		j := &sparkJob{JobID: ev.JobID, SubmissionMs: shsTime(ev.SubmissionTime), Status: "RUNNING", StageIDs: ev.StageIDs}
+		// The history server takes these two from the job's properties.
+		if d, ok := ev.Properties["spark.job.description"].(string); ok {
+			j.Description = d
+		}
+		if g, ok := ev.Properties["spark.jobGroup.id"].(string); ok {
+			j.JobGroup = g
+		}
+		s.budget.charge(int64(len(j.Description) + len(j.JobGroup)))
 		for _, si := range ev.StageInfos {
 			if si == nil {
 				continue
@@ -444,6 +462,7 @@ func (s *sparkReplay) apply(ev *sparkEvent) {
 		}
 		st := s.stage(ev.StageInfo.StageID, ev.StageInfo.StageAttemptID)
 		s.fillStageInfo(st, ev.StageInfo)
+		s.stageRDDs(ev.StageInfo)
 		st.Status = "ACTIVE"
 		s.forJobs(st.StageID, func(j *sparkJob) { j.NumActiveStages++ })
 	case "SparkListenerStageCompleted":
@@ -475,21 +494,30 @@ func (s *sparkReplay) apply(ev *sparkEvent) {
 		if len(ev.ExecutorMetrics) == 0 {
 			return
 		}
-		e := s.exec(ev.ExecutorID)
-		if e.PeakMemoryMetrics == nil {
-			e.PeakMemoryMetrics = map[string]int64{}
-		}
-		for k, v := range ev.ExecutorMetrics {
-			if _, ok := e.PeakMemoryMetrics[k]; !ok {
-				s.budget.charge(costCounter + int64(len(k)))
-			}
-			if v > e.PeakMemoryMetrics[k] {
-				e.PeakMemoryMetrics[k] = v
-			}
-		}
+		s.peak(s.exec(ev.ExecutorID), ev.ExecutorMetrics)
 	case "SparkListenerBlockUpdated":
 		if b := ev.BlockUpdatedInfo; b != nil {
-			s.updateBlock(b.BlockID, b.BlockManagerID.ExecutorID, b.MemorySize, b.DiskSize)
+			s.blockUpdated(b.BlockID, normExecID(b.BlockManagerID.ExecutorID), b.StorageLevel, b.MemorySize, b.DiskSize)
+		}
+	case "SparkListenerUnpersistRDD":
+		s.unpersist(ev.RDDID)
+	}
+}
+
+// peak raises e's peak memory metrics to m where m is higher; like the
+// history server, the metrics are present (zeros included) once any task
+// end or stage executor metrics event named the executor.
+func (s *sparkReplay) peak(e *sparkExecutor, m map[string]int64) {
+	if e.PeakMemoryMetrics == nil {
+		e.PeakMemoryMetrics = map[string]int64{}
+	}
+	for k, v := range m {
+		old, ok := e.PeakMemoryMetrics[k]
+		if !ok {
+			s.budget.charge(costCounter + int64(len(k)))
+		}
+		if !ok || v > old {
+			e.PeakMemoryMetrics[k] = v
 		}
 	}
 }
@@ -508,30 +536,6 @@ func (s *sparkReplay) forJobs(stageID int, f func(*sparkJob)) {
 			f(j)
 		}
 	}
-}
-
-// updateBlock tracks storage memory per executor; an executor's memoryUsed
-// is the peak it reached (as Dr. Elephant's event-log path reports it).
-func (s *sparkReplay) updateBlock(id, exec string, mem, disk int64) {
-	exec = normExecID(exec)
-	if old, ok := s.blocks[id]; ok {
-		cur := s.execMem[old.exec]
-		s.execMem[old.exec] = [2]int64{cur[0] - old.mem, cur[1] - old.disk}
-	}
-	if mem <= 0 && disk <= 0 {
-		delete(s.blocks, id)
-	} else {
-		if _, ok := s.blocks[id]; !ok {
-			s.budget.charge(costSparkObject/4 + int64(len(id)))
-		}
-		s.blocks[id] = blockLoc{exec: exec, mem: mem, disk: disk}
-		cur := s.execMem[exec]
-		s.execMem[exec] = [2]int64{cur[0] + mem, cur[1] + disk}
-	}
-	e := s.exec(exec)
-	cur := s.execMem[exec]
-	e.MemoryUsed = max(e.MemoryUsed, cur[0])
-	e.DiskUsed = max(e.DiskUsed, cur[1])
 }
 
 func (s *sparkReplay) taskEnd(ev *sparkEvent) {
@@ -589,9 +593,6 @@ func (s *sparkReplay) taskEnd(ev *sparkEvent) {
 			t.ShuffleWriteBytes = m.ShuffleWrite.BytesWritten
 			st.ShuffleWriteRecords += m.ShuffleWrite.RecordsWritten
 		}
-		for _, b := range m.UpdatedBlocks {
-			s.updateBlock(b.BlockID, t.ExecutorID, b.Status.MemorySize, b.Status.DiskSize)
-		}
 	}
 	st.NumCompleteTasks += completed
 	st.NumFailedTasks += failed
@@ -618,6 +619,7 @@ func (s *sparkReplay) taskEnd(ev *sparkEvent) {
 	if e.HostPort == "" {
 		e.HostPort = t.Host
 	}
+	s.peak(e, ev.TaskExecutorMetrics)
 	e.CompletedTasks += completed
 	e.FailedTasks += failed
 	e.TotalTasks += completed + failed
@@ -650,6 +652,7 @@ func (s *sparkReplay) finish() {
 		}
 		return x.AttemptID > y.AttemptID
 	})
+	s.asServed()
 	for _, e := range s.execs {
 		a.Executors = append(a.Executors, e)
 	}

@@ -135,3 +135,22 @@ func TestQueryService(t *testing.T) {
 		}
 	})
 }
+
+// Report answers what the store's RDDs and Occupation answer for the
+// report scenario, over a real socket; an empty app id is InvalidArgument.
+func TestReportService(t *testing.T) {
+	ctx := context.Background()
+	c := servertest.Start(t, storetest.ReportBatches(), nil)
+	q := stratav1.NewQueryServiceClient(c.Dial(t))
+	resp, err := q.Report(ctx, &stratav1.ReportRequest{AppId: storetest.App})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &stratav1.ReportResponse{Rdds: storetest.ReportRDDs(), Occupation: storetest.ReportOccupation()}
+	if !proto.Equal(resp, want) {
+		t.Fatalf("report =\n%v\nwant\n%v", resp, want)
+	}
+	if _, err := q.Report(ctx, &stratav1.ReportRequest{}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("report without app: %v, want InvalidArgument", err)
+	}
+}

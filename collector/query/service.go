@@ -83,6 +83,19 @@ func (s *Service) Overhead(ctx context.Context, req *stratav1.OverheadRequest) (
 	return &stratav1.OverheadResponse{Rows: rows}, nil
 }
 
+// Report summarises an app's RDDs and its RDD memory occupation.
+func (s *Service) Report(ctx context.Context, req *stratav1.ReportRequest) (*stratav1.ReportResponse, error) {
+	rdds, err := s.store.RDDs(ctx, req.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	occ, err := s.store.Occupation(ctx, req.GetAppId())
+	if err != nil {
+		return nil, err
+	}
+	return &stratav1.ReportResponse{Rdds: rdds, Occupation: occ}, nil
+}
+
 // Jobs lists analysed jobs at or above the requested severity.
 func (s *Service) Jobs(ctx context.Context, req *stratav1.JobsRequest) (*stratav1.JobsResponse, error) {
 	if _, ok := stratav1.Severity_name[int32(req.GetMinSeverity())]; !ok {

@@ -10,8 +10,9 @@ import (
 )
 
 // TestTraceSummaryFromStore: the cross-layer input the collector reads back
-// for one application: each block's latest observation counts, a freed
-// block counts nothing, holes are not pages, other apps, non-RDD blocks
+// for one application: each block's latest observation while it was live
+// counts (a finished application's blocks are all freed, and what they held
+// is what the heuristics judge), holes are not pages, other apps, non-RDD blocks
 // and execution memory are left out, and sampled faults split local and
 // remote by node numbers or by the agent's CROSS_NODE mark; the node count
 // and page size are the agent's NodeInfo.
@@ -42,7 +43,7 @@ func TestTraceSummaryFromStore(t *testing.T) {
 		rec(5, stratav1.AccessKind_ACCESS_KIND_READ, blk(1, "rdd_1_0"), run(512, thp, 0), run(10, swapped, -1), run(3, unmapped, -1)),
 		// rdd_1_1 on node 1.
 		rec(2, stratav1.AccessKind_ACCESS_KIND_ALLOC, blk(1, "rdd_1_1"), run(200, present, 1)),
-		// rdd_2_0 freed after its last observation: gone.
+		// rdd_2_0 freed after its last observation: counts as last seen.
 		rec(2, stratav1.AccessKind_ACCESS_KIND_ALLOC, blk(2, "rdd_2_0"), run(50, present, 0)),
 		rec(3, stratav1.AccessKind_ACCESS_KIND_FREE, blk(2, "rdd_2_0")),
 		// Fault samples: one local, one remote by node, one remote by mark.
@@ -71,13 +72,16 @@ func TestTraceSummaryFromStore(t *testing.T) {
 	if err != nil || ts == nil || ts.AppID != app || len(ts.Workloads) != 1 || ts.NUMANodes != 2 || ts.PageSize != 4096 {
 		t.Fatalf("summary = %+v, %v", ts, err)
 	}
-	if len(ts.RDDs) != 1 {
-		t.Fatalf("RDDs %+v, want only rdd 1", ts.RDDs)
+	if len(ts.RDDs) != 2 {
+		t.Fatalf("RDDs %+v, want rdd 1 and the freed rdd 2", ts.RDDs)
 	}
 	r := ts.RDDs[0]
 	if r.RDDID != 1 || r.TotalPages != 722 || r.SwappedPages != 10 || r.THPPages != 512 ||
 		r.PagesByNode[0] != 512 || r.PagesByNode[1] != 200 || len(r.PagesByNode) != 2 {
 		t.Fatalf("rdd 1 = %+v", r)
+	}
+	if r := ts.RDDs[1]; r.RDDID != 2 || r.TotalPages != 50 || r.PagesByNode[0] != 50 || len(r.PagesByNode) != 1 {
+		t.Fatalf("rdd 2 = %+v", r)
 	}
 	if ts.Faults == nil || ts.Faults.Local != 1 || ts.Faults.Remote != 2 {
 		t.Fatalf("faults %+v", ts.Faults)

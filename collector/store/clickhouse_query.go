@@ -11,10 +11,10 @@ import (
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
-// visibleSQL is the condition every read of records, runs and workloads
-// carries: a row is read only if its write attempt (uid) committed — its
-// batch_apps rows exist — and is the batch's canonical attempt, the
-// committed one with the least uid. A batch written twice (replayed
+// visibleSQL is the condition every read of records, runs, workloads and
+// process_memory carries: a row is read only if its write attempt (uid)
+// committed — its batch_apps rows exist — and is the batch's canonical
+// attempt, the committed one with the least uid. A batch written twice (replayed
 // through another collector before its first write was acknowledged, or
 // by two collectors racing) is so read once, and rows of an attempt that
 // died half-way are never read.
@@ -417,30 +417,6 @@ ORDER BY samples DESC, pid, vaddr`
 	})
 	if err != nil {
 		return nil, fmt.Errorf("query hot %s: %w", q.AppID, err)
-	}
-	return out, nil
-}
-
-// Cached returns an app's cached pages per RDD per node; see CachedPages.
-func (s *ClickHouse) Cached(ctx context.Context, appID string) ([]CachedPages, error) {
-	if err := s.reader(appID); err != nil {
-		return nil, fmt.Errorf("cached pages: %w", err)
-	}
-	inner := latestRunsSQL(appID, `rdd_id, `+nodeExpr+` AS node,
-		if(`+chState("UNMAPPED")+` = 0, pages, 0) AS mapped, if(`+chState("PRESENT")+` != 0, pages, 0) AS present,
-		if(`+chState("SWAPPED")+` != 0, pages, 0) AS swapped, if(`+chState("THP")+` != 0, pages, 0) AS thp`,
-		" AND rdd_id >= 0 AND mem_mode != "+strconv.Itoa(int(stratav1.MemoryMode_MEMORY_MODE_EXECUTION)))
-	sel := `SELECT ` + rowSelect + `, rdd_id, node, sum(mapped), sum(present), sum(swapped), sum(thp)
-FROM (` + inner + `) GROUP BY rdd_id, node ORDER BY rdd_id, node`
-	var out []CachedPages
-	err := s.c.query(ctx, sel, func(rr *rowReader) {
-		c := CachedPages{RDDID: rr.i32(), Node: rr.i32(), Pages: rr.u64(), Present: rr.u64(), Swapped: rr.u64(), THP: rr.u64()}
-		if rr.Err() == nil {
-			out = append(out, c)
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("query cached pages %s: %w", appID, err)
 	}
 	return out, nil
 }

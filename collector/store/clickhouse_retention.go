@@ -8,8 +8,8 @@ import (
 )
 
 // Retain drops the day partitions of the retained tables (records, runs,
-// workloads, batch_apps, batches, job_claims) that lie wholly before
-// now-MaxAge, then the oldest day at a time while the database's active
+// workloads, process_memory, batch_apps, batches, job_claims) that lie
+// wholly before now-MaxAge, then the oldest day at a time while the database's active
 // parts exceed MaxBytes, never the newest day. A dropped day goes from
 // every retained table at once, so a batch's rows and its commit rows
 // leave together. In the cluster layout the drops run ON CLUSTER on the

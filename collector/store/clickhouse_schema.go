@@ -62,6 +62,14 @@ var chTables = []chTable{
 		"hw_mask UInt8", "pmu_status String",
 	}, engine: "MergeTree", partitionBy: "toDate(received)", orderBy: "(app_id, executor_id, pid, start_ns)",
 		shardKey: "cityHash64(node_name)", retained: true},
+	// process_memory: one row per ProcessMemory sample of a hooked
+	// process (VmRSS and its parts, VmHWM), for Occupation.
+	{name: "process_memory", columns: []string{
+		"received DateTime", "uid UInt64", "node_name String", "boot_id String", "seq UInt64",
+		"app_id String", "executor_id String", "pid UInt32", "time_ns Int64",
+		"rss_bytes UInt64", "rss_anon_bytes UInt64", "rss_file_bytes UInt64", "rss_shmem_bytes UInt64", "hwm_bytes UInt64",
+	}, engine: "MergeTree", partitionBy: "toDate(received)", orderBy: "(app_id, executor_id, pid, time_ns)",
+		shardKey: "cityHash64(node_name)", retained: true},
 	// batch_apps is the commit record: one row per application of a
 	// stored batch, written after all the batch's rows. A batch's rows are
 	// read only through it (see visibleSQL).

@@ -1,11 +1,8 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"math/bits"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -13,10 +10,8 @@ import (
 )
 
 // The web UI's questions (UIReader) on ClickHouse, with DuckDB's answers.
-// The server has no window functions (18.16), so what DuckDB computes over
-// windows is grouped in nested subqueries (RDDs) or finished in Go from
-// one row per block and time (Occupancy); the physical map shares DuckDB's
-// PFN index (physmap.go).
+// Occupancy is in clickhouse_report.go with Occupation, which shares its
+// steps; the physical map shares DuckDB's PFN index (physmap.go).
 
 // chJobWhere is the WHERE clause over latestJobsSQL's columns that
 // selects q's jobs.
@@ -131,146 +126,6 @@ GROUP BY app_id ORDER BY last DESC, app_id`
 	if err != nil {
 		return nil, fmt.Errorf("query apps: %w", err)
 	}
-	return out, nil
-}
-
-// lifecycleSQL selects app's visible lifecycle records with where added.
-func lifecycleSQL(app, where string) string {
-	return `app_id = ` + quote(app) + ` AND access_kind IN ` + lifecycleKinds + where + ` AND ` + visibleSQL(app)
-}
-
-// RDDs returns an app's blocks and lifecycle records per RDD, as
-// DuckDB.RDDs does: lifecycle records once per (block buffer, time,
-// access) with their summed length; per buffer its latest time, freed
-// when that time holds a free, its bytes the longest length then.
-func (s *ClickHouse) RDDs(ctx context.Context, appID string) ([]RDDStats, error) {
-	if err := s.reader(appID); err != nil {
-		return nil, fmt.Errorf("rdds: %w", err)
-	}
-	kind := func(k int8) string { return "access_kind = " + strconv.Itoa(int(k)) }
-	ev := `SELECT rdd_id, executor_id, block_id, chunk, time_ns, access_kind, sum(length) AS len
-	FROM records WHERE ` + lifecycleSQL(appID, "") + `
-	GROUP BY rdd_id, executor_id, block_id, chunk, time_ns, access_kind`
-	at := `SELECT rdd_id, executor_id, block_id, chunk, time_ns, max(len) AS tlen, max(` + kind(accessFree) + `) AS tfreed,
-	countIf(` + kind(accessAlloc) + `) AS na, countIf(` + kind(accessRead) + `) AS nr, countIf(` + kind(accessWrite) + `) AS nw,
-	countIf(` + kind(accessMove) + `) AS nm, countIf(` + kind(accessFree) + `) AS nf
-	FROM (` + ev + `) GROUP BY rdd_id, executor_id, block_id, chunk, time_ns`
-	buf := `SELECT rdd_id, executor_id, block_id, argMax(tlen, time_ns) AS blen, argMax(tfreed, time_ns) AS bfreed,
-	sum(na) AS sa, sum(nr) AS sr, sum(nw) AS sw, sum(nm) AS sm, sum(nf) AS sf
-	FROM (` + at + `) GROUP BY rdd_id, executor_id, block_id, chunk`
-	sel := `SELECT ` + rowSelect + `, rdd_id, uniqExact(executor_id, block_id), uniqExactIf(executor_id, block_id, bfreed = 0),
-	sumIf(blen, bfreed = 0), sum(sa), sum(sr), sum(sw), sum(sm), sum(sf)
-FROM (` + buf + `) GROUP BY rdd_id ORDER BY rdd_id`
-	var out []RDDStats
-	err := s.c.query(ctx, sel, func(r *rowReader) {
-		st := RDDStats{RDDID: r.i32(), Blocks: r.u64(), LiveBlocks: r.u64(), LiveBytes: r.u64(),
-			Allocs: r.u64(), Reads: r.u64(), Writes: r.u64(), Moves: r.u64(), Frees: r.u64()}
-		if r.Err() == nil {
-			out = append(out, st)
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("query rdds %s: %w", appID, err)
-	}
-	return out, nil
-}
-
-// Occupancy returns each RDD's resident memory per time bucket, as
-// DuckDB.Occupancy does. The server returns one row per RDD block buffer
-// and lifecycle time, in time order per buffer, with the present pages of
-// its records then (0 at a free); the changes, running sums and buckets
-// are computed here.
-func (s *ClickHouse) Occupancy(ctx context.Context, appID string, buckets uint32) ([]OccupancyPoint, error) {
-	if err := s.reader(appID); err != nil {
-		return nil, fmt.Errorf("occupancy: %w", err)
-	}
-	if buckets == 0 || buckets > 10000 {
-		return nil, fmt.Errorf("occupancy: %w: %d buckets (1..10000)", ErrInvalidQuery, buckets)
-	}
-	key := "rdd_id, executor_id, block_id, chunk, time_ns"
-	sel := `SELECT ` + rowSelect + `, ` + key + `, ps, freed, present FROM (
-	SELECT ` + key + `, any(page_size) AS ps, max(access_kind = ` + strconv.Itoa(int(accessFree)) + `) AS freed
-	FROM records WHERE ` + lifecycleSQL(appID, " AND rdd_id >= 0") + ` GROUP BY ` + key + `
-) ANY LEFT JOIN (
-	SELECT ` + key + `, sum(pages) AS present
-	FROM runs WHERE ` + lifecycleSQL(appID, " AND rdd_id >= 0 AND "+chState("PRESENT")+" != 0") + ` GROUP BY ` + key + `
-) USING (` + key + `)
-ORDER BY executor_id, block_id, chunk, time_ns`
-	type change struct {
-		rdd          int32
-		t            int64
-		pages, bytes int64
-	}
-	type buffer struct {
-		exec, block string
-		chunk       uint32
-	}
-	var (
-		changes []change
-		prevBuf buffer
-		prev    int64 // the buffer's present pages at its previous time
-		first   = true
-		t0, t1  int64
-	)
-	err := s.c.query(ctx, sel, func(r *rowReader) {
-		rdd, buf := r.i32(), buffer{exec: r.str(), block: r.str(), chunk: r.u32()}
-		t, ps, freed, present := r.i64(), int64(r.u32()), r.boolean(), int64(r.u64())
-		if r.Err() != nil {
-			return
-		}
-		if freed {
-			present = 0
-		}
-		if first || buf != prevBuf {
-			prevBuf, prev = buf, 0
-		}
-		if first {
-			t0, t1, first = t, t, false
-		}
-		t0, t1 = min(t0, t), max(t1, t)
-		changes = append(changes, change{rdd: rdd, t: t, pages: present - prev, bytes: (present - prev) * ps})
-		prev = present
-	})
-	if err != nil {
-		return nil, fmt.Errorf("query occupancy %s: %w", appID, err)
-	}
-	// Per RDD in time order, changes at one time together: the running
-	// sum after the last time of each bucket.
-	slices.SortStableFunc(changes, func(a, b change) int {
-		if a.rdd != b.rdd {
-			return int(a.rdd) - int(b.rdd)
-		}
-		return cmp.Compare(a.t, b.t)
-	})
-	var (
-		out          []OccupancyPoint
-		pages, bytes int64
-	)
-	span := uint64(t1 - t0 + 1)
-	for i, c := range changes {
-		if i == 0 || c.rdd != changes[i-1].rdd {
-			pages, bytes = 0, 0
-		}
-		pages, bytes = pages+c.pages, bytes+c.bytes
-		if i+1 < len(changes) && changes[i+1].rdd == c.rdd && changes[i+1].t == c.t {
-			continue // the rest of this time first
-		}
-		hi, lo := bits.Mul64(uint64(c.t-t0), uint64(buckets))
-		b, _ := bits.Div64(hi, lo, span)
-		p := OccupancyPoint{RDDID: c.rdd, TimeNs: bucketEnd(t0, t1, int64(b), buckets),
-			Pages: uint64(max(pages, 0)), Bytes: uint64(max(bytes, 0))}
-		if n := len(out); n > 0 && out[n-1].RDDID == p.RDDID && out[n-1].TimeNs == p.TimeNs {
-			out[n-1] = p // a later time of the same bucket
-		} else {
-			out = append(out, p)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b OccupancyPoint) int {
-		if a.TimeNs != b.TimeNs {
-			return cmp.Compare(a.TimeNs, b.TimeNs)
-		}
-		return int(a.RDDID) - int(b.RDDID)
-	})
 	return out, nil
 }
 

@@ -24,8 +24,9 @@ type chEntry struct {
 	records  uint32
 	apps     []string
 	node     nodeInfo // zero: the batch carried none
-	// rows are RowBinary rows for records, runs and workloads.
-	rows [3][]byte
+	// rows are RowBinary rows for records, runs, workloads and
+	// process_memory.
+	rows [4][]byte
 	size int64
 
 	res  AppendResult
@@ -34,7 +35,7 @@ type chEntry struct {
 }
 
 // Tables written per entry, in the order of chEntry.rows.
-var entryTables = [3]string{"records", "runs", "workloads"}
+var entryTables = [4]string{"records", "runs", "workloads", "process_memory"}
 
 // Workload hardware counters present, as bits of workloads.hw_mask.
 const (
@@ -55,7 +56,7 @@ func encodeBatch(b *stratav1.Batch, uid uint64, received uint32) *chEntry {
 	ni := b.GetNode()
 	e.node = nodeInfo{ni.GetNumaNodes(), ni.GetPageSize(), ni.GetMemTotalBytes()}
 	apps := map[string]bool{}
-	var rec, run, wl, prefix, runPrefix rowWriter
+	var rec, run, wl, mem, prefix, runPrefix rowWriter
 	for i, r := range b.GetRecords() {
 		blk := r.GetBlock()
 		f := r.GetFaults()
@@ -157,11 +158,28 @@ func encodeBatch(b *stratav1.Batch, uid uint64, received uint32) *chEntry {
 		wl.u8(mask)
 		wl.str(w.GetPmuStatus())
 	}
-	e.rows = [3][]byte{rec.b, run.b, wl.b}
+	for _, m := range b.GetProcesses() {
+		apps[m.GetAppId()] = true
+		mem.u32(received)
+		mem.u64(uid)
+		mem.str(e.key.node)
+		mem.str(e.key.boot)
+		mem.u64(e.key.seq)
+		mem.str(m.GetAppId())
+		mem.str(m.GetExecutorId())
+		mem.u32(m.GetPid())
+		mem.i64(m.GetTimeUnixNano())
+		mem.u64(m.GetRssBytes())
+		mem.u64(m.GetRssAnonBytes())
+		mem.u64(m.GetRssFileBytes())
+		mem.u64(m.GetRssShmemBytes())
+		mem.u64(m.GetHwmBytes())
+	}
+	e.rows = [4][]byte{rec.b, run.b, wl.b, mem.b}
 	for a := range apps {
 		e.apps = append(e.apps, a)
 	}
-	e.size = int64(len(rec.b) + len(run.b) + len(wl.b) + 256)
+	e.size = int64(len(rec.b) + len(run.b) + len(wl.b) + len(mem.b) + 256)
 	return e
 }
 
@@ -374,7 +392,7 @@ func (c *committer) lookup(ctx context.Context, es []*chEntry) (map[batchKey]uin
 	return out, nil
 }
 
-// writeRows writes the entries' rows (the three tables at once), the
+// writeRows writes the entries' rows (the four tables at once), the
 // machines' NodeInfo that changed, the commit rows, and the keys.
 func (c *committer) writeRows(ctx context.Context, es []*chEntry) error {
 	if err := c.step("rows"); err != nil {

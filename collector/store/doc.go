@@ -5,7 +5,7 @@
 // question the collector asks: BatchAppender (ingest), TraceReader (the
 // query service), SummaryReader (the cross-layer job heuristics), JobStore
 // (the job-history poller and the query service), UIReader (the web UI:
-// job search and timeline, applications, RDDs, occupancy over time, the
+// job search and timeline, applications, occupancy over time, the
 // physical memory map) and Retainer (retention); ingest, query and web
 // each declare the narrower part they need. Two backends satisfy it, and
 // storetest.Contract holds them to the same answers for the same batches:
@@ -25,7 +25,7 @@
 //
 // # DuckDB: writes
 //
-// One writer goroutine owns the write connection and its three appenders.
+// One writer goroutine owns the write connection and its four appenders.
 // Append validates a batch (ValidateBatch; refusals wrap ErrInvalidBatch)
 // against everything the queries rely on — PFN steps, page sizes, address,
 // PFN and swap ranges, folio sizes, NUMA node ids, enum values, states that
@@ -33,7 +33,7 @@
 // poison the application's earlier records; FuzzValidateRun holds that
 // whatever it accepts expands as Trace expands it. Then, on the writer, looks up its key (node_name, boot_id, seq): a stored
 // key makes the batch a duplicate and nothing is written. Otherwise the
-// batch's records, runs and workloads go through the appenders, its
+// batch's records, runs, workloads and process memory samples go through the appenders, its
 // NodeInfo into nodes (when it differs from what was last written for the
 // machine) and its key row into batches, all in one transaction; Append
 // returns after COMMIT, so an acknowledged batch is durable and a failed
@@ -66,6 +66,8 @@
 //     expanded into pages only when a query asks for pages.
 //   - workloads: one row per WorkloadCounters; absent hardware counters are
 //     NULL.
+//   - process_memory: one row per ProcessMemory sample (VmRSS, RssAnon,
+//     RssFile, RssShmem, VmHWM of a hooked process at a time).
 //   - jobs: one row per analysed job, the JobResult kept as protobuf bytes.
 //
 // The SQL names PageRun.state bits ({PRESENT}, {SWAPPED}); withStates puts
@@ -101,16 +103,29 @@
 //     intervals. A hardware counter is reported only when every snapshot
 //     measured it; walk percentages need a non-zero cycle count.
 //   - Cached, FaultNodes, Machines: the cross-layer summary of one app —
-//     cached pages per RDD and node as Numa takes them (without
-//     de-duplicating overlaps), sampled faults split local and remote, and
-//     the machines holding the app's records with their NodeInfo.
+//     cached pages per RDD and node, each block buffer as last resolved
+//     while it was live (as RDDs takes them; a finished app's blocks are all
+//     freed), without de-duplicating overlaps; sampled faults split local
+//     and remote; and the machines holding the app's records with their
+//     NodeInfo.
+//   - RDDs (report.go; `strata report` and the web UI's RDD table): per
+//     cached RDD, its blocks and hook accesses over every registration (a
+//     read or write counted once per block, not per buffer; a move once per
+//     buffer), the blocks still live (a buffer's latest record is not a
+//     free), each buffer's bytes and pages as last resolved while it was
+//     live (its latest registration's last record with pages before any
+//     free), pages per NUMA node, evictions, fault counters and samples.
+//     Execution memory (Tungsten pages carry their task's RDD) is never an
+//     RDD's.
+//   - Occupation and Occupancy share one definition of what cached blocks
+//     hold (heldStepsCTE): a buffer holds the present bytes its latest
+//     record with pages resolved, nothing after its free. Occupation is the
+//     running sum per process, its maximum set against the largest VmHWM
+//     the agent sampled (process_memory) and the node's MemTotal; Occupancy
+//     is the running sum per RDD, cut into equal time buckets.
 //   - SearchJobs, JobTimeline: the jobs table keeps user, queue, type and
 //     score beside the result (filled from stored results at Open for jobs
 //     an older collector wrote), so filters, order and paging run in SQL.
-//   - RDDs, Occupancy: lifecycle records counted once per block buffer,
-//     time and access (split records together); a block is live when its
-//     latest time holds no free; occupancy is the running sum of each
-//     block's change in present pages, cut into equal time buckets.
 //   - PhysMap: the live blocks' latest runs on one machine, as a PFN index
 //     of consecutive-frame segments (physmap.go), cached per (app,
 //     machine) until the next batch; a window is a binary search plus a
@@ -132,8 +147,8 @@
 // records and runs are MergeTree tables ordered by (app_id, rdd_id,
 // partition_id, time_ns) and partitioned by the day the collector received
 // them; runs carry their record's and block's columns, so page queries
-// need no join. workloads, batch_apps (commit rows), batches (keys), nodes,
-// jobs and job_claims complete it. No CODEC or LowCardinality: 18.16 has
+// need no join. workloads, process_memory, batch_apps (commit rows),
+// batches (keys), nodes, jobs and job_claims complete it. No CODEC or LowCardinality: 18.16 has
 // neither, and plain types read the same everywhere.
 //
 // Writes are group commits (clickhouse_write.go): Append validates and
@@ -141,8 +156,8 @@
 // every batch that arrived within FlushInterval of the previous commit in
 // one insert per table, so the server sees a few large inserts per second
 // however many agents send. A commit looks the group's keys up in batches
-// (those found are Duplicates), inserts the rows of records, runs and
-// workloads (the three at once), changed NodeInfo, then one batch_apps row
+// (those found are Duplicates), inserts the rows of records, runs,
+// workloads and process_memory (the four at once), changed NodeInfo, then one batch_apps row
 // per application of each batch — the commit record — and last the keys.
 // Append returns when that is done; MaxPendingBytes bounds what waits.
 //
@@ -162,12 +177,15 @@
 // (every claim that could beat it is visible by then), and holds for
 // ClaimLease, after which another collector's claim can win.
 //
-// Queries (clickhouse_query.go, clickhouse_ui.go) have DuckDB's answers
-// without window functions, which 18.16 lacks: a block's latest lifecycle
-// records are a join on its max(time_ns) (latestRunsSQL), RDDs groups in
-// nested subqueries (per buffer and time, per buffer, per RDD), and
-// Occupancy takes one row per buffer and time from the server and keeps
-// the running sums in Go. PhysMap builds the same PFN index as DuckDB
+// Queries (clickhouse_query.go, clickhouse_ui.go, clickhouse_report.go)
+// have DuckDB's answers without window functions, which 18.16 lacks: a
+// block's latest lifecycle records are a join on its max(time_ns)
+// (latestRunsSQL); each buffer as last resolved while live (lastLiveCTE:
+// RDDs, Cached) is a chain of IN subqueries, its latest registration by
+// argMax (chLastRecsWhere); RDDs' accesses and live blocks group in nested
+// subqueries; and Occupancy and Occupation take heldStepsCTE's state, one
+// row per buffer and time, from the server and keep the changes and
+// running sums in Go. PhysMap builds the same PFN index as DuckDB
 // (physmap.go); its cache is stamped by the count and sum of uids of the
 // app's commit rows, which any collector's commit changes. jobs keeps
 // user, queue, type and score beside each result for SearchJobs; a job's

@@ -132,6 +132,19 @@ CREATE TABLE IF NOT EXISTS workloads (
 	walk_rdd         UBIGINT,
 	pmu_status       VARCHAR NOT NULL
 );
+CREATE TABLE IF NOT EXISTS process_memory (
+	batch_id        BIGINT NOT NULL,
+	node_name       VARCHAR NOT NULL,
+	app_id          VARCHAR NOT NULL,
+	executor_id     VARCHAR NOT NULL,
+	pid             UINTEGER NOT NULL,
+	time_ns         BIGINT NOT NULL,
+	rss_bytes       UBIGINT NOT NULL,
+	rss_anon_bytes  UBIGINT NOT NULL,
+	rss_file_bytes  UBIGINT NOT NULL,
+	rss_shmem_bytes UBIGINT NOT NULL,
+	hwm_bytes       UBIGINT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS nodes (
 	node_name       VARCHAR NOT NULL,
 	boot_id         VARCHAR NOT NULL,
@@ -209,6 +222,7 @@ type writer struct {
 	records   *duckdb.Appender
 	runs      *duckdb.Appender
 	workloads *duckdb.Appender
+	memory    *duckdb.Appender // process_memory
 	// nextBatch is the batch_id the next batch gets. It comes from the
 	// database: read (max(batch_id)+1) at Open and again inside the first
 	// transaction after any failed write, whose COMMIT may have gone
@@ -325,12 +339,17 @@ func openWriter(ctx context.Context, connector *duckdb.Connector) (w *writer, er
 	for _, a := range []struct {
 		dst   **duckdb.Appender
 		table string
-	}{{&w.records, "records"}, {&w.runs, "runs"}, {&w.workloads, "workloads"}} {
+	}{{&w.records, "records"}, {&w.runs, "runs"}, {&w.workloads, "workloads"}, {&w.memory, "process_memory"}} {
 		if *a.dst, err = duckdb.NewAppenderFromConn(conn, "", a.table); err != nil {
 			return nil, fmt.Errorf("create %s appender: %w", a.table, err)
 		}
 	}
 	return w, nil
+}
+
+// appenders are the writer's appenders, every one a table a batch fills.
+func (w *writer) appenders() []*duckdb.Appender {
+	return []*duckdb.Appender{w.records, w.runs, w.workloads, w.memory}
 }
 
 // readNextBatch sets nextBatch from the batches table.
@@ -392,7 +411,7 @@ func (w *writer) scanOne(ctx context.Context, q string, args []driver.NamedValue
 
 func (w *writer) close() error {
 	var errs []error
-	for _, a := range []*duckdb.Appender{w.records, w.runs, w.workloads} {
+	for _, a := range w.appenders() {
 		if a != nil {
 			errs = append(errs, a.Close())
 		}
@@ -476,7 +495,8 @@ func (s *DuckDB) closed() bool {
 }
 
 // Append stores b in one transaction: its key row in batches, then its
-// records, runs and workloads through the appenders. It returns after
+// records, runs, workloads and process memory samples through the
+// appenders. It returns after
 // COMMIT, or when ctx ends; see submit for what a caller that stopped
 // waiting may assume.
 func (s *DuckDB) Append(ctx context.Context, b *stratav1.Batch) (AppendResult, error) {
@@ -537,7 +557,7 @@ func (w *writer) append(b *stratav1.Batch) (res AppendResult, err error) {
 	if err := w.appendRows(id, b); err != nil {
 		return res, err
 	}
-	for _, a := range []*duckdb.Appender{w.records, w.runs, w.workloads} {
+	for _, a := range w.appenders() {
 		if err := a.Flush(); err != nil {
 			return res, fmt.Errorf("flush appender: %w", err)
 		}
@@ -585,7 +605,7 @@ func (w *writer) append(b *stratav1.Batch) (res AppendResult, err error) {
 // open; if it fails with one open, the next BEGIN fails too, and every
 // write reports it until the collector restarts.
 func (w *writer) abort() {
-	for _, a := range []*duckdb.Appender{w.records, w.runs, w.workloads} {
+	for _, a := range w.appenders() {
 		_ = a.Clear()
 	}
 	_, _ = w.exec.ExecContext(writeCtx, "ROLLBACK", nil)
@@ -662,6 +682,13 @@ func (w *writer) appendRows(id int64, b *stratav1.Batch) error {
 			optional(wl.WalkCyclesLoad), optional(wl.WalkCyclesStore), optional(wl.WalkCyclesRdd), wl.GetPmuStatus())
 		if err != nil {
 			return fmt.Errorf("append workload %d: %w", i, err)
+		}
+	}
+	for i, m := range b.GetProcesses() {
+		err := w.memory.AppendRow(id, node, m.GetAppId(), m.GetExecutorId(), m.GetPid(), m.GetTimeUnixNano(),
+			m.GetRssBytes(), m.GetRssAnonBytes(), m.GetRssFileBytes(), m.GetRssShmemBytes(), m.GetHwmBytes())
+		if err != nil {
+			return fmt.Errorf("append process memory %d: %w", i, err)
 		}
 	}
 	return nil

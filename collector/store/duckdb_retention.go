@@ -73,7 +73,8 @@ func (w *writer) retain(r Retention, now time.Time) (RetainResult, error) {
 }
 
 // dropBefore deletes, in one transaction, the batches received before
-// cutoff with their records, runs and workloads, then checkpoints. It
+// cutoff with their records, runs, workloads and process memory samples,
+// then checkpoints. It
 // returns the batches dropped.
 func (w *writer) dropBefore(cutoff time.Time) (n int, err error) {
 	ctx := writeCtx
@@ -94,7 +95,7 @@ func (w *writer) dropBefore(cutoff time.Time) (n int, err error) {
 		}
 	}()
 	old := fmt.Sprintf("(SELECT batch_id FROM batches WHERE received_ns < %d)", c)
-	for _, t := range []string{"records", "runs", "workloads"} {
+	for _, t := range []string{"records", "runs", "workloads", "process_memory"} {
 		if _, err := w.exec.ExecContext(ctx, "DELETE FROM "+t+" WHERE batch_id IN "+old, nil); err != nil {
 			return 0, fmt.Errorf("delete old %s: %w", t, err)
 		}

@@ -183,85 +183,18 @@ func (s *DuckDB) Apps(ctx context.Context) ([]AppSummary, error) {
 	})
 }
 
-// lifecycleEventsCTE defines "ev": an app's ($1) lifecycle records ($2..$6
-// = alloc, read, write, free, move), one row per block buffer (executor,
-// block, chunk), time and access, so that a record split over sub-ranges
-// counts once, with its summed length.
-const lifecycleEventsCTE = `
-WITH ev AS (
-	SELECT rdd_id, executor_id, block_id, chunk, time_ns, access_kind, sum(length)::UBIGINT AS len
-	FROM records
-	WHERE app_id = $1 AND access_kind IN ($2, $3, $4, $5, $6)
-	GROUP BY ALL
-)`
-
-// rddsSQL: a block is live when its latest lifecycle time holds no free;
-// its bytes are the length its latest records cover.
-const rddsSQL = lifecycleEventsCTE + `, lat AS (
-	SELECT rdd_id, executor_id, block_id, chunk, time_ns,
-		bool_or(access_kind = $5) AS freed, max(len) AS len,
-		rank() OVER (PARTITION BY executor_id, block_id, chunk ORDER BY time_ns DESC) AS rk
-	FROM ev GROUP BY rdd_id, executor_id, block_id, chunk, time_ns
-), blocks AS (
-	SELECT rdd_id, count(DISTINCT (executor_id, block_id))::UBIGINT AS blocks,
-		count(DISTINCT (executor_id, block_id)) FILTER (WHERE NOT freed)::UBIGINT AS live,
-		coalesce(sum(len) FILTER (WHERE NOT freed), 0)::UBIGINT AS bytes
-	FROM lat WHERE rk = 1 GROUP BY rdd_id
-), kinds AS (
-	SELECT rdd_id,
-		count(*) FILTER (WHERE access_kind = $2)::UBIGINT AS allocs,
-		count(*) FILTER (WHERE access_kind = $3)::UBIGINT AS reads,
-		count(*) FILTER (WHERE access_kind = $4)::UBIGINT AS writes,
-		count(*) FILTER (WHERE access_kind = $6)::UBIGINT AS moves,
-		count(*) FILTER (WHERE access_kind = $5)::UBIGINT AS frees
-	FROM ev GROUP BY rdd_id
-)
-SELECT rdd_id, blocks, live, bytes, allocs, reads, writes, moves, frees
-FROM blocks JOIN kinds USING (rdd_id) ORDER BY rdd_id`
-
-// RDDs returns an app's blocks and lifecycle records per RDD.
-func (s *DuckDB) RDDs(ctx context.Context, appID string) ([]RDDStats, error) {
-	if err := s.reader(appID); err != nil {
-		return nil, fmt.Errorf("rdds: %w", err)
-	}
-	rows, err := s.db.QueryContext(ctx, rddsSQL, appID, accessAlloc, accessRead, accessWrite, accessFree, accessMove)
-	if err != nil {
-		return nil, fmt.Errorf("query rdds %s: %w", appID, err)
-	}
-	return collect(rows, func(sc func(...any) error) (RDDStats, error) {
-		var r RDDStats
-		return r, sc(&r.RDDID, &r.Blocks, &r.LiveBlocks, &r.LiveBytes, &r.Allocs, &r.Reads, &r.Writes, &r.Moves, &r.Frees)
-	})
-}
-
-// occupancySQL: each lifecycle event of an RDD block ($1 app, $2..$6
-// access kinds) sets the block's resident pages to the present pages of
-// its records at that time (0 at a free); the change against the block's
-// previous event, summed over the RDD in time order (ties together), is
-// the RDD's resident memory after each event; the last value in each of
-// $7 time buckets is kept. The bucket number is computed in HUGEINT: a
-// span of years in nanoseconds times the bucket count exceeds BIGINT.
-var occupancySQL = withStates(`
-WITH pr AS (
-	SELECT batch_id, rec_idx, sum(pages) FILTER (WHERE state & {PRESENT} <> 0) AS present
-	FROM runs WHERE app_id = $1 GROUP BY ALL
-), ev AS (
-	SELECT rec.rdd_id, rec.executor_id, rec.block_id, rec.chunk, rec.time_ns,
-		any_value(rec.page_size)::BIGINT AS ps,
-		CASE WHEN bool_or(rec.access_kind = $5) THEN 0 ELSE coalesce(sum(pr.present), 0) END::BIGINT AS present
-	FROM records rec LEFT JOIN pr USING (batch_id, rec_idx)
-	WHERE rec.app_id = $1 AND rec.access_kind IN ($2, $3, $4, $5, $6) AND rec.rdd_id >= 0
-	GROUP BY rec.rdd_id, rec.executor_id, rec.block_id, rec.chunk, rec.time_ns
-), d AS (
-	SELECT rdd_id, time_ns, ps,
-		present - coalesce(lag(present) OVER (PARTITION BY executor_id, block_id, chunk ORDER BY time_ns), 0) AS delta
-	FROM ev
-), c AS (
-	SELECT rdd_id, time_ns, sum(delta) OVER (PARTITION BY rdd_id ORDER BY time_ns) AS pages,
-		sum(delta * ps) OVER (PARTITION BY rdd_id ORDER BY time_ns) AS bytes
-	FROM d
-), span AS (SELECT min(time_ns) AS t0, max(time_ns) AS t1 FROM ev)
-SELECT rdd_id, ((time_ns - t0)::HUGEINT * $7 // (t1 - t0 + 1))::BIGINT AS b, any_value(t0), any_value(t1),
+// occupancySQL: each RDD's running sum of heldStepsCTE's steps (what its
+// cached blocks held, as Occupation takes them per process), in time order
+// with ties together; the last value in each of $8 time buckets between the
+// first and last lifecycle record of the app's cached blocks is kept. The
+// bucket number is computed in HUGEINT: a span of years in nanoseconds
+// times the bucket count exceeds BIGINT.
+var occupancySQL = withStates(heldStepsCTE + `, c AS (
+	SELECT rdd_id, time_ns, sum(sum(d_pages)) OVER (PARTITION BY rdd_id ORDER BY time_ns) AS pages,
+		sum(sum(d_bytes)) OVER (PARTITION BY rdd_id ORDER BY time_ns) AS bytes
+	FROM step GROUP BY rdd_id, time_ns
+), span AS (SELECT min(time_ns) AS t0, max(time_ns) AS t1 FROM rec)
+SELECT rdd_id, ((time_ns - t0)::HUGEINT * $8 // (t1 - t0 + 1))::BIGINT AS b, any_value(t0), any_value(t1),
 	greatest(arg_max(pages, time_ns), 0)::UBIGINT, greatest(arg_max(bytes, time_ns), 0)::UBIGINT
 FROM c, span GROUP BY 1, 2 ORDER BY 2, 1`)
 
@@ -274,7 +207,7 @@ func (s *DuckDB) Occupancy(ctx context.Context, appID string, buckets uint32) ([
 		return nil, fmt.Errorf("occupancy: %w: %d buckets (1..10000)", ErrInvalidQuery, buckets)
 	}
 	rows, err := s.db.QueryContext(ctx, occupancySQL, appID, accessAlloc, accessRead, accessWrite, accessFree, accessMove,
-		int64(buckets))
+		int8(stratav1.MemoryMode_MEMORY_MODE_EXECUTION), int64(buckets))
 	if err != nil {
 		return nil, fmt.Errorf("query occupancy %s: %w", appID, err)
 	}

@@ -394,9 +394,14 @@ func (idx *pfnIndex) bucket(from, to, width uint64, hot map[uint64]uint64) []PFN
 			a += n
 		}
 	}
+	// A sampled fault marks a bucket that holds pages; one on a page no
+	// live block holds any more (freed, or faulted and moved since) makes
+	// no bucket of its own.
 	for pfn, n := range hot {
 		if pfn >= from && pfn < to {
-			acc((pfn - from) / width).hot += n
+			if a := accs[(pfn-from)/width]; a != nil {
+				a.hot += n
+			}
 		}
 	}
 	keys := make([]uint64, 0, len(accs))

@@ -72,6 +72,17 @@ type TraceReader interface {
 	Overhead(ctx context.Context, appID string) ([]*stratav1.OverheadRow, error)
 	// Hot ranks an app's pages by sampled faults.
 	Hot(ctx context.Context, q HotQuery) ([]*stratav1.HotPage, error)
+	// RDDs summarises an app's cached RDDs, each block buffer as last
+	// resolved while it was live (see stratav1.RddReport), ordered by RDD:
+	// `strata report` and the web UI's RDD table both show this answer.
+	RDDs(ctx context.Context, appID string) ([]*stratav1.RddReport, error)
+	// Occupation returns, per process of an app, the peak resident bytes
+	// of its cached RDD blocks against its peak resident set (the agent's
+	// ProcessMemory samples) and its node's memory (NodeInfo), ordered by
+	// (executor, pid); shares are set with SetOccupationShares. The held
+	// bytes are counted as UIReader.Occupancy counts them per RDD over
+	// time: Occupation is their peak per process.
+	Occupation(ctx context.Context, appID string) ([]*stratav1.OccupationRow, error)
 }
 
 // SummaryReader answers what the cross-layer job heuristics ask of one

@@ -8,9 +8,11 @@ import (
 )
 
 // CachedPages describes the cached (storage-memory) pages of one RDD on one
-// NUMA node, from each block's latest lifecycle record, as Numa counts them
-// but without de-duplicating overlapping blocks: the input of the
-// cross-layer job heuristics.
+// NUMA node, each block buffer as last resolved while it was live (its
+// latest registration's last record with pages before any free, as RDDs
+// takes them), without de-duplicating overlapping blocks: the input of the
+// cross-layer job heuristics. A finished application's blocks are all
+// freed, so "as last resolved" is what its RDDs held, not nothing.
 type CachedPages struct {
 	RDDID   int32
 	Node    int32  // -1: not present, or PFN hidden
@@ -20,15 +22,14 @@ type CachedPages struct {
 	THP     uint64
 }
 
-var cachedSQL = withStates(latestLifecycleCTE + `
+var cachedSQL = withStates(lastLiveCTE + `
 SELECT r.rdd_id,
 	CASE WHEN r.state & {PRESENT} = 0 OR r.state & {PFN_HIDDEN} <> 0 THEN -1 ELSE r.numa_node END AS node,
 	sum(CASE WHEN r.state & {UNMAPPED} = 0 THEN r.pages ELSE 0 END)::UBIGINT,
 	sum(CASE WHEN r.state & {PRESENT} <> 0 THEN r.pages ELSE 0 END)::UBIGINT,
 	sum(CASE WHEN r.state & {SWAPPED} <> 0 THEN r.pages ELSE 0 END)::UBIGINT,
 	sum(CASE WHEN r.state & {THP} <> 0 THEN r.pages ELSE 0 END)::UBIGINT
-FROM runs r JOIN latest USING (batch_id, rec_idx)
-WHERE r.app_id = $1 AND r.rdd_id >= 0 AND r.mem_mode <> $7
+FROM last l JOIN runs r USING (batch_id, rec_idx)
 GROUP BY 1, 2 ORDER BY 1, 2`)
 
 // Cached returns an app's cached pages per RDD per node; see CachedPages.

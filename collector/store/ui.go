@@ -56,23 +56,10 @@ type AppSummary struct {
 	LastNs    int64
 }
 
-// RDDStats is what an application's records say of one RDD (rdd_id -1:
-// every block that is not an RDD block). A Spark block is (executor,
-// block_id, chunk); a record split over sub-ranges counts once.
-type RDDStats struct {
-	RDDID int32
-	// Blocks ever registered, and those whose latest lifecycle record is
-	// not a free (live).
-	Blocks, LiveBlocks uint64
-	// LiveBytes sums the live blocks' lengths in their latest records.
-	LiveBytes uint64
-	// Lifecycle records by access kind.
-	Allocs, Reads, Writes, Moves, Frees uint64
-}
-
 // OccupancyPoint is the resident memory of one RDD at the end of one time
-// bucket: the present pages of its live blocks, each block as its latest
-// lifecycle record up to then saw it.
+// bucket: the present pages of its cached blocks, each buffer as its latest
+// record with pages up to then resolved it (nothing once freed), counted
+// as Occupation counts them per process.
 type OccupancyPoint struct {
 	RDDID  int32
 	TimeNs int64 // end of the bucket
@@ -173,8 +160,9 @@ type BlockRef struct {
 }
 
 // UIReader answers what the web UI asks beyond the query service:
-// searching and counting jobs, the applications and their RDDs over time,
-// and the physical memory map.
+// searching and counting jobs, the applications, their RDDs' memory over
+// time, and the physical memory map. The UI's RDD table is TraceReader.RDDs,
+// the same answer `strata report` prints.
 type UIReader interface {
 	// SearchJobs returns the page of jobs q selects, and the total.
 	SearchJobs(ctx context.Context, q JobQuery) (JobPage, error)
@@ -184,9 +172,6 @@ type UIReader interface {
 	JobTimeline(ctx context.Context, q JobQuery, bucketMs int64) ([]SeverityBucket, error)
 	// Apps lists the applications holding records, latest record first.
 	Apps(ctx context.Context) ([]AppSummary, error)
-	// RDDs returns an app's block counts, live bytes and lifecycle record
-	// counts per RDD.
-	RDDs(ctx context.Context, appID string) ([]RDDStats, error)
 	// Occupancy returns each RDD's resident memory at the end of each of
 	// up to buckets equal time buckets between the app's first and last
 	// lifecycle record, oldest first; a bucket in which nothing changed is

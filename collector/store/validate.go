@@ -53,7 +53,8 @@ const (
 // space, states that agree with each other and with the PFN and swap
 // fields, exactly count-1 PFN deltas (or none), every page's PFN within
 // physical memory, a power-of-two folio size, and swap entries pagemap can
-// hold. Workloads need an app id, and end no earlier than they start.
+// hold. Workloads need an app id, and end no earlier than they start;
+// process memory samples need an app id and a pid.
 func ValidateBatch(b *stratav1.Batch) error {
 	if b == nil {
 		return fmt.Errorf("%w: nil batch", ErrInvalidBatch)
@@ -79,6 +80,11 @@ func ValidateBatch(b *stratav1.Batch) error {
 	for i, w := range b.GetWorkloads() {
 		if err := validateWorkload(w); err != nil {
 			return fmt.Errorf("%w: workload %d: %w", ErrInvalidBatch, i, err)
+		}
+	}
+	for i, m := range b.GetProcesses() {
+		if err := validateProcessMemory(m); err != nil {
+			return fmt.Errorf("%w: process memory %d: %w", ErrInvalidBatch, i, err)
 		}
 	}
 	return nil
@@ -247,6 +253,21 @@ func validateWorkload(w *stratav1.WorkloadCounters) error {
 	}
 	if w.GetEndUnixNano() < w.GetStartUnixNano() {
 		return fmt.Errorf("ends (%d) before it starts (%d)", w.GetEndUnixNano(), w.GetStartUnixNano())
+	}
+	return nil
+}
+
+func validateProcessMemory(m *stratav1.ProcessMemory) error {
+	if m.GetAppId() == "" {
+		return fmt.Errorf("missing app_id")
+	}
+	if m.GetPid() == 0 {
+		return fmt.Errorf("missing pid")
+	}
+	for _, s := range []string{m.GetAppId(), m.GetExecutorId()} {
+		if !utf8.ValidString(s) {
+			return fmt.Errorf("string %q is not UTF-8", s)
+		}
 	}
 	return nil
 }

@@ -142,90 +142,53 @@ type faultSums struct {
 func (f faultSums) Total() uint64 { return f.Read + f.Write + f.Exec + f.Major + f.Unclassified }
 
 // rddRow is one line of an application's RDD table (and of
-// /api/v1/apps/{app}/rdds).
+// /api/v1/apps/{app}/rdds): the store's RDDs answer, which `strata report`
+// prints too, with each RDD's colour and shares.
 type rddRow struct {
 	RDD        int32       `json:"rdd"`
 	Color      string      `json:"color"`
 	Blocks     uint64      `json:"blocks"`
 	LiveBlocks uint64      `json:"live_blocks"`
-	LiveBytes  uint64      `json:"live_bytes"`
-	Pages      uint64      `json:"pages"` // cached pages of live blocks, holes excluded
+	Bytes      uint64      `json:"bytes"` // each block buffer as last resolved while live
+	Pages      uint64      `json:"pages"` // of those ranges, holes excluded
 	Present    uint64      `json:"present"`
 	Swapped    uint64      `json:"swapped"`
 	THP        uint64      `json:"thp"`
 	THPShare   float64     `json:"thp_share"` // of present pages
 	Nodes      []nodePages `json:"nodes"`     // NUMA spread of present pages
-	Allocs     uint64      `json:"allocs"`
 	Reads      uint64      `json:"reads"`
 	Writes     uint64      `json:"writes"`
 	Moves      uint64      `json:"moves"`
-	Frees      uint64      `json:"frees"`
+	Evicted    uint64      `json:"evicted"`
 	Faults     faultSums   `json:"faults"`
 }
 
-// rddRows joins what the store says of an app's RDDs: block and record
-// counts (RDDs), cached pages per node (Cached) and fault counters
-// (Faults). Blocks that are not RDD blocks are left out.
+// rddRows is the store's RDDs answer for app, ordered by RDD.
 func (h *Handler) rddRows(ctx context.Context, app string) ([]rddRow, error) {
-	stats, err := h.r.RDDs(ctx, app)
+	rdds, err := h.r.RDDs(ctx, app)
 	if err != nil {
 		return nil, err
 	}
-	cached, err := h.r.Cached(ctx, app)
-	if err != nil {
-		return nil, err
-	}
-	faults, err := h.r.Faults(ctx, app)
-	if err != nil {
-		return nil, err
-	}
-	rows := map[int32]*rddRow{}
-	get := func(rdd int32) *rddRow {
-		if rows[rdd] == nil {
-			rows[rdd] = &rddRow{RDD: rdd, Color: rddColor(rdd), Nodes: []nodePages{}}
+	out := make([]rddRow, 0, len(rdds))
+	for _, x := range rdds {
+		f := x.GetFaults()
+		r := rddRow{RDD: x.GetRddId(), Color: rddColor(x.GetRddId()), Blocks: x.GetBlocks(), LiveBlocks: x.GetLiveBlocks(),
+			Bytes: x.GetBytes(), Pages: x.GetPages(), Present: x.GetPresent(), Swapped: x.GetSwapped(), THP: x.GetThp(),
+			Nodes: []nodePages{}, Reads: x.GetReads(), Writes: x.GetWrites(), Moves: x.GetMoves(), Evicted: x.GetEvicted(),
+			Faults: faultSums{Read: f.GetRead(), Write: f.GetWrite(), Exec: f.GetExec(), Major: f.GetMajor(),
+				Unclassified: f.GetUnclassified()}}
+		for _, n := range x.GetNodes() {
+			np := nodePages{Node: n.GetNumaNode(), Pages: n.GetPages()}
+			if r.Present > 0 {
+				np.Share = float64(np.Pages) / float64(r.Present)
+			}
+			r.Nodes = append(r.Nodes, np)
 		}
-		return rows[rdd]
-	}
-	for _, s := range stats {
-		if s.RDDID < 0 {
-			continue
-		}
-		r := get(s.RDDID)
-		r.Blocks, r.LiveBlocks, r.LiveBytes = s.Blocks, s.LiveBlocks, s.LiveBytes
-		r.Allocs, r.Reads, r.Writes, r.Moves, r.Frees = s.Allocs, s.Reads, s.Writes, s.Moves, s.Frees
-	}
-	for _, c := range cached {
-		r := get(c.RDDID)
-		r.Pages += c.Pages
-		r.Present += c.Present
-		r.Swapped += c.Swapped
-		r.THP += c.THP
-		if c.Present > 0 {
-			r.Nodes = append(r.Nodes, nodePages{Node: c.Node, Pages: c.Present})
-		}
-	}
-	for _, f := range faults {
-		if f.GetRddId() < 0 {
-			continue
-		}
-		r, c := get(f.GetRddId()), f.GetFaults()
-		r.Faults.Read += c.GetRead()
-		r.Faults.Write += c.GetWrite()
-		r.Faults.Exec += c.GetExec()
-		r.Faults.Major += c.GetMajor()
-		r.Faults.Unclassified += c.GetUnclassified()
-	}
-	out := make([]rddRow, 0, len(rows))
-	for _, r := range rows {
 		if r.Present > 0 {
 			r.THPShare = float64(r.THP) / float64(r.Present)
-			for i := range r.Nodes {
-				r.Nodes[i].Share = float64(r.Nodes[i].Pages) / float64(r.Present)
-			}
 		}
-		out = append(out, *r)
+		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b rddRow) int { return int(a.RDD) - int(b.RDD) })
 	return out, nil
 }
 

@@ -312,7 +312,7 @@ type rddRate struct {
 	Color   string
 	Faults  faultSums
 	PerSec  float64 // over the app's traced time
-	PerGiB  float64 // per GiB of live blocks
+	PerGiB  float64 // per GiB of its cached blocks (as last resolved while live)
 	Present uint64
 }
 
@@ -334,8 +334,8 @@ func (h *Handler) pageOverhead(r *http.Request) (string, any, error) {
 		if secs > 0 {
 			rr.PerSec = float64(row.Faults.Total()) / secs
 		}
-		if row.LiveBytes > 0 {
-			rr.PerGiB = float64(row.Faults.Total()) / (float64(row.LiveBytes) / (1 << 30))
+		if row.Bytes > 0 {
+			rr.PerGiB = float64(row.Faults.Total()) / (float64(row.Bytes) / (1 << 30))
 		}
 		rates = append(rates, rr)
 	}

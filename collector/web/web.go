@@ -15,12 +15,11 @@ import (
 	"github.com/stratatrace/strata/collector/store"
 )
 
-// Reader is what the UI reads: the query service's questions, the cached
-// pages of the cross-layer summary, and the UI's own (store.UIReader).
+// Reader is what the UI reads: the query service's questions (its RDD
+// table is the query service's RDDs) and the UI's own (store.UIReader).
 type Reader interface {
 	query.Reader
 	store.UIReader
-	Cached(ctx context.Context, appID string) ([]store.CachedPages, error)
 }
 
 //go:embed templates/*.html

@@ -706,16 +706,32 @@ static void empty_graveyard(JNIEnv *env)
 	free(g);
 }
 
-static void *hook_thread(void *arg)
+/* The hook thread is a Java thread only while it makes JNI calls (after a
+ * GC, and to free weak references): a thread attached to the JVM and
+ * blocked in poll() would hold every exit of the JVM for 300 ms, the time
+ * HotSpot waits for threads in native code to come back before it exits. */
+static JNIEnv *attach(void)
 {
 	JNIEnv *env;
 	JavaVMAttachArgs aa = { .version = JNI_VERSION_1_8, .name = "strata-hook", .group = NULL };
+
+	if ((*jvm)->AttachCurrentThreadAsDaemon(jvm, (void **)&env, &aa) != JNI_OK)
+		return NULL;
+	return env;
+}
+
+static void detach(void)
+{
+	(*jvm)->DetachCurrentThread(jvm);
+}
+
+static void *hook_thread(void *arg)
+{
+	JNIEnv *env;
 	uint64_t last_tick = 0, rescanned = 0;
 	int idle = 0;
 
 	(void)arg;
-	if ((*jvm)->AttachCurrentThreadAsDaemon(jvm, (void **)&env, &aa) != JNI_OK)
-		return NULL;
 	for (;;) {
 		struct pollfd p = { .fd = wake_fd, .events = POLLIN };
 		uint64_t v, now, gcs;
@@ -739,9 +755,10 @@ static void *hook_thread(void *arg)
 				;
 		__atomic_store_n(&consumer_asleep, 0, __ATOMIC_SEQ_CST);
 		gcs = __atomic_load_n(&gc_finished, __ATOMIC_ACQUIRE);
-		if (gcs != rescanned) {
+		if (gcs != rescanned && (env = attach()) != NULL) {
 			rescanned = gcs;
 			rescan(env);
+			detach();
 			idle = 0;
 		}
 		now = now_ms();
@@ -750,7 +767,10 @@ static void *hook_thread(void *arg)
 			continue;
 		/* Once per reconnect_ms, or at once when the ids became known. */
 		last_tick = now;
-		empty_graveyard(env);
+		if (__atomic_load_n(&grave_n, __ATOMIC_RELAXED) > 0 && (env = attach()) != NULL) {
+			empty_graveyard(env);
+			detach();
+		}
 		check_peer();
 		try_connect();
 		/* Let the agent know about drops while they happen. */

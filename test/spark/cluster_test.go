@@ -80,7 +80,7 @@ func runCluster(t *testing.T, v string) {
 	// The agent stops during the next GCs: the job goes on, the hook drops
 	// and counts; restarted, the agent gets every live block again, at its
 	// current address, and hears of the drops.
-	n.agent.stop()
+	n.agent.Stop()
 	j.Proceed(t)
 	j.Next(t, "gc")
 	restart := time.Now()
@@ -131,7 +131,7 @@ func startCluster(t *testing.T, home, work string) string {
 	master := fmt.Sprintf("spark://127.0.0.1:%d", mport)
 	startDaemon(t, "master", env, class, "org.apache.spark.deploy.master.Master",
 		"--host", "127.0.0.1", "--port", strconv.Itoa(mport), "--webui-port", strconv.Itoa(mweb))
-	waitFor(t, "master", 60*time.Second, func() bool { return listening(fmt.Sprintf("127.0.0.1:%d", mport)) })
+	waitFor(t, "master", 60*time.Second, func() bool { return testenv.Listening(fmt.Sprintf("127.0.0.1:%d", mport)) })
 	startDaemon(t, "worker", env, class, "org.apache.spark.deploy.worker.Worker",
 		"--host", "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port", strconv.Itoa(freePort(t)),
 		"--work-dir", work, master)
@@ -420,7 +420,7 @@ func (c *cluster) checkFaults(t *testing.T) {
 // would leave the block at its old range in the kernel: the agent logs it).
 func (c *cluster) checkRegistry(t *testing.T, when string) {
 	t.Helper()
-	if l := c.n.agent.out.String(); strings.Contains(l, tracer.ErrOverlap.Error()) {
+	if l := c.n.agent.Output(1 << 30); strings.Contains(l, tracer.ErrOverlap.Error()) {
 		t.Errorf("%s: the agent's kernel index refused a move:\n%s", when, sparkjob.Tail(l, 3000))
 	}
 	eventually(t, "registry, kernel maps and strata records agree "+when, 30*time.Second, func() error {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/stratatrace/strata/agent/hooksrv"
 	"github.com/stratatrace/strata/test/sparkjob"
+	"github.com/stratatrace/strata/test/testenv"
 )
 
 // The job's record layout: 32-byte stamps "STRATAr%06dp%06do%011d".
@@ -244,10 +244,9 @@ const settle = 2 * time.Second
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }

@@ -4,88 +4,37 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/stratatrace/strata/test/sparkjob"
 	"github.com/stratatrace/strata/test/testenv"
 )
 
-// daemon is a process the cluster test started in its own process group
-// (a Spark worker's executors are in its group too); it is killed, group
-// and all, when the test ends.
-type daemon struct {
-	name string
-	cmd  *exec.Cmd
-	out  *testenv.Output
-}
-
-func startDaemon(t *testing.T, name string, env []string, argv ...string) *daemon {
+// startDaemon starts a process for the test in its own process group (a
+// Spark worker's executors are in its group too); it is killed, group and
+// all, when the test ends.
+func startDaemon(t *testing.T, name string, env []string, argv ...string) *testenv.Proc {
 	t.Helper()
-	d := &daemon{name: name, cmd: exec.Command(argv[0], argv[1:]...), out: &testenv.Output{}}
-	d.cmd.Env = append(os.Environ(), env...)
-	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		d.stop()
-		if t.Failed() {
-			t.Logf("--- %s output (last 4000 bytes):\n%s", name, sparkjob.Tail(d.out.String(), 4000))
-		}
-	})
-	return d
-}
-
-// stop ends the daemon's process group (SIGTERM, then SIGKILL) and waits.
-func (d *daemon) stop() {
-	if d.cmd.Process == nil || d.cmd.ProcessState != nil {
-		return
-	}
-	syscall.Kill(-d.cmd.Process.Pid, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { d.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-	}
+	return testenv.Daemon(t, name, env, argv...)
 }
 
 func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := testenv.WaitFor(what, timeout, nil, ok); err != nil {
+		t.Fatal(err)
 	}
-}
-
-func listening(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err == nil {
-		c.Close()
-	}
-	return err == nil
 }
 
 // node is the Strata side of the test: a collector and an agent.
 type node struct {
 	dir, collector, socket, http string
-	agent                        *daemon
+	agent                        *testenv.Proc
 }
 
 func startNode(t *testing.T) *node {
@@ -94,7 +43,7 @@ func startNode(t *testing.T) *node {
 	n.collector = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	startDaemon(t, "collector", nil, testenv.Built(t, "strata-collector"),
 		"--listen", n.collector, "--store-dir", filepath.Join(n.dir, "store"), "--insecure")
-	waitFor(t, "collector", 60*time.Second, func() bool { return listening(n.collector) })
+	waitFor(t, "collector", 60*time.Second, func() bool { return testenv.Listening(n.collector) })
 	n.socket = filepath.Join(n.dir, "hook.sock")
 	n.startAgent(t)
 	return n

@@ -1,6 +1,12 @@
 // Package testenv holds the privilege, kernel and sample-data gates that
-// Strata's tests share, so that no test file repeats them. A gate that skips
-// always says why.
+// Strata's tests share, so that no test file repeats them, and the process
+// harness of the tests that start real binaries and daemons (Proc: its own
+// process group, kept output, CPU time; WaitFor, FreePort, Listening). A
+// gate that skips always says why.
+//
+// What callers must know: a Proc started with StartProc is the caller's to
+// Stop; Daemon stops it at the test's cleanup. A killed test process leaves
+// its daemons running, as any harness would.
 package testenv
 
 import (

@@ -32,6 +32,13 @@ type browser struct {
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
 	exe := testenv.Chromium(t)
+	// Not t.TempDir: Chromium's helper processes may still write to the
+	// profile for a moment after the browser is gone, which fails
+	// TempDir's cleanup. Removed here, retrying for a while.
+	profile, err := os.MkdirTemp("", "strata-ui-chromium")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
 		chromedp.Headless,
@@ -44,7 +51,7 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1400, 1000),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -52,6 +59,9 @@ func newBrowser(t *testing.T) *browser {
 	t.Cleanup(func() {
 		cancel()
 		cancelAlloc()
+		for i := 0; os.RemoveAll(profile) != nil && i < 50; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
 	})
 	b := &browser{ctx: ctx, shots: screenshotDir(t)}
 	chromedp.ListenTarget(ctx, func(ev any) {
@@ -105,6 +115,19 @@ func (b *browser) run(t *testing.T, what string, actions ...chromedp.Action) {
 	if err := chromedp.Run(ctx, actions...); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
+}
+
+// follow runs actions that navigate (a click on a link, a form's submit)
+// and waits for the new page's load, so what is read next is the new
+// page's, not the old one's.
+func (b *browser) follow(t *testing.T, what string, actions ...chromedp.Action) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+	defer cancel()
+	if _, err := chromedp.RunResponse(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	b.run(t, what+": wait for the page", chromedp.WaitReady("body", chromedp.ByQuery))
 }
 
 // open loads url, waits for its body (and its memory map, if it has one,
@@ -175,4 +198,29 @@ func (b *browser) texts(t *testing.T, sel string) []string {
 	var out []string
 	b.eval(t, fmt.Sprintf(`[...document.querySelectorAll(%q)].map((e) => e.textContent.trim())`, sel), &out)
 	return out
+}
+
+// legend returns the memory map's legend on the open page: colour by RDD.
+func (b *browser) legend(t *testing.T) map[string]string {
+	t.Helper()
+	legend := map[string]string{}
+	b.eval(t, `Object.fromEntries([...document.querySelectorAll(".memmap-legend li")].map((li) => [li.dataset.rdd, li.dataset.color]))`, &legend)
+	return legend
+}
+
+// mapBucket is one bar of the memory map.
+type mapBucket struct {
+	RDD  string `json:"rdd"`
+	Fill string `json:"fill"`
+}
+
+// bucketAt opens an app's memory map (appPage: its UI address) zoomed to
+// the 16 PFNs from pfn and returns the bar that starts at pfn (zero if
+// there is none).
+func (b *browser) bucketAt(t *testing.T, appPage string, pfn uint64) mapBucket {
+	t.Helper()
+	b.open(t, fmt.Sprintf("%s/memory?from=%d&to=%d", appPage, pfn, pfn+16))
+	var got mapBucket
+	b.eval(t, fmt.Sprintf(`(() => { const r = document.querySelector('rect.bucket[data-start="%d"]'); return r ? {rdd: r.dataset.rdd, fill: r.getAttribute("fill")} : {}; })()`, pfn), &got)
+	return got
 }

@@ -195,7 +195,7 @@ func TestUI(t *testing.T) {
 		}
 		page1 := b.texts(t, "table.jobs tbody tr[data-job] td:first-child")
 		b.shot(t, "jobs")
-		b.run(t, "next page", chromedp.Click(`//nav[@id="pager"]/a[contains(., "next")]`), chromedp.WaitReady("#result-count", chromedp.ByQuery))
+		b.follow(t, "next page", chromedp.Click(`//nav[@id="pager"]/a[contains(., "next")]`))
 		b.noErrors(t, "jobs page 2")
 		page2 := b.texts(t, "table.jobs tbody tr[data-job] td:first-child")
 		if len(page1) != 25 || len(page2) != 8 {
@@ -210,11 +210,10 @@ func TestUI(t *testing.T) {
 		}
 		// The form: user bob, MapReduce only.
 		b.open(t, col.http+"/jobs")
-		b.run(t, "search bob's mapreduce jobs",
+		b.run(t, "fill the search form",
 			chromedp.SendKeys(`input[name="user"]`, "bob", chromedp.ByQuery),
-			chromedp.SetValue(`select[name="type"]`, "mapreduce", chromedp.ByQuery),
-			chromedp.Submit(`#search`, chromedp.ByQuery),
-			chromedp.WaitReady("#result-count", chromedp.ByQuery))
+			chromedp.SetValue(`select[name="type"]`, "mapreduce", chromedp.ByQuery))
+		b.follow(t, "search bob's mapreduce jobs", chromedp.Submit(`#search`, chromedp.ByQuery))
 		b.noErrors(t, "search")
 		var bob apiJobs
 		if err := getJSON(api+"/jobs?user=bob&type=mapreduce&limit=100", &bob); err != nil {
@@ -335,19 +334,13 @@ func TestUI(t *testing.T) {
 			t.Errorf("whole machine: %q, want all %d present pages", inView, total)
 		}
 		b.shot(t, "memory")
-		legend := map[string]string{}
-		b.eval(t, `Object.fromEntries([...document.querySelectorAll(".memmap-legend li")].map((li) => [li.dataset.rdd, li.dataset.color]))`, &legend)
+		legend := b.legend(t)
 		// Zoom to each region's first pages, read from the kernel: the bar at
 		// that PFN is the region's RDD's colour.
 		for _, w := range []*workload.Process{w7, w8} {
 			for _, r := range w.Regions {
 				pfn := pfnOf(t, w.PID, r.Vaddr)
-				b.open(t, fmt.Sprintf("%s%s/memory?from=%d&to=%d", col.http, appURL, pfn, pfn+16))
-				var got struct {
-					RDD  string `json:"rdd"`
-					Fill string `json:"fill"`
-				}
-				b.eval(t, fmt.Sprintf(`(() => { const r = document.querySelector('rect.bucket[data-start="%d"]'); return r ? {rdd: r.dataset.rdd, fill: r.getAttribute("fill")} : {}; })()`, pfn), &got)
+				got := b.bucketAt(t, col.http+appURL, pfn)
 				rdd := strconv.Itoa(int(r.RDD))
 				if got.RDD != rdd || got.Fill == "" || got.Fill != legend[rdd] {
 					t.Errorf("%s: bar at PFN %#x is rdd %q colour %q; legend colour of RDD %s is %q", r.Block, pfn, got.RDD, got.Fill, rdd, legend[rdd])

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+	"github.com/stratatrace/strata/test/testenv"
 )
 
 // Backend is a store implementation the contract runs against.
@@ -78,6 +78,8 @@ func Contract(t *testing.T, be Backend) {
 		{"AppsRDDsOccupancy", testAppsRDDsOccupancy},
 		{"PhysMap", testPhysMap},
 		{"UIChunksAndSplits", testUIChunksAndSplits},
+		{"Report", testReport},
+		{"ProcessMemoryValidated", testProcessMemoryValidated},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel() // each has a store of its own; the server's round trips overlap
@@ -120,24 +122,6 @@ func EqualRows[T proto.Message](tb testing.TB, got, want []T) {
 			tb.Errorf("row %d = %v, want %v", i, got[i], want[i])
 		}
 	}
-}
-
-// syncBuffer is a log destination safe for a store's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func testAppendInvalid(t *testing.T, be Backend) {
@@ -704,7 +688,7 @@ func testMachines(t *testing.T, be Backend) {
 // warning with the count, and returns every other page; the summing
 // queries saturate instead of failing.
 func testCorruptStoredRows(t *testing.T, be Backend) {
-	var logs syncBuffer
+	var logs testenv.Output // the store's goroutines log into it
 	s, _ := be.New(t, Env{Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	MustAppend(t, s, Sample(1))
 	bad := Sample(2)
@@ -919,9 +903,10 @@ func testRetention(t *testing.T, be Backend) {
 	}
 }
 
-// RetentionDays appends days×perDay BenchBatches of recs records, the
-// batches of day d (machine "day-d") received at base-(days-1-d) days by
-// the clock now, which it moves. It returns the batches.
+// RetentionDays appends days×perDay BenchBatches of recs records, each
+// with a memory sample of process 1000+d (executor "mem"), the batches of
+// day d (machine "day-d") received at base-(days-1-d) days by the clock
+// now, which it moves. It returns the batches.
 func RetentionDays(s store.BatchAppender, tb testing.TB, days, perDay, recs int, base time.Time, now *atomic.Int64) []*stratav1.Batch {
 	tb.Helper()
 	batches, _, _ := BenchBatches(days*perDay, recs)
@@ -929,14 +914,16 @@ func RetentionDays(s store.BatchAppender, tb testing.TB, days, perDay, recs int,
 		d := i / perDay
 		now.Store(base.Add(time.Duration(d-days+1) * 24 * time.Hour).UnixNano())
 		b.NodeName = fmt.Sprintf("day-%d", d)
+		b.Processes = []*stratav1.ProcessMemory{{AppId: "app-bench", ExecutorId: "mem", Pid: uint32(1000 + d),
+			TimeUnixNano: int64(i), RssBytes: 1 << 20, HwmBytes: 1 << 20}}
 		MustAppend(tb, s, b)
 	}
 	return batches
 }
 
 // WantDays fails tb unless the store holds recs records of "app-bench"
-// for each day from first on (machine "day-d") and none of the days
-// before.
+// and the memory samples of RetentionDays for each day from first on
+// (machine "day-d") and none of the days before.
 func WantDays(tb testing.TB, s store.TraceReader, days, recs, first int, step string) {
 	tb.Helper()
 	got := map[string]int{}
@@ -954,6 +941,22 @@ func WantDays(tb testing.TB, s store.TraceReader, days, recs, first int, step st
 		if got[fmt.Sprintf("day-%d", d)] != n {
 			tb.Fatalf("%s: records per day %v, want days %d.. with %d records each", step, got, first, recs)
 		}
+	}
+	occ, err := s.Occupation(context.Background(), "app-bench")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var pids, want []uint32
+	for _, o := range occ {
+		if o.GetExecutorId() == "mem" && o.GetRssSamples() > 0 {
+			pids = append(pids, o.GetPid())
+		}
+	}
+	for d := first; d < days; d++ {
+		want = append(want, uint32(1000+d))
+	}
+	if !reflect.DeepEqual(pids, want) {
+		tb.Fatalf("%s: processes with memory samples %v, want %v", step, pids, want)
 	}
 }
 
@@ -1035,12 +1038,18 @@ func testAppsRDDsOccupancy(t *testing.T, be Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRDDs := []store.RDDStats{
-		{RDDID: 7, Blocks: 1, LiveBlocks: 1, LiveBytes: 6 * PageSize, Allocs: 1, Reads: 1},
-		{RDDID: 8, Blocks: 1, LiveBlocks: 1, LiveBytes: 4 * PageSize, Allocs: 1},
+	// The UI's RDD table is the report's RDDs: both blocks live.
+	type row struct{ rdd, blocks, live, bytes, reads, writes uint64 }
+	rowsOf := func(rs []*stratav1.RddReport) []row {
+		var out []row
+		for _, r := range rs {
+			out = append(out, row{uint64(r.GetRddId()), r.GetBlocks(), r.GetLiveBlocks(), r.GetBytes(), r.GetReads(), r.GetWrites()})
+		}
+		return out
 	}
-	if !reflect.DeepEqual(rdds, wantRDDs) {
-		t.Fatalf("rdds = %+v, want %+v", rdds, wantRDDs)
+	wantRDDs := []row{{7, 1, 1, 6 * PageSize, 1, 1}, {8, 1, 1, 4 * PageSize, 0, 1}}
+	if got := rowsOf(rdds); !reflect.DeepEqual(got, wantRDDs) {
+		t.Fatalf("rdds = %+v, want %+v", got, wantRDDs)
 	}
 	// Two buckets over [T0, T0+2s]: rdd 7's 5 present pages (its read
 	// changes nothing) in the first, rdd 8's 4 in the second.
@@ -1066,8 +1075,10 @@ func testAppsRDDsOccupancy(t *testing.T, be Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := rdds[0]; r.RDDID != 7 || r.LiveBlocks != 0 || r.LiveBytes != 0 || r.Frees != 1 || r.Blocks != 1 {
-		t.Fatalf("rdd 7 after free = %+v", r)
+	// rdd_7_3 is no longer live; its bytes are still what it held.
+	wantRDDs[0].live = 0
+	if got := rowsOf(rdds); !reflect.DeepEqual(got, wantRDDs) {
+		t.Fatalf("rdds after free = %+v, want %+v", got, wantRDDs)
 	}
 	occ, err = s.Occupancy(ctx, App, 3)
 	if err != nil {
@@ -1189,7 +1200,7 @@ func testPhysMap(t *testing.T, be Backend) {
 // testUIChunksAndSplits: a block held in two buffers (chunks), one of them
 // sent as two sub-range records of one time, counts once per buffer and
 // time in RDDs and Occupancy, and a freed buffer leaves the block live
-// while its other buffer is.
+// while its other buffer is; RDDs still counts what the freed buffer held.
 func testUIChunksAndSplits(t *testing.T, be Backend) {
 	ctx := context.Background()
 	s := be.open(t)
@@ -1229,10 +1240,12 @@ func testUIChunksAndSplits(t *testing.T, be Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []store.RDDStats{{RDDID: 5, Blocks: 1, LiveBlocks: 1, LiveBytes: 3 * PageSize, Allocs: 2, Writes: 1,
-		Frees: 1}}; !reflect.DeepEqual(rdds, want) {
-		t.Fatalf("rdds = %+v, want %+v", rdds, want)
-	}
+	// One block, live by chunk 0; as last resolved while live: chunk 0's
+	// 3 pages after the write, chunk 1's two sub-ranges before its free.
+	// Writes: the alloc and the write, each once for the block.
+	EqualRows(t, rdds, []*stratav1.RddReport{{RddId: 5, Blocks: 1, Partitions: 1, LiveBlocks: 1, Bytes: 5 * PageSize,
+		Pages: 5, Present: 5, Nodes: []*stratav1.NodePages{{NumaNode: 0, Pages: 5}}, Writes: 2,
+		Faults: &stratav1.FaultCounts{}, PageSize: PageSize}})
 	// Three buckets over [T0, T0+2s] (2e9+1 ns, a third is 666,666,667):
 	// 2+1+1 pages at T0, 3+2 after the write, 3 after the free.
 	occ, err := s.Occupancy(ctx, App, 3)
@@ -1254,5 +1267,85 @@ func testUIChunksAndSplits(t *testing.T, be Backend) {
 	}
 	if want := []store.OccupancyPoint{{RDDID: 5, TimeNs: T0 + 2e9, Pages: 3, Bytes: 3 * PageSize}}; !reflect.DeepEqual(occ, want) {
 		t.Fatalf("one-bucket occupancy = %+v, want %+v", occ, want)
+	}
+}
+
+// testReport: the report scenario's RDDs and occupation (storetest's
+// report.go works them out by hand): last-live pages per block buffer,
+// accesses counted once per block, execution memory left out, fault
+// counters from whichever record carries them (a free's final counters
+// too), the peak of what the blocks held against the peak resident set
+// and the node's memory. Cached takes the blocks as RDDs does, though all
+// are freed at the end.
+func testReport(t *testing.T, be Backend) {
+	s := be.open(t)
+	for _, b := range ReportBatches() {
+		MustAppend(t, s, b)
+	}
+	ctx := context.Background()
+	rdds, err := s.RDDs(ctx, App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	EqualRows(t, rdds, ReportRDDs())
+	occ, err := s.Occupation(ctx, App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	EqualRows(t, occ, ReportOccupation())
+	cached, err := s.Cached(ctx, App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// rdd_7_0 chunk 0 after its move: 1 page on node 0, 3 neither present
+	// nor swapped; chunk 1: 2 THP pages on node 1; rdd_7_1 again: 3 on
+	// node 0; rdd_9_0: 1 on node 0.
+	wantCached := []store.CachedPages{
+		{RDDID: 7, Node: -1, Pages: 3},
+		{RDDID: 7, Node: 0, Pages: 4, Present: 4},
+		{RDDID: 7, Node: 1, Pages: 2, Present: 2, THP: 2},
+		{RDDID: 9, Node: 0, Pages: 1, Present: 1},
+	}
+	if !reflect.DeepEqual(cached, wantCached) {
+		t.Errorf("cached = %+v\nwant %+v", cached, wantCached)
+	}
+	// Occupancy counts what Occupation counts, per RDD: in nine buckets
+	// over [t0, t8], one per record time, RDD 7 holds 6, 8, 8 (the reads),
+	// 8, 6 (the eviction), 9, 6 (the move) and 0 present pages, RDD 9 one
+	// at t7 and none at t8.
+	points, err := s.Occupancy(ctx, App, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range points {
+		got = append(got, fmt.Sprintf("%d@%d:%d", p.RDDID, (p.TimeNs-T0)/1e9, p.Pages))
+	}
+	want := "7@0:6 7@1:8 7@2:8 7@3:8 7@4:6 7@5:9 7@6:6 9@7:1 7@8:0 9@8:0"
+	if strings.Join(got, " ") != want {
+		t.Errorf("occupancy = %s\nwant %s", strings.Join(got, " "), want)
+	}
+	// An app without records has no rows; an empty app id is refused.
+	if r, err := s.RDDs(ctx, "application_0_0"); err != nil || len(r) != 0 {
+		t.Errorf("RDDs of an unknown app: %v %v", r, err)
+	}
+	if o, err := s.Occupation(ctx, "application_0_0"); err != nil || len(o) != 0 {
+		t.Errorf("Occupation of an unknown app: %v %v", o, err)
+	}
+	if _, err := s.Occupation(ctx, ""); err == nil {
+		t.Errorf("Occupation of an empty app id: no error")
+	}
+}
+
+// testProcessMemoryValidated: a batch whose process memory sample names no
+// app or pid, or not in UTF-8, is refused.
+func testProcessMemoryValidated(t *testing.T, be Backend) {
+	s := be.open(t)
+	for _, bad := range []*stratav1.ProcessMemory{{Pid: 1}, {AppId: App}, {AppId: "\xff", Pid: 1}} {
+		b := Sample(1)
+		b.Processes = []*stratav1.ProcessMemory{bad}
+		if _, err := s.Append(context.Background(), b); !errors.Is(err, store.ErrInvalidBatch) {
+			t.Errorf("append of %v: %v, want ErrInvalidBatch", bad, err)
+		}
 	}
 }

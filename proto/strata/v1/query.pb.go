@@ -1318,6 +1318,473 @@ func (x *HotResponse) GetMethod() string {
 	return ""
 }
 
+type ReportRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AppId         string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportRequest) Reset() {
+	*x = ReportRequest{}
+	mi := &file_strata_v1_query_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportRequest) ProtoMessage() {}
+
+func (x *ReportRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportRequest.ProtoReflect.Descriptor instead.
+func (*ReportRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ReportRequest) GetAppId() string {
+	if x != nil {
+		return x.AppId
+	}
+	return ""
+}
+
+// NodePages counts pages on one NUMA node (-1: not present, or PFN hidden).
+type NodePages struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NumaNode      int32                  `protobuf:"varint,1,opt,name=numa_node,json=numaNode,proto3" json:"numa_node,omitempty"`
+	Pages         uint64                 `protobuf:"varint,2,opt,name=pages,proto3" json:"pages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodePages) Reset() {
+	*x = NodePages{}
+	mi := &file_strata_v1_query_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodePages) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodePages) ProtoMessage() {}
+
+func (x *NodePages) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodePages.ProtoReflect.Descriptor instead.
+func (*NodePages) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *NodePages) GetNumaNode() int32 {
+	if x != nil {
+		return x.NumaNode
+	}
+	return 0
+}
+
+func (x *NodePages) GetPages() uint64 {
+	if x != nil {
+		return x.Pages
+	}
+	return 0
+}
+
+// RddReport is one RDD of an application, from its cached blocks (storage
+// memory, kind RDD). Each buffer of a block (chunk) counts as last
+// resolved while it was live: its latest record with pages before any
+// free, in its latest registration; so the report of a finished
+// application shows what its RDDs held, not the nothing they hold now.
+type RddReport struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RddId         int32                  `protobuf:"varint,1,opt,name=rdd_id,json=rddId,proto3" json:"rdd_id,omitempty"`
+	Blocks        uint64                 `protobuf:"varint,2,opt,name=blocks,proto3" json:"blocks,omitempty"`         // Spark blocks (rdd_<id>_<partition>, per executor) ever registered
+	Partitions    uint64                 `protobuf:"varint,3,opt,name=partitions,proto3" json:"partitions,omitempty"` // distinct partitions among them
+	Bytes         uint64                 `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`           // bytes of those blocks' ranges
+	Pages         uint64                 `protobuf:"varint,5,opt,name=pages,proto3" json:"pages,omitempty"`           // base pages of the ranges, unmapped holes excluded
+	Present       uint64                 `protobuf:"varint,6,opt,name=present,proto3" json:"present,omitempty"`
+	Swapped       uint64                 `protobuf:"varint,7,opt,name=swapped,proto3" json:"swapped,omitempty"`
+	Thp           uint64                 `protobuf:"varint,8,opt,name=thp,proto3" json:"thp,omitempty"`                                           // present pages backed by a transparent huge page
+	Nodes         []*NodePages           `protobuf:"bytes,9,rep,name=nodes,proto3" json:"nodes,omitempty"`                                        // present pages per NUMA node, ascending node
+	Reads         uint64                 `protobuf:"varint,10,opt,name=reads,proto3" json:"reads,omitempty"`                                      // hook accesses: MemoryStore gets of the blocks
+	Writes        uint64                 `protobuf:"varint,11,opt,name=writes,proto3" json:"writes,omitempty"`                                    // hook accesses: puts (alloc) and writes
+	Evicted       uint64                 `protobuf:"varint,12,opt,name=evicted,proto3" json:"evicted,omitempty"`                                  // blocks freed because Spark evicted them
+	Faults        *FaultCounts           `protobuf:"bytes,13,opt,name=faults,proto3" json:"faults,omitempty"`                                     // kernel-counted page faults inside the blocks
+	SampledFaults uint64                 `protobuf:"varint,14,opt,name=sampled_faults,json=sampledFaults,proto3" json:"sampled_faults,omitempty"` // faults sampled with their page (one in the agent's --sample-every)
+	ObjectGraph   bool                   `protobuf:"varint,15,opt,name=object_graph,json=objectGraph,proto3" json:"object_graph,omitempty"`       // some blocks are deserialized: only their reference arrays are counted
+	PageSize      uint32                 `protobuf:"varint,16,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	LiveBlocks    uint64                 `protobuf:"varint,17,opt,name=live_blocks,json=liveBlocks,proto3" json:"live_blocks,omitempty"` // blocks whose latest registration is not freed
+	Moves         uint64                 `protobuf:"varint,18,opt,name=moves,proto3" json:"moves,omitempty"`                             // hook accesses: moves of the blocks' buffers (a GC relocated them)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RddReport) Reset() {
+	*x = RddReport{}
+	mi := &file_strata_v1_query_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RddReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RddReport) ProtoMessage() {}
+
+func (x *RddReport) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RddReport.ProtoReflect.Descriptor instead.
+func (*RddReport) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *RddReport) GetRddId() int32 {
+	if x != nil {
+		return x.RddId
+	}
+	return 0
+}
+
+func (x *RddReport) GetBlocks() uint64 {
+	if x != nil {
+		return x.Blocks
+	}
+	return 0
+}
+
+func (x *RddReport) GetPartitions() uint64 {
+	if x != nil {
+		return x.Partitions
+	}
+	return 0
+}
+
+func (x *RddReport) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *RddReport) GetPages() uint64 {
+	if x != nil {
+		return x.Pages
+	}
+	return 0
+}
+
+func (x *RddReport) GetPresent() uint64 {
+	if x != nil {
+		return x.Present
+	}
+	return 0
+}
+
+func (x *RddReport) GetSwapped() uint64 {
+	if x != nil {
+		return x.Swapped
+	}
+	return 0
+}
+
+func (x *RddReport) GetThp() uint64 {
+	if x != nil {
+		return x.Thp
+	}
+	return 0
+}
+
+func (x *RddReport) GetNodes() []*NodePages {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *RddReport) GetReads() uint64 {
+	if x != nil {
+		return x.Reads
+	}
+	return 0
+}
+
+func (x *RddReport) GetWrites() uint64 {
+	if x != nil {
+		return x.Writes
+	}
+	return 0
+}
+
+func (x *RddReport) GetEvicted() uint64 {
+	if x != nil {
+		return x.Evicted
+	}
+	return 0
+}
+
+func (x *RddReport) GetFaults() *FaultCounts {
+	if x != nil {
+		return x.Faults
+	}
+	return nil
+}
+
+func (x *RddReport) GetSampledFaults() uint64 {
+	if x != nil {
+		return x.SampledFaults
+	}
+	return 0
+}
+
+func (x *RddReport) GetObjectGraph() bool {
+	if x != nil {
+		return x.ObjectGraph
+	}
+	return false
+}
+
+func (x *RddReport) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *RddReport) GetLiveBlocks() uint64 {
+	if x != nil {
+		return x.LiveBlocks
+	}
+	return 0
+}
+
+func (x *RddReport) GetMoves() uint64 {
+	if x != nil {
+		return x.Moves
+	}
+	return 0
+}
+
+// OccupationRow is the RDD memory occupation of one executor process.
+type OccupationRow struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ExecutorId string                 `protobuf:"bytes,1,opt,name=executor_id,json=executorId,proto3" json:"executor_id,omitempty"`
+	Pid        uint32                 `protobuf:"varint,2,opt,name=pid,proto3" json:"pid,omitempty"`
+	NodeName   string                 `protobuf:"bytes,3,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	// The peak over time of the resident bytes of the process's RDD blocks
+	// (each block as its latest record before that time resolved it; freed
+	// blocks hold nothing), and when it was reached.
+	PeakRddBytes     uint64 `protobuf:"varint,4,opt,name=peak_rdd_bytes,json=peakRddBytes,proto3" json:"peak_rdd_bytes,omitempty"`
+	PeakTimeUnixNano int64  `protobuf:"varint,5,opt,name=peak_time_unix_nano,json=peakTimeUnixNano,proto3" json:"peak_time_unix_nano,omitempty"`
+	// The process's peak resident set (the largest VmHWM the agent sampled)
+	// and its resident set at the sample nearest before the RDD peak; 0 when
+	// no sample arrived (an agent older than ProcessMemory).
+	PeakRssBytes   uint64 `protobuf:"varint,6,opt,name=peak_rss_bytes,json=peakRssBytes,proto3" json:"peak_rss_bytes,omitempty"`
+	RssAtPeakBytes uint64 `protobuf:"varint,7,opt,name=rss_at_peak_bytes,json=rssAtPeakBytes,proto3" json:"rss_at_peak_bytes,omitempty"`
+	MemTotalBytes  uint64 `protobuf:"varint,8,opt,name=mem_total_bytes,json=memTotalBytes,proto3" json:"mem_total_bytes,omitempty"` // the node's MemTotal; 0 unknown
+	// peak_rdd_bytes / peak_rss_bytes and / mem_total_bytes, absent when the
+	// divisor is unknown.
+	OfRss         *float64 `protobuf:"fixed64,9,opt,name=of_rss,json=ofRss,proto3,oneof" json:"of_rss,omitempty"`
+	OfNode        *float64 `protobuf:"fixed64,10,opt,name=of_node,json=ofNode,proto3,oneof" json:"of_node,omitempty"`
+	RssSamples    uint32   `protobuf:"varint,11,opt,name=rss_samples,json=rssSamples,proto3" json:"rss_samples,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OccupationRow) Reset() {
+	*x = OccupationRow{}
+	mi := &file_strata_v1_query_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OccupationRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OccupationRow) ProtoMessage() {}
+
+func (x *OccupationRow) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OccupationRow.ProtoReflect.Descriptor instead.
+func (*OccupationRow) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *OccupationRow) GetExecutorId() string {
+	if x != nil {
+		return x.ExecutorId
+	}
+	return ""
+}
+
+func (x *OccupationRow) GetPid() uint32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *OccupationRow) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *OccupationRow) GetPeakRddBytes() uint64 {
+	if x != nil {
+		return x.PeakRddBytes
+	}
+	return 0
+}
+
+func (x *OccupationRow) GetPeakTimeUnixNano() int64 {
+	if x != nil {
+		return x.PeakTimeUnixNano
+	}
+	return 0
+}
+
+func (x *OccupationRow) GetPeakRssBytes() uint64 {
+	if x != nil {
+		return x.PeakRssBytes
+	}
+	return 0
+}
+
+func (x *OccupationRow) GetRssAtPeakBytes() uint64 {
+	if x != nil {
+		return x.RssAtPeakBytes
+	}
+	return 0
+}
+
+func (x *OccupationRow) GetMemTotalBytes() uint64 {
+	if x != nil {
+		return x.MemTotalBytes
+	}
+	return 0
+}
+
+func (x *OccupationRow) GetOfRss() float64 {
+	if x != nil && x.OfRss != nil {
+		return *x.OfRss
+	}
+	return 0
+}
+
+func (x *OccupationRow) GetOfNode() float64 {
+	if x != nil && x.OfNode != nil {
+		return *x.OfNode
+	}
+	return 0
+}
+
+func (x *OccupationRow) GetRssSamples() uint32 {
+	if x != nil {
+		return x.RssSamples
+	}
+	return 0
+}
+
+type ReportResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rdds          []*RddReport           `protobuf:"bytes,1,rep,name=rdds,proto3" json:"rdds,omitempty"`
+	Occupation    []*OccupationRow       `protobuf:"bytes,2,rep,name=occupation,proto3" json:"occupation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportResponse) Reset() {
+	*x = ReportResponse{}
+	mi := &file_strata_v1_query_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportResponse) ProtoMessage() {}
+
+func (x *ReportResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
+func (*ReportResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ReportResponse) GetRdds() []*RddReport {
+	if x != nil {
+		return x.Rdds
+	}
+	return nil
+}
+
+func (x *ReportResponse) GetOccupation() []*OccupationRow {
+	if x != nil {
+		return x.Occupation
+	}
+	return nil
+}
+
 var File_strata_v1_query_proto protoreflect.FileDescriptor
 
 const file_strata_v1_query_proto_rawDesc = "" +
@@ -1445,14 +1912,66 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	" \x01(\x04R\tcrossNode\"O\n" +
 	"\vHotResponse\x12(\n" +
 	"\x05pages\x18\x01 \x03(\v2\x12.strata.v1.HotPageR\x05pages\x12\x16\n" +
-	"\x06method\x18\x02 \x01(\tR\x06method2\xe6\x03\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\"&\n" +
+	"\rReportRequest\x12\x15\n" +
+	"\x06app_id\x18\x01 \x01(\tR\x05appId\">\n" +
+	"\tNodePages\x12\x1b\n" +
+	"\tnuma_node\x18\x01 \x01(\x05R\bnumaNode\x12\x14\n" +
+	"\x05pages\x18\x02 \x01(\x04R\x05pages\"\x8e\x04\n" +
+	"\tRddReport\x12\x15\n" +
+	"\x06rdd_id\x18\x01 \x01(\x05R\x05rddId\x12\x16\n" +
+	"\x06blocks\x18\x02 \x01(\x04R\x06blocks\x12\x1e\n" +
+	"\n" +
+	"partitions\x18\x03 \x01(\x04R\n" +
+	"partitions\x12\x14\n" +
+	"\x05bytes\x18\x04 \x01(\x04R\x05bytes\x12\x14\n" +
+	"\x05pages\x18\x05 \x01(\x04R\x05pages\x12\x18\n" +
+	"\apresent\x18\x06 \x01(\x04R\apresent\x12\x18\n" +
+	"\aswapped\x18\a \x01(\x04R\aswapped\x12\x10\n" +
+	"\x03thp\x18\b \x01(\x04R\x03thp\x12*\n" +
+	"\x05nodes\x18\t \x03(\v2\x14.strata.v1.NodePagesR\x05nodes\x12\x14\n" +
+	"\x05reads\x18\n" +
+	" \x01(\x04R\x05reads\x12\x16\n" +
+	"\x06writes\x18\v \x01(\x04R\x06writes\x12\x18\n" +
+	"\aevicted\x18\f \x01(\x04R\aevicted\x12.\n" +
+	"\x06faults\x18\r \x01(\v2\x16.strata.v1.FaultCountsR\x06faults\x12%\n" +
+	"\x0esampled_faults\x18\x0e \x01(\x04R\rsampledFaults\x12!\n" +
+	"\fobject_graph\x18\x0f \x01(\bR\vobjectGraph\x12\x1b\n" +
+	"\tpage_size\x18\x10 \x01(\rR\bpageSize\x12\x1f\n" +
+	"\vlive_blocks\x18\x11 \x01(\x04R\n" +
+	"liveBlocks\x12\x14\n" +
+	"\x05moves\x18\x12 \x01(\x04R\x05moves\"\x9f\x03\n" +
+	"\rOccupationRow\x12\x1f\n" +
+	"\vexecutor_id\x18\x01 \x01(\tR\n" +
+	"executorId\x12\x10\n" +
+	"\x03pid\x18\x02 \x01(\rR\x03pid\x12\x1b\n" +
+	"\tnode_name\x18\x03 \x01(\tR\bnodeName\x12$\n" +
+	"\x0epeak_rdd_bytes\x18\x04 \x01(\x04R\fpeakRddBytes\x12-\n" +
+	"\x13peak_time_unix_nano\x18\x05 \x01(\x03R\x10peakTimeUnixNano\x12$\n" +
+	"\x0epeak_rss_bytes\x18\x06 \x01(\x04R\fpeakRssBytes\x12)\n" +
+	"\x11rss_at_peak_bytes\x18\a \x01(\x04R\x0erssAtPeakBytes\x12&\n" +
+	"\x0fmem_total_bytes\x18\b \x01(\x04R\rmemTotalBytes\x12\x1a\n" +
+	"\x06of_rss\x18\t \x01(\x01H\x00R\x05ofRss\x88\x01\x01\x12\x1c\n" +
+	"\aof_node\x18\n" +
+	" \x01(\x01H\x01R\x06ofNode\x88\x01\x01\x12\x1f\n" +
+	"\vrss_samples\x18\v \x01(\rR\n" +
+	"rssSamplesB\t\n" +
+	"\a_of_rssB\n" +
+	"\n" +
+	"\b_of_node\"t\n" +
+	"\x0eReportResponse\x12(\n" +
+	"\x04rdds\x18\x01 \x03(\v2\x14.strata.v1.RddReportR\x04rdds\x128\n" +
+	"\n" +
+	"occupation\x18\x02 \x03(\v2\x18.strata.v1.OccupationRowR\n" +
+	"occupation2\xa5\x04\n" +
 	"\fQueryService\x128\n" +
 	"\x05Trace\x12\x17.strata.v1.TraceRequest\x1a\x14.strata.v1.TracePage0\x01\x12<\n" +
 	"\aRecords\x12\x19.strata.v1.RecordsRequest\x1a\x14.strata.v1.RecordRow0\x01\x127\n" +
 	"\x04Numa\x12\x16.strata.v1.NumaRequest\x1a\x17.strata.v1.NumaResponse\x12=\n" +
 	"\x06Faults\x12\x18.strata.v1.FaultsRequest\x1a\x19.strata.v1.FaultsResponse\x12C\n" +
 	"\bOverhead\x12\x1a.strata.v1.OverheadRequest\x1a\x1b.strata.v1.OverheadResponse\x124\n" +
-	"\x03Hot\x12\x15.strata.v1.HotRequest\x1a\x16.strata.v1.HotResponse\x127\n" +
+	"\x03Hot\x12\x15.strata.v1.HotRequest\x1a\x16.strata.v1.HotResponse\x12=\n" +
+	"\x06Report\x12\x18.strata.v1.ReportRequest\x1a\x19.strata.v1.ReportResponse\x127\n" +
 	"\x04Jobs\x12\x16.strata.v1.JobsRequest\x1a\x17.strata.v1.JobsResponse\x122\n" +
 	"\x03Job\x12\x15.strata.v1.JobRequest\x1a\x14.strata.v1.JobResultB8Z6github.com/stratatrace/strata/proto/strata/v1;stratav1b\x06proto3"
 
@@ -1468,7 +1987,7 @@ func file_strata_v1_query_proto_rawDescGZIP() []byte {
 	return file_strata_v1_query_proto_rawDescData
 }
 
-var file_strata_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_strata_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_strata_v1_query_proto_goTypes = []any{
 	(*TraceRequest)(nil),     // 0: strata.v1.TraceRequest
 	(*RecordsRequest)(nil),   // 1: strata.v1.RecordsRequest
@@ -1489,55 +2008,66 @@ var file_strata_v1_query_proto_goTypes = []any{
 	(*HotRequest)(nil),       // 16: strata.v1.HotRequest
 	(*HotPage)(nil),          // 17: strata.v1.HotPage
 	(*HotResponse)(nil),      // 18: strata.v1.HotResponse
-	(AccessKind)(0),          // 19: strata.v1.AccessKind
-	(*SparkBlock)(nil),       // 20: strata.v1.SparkBlock
-	(FreeReason)(0),          // 21: strata.v1.FreeReason
-	(*FaultCounts)(nil),      // 22: strata.v1.FaultCounts
-	(FaultKind)(0),           // 23: strata.v1.FaultKind
-	(*WorkloadCounters)(nil), // 24: strata.v1.WorkloadCounters
-	(Severity)(0),            // 25: strata.v1.Severity
-	(*JobResult)(nil),        // 26: strata.v1.JobResult
+	(*ReportRequest)(nil),    // 19: strata.v1.ReportRequest
+	(*NodePages)(nil),        // 20: strata.v1.NodePages
+	(*RddReport)(nil),        // 21: strata.v1.RddReport
+	(*OccupationRow)(nil),    // 22: strata.v1.OccupationRow
+	(*ReportResponse)(nil),   // 23: strata.v1.ReportResponse
+	(AccessKind)(0),          // 24: strata.v1.AccessKind
+	(*SparkBlock)(nil),       // 25: strata.v1.SparkBlock
+	(FreeReason)(0),          // 26: strata.v1.FreeReason
+	(*FaultCounts)(nil),      // 27: strata.v1.FaultCounts
+	(FaultKind)(0),           // 28: strata.v1.FaultKind
+	(*WorkloadCounters)(nil), // 29: strata.v1.WorkloadCounters
+	(Severity)(0),            // 30: strata.v1.Severity
+	(*JobResult)(nil),        // 31: strata.v1.JobResult
 }
 var file_strata_v1_query_proto_depIdxs = []int32{
-	19, // 0: strata.v1.RecordsRequest.access:type_name -> strata.v1.AccessKind
-	19, // 1: strata.v1.RecordRow.access:type_name -> strata.v1.AccessKind
-	20, // 2: strata.v1.RecordRow.block:type_name -> strata.v1.SparkBlock
-	21, // 3: strata.v1.RecordRow.free_reason:type_name -> strata.v1.FreeReason
-	22, // 4: strata.v1.RecordRow.faults:type_name -> strata.v1.FaultCounts
-	23, // 5: strata.v1.RecordRow.fault_kind:type_name -> strata.v1.FaultKind
-	19, // 6: strata.v1.TracePage.access:type_name -> strata.v1.AccessKind
-	20, // 7: strata.v1.TracePage.block:type_name -> strata.v1.SparkBlock
+	24, // 0: strata.v1.RecordsRequest.access:type_name -> strata.v1.AccessKind
+	24, // 1: strata.v1.RecordRow.access:type_name -> strata.v1.AccessKind
+	25, // 2: strata.v1.RecordRow.block:type_name -> strata.v1.SparkBlock
+	26, // 3: strata.v1.RecordRow.free_reason:type_name -> strata.v1.FreeReason
+	27, // 4: strata.v1.RecordRow.faults:type_name -> strata.v1.FaultCounts
+	28, // 5: strata.v1.RecordRow.fault_kind:type_name -> strata.v1.FaultKind
+	24, // 6: strata.v1.TracePage.access:type_name -> strata.v1.AccessKind
+	25, // 7: strata.v1.TracePage.block:type_name -> strata.v1.SparkBlock
 	5,  // 8: strata.v1.NumaResponse.rows:type_name -> strata.v1.NumaRow
-	22, // 9: strata.v1.FaultRow.faults:type_name -> strata.v1.FaultCounts
+	27, // 9: strata.v1.FaultRow.faults:type_name -> strata.v1.FaultCounts
 	8,  // 10: strata.v1.FaultsResponse.rows:type_name -> strata.v1.FaultRow
-	24, // 11: strata.v1.OverheadRow.counters:type_name -> strata.v1.WorkloadCounters
-	22, // 12: strata.v1.OverheadRow.rdd_faults:type_name -> strata.v1.FaultCounts
+	29, // 11: strata.v1.OverheadRow.counters:type_name -> strata.v1.WorkloadCounters
+	27, // 12: strata.v1.OverheadRow.rdd_faults:type_name -> strata.v1.FaultCounts
 	11, // 13: strata.v1.OverheadResponse.rows:type_name -> strata.v1.OverheadRow
-	25, // 14: strata.v1.JobsRequest.min_severity:type_name -> strata.v1.Severity
-	26, // 15: strata.v1.JobsResponse.jobs:type_name -> strata.v1.JobResult
-	20, // 16: strata.v1.HotPage.block:type_name -> strata.v1.SparkBlock
+	30, // 14: strata.v1.JobsRequest.min_severity:type_name -> strata.v1.Severity
+	31, // 15: strata.v1.JobsResponse.jobs:type_name -> strata.v1.JobResult
+	25, // 16: strata.v1.HotPage.block:type_name -> strata.v1.SparkBlock
 	17, // 17: strata.v1.HotResponse.pages:type_name -> strata.v1.HotPage
-	0,  // 18: strata.v1.QueryService.Trace:input_type -> strata.v1.TraceRequest
-	1,  // 19: strata.v1.QueryService.Records:input_type -> strata.v1.RecordsRequest
-	4,  // 20: strata.v1.QueryService.Numa:input_type -> strata.v1.NumaRequest
-	7,  // 21: strata.v1.QueryService.Faults:input_type -> strata.v1.FaultsRequest
-	10, // 22: strata.v1.QueryService.Overhead:input_type -> strata.v1.OverheadRequest
-	16, // 23: strata.v1.QueryService.Hot:input_type -> strata.v1.HotRequest
-	13, // 24: strata.v1.QueryService.Jobs:input_type -> strata.v1.JobsRequest
-	15, // 25: strata.v1.QueryService.Job:input_type -> strata.v1.JobRequest
-	3,  // 26: strata.v1.QueryService.Trace:output_type -> strata.v1.TracePage
-	2,  // 27: strata.v1.QueryService.Records:output_type -> strata.v1.RecordRow
-	6,  // 28: strata.v1.QueryService.Numa:output_type -> strata.v1.NumaResponse
-	9,  // 29: strata.v1.QueryService.Faults:output_type -> strata.v1.FaultsResponse
-	12, // 30: strata.v1.QueryService.Overhead:output_type -> strata.v1.OverheadResponse
-	18, // 31: strata.v1.QueryService.Hot:output_type -> strata.v1.HotResponse
-	14, // 32: strata.v1.QueryService.Jobs:output_type -> strata.v1.JobsResponse
-	26, // 33: strata.v1.QueryService.Job:output_type -> strata.v1.JobResult
-	26, // [26:34] is the sub-list for method output_type
-	18, // [18:26] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	20, // 18: strata.v1.RddReport.nodes:type_name -> strata.v1.NodePages
+	27, // 19: strata.v1.RddReport.faults:type_name -> strata.v1.FaultCounts
+	21, // 20: strata.v1.ReportResponse.rdds:type_name -> strata.v1.RddReport
+	22, // 21: strata.v1.ReportResponse.occupation:type_name -> strata.v1.OccupationRow
+	0,  // 22: strata.v1.QueryService.Trace:input_type -> strata.v1.TraceRequest
+	1,  // 23: strata.v1.QueryService.Records:input_type -> strata.v1.RecordsRequest
+	4,  // 24: strata.v1.QueryService.Numa:input_type -> strata.v1.NumaRequest
+	7,  // 25: strata.v1.QueryService.Faults:input_type -> strata.v1.FaultsRequest
+	10, // 26: strata.v1.QueryService.Overhead:input_type -> strata.v1.OverheadRequest
+	16, // 27: strata.v1.QueryService.Hot:input_type -> strata.v1.HotRequest
+	19, // 28: strata.v1.QueryService.Report:input_type -> strata.v1.ReportRequest
+	13, // 29: strata.v1.QueryService.Jobs:input_type -> strata.v1.JobsRequest
+	15, // 30: strata.v1.QueryService.Job:input_type -> strata.v1.JobRequest
+	3,  // 31: strata.v1.QueryService.Trace:output_type -> strata.v1.TracePage
+	2,  // 32: strata.v1.QueryService.Records:output_type -> strata.v1.RecordRow
+	6,  // 33: strata.v1.QueryService.Numa:output_type -> strata.v1.NumaResponse
+	9,  // 34: strata.v1.QueryService.Faults:output_type -> strata.v1.FaultsResponse
+	12, // 35: strata.v1.QueryService.Overhead:output_type -> strata.v1.OverheadResponse
+	18, // 36: strata.v1.QueryService.Hot:output_type -> strata.v1.HotResponse
+	23, // 37: strata.v1.QueryService.Report:output_type -> strata.v1.ReportResponse
+	14, // 38: strata.v1.QueryService.Jobs:output_type -> strata.v1.JobsResponse
+	31, // 39: strata.v1.QueryService.Job:output_type -> strata.v1.JobResult
+	31, // [31:40] is the sub-list for method output_type
+	22, // [22:31] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_query_proto_init() }
@@ -1551,13 +2081,14 @@ func file_strata_v1_query_proto_init() {
 	file_strata_v1_query_proto_msgTypes[1].OneofWrappers = []any{}
 	file_strata_v1_query_proto_msgTypes[11].OneofWrappers = []any{}
 	file_strata_v1_query_proto_msgTypes[16].OneofWrappers = []any{}
+	file_strata_v1_query_proto_msgTypes[22].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_query_proto_rawDesc), len(file_strata_v1_query_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	QueryService_Faults_FullMethodName   = "/strata.v1.QueryService/Faults"
 	QueryService_Overhead_FullMethodName = "/strata.v1.QueryService/Overhead"
 	QueryService_Hot_FullMethodName      = "/strata.v1.QueryService/Hot"
+	QueryService_Report_FullMethodName   = "/strata.v1.QueryService/Report"
 	QueryService_Jobs_FullMethodName     = "/strata.v1.QueryService/Jobs"
 	QueryService_Job_FullMethodName      = "/strata.v1.QueryService/Job"
 )
@@ -49,6 +50,9 @@ type QueryServiceClient interface {
 	// Hot ranks an app's pages by sampled faults, with the page's flags
 	// (referenced, active, ...) as resolved right after its latest fault.
 	Hot(ctx context.Context, in *HotRequest, opts ...grpc.CallOption) (*HotResponse, error)
+	// Report summarises an application's RDDs (blocks, bytes, pages, NUMA
+	// spread, accesses, faults) and its RDD memory occupation per executor.
+	Report(ctx context.Context, in *ReportRequest, opts ...grpc.CallOption) (*ReportResponse, error)
 	// Jobs lists analysed jobs, optionally at or above a severity.
 	Jobs(ctx context.Context, in *JobsRequest, opts ...grpc.CallOption) (*JobsResponse, error)
 	// Job returns one analysed job in full.
@@ -141,6 +145,16 @@ func (c *queryServiceClient) Hot(ctx context.Context, in *HotRequest, opts ...gr
 	return out, nil
 }
 
+func (c *queryServiceClient) Report(ctx context.Context, in *ReportRequest, opts ...grpc.CallOption) (*ReportResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportResponse)
+	err := c.cc.Invoke(ctx, QueryService_Report_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *queryServiceClient) Jobs(ctx context.Context, in *JobsRequest, opts ...grpc.CallOption) (*JobsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(JobsResponse)
@@ -181,6 +195,9 @@ type QueryServiceServer interface {
 	// Hot ranks an app's pages by sampled faults, with the page's flags
 	// (referenced, active, ...) as resolved right after its latest fault.
 	Hot(context.Context, *HotRequest) (*HotResponse, error)
+	// Report summarises an application's RDDs (blocks, bytes, pages, NUMA
+	// spread, accesses, faults) and its RDD memory occupation per executor.
+	Report(context.Context, *ReportRequest) (*ReportResponse, error)
 	// Jobs lists analysed jobs, optionally at or above a severity.
 	Jobs(context.Context, *JobsRequest) (*JobsResponse, error)
 	// Job returns one analysed job in full.
@@ -212,6 +229,9 @@ func (UnimplementedQueryServiceServer) Overhead(context.Context, *OverheadReques
 }
 func (UnimplementedQueryServiceServer) Hot(context.Context, *HotRequest) (*HotResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Hot not implemented")
+}
+func (UnimplementedQueryServiceServer) Report(context.Context, *ReportRequest) (*ReportResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Report not implemented")
 }
 func (UnimplementedQueryServiceServer) Jobs(context.Context, *JobsRequest) (*JobsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Jobs not implemented")
@@ -334,6 +354,24 @@ func _QueryService_Hot_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _QueryService_Report_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServiceServer).Report(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueryService_Report_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServiceServer).Report(ctx, req.(*ReportRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _QueryService_Jobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(JobsRequest)
 	if err := dec(in); err != nil {
@@ -392,6 +430,10 @@ var QueryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Hot",
 			Handler:    _QueryService_Hot_Handler,
+		},
+		{
+			MethodName: "Report",
+			Handler:    _QueryService_Report_Handler,
 		},
 		{
 			MethodName: "Jobs",

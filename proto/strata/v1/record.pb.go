@@ -1175,7 +1175,9 @@ type Batch struct {
 	Workloads []*WorkloadCounters    `protobuf:"bytes,5,rep,name=workloads,proto3" json:"workloads,omitempty"`
 	// node describes the machine the records come from; every batch carries
 	// it (a few bytes), so the collector knows each node without a handshake.
-	Node          *NodeInfo `protobuf:"bytes,6,opt,name=node,proto3" json:"node,omitempty"`
+	Node *NodeInfo `protobuf:"bytes,6,opt,name=node,proto3" json:"node,omitempty"`
+	// Resident memory of hooked processes, sampled by the agent.
+	Processes     []*ProcessMemory `protobuf:"bytes,7,rep,name=processes,proto3" json:"processes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1252,6 +1254,124 @@ func (x *Batch) GetNode() *NodeInfo {
 	return nil
 }
 
+func (x *Batch) GetProcesses() []*ProcessMemory {
+	if x != nil {
+		return x.Processes
+	}
+	return nil
+}
+
+// ProcessMemory is the resident memory of one hooked process at one time,
+// read by the agent from /proc/PID/status whether or not its probes are
+// loaded. The RDD memory occupation of an executor is measured against it.
+type ProcessMemory struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AppId         string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
+	ExecutorId    string                 `protobuf:"bytes,2,opt,name=executor_id,json=executorId,proto3" json:"executor_id,omitempty"`
+	Pid           uint32                 `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
+	TimeUnixNano  int64                  `protobuf:"varint,4,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
+	RssBytes      uint64                 `protobuf:"varint,5,opt,name=rss_bytes,json=rssBytes,proto3" json:"rss_bytes,omitempty"`                  // VmRSS: resident now
+	RssAnonBytes  uint64                 `protobuf:"varint,6,opt,name=rss_anon_bytes,json=rssAnonBytes,proto3" json:"rss_anon_bytes,omitempty"`    // RssAnon
+	RssFileBytes  uint64                 `protobuf:"varint,7,opt,name=rss_file_bytes,json=rssFileBytes,proto3" json:"rss_file_bytes,omitempty"`    // RssFile
+	RssShmemBytes uint64                 `protobuf:"varint,8,opt,name=rss_shmem_bytes,json=rssShmemBytes,proto3" json:"rss_shmem_bytes,omitempty"` // RssShmem
+	HwmBytes      uint64                 `protobuf:"varint,9,opt,name=hwm_bytes,json=hwmBytes,proto3" json:"hwm_bytes,omitempty"`                  // VmHWM: the peak resident set since the process started
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProcessMemory) Reset() {
+	*x = ProcessMemory{}
+	mi := &file_strata_v1_record_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProcessMemory) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProcessMemory) ProtoMessage() {}
+
+func (x *ProcessMemory) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_record_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProcessMemory.ProtoReflect.Descriptor instead.
+func (*ProcessMemory) Descriptor() ([]byte, []int) {
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ProcessMemory) GetAppId() string {
+	if x != nil {
+		return x.AppId
+	}
+	return ""
+}
+
+func (x *ProcessMemory) GetExecutorId() string {
+	if x != nil {
+		return x.ExecutorId
+	}
+	return ""
+}
+
+func (x *ProcessMemory) GetPid() uint32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *ProcessMemory) GetTimeUnixNano() int64 {
+	if x != nil {
+		return x.TimeUnixNano
+	}
+	return 0
+}
+
+func (x *ProcessMemory) GetRssBytes() uint64 {
+	if x != nil {
+		return x.RssBytes
+	}
+	return 0
+}
+
+func (x *ProcessMemory) GetRssAnonBytes() uint64 {
+	if x != nil {
+		return x.RssAnonBytes
+	}
+	return 0
+}
+
+func (x *ProcessMemory) GetRssFileBytes() uint64 {
+	if x != nil {
+		return x.RssFileBytes
+	}
+	return 0
+}
+
+func (x *ProcessMemory) GetRssShmemBytes() uint64 {
+	if x != nil {
+		return x.RssShmemBytes
+	}
+	return 0
+}
+
+func (x *ProcessMemory) GetHwmBytes() uint64 {
+	if x != nil {
+		return x.HwmBytes
+	}
+	return 0
+}
+
 // NodeInfo is what the agent read of its machine's memory topology. A zero
 // field means "unknown", never "none".
 type NodeInfo struct {
@@ -1265,7 +1385,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_strata_v1_record_proto_msgTypes[6]
+	mi := &file_strata_v1_record_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1397,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_record_proto_msgTypes[6]
+	mi := &file_strata_v1_record_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1410,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{6}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NodeInfo) GetNumaNodes() uint32 {
@@ -1325,7 +1445,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_strata_v1_record_proto_msgTypes[7]
+	mi := &file_strata_v1_record_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1337,7 +1457,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_record_proto_msgTypes[7]
+	mi := &file_strata_v1_record_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1350,7 +1470,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{7}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -1469,14 +1589,26 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\f_dtlb_missesB\x13\n" +
 	"\x11_walk_cycles_loadB\x14\n" +
 	"\x12_walk_cycles_storeB\x12\n" +
-	"\x10_walk_cycles_rdd\"\xe0\x01\n" +
+	"\x10_walk_cycles_rdd\"\x98\x02\n" +
 	"\x05Batch\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12\x17\n" +
 	"\aboot_id\x18\x02 \x01(\tR\x06bootId\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12+\n" +
 	"\arecords\x18\x04 \x03(\v2\x11.strata.v1.RecordR\arecords\x129\n" +
 	"\tworkloads\x18\x05 \x03(\v2\x1b.strata.v1.WorkloadCountersR\tworkloads\x12'\n" +
-	"\x04node\x18\x06 \x01(\v2\x13.strata.v1.NodeInfoR\x04node\"n\n" +
+	"\x04node\x18\x06 \x01(\v2\x13.strata.v1.NodeInfoR\x04node\x126\n" +
+	"\tprocesses\x18\a \x03(\v2\x18.strata.v1.ProcessMemoryR\tprocesses\"\xad\x02\n" +
+	"\rProcessMemory\x12\x15\n" +
+	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1f\n" +
+	"\vexecutor_id\x18\x02 \x01(\tR\n" +
+	"executorId\x12\x10\n" +
+	"\x03pid\x18\x03 \x01(\rR\x03pid\x12$\n" +
+	"\x0etime_unix_nano\x18\x04 \x01(\x03R\ftimeUnixNano\x12\x1b\n" +
+	"\trss_bytes\x18\x05 \x01(\x04R\brssBytes\x12$\n" +
+	"\x0erss_anon_bytes\x18\x06 \x01(\x04R\frssAnonBytes\x12$\n" +
+	"\x0erss_file_bytes\x18\a \x01(\x04R\frssFileBytes\x12&\n" +
+	"\x0frss_shmem_bytes\x18\b \x01(\x04R\rrssShmemBytes\x12\x1b\n" +
+	"\thwm_bytes\x18\t \x01(\x04R\bhwmBytes\"n\n" +
 	"\bNodeInfo\x12\x1d\n" +
 	"\n" +
 	"numa_nodes\x18\x01 \x01(\rR\tnumaNodes\x12\x1b\n" +
@@ -1559,7 +1691,7 @@ func file_strata_v1_record_proto_rawDescGZIP() []byte {
 }
 
 var file_strata_v1_record_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_strata_v1_record_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_strata_v1_record_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_strata_v1_record_proto_goTypes = []any{
 	(AccessKind)(0),          // 0: strata.v1.AccessKind
 	(MemoryMode)(0),          // 1: strata.v1.MemoryMode
@@ -1574,8 +1706,9 @@ var file_strata_v1_record_proto_goTypes = []any{
 	(*Record)(nil),           // 10: strata.v1.Record
 	(*WorkloadCounters)(nil), // 11: strata.v1.WorkloadCounters
 	(*Batch)(nil),            // 12: strata.v1.Batch
-	(*NodeInfo)(nil),         // 13: strata.v1.NodeInfo
-	(*Ack)(nil),              // 14: strata.v1.Ack
+	(*ProcessMemory)(nil),    // 13: strata.v1.ProcessMemory
+	(*NodeInfo)(nil),         // 14: strata.v1.NodeInfo
+	(*Ack)(nil),              // 15: strata.v1.Ack
 }
 var file_strata_v1_record_proto_depIdxs = []int32{
 	1,  // 0: strata.v1.SparkBlock.mode:type_name -> strata.v1.MemoryMode
@@ -1589,12 +1722,13 @@ var file_strata_v1_record_proto_depIdxs = []int32{
 	4,  // 8: strata.v1.Record.free_reason:type_name -> strata.v1.FreeReason
 	10, // 9: strata.v1.Batch.records:type_name -> strata.v1.Record
 	11, // 10: strata.v1.Batch.workloads:type_name -> strata.v1.WorkloadCounters
-	13, // 11: strata.v1.Batch.node:type_name -> strata.v1.NodeInfo
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	14, // 11: strata.v1.Batch.node:type_name -> strata.v1.NodeInfo
+	13, // 12: strata.v1.Batch.processes:type_name -> strata.v1.ProcessMemory
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_record_proto_init() }
@@ -1609,7 +1743,7 @@ func file_strata_v1_record_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_record_proto_rawDesc), len(file_strata_v1_record_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

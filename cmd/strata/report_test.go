@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratatrace/strata/collector/server/servertest"
+	"github.com/stratatrace/strata/collector/store/storetest"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// reportCollector holds the report scenario (storetest.App, analysed as a
+// job named "LogisticRegression") and the storetest sample renamed to app
+// "app-pmu", whose second executor measured page walks.
+func reportCollector(t *testing.T) string {
+	t.Helper()
+	sample := storetest.Sample(10)
+	for _, r := range sample.Records {
+		r.Block.AppId = "app-pmu"
+	}
+	for _, w := range sample.Workloads {
+		w.AppId = "app-pmu"
+	}
+	job := &stratav1.JobResult{JobId: storetest.App, AppId: storetest.App, Type: "spark", Name: "LogisticRegression",
+		Severity: stratav1.Severity_SEVERITY_MODERATE}
+	return servertest.Start(t, append(storetest.ReportBatches(), sample), []*stratav1.JobResult{job}).Addr
+}
+
+func TestReport(t *testing.T) {
+	addr := reportCollector(t)
+	got := jsonLines[appReport](t, strata(t, "report", "--collector", addr, "--app", storetest.App, "-o", "json"))
+	if len(got) != 1 {
+		t.Fatalf("report: %d objects", len(got))
+	}
+	r := got[0]
+	if r.App != storetest.App || r.Name != "LogisticRegression" || r.Severity != "moderate" || len(r.RDDs) != 2 {
+		t.Fatalf("report = %+v", r)
+	}
+	x := r.RDDs[0]
+	if x.RDD != 7 || x.Blocks != 2 || x.Bytes != 9*storetest.PageSize || x.Present != 6 || x.THP != 2 || x.THPShare != 2.0/6 ||
+		len(x.Nodes) != 2 || x.Nodes[1] != (nodePage{1, 2}) || x.Reads != 2 || x.Writes != 3 || x.Evicted != 1 ||
+		x.Faults != (faultKinds{Read: 6, Write: 7}) || x.SampledFaults != 1 || x.ObjectGraph || x.Moves != 1 || x.LiveBlocks != 0 {
+		t.Errorf("RDD 7 = %+v", x)
+	}
+	if !r.RDDs[1].ObjectGraph {
+		t.Errorf("RDD 9 = %+v: deserialized", r.RDDs[1])
+	}
+	// One executor with RDD blocks (peak 9 pages of a 120 KiB peak RSS),
+	// the driver with samples only; the node counted once.
+	o := r.Occupation
+	if o.PeakRDDBytes != 9*storetest.PageSize || o.PeakRSSBytes != 120<<10+2<<20 || o.MemTotalBytes != storetest.ReportMemTotal ||
+		o.OfRSS == nil || *o.OfRSS != float64(9*storetest.PageSize)/float64(120<<10+2<<20) || o.OfNode == nil {
+		t.Errorf("occupation = %+v", o)
+	}
+	if len(r.Executors) != 2 || r.Executors[0].PeakTime != "2023-11-14T22:13:25.000Z" || r.Executors[0].RSSAtPeakBytes != 80<<10 {
+		t.Errorf("executors = %+v", r.Executors)
+	}
+	if len(r.PageWalk) != 0 {
+		t.Errorf("page walk rows without workload counters: %+v", r.PageWalk)
+	}
+
+	table := strata(t, "report", "--collector", addr, "--app", storetest.App)
+	for _, want := range []string{"(LogisticRegression; job analysis: moderate)", "0:4 1:2", "6/7/0/0", "9*",
+		"only their arrays of references", "page-walk share of cycles: unavailable: no workload counters", "30.0%"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("report table lacks %q:\n%s", want, table)
+		}
+	}
+
+	// Several apps: one row each; the PMU app's walk share beside the
+	// other's unavailability.
+	pmu := jsonLines[appReport](t, strata(t, "report", "--collector", addr, "--app", "app-pmu", "-o", "json"))[0]
+	if len(pmu.PageWalk) != 2 || pmu.PageWalk[0].WalkPct != nil || pmu.PageWalk[0].PMUStatus != "unavailable: no hardware PMU" ||
+		pmu.PageWalk[1].WalkPct == nil || *pmu.PageWalk[1].WalkPct != 7.5 || pmu.PageWalk[0].RDDFaultPct == nil {
+		t.Errorf("page walk of app-pmu = %+v", pmu.PageWalk)
+	}
+	sum := strata(t, "report", "--collector", addr, "--app", storetest.App, "--app", "app-pmu")
+	if strings.Count(sum, "\n") != 3 || !strings.Contains(sum, "executor 2: 7.50% (read 5.00%, write 2.50%, rdd 1.00%)") {
+		t.Errorf("summary:\n%s", sum)
+	}
+}
+
+// The chart is a real SVG or PNG holding the figures' labels.
+func TestReportChart(t *testing.T) {
+	addr := reportCollector(t)
+	dir := t.TempDir()
+	svg := filepath.Join(dir, "one.svg")
+	strata(t, "report", "--collector", addr, "--app", storetest.App, "--chart", svg)
+	b, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", "RDD 7", "RDD 9", "Page-walk share of cycles: unavailable", "RDD memory occupation", "LogisticRegression"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("chart lacks %q", want)
+		}
+	}
+	two := filepath.Join(dir, "two.svg")
+	strata(t, "report", "--collector", addr, "--app", storetest.App, "--app", "app-pmu", "--chart", two, "--title", "SMTT")
+	if b, err = os.ReadFile(two); err != nil || !bytes.Contains(b, []byte("app-pmu")) || !bytes.Contains(b, []byte("SMTT")) ||
+		!bytes.Contains(b, []byte("dTLB load walks")) {
+		t.Errorf("comparison chart: %v", err)
+	}
+	png := filepath.Join(dir, "one.png")
+	strata(t, "report", "--collector", addr, "--app", storetest.App, "--chart", png)
+	if b, err = os.ReadFile(png); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Errorf("png chart: %v (%d bytes)", err, len(b))
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"report", "--collector", addr, "--app", "x", "--chart", "c.pdf"}, &out, &errOut); err == nil ||
+		!strings.Contains(err.Error(), "want a .svg or .png") {
+		t.Errorf("pdf chart: %v", err)
+	}
+}

@@ -1,0 +1,346 @@
+// Command smtt redoes SMTT's evaluation on real Spark (`make smtt`): the
+// eight workloads with and without Strata's tracing in interleaved pairs,
+// one table (wall times, overhead, records, pages, RDD occupation, faults
+// per RDD, page-walk share or why there is none), the chart of `strata
+// report` over the traced runs, the history server's view of the same
+// runs compared with their event logs and the recorded REST responses, and
+// the job heuristics the collector ran on them.
+//
+// Usage: smtt [-spark 3.5,4] [-size small] [-pairs 2] [-workloads A,B]
+// [-out DIR]; bin/ is $STRATA_BIN or ./bin. Files written to DIR:
+// smtt-<spark>.txt (the table), smtt-<spark>.json, smtt-<spark>.svg and
+// .png (the chart).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/stratatrace/strata/test/testenv"
+	"github.com/stratatrace/strata/test/workloads"
+)
+
+type config struct {
+	series    []string
+	size      string
+	pairs     int
+	workloads []string
+	out       string
+	bin       string
+	root      string
+	samples   string
+}
+
+func main() {
+	var c config
+	var series, names string
+	flag.StringVar(&series, "spark", "3.5", "Spark series to run, comma-separated (3.5, 4)")
+	flag.StringVar(&c.size, "size", "small", "workload input size: small, medium or large")
+	flag.IntVar(&c.pairs, "pairs", 2, "paired runs (one without, one with tracing, order alternating) per workload")
+	flag.StringVar(&names, "workloads", strings.Join(workloads.Names, ","), "workloads to run, comma-separated")
+	flag.StringVar(&c.out, "out", "bin/smtt", "directory for the table, JSON and chart")
+	flag.Parse()
+	c.series = strings.Split(series, ",")
+	c.workloads = strings.Split(names, ",")
+	c.bin = os.Getenv("STRATA_BIN")
+	if c.bin == "" {
+		c.bin = "bin"
+	}
+	c.root, _ = os.Getwd()
+	c.samples = os.Getenv("STRATA_SAMPLES")
+	if c.samples == "" {
+		c.samples = filepath.Join(c.root, "..", "shared", "data")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, c, os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "smtt:", err)
+		os.Exit(1)
+	}
+}
+
+// row is one workload's line of the table.
+type row struct {
+	Workload   string    `json:"workload"`
+	Without    []float64 `json:"wall_without_s"`
+	With       []float64 `json:"wall_with_s"`
+	Ratio      float64   `json:"wall_ratio"` // median with / median without
+	CPUWithout []float64 `json:"cpu_without_s"`
+	CPUWith    []float64 `json:"cpu_with_s"`
+	CPURatio   float64   `json:"cpu_ratio"`
+	App        string    `json:"app"` // the traced run reported
+	Records    uint64    `json:"records"`
+	Pages      uint64    `json:"pages_resolved"`
+	RDDs       int       `json:"rdds"`
+	OfRSS      *float64  `json:"rdd_occupation_of_rss"`
+	OfNode     *float64  `json:"rdd_occupation_of_node"`
+	RDDFaults  uint64    `json:"rdd_faults"`
+	PageWalk   string    `json:"page_walk"`
+	Severity   string    `json:"job_severity"`
+	Output     any       `json:"output"` // what the workload computed
+}
+
+func seconds(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = d.Seconds()
+	}
+	return out
+}
+
+func run(ctx context.Context, c config, stdout io.Writer) error {
+	if c.pairs < 1 {
+		return errors.New("check flags: -pairs must be at least 1")
+	}
+	bin, err := filepath.Abs(c.bin)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		return fmt.Errorf("create output dir: %w", err)
+	}
+	var failed []string
+	for _, s := range c.series {
+		start := time.Now()
+		if err := runSeries(ctx, c, bin, s, stdout); err != nil {
+			fmt.Fprintf(stdout, "Spark %s: %v\n", s, err)
+			failed = append(failed, s)
+		}
+		fmt.Fprintf(stdout, "Spark %s: %.1f min\n\n", s, time.Since(start).Minutes())
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("failed on Spark %s", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writer) error {
+	home, err := workloads.SparkHomeOf(c.root, series)
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "smtt-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	e := workloads.Env{Bin: bin, SparkHome: home, Work: work}
+	if err := e.Check(); err != nil {
+		return err
+	}
+	traced, plain := filepath.Join(work, "events-traced"), filepath.Join(work, "events-untraced")
+	for _, d := range []string{traced, plain} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	port, err := testenv.FreePort()
+	if err != nil {
+		return err
+	}
+	n, err := workloads.StartNode(e, "node", workloads.NodeOptions{History: fmt.Sprintf("http://127.0.0.1:%d", port)})
+	if err != nil {
+		return err
+	}
+	defer n.Stop()
+	fmt.Fprintf(stdout, "Spark %s, size %s, %d pairs per workload; collector %s\n", e.SparkVersion(), c.size, c.pairs, n.Collector)
+
+	var rows []*row
+	var apps []string
+	for i, w := range c.workloads {
+		p, err := workloads.RunPairs(ctx, e, workloads.PairsConfig{Workload: w, Size: c.size, Pairs: c.pairs, Node: n,
+			PlainLogs: plain, TracedLogs: traced, TracedFirst: i%2 == 1, Progress: stdout})
+		if err != nil {
+			return err
+		}
+		rows = append(rows, &row{Workload: w, Without: seconds(p.WallWithout), With: seconds(p.WallWith), Ratio: p.WallRatio(),
+			CPUWithout: seconds(p.CPUWithout), CPUWith: seconds(p.CPUWith), CPURatio: p.CPURatio(),
+			App: p.Traced.App, Output: p.Traced.Output})
+		apps = append(apps, p.Traced.App)
+	}
+
+	// The history server over the traced runs' logs (and the application
+	// whose REST responses the fetcher tests recorded): the collector's
+	// poller analyses them through it and joins their traces.
+	recorded := filepath.Join(c.samples, "sparkevents", "apache-spark", workloads.RecordedApp)
+	haveRecorded := workloads.CopyFile(recorded, filepath.Join(traced, workloads.RecordedApp)) == nil
+	h, err := workloads.StartHistoryServerAt(e, traced, port)
+	if err != nil {
+		return err
+	}
+	defer h.Stop()
+	if err := h.WaitApps(apps, 3*time.Minute); err != nil {
+		return err
+	}
+	var findings []workloads.Finding
+	for _, app := range apps {
+		log, err := workloads.EventLogOf(traced, app)
+		if err != nil {
+			return err
+		}
+		fs, err := workloads.CompareWithEventLog(ctx, h, app, log)
+		if err != nil {
+			return err
+		}
+		findings = append(findings, fs...)
+	}
+	if haveRecorded {
+		fs, err := workloads.CompareWithRecorded(ctx, h, c.samples)
+		if err != nil {
+			return err
+		}
+		findings = append(findings, fs...)
+		if fs, err = workloads.CompareWithEventLog(ctx, h, workloads.RecordedApp, recorded); err != nil {
+			return err
+		}
+		findings = append(findings, fs...)
+	}
+	for _, app := range apps {
+		if err := waitAnalysed(ctx, n, app, 2*time.Minute); err != nil {
+			return err
+		}
+	}
+	for _, r := range rows {
+		rep, err := n.Report(ctx, r.App)
+		if err != nil {
+			return err
+		}
+		if r.Records, r.Pages, err = n.RecordCount(ctx, r.App); err != nil {
+			return err
+		}
+		r.RDDs, r.OfRSS, r.OfNode, r.Severity = len(rep.RDDs), rep.Occupation.OfRSS, rep.Occupation.OfNode, rep.Severity
+		for _, x := range rep.RDDs {
+			r.RDDFaults += x.Faults.Read + x.Faults.Write + x.Faults.Exec + x.Faults.Unclassified
+		}
+		r.PageWalk = pageWalk(rep)
+	}
+
+	base := filepath.Join(c.out, "smtt-"+series)
+	var table strings.Builder
+	writeTable(&table, e.SparkVersion(), c, rows)
+	if len(findings) == 0 {
+		fmt.Fprintf(&table, "\nHistory server (Spark %s) vs event logs%s: no difference in %d applications\n", e.SparkVersion(),
+			map[bool]string{true: " and recorded REST responses", false: ""}[haveRecorded], len(apps)+map[bool]int{true: 1}[haveRecorded])
+	} else {
+		fmt.Fprintf(&table, "\nHistory server (Spark %s) findings:\n", e.SparkVersion())
+		for _, f := range findings {
+			fmt.Fprintf(&table, "  %s\n", f)
+		}
+	}
+	io.WriteString(stdout, "\n"+table.String())
+	if err := os.WriteFile(base+".txt", []byte(table.String()), 0o644); err != nil {
+		return err
+	}
+	js, _ := json.MarshalIndent(map[string]any{"spark": e.SparkVersion(), "size": c.size, "pairs": c.pairs, "rows": rows, "findings": findings}, "", "  ")
+	if err := os.WriteFile(base+".json", js, 0o644); err != nil {
+		return err
+	}
+	for _, ext := range []string{".svg", ".png"} {
+		args := []string{"report", "--chart", base + ext, "--title", "SMTT's eight workloads on Spark " + e.SparkVersion() + " (Strata)"}
+		for _, a := range apps {
+			args = append(args, "--app", a)
+		}
+		if _, err := n.Strata(ctx, args...); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "wrote %s.{txt,json,svg,png}\n", base)
+	if len(findings) > 0 {
+		return fmt.Errorf("%d differences between the history server and the other reads", len(findings))
+	}
+	return nil
+}
+
+// writeTable writes the evaluation's table.
+func writeTable(w io.Writer, version string, c config, rows []*row) {
+	fmt.Fprintf(w, "SMTT's evaluation on Spark %s (local[2], size %s, %d paired runs, medians)\n\n", version, c.size, c.pairs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKLOAD\tWALL WITHOUT\tWALL WITH\tOVERHEAD\tCPU OVERHEAD\tRECORDS\tPAGES RESOLVED\tRDD OCC (RSS / NODE)\tFAULTS/RDD\tPAGE-WALK SHARE\tJOB")
+	var walls, cpus []float64
+	for _, r := range rows {
+		perRDD := "-"
+		if r.RDDs > 0 {
+			perRDD = fmt.Sprintf("%.0f", float64(r.RDDFaults)/float64(r.RDDs))
+		}
+		fmt.Fprintf(tw, "%s\t%.1f s\t%.1f s\t%.3f×\t%.3f×\t%d\t%d\t%s / %s\t%s\t%s\t%s\n", r.Workload, median(r.Without), median(r.With),
+			r.Ratio, r.CPURatio, r.Records, r.Pages, pct(r.OfRSS), pct(r.OfNode), perRDD, r.PageWalk, orDash(r.Severity))
+		walls, cpus = append(walls, r.Ratio), append(cpus, r.CPURatio)
+	}
+	tw.Flush()
+	worst := func(v []float64) float64 {
+		m := 0.0
+		for _, x := range v {
+			m = max(m, x)
+		}
+		return m
+	}
+	fmt.Fprintf(w, "\nwall overhead: median %.3f× across workloads (target ≤ 1.02×), worst %.3f× (target ≤ 1.05×)\n", median(walls), worst(walls))
+	fmt.Fprintf(w, "CPU overhead (JVM + agent + collector): median %.3f×, worst %.3f×\n", median(cpus), worst(cpus))
+}
+
+// pageWalk is the measured share, or the reason there is none.
+func pageWalk(r workloads.Report) string {
+	for _, p := range r.PageWalk {
+		if p.WalkPct != nil {
+			return fmt.Sprintf("%.2f%%", *p.WalkPct)
+		}
+	}
+	for _, p := range r.PageWalk {
+		if p.PMUStatus != "" {
+			return p.PMUStatus
+		}
+	}
+	return "unavailable: no workload counters"
+}
+
+// waitAnalysed waits until the collector stored its analysis of app.
+func waitAnalysed(ctx context.Context, n *workloads.Node, app string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := n.Strata(ctx, "job", app); err == nil {
+			return nil
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("the collector did not analyse %s: %w", app, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func pct(v *float64) string {
+	if v == nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.1f%%", 100**v)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
