@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stratatrace/strata/collector/store/storetest"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -153,6 +154,20 @@ func TestTwoCollectorsOneClickHouse(t *testing.T) {
 	wantRecords(t, a.addr, storetest.App, 30*3)
 	wantRecords(t, b.addr, storetest.App, 30*3)
 
+	// strata report's question through either collector: the report
+	// scenario (its own app and boot) stored through a, replayed through
+	// b, answered once by each.
+	report := reportBatches()
+	push(t, a.addr, report)
+	for _, ack := range push(t, b.addr, report) {
+		if !ack.GetDuplicate() {
+			t.Fatalf("report replay through b: ack %v, want a duplicate", ack)
+		}
+	}
+	for _, addr := range []string{a.addr, b.addr} {
+		wantReport(t, addr)
+	}
+
 	// Each job analysed once, by one of the two.
 	deadline := time.Now().Add(60 * time.Second)
 	for countJobs(t, b.addr) < jobs {
@@ -195,6 +210,41 @@ func TestTwoCollectorsOneClickHouse(t *testing.T) {
 		t.Fatalf("after a's kill -9 and failover: %s (got %v want %v)", check, check.Got, check.Want)
 	}
 	t.Logf("failover: %d batches acknowledged (%d as duplicates), %d reconnects; %s", res.Batches, res.Duplicates, res.Reconnects, check)
+}
+
+// reportApp is the report scenario's app here, so that it neither holds
+// nor duplicates the samples.
+const reportApp = "application_1700000000000_0099"
+
+func reportBatches() []*stratav1.Batch {
+	out := storetest.ReportBatches()
+	for _, b := range out {
+		b.BootId = "boot-report"
+		for _, r := range b.GetRecords() {
+			r.GetBlock().AppId = reportApp
+		}
+		for _, m := range b.GetProcesses() {
+			m.AppId = reportApp
+		}
+	}
+	return out
+}
+
+func wantReport(t *testing.T, addr string) {
+	t.Helper()
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	resp, err := stratav1.NewQueryServiceClient(cc).Report(context.Background(), &stratav1.ReportRequest{AppId: reportApp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &stratav1.ReportResponse{Rdds: storetest.ReportRDDs(), Occupation: storetest.ReportOccupation()}
+	if !proto.Equal(resp, want) {
+		t.Fatalf("report through %s =\n%v\nwant\n%v", addr, resp, want)
+	}
 }
 
 func wantRecords(t *testing.T, addr, app string, want int) {
