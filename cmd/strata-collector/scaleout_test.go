@@ -230,14 +230,22 @@ func reportBatches() []*stratav1.Batch {
 	return out
 }
 
-func wantReport(t *testing.T, addr string) {
+// queryClient is a query service client of the collector at addr, and
+// the function that closes its connection.
+func queryClient(t *testing.T, addr string) (stratav1.QueryServiceClient, func()) {
 	t.Helper()
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cc.Close()
-	resp, err := stratav1.NewQueryServiceClient(cc).Report(context.Background(), &stratav1.ReportRequest{AppId: reportApp})
+	return stratav1.NewQueryServiceClient(cc), func() { cc.Close() }
+}
+
+func wantReport(t *testing.T, addr string) {
+	t.Helper()
+	q, done := queryClient(t, addr)
+	defer done()
+	resp, err := q.Report(context.Background(), &stratav1.ReportRequest{AppId: reportApp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,12 +257,9 @@ func wantReport(t *testing.T, addr string) {
 
 func wantRecords(t *testing.T, addr, app string, want int) {
 	t.Helper()
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	stream, err := stratav1.NewQueryServiceClient(cc).Records(context.Background(), &stratav1.RecordsRequest{AppId: app})
+	q, done := queryClient(t, addr)
+	defer done()
+	stream, err := q.Records(context.Background(), &stratav1.RecordsRequest{AppId: app})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,12 +280,9 @@ func wantRecords(t *testing.T, addr, app string, want int) {
 
 func countJobs(t *testing.T, addr string) int {
 	t.Helper()
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	resp, err := stratav1.NewQueryServiceClient(cc).Jobs(context.Background(), &stratav1.JobsRequest{})
+	q, done := queryClient(t, addr)
+	defer done()
+	resp, err := q.Jobs(context.Background(), &stratav1.JobsRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
