@@ -16,6 +16,15 @@
 // progress (an ".inprogress" event log or rolling-log status file), which is
 // waited for until it is renamed.
 //
+// Several collectors may poll the same histories (each behind one
+// ClickHouse). With Config.Claims each job is then analysed by one of
+// them: a poll reads the live claims first, analyses only the jobs whose
+// decided claim is its own, and claims the unclaimed ones in one call at
+// its end; a job claimed by another collector, or whose claim is not yet
+// decided, waits and its unit is read again at the next poll, until the
+// winner has stored it (Known) or the winner's lease ran out and a new
+// claim wins. A job is so analysed one poll later than without claims.
+//
 // A unit that cannot be read is counted (Stats.Errors) and logged once.
 // When its content is at fault — not a history, corrupt, nested too deeply,
 // over a size bound (see collector/fetcher) — it is skipped (Stats.Failed)

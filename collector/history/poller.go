@@ -39,6 +39,25 @@ func (f AnalyzerFunc) Analyze(ctx context.Context, j *job.Job) (*stratav1.JobRes
 	return f(ctx, j)
 }
 
+// Claimer shares the jobs of the same histories among several
+// collectors: each job is analysed by the one collector whose claim on it
+// won. The collector's ClickHouse store satisfies it (through
+// collector/server); a single collector needs none.
+type Claimer interface {
+	// JobClaims returns the live claims on jobs.
+	JobClaims(ctx context.Context) (map[string]Claim, error)
+	// ClaimJobs claims ids for this collector.
+	ClaimJobs(ctx context.Context, ids []string) error
+}
+
+// Claim is the state of the claims on one job.
+type Claim struct {
+	// Mine: this collector's claim is the winning one.
+	Mine bool
+	// Decided: the winner no longer changes while its lease lasts.
+	Decided bool
+}
+
 // FetchFunc reads the jobs of one source (fetcher.Fetch's signature).
 type FetchFunc func(ctx context.Context, source string, fn func(*job.Job) error) error
 
@@ -64,6 +83,13 @@ type Config struct {
 	Fetch FetchFunc
 	// Now returns the analysis time; default time.Now.
 	Now func() time.Time
+	// Claims, when set, makes the poller analyse only the jobs it won a
+	// claim on: a job nobody claims is claimed (all of a poll's claims in
+	// one call at its end) and waits; a job whose decided winner is this
+	// collector is analysed; one another collector won, or whose claim is
+	// not decided yet, waits — its unit is read again at the next poll,
+	// until the winner has stored the job or its lease ran out.
+	Claims Claimer
 	// OnPoll, when set, hears how each poll of Run went and how long it
 	// took (the collector's metrics).
 	OnPoll func(st Stats, err error, took time.Duration)
@@ -86,6 +112,10 @@ type Poller struct {
 	// failed remembers the last failure of every unit that could not be
 	// read, so each failure is counted and logged once.
 	failed map[string]failure
+	// claims are the live claims read at the start of a poll (with
+	// Config.Claims); proposed the jobs this poll claims at its end.
+	claims   map[string]Claim
+	proposed []string
 }
 
 // failure is a unit's last read failure. A file whose content failed is
@@ -112,6 +142,9 @@ type Stats struct {
 	Ignored  int // killed jobs
 	Errors   int // units that failed, counted at their first failure
 	Failed   int // units skipped: they failed before and have not changed
+	// Claimed counts jobs left waiting on a claim (Config.Claims): claimed
+	// by this poll, won by another collector, or not decided yet.
+	Claimed int
 }
 
 // New returns a poller of cfg.Sources that analyses with a and stores into s.
@@ -166,7 +199,7 @@ func (p *Poller) Run(ctx context.Context) error {
 			p.log.Warn("poll failed", "err", err)
 		}
 		p.log.Debug("poll done", "units", st.Units, "skipped", st.Skipped, "analyzed", st.Analyzed,
-			"known", st.Known, "deferred", st.Deferred, "errors", st.Errors, "failed", st.Failed)
+			"known", st.Known, "deferred", st.Deferred, "claimed", st.Claimed, "errors", st.Errors, "failed", st.Failed)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -179,8 +212,22 @@ func (p *Poller) Run(ctx context.Context) error {
 // when a job could not be looked up, analysed or stored (the poll stops
 // there, and the job is tried again next time); unreadable sources only
 // count in Stats.
-func (p *Poller) Poll(ctx context.Context) (Stats, error) {
-	var st Stats
+func (p *Poller) Poll(ctx context.Context) (st Stats, err error) {
+	if p.cfg.Claims != nil {
+		claims, err := p.cfg.Claims.JobClaims(ctx)
+		if err != nil {
+			return st, fmt.Errorf("read job claims: %w", err)
+		}
+		p.claims, p.proposed = claims, nil
+		defer func() {
+			if len(p.proposed) == 0 {
+				return
+			}
+			if cerr := p.cfg.Claims.ClaimJobs(ctx, p.proposed); cerr != nil && err == nil {
+				err = fmt.Errorf("claim jobs: %w", cerr)
+			}
+		}()
+	}
 	seen := map[string]bool{}
 	for _, src := range p.cfg.Sources {
 		if err := ctx.Err(); err != nil {
@@ -346,6 +393,17 @@ func (p *Poller) pollUnit(ctx context.Context, u unit, st *Stats) error {
 			st.Deferred++
 			deferred = true
 			return nil
+		}
+		if p.cfg.Claims != nil {
+			c, claimed := p.claims[j.ID]
+			if !claimed {
+				p.proposed = append(p.proposed, j.ID)
+			}
+			if !c.Mine || !c.Decided {
+				st.Claimed++
+				deferred = true
+				return nil
+			}
 		}
 		r, err := p.analyzer.Analyze(ctx, j)
 		if err != nil {

@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -44,10 +47,52 @@ type Config struct {
 	// Heuristics is a YAML file overriding the heuristics' thresholds.
 	Heuristics string `json:"heuristics"`
 
+	// Store selects the backend: "duckdb" (embedded, one collector) or
+	// "clickhouse" (a server several collectors share).
+	Store string `json:"store"`
+	// ClickHouseURL is the server's HTTP interface, http(s)://host:8123;
+	// it may carry user:password.
+	ClickHouseURL string `json:"clickhouse_url"`
+	// ClickHouseDatabase holds the tables.
+	ClickHouseDatabase string `json:"clickhouse_database"`
+	// ClickHouseUser and ClickHousePassword override the URL's; the
+	// password is best given as STRATA_COLLECTOR_CLICKHOUSE_PASSWORD.
+	ClickHouseUser     string `json:"clickhouse_user"`
+	ClickHousePassword string `json:"clickhouse_password"`
+	// ClickHouseCluster names the cluster of the sharded and replicated
+	// layout (strata clickhouse-schema --cluster prints its DDL); empty
+	// for one server.
+	ClickHouseCluster string `json:"clickhouse_cluster"`
+	// ClickHouseCreateSchema creates the database and tables at start when
+	// missing (ON CLUSTER in the cluster layout).
+	ClickHouseCreateSchema bool `json:"clickhouse_create_schema"`
+	// ClickHouseFlushInterval is the least time between group commits.
+	ClickHouseFlushInterval Duration `json:"clickhouse_flush_interval"`
+	// CollectorID names this collector in job claims; empty: the host
+	// name and a random suffix.
+	CollectorID string `json:"collector_id"`
+	// HistoryClaimLease is how long a collector's claim on a job holds
+	// before another collector may analyse it (ClickHouse only).
+	HistoryClaimLease Duration `json:"history_claim_lease"`
+
+	// RetentionMaxAge drops traces received longer ago; 0 keeps them.
+	RetentionMaxAge Duration `json:"retention_max_age"`
+	// RetentionMaxBytes drops the oldest day of traces while the store is
+	// larger; 0 sets no bound.
+	RetentionMaxBytes int64 `json:"retention_max_bytes"`
+	// RetentionInterval is the time between retention passes.
+	RetentionInterval Duration `json:"retention_interval"`
+
 	// Security and observability (config_ops.go): who may connect, the
 	// HTTP endpoint, profiling.
 	Ops
 }
+
+// Store backends.
+const (
+	StoreDuckDB     = "duckdb"
+	StoreClickHouse = "clickhouse"
+)
 
 // Duration is a time.Duration written as "10s" in JSON.
 type Duration time.Duration
@@ -75,6 +120,13 @@ func Defaults() Config {
 		LogLevel:        "info",
 		ShutdownGrace:   Duration(10 * time.Second),
 		HistoryInterval: Duration(time.Minute),
+
+		Store:                   StoreDuckDB,
+		ClickHouseDatabase:      "strata",
+		ClickHouseCreateSchema:  true,
+		ClickHouseFlushInterval: Duration(200 * time.Millisecond),
+		HistoryClaimLease:       Duration(10 * time.Minute),
+		RetentionInterval:       Duration(10 * time.Minute),
 	}
 }
 
@@ -94,8 +146,9 @@ func DecodeConfig(data []byte, c *Config) error {
 // envPrefix starts every environment variable the collector reads.
 const envPrefix = "STRATA_COLLECTOR_"
 
-// ApplyEnv overlays STRATA_COLLECTOR_LISTEN, _STORE_DIR, _MEMORY_LIMIT,
-// _THREADS, _LOG_LEVEL and _SHUTDOWN_GRACE when set.
+// ApplyEnv overlays, for every flag, STRATA_COLLECTOR_<FLAG> (upper case,
+// - as _) when set: STRATA_COLLECTOR_LISTEN, _STORE_DIR, _STORE,
+// _CLICKHOUSE_URL, _CLICKHOUSE_PASSWORD, ….
 func (c *Config) ApplyEnv(getenv func(string) string) error {
 	fs := c.flagSet(io.Discard)
 	var err error
@@ -143,8 +196,56 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 		c.ShutdownGrace = Duration(d)
 		return err
 	})
+	fs.StringVar(&c.Store, "store", c.Store, "store backend: duckdb (embedded) or clickhouse (a server several collectors share)")
+	fs.StringVar(&c.ClickHouseURL, "clickhouse-url", c.ClickHouseURL, "ClickHouse HTTP interface, http(s)://host:8123 (may carry user:password)")
+	fs.StringVar(&c.ClickHouseDatabase, "clickhouse-database", c.ClickHouseDatabase, "ClickHouse database of the tables")
+	fs.StringVar(&c.ClickHouseUser, "clickhouse-user", c.ClickHouseUser, "ClickHouse user (overrides the URL's)")
+	fs.StringVar(&c.ClickHousePassword, "clickhouse-password", c.ClickHousePassword,
+		"ClickHouse password (overrides the URL's; prefer $STRATA_COLLECTOR_CLICKHOUSE_PASSWORD)")
+	fs.StringVar(&c.ClickHouseCluster, "clickhouse-cluster", c.ClickHouseCluster, "ClickHouse cluster of the sharded, replicated layout (empty: one server)")
+	fs.BoolVar(&c.ClickHouseCreateSchema, "clickhouse-create-schema", c.ClickHouseCreateSchema, "create the ClickHouse database and tables when missing")
+	durationFlag(fs, &c.ClickHouseFlushInterval, "clickhouse-flush-interval", "least time between ClickHouse group commits (default 200ms)")
+	fs.StringVar(&c.CollectorID, "collector-id", c.CollectorID, "this collector's name in job claims (default: host name and a random suffix)")
+	durationFlag(fs, &c.HistoryClaimLease, "history-claim-lease", "how long a claim on a job holds before another collector may analyse it (default 10m)")
+	durationFlag(fs, &c.RetentionMaxAge, "retention-max-age", "drop traces received longer ago, e.g. 168h (default: keep)")
+	fs.Func("retention-max-bytes", "drop the oldest day of traces while the store is larger, e.g. 500GB (default: no bound)", func(s string) error {
+		n, err := parseBytes(s)
+		c.RetentionMaxBytes = n
+		return err
+	})
+	durationFlag(fs, &c.RetentionInterval, "retention-interval", "time between retention passes (default 10m)")
 	c.Ops.flags(fs)
 	return fs
+}
+
+// durationFlag binds a Duration flag.
+func durationFlag(fs *flag.FlagSet, d *Duration, name, usage string) {
+	fs.Func(name, usage, func(s string) error {
+		v, err := time.ParseDuration(s)
+		*d = Duration(v)
+		return err
+	})
+}
+
+var bytesRE = regexp.MustCompile(`^([0-9]+)\s*(|B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)$`)
+
+// parseBytes reads a size: a number of bytes with an optional unit (KB is
+// 1000 bytes, KiB 1024).
+func parseBytes(s string) (int64, error) {
+	m := bytesRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("size %q is not a number with an optional unit like 500GB", s)
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("size %q: %w", s, err)
+	}
+	mult := map[string]int64{"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
+		"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}[m[2]]
+	if n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return n * mult, nil
 }
 
 // Load builds the configuration from defaults, the JSON file named by
@@ -176,7 +277,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		return c, err
 	}
 	fs := c.flagSet(out)
-	fs.String("config", *path, "JSON configuration file (keys: listen, store_dir, memory_limit, threads, log_level, shutdown_grace, history, history_interval, history_max_job_bytes, heuristics, tls_cert, tls_key, tls_client_ca, token_file, insecure, http, pyroscope_server)")
+	fs.String("config", *path, "JSON configuration file (keys: the flags' names with _ for -, e.g. store_dir, clickhouse_url, tls_cert)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -196,8 +297,24 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: empty listen address", ErrInvalidConfig)
 	case !strings.HasPrefix(c.Listen, "unix:") && !strings.Contains(c.Listen, ":"):
 		return fmt.Errorf("%w: listen %q is neither host:port nor unix:PATH", ErrInvalidConfig, c.Listen)
-	case c.StoreDir == "":
+	case c.Store != StoreDuckDB && c.Store != StoreClickHouse:
+		return fmt.Errorf("%w: store %q: want duckdb or clickhouse", ErrInvalidConfig, c.Store)
+	case c.Store == StoreDuckDB && c.StoreDir == "":
 		return fmt.Errorf("%w: empty store dir", ErrInvalidConfig)
+	case c.Store == StoreClickHouse && !strings.HasPrefix(c.ClickHouseURL, "http://") && !strings.HasPrefix(c.ClickHouseURL, "https://"):
+		return fmt.Errorf("%w: clickhouse store needs --clickhouse-url http(s)://host:port, got %q", ErrInvalidConfig, redactURL(c.ClickHouseURL))
+	case c.Store == StoreClickHouse && !validIdent(c.ClickHouseDatabase):
+		return fmt.Errorf("%w: clickhouse database %q is not a plain name", ErrInvalidConfig, c.ClickHouseDatabase)
+	case c.Store == StoreClickHouse && c.ClickHouseCluster != "" && !validIdent(c.ClickHouseCluster):
+		return fmt.Errorf("%w: clickhouse cluster %q is not a plain name", ErrInvalidConfig, c.ClickHouseCluster)
+	case c.ClickHouseFlushInterval < 0:
+		return fmt.Errorf("%w: negative clickhouse flush interval", ErrInvalidConfig)
+	case c.HistoryClaimLease <= 0:
+		return fmt.Errorf("%w: history claim lease %v must be positive", ErrInvalidConfig, time.Duration(c.HistoryClaimLease))
+	case c.RetentionMaxAge < 0 || c.RetentionMaxBytes < 0:
+		return fmt.Errorf("%w: negative retention bound", ErrInvalidConfig)
+	case (c.RetentionMaxAge > 0 || c.RetentionMaxBytes > 0) && c.RetentionInterval <= 0:
+		return fmt.Errorf("%w: retention interval %v must be positive", ErrInvalidConfig, time.Duration(c.RetentionInterval))
 	case c.MemoryLimit != "" && !memoryLimitRE.MatchString(c.MemoryLimit):
 		return fmt.Errorf("%w: memory limit %q is not a size like 512MB", ErrInvalidConfig, c.MemoryLimit)
 	case c.Threads < 0:
@@ -213,6 +330,20 @@ func (c Config) Validate() error {
 		return err
 	}
 	return c.Ops.validate(c.Listen)
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// validIdent reports whether s can name a database or cluster unquoted.
+func validIdent(s string) bool { return identRE.MatchString(s) }
+
+// redactURL hides a URL's password for messages.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 // Level returns LogLevel as a slog level.

@@ -21,6 +21,16 @@
 // (store.Options.OnWrite), including those of writes whose caller had
 // stopped waiting.
 //
+// --store selects the backend: duckdb (embedded, in --store-dir) or
+// clickhouse (--clickhouse-url, -database, -user, -password, -cluster;
+// the password best from STRATA_COLLECTOR_CLICKHOUSE_PASSWORD). Several
+// collectors may share one ClickHouse: they keep no state of their own, an
+// agent may fail over to any of them, and their history pollers share the
+// jobs through claims in the store (each job analysed by one collector,
+// --collector-id naming it in the claims). With --retention-max-age or
+// --retention-max-bytes a goroutine applies retention at start and every
+// --retention-interval (store.Retainer); it stops with the poller.
+//
 // With --history sources the poller (collector/history) analyses every
 // finished job with the heuristics engine (thresholds from --heuristics),
 // adding the cross-layer heuristics when the store holds traces of the

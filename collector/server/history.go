@@ -130,7 +130,8 @@ func summarize(appID string, cached []store.CachedPages, over []*stratav1.Overhe
 
 // jobHistoryPoller builds the poller of the configured history sources,
 // nil when none are configured.
-func jobHistoryPoller(c Config, st store.JobStore, traces store.SummaryReader, log *slog.Logger, m *metrics) (func(context.Context) error, error) {
+func jobHistoryPoller(c Config, st store.JobStore, traces store.SummaryReader, claims history.Claimer, log *slog.Logger,
+	m *metrics) (func(context.Context) error, error) {
 	if len(c.History) == 0 {
 		return nil, nil
 	}
@@ -143,7 +144,7 @@ func jobHistoryPoller(c Config, st store.JobStore, traces store.SummaryReader, l
 		return nil, err
 	}
 	p, err := history.New(history.Config{Sources: c.History, Interval: time.Duration(c.HistoryInterval), Logger: log,
-		MaxJobBytes: c.HistoryMaxJobBytes, OnPoll: m.watchHistory(time.Duration(c.HistoryInterval))},
+		MaxJobBytes: c.HistoryMaxJobBytes, Claims: claims, OnPoll: m.watchHistory(time.Duration(c.HistoryInterval))},
 		analyzer{engine: eng, traces: traces, log: log.With("component", "analyzer")}, st)
 	if err != nil {
 		return nil, err
@@ -151,3 +152,36 @@ func jobHistoryPoller(c Config, st store.JobStore, traces store.SummaryReader, l
 	log.Info("polling job histories", "sources", c.History, "interval", time.Duration(c.HistoryInterval))
 	return p.Run, nil
 }
+
+// jobClaimer is the part of a store that shares jobs among collectors
+// (store.ClickHouse).
+type jobClaimer interface {
+	Owner() string
+	JobClaims(ctx context.Context) (map[string]store.JobClaim, error)
+	ClaimJobs(ctx context.Context, ids []string) error
+}
+
+// claims adapts a store's job claims to the poller's, nil when the store
+// has none (DuckDB: one collector per store).
+type claims struct{ st jobClaimer }
+
+func claimsOf(st store.Store) history.Claimer {
+	if c, ok := st.(jobClaimer); ok {
+		return claims{c}
+	}
+	return nil
+}
+
+func (c claims) JobClaims(ctx context.Context) (map[string]history.Claim, error) {
+	m, err := c.st.JobClaims(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]history.Claim, len(m))
+	for id, jc := range m {
+		out[id] = history.Claim{Mine: jc.Owner == c.st.Owner(), Decided: jc.Decided}
+	}
+	return out, nil
+}
+
+func (c claims) ClaimJobs(ctx context.Context, ids []string) error { return c.st.ClaimJobs(ctx, ids) }

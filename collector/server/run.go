@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -18,18 +19,21 @@ import (
 	"github.com/stratatrace/strata/collector/store"
 )
 
-// Preflight checks what Run needs before anything starts: the store
-// directory can be created and written, and the listen address is usable.
+// Preflight checks what Run needs before anything starts: the embedded
+// store's directory can be created and written, and the listen address is
+// usable. (The ClickHouse store is checked when Run opens it.)
 func Preflight(c Config) error {
-	if err := os.MkdirAll(c.StoreDir, 0o750); err != nil {
-		return fmt.Errorf("preflight: create store dir: %w", err)
+	if c.Store == StoreDuckDB {
+		if err := os.MkdirAll(c.StoreDir, 0o750); err != nil {
+			return fmt.Errorf("preflight: create store dir: %w", err)
+		}
+		f, err := os.CreateTemp(c.StoreDir, ".preflight-*")
+		if err != nil {
+			return fmt.Errorf("preflight: write store dir: %w", err)
+		}
+		f.Close()
+		os.Remove(f.Name())
 	}
-	f, err := os.CreateTemp(c.StoreDir, ".preflight-*")
-	if err != nil {
-		return fmt.Errorf("preflight: write store dir: %w", err)
-	}
-	f.Close()
-	os.Remove(f.Name())
 	if path, ok := strings.CutPrefix(c.Listen, "unix:"); ok {
 		if _, err := os.Stat(filepath.Dir(path)); err != nil {
 			return fmt.Errorf("preflight: unix socket dir: %w", err)
@@ -68,11 +72,34 @@ func listen(addr string) (net.Listener, error) {
 }
 
 // openStore opens the configured backend; the rest of Run sees only the
-// store.Store interface.
-// Every write's outcome goes to onWrite (the health of the store).
+// store.Store interface (and, for the history poller, the ClickHouse
+// store's job claims). Every write's outcome goes to onWrite (the health
+// of the store).
 func openStore(ctx context.Context, c Config, log *slog.Logger, onWrite func(error)) (store.Store, error) {
+	if c.Store == StoreClickHouse {
+		return store.OpenClickHouse(ctx, store.ClickHouseOptions{
+			URL: c.ClickHouseURL, Database: c.ClickHouseDatabase, User: c.ClickHouseUser, Password: c.ClickHousePassword,
+			Cluster: c.ClickHouseCluster, CreateSchema: c.ClickHouseCreateSchema,
+			FlushInterval: time.Duration(c.ClickHouseFlushInterval), Owner: c.collectorID(),
+			ClaimLease: time.Duration(c.HistoryClaimLease), Logger: log, OnWrite: onWrite,
+		})
+	}
 	return store.Open(ctx, store.Options{Dir: c.StoreDir, MemoryLimit: c.MemoryLimit, Threads: c.Threads, Logger: log,
 		OnWrite: onWrite})
+}
+
+// collectorID is CollectorID, or the host name with a random suffix.
+func (c Config) collectorID() string {
+	if c.CollectorID != "" {
+		return c.CollectorID
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		host = "collector"
+	}
+	var b [4]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s-%x", host, b)
 }
 
 // Run serves the collector until ctx ends or serving fails; see the package
@@ -108,7 +135,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer, opts ..
 	}()
 	// Built before serving: a bad heuristics file stops Run before it
 	// listens.
-	poll, err := jobHistoryPoller(c, st, st, log, m)
+	poll, err := jobHistoryPoller(c, st, st, claimsOf(st), log, m)
 	if err != nil {
 		return fmt.Errorf("job history poller: %w", err)
 	}
@@ -154,7 +181,12 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer, opts ..
 	} else {
 		close(polled)
 	}
-	log.Info("collector serving", "listen", lis.Addr().String(), "store_dir", c.StoreDir)
+	retained := make(chan struct{})
+	go func() {
+		defer close(retained)
+		retain(pollCtx, st, c, log)
+	}()
+	log.Info("collector serving", "listen", lis.Addr().String(), "store", c.Store)
 	fmt.Fprintf(out, "listening %s\n", lis.Addr())
 	if httpLn != nil {
 		log.Info("http serving", "addr", httpLn.Addr().String(), "tls", sec.tls != nil)
@@ -183,6 +215,7 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer, opts ..
 		log.Info("collector stopped; open streams cut after the grace period", "grace", grace)
 	}
 	stopHTTP() // after the drain, so probes saw NOT_SERVING meanwhile
-	<-polled   // the poller's last store call has returned; the store may close
+	<-polled   // the poller's and retention's last store calls have returned; the store may close
+	<-retained
 	return err
 }

@@ -34,9 +34,10 @@ func TestLoadPrecedence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := server.Config{Listen: "10.0.0.1:7070", StoreDir: "/env", MemoryLimit: "4GB", LogLevel: "debug",
-		ShutdownGrace: server.Duration(3 * time.Second), HistoryInterval: server.Duration(time.Minute),
-		History: []string{"/a", "/b", "http://jhs:19888"}, Ops: server.Ops{Insecure: true}}
+	want := server.Defaults()
+	want.Listen, want.StoreDir, want.MemoryLimit, want.LogLevel = "10.0.0.1:7070", "/env", "4GB", "debug"
+	want.ShutdownGrace, want.History = server.Duration(3*time.Second), []string{"/a", "/b", "http://jhs:19888"}
+	want.Insecure = true
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("config = %+v, want %+v", c, want)
 	}
@@ -54,6 +55,28 @@ func TestLoadPrecedence(t *testing.T) {
 	}
 }
 
+// The ClickHouse backend's settings come from the file, the environment
+// (the password, typically) and flags like every other.
+func TestLoadClickHouse(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "collector.json")
+	os.WriteFile(file, []byte(`{"store": "clickhouse", "clickhouse_url": "http://ch:8123", "clickhouse_user": "file-user",
+		"retention_max_age": "168h", "clickhouse_flush_interval": "1s"}`), 0o600)
+	env := map[string]string{"STRATA_COLLECTOR_CLICKHOUSE_PASSWORD": "s3cret", "STRATA_COLLECTOR_CLICKHOUSE_DATABASE": "traces"}
+	c, err := server.Load([]string{"--config", file, "--clickhouse-user", "strata", "--retention-max-bytes", "500GiB",
+		"--collector-id", "c1", "--history-claim-lease", "5m", "--insecure"}, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := server.Defaults()
+	want.Store, want.ClickHouseURL, want.ClickHouseUser, want.ClickHousePassword = "clickhouse", "http://ch:8123", "strata", "s3cret"
+	want.ClickHouseDatabase, want.ClickHouseFlushInterval, want.CollectorID = "traces", server.Duration(time.Second), "c1"
+	want.RetentionMaxAge, want.RetentionMaxBytes = server.Duration(168*time.Hour), 500<<30
+	want.HistoryClaimLease, want.Insecure = server.Duration(5*time.Minute), true
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("config = %+v\nwant %+v", c, want)
+	}
+}
+
 func TestLoadInvalid(t *testing.T) {
 	for name, args := range map[string][]string{
 		"memory limit": {"--memory-limit", "lots"},
@@ -62,7 +85,18 @@ func TestLoadInvalid(t *testing.T) {
 		"grace":        {"--shutdown-grace", "0s"},
 		"threads":      {"--threads", "-1"},
 		"extra arg":    {"serve"},
+		"store":        {"--store", "postgres"},
+		"no url":       {"--store", "clickhouse"},
+		"url scheme":   {"--store", "clickhouse", "--clickhouse-url", "tcp://ch:9000"},
+		"database":     {"--store", "clickhouse", "--clickhouse-url", "http://ch:8123", "--clickhouse-database", "a;DROP"},
+		"cluster":      {"--store", "clickhouse", "--clickhouse-url", "http://ch:8123", "--clickhouse-cluster", "x y"},
+		"lease":        {"--history-claim-lease", "0s"},
+		"max age":      {"--retention-max-age", "-1h"},
+		"interval":     {"--retention-max-age", "1h", "--retention-interval", "0s"},
 	} {
+		// --insecure: each case is refused for its own reason, not for
+		// the missing credentials.
+		args = append(args, "--insecure")
 		if _, err := server.Load(args, func(string) string { return "" }, io.Discard); !errors.Is(err, server.ErrInvalidConfig) {
 			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
 		}

@@ -49,7 +49,7 @@ func TestAppendCancelledWhileStoring(t *testing.T) {
 		stored++
 	}
 	// Each seq of each node is stored once: 2 × rounds batches.
-	if n := len(trace(t, s, store.TraceQuery{AppID: storetest.App})); n != 2*rounds*storetest.SamplePages {
+	if n := len(storetest.Trace(t, s, store.TraceQuery{AppID: storetest.App})); n != 2*rounds*storetest.SamplePages {
 		t.Fatalf("%d pages stored, want %d (every batch once)", n, 2*rounds*storetest.SamplePages)
 	}
 	t.Logf("%d rounds, each node's batches all stored once", stored)
@@ -90,15 +90,15 @@ func TestAppendCancelledAtEachStep(t *testing.T) {
 			t.Fatalf("step %s: append = %v, want the caller told context.Canceled", step, err)
 		}
 		store.SetWriteHook(s, nil) // waits for the cancelled write to finish
-		if res := mustAppend(t, s, otherNode(seq)); res.Duplicate {
+		if res := storetest.MustAppend(t, s, otherNode(seq)); res.Duplicate {
 			t.Fatalf("step %s: other node's batch reported duplicate", step)
 		}
-		if res := mustAppend(t, s, storetest.Sample(seq)); !res.Duplicate {
+		if res := storetest.MustAppend(t, s, storetest.Sample(seq)); !res.Duplicate {
 			t.Fatalf("step %s: the cancelled batch was not stored; replay = %+v", step, res)
 		}
 	}
 	n := len(store.WriteSteps)
-	if got := len(trace(t, s, store.TraceQuery{AppID: storetest.App})); got != 2*n*storetest.SamplePages {
+	if got := len(storetest.Trace(t, s, store.TraceQuery{AppID: storetest.App})); got != 2*n*storetest.SamplePages {
 		t.Fatalf("%d pages, want %d", got, 2*n*storetest.SamplePages)
 	}
 	mu.Lock()
@@ -119,7 +119,7 @@ func TestAppendCancelledAtEachStep(t *testing.T) {
 	if _, err := s.Append(ctx, storetest.Sample(100)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("append with an ended context = %v", err)
 	}
-	if res := mustAppend(t, s, storetest.Sample(100)); res.Duplicate {
+	if res := storetest.MustAppend(t, s, storetest.Sample(100)); res.Duplicate {
 		t.Fatal("a batch whose caller had gone before it was handed over was stored")
 	}
 }
@@ -164,19 +164,19 @@ func TestAppendFailsAtEachStep(t *testing.T) {
 		}
 		mu.Unlock()
 		store.SetWriteHook(s, nil)
-		mustAppend(t, s, otherNode(seq))
+		storetest.MustAppend(t, s, otherNode(seq))
 		mu.Lock()
 		if last != nil {
 			t.Fatalf("step %s: OnWrite told %v after a stored batch, want nil", step, last)
 		}
 		mu.Unlock()
-		res := mustAppend(t, s, storetest.Sample(seq))
+		res := storetest.MustAppend(t, s, storetest.Sample(seq))
 		if committed := step == "committed"; res.Duplicate != committed {
 			t.Fatalf("step %s: replay duplicate = %v, want %v", step, res.Duplicate, committed)
 		}
 		wantPages += 2 * storetest.SamplePages
 	}
-	if got := len(trace(t, s, store.TraceQuery{AppID: storetest.App})); got != wantPages {
+	if got := len(storetest.Trace(t, s, store.TraceQuery{AppID: storetest.App})); got != wantPages {
 		t.Fatalf("%d pages, want %d", got, wantPages)
 	}
 }

@@ -4,17 +4,26 @@
 // Store is the interface the rest of the collector uses, and it holds every
 // question the collector asks: BatchAppender (ingest), TraceReader (the
 // query service), SummaryReader (the cross-layer job heuristics), JobStore
-// (the job-history poller and the query service) and UIReader (the web
-// UI: job search and timeline, applications, occupancy over time,
-// the physical memory map); ingest, query and web each declare the
-// narrower part they need. DuckDB (Open) is the
-// embedded backend: one database file, strata.duckdb, in the store
-// directory. A server backend for larger clusters (ClickHouse, fed over
-// HTTP with INSERT … FORMAT RowBinary as measured in the storage research)
-// can satisfy the same interface; none is written yet, and nothing outside
-// this package and collector/server's openStore depends on DuckDB.
+// (the job-history poller and the query service), UIReader (the web UI:
+// job search and timeline, applications, occupancy over time, the
+// physical memory map) and Retainer (retention); ingest, query and web
+// each declare the narrower part they need. Two backends satisfy it, and
+// storetest.Contract holds them to the same answers for the same batches:
 //
-// # Writes
+//   - DuckDB (Open): embedded, one database file, strata.duckdb, in the
+//     store directory; one collector per store.
+//   - ClickHouse (OpenClickHouse): a server that several stateless
+//     collectors share, on one server or a sharded, replicated cluster;
+//     see "ClickHouse" below.
+//
+// Adding a question means adding a method to the interface (or a small
+// interface of its own, embedded in Store), one query per backend
+// (duckdb_*.go, clickhouse_*.go; on ClickHouse every read of records, runs
+// or workloads carries visibleSQL(app), and "each block's latest records"
+// is latestRunsSQL) and its expectations as a test in storetest.Contract,
+// which runs it against DuckDB, ClickHouse and the Distributed layout.
+//
+// # DuckDB: writes
 //
 // One writer goroutine owns the write connection and its four appenders.
 // Append validates a batch (ValidateBatch; refusals wrap ErrInvalidBatch)
@@ -44,7 +53,7 @@
 // advances it. Options.OnWrite hears every write's outcome, including
 // those whose caller had gone; collector/server turns it into health.
 //
-// # Tables
+// # DuckDB: tables
 //
 //   - batches: one row per stored batch, unique on (node_name, boot_id, seq).
 //   - nodes: one row per machine (node_name, boot_id): its NUMA node count,
@@ -64,7 +73,12 @@
 // The SQL names PageRun.state bits ({PRESENT}, {SWAPPED}); withStates puts
 // in the numbers of the stratav1.PageState enum.
 //
-// # Query semantics
+// Retention deletes the batches received before the cutoff with their
+// rows in one transaction, then checkpoints; DuckDB reuses the freed
+// blocks (the file keeps its size), and size is its used blocks, which
+// fall once whole row groups (122,880 rows) are deleted.
+//
+// # Query semantics (both backends)
 //
 //   - Trace: records are a time series of accesses, so Trace lists every page
 //     of every matching record, oldest record first, expanded with
@@ -116,6 +130,81 @@
 //     of consecutive-frame segments (physmap.go), cached per (app,
 //     machine) until the next batch; a window is a binary search plus a
 //     walk over the segments inside it.
+//
+// # ClickHouse
+//
+// The store talks to the server over its HTTP interface with plain
+// net/http: statements in the POST body, inserts as INSERT … FORMAT
+// RowBinary with the rows streamed in the body, and every answer read back
+// as RowBinary (rowbinary.go). Those bytes mean the same to Debian's
+// clickhouse-server 18.16 (the one installable here, which the current Go
+// client cannot write to) and to current releases. Literals are quoted by
+// quote(): 18.16 has no query parameters. Every SELECT starts with the
+// byte 0xA5, so an error the server appends to an answer already begun
+// (it does so behind a 200 status) is told from a row.
+//
+// Schema (clickhouse_schema.go; `strata clickhouse-schema` prints it):
+// records and runs are MergeTree tables ordered by (app_id, rdd_id,
+// partition_id, time_ns) and partitioned by the day the collector received
+// them; runs carry their record's and block's columns, so page queries
+// need no join. workloads, process_memory, batch_apps (commit rows),
+// batches (keys), nodes, jobs and job_claims complete it. No CODEC or LowCardinality: 18.16 has
+// neither, and plain types read the same everywhere.
+//
+// Writes are group commits (clickhouse_write.go): Append validates and
+// encodes its batch on the caller's goroutine, and one committer writes
+// every batch that arrived within FlushInterval of the previous commit in
+// one insert per table, so the server sees a few large inserts per second
+// however many agents send. A commit looks the group's keys up in batches
+// (those found are Duplicates), inserts the rows of records, runs,
+// workloads and process_memory (the four at once), changed NodeInfo, then one batch_apps row
+// per application of each batch — the commit record — and last the keys.
+// Append returns when that is done; MaxPendingBytes bounds what waits.
+//
+// Exactly once without transactions: every row carries its write
+// attempt's random uid, and every query reads only the rows of each
+// batch's canonical attempt: the committed one (its batch_apps rows exist)
+// with the least uid (visibleSQL). Rows of an attempt that died before its
+// commit rows are never read; a batch written twice — replayed through
+// another collector before the first write was acknowledged, or raced by
+// two collectors — is read once, whichever commit lands first. So
+// collectors keep no state, and an agent may fail over to any of them.
+// Rows no query reads stay until retention drops their day.
+//
+// Job claims (clickhouse_jobs.go): collectors polling the same histories
+// insert claims stamped by the server's clock; the earliest live claim
+// wins (ties: the smaller random token), is decided once ClaimSettle old
+// (every claim that could beat it is visible by then), and holds for
+// ClaimLease, after which another collector's claim can win.
+//
+// Queries (clickhouse_query.go, clickhouse_ui.go, clickhouse_report.go)
+// have DuckDB's answers without window functions, which 18.16 lacks: a
+// block's latest lifecycle records are a join on its max(time_ns)
+// (latestRunsSQL); each buffer as last resolved while live (lastLiveCTE:
+// RDDs, Cached) is a chain of IN subqueries, its latest registration by
+// argMax (chLastRecsWhere); RDDs' accesses and live blocks group in nested
+// subqueries; and Occupancy and Occupation take heldStepsCTE's state, one
+// row per buffer and time, from the server and keep the changes and
+// running sums in Go. PhysMap builds the same PFN index as DuckDB
+// (physmap.go); its cache is stamped by the count and sum of uids of the
+// app's commit rows, which any collector's commit changes. jobs keeps
+// user, queue, type and score beside each result for SearchJobs; a job's
+// latest version is read (argMax by version).
+//
+// Retention drops whole day partitions (clickhouse_retention.go), ON
+// CLUSTER in the cluster layout. 18.16 has no TTL clause, and dropping
+// partitions is what TTL with ttl_only_drop_parts does on newer servers;
+// the collector also bounds size, which TTL cannot.
+//
+// The cluster layout (ClusterSchema, ClickHouseOptions.Cluster): every
+// table <name>_local is a Replicated*MergeTree on each replica of each
+// shard, behind a Distributed table <name> sharded by node_name, so a
+// batch's rows, its commit rows and its block's records share a shard; the
+// store inserts with insert_distributed_sync=1 (an acknowledged batch is
+// on its shard) and reads with distributed_product_mode=local (each shard
+// resolves visibility locally). Tests run the contract through Distributed
+// tables on a one-shard cluster of the test server; ON CLUSTER and
+// replication need ZooKeeper and are not run here.
 //
 // # Cost
 //

@@ -40,6 +40,9 @@ type Options struct {
 	// goroutine, whatever became of the caller, and must not block. The
 	// collector turns it into its health status.
 	OnWrite func(err error)
+	// Now is the collector's clock (received times, retention); default
+	// time.Now. Tests move it.
+	Now func() time.Time
 }
 
 const schema = `
@@ -192,6 +195,7 @@ ALTER TABLE jobs ADD COLUMN IF NOT EXISTS score BIGINT;`
 type DuckDB struct {
 	log       *slog.Logger
 	onWrite   func(error)
+	now       func() time.Time
 	connector *duckdb.Connector
 	db        *sql.DB // readers
 	reqs      chan writeReq
@@ -233,6 +237,8 @@ type writer struct {
 	// batch repeating it writes nothing; empty after Open, so the first
 	// batch of each machine writes its row again (an idempotent upsert).
 	nodes map[nodeKey]nodeInfo
+	// now is the store's clock.
+	now func() time.Time
 }
 
 type nodeKey struct{ name, boot string }
@@ -279,15 +285,21 @@ func Open(ctx context.Context, opts Options) (*DuckDB, error) {
 	if onWrite == nil {
 		onWrite = func(error) {}
 	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
 	s := &DuckDB{
 		log:       log.With("component", "store"),
 		onWrite:   onWrite,
+		now:       now,
 		connector: connector,
 		db:        sql.OpenDB(connector),
 		reqs:      make(chan writeReq),
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	w.now = now
 	go s.writeLoop(w)
 	s.log.Info("store open", "path", filepath.Join(opts.Dir, DBFile), "memory_limit", opts.MemoryLimit, "next_batch", w.nextBatch)
 	return s, nil
@@ -383,6 +395,13 @@ func (w *writer) scanOne(ctx context.Context, q string, args []driver.NamedValue
 				return fmt.Errorf("scan column %d: got %T", i, vals[i])
 			}
 			*p = v
+		case *sql.NullInt64: // NULL allowed
+			*p = sql.NullInt64{}
+			if vals[i] != nil {
+				if err := p.Scan(vals[i]); err != nil {
+					return fmt.Errorf("scan column %d: %w", i, err)
+				}
+			}
 		default:
 			return fmt.Errorf("scan column %d: unsupported %T", i, d)
 		}
@@ -548,7 +567,7 @@ func (w *writer) append(b *stratav1.Batch) (res AppendResult, err error) {
 	}
 	n := uint32(len(b.GetRecords()))
 	keyRow := append(key, driver.NamedValue{Ordinal: 4, Value: id}, driver.NamedValue{Ordinal: 5, Value: n},
-		driver.NamedValue{Ordinal: 6, Value: time.Now().UnixNano()})
+		driver.NamedValue{Ordinal: 6, Value: w.now().UnixNano()})
 	if _, err := w.exec.ExecContext(ctx, `INSERT INTO batches (node_name, boot_id, seq, batch_id, records, received_ns)
 		VALUES ($1, $2, $3, $4, $5, $6)`, keyRow); err != nil {
 		return res, fmt.Errorf("insert batch key: %w", err)
@@ -616,7 +635,7 @@ func (w *writer) putNode(ctx context.Context, b *stratav1.Batch) (key nodeKey, n
 	args := []driver.NamedValue{
 		{Ordinal: 1, Value: key.name}, {Ordinal: 2, Value: key.boot},
 		{Ordinal: 3, Value: node.numaNodes}, {Ordinal: 4, Value: node.pageSize}, {Ordinal: 5, Value: node.memTotal},
-		{Ordinal: 6, Value: time.Now().UnixNano()},
+		{Ordinal: 6, Value: w.now().UnixNano()},
 	}
 	if _, err := w.exec.ExecContext(ctx, nodeUpsertSQL, args); err != nil {
 		return key, node, false, fmt.Errorf("store node info: %w", err)

@@ -63,79 +63,26 @@ func (s *DuckDB) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.Trac
 		return fmt.Errorf("trace %s: %w", q.AppID, err)
 	}
 	defer rows.Close()
-	var (
-		sent, skipped uint32
-		firstSkip     error
-	)
-	defer func() {
-		if skipped > 0 {
-			s.log.Warn("trace skipped stored runs that cannot be expanded", "app_id", q.AppID, "runs", skipped, "first", firstSkip)
-		}
-	}()
+	em := pageEmitter{q: q, fn: fn}
+	defer em.warn(s.log)
 	for rows.Next() {
 		var (
-			t                    int64
-			access, mode, loc    int8
-			kind                 int8
-			pid, pageSize        uint32
-			blk                  stratav1.SparkBlock
-			run                  stratav1.PageRun
-			pages, state, folio  uint32
-			vaddr, pfn, kpf, kpc uint64
-			node                 int32
-			swapType             uint32
-			swapOff              uint64
-			deltas               []byte
+			r               traceRun
+			blk             stratav1.SparkBlock
+			mode, loc, kind int8
 		)
-		err := rows.Scan(&t, &access, &pid, &blk.AppId, &blk.ExecutorId, &blk.RddId, &blk.Partition, &blk.BlockId,
-			&mode, &loc, &blk.HookBlockId, &pageSize,
-			&vaddr, &pages, &state, &pfn, &kpf, &folio, &kpc, &node, &swapType, &swapOff, &deltas,
+		err := rows.Scan(&r.time, &r.access, &r.pid, &blk.AppId, &blk.ExecutorId, &blk.RddId, &blk.Partition, &blk.BlockId,
+			&mode, &loc, &blk.HookBlockId, &r.pageSize,
+			&r.run.Vaddr, &r.run.Count, &r.run.State, &r.run.Pfn, &r.run.Kpageflags, &r.run.FolioPages, &r.run.Kpagecount,
+			&r.run.NumaNode, &r.run.SwapType, &r.run.SwapOffset, &r.deltas,
 			&kind, &blk.ObjectGraph, &blk.Chunk, &blk.Chunks, &blk.StageId, &blk.StageAttempt, &blk.TaskAttemptId)
 		if err != nil {
 			return fmt.Errorf("scan trace row: %w", err)
 		}
-		blk.Mode = stratav1.MemoryMode(mode)
-		blk.Kind = stratav1.BlockKind(kind)
-		blk.Location = stratav1.MemoryLocation(loc)
-		run.Vaddr, run.Count, run.State, run.Pfn = vaddr, pages, state, pfn
-		run.Kpageflags, run.FolioPages, run.Kpagecount, run.NumaNode = kpf, folio, kpc, node
-		run.SwapType, run.SwapOffset = swapType, swapOff
-		var ferr error
-		err = expandRun(&run, deltas, pageSize, func(p stratav1.Page) bool {
-			if q.Limit > 0 && sent >= q.Limit {
-				return false
-			}
-			ferr = fn(&stratav1.TracePage{
-				TimeUnixNano: t,
-				Access:       stratav1.AccessKind(access),
-				Block:        &blk, // one per row; pages of a run share it
-				Pid:          pid,
-				Vaddr:        p.VAddr,
-				State:        p.State,
-				Pfn:          p.PFN,
-				Paddr:        p.PAddr(uint64(pageSize)),
-				Kpageflags:   p.KPageFlags,
-				Kpagecount:   p.KPageCount,
-				NumaNode:     p.NUMANode,
-			})
-			if ferr != nil {
-				return false
-			}
-			sent++
-			return true
-		})
-		if err != nil {
-			if skipped == 0 {
-				firstSkip = fmt.Errorf("%s at %#x (time %d): %w", blk.GetBlockId(), vaddr, t, err)
-			}
-			skipped++
-			continue
-		}
-		if ferr != nil {
-			return ferr
-		}
-		if q.Limit > 0 && sent >= q.Limit {
-			return nil
+		blk.Mode, blk.Kind, blk.Location = stratav1.MemoryMode(mode), stratav1.BlockKind(kind), stratav1.MemoryLocation(loc)
+		r.blk = &blk
+		if done, err := em.emit(&r); done || err != nil {
+			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -338,6 +285,14 @@ func (s *DuckDB) Overhead(ctx context.Context, appID string) ([]*stratav1.Overhe
 	if err != nil {
 		return nil, err
 	}
+	finishOverhead(out, faults)
+	return out, nil
+}
+
+// finishOverhead completes Overhead's rows from the app's fault rows: the
+// faults inside the app's blocks per (executor, pid), the fault rate, and
+// the page-walk shares (walkShares).
+func finishOverhead(out []*stratav1.OverheadRow, faults []*stratav1.FaultRow) {
 	type proc struct {
 		exec string
 		pid  uint32
@@ -366,7 +321,6 @@ func (s *DuckDB) Overhead(ctx context.Context, appID string) ([]*stratav1.Overhe
 		}
 		walkShares(r)
 	}
-	return out, nil
 }
 
 // walkShares sets the page-walk percentages of cycles that were measured:

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"sync"
@@ -20,8 +21,11 @@ import (
 // inside it, in time proportional to those segments plus the buckets,
 // whatever the size of the executor.
 //
-// The index is kept for the latest few (app, machine) pairs and rebuilt when
-// a batch was stored since (the highest batch id changed). An index over
+// Both backends build it (physMap, pfnIndexBuilder) from the runs their
+// physMapSource returns. The index is kept for the latest few (app,
+// machine) pairs and rebuilt when a batch may have been stored since: the
+// backend's stamp changed (DuckDB: the highest batch id; ClickHouse: the
+// count and uids of the app's commit rows). An index over
 // maxCachedSegments segments (24 bytes each) is not kept: it is rebuilt for
 // every window.
 
@@ -116,16 +120,43 @@ WHERE rec.app_id = $1 AND rec.node_name = $2 AND rec.access_kind = $3 AND NOT re
 	AND r.state & {PRESENT} <> 0 AND r.state & {PFN_HIDDEN} = 0 AND r.pfn >= $4 AND r.pfn < $5
 GROUP BY r.pfn`)
 
+// physMapSource is what a backend gives physMap: its machines, a stamp
+// that changes whenever a batch of the app may have been stored, the runs
+// of the app's live blocks on one machine, and the sampled faults per PFN.
+type physMapSource interface {
+	Machines(ctx context.Context, appID string) ([]Machine, error)
+	physStamp(ctx context.Context, app string) (int64, error)
+	// physRuns calls fn with each run of app's live blocks on machine
+	// that holds pages (present or swapped), as physRunsSQL selects them.
+	physRuns(ctx context.Context, app, machine string, fn func(physRun)) error
+	hotSamples(ctx context.Context, app, machine string, from, to uint64) (map[uint64]uint64, error)
+}
+
+// physRun is one stored run of a live block.
+type physRun struct {
+	ref          BlockRef
+	state, pages uint32
+	pfn          uint64
+	deltas       []byte
+	node         int32
+}
+
 // PhysMap returns the app's physical memory map on one machine; see
 // PhysMapQuery and the comment at the top of this file.
 func (s *DuckDB) PhysMap(ctx context.Context, q PhysMapQuery) (*PhysMap, error) {
 	if err := s.reader(q.AppID); err != nil {
 		return nil, fmt.Errorf("physical map: %w", err)
 	}
+	return physMap(ctx, s, &s.physMaps, s.log, q)
+}
+
+// physMap answers q from src, with the PFN index from cache when src's
+// stamp has not changed since it was built.
+func physMap(ctx context.Context, src physMapSource, cache *physMapCache, log *slog.Logger, q PhysMapQuery) (*PhysMap, error) {
 	if q.Buckets > maxMapBuckets {
 		return nil, fmt.Errorf("physical map: %w: %d buckets (at most %d)", ErrInvalidQuery, q.Buckets, maxMapBuckets)
 	}
-	machines, err := s.Machines(ctx, q.AppID)
+	machines, err := src.Machines(ctx, q.AppID)
 	if err != nil {
 		return nil, err
 	}
@@ -145,9 +176,20 @@ func (s *DuckDB) PhysMap(ctx context.Context, q PhysMapQuery) (*PhysMap, error) 
 		return nil, fmt.Errorf("physical map %s: %w: no records from machine %q", q.AppID, ErrInvalidQuery, q.Machine)
 	}
 	names = slices.Compact(names) // a machine rebooted is listed once per boot
-	idx, err := s.pfnIndex(ctx, q.AppID, m.NodeName)
+	stamp, err := src.physStamp(ctx, q.AppID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("physical map %s: %w", q.AppID, err)
+	}
+	key := [2]string{q.AppID, m.NodeName}
+	idx := cache.get(key, stamp)
+	if idx == nil {
+		b := newPFNIndexBuilder(log, q.AppID)
+		if err := src.physRuns(ctx, q.AppID, m.NodeName, b.add); err != nil {
+			return nil, fmt.Errorf("query physical map %s: %w", q.AppID, err)
+		}
+		idx = b.finish()
+		idx.stamp = stamp
+		cache.put(key, idx)
 	}
 	out := &PhysMap{Machine: m.NodeName, Machines: names, PageSize: m.PageSize, Nodes: idx.nodes, RDDs: idx.rdds,
 		Pages: idx.pages, Runs: idx.runs, Hidden: idx.hidden, Limit: idx.maxPFN}
@@ -166,9 +208,9 @@ func (s *DuckDB) PhysMap(ctx context.Context, q PhysMapQuery) (*PhysMap, error) 
 		n = defaultMapBuckets
 	}
 	out.BucketPages = max((out.To-out.From+n-1)/n, 1)
-	hot, err := s.hotSamples(ctx, q.AppID, m.NodeName, out.From, out.To)
+	hot, err := src.hotSamples(ctx, q.AppID, m.NodeName, out.From, out.To)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("query fault samples %s: %w", q.AppID, err)
 	}
 	out.Buckets = idx.bucket(out.From, out.To, out.BucketPages, hot)
 	return out, nil
@@ -177,7 +219,7 @@ func (s *DuckDB) PhysMap(ctx context.Context, q PhysMapQuery) (*PhysMap, error) 
 func (s *DuckDB) hotSamples(ctx context.Context, app, machine string, from, to uint64) (map[uint64]uint64, error) {
 	rows, err := s.db.QueryContext(ctx, hotSamplesSQL, app, machine, int8(stratav1.AccessKind_ACCESS_KIND_FAULT), from, to)
 	if err != nil {
-		return nil, fmt.Errorf("query fault samples %s: %w", app, err)
+		return nil, err
 	}
 	type hit struct{ pfn, n uint64 }
 	hits, err := collect(rows, func(sc func(...any) error) (hit, error) {
@@ -185,7 +227,7 @@ func (s *DuckDB) hotSamples(ctx context.Context, app, machine string, from, to u
 		return h, sc(&h.pfn, &h.n)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("query fault samples %s: %w", app, err)
+		return nil, err
 	}
 	out := make(map[uint64]uint64, len(hits))
 	for _, h := range hits {
@@ -194,119 +236,122 @@ func (s *DuckDB) hotSamples(ctx context.Context, app, machine string, from, to u
 	return out, nil
 }
 
-// pfnIndex returns the index of (app, machine), from the cache when no
-// batch was stored since it was built.
-func (s *DuckDB) pfnIndex(ctx context.Context, app, machine string) (*pfnIndex, error) {
+// physStamp is the highest batch id: any batch stored since changes it.
+func (s *DuckDB) physStamp(ctx context.Context, _ string) (int64, error) {
 	var stamp int64
 	if err := s.db.QueryRowContext(ctx, "SELECT coalesce(max(batch_id), 0) FROM batches").Scan(&stamp); err != nil {
-		return nil, fmt.Errorf("read last batch id: %w", err)
+		return 0, fmt.Errorf("read last batch id: %w", err)
 	}
-	key := [2]string{app, machine}
-	if idx := s.physMaps.get(key, stamp); idx != nil {
-		return idx, nil
-	}
-	idx, err := s.buildPFNIndex(ctx, app, machine)
-	if err != nil {
-		return nil, err
-	}
-	idx.stamp = stamp
-	s.physMaps.put(key, idx)
-	return idx, nil
+	return stamp, nil
 }
 
-func (s *DuckDB) buildPFNIndex(ctx context.Context, app, machine string) (*pfnIndex, error) {
+func (s *DuckDB) physRuns(ctx context.Context, app, machine string, fn func(physRun)) error {
 	rows, err := s.db.QueryContext(ctx, physRunsSQL, app, accessAlloc, accessRead, accessWrite, accessFree, accessMove, machine)
 	if err != nil {
-		return nil, fmt.Errorf("query physical map %s: %w", app, err)
+		return err
 	}
 	defer rows.Close()
-	idx := &pfnIndex{}
-	blockIDs := map[BlockRef]uint32{}
-	rdds := map[int32]*RDDPages{}
-	nodes := map[int32]*NodeSpan{}
 	for rows.Next() {
-		var (
-			ref          BlockRef
-			state, pages uint32
-			pfn          uint64
-			deltas       []byte
-			node         int32
-		)
-		if err := rows.Scan(&ref.RDDID, &ref.ExecutorID, &ref.BlockID, &state, &pfn, &pages, &deltas, &node); err != nil {
-			return nil, fmt.Errorf("scan physical map row: %w", err)
+		var r physRun
+		if err := rows.Scan(&r.ref.RDDID, &r.ref.ExecutorID, &r.ref.BlockID, &r.state, &r.pfn, &r.pages, &r.deltas, &r.node); err != nil {
+			return fmt.Errorf("scan physical map row: %w", err)
 		}
-		idx.runs++
-		rp := rdds[ref.RDDID]
-		if rp == nil {
-			rp = &RDDPages{RDDID: ref.RDDID}
-			rdds[ref.RDDID] = rp
-		}
-		switch {
-		case state&uint32(stratav1.PageState_PAGE_STATE_SWAPPED) != 0:
-			rp.Swapped += uint64(pages)
-			continue
-		case state&uint32(stratav1.PageState_PAGE_STATE_PFN_HIDDEN) != 0 || pfn == 0:
-			idx.hidden += uint64(pages)
-			continue
-		}
-		b, ok := blockIDs[ref]
-		if !ok {
-			b = uint32(len(idx.blocks))
-			blockIDs[ref] = b
-			idx.blocks = append(idx.blocks, ref)
-		}
-		rp.Present += uint64(pages)
-		idx.pages += uint64(pages)
-		thp := state&uint32(stratav1.PageState_PAGE_STATE_THP) != 0
-		add := func(start uint64, n uint32) {
-			idx.segs = append(idx.segs, segment{pfn: start, n: n, block: b, node: int16(node), thp: thp})
-			idx.maxSeg = max(idx.maxSeg, uint64(n))
-			idx.maxPFN = max(idx.maxPFN, start+uint64(n))
-			ns := nodes[node]
-			if ns == nil {
-				ns = &NodeSpan{Node: node, FirstPFN: start}
-				nodes[node] = ns
-			}
-			ns.FirstPFN = min(ns.FirstPFN, start)
-			ns.LastPFN = max(ns.LastPFN, start+uint64(n)-1)
-			ns.Pages += uint64(n)
-		}
-		steps, err := decodeDeltas(deltas, pages)
-		if err != nil {
-			// Only a row ValidateBatch would have refused gets here.
-			s.log.Warn("physical map skipped a stored run that cannot be expanded", "app_id", app, "block", ref.BlockID, "error", err)
-			continue
-		}
-		if len(steps) == 0 {
-			add(pfn, pages)
-			continue
-		}
-		start, n, cur := pfn, uint32(1), pfn
-		for _, d := range steps {
-			next := cur + uint64(d)
-			if next == cur+1 {
-				n++
-			} else {
-				add(start, n)
-				start, n = next, 1
-			}
-			cur = next
-		}
-		add(start, n)
+		fn(r)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read physical map rows: %w", err)
+	return rows.Err()
+}
+
+// pfnIndexBuilder builds a pfnIndex from the runs of live blocks.
+type pfnIndexBuilder struct {
+	log      *slog.Logger
+	app      string
+	idx      *pfnIndex
+	blockIDs map[BlockRef]uint32
+	rdds     map[int32]*RDDPages
+	nodes    map[int32]*NodeSpan
+}
+
+func newPFNIndexBuilder(log *slog.Logger, app string) *pfnIndexBuilder {
+	return &pfnIndexBuilder{log: log, app: app, idx: &pfnIndex{}, blockIDs: map[BlockRef]uint32{},
+		rdds: map[int32]*RDDPages{}, nodes: map[int32]*NodeSpan{}}
+}
+
+// add takes one run into the index.
+func (bd *pfnIndexBuilder) add(r physRun) {
+	idx := bd.idx
+	idx.runs++
+	rp := bd.rdds[r.ref.RDDID]
+	if rp == nil {
+		rp = &RDDPages{RDDID: r.ref.RDDID}
+		bd.rdds[r.ref.RDDID] = rp
 	}
+	switch {
+	case r.state&uint32(stratav1.PageState_PAGE_STATE_SWAPPED) != 0:
+		rp.Swapped += uint64(r.pages)
+		return
+	case r.state&uint32(stratav1.PageState_PAGE_STATE_PFN_HIDDEN) != 0 || r.pfn == 0:
+		idx.hidden += uint64(r.pages)
+		return
+	}
+	b, ok := bd.blockIDs[r.ref]
+	if !ok {
+		b = uint32(len(idx.blocks))
+		bd.blockIDs[r.ref] = b
+		idx.blocks = append(idx.blocks, r.ref)
+	}
+	rp.Present += uint64(r.pages)
+	idx.pages += uint64(r.pages)
+	thp := r.state&uint32(stratav1.PageState_PAGE_STATE_THP) != 0
+	add := func(start uint64, n uint32) {
+		idx.segs = append(idx.segs, segment{pfn: start, n: n, block: b, node: int16(r.node), thp: thp})
+		idx.maxSeg = max(idx.maxSeg, uint64(n))
+		idx.maxPFN = max(idx.maxPFN, start+uint64(n))
+		ns := bd.nodes[r.node]
+		if ns == nil {
+			ns = &NodeSpan{Node: r.node, FirstPFN: start}
+			bd.nodes[r.node] = ns
+		}
+		ns.FirstPFN = min(ns.FirstPFN, start)
+		ns.LastPFN = max(ns.LastPFN, start+uint64(n)-1)
+		ns.Pages += uint64(n)
+	}
+	steps, err := decodeDeltas(r.deltas, r.pages)
+	if err != nil {
+		// Only a row ValidateBatch would have refused gets here.
+		bd.log.Warn("physical map skipped a stored run that cannot be expanded", "app_id", bd.app, "block", r.ref.BlockID, "error", err)
+		return
+	}
+	if len(steps) == 0 {
+		add(r.pfn, r.pages)
+		return
+	}
+	start, n, cur := r.pfn, uint32(1), r.pfn
+	for _, d := range steps {
+		next := cur + uint64(d)
+		if next == cur+1 {
+			n++
+		} else {
+			add(start, n)
+			start, n = next, 1
+		}
+		cur = next
+	}
+	add(start, n)
+}
+
+// finish sorts the segments and lists the RDDs and nodes.
+func (bd *pfnIndexBuilder) finish() *pfnIndex {
+	idx := bd.idx
 	sort.Slice(idx.segs, func(i, j int) bool { return idx.segs[i].pfn < idx.segs[j].pfn })
-	for _, r := range rdds {
+	for _, r := range bd.rdds {
 		idx.rdds = append(idx.rdds, *r)
 	}
 	slices.SortFunc(idx.rdds, func(a, b RDDPages) int { return int(a.RDDID) - int(b.RDDID) })
-	for _, n := range nodes {
+	for _, n := range bd.nodes {
 		idx.nodes = append(idx.nodes, *n)
 	}
 	slices.SortFunc(idx.nodes, func(a, b NodeSpan) int { return int(a.Node) - int(b.Node) })
-	return idx, nil
+	return idx
 }
 
 // bucketAcc accumulates one bucket.

@@ -121,5 +121,6 @@ type Store interface {
 	SummaryReader
 	JobStore
 	UIReader
+	Retainer
 	Close() error
 }

@@ -1,13 +1,8 @@
 package store_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
-	"log/slog"
-	"math"
-	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -16,82 +11,6 @@ import (
 	"github.com/stratatrace/strata/collector/store/storetest"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
-
-// TestShortDeltasRefused is issue 8's poisoned application: a run with
-// fewer PFN steps than pages was stored, and from then on every trace of
-// its application failed. It must be refused at the door, and what was
-// stored before it must still trace.
-func TestShortDeltasRefused(t *testing.T) {
-	s := storetest.Open(t)
-	mustAppend(t, s, storetest.Sample(1))
-	bad := storetest.Sample(2)
-	bad.Records[0].Runs[0].PfnDeltas = []int64{7} // 3 pages need 2 steps
-	if _, err := s.Append(context.Background(), bad); !errors.Is(err, store.ErrInvalidBatch) ||
-		!strings.Contains(err.Error(), "1 pfn_deltas for 3 pages") {
-		t.Fatalf("append of a run with 1 PFN step for 3 pages: %v, want ErrInvalidBatch naming the steps", err)
-	}
-	if n := len(trace(t, s, store.TraceQuery{AppID: storetest.App})); n != storetest.SamplePages {
-		t.Fatalf("trace after the refusal: %d pages, want %d", n, storetest.SamplePages)
-	}
-}
-
-// TestCorruptStoredRows: rows a collector that validated less may have
-// stored (a run with short PFN steps, counters near 2^64) cost only
-// themselves. Trace skips the run it cannot expand and says so in one
-// warning with the count, and returns every other page; the summing
-// queries saturate instead of failing.
-func TestCorruptStoredRows(t *testing.T) {
-	var logs bytes.Buffer
-	s, err := store.Open(context.Background(), store.Options{Dir: t.TempDir(), MemoryLimit: "256MB",
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	mustAppend(t, s, storetest.Sample(1))
-	bad := storetest.Sample(2)
-	bad.Records[0].Runs[0].PfnDeltas = []int64{7}                     // 3 pages, 1 step
-	bad.Records[1].Faults.Read = math.MaxUint64                       // summed with…
-	bad.Workloads[0].TaskClockNs = math.MaxUint64                     // …
-	bad.Workloads[0].StartUnixNano = bad.Workloads[0].EndUnixNano - 1 // a second interval
-	if err := store.AppendUnchecked(s, bad); err != nil {
-		t.Fatal(err)
-	}
-	re := storetest.Sample(3) // rdd_7_3 registered again: its fault counters are summed
-	re.Records = re.Records[1:2]
-	re.Records[0].Block.HookBlockId = 99
-	re.Records[0].Faults.Read = math.MaxUint64
-	re.Workloads = nil
-	mustAppend(t, s, re)
-
-	// Sample 1 and 3 whole, sample 2 without its 3-page run.
-	want := 2*storetest.SamplePages + 6 - 3
-	if n := len(trace(t, s, store.TraceQuery{AppID: storetest.App})); n != want {
-		t.Fatalf("trace: %d pages, want %d (all but the corrupt run)", n, want)
-	}
-	if !strings.Contains(logs.String(), "trace skipped stored runs") || !strings.Contains(logs.String(), "runs=1 ") ||
-		!strings.Contains(logs.String(), "1 steps for 3 pages") {
-		t.Fatalf("no warning counting the skipped run:\n%s", logs.String())
-	}
-
-	faults, err := s.Faults(context.Background(), storetest.App)
-	if err != nil {
-		t.Fatalf("faults: %v", err)
-	}
-	if len(faults) != 1 || faults[0].GetFaults().GetRead() != math.MaxUint64 {
-		t.Fatalf("faults = %v, want rdd_7_3's reads saturated at 2^64-1", faults)
-	}
-	over, err := s.Overhead(context.Background(), storetest.App)
-	if err != nil {
-		t.Fatalf("overhead: %v", err)
-	}
-	if len(over) != 2 || over[0].GetCounters().GetTaskClockNs() != math.MaxUint64 {
-		t.Fatalf("overhead = %v, want executor 1's task clock saturated", over)
-	}
-	if _, err := s.Numa(context.Background(), storetest.App); err != nil {
-		t.Fatalf("numa: %v", err)
-	}
-}
 
 // checkExpansion expands an accepted run as Trace does and fails t on
 // anything the queries would not survive: an error, a page count other

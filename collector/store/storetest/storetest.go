@@ -145,3 +145,22 @@ func SampleFaults() []*stratav1.FaultRow {
 	return []*stratav1.FaultRow{{ExecutorId: "1", RddId: 7, Partition: 3, BlockId: "rdd_7_3", Pid: 100,
 		Faults: &stratav1.FaultCounts{Read: 9, Write: 3, Exec: 1, Major: 1, Unclassified: 4}}}
 }
+
+// UIJobs are Jobs plus a MapReduce job of another user and queue, SEVERE,
+// that finished a day later.
+func UIJobs() []*stratav1.JobResult {
+	jobs := Jobs()
+	jobs = append(jobs, &stratav1.JobResult{JobId: "job_1526555215992_0009", Type: "mapreduce", User: "bob", Queue: "etl",
+		AppId: "application_1526555215992_0009", FinishUnixMs: 86_400_000 + 5000, Severity: stratav1.Severity_SEVERITY_SEVERE,
+		Score: 300})
+	return jobs
+}
+
+// JobIDs lists the jobs' ids in order.
+func JobIDs(jobs []*stratav1.JobResult) []string {
+	var out []string
+	for _, j := range jobs {
+		out = append(out, j.GetJobId())
+	}
+	return out
+}

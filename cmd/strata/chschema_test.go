@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+)
+
+// The cluster DDL names every table twice: a Replicated*MergeTree
+// <name>_local on every shard (its ZooKeeper path per shard, the replica
+// macro) and a Distributed <name> over the cluster sharded by machine; the
+// single-server DDL has neither.
+func TestCHSchema(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"clickhouse-schema", "--database", "traces", "--cluster", "prod"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	ddl := out.String()
+	for _, want := range []string{
+		"CREATE DATABASE IF NOT EXISTS traces ON CLUSTER prod;",
+		"CREATE TABLE IF NOT EXISTS traces.runs_local ON CLUSTER prod (",
+		"ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/traces/runs', '{replica}')\nPARTITION BY toDate(received)\nORDER BY (app_id, rdd_id, partition_id, time_ns);",
+		"CREATE TABLE IF NOT EXISTS traces.runs ON CLUSTER prod AS traces.runs_local\nENGINE = Distributed(prod, traces, runs_local, cityHash64(node_name));",
+		"ENGINE = Distributed(prod, traces, jobs_local, cityHash64(job_id));",
+	} {
+		if !strings.Contains(ddl, want) {
+			t.Errorf("cluster DDL lacks %q", want)
+		}
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"clickhouse-schema"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); strings.Contains(s, "Distributed") || strings.Contains(s, "Replicated") || !strings.Contains(s, "CREATE TABLE IF NOT EXISTS strata.records (") {
+		t.Errorf("single-server DDL:\n%s", s)
+	}
+	if err := run(context.Background(), []string{"clickhouse-schema", "--database", "x;DROP"}, io.Discard, io.Discard); err == nil {
+		t.Error("a database name with SQL in it was accepted")
+	}
+}

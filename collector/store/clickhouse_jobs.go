@@ -1,0 +1,205 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// jobVersion hands out increasing versions for PutJob: the collector's
+// clock in nanoseconds, bumped past the last one handed out.
+type jobVersion struct {
+	mu   sync.Mutex
+	last uint64
+}
+
+func (v *jobVersion) next(now time.Time) uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.last = max(v.last+1, uint64(now.UnixNano()))
+	return v.last
+}
+
+// PutJob stores r; of several results for one job id, the one put last
+// (highest version) is read.
+func (s *ClickHouse) PutJob(ctx context.Context, r *stratav1.JobResult) error {
+	if s.closed() {
+		return fmt.Errorf("put job: %w", ErrClosed)
+	}
+	if r.GetJobId() == "" {
+		return fmt.Errorf("put job: %w: empty job_id", ErrInvalidQuery)
+	}
+	blob, err := proto.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("marshal job %s: %w", r.GetJobId(), err)
+	}
+	now := s.now()
+	var w rowWriter
+	w.u32(uint32(now.Unix()))
+	w.str(r.GetJobId())
+	w.i32(int32(r.GetSeverity()))
+	w.i64(r.GetFinishUnixMs())
+	w.i64(r.GetAnalyzedUnixMs())
+	w.str(r.GetAppId())
+	w.bytes(blob)
+	w.u64(s.jobVersion.next(now))
+	w.str(r.GetUser())
+	w.str(r.GetQueue())
+	w.str(r.GetType())
+	w.i64(r.GetScore())
+	err = s.c.insert(ctx, "jobs", tableByName("jobs").insertCols(), joinBytes([][]byte{w.b}))
+	s.onWrite(err)
+	if err != nil {
+		return fmt.Errorf("put job %s: %w", r.GetJobId(), err)
+	}
+	return nil
+}
+
+// HasJob reports whether a result for id is stored.
+func (s *ClickHouse) HasJob(ctx context.Context, id string) (bool, error) {
+	if s.closed() {
+		return false, fmt.Errorf("has job: %w", ErrClosed)
+	}
+	var n uint64
+	err := s.c.query(ctx, "SELECT "+rowSelect+", count() FROM jobs WHERE job_id = "+quote(id), func(r *rowReader) { n = r.u64() })
+	if err != nil {
+		return false, fmt.Errorf("look up job %s: %w", id, err)
+	}
+	return n > 0, nil
+}
+
+// latestJobsSQL is each job's latest result with the columns SearchJobs
+// filters and orders on.
+const latestJobsSQL = `SELECT job_id, argMax(severity, version) AS sev, argMax(finish_ms, version) AS fin,
+	argMax(user_name, version) AS usr, argMax(queue, version) AS que, argMax(job_type, version) AS typ,
+	argMax(app_id, version) AS app, argMax(score, version) AS scr, argMax(result, version) AS res FROM jobs`
+
+// Jobs lists results at or above min, newest finish first; limit 0 = all.
+func (s *ClickHouse) Jobs(ctx context.Context, min stratav1.Severity, limit uint32) ([]*stratav1.JobResult, error) {
+	if s.closed() {
+		return nil, fmt.Errorf("jobs: %w", ErrClosed)
+	}
+	q := `SELECT ` + rowSelect + `, res FROM (` + latestJobsSQL + ` GROUP BY job_id)
+WHERE sev >= ` + strconv.Itoa(int(min)) + ` ORDER BY fin DESC, job_id`
+	if limit > 0 {
+		q += " LIMIT " + strconv.FormatUint(uint64(limit), 10)
+	}
+	out, err := s.queryJobs(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("query jobs: %w", err)
+	}
+	return out, nil
+}
+
+// queryJobs runs sel, whose one column after rowSelect is a stored
+// result, and decodes the results.
+func (s *ClickHouse) queryJobs(ctx context.Context, sel string) ([]*stratav1.JobResult, error) {
+	var (
+		out  []*stratav1.JobResult
+		derr error
+	)
+	err := s.c.query(ctx, sel, func(r *rowReader) {
+		blob := r.blob()
+		if r.Err() != nil || derr != nil {
+			return
+		}
+		var j stratav1.JobResult
+		if derr = proto.Unmarshal(blob, &j); derr == nil {
+			out = append(out, &j)
+		}
+	})
+	if err == nil && derr != nil {
+		err = fmt.Errorf("decode job: %w", derr)
+	}
+	return out, err
+}
+
+// Job returns one result, or ErrNotFound.
+func (s *ClickHouse) Job(ctx context.Context, id string) (*stratav1.JobResult, error) {
+	if s.closed() {
+		return nil, fmt.Errorf("job: %w", ErrClosed)
+	}
+	var (
+		blob  []byte
+		found bool
+	)
+	err := s.c.query(ctx, "SELECT "+rowSelect+", argMax(result, version) FROM jobs WHERE job_id = "+quote(id)+" GROUP BY job_id",
+		func(r *rowReader) { blob, found = r.blob(), true })
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", id, err)
+	}
+	if !found {
+		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	var j stratav1.JobResult
+	if err := proto.Unmarshal(blob, &j); err != nil {
+		return nil, fmt.Errorf("job %s: decode: %w", id, err)
+	}
+	return &j, nil
+}
+
+// JobClaim is the state of the claims on one job.
+type JobClaim struct {
+	// Owner is the winning claim's collector: the earliest live claim
+	// by the server's clock, ties broken by the smaller token.
+	Owner string
+	// Decided: the winning claim is older than ClaimSettle, so every
+	// claim that could have beaten it is visible, and the winner no
+	// longer changes until its lease ends.
+	Decided bool
+}
+
+// Owner is the name this store claims jobs under.
+func (s *ClickHouse) Owner() string { return s.opts.Owner }
+
+// JobClaims returns the jobs with a live claim (younger than ClaimLease)
+// and who holds each. Collectors polling the same histories claim a job
+// (ClaimJobs) before analysing it and analyse it only once their claim is
+// the decided winner, so each job is analysed once while its winner lives;
+// when a winner dies without storing the job, its lease runs out and
+// another collector's next claim wins.
+func (s *ClickHouse) JobClaims(ctx context.Context) (map[string]JobClaim, error) {
+	if s.closed() {
+		return nil, fmt.Errorf("job claims: %w", ErrClosed)
+	}
+	lease := strconv.FormatInt(int64(s.opts.ClaimLease/time.Second), 10)
+	settle := strconv.FormatInt(int64((s.opts.ClaimSettle+time.Second-1)/time.Second), 10)
+	q := `SELECT ` + rowSelect + `, job_id, argMin(owner, (claimed, token)), toUInt8(min(claimed) <= now() - ` + settle + `)
+FROM job_claims WHERE claimed > now() - ` + lease + ` GROUP BY job_id`
+	out := map[string]JobClaim{}
+	err := s.c.query(ctx, q, func(r *rowReader) {
+		id, owner, decided := r.str(), r.str(), r.boolean()
+		out[id] = JobClaim{Owner: owner, Decided: decided}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("query job claims: %w", err)
+	}
+	return out, nil
+}
+
+// ClaimJobs claims ids for this collector, in one insert; the server
+// stamps each claim with its own clock.
+func (s *ClickHouse) ClaimJobs(ctx context.Context, ids []string) error {
+	if s.closed() {
+		return fmt.Errorf("claim jobs: %w", ErrClosed)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	var w rowWriter
+	for _, id := range ids {
+		w.str(id)
+		w.str(s.opts.Owner)
+		w.u64(randomUint64())
+	}
+	if err := s.c.insert(ctx, "job_claims", tableByName("job_claims").insertCols(), joinBytes([][]byte{w.b})); err != nil {
+		return fmt.Errorf("claim jobs: %w", err)
+	}
+	return nil
+}

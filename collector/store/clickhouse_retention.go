@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// Retain drops the day partitions of the retained tables (records, runs,
+// workloads, process_memory, batch_apps, batches, job_claims) that lie
+// wholly before now-MaxAge, then the oldest day at a time while the database's active
+// parts exceed MaxBytes, never the newest day. A dropped day goes from
+// every retained table at once, so a batch's rows and its commit rows
+// leave together. In the cluster layout the drops run ON CLUSTER on the
+// local tables, and the size is what the server the collector talks to
+// holds: a bound per server, which sharding by machine keeps even.
+func (s *ClickHouse) Retain(ctx context.Context, r Retention) (RetainResult, error) {
+	var res RetainResult
+	if s.closed() {
+		return res, fmt.Errorf("retain: %w", ErrClosed)
+	}
+	days, total, err := s.partitions(ctx)
+	if err != nil {
+		return res, fmt.Errorf("retain: %w", err)
+	}
+	res.BytesBefore = total
+	if r.MaxAge > 0 {
+		var cutoff uint32
+		q := "SELECT " + rowSelect + ", toYYYYMMDD(toDateTime(" + strconv.FormatInt(s.now().Add(-r.MaxAge).Unix(), 10) + "))"
+		if err := s.c.query(ctx, q, func(rr *rowReader) { cutoff = rr.u32() }); err != nil {
+			return res, fmt.Errorf("retain: server date: %w", err)
+		}
+		for len(days) > 0 && days[0].id < strconv.FormatUint(uint64(cutoff), 10) {
+			if err := s.dropDay(ctx, days[0].id); err != nil {
+				return res, err
+			}
+			total -= days[0].bytes
+			days = days[1:]
+			res.Dropped++
+		}
+	}
+	for r.MaxBytes > 0 && total > r.MaxBytes && len(days) > 0 {
+		if len(days) == 1 {
+			res.KeptOverSize = true
+			break
+		}
+		if err := s.dropDay(ctx, days[0].id); err != nil {
+			return res, err
+		}
+		total -= days[0].bytes
+		days = days[1:]
+		res.Dropped++
+	}
+	if res.Dropped > 0 {
+		if _, total, err = s.partitions(ctx); err != nil {
+			return res, fmt.Errorf("retain: %w", err)
+		}
+	}
+	res.BytesAfter = total
+	if res.Dropped > 0 {
+		s.log.Info("retention dropped days of traces", "days", res.Dropped, "bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter)
+	}
+	return res, nil
+}
+
+// dayPart is one day partition of the retained tables and the bytes its
+// parts take.
+type dayPart struct {
+	id    string // YYYYMMDD
+	bytes int64
+}
+
+// partitions lists the retained tables' day partitions, oldest first, and
+// the bytes of every active part in the database.
+func (s *ClickHouse) partitions(ctx context.Context) ([]dayPart, int64, error) {
+	l := s.layout()
+	retained := map[string]bool{}
+	for _, t := range chTables {
+		if t.retained {
+			retained[l.local(t.name)] = true
+		}
+	}
+	byDay := map[string]int64{}
+	var total int64
+	q := "SELECT " + rowSelect + ", table, partition_id, sum(bytes_on_disk) FROM system.parts WHERE database = " +
+		quote(s.opts.Database) + " AND active GROUP BY table, partition_id"
+	err := s.c.query(ctx, q, func(r *rowReader) {
+		table, id, bytes := r.str(), r.str(), int64(r.u64())
+		total += bytes
+		if retained[table] {
+			byDay[id] += bytes
+		}
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list partitions: %w", err)
+	}
+	days := make([]dayPart, 0, len(byDay))
+	for id, b := range byDay {
+		days = append(days, dayPart{id, b})
+	}
+	sort.Slice(days, func(i, j int) bool { return days[i].id < days[j].id })
+	return days, total, nil
+}
+
+// dropDay drops partition id from every retained table.
+func (s *ClickHouse) dropDay(ctx context.Context, id string) error {
+	l := s.layout()
+	for _, t := range chTables {
+		if !t.retained {
+			continue
+		}
+		stmt := "ALTER TABLE " + s.opts.Database + "." + l.local(t.name) + l.on() + " DROP PARTITION ID " + quote(id)
+		if err := s.c.exec(ctx, stmt); err != nil {
+			return fmt.Errorf("retain: drop %s of %s: %w", id, t.name, err)
+		}
+	}
+	return nil
+}
