@@ -15,25 +15,8 @@ import (
 	"github.com/stratatrace/strata/collector/fetcher"
 	"github.com/stratatrace/strata/collector/job"
 	"github.com/stratatrace/strata/test/gen"
+	"github.com/stratatrace/strata/test/testenv"
 )
-
-// logBuffer is a slog destination safe for the poller's use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
-}
 
 // Files that cannot be read — one whose single event line nests five
 // million brackets (it overflowed the stack: a fatal error on every restart
@@ -58,7 +41,7 @@ func TestPollerSkipsUnreadableFiles(t *testing.T) {
 	}
 
 	eng := engine(t)
-	var logs logBuffer
+	var logs testenv.Output
 	reads := map[string]int{}
 	var mu sync.Mutex
 	cfg := Config{
@@ -90,11 +73,11 @@ func TestPollerSkipsUnreadableFiles(t *testing.T) {
 	if sink.jobs["job_1700000000000_0001"] == nil {
 		t.Fatalf("good job not stored: %v", sink.jobs)
 	}
-	if n := logs.count("skipped until it changes"); n != 2 {
-		t.Errorf("%d failure log lines, want one per file:\n%s", n, logs.b.String())
+	if n := strings.Count(logs.String(), "skipped until it changes"); n != 2 {
+		t.Errorf("%d failure log lines, want one per file:\n%s", n, logs.String())
 	}
-	if !strings.Contains(logs.b.String(), "nested too deeply") {
-		t.Errorf("the deep file's reason is not logged:\n%s", logs.b.String())
+	if !strings.Contains(logs.String(), "nested too deeply") {
+		t.Errorf("the deep file's reason is not logged:\n%s", logs.String())
 	}
 	if reads[filepath.Base(deep)] != 1 || reads[filepath.Base(corrupt)] != 1 || reads[filepath.Base(good)] != 1 {
 		t.Errorf("reads %v: each file once", reads)
@@ -124,7 +107,7 @@ func TestPollerRetriesUnopenable(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng := engine(t)
-	var logs logBuffer
+	var logs testenv.Output
 	reads, denied := 0, true
 	cfg := Config{
 		Sources: []string{dir},
@@ -144,8 +127,8 @@ func TestPollerRetriesUnopenable(t *testing.T) {
 			t.Fatalf("poll %d: %+v %v, want %+v", i, got, err, want)
 		}
 	}
-	if reads != 3 || logs.count("retrying at every poll") != 1 {
-		t.Errorf("%d reads, log:\n%s", reads, logs.b.String())
+	if reads != 3 || strings.Count(logs.String(), "retrying at every poll") != 1 {
+		t.Errorf("%d reads, log:\n%s", reads, logs.String())
 	}
 	denied = false
 	if got, err := p.Poll(context.Background()); err != nil || got != (Stats{Units: 1, Analyzed: 1}) {
