@@ -109,11 +109,7 @@ func encodeBatch(b *stratav1.Batch, uid uint64, received uint32) *chEntry {
 			run.u64(pr.GetSwapOffset())
 			run.bytes(encodeDeltas(pr.GetPfnDeltas()))
 		}
-		rec.u32(received)
-		rec.u64(uid)
-		rec.str(e.key.node)
-		rec.str(e.key.boot)
-		rec.u64(e.key.seq)
+		rec.batch(received, uid, e.key)
 		rec.u32(uint32(i))
 		rec.b = append(rec.b, prefix.b...)
 		rec.u32(r.GetTid())
@@ -131,11 +127,7 @@ func encodeBatch(b *stratav1.Batch, uid uint64, received uint32) *chEntry {
 	}
 	for _, w := range b.GetWorkloads() {
 		apps[w.GetAppId()] = true
-		wl.u32(received)
-		wl.u64(uid)
-		wl.str(e.key.node)
-		wl.str(e.key.boot)
-		wl.u64(e.key.seq)
+		wl.batch(received, uid, e.key)
 		wl.str(w.GetAppId())
 		wl.str(w.GetExecutorId())
 		wl.u32(w.GetPid())
@@ -160,11 +152,7 @@ func encodeBatch(b *stratav1.Batch, uid uint64, received uint32) *chEntry {
 	}
 	for _, m := range b.GetProcesses() {
 		apps[m.GetAppId()] = true
-		mem.u32(received)
-		mem.u64(uid)
-		mem.str(e.key.node)
-		mem.str(e.key.boot)
-		mem.u64(e.key.seq)
+		mem.batch(received, uid, e.key)
 		mem.str(m.GetAppId())
 		mem.str(m.GetExecutorId())
 		mem.u32(m.GetPid())
@@ -530,4 +518,15 @@ func (b *byteBudget) release(n int64) {
 	close(b.freed)
 	b.freed = make(chan struct{})
 	b.mu.Unlock()
+}
+
+// batch writes the columns that name a row's batch, first in the records,
+// workloads and process memory tables: when it was received, the agent's
+// uid, and the node, boot and sequence the agent gave it.
+func (w *rowWriter) batch(received uint32, uid uint64, k batchKey) {
+	w.u32(received)
+	w.u64(uid)
+	w.str(k.node)
+	w.str(k.boot)
+	w.u64(k.seq)
 }
