@@ -53,6 +53,16 @@ type bucket struct {
 	inKernel bool // its entry was written and not deleted since
 }
 
+// granule returns granule g of a split bucket, made empty if it had none.
+func (c *bucket) granule(g uint64) *granule {
+	gr := c.grans[g]
+	if gr == nil {
+		gr = &granule{}
+		c.grans[g] = gr
+	}
+	return gr
+}
+
 // granule is one 64 KiB granule of a split bucket: the blocks overlapping
 // it, sorted by start, and their run when more than rangeSlots do.
 type granule struct {
@@ -149,11 +159,7 @@ func (p *procIndex) addToBucket(s rangeStore, i uint64, b *block) error {
 	case c.grans != nil:
 		lo, hi := granulesIn(i, b)
 		for g := lo; g <= hi; g++ {
-			gr := c.grans[g]
-			if gr == nil {
-				gr = &granule{}
-				c.grans[g] = gr
-			}
+			gr := c.granule(g)
 			at, _ := slices.BinarySearchFunc(gr.blocks, b.start, func(o *block, s uint64) int { return cmpU64(o.start, s) })
 			gr.blocks = slices.Insert(gr.blocks, at, b)
 			if err := p.syncGranule(s, g, gr, at == len(gr.blocks)-1, false); err != nil {
@@ -174,11 +180,7 @@ func (p *procIndex) split(s rangeStore, i uint64, c *bucket) error {
 	for _, b := range c.blocks {
 		lo, hi := granulesIn(i, b)
 		for g := lo; g <= hi; g++ {
-			gr := c.grans[g]
-			if gr == nil {
-				gr = &granule{}
-				c.grans[g] = gr
-			}
+			gr := c.granule(g)
 			gr.blocks = append(gr.blocks, b)
 		}
 	}
