@@ -12,6 +12,7 @@ package sparkjob
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -176,12 +177,22 @@ func (j *Job) Finish(t *testing.T) string {
 }
 
 // HookCounters parses the hook's last "strata-hook: sent=N dropped=N ..."
-// line in a JVM's stderr.
+// line in a JVM's stderr, failing the test without one.
 func HookCounters(t *testing.T, stderr string) map[string]int64 {
 	t.Helper()
+	m, err := ParseHookCounters(stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// ParseHookCounters parses the hook's last "strata-hook: sent=N dropped=N
+// ..." line, the counters it prints at the JVM's exit, by name.
+func ParseHookCounters(stderr string) (map[string]int64, error) {
 	i := strings.LastIndex(stderr, "strata-hook: sent=")
 	if i < 0 {
-		t.Fatalf("no strata-hook counters line in the JVM's stderr")
+		return nil, fmt.Errorf("no strata-hook counters line in the JVM's stderr (hook not loaded?)")
 	}
 	line, _, _ := strings.Cut(stderr[i+len("strata-hook: "):], "\n")
 	m := map[string]int64{}
@@ -189,9 +200,9 @@ func HookCounters(t *testing.T, stderr string) map[string]int64 {
 		k, v, _ := strings.Cut(kv, "=")
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			t.Fatalf("counters line %q: %v", line, err)
+			return nil, fmt.Errorf("hook counters %q: %w", line, err)
 		}
 		m[k] = n
 	}
-	return m
+	return m, nil
 }

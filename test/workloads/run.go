@@ -9,9 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/stratatrace/strata/test/sparkjob"
 )
 
 // RunConfig is one run of one workload.
@@ -91,7 +91,7 @@ func Run(ctx context.Context, e Env, rc RunConfig) (Result, error) {
 	err := cmd.Run()
 	wall := time.Since(start)
 	if err != nil {
-		return Result{}, fmt.Errorf("run %s on Spark %s: %w\n%s", rc.Workload, e.SparkVersion(), err, tail(stderr.String(), 6000))
+		return Result{}, fmt.Errorf("run %s on Spark %s: %w\n%s", rc.Workload, e.SparkVersion(), err, sparkjob.Tail(stderr.String(), 6000))
 	}
 	var r Result
 	found := false
@@ -106,40 +106,14 @@ func Run(ctx context.Context, e Env, rc RunConfig) (Result, error) {
 		}
 	}
 	if !found {
-		return Result{}, fmt.Errorf("%s printed no result line\n%s", rc.Workload, tail(stderr.String(), 6000))
+		return Result{}, fmt.Errorf("%s printed no result line\n%s", rc.Workload, sparkjob.Tail(stderr.String(), 6000))
 	}
 	r.Wall = wall
 	r.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	if rc.Node != nil {
-		if r.Hook, err = hookCounters(stderr.String()); err != nil {
+		if r.Hook, err = sparkjob.ParseHookCounters(stderr.String()); err != nil {
 			return r, fmt.Errorf("%s: %w", rc.Workload, err)
 		}
 	}
 	return r, nil
-}
-
-// hookCounters parses the hook's exit line "strata-hook: sent=N dropped=N ...".
-func hookCounters(stderr string) (map[string]int64, error) {
-	i := strings.LastIndex(stderr, "strata-hook: sent=")
-	if i < 0 {
-		return nil, fmt.Errorf("no strata-hook exit line in the JVM's stderr (hook not loaded?)")
-	}
-	line, _, _ := strings.Cut(stderr[i+len("strata-hook: "):], "\n")
-	m := map[string]int64{}
-	for _, kv := range strings.Fields(line) {
-		k, v, _ := strings.Cut(kv, "=")
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("hook counters %q: %w", line, err)
-		}
-		m[k] = n
-	}
-	return m, nil
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
