@@ -31,6 +31,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Emit one ring record per sample_every matched faults; 0 disables. */
 volatile const __u32 sample_every = 64;
 
+/* Records are submitted without waking the reader, which drains on a
+ * deadline that grows while the ring stays empty; once this many bytes wait
+ * in the ring, a submit wakes it (the loader sets a quarter of the ring). */
+volatile const __u64 wake_bytes = 2 << 20;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
@@ -192,6 +197,15 @@ static __always_inline struct block_counters *block_of(__u32 tgid, __u64 addr,
 	return bpf_map_lookup_elem(&counters, &slot);
 }
 
+static __always_inline void submit(struct event *e)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wake_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(e, flags);
+}
+
 static __always_inline void emit(struct fault_stats *st, __u64 pid_tgid, __u64 addr,
 				 __u64 ip, struct block_range *r, __u8 kind)
 {
@@ -211,7 +225,7 @@ static __always_inline void emit(struct fault_stats *st, __u64 pid_tgid, __u64 a
 	e->kind = kind;
 	e->_pad = 0;
 	e->cpu = (__u16)bpf_get_smp_processor_id();
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	submit(e);
 	st->events++;
 }
 
@@ -372,7 +386,7 @@ static __always_inline void on_group_exit(__u32 tgid)
 	e->tgid = tgid;
 	e->tid = (__u32)bpf_get_current_pid_tgid();
 	e->kind = STRATA_KIND_EXIT;
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	submit(e);
 	st->events++;
 }
 

@@ -50,8 +50,14 @@ type Config struct {
 	Hook Hook
 	// NoMajorFaults skips the per-CPU major-fault perf events.
 	NoMajorFaults bool
-	// DrainInterval is the ring reader's deadline. Default 10 ms.
+	// DrainInterval is the ring reader's deadline while records come.
+	// Default 10 ms.
 	DrainInterval time.Duration
+	// IdleDrainInterval is the longest deadline: each drain that finds the
+	// ring empty doubles the deadline up to it, so an idle node wakes the
+	// agent 10 times a second rather than 100; a ring a quarter full wakes
+	// the reader at once. Default 100 ms.
+	IdleDrainInterval time.Duration
 	// LivenessInterval is how often tracked processes are checked for exit,
 	// a backstop for exit notices lost to a full ring, and the online CPUs
 	// for hotplug. Default 1 s.
@@ -95,6 +101,10 @@ func (c *Config) setDefaults() {
 	if c.DrainInterval == 0 {
 		c.DrainInterval = 10 * time.Millisecond
 	}
+	if c.IdleDrainInterval == 0 {
+		c.IdleDrainInterval = 100 * time.Millisecond
+	}
+	c.IdleDrainInterval = max(c.IdleDrainInterval, c.DrainInterval)
 	if c.LivenessInterval == 0 {
 		c.LivenessInterval = time.Second
 	}

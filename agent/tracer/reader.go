@@ -11,21 +11,25 @@ import (
 )
 
 // readLoop drains the ring on a short deadline (the kernel submits without
-// waking us), hands events to the bounded channel without ever blocking,
-// and checks tracked processes for exit between drains. It never logs per
-// event.
+// waking us unless the ring fills past wake_bytes), doubling it up to
+// IdleDrainInterval while the ring stays empty; it hands events to the
+// bounded channel without ever blocking, and checks tracked processes for
+// exit between drains. It never logs per event.
 func (t *Tracer) readLoop() {
 	defer t.wg.Done()
 	var rec ringbuf.Record
 	lastLive := time.Now()
+	wait := t.cfg.DrainInterval
 	for {
-		t.reader.SetDeadline(time.Now().Add(t.cfg.DrainInterval))
+		t.reader.SetDeadline(time.Now().Add(wait))
 		err := t.reader.ReadInto(&rec)
 		switch {
 		case err == nil:
 			t.handle(rec.RawSample)
+			wait = t.cfg.DrainInterval
 			continue
 		case errors.Is(err, os.ErrDeadlineExceeded):
+			wait = min(2*wait, t.cfg.IdleDrainInterval)
 		case errors.Is(err, ringbuf.ErrClosed), errors.Is(err, os.ErrClosed):
 			return
 		default:

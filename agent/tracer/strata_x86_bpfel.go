@@ -107,6 +107,7 @@ const (
 	strataVarUnusedCellKey = "unused_cell_key"
 	strataVarUnusedEvent   = "unused_event"
 	strataVarUnusedRunRef  = "unused_run_ref"
+	strataVarWakeBytes     = "wake_bytes"
 )
 
 // loadStrata returns the embedded CollectionSpec for strata.
@@ -181,6 +182,7 @@ type strataVariableSpecs struct {
 	UnusedCellKey *ebpf.VariableSpec `ebpf:"unused_cell_key"`
 	UnusedEvent   *ebpf.VariableSpec `ebpf:"unused_event"`
 	UnusedRunRef  *ebpf.VariableSpec `ebpf:"unused_run_ref"`
+	WakeBytes     *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
 
 // strataObjects contains all objects after they have been loaded into the kernel.
@@ -232,6 +234,7 @@ type strataVariables struct {
 	UnusedCellKey *ebpf.Variable `ebpf:"unused_cell_key"`
 	UnusedEvent   *ebpf.Variable `ebpf:"unused_event"`
 	UnusedRunRef  *ebpf.Variable `ebpf:"unused_run_ref"`
+	WakeBytes     *ebpf.Variable `ebpf:"wake_bytes"`
 }
 
 // strataPrograms contains all programs after they have been loaded into the kernel.

@@ -132,6 +132,9 @@ func Load(cfg Config) (_ *Tracer, err error) {
 	if err := spec.Variables[strataVarSampleEvery].Set(every); err != nil {
 		return nil, fmt.Errorf("set sample_every: %w", err)
 	}
+	if err := spec.Variables[strataVarWakeBytes].Set(uint64(cfg.RingBytes / 4)); err != nil {
+		return nil, fmt.Errorf("set wake_bytes: %w", err)
+	}
 	spec.Maps[strataMapCounters].MaxEntries = cfg.MaxBlocks
 	spec.Maps[strataMapCells].MaxEntries = cfg.MaxRangeSets
 	spec.Maps[strataMapRuns].MaxEntries = cfg.MaxRunEntries

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/stratatrace/strata/test/testenv"
@@ -506,4 +507,32 @@ func (t *Tracer) blockCounters(tgid uint32, id uint64) (Counters, error) {
 		return Counters{}, fmt.Errorf("read block counters %d: %w", id, ErrUnknownBlock)
 	}
 	return t.readSlot(b.slot)
+}
+
+// TestRingWakesReader: records are submitted without a wakeup and drained on
+// a deadline, but once a quarter of the ring waits the kernel wakes the
+// reader: with a 20 s deadline, a burst of faults arrives in a second.
+func TestRingWakesReader(t *testing.T) {
+	const pages = 1024 // 1024 records of 56 bytes: above 16 KiB, within 64 KiB
+	tr := loadTracer(t, Config{RingBytes: 64 << 10, SampleEvery: 1, NoMajorFaults: true,
+		DrainInterval: 20 * time.Second, IdleDrainInterval: 20 * time.Second})
+	c := startChild(t, pages)
+	if err := tr.Track(c.pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.RegisterBlock(c.pid, 1, c.page(0), c.page(pages)); err != nil {
+		t.Fatal(err)
+	}
+	c.do("w 0 %d", pages)
+	wake := (64 << 10) / 4 / (int(unsafe.Sizeof(strataEvent{})) + 8)
+	got := 0
+	timeout := time.After(5 * time.Second)
+	for got < wake {
+		select {
+		case <-tr.Events():
+			got++
+		case <-timeout:
+			t.Fatalf("%d records within 5 s of the burst, want at least the %d that fill a quarter of the ring", got, wake)
+		}
+	}
 }

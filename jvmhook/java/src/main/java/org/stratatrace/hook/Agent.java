@@ -1,29 +1,15 @@
 package org.stratatrace.hook;
 
-import static net.bytebuddy.matcher.ElementMatchers.isStatic;
-import static net.bytebuddy.matcher.ElementMatchers.named;
-import static net.bytebuddy.matcher.ElementMatchers.not;
-import static net.bytebuddy.matcher.ElementMatchers.takesArguments;
-
 import java.io.File;
+import java.io.InputStream;
 import java.lang.instrument.ClassFileTransformer;
 import java.lang.instrument.Instrumentation;
 import java.security.ProtectionDomain;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.FutureTask;
-
-import net.bytebuddy.ByteBuddy;
-import net.bytebuddy.asm.Advice;
-import net.bytebuddy.asm.AsmVisitorWrapper;
-import net.bytebuddy.dynamic.ClassFileLocator;
-import net.bytebuddy.dynamic.scaffold.MethodGraph;
-import net.bytebuddy.dynamic.scaffold.TypeValidation;
-import net.bytebuddy.implementation.Implementation;
-import net.bytebuddy.pool.TypePool;
 
 /**
  * The -javaagent entry point. Options, comma-separated key=value:
@@ -39,10 +25,6 @@ import net.bytebuddy.pool.TypePool;
  */
 public final class Agent {
     private Agent() {}
-
-    static final String MEMORY_STORE = "org.apache.spark.storage.memory.MemoryStore";
-    static final String TASK_MEMORY_MANAGER = "org.apache.spark.memory.TaskMemoryManager";
-    static final String RDD = "org.apache.spark.rdd.RDD";
 
     public static void premain(String args, Instrumentation inst) {
         try {
@@ -104,132 +86,60 @@ public final class Agent {
     }
 
     /**
-     * Installs the transformer at once and builds the weaver behind it on a
-     * daemon thread, so the JVM's start does not wait for Byte Buddy's
-     * classes. A Spark JVM loads the first class we instrument seconds
-     * later, after its configuration and RPC set-up; should one come sooner,
-     * its loading waits for the build.
+     * Installs the transformer, which looks at class names only, and weaves
+     * the classes it wants from the system class path on a daemon thread
+     * ahead of their loading (a Spark JVM loads them seconds later, after
+     * its configuration and RPC set-up), so that the thread loading them
+     * does not wait for ASM's classes and the weaving; should one load
+     * sooner, or from other bytes, it is woven as it loads.
      */
     private static void install(Instrumentation inst) {
-        FutureTask<Weaver> weaver = new FutureTask<>(Weaver::new);
-        Thread t = new Thread(weaver, "strata-hook-init");
+        FutureTask<Map<String, byte[][]>> prepared = new FutureTask<>(Agent::prepare);
+        Thread t = new Thread(prepared, "strata-hook-init");
         t.setDaemon(true);
         t.start();
-        inst.addTransformer(new Transformer(weaver), false);
+        inst.addTransformer(new Transformer(prepared), false);
     }
 
-    /**
-     * Weaves the advices into the three classes we instrument, the class
-     * file decorated as it is (Advice only rewrites method bodies; no class
-     * format change, no type rebuilt, only declared methods looked at).
-     * Byte Buddy is used without its AgentBuilder, whose set-up alone cost a
-     * JVM 0.3-0.4 s of one core, and the JVM's other classes never reach
-     * Byte Buddy: the transformer looks at their names only (Byte Buddy's
-     * own matching of every loaded class cost a Spark driver about 1.2 s of
-     * CPU at start-up).
-     */
-    static final class Weaver {
-        private final ByteBuddy byteBuddy = new ByteBuddy()
-                .with(TypeValidation.DISABLED)
-                .with(Implementation.Context.Disabled.Factory.INSTANCE)
-                .with(MethodGraph.Compiler.ForDeclaredMethods.INSTANCE);
-        /** By internal class name. */
-        private final Map<String, AsmVisitorWrapper> advices = new HashMap<>();
-
-        Weaver() {
-            advices.put(internal(MEMORY_STORE), new AsmVisitorWrapper.Compound(
-                    Advice.to(Advices.Put.class).on(named("putBytes").or(named("putIteratorAsValues"))
-                            .or(named("putIteratorAsBytes")).and(not(isStatic()))),
-                    Advice.to(Advices.Read.class).on(named("getBytes").or(named("getValues"))
-                            .and(takesArguments(1))),
-                    Advice.to(Advices.Remove.class).on(named("remove").and(takesArguments(1))),
-                    Advice.to(Advices.Evict.class).on(named("evictBlocksToFreeSpace")),
-                    Advice.to(Advices.Clear.class).on(named("clear").and(takesArguments(0)))));
-            advices.put(internal(TASK_MEMORY_MANAGER), new AsmVisitorWrapper.Compound(
-                    Advice.to(Advices.Allocate.class).on(named("allocatePage").or(named("allocatePageInternal"))),
-                    Advice.to(Advices.FreePage.class).on(named("freePage")),
-                    Advice.to(Advices.Cleanup.class).on(named("cleanUpAllAllocatedMemory"))));
-            advices.put(internal(RDD), Advice.to(Advices.RddIterator.class)
-                    .on(named("iterator").and(takesArguments(2))));
-            prepare();
-        }
-
-        /** Class file as found on the class path, and woven, by internal name. */
-        private final Map<String, byte[][]> prepared = new HashMap<>();
-
-        /**
-         * Weaves the classes found on the system class path (Spark's jars,
-         * for spark-submit's driver and for executors) ahead of their
-         * loading, on this thread: weaving takes about 0.2 s, which would
-         * otherwise fall on the thread that loads them. The JVM's class file
-         * must be byte for byte the one read here for the prepared result
-         * to be used.
-         */
-        private void prepare() {
-            ClassLoader sys = ClassLoader.getSystemClassLoader();
-            for (String internal : advices.keySet()) {
-                try (java.io.InputStream in = sys.getResourceAsStream(internal + ".class")) {
-                    if (in != null) {
-                        byte[] original = in.readAllBytes();
-                        prepared.put(internal, new byte[][] {original, weave(sys, internal, original)});
-                    }
-                } catch (Throwable t) {
-                    // Woven when loaded instead.
+    /** Class file as found on the system class path, and woven, by internal name. */
+    private static Map<String, byte[][]> prepare() {
+        Map<String, byte[][]> m = new HashMap<>();
+        ClassLoader sys = ClassLoader.getSystemClassLoader();
+        for (String internal : new String[] {Weaver.MEMORY_STORE, Weaver.TASK_MEMORY_MANAGER, Weaver.RDD}) {
+            try (InputStream in = sys.getResourceAsStream(internal + ".class")) {
+                if (in != null) {
+                    byte[] original = in.readAllBytes();
+                    m.put(internal, new byte[][] {original, Weaver.weave(internal, original)});
                 }
+            } catch (Throwable e) {
+                // Woven when loaded instead, where a failure is printed.
             }
         }
-
-        /** The class file with the advices woven in, prepared if it can be. */
-        byte[] woven(ClassLoader loader, String internalName, byte[] classfile) {
-            byte[][] p = prepared.get(internalName);
-            if (p != null && java.util.Arrays.equals(p[0], classfile)) {
-                return p[1];
-            }
-            return weave(loader, internalName, classfile);
-        }
-
-        static String internal(String className) {
-            return className.replace('.', '/');
-        }
-
-        /** The class file with the advices woven in. */
-        byte[] weave(ClassLoader loader, String internalName, byte[] classfile) {
-            String name = internalName.replace('/', '.');
-            ClassFileLocator locator = new ClassFileLocator.Compound(ClassFileLocator.Simple.of(name, classfile),
-                    loader == null ? ClassFileLocator.ForClassLoader.ofBootLoader()
-                            : ClassFileLocator.ForClassLoader.of(loader));
-            TypePool pool = new TypePool.Default.WithLazyResolution(new TypePool.CacheProvider.Simple(), locator,
-                    TypePool.Default.ReaderMode.FAST);
-            return byteBuddy.decorate(pool.describe(name).resolve(), locator)
-                    .visit(advices.get(internalName))
-                    .make(pool)
-                    .getBytes();
-        }
+        return m;
     }
 
     /** Hands the weaver the classes it instruments, by name. */
     static final class Transformer implements ClassFileTransformer {
-        private static final Set<String> NAMES = Set.of(Weaver.internal(MEMORY_STORE),
-                Weaver.internal(TASK_MEMORY_MANAGER), Weaver.internal(RDD));
-        private final Future<Weaver> weaver;
+        private final Future<Map<String, byte[][]>> prepared;
 
-        Transformer(Future<Weaver> weaver) {
-            this.weaver = weaver;
+        Transformer(Future<Map<String, byte[][]>> prepared) {
+            this.prepared = prepared;
         }
 
         @Override
         public byte[] transform(ClassLoader loader, String name, Class<?> redefined, ProtectionDomain domain,
                 byte[] classfile) {
-            if (name == null || !NAMES.contains(name)) {
+            if (name == null || !Weaver.wants(name)) {
                 return null;
             }
             try {
-                return weaver.get().woven(loader, name, classfile);
+                byte[][] p = prepared.get().get(name);
+                if (p != null && Arrays.equals(p[0], classfile)) {
+                    return p[1];
+                }
+                return Weaver.weave(name, classfile);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                return null;
-            } catch (ExecutionException e) {
-                System.err.println("strata-hook: instrument " + name.replace('/', '.') + ": " + e.getCause());
                 return null;
             } catch (Throwable t) {
                 // The JVM would drop it silently; the class loads unchanged.

@@ -6,12 +6,13 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * What the advice woven into Spark calls: it turns MemoryStore and
- * TaskMemoryManager events into hook registrations. Public because the woven
- * code lives in Spark's packages; nothing else should call it.
+ * What the calls woven into Spark (see Weaver) reach: they turn MemoryStore
+ * and TaskMemoryManager events into hook registrations. Public because the
+ * woven code lives in Spark's packages; nothing else should call it.
  *
- * Every method catches everything: the hook must never change what Spark
- * does. The first failure of each kind is printed to stderr, all are counted.
+ * Every public method catches everything: the woven code has no handler of
+ * its own, and the hook must never change what Spark does. The first failure
+ * of each kind is printed to stderr, all are counted.
  *
  * State: the hook ids of every tracked storage block (one per range: a
  * ChunkedByteBuffer is one range per chunk) keyed by Spark's BlockId, and of
@@ -33,8 +34,12 @@ public final class Blocks {
 
     static void fail(String where, Throwable t) {
         ERRORS.incrementAndGet();
-        if (REPORTED.putIfAbsent(where, Boolean.TRUE) == null) {
-            System.err.println("strata-hook: " + where + ": " + t);
+        try {
+            if (REPORTED.putIfAbsent(where, Boolean.TRUE) == null) {
+                System.err.println("strata-hook: " + where + ": " + t);
+            }
+        } catch (Throwable ignored) {
+            // Counted; printing it failed too (out of memory, closed stderr).
         }
     }
 
@@ -275,18 +280,30 @@ public final class Blocks {
         }
     }
 
+    /** Entering MemoryStore.evictBlocksToFreeSpace. */
     public static void evictEnter() {
-        if (enabled) {
+        if (!enabled) {
+            return;
+        }
+        try {
             EVICTING.get()[0]++;
+        } catch (Throwable t) {
+            fail("MemoryStore evictBlocksToFreeSpace", t);
         }
     }
 
+    /** Leaving MemoryStore.evictBlocksToFreeSpace, by a return or a throw. */
     public static void evictExit() {
-        if (enabled) {
+        if (!enabled) {
+            return;
+        }
+        try {
             int[] e = EVICTING.get();
             if (e[0] > 0) {
                 e[0]--;
             }
+        } catch (Throwable t) {
+            fail("MemoryStore evictBlocksToFreeSpace", t);
         }
     }
 
@@ -308,10 +325,13 @@ public final class Blocks {
 
     /** After allocatePage (3.5) / allocatePageInternal (4.x): a new page. */
     public static void allocated(Object tmm, Object page) {
-        if (!enabled || page == null || PAGES.containsKey(page)) {
+        if (!enabled || page == null) {
             return;
         }
         try {
+            if (PAGES.containsKey(page)) {
+                return; // allocatePageInternal returning to allocatePage (4.x)
+            }
             Spark s = Spark.of(tmm);
             identify(s);
             Object obj = s.pageObject.invokeExact(page);
