@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratatrace/strata/agent/perfstat"
 	"github.com/stratatrace/strata/agent/procmem"
 	"github.com/stratatrace/strata/agent/spool"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -231,6 +232,32 @@ func TestFaultsConfigReadsUnderRoots(t *testing.T) {
 	_, err := fc.OpenWorkload(uint32(os.Getpid()))
 	if !errors.Is(err, procmem.ErrProcessGone) || !strings.Contains(err.Error(), proc) {
 		t.Fatalf("workload of a pid absent from --proc: %v, want ErrProcessGone naming %s", err, proc)
+	}
+}
+
+// TestWorkloadCountersSource: --workload-counters auto counts a hooked
+// process from procfs where no PMU is (the fixture lists none), perf asks
+// for perf events all the same.
+func TestWorkloadCountersSource(t *testing.T) {
+	testenv.RequireRoot(t)
+	for mode, want := range map[string]perfstat.Software{"auto": perfstat.SoftwareProcfs, "procfs": perfstat.SoftwareProcfs,
+		"perf": perfstat.SoftwarePerf} {
+		cfg := DefaultConfig()
+		cfg.WorkloadCounters = mode
+		fc := faultsConfig(cfg, procmem.FS{Proc: "/proc", Sys: twoNodes}, slog.New(slog.DiscardHandler))
+		w, err := fc.OpenWorkload(uint32(os.Getpid()))
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if got := w.(*perfstat.Workload).Software(); got != want {
+			t.Errorf("--workload-counters %s: source %v, want %v", mode, got, want)
+		}
+		w.Close()
+	}
+	cfg := DefaultConfig()
+	cfg.WorkloadCounters = "pmu"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "workload counters") {
+		t.Errorf("--workload-counters pmu: %v, want refused", err)
 	}
 }
 

@@ -31,7 +31,14 @@ type Config struct {
 	// "sampled" (block pages get PFN, presence, THP and node only, marked
 	// FLAGS_NOT_READ; sampled fault pages get their flags), which resolves
 	// 4 KiB pages several times faster.
-	PageFlags        string
+	PageFlags string
+	// WorkloadCounters says how a hooked process's task clock, context
+	// switches, migrations and faults are counted: "procfs" (read from
+	// /proc, at no cost to the process), "perf" (perf events on every
+	// thread: exact, but each context switch of the process then pays for
+	// them), or "auto": perf where a hardware PMU gives the page-walk and
+	// cycle counts that need per-thread perf events anyway, else procfs.
+	WorkloadCounters string
 	SampleEvery      uint32        // emit one fault event in N (0 = tracer default, 64)
 	CountersInterval time.Duration // send changed fault and workload counters, and hooked processes' resident memory, this often
 	StatsInterval    time.Duration // log counters this often (0 = never)
@@ -71,6 +78,7 @@ func DefaultConfig() Config {
 		DrainTimeout:     5 * time.Second,
 		Faults:           "auto",
 		PageFlags:        "all",
+		WorkloadCounters: "auto",
 		CountersInterval: 2 * time.Second,
 		StatsInterval:    time.Minute,
 
@@ -124,6 +132,7 @@ func (c *Config) FromEnv() error {
 	set(&c.SysRoot, "STRATA_SYS")
 	set(&c.Faults, "STRATA_FAULTS")
 	set(&c.PageFlags, "STRATA_PAGE_FLAGS")
+	set(&c.WorkloadCounters, "STRATA_WORKLOAD_COUNTERS")
 	set(&c.HTTPAddr, "STRATA_HTTP")
 
 	var errs []error
@@ -194,6 +203,11 @@ func (c Config) Validate() error {
 	case "all", "sampled":
 	default:
 		errs = append(errs, fmt.Errorf("page flags = %q, want all or sampled", c.PageFlags))
+	}
+	switch c.WorkloadCounters {
+	case "auto", "procfs", "perf":
+	default:
+		errs = append(errs, fmt.Errorf("workload counters = %q, want auto, procfs or perf", c.WorkloadCounters))
 	}
 	if c.FlushInterval <= 0 {
 		errs = append(errs, errors.New("flush interval must be positive"))

@@ -62,7 +62,12 @@ func faultsConfig(cfg Config, fs procmem.FS, log *slog.Logger) faults.Config {
 			log.Info("page-walk events unknown for this CPU; no walk cycles", "err", err)
 		}
 	}
-	opts := perfstat.Options{FS: fs, PMU: fc.PMU, Walk: fc.Walk}
+	opts := perfstat.Options{FS: fs, PMU: fc.PMU, Walk: fc.Walk, Software: perfstat.SoftwareProcfs}
+	if cfg.WorkloadCounters == "perf" || cfg.WorkloadCounters == "auto" && fc.PMU.Available() {
+		opts.Software = perfstat.SoftwarePerf
+	}
+	log.Info("workload counters", "software", map[perfstat.Software]string{
+		perfstat.SoftwarePerf: "perf events", perfstat.SoftwareProcfs: "procfs"}[opts.Software], "pmu", fc.PMU.Status())
 	fc.OpenWorkload = func(pid uint32) (faults.Workload, error) {
 		w, err := perfstat.Open(pid, opts)
 		if err != nil {

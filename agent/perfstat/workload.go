@@ -28,14 +28,44 @@ type Counts struct {
 	PMUStatus            string // "available" or "unavailable: <reason>"
 }
 
-// Workload counts the events of one process with perf events, one per
-// thread alive at Open, each inherited by the threads it creates.
+// Workload counts the events of one process: hardware events with perf
+// events, one per thread alive at Open, each inherited by the threads it
+// creates; software events the same way or from procfs (Options.Software).
 type Workload struct {
 	pid       uint32
 	start     time.Time
 	counters  []*counter
 	pmuStatus string
+
+	// Software from procfs: the process's counters at Open, and per thread
+	// its scheduler counts at Open (or 0 for threads born later) and as
+	// last read, so a thread that exits keeps what it was last read at.
+	fs      procmem.FS
+	procfs  bool
+	base    procmem.ProcStat
+	threads map[int]*threadSched
 }
+
+type threadSched struct{ base, last procmem.TaskSched }
+
+// Software says where the software counts (task clock, context switches,
+// migrations, faults) come from.
+type Software int
+
+const (
+	// SoftwarePerf counts them with perf events on every thread: exact,
+	// but every context switch of the process then switches its perf
+	// context too, which cost a thread ping-pong 20 % on this project's
+	// 2-vCPU VM (a JVM makes thousands of switches a second).
+	SoftwarePerf Software = iota
+	// SoftwareProcfs reads them from /proc at each Read, costing the
+	// process nothing: task clock and faults from /proc/PID/stat (every
+	// thread's, exited ones included; task clock in ticks of 10 ms);
+	// context switches and migrations from each thread's
+	// /proc/PID/task/TID/sched, as last read, so what a thread did after
+	// its last read before it exited is not counted.
+	SoftwareProcfs
+)
 
 type counter struct {
 	name string
@@ -49,6 +79,9 @@ type Options struct {
 	FS   procmem.FS  // lists /proc/PID/task; the zero FS is procmem.Default()
 	PMU  PMUInfo     // from DetectPMU; empty: software events only
 	Walk *WalkEvents // from SelectWalkEvents; nil skips walk cycles
+	// Software picks the source of the software counts (SoftwarePerf by
+	// default).
+	Software Software
 }
 
 // Open starts counting pid. Software events are required; hardware events
@@ -70,6 +103,15 @@ func Open(pid uint32, opts Options) (_ *Workload, err error) {
 			w.Close()
 		}
 	}()
+	if opts.Software == SoftwareProcfs {
+		if err := w.openProcfs(fs, tids); err != nil {
+			return nil, fmt.Errorf("open workload %d: %w", pid, err)
+		}
+		if opts.PMU.Available() {
+			w.openHardware(opts, tids)
+		}
+		return w, nil
+	}
 	sw := []struct {
 		name   string
 		config uint64
@@ -201,6 +243,11 @@ func (c *counter) close() {
 // Read returns the counts since Open.
 func (w *Workload) Read() (Counts, error) {
 	wc := Counts{PID: w.pid, Start: w.start, End: time.Now(), PMUStatus: w.pmuStatus}
+	if w.procfs {
+		if err := w.readProcfs(&wc); err != nil {
+			return Counts{}, fmt.Errorf("read workload %d: %w", w.pid, err)
+		}
+	}
 	for _, c := range w.counters {
 		v, err := c.read()
 		if err != nil {
@@ -221,4 +268,69 @@ func (w *Workload) Close() error {
 	}
 	w.counters = nil
 	return nil
+}
+
+// openProcfs takes the process's and its threads' counts at Open as the
+// zero of what Read reports.
+func (w *Workload) openProcfs(fs procmem.FS, tids []int) error {
+	w.fs, w.procfs, w.threads = fs, true, make(map[int]*threadSched, len(tids))
+	var err error
+	if w.base, err = fs.ProcStat(int(w.pid)); err != nil {
+		return err
+	}
+	for _, tid := range tids {
+		ts, err := fs.TaskSched(int(w.pid), tid)
+		if errors.Is(err, procmem.ErrProcessGone) {
+			continue // the thread exited meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		w.threads[tid] = &threadSched{base: ts, last: ts}
+	}
+	return nil
+}
+
+// readProcfs fills the software counts since Open from /proc.
+func (w *Workload) readProcfs(c *Counts) error {
+	st, err := w.fs.ProcStat(int(w.pid))
+	if err != nil {
+		return err
+	}
+	c.MinorFaults = st.MinorFaults - min(st.MinorFaults, w.base.MinorFaults)
+	c.MajorFaults = st.MajorFaults - min(st.MajorFaults, w.base.MajorFaults)
+	ticks := st.UTime + st.STime
+	c.TaskClockNs = (ticks - min(ticks, w.base.UTime+w.base.STime)) * (1e9 / procmem.UserHZ)
+	tids, err := w.fs.Tasks(int(w.pid))
+	if err != nil {
+		return err
+	}
+	for _, tid := range tids {
+		ts, err := w.fs.TaskSched(int(w.pid), tid)
+		if errors.Is(err, procmem.ErrProcessGone) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		t := w.threads[tid]
+		if t == nil {
+			t = &threadSched{} // born after Open: all of its counts are the workload's
+			w.threads[tid] = t
+		}
+		t.last = ts
+	}
+	for _, t := range w.threads {
+		c.ContextSwitches += t.last.Switches - min(t.last.Switches, t.base.Switches)
+		c.CPUMigrations += t.last.Migrations - min(t.last.Migrations, t.base.Migrations)
+	}
+	return nil
+}
+
+// Software says where w's software counts come from.
+func (w *Workload) Software() Software {
+	if w.procfs {
+		return SoftwareProcfs
+	}
+	return SoftwarePerf
 }

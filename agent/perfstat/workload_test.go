@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stratatrace/strata/agent/procmem"
 	"github.com/stratatrace/strata/test/testenv"
@@ -143,5 +144,51 @@ func TestOpenListsThreadsUnderFS(t *testing.T) {
 	got, err := w.Read()
 	if err != nil || got.MinorFaults < 64 {
 		t.Fatalf("faults of the listed thread: %+v, %v", got, err)
+	}
+}
+
+// TestWorkloadCountersProcfs: the software counts read from /proc, which
+// cost the counted process nothing: faults and task clock of the whole
+// process since Open, context switches of its threads, and a thread that
+// exits keeps the counts it was last read at.
+func TestWorkloadCountersProcfs(t *testing.T) {
+	pid := uint32(os.Getpid())
+	w, err := Open(pid, Options{Software: SoftwareProcfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if len(w.counters) != 0 {
+		t.Fatalf("%d perf counters opened without a PMU, want none", len(w.counters))
+	}
+	fault(t, 256, 4)
+	for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); {
+	} // 100 ms of CPU: at least a few 10 ms ticks
+	sleeping, exit := make(chan struct{}), make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		for i := 0; i < 50; i++ {
+			time.Sleep(time.Millisecond)
+		}
+		close(sleeping)
+		<-exit
+	}()
+	<-sleeping
+	got, err := w.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.MinorFaults < 4*256 || got.TaskClockNs < 50e6 || got.ContextSwitches < 50 || !got.End.After(got.Start) {
+		t.Errorf("procfs counters: %+v", got)
+	}
+	close(exit)
+	time.Sleep(50 * time.Millisecond)
+	again, err := w.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ContextSwitches < got.ContextSwitches || again.CPUMigrations < got.CPUMigrations ||
+		again.MinorFaults < got.MinorFaults || again.TaskClockNs < got.TaskClockNs {
+		t.Errorf("counts went down after a thread exited: %+v then %+v", got, again)
 	}
 }

@@ -48,6 +48,8 @@ func main() {
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", cfg.FlushInterval, "cut a batch at least this often")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, "on shutdown, wait this long for acks")
 	fs.StringVar(&cfg.Faults, "faults", cfg.Faults, "kernel fault attribution: auto, on or off")
+	fs.StringVar(&cfg.WorkloadCounters, "workload-counters", cfg.WorkloadCounters,
+		"hooked processes' task clock, switches and faults: procfs (no cost to them), perf (exact; every switch pays), or auto (perf where a PMU is)")
 	fs.StringVar(&cfg.PageFlags, "page-flags", cfg.PageFlags, "pages that get kpageflags: all, or sampled (block pages without flags, several times faster)")
 	fs.Func("sample-every", "emit one sampled fault event per N faults in a block (default 64)", func(v string) error {
 		n, err := strconv.ParseUint(v, 10, 32)

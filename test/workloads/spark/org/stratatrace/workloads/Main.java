@@ -13,10 +13,10 @@ import org.apache.spark.sql.SparkSession;
  * make against each installed Spark (bin/workloads/workloads-VERSION.jar);
  * run by test/workloads and `make smtt`.
  *
- * Usage: Main WORKLOAD [--size small|medium|large] [--parts N]
+ * Usage: Main WORKLOAD [--size small|medium|large|xlarge] [--parts N]
  * [--storage LEVEL] [--work DIR]. Every input is generated from a fixed
  * seed, so two runs of one workload at one size do the same work. The
- * size multiplies every input (small 1, medium 4, large 16). LEVEL is the
+ * size multiplies every input (small 1, medium 4, large 16, xlarge 64). LEVEL is the
  * storage level of what the workload caches (default MEMORY_AND_DISK_SER:
  * serialized blocks are byte ranges the hook reports whole; a deserialized
  * block is reported as its array of references only). DIR holds files a
@@ -29,7 +29,7 @@ import org.apache.spark.sql.SparkSession;
 public final class Main {
     public static void main(String[] args) throws Exception {
         if (args.length == 0) {
-            throw new IllegalArgumentException("usage: Main WORKLOAD [--size small|medium|large] [--parts N] [--storage LEVEL] [--work DIR]");
+            throw new IllegalArgumentException("usage: Main WORKLOAD [--size small|medium|large|xlarge] [--parts N] [--storage LEVEL] [--work DIR]");
         }
         Params p = Params.parse(args);
         Workload w = Workload.named(args[0]);

@@ -25,7 +25,8 @@ final class Params {
                         case "small": p.scale = 1; break;
                         case "medium": p.scale = 4; break;
                         case "large": p.scale = 16; break;
-                        default: throw new IllegalArgumentException("--size " + p.size + ": want small, medium or large");
+                        case "xlarge": p.scale = 64; break;
+                        default: throw new IllegalArgumentException("--size " + p.size + ": want small, medium, large or xlarge");
                     }
                     i++;
                     break;
