@@ -47,7 +47,7 @@ func main() {
 	var c config
 	var series, names string
 	flag.StringVar(&series, "spark", "3.5", "Spark series to run, comma-separated (3.5, 4)")
-	flag.StringVar(&c.size, "size", "small", "workload input size: small, medium or large")
+	flag.StringVar(&c.size, "size", "small", "workload input size: small, medium, large or xlarge (1, 4, 16, 64 times the inputs)")
 	flag.IntVar(&c.pairs, "pairs", 2, "paired runs (one without, one with tracing, order alternating) per workload")
 	flag.StringVar(&names, "workloads", strings.Join(workloads.Names, ","), "workloads to run, comma-separated")
 	flag.StringVar(&c.out, "out", "bin/smtt", "directory for the table, JSON and chart")
