@@ -342,14 +342,7 @@ func TestMoveAndFree(t *testing.T) {
 func TestRingDropsCounted(t *testing.T) {
 	const pages = 4096
 	tr := loadTracer(t, Config{RingBytes: 4096, SampleEvery: 1, NoMajorFaults: true})
-	c := startChild(t, pages)
-	if err := tr.Track(c.pid); err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.RegisterBlock(c.pid, 1, c.page(0), c.page(pages)); err != nil {
-		t.Fatal(err)
-	}
-	c.do("w 0 %d", pages)
+	c := writeOneBlock(t, tr, pages)
 	time.Sleep(3 * tr.cfg.DrainInterval)
 	st, err := tr.Stats()
 	if err != nil {
@@ -509,6 +502,21 @@ func (t *Tracer) blockCounters(tgid uint32, id uint64) (Counters, error) {
 	return t.readSlot(b.slot)
 }
 
+// writeOneBlock starts a child with pages pages, registers them all as
+// block 1 of a tracked process and has the child write each once.
+func writeOneBlock(tb testing.TB, tr *Tracer, pages int) *child {
+	tb.Helper()
+	c := startChild(tb, pages)
+	if err := tr.Track(c.pid); err != nil {
+		tb.Fatal(err)
+	}
+	if err := tr.RegisterBlock(c.pid, 1, c.page(0), c.page(pages)); err != nil {
+		tb.Fatal(err)
+	}
+	c.do("w 0 %d", pages)
+	return c
+}
+
 // TestRingWakesReader: records are submitted without a wakeup and drained on
 // a deadline, but once a quarter of the ring waits the kernel wakes the
 // reader: with a 20 s deadline, a burst of faults arrives in a second.
@@ -516,14 +524,7 @@ func TestRingWakesReader(t *testing.T) {
 	const pages = 1024 // 1024 records of 56 bytes: above 16 KiB, within 64 KiB
 	tr := loadTracer(t, Config{RingBytes: 64 << 10, SampleEvery: 1, NoMajorFaults: true,
 		DrainInterval: 20 * time.Second, IdleDrainInterval: 20 * time.Second})
-	c := startChild(t, pages)
-	if err := tr.Track(c.pid); err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.RegisterBlock(c.pid, 1, c.page(0), c.page(pages)); err != nil {
-		t.Fatal(err)
-	}
-	c.do("w 0 %d", pages)
+	writeOneBlock(t, tr, pages)
 	wake := (64 << 10) / 4 / (int(unsafe.Sizeof(strataEvent{})) + 8)
 	got := 0
 	timeout := time.After(5 * time.Second)
