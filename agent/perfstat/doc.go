@@ -11,6 +11,12 @@
 //     /proc/PID/task under Options.FS (the agent's --proc), each inherited
 //     by the threads that thread creates later. Threads that exist at Open
 //     but were started by a thread that had already exited are not counted.
+//     Every context switch of a counted thread then switches its perf
+//     context too, which the process pays for; Options.Software =
+//     SoftwareProcfs reads the software counts from /proc instead (free for
+//     the process; task clock in 10 ms ticks; switches and migrations of a
+//     thread as last read before it exits) and opens perf events only for
+//     hardware counters.
 //   - Hardware fields of Counts are nil when they were not measured, and
 //     PMUStatus says why ("unavailable: no hardware PMU" on most VMs);
 //     nothing is ever estimated into them. A PMU that sysfs lists but the
