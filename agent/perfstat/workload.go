@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"time"
 	"unsafe"
 
@@ -44,9 +47,13 @@ type Workload struct {
 	procfs  bool
 	base    procmem.ProcStat
 	threads map[int]*threadSched
+	gone    procmem.TaskSched // what exited threads did, as last read
 }
 
-type threadSched struct{ base, last procmem.TaskSched }
+type threadSched struct {
+	base, last procmem.TaskSched
+	seen       bool // listed by the latest Read
+}
 
 // Software says where the software counts (task clock, context switches,
 // migrations, faults) come from.
@@ -80,7 +87,8 @@ type Options struct {
 	PMU  PMUInfo     // from DetectPMU; empty: software events only
 	Walk *WalkEvents // from SelectWalkEvents; nil skips walk cycles
 	// Software picks the source of the software counts (SoftwarePerf by
-	// default).
+	// default; SoftwareProcfs falls back to perf on a kernel without
+	// per-thread sched files).
 	Software Software
 }
 
@@ -103,7 +111,7 @@ func Open(pid uint32, opts Options) (_ *Workload, err error) {
 			w.Close()
 		}
 	}()
-	if opts.Software == SoftwareProcfs {
+	if opts.Software == SoftwareProcfs && hasSched(fs, pid) {
 		if err := w.openProcfs(fs, tids); err != nil {
 			return nil, fmt.Errorf("open workload %d: %w", pid, err)
 		}
@@ -270,6 +278,13 @@ func (w *Workload) Close() error {
 	return nil
 }
 
+// hasSched says whether the kernel has per-thread sched files (built with
+// CONFIG_SCHED_DEBUG); without them the software counts come from perf.
+func hasSched(fs procmem.FS, pid uint32) bool {
+	_, err := os.Stat(filepath.Join(fs.Proc, strconv.Itoa(int(pid)), "sched"))
+	return err == nil
+}
+
 // openProcfs takes the process's and its threads' counts at Open as the
 // zero of what Read reports.
 func (w *Workload) openProcfs(fs procmem.FS, tids []int) error {
@@ -305,6 +320,9 @@ func (w *Workload) readProcfs(c *Counts) error {
 	if err != nil {
 		return err
 	}
+	for _, t := range w.threads {
+		t.seen = false
+	}
 	for _, tid := range tids {
 		ts, err := w.fs.TaskSched(int(w.pid), tid)
 		if errors.Is(err, procmem.ErrProcessGone) {
@@ -318,12 +336,21 @@ func (w *Workload) readProcfs(c *Counts) error {
 			t = &threadSched{} // born after Open: all of its counts are the workload's
 			w.threads[tid] = t
 		}
-		t.last = ts
+		t.last, t.seen = ts, true
 	}
-	for _, t := range w.threads {
-		c.ContextSwitches += t.last.Switches - min(t.last.Switches, t.base.Switches)
-		c.CPUMigrations += t.last.Migrations - min(t.last.Migrations, t.base.Migrations)
+	sum := w.gone
+	for tid, t := range w.threads {
+		d := procmem.TaskSched{Switches: t.last.Switches - min(t.last.Switches, t.base.Switches),
+			Migrations: t.last.Migrations - min(t.last.Migrations, t.base.Migrations)}
+		sum.Switches += d.Switches
+		sum.Migrations += d.Migrations
+		if !t.seen { // exited: keep its counts, not its entry
+			w.gone.Switches += d.Switches
+			w.gone.Migrations += d.Migrations
+			delete(w.threads, tid)
+		}
 	}
+	c.ContextSwitches, c.CPUMigrations = sum.Switches, sum.Migrations
 	return nil
 }
 

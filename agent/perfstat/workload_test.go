@@ -145,6 +145,16 @@ func TestOpenListsThreadsUnderFS(t *testing.T) {
 	if err != nil || got.MinorFaults < 64 {
 		t.Fatalf("faults of the listed thread: %+v, %v", got, err)
 	}
+	// The fixture has no sched files (a kernel without CONFIG_SCHED_DEBUG):
+	// procfs counting falls back to perf events rather than report no switches.
+	w2, err := Open(uint32(pid), Options{FS: procmem.FS{Proc: root, Sys: "/sys"}, Software: SoftwareProcfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	if w2.Software() != SoftwarePerf || len(w2.counters) == 0 {
+		t.Errorf("without sched files: source %v, %d perf counters; want perf", w2.Software(), len(w2.counters))
+	}
 }
 
 // TestWorkloadCountersProcfs: the software counts read from /proc, which
