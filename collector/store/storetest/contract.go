@@ -112,6 +112,16 @@ func MustAppend(tb testing.TB, s store.BatchAppender, b *stratav1.Batch) store.A
 }
 
 // EqualRows fails tb unless got and want hold equal messages in order.
+// wantNuma checks the NUMA rows of App.
+func wantNuma(tb testing.TB, s store.Store, want []*stratav1.NumaRow) {
+	tb.Helper()
+	rows, err := s.Numa(context.Background(), App)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	EqualRows(tb, rows, want)
+}
+
 func EqualRows[T proto.Message](tb testing.TB, got, want []T) {
 	tb.Helper()
 	if len(got) != len(want) {
@@ -296,12 +306,8 @@ func testNuma(t *testing.T, be Backend) {
 	s := be.open(t)
 	MustAppend(t, s, Sample(1))
 	MustAppend(t, s, Sample(2)) // same blocks again: still distinct pages
-	rows, err := s.Numa(context.Background(), App)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := SampleNuma()
-	EqualRows(t, rows, want)
+	wantNuma(t, s, want)
 
 	// Freeing rdd_8_0 removes its pages.
 	free := Sample(3)
@@ -311,11 +317,7 @@ func testNuma(t *testing.T, be Backend) {
 	free.Records[0].Runs = nil
 	free.Workloads = nil
 	MustAppend(t, s, free)
-	rows, err = s.Numa(context.Background(), App)
-	if err != nil {
-		t.Fatal(err)
-	}
-	EqualRows(t, rows, want[:3])
+	wantNuma(t, s, want[:3])
 }
 
 // Pages of different blocks that overlap in one process are counted once
@@ -330,11 +332,7 @@ func testNumaOverlap(t *testing.T, be Backend) {
 		State: uint32(stratav1.PageState_PAGE_STATE_PRESENT), Pfn: 0x5000, NumaNode: 1}}
 	b.Records, b.Workloads = b.Records[:1], nil
 	MustAppend(t, s, b)
-	rows, err := s.Numa(context.Background(), App)
-	if err != nil {
-		t.Fatal(err)
-	}
-	EqualRows(t, rows, []*stratav1.NumaRow{
+	wantNuma(t, s, []*stratav1.NumaRow{
 		{RddId: 7, NumaNode: -1, Pages: 1, Bytes: 4096},
 		{RddId: 7, NumaNode: 0, Pages: 3, Bytes: 3 * 4096},
 		{RddId: 7, NumaNode: 1, Pages: 4, Bytes: 4 * 4096},
@@ -489,11 +487,7 @@ func ChunkBatch(seq uint64) *stratav1.Batch {
 func testNumaCountsEveryChunk(t *testing.T, be Backend) {
 	s := be.open(t)
 	MustAppend(t, s, ChunkBatch(1))
-	rows, err := s.Numa(context.Background(), App)
-	if err != nil {
-		t.Fatal(err)
-	}
-	EqualRows(t, rows, []*stratav1.NumaRow{
+	wantNuma(t, s, []*stratav1.NumaRow{
 		{RddId: 9, NumaNode: 0, Pages: 3, Bytes: 3 * 4096},
 		{RddId: 9, NumaNode: 1, Pages: 2, Bytes: 2 * 4096},
 	})
@@ -505,11 +499,7 @@ func testNumaCountsEveryChunk(t *testing.T, be Backend) {
 	free.Records[0].FreeReason = stratav1.FreeReason_FREE_REASON_EVICTED
 	free.Records[0].TimeUnixNano++
 	MustAppend(t, s, free)
-	rows, err = s.Numa(context.Background(), App)
-	if err != nil {
-		t.Fatal(err)
-	}
-	EqualRows(t, rows, []*stratav1.NumaRow{{RddId: 9, NumaNode: 0, Pages: 3, Bytes: 3 * 4096}})
+	wantNuma(t, s, []*stratav1.NumaRow{{RddId: 9, NumaNode: 0, Pages: 3, Bytes: 3 * 4096}})
 }
 
 // A record the agent split into sub-range records (same block, same time,
@@ -527,11 +517,7 @@ func testNumaCountsSplitRecords(t *testing.T, be Backend) {
 	b2 := ChunkBatch(2)
 	b2.Records = []*stratav1.Record{second}
 	MustAppend(t, s, b2)
-	rows, err := s.Numa(context.Background(), App)
-	if err != nil {
-		t.Fatal(err)
-	}
-	EqualRows(t, rows, []*stratav1.NumaRow{
+	wantNuma(t, s, []*stratav1.NumaRow{
 		{RddId: 9, NumaNode: 0, Pages: 3, Bytes: 3 * 4096},
 		{RddId: 9, NumaNode: 1, Pages: 3, Bytes: 3 * 4096},
 	})
