@@ -122,6 +122,18 @@ func wantNuma(tb testing.TB, s store.Store, want []*stratav1.NumaRow) {
 	EqualRows(tb, rows, want)
 }
 
+// wantOccupancy checks App's occupancy over buckets buckets.
+func wantOccupancy(tb testing.TB, s store.Store, buckets uint32, want []store.OccupancyPoint) {
+	tb.Helper()
+	got, err := s.Occupancy(context.Background(), App, buckets)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		tb.Fatalf("occupancy over %d buckets = %+v, want %+v", buckets, got, want)
+	}
+}
+
 func EqualRows[T proto.Message](tb testing.TB, got, want []T) {
 	tb.Helper()
 	if len(got) != len(want) {
@@ -1039,17 +1051,10 @@ func testAppsRDDsOccupancy(t *testing.T, be Backend) {
 	}
 	// Two buckets over [T0, T0+2s]: rdd 7's 5 present pages (its read
 	// changes nothing) in the first, rdd 8's 4 in the second.
-	occ, err := s.Occupancy(ctx, App, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantOcc := []store.OccupancyPoint{
+	wantOccupancy(t, s, 2, []store.OccupancyPoint{
 		{RDDID: 7, TimeNs: T0 + 1e9, Pages: 5, Bytes: 5 * PageSize},
 		{RDDID: 8, TimeNs: T0 + 2e9, Pages: 4, Bytes: 4 * PageSize},
-	}
-	if !reflect.DeepEqual(occ, wantOcc) {
-		t.Fatalf("occupancy = %+v, want %+v", occ, wantOcc)
-	}
+	})
 
 	// rdd_7_3 is freed: it no longer occupies memory nor counts as live.
 	free := &stratav1.Batch{NodeName: Node, BootId: Boot, Seq: 2, Records: []*stratav1.Record{{
@@ -1066,7 +1071,7 @@ func testAppsRDDsOccupancy(t *testing.T, be Backend) {
 	if got := rowsOf(rdds); !reflect.DeepEqual(got, wantRDDs) {
 		t.Fatalf("rdds after free = %+v, want %+v", got, wantRDDs)
 	}
-	occ, err = s.Occupancy(ctx, App, 3)
+	occ, err := s.Occupancy(ctx, App, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1234,26 +1239,13 @@ func testUIChunksAndSplits(t *testing.T, be Backend) {
 		Faults: &stratav1.FaultCounts{}, PageSize: PageSize}})
 	// Three buckets over [T0, T0+2s] (2e9+1 ns, a third is 666,666,667):
 	// 2+1+1 pages at T0, 3+2 after the write, 3 after the free.
-	occ, err := s.Occupancy(ctx, App, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []store.OccupancyPoint{
+	wantOccupancy(t, s, 3, []store.OccupancyPoint{
 		{RDDID: 5, TimeNs: T0 + 666_666_666, Pages: 4, Bytes: 4 * PageSize},
 		{RDDID: 5, TimeNs: T0 + 1_333_333_333, Pages: 5, Bytes: 5 * PageSize},
 		{RDDID: 5, TimeNs: T0 + 2e9, Pages: 3, Bytes: 3 * PageSize},
-	}
-	if !reflect.DeepEqual(occ, want) {
-		t.Fatalf("occupancy = %+v, want %+v", occ, want)
-	}
+	})
 	// One bucket: the value at the last time.
-	occ, err = s.Occupancy(ctx, App, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []store.OccupancyPoint{{RDDID: 5, TimeNs: T0 + 2e9, Pages: 3, Bytes: 3 * PageSize}}; !reflect.DeepEqual(occ, want) {
-		t.Fatalf("one-bucket occupancy = %+v, want %+v", occ, want)
-	}
+	wantOccupancy(t, s, 1, []store.OccupancyPoint{{RDDID: 5, TimeNs: T0 + 2e9, Pages: 3, Bytes: 3 * PageSize}})
 }
 
 // testReport: the report scenario's RDDs and occupation (storetest's
