@@ -121,6 +121,7 @@ type Annotator struct {
 	perPID   map[uint32]int
 	sessions map[*hooksrv.Session]struct{} // open hook sessions, for Processes
 	pending  *stratav1.Batch
+	started  chan struct{} // receives when pending goes from nil to a new batch (1-buffered)
 	runs     int
 	bytes    int // pending's encoded size, header included
 	oldest   time.Time
@@ -167,6 +168,7 @@ func New(res Resolver, sink Sink, cfg Config) *Annotator {
 		blocks:   map[blockKey]*liveBlock{},
 		perPID:   map[uint32]int{},
 		sessions: map[*hooksrv.Session]struct{}{},
+		started:  make(chan struct{}, 1),
 		header:   proto.Size(&stratav1.Batch{NodeName: cfg.NodeName, BootId: cfg.BootID, Node: cfg.Node, Seq: math.MaxUint64}),
 	}
 }
@@ -492,6 +494,10 @@ func (a *Annotator) batch() *stratav1.Batch {
 		a.oldest = time.Now()
 		a.runs = 0
 		a.bytes = a.header
+		select {
+		case a.started <- struct{}{}: // Run times its flush from here
+		default: // Run has one to take already
+		}
 	}
 	return a.pending
 }
@@ -595,21 +601,38 @@ func (a *Annotator) uncache(lb *liveBlock) {
 	lb.runs, lb.runBytes, lb.resolved = nil, 0, time.Time{}
 }
 
-// Run flushes batches that grew old until ctx ends, then flushes once more.
+// Run flushes each batch once it is FlushInterval old (unless a size limit
+// cut it sooner) until ctx ends, then flushes once more. It sleeps while
+// nothing is pending: an idle agent has no timer of its own here.
 func (a *Annotator) Run(ctx context.Context) error {
-	t := time.NewTicker(a.cfg.FlushInterval / 2)
-	defer t.Stop()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			a.Flush()
 			return nil
-		case <-t.C:
+		case <-a.started:
+		}
+		for {
 			a.mu.Lock()
-			old := a.pending != nil && time.Since(a.oldest) >= a.cfg.FlushInterval
+			pending, due := a.pending != nil, a.oldest.Add(a.cfg.FlushInterval)
 			a.mu.Unlock()
-			if old {
+			if !pending {
+				break
+			}
+			wait := time.Until(due)
+			if wait <= 0 {
 				a.Flush()
+				break
+			}
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				a.Flush()
+				return nil
+			case <-timer.C:
 			}
 		}
 	}

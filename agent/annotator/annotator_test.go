@@ -247,6 +247,34 @@ func TestBatchesCutBySizeAndTime(t *testing.T) {
 	}
 }
 
+// TestTimeFlushWhileRunning: with Run already waiting (nothing pending, no
+// timer), each batch is flushed once it is FlushInterval old — not before,
+// and the second as well as the first.
+func TestTimeFlushWhileRunning(t *testing.T) {
+	sink := &memSink{}
+	const every = 100 * time.Millisecond
+	a := New(&rangeResolver{}, sink, Config{FlushInterval: every})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	s := &hooksrv.Session{PID: 1}
+	for i := uint64(1); i <= 2; i++ {
+		time.Sleep(30 * time.Millisecond) // Run idles
+		start := time.Now()
+		a.HandleEvent(context.Background(), ev(s, hooksrv.EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, i, i<<20, 4096))
+		for len(sink.records()) != int(i) {
+			if time.Since(start) > 5*time.Second {
+				t.Fatalf("record %d not flushed in 5 s", i)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if took := time.Since(start); took < every {
+			t.Fatalf("record %d flushed after %v, before the %v flush interval", i, took, every)
+		}
+	}
+}
+
 func TestFaultSamplesAndCounters(t *testing.T) {
 	sink := &memSink{}
 	a := New(&rangeResolver{}, sink, Config{})

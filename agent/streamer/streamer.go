@@ -221,7 +221,8 @@ func (s *Streamer) session(ctx context.Context) (bool, error) {
 	progressed := func() bool { mu.Lock(); defer mu.Unlock(); return ackedAny }
 
 	cursor := s.src.Acked()
-	poll := time.NewTicker(250 * time.Millisecond)
+	// Notify and acks wake the loop; the poll is only a safety net.
+	poll := time.NewTicker(2 * time.Second)
 	defer poll.Stop()
 	for {
 		mu.Lock()
