@@ -72,6 +72,14 @@ func (p *Proc) CPU() (time.Duration, error) {
 	return time.Duration(st.CPUTime() * float64(time.Second)), nil
 }
 
+// Signal sends sig to the process group.
+func (p *Proc) Signal(sig syscall.Signal) error {
+	if err := syscall.Kill(-p.PID(), sig); err != nil {
+		return fmt.Errorf("signal %s: %w", p.Name, err)
+	}
+	return nil
+}
+
 // Exited reports whether the process has ended, and how.
 func (p *Proc) Exited() (bool, error) {
 	select {
@@ -102,6 +110,7 @@ func (p *Proc) Stop() {
 		return
 	}
 	syscall.Kill(-p.PID(), syscall.SIGTERM)
+	syscall.Kill(-p.PID(), syscall.SIGCONT) // a stopped group handles its SIGTERM
 	select {
 	case <-p.done:
 	case <-time.After(10 * time.Second):

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/stratatrace/strata/test/testenv"
@@ -23,6 +24,11 @@ import (
 // only this machine, it runs at the lowest CPU priority (nice 19), so its
 // work falls into the cores' idle time rather than into the measured job's.
 // Its CPU time still counts in a traced run's CPU.
+//
+// Between traced runs the node is paused (Pause: SIGSTOP), so that an
+// untraced run has the machine as it would without Strata: no agent or
+// collector wakes up during it. The probes stay attached; for a process
+// no hook reported, a page fault costs only their in-kernel filter.
 type Node struct {
 	env       Env
 	dir       string
@@ -96,6 +102,23 @@ func (n *Node) Stop() {
 	}
 	n.agent.Stop()
 	n.collector.Stop()
+}
+
+// Pause stops the agent and the collector (SIGSTOP); Resume continues
+// them. Stop works on a paused node.
+func (n *Node) Pause() error {
+	if err := n.agent.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	return n.collector.Signal(syscall.SIGSTOP)
+}
+
+// Resume continues a paused node.
+func (n *Node) Resume() error {
+	if err := n.collector.Signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	return n.agent.Signal(syscall.SIGCONT)
 }
 
 // Logs are the last bytes the agent and collector wrote.
