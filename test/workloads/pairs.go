@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"sort"
 	"time"
 )
@@ -26,6 +28,69 @@ func (p Paired) WallRatio() float64 { return ratio(p.WallWith, p.WallWithout) }
 
 // CPURatio is the same for CPU time.
 func (p Paired) CPURatio() float64 { return ratio(p.CPUWith, p.CPUWithout) }
+
+// PairRatios is each pair's wall time with tracing over its wall time
+// without: the two runs of a pair ran back to back, so drift on the
+// machine falls on both.
+func (p Paired) PairRatios() []float64 {
+	n := min(len(p.WallWith), len(p.WallWithout))
+	out := make([]float64, 0, n)
+	for i := 0; i < n; i++ {
+		if p.WallWithout[i] > 0 {
+			out = append(out, float64(p.WallWith[i])/float64(p.WallWithout[i]))
+		}
+	}
+	return out
+}
+
+// Spread is the run-to-run noise of runs of the same kind: half their range
+// over their median (0.05: the runs lie within ±5 % of their median or
+// closer). 0 for fewer than two runs.
+func Spread(v []time.Duration) float64 {
+	if len(v) < 2 {
+		return 0
+	}
+	lo, hi := v[0], v[0]
+	for _, d := range v {
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	m := Median(v)
+	if m == 0 {
+		return 0
+	}
+	return float64(hi-lo) / 2 / float64(m)
+}
+
+// Pooled is the overhead of tracing estimated from many pairs' ratios
+// (PairRatios of every workload together): their geometric mean, and a 95 %
+// interval for it from resampling the pairs (10,000 bootstrap resamples with
+// a fixed seed, so the same runs always give the same interval). A median
+// per workload over a few pairs carries the runs' noise; the pooled mean of
+// all pairs is the estimate that noise disturbs least. Zeroes for no ratios.
+func Pooled(ratios []float64) (mean, lo, hi float64) {
+	n := len(ratios)
+	if n == 0 {
+		return 0, 0, 0
+	}
+	logs := make([]float64, n)
+	sum := 0.0
+	for i, r := range ratios {
+		logs[i] = math.Log(r)
+		sum += logs[i]
+	}
+	const resamples = 10000
+	means := make([]float64, resamples)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range means {
+		s := 0.0
+		for j := 0; j < n; j++ {
+			s += logs[rng.IntN(n)]
+		}
+		means[i] = s / float64(n)
+	}
+	sort.Float64s(means)
+	return math.Exp(sum / float64(n)), math.Exp(means[resamples*25/1000]), math.Exp(means[resamples*975/1000-1])
+}
 
 func ratio(with, without []time.Duration) float64 {
 	w, wo := Median(with), Median(without)
@@ -52,7 +117,8 @@ func Median(v []time.Duration) time.Duration {
 type PairsConfig struct {
 	Workload, Size string
 	Pairs          int
-	// Node traces the traced runs; it stays up (idle) during the others.
+	// Node traces the traced runs; it is paused (SIGSTOP) during the
+	// others, which therefore run as on a machine without Strata.
 	Node *Node
 	// PlainLogs and TracedLogs receive the event logs of each kind of run.
 	PlainLogs, TracedLogs string
@@ -80,7 +146,17 @@ func RunPairs(ctx context.Context, e Env, pc PairsConfig) (Paired, error) {
 			if err != nil {
 				return p, err
 			}
+			if !traced {
+				if err := pc.Node.Pause(); err != nil {
+					return p, err
+				}
+			}
 			r, err := Run(ctx, e, rc)
+			if !traced {
+				if rerr := pc.Node.Resume(); err == nil {
+					err = rerr
+				}
+			}
 			if err != nil {
 				return p, err
 			}

@@ -77,7 +77,9 @@ type row struct {
 	Workload   string    `json:"workload"`
 	Without    []float64 `json:"wall_without_s"`
 	With       []float64 `json:"wall_with_s"`
-	Ratio      float64   `json:"wall_ratio"` // median with / median without
+	Ratio      float64   `json:"wall_ratio"`      // median with / median without
+	PairRatios []float64 `json:"pair_ratios"`     // each pair's with / without
+	Spread     float64   `json:"untraced_spread"` // half the untraced runs' range over their median
 	CPUWithout []float64 `json:"cpu_without_s"`
 	CPUWith    []float64 `json:"cpu_with_s"`
 	CPURatio   float64   `json:"cpu_ratio"`
@@ -167,7 +169,7 @@ func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writ
 			return err
 		}
 		rows = append(rows, &row{Workload: w, Without: seconds(p.WallWithout), With: seconds(p.WallWith), Ratio: p.WallRatio(),
-			CPUWithout: seconds(p.CPUWithout), CPUWith: seconds(p.CPUWith), CPURatio: p.CPURatio(),
+			PairRatios: p.PairRatios(), Spread: workloads.Spread(p.WallWithout), CPUWithout: seconds(p.CPUWithout), CPUWith: seconds(p.CPUWith), CPURatio: p.CPURatio(),
 			App: p.Traced.App, Output: p.Traced.Output})
 		apps = append(apps, p.Traced.App)
 	}
@@ -268,16 +270,16 @@ func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writ
 func writeTable(w io.Writer, version string, c config, rows []*row) {
 	fmt.Fprintf(w, "SMTT's evaluation on Spark %s (local[2], size %s, %d paired runs, medians)\n\n", version, c.size, c.pairs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKLOAD\tWALL WITHOUT\tWALL WITH\tOVERHEAD\tCPU OVERHEAD\tRECORDS\tPAGES RESOLVED\tRDD OCC (RSS / NODE)\tFAULTS/RDD\tPAGE-WALK SHARE\tJOB")
-	var walls, cpus []float64
+	fmt.Fprintln(tw, "WORKLOAD\tWALL WITHOUT\tWALL WITH\tOVERHEAD\tNOISE\tCPU OVERHEAD\tRECORDS\tPAGES RESOLVED\tRDD OCC (RSS / NODE)\tFAULTS/RDD\tPAGE-WALK SHARE\tJOB")
+	var walls, cpus, pairs []float64
 	for _, r := range rows {
 		perRDD := "-"
 		if r.RDDs > 0 {
 			perRDD = fmt.Sprintf("%.0f", float64(r.RDDFaults)/float64(r.RDDs))
 		}
-		fmt.Fprintf(tw, "%s\t%.1f s\t%.1f s\t%.3f×\t%.3f×\t%d\t%d\t%s / %s\t%s\t%s\t%s\n", r.Workload, median(r.Without), median(r.With),
-			r.Ratio, r.CPURatio, r.Records, r.Pages, pct(r.OfRSS), pct(r.OfNode), perRDD, r.PageWalk, orDash(r.Severity))
-		walls, cpus = append(walls, r.Ratio), append(cpus, r.CPURatio)
+		fmt.Fprintf(tw, "%s\t%.1f s\t%.1f s\t%.3f×\t±%.1f%%\t%.3f×\t%d\t%d\t%s / %s\t%s\t%s\t%s\n", r.Workload, median(r.Without), median(r.With),
+			r.Ratio, 100*r.Spread, r.CPURatio, r.Records, r.Pages, pct(r.OfRSS), pct(r.OfNode), perRDD, r.PageWalk, orDash(r.Severity))
+		walls, cpus, pairs = append(walls, r.Ratio), append(cpus, r.CPURatio), append(pairs, r.PairRatios...)
 	}
 	tw.Flush()
 	worst := func(v []float64) float64 {
@@ -289,6 +291,10 @@ func writeTable(w io.Writer, version string, c config, rows []*row) {
 	}
 	fmt.Fprintf(w, "\nwall overhead: median %.3f× across workloads (target ≤ 1.02×), worst %.3f× (target ≤ 1.05×)\n", median(walls), worst(walls))
 	fmt.Fprintf(w, "CPU overhead (JVM + agent + collector): median %.3f×, worst %.3f×\n", median(cpus), worst(cpus))
+	mean, lo, hi := workloads.Pooled(pairs)
+	fmt.Fprintf(w, "all %d pairs pooled: wall overhead %.3f× (geometric mean of each pair's ratio; 95%% interval %.3f×–%.3f×)\n",
+		len(pairs), mean, lo, hi)
+	fmt.Fprintln(w, "NOISE: the untraced runs' spread, half their range over their median")
 }
 
 // pageWalk is the measured share, or the reason there is none.
