@@ -8,6 +8,9 @@ import java.security.ProtectionDomain;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Future;
 import java.util.concurrent.FutureTask;
 
@@ -74,15 +77,29 @@ public final class Agent {
         }
         install(inst);
         Blocks.enabled = true;
-        Runtime.getRuntime().addShutdownHook(new Thread(Agent::exit, "strata-hook-exit"));
+        Runtime.getRuntime().addShutdownHook(new Exit());
         System.err.println("strata-hook: on (" + refs + ")");
     }
 
-    private static void exit() {
-        Native.report();
-        long[] s = Native.stats();
-        System.err.printf("strata-hook: sent=%d dropped=%d live=%d gcs=%d moves=%d collected=%d connects=%d errors=%d%n",
-                s[0], s[1], s[2], s[3], s[5], s[6], s[4], Blocks.ERRORS.get());
+    /**
+     * Reports the hook's counters at exit. Start-up and exit run on the
+     * JVM's own threads, so neither uses a lambda, a method reference or
+     * String.format: their first use costs milliseconds of class spinning
+     * (the build also compiles string concatenation inline, not through
+     * invokedynamic).
+     */
+    private static final class Exit extends Thread {
+        Exit() {
+            super("strata-hook-exit");
+        }
+
+        @Override
+        public void run() {
+            Native.report();
+            long[] s = Native.stats();
+            System.err.println("strata-hook: sent=" + s[0] + " dropped=" + s[1] + " live=" + s[2] + " gcs=" + s[3]
+                    + " moves=" + s[5] + " collected=" + s[6] + " connects=" + s[4] + " errors=" + Blocks.ERRORS.get());
+        }
     }
 
     /**
@@ -94,11 +111,16 @@ public final class Agent {
      * sooner, or from other bytes, it is woven as it loads.
      */
     private static void install(Instrumentation inst) {
-        FutureTask<Map<String, byte[][]>> prepared = new FutureTask<>(Agent::prepare);
+        FutureTask<Map<String, byte[][]>> prepared = new FutureTask<>(new Callable<Map<String, byte[][]>>() {
+            @Override
+            public Map<String, byte[][]> call() {
+                return prepare();
+            }
+        });
         Thread t = new Thread(prepared, "strata-hook-init");
         t.setDaemon(true);
         t.start();
-        inst.addTransformer(new Transformer(prepared), false);
+        inst.addTransformer(new Transformer(prepared, inst), false);
     }
 
     /** Class file as found on the system class path, and woven, by internal name. */
@@ -118,12 +140,25 @@ public final class Agent {
         return m;
     }
 
-    /** Hands the weaver the classes it instruments, by name. */
+    /**
+     * Hands the weaver the classes it instruments, by name, and removes
+     * itself once each has been defined: with no transformer left the JVM
+     * stops posting every class load to the agent (JPLIS turns its
+     * ClassFileLoadHook off), which otherwise copies each class file and,
+     * for a class from the CDS archive, reads its bytes from the runtime
+     * image first. Spark's classes are defined once, by the application
+     * class loader; a second loader defining one again would load it
+     * unwoven.
+     */
     static final class Transformer implements ClassFileTransformer {
         private final Future<Map<String, byte[][]>> prepared;
+        private final Instrumentation inst;
+        private final Set<String> waiting = ConcurrentHashMap.newKeySet();
 
-        Transformer(Future<Map<String, byte[][]>> prepared) {
+        Transformer(Future<Map<String, byte[][]>> prepared, Instrumentation inst) {
             this.prepared = prepared;
+            this.inst = inst;
+            waiting.addAll(Weaver.classes());
         }
 
         @Override
@@ -131,6 +166,9 @@ public final class Agent {
                 byte[] classfile) {
             if (name == null || !Weaver.wants(name)) {
                 return null;
+            }
+            if (waiting.remove(name) && waiting.isEmpty()) {
+                inst.removeTransformer(this); // takes effect from the next class defined
             }
             try {
                 byte[][] p = prepared.get().get(name);

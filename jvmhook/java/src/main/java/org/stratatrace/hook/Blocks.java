@@ -24,9 +24,19 @@ public final class Blocks {
     private static final ConcurrentHashMap<Object, long[]> STORED = new ConcurrentHashMap<>();
     private static final ConcurrentHashMap<Object, Long> PAGES = new ConcurrentHashMap<>();
     /** Per thread: {task attempt id, rdd id} of the task this thread runs. */
-    private static final ThreadLocal<long[]> TASK_RDD = ThreadLocal.withInitial(() -> new long[] {-1, -1});
+    private static final ThreadLocal<long[]> TASK_RDD = new ThreadLocal<>() {
+        @Override
+        protected long[] initialValue() {
+            return new long[] {-1, -1};
+        }
+    };
     /** Per thread: >0 while inside MemoryStore.evictBlocksToFreeSpace. */
-    private static final ThreadLocal<int[]> EVICTING = ThreadLocal.withInitial(() -> new int[1]);
+    private static final ThreadLocal<int[]> EVICTING = new ThreadLocal<>() {
+        @Override
+        protected int[] initialValue() {
+            return new int[1];
+        }
+    };
     private static final ConcurrentHashMap<String, Boolean> REPORTED = new ConcurrentHashMap<>();
     static final AtomicLong ERRORS = new AtomicLong();
     private static volatile boolean identified;

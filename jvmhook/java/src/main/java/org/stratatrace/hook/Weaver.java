@@ -2,6 +2,7 @@ package org.stratatrace.hook;
 
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import org.objectweb.asm.ClassReader;
 import org.objectweb.asm.ClassVisitor;
@@ -87,6 +88,11 @@ final class Weaver {
     /** Whether classes of this internal name are woven. */
     static boolean wants(String internalName) {
         return SITES.containsKey(internalName);
+    }
+
+    /** The internal names of the classes woven. */
+    static Set<String> classes() {
+        return SITES.keySet();
     }
 
     /**
