@@ -42,9 +42,9 @@ func hookDirs(flagDir string) []string {
 	return append(dirs, hookSystemDir)
 }
 
-// hookOptions returns the JVM options for the hook files in dir: the native
-// library as a JVMTI agent (GC events from JVM start) and the Java agent,
-// told where the library and the socket are.
+// hookOptions returns the JVM option for the hook files in dir: the native
+// library as the JVMTI agent, told where the jar and the socket are (it puts
+// the jar on the class path and starts the Java side itself).
 func hookOptions(dir, socket string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -63,11 +63,11 @@ func hookOptions(dir, socket string) (string, error) {
 			return "", fmt.Errorf("hook options: path %q has a space, comma, '=' or quote", s)
 		}
 	}
-	args := "lib=" + lib
+	args := "jar=" + jar
 	if socket != "" {
 		args += ",socket=" + socket
 	}
-	return fmt.Sprintf("-agentpath:%s -javaagent:%s=%s", lib, jar, args), nil
+	return fmt.Sprintf("-agentpath:%s=%s", lib, args), nil
 }
 
 func runHookOpts(_ context.Context, args []string, stdout, stderr io.Writer) error {

@@ -17,8 +17,7 @@ func TestHookOpts(t *testing.T) {
 		}
 	}
 	got := strings.TrimSpace(strata(t, "hook-opts", "--dir", dir, "--socket", "/run/x/hook.sock"))
-	want := "-agentpath:" + dir + "/libstratahook.so -javaagent:" + dir + "/strata-hook.jar=lib=" + dir +
-		"/libstratahook.so,socket=/run/x/hook.sock"
+	want := "-agentpath:" + dir + "/libstratahook.so=jar=" + dir + "/strata-hook.jar,socket=/run/x/hook.sock"
 	if got != want {
 		t.Errorf("hook-opts =\n%s\nwant\n%s", got, want)
 	}

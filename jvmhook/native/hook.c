@@ -1,22 +1,56 @@
 /*
  * hook.c - every entry point of libstratahook.so: the JVMTI agent
  * (Agent_OnLoad/Agent_OnUnload, for -agentpath:), JNI_OnLoad (System.load
- * from the Java agent) and the natives of org.stratatrace.hook.Native.
+ * from the Java side) and the natives of org.stratatrace.hook.Native.
  * Nothing else is exported (built with -fvisibility=hidden; JNIEXPORT marks
  * these default). The work is in registry.c.
  *
+ * Started as -agentpath:libstratahook.so=jar=strata-hook.jar,..., the library
+ * is the hook's only agent: it puts the jar on the system class path, calls
+ * org.stratatrace.hook.Agent.boot(options) at VMInit and, from its own
+ * ClassFileLoadHook, hands Agent.transform the three classes the weaver wants
+ * as they load; once it has seen all three it turns the hook off, so the JVM
+ * stops posting class loads. A class load costs a name comparison here,
+ * where a java.lang.instrument transformer costs a copy of the class file
+ * into a Java array and a call up into Java (about 14 us a class here, over
+ * the 8,000 classes a Spark driver loads before its first task).
+ * Started as a bare -agentpath: beside -javaagent:strata-hook.jar, the
+ * library only sets up the GC events and the Java agent does the rest.
+ *
  * The library may be loaded both ways in one JVM; JVMTI is set up once,
- * by whichever comes first. Only GarbageCollectionStart/Finish are enabled:
- * their callbacks run inside the GC pause, where no JNI call is allowed, so
- * they only bump counters and wake the hook thread.
+ * by whichever comes first. The GC callbacks run inside the GC pause, where
+ * no JNI call is allowed, so they only bump counters and wake the hook
+ * thread.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jni.h>
 #include <jvmti.h>
 
 #include "registry.h"
+
+/* The classes the Java weaver wants (Weaver.java), in internal form. */
+static const char *const woven_classes[] = {
+	"org/apache/spark/storage/memory/MemoryStore",
+	"org/apache/spark/memory/TaskMemoryManager",
+	"org/apache/spark/rdd/RDD",
+};
+#define WOVEN_ALL ((1u << (sizeof(woven_classes) / sizeof(woven_classes[0]))) - 1)
+
+/* The -agentpath form's state: set in Agent_OnLoad and on_vm_init, read by
+ * on_class_load on any thread loading a class. */
+static struct {
+	jvmtiEnv *jvmti;
+	char *options;        /* the agent's options, lib=<this library> added */
+	jclass agent;         /* global ref: org.stratatrace.hook.Agent */
+	jmethodID transform;  /* static byte[] transform(String, byte[]) */
+	unsigned seen;        /* bit i: woven_classes[i] has loaded */
+} boot;
 
 static int jvmti_ready;
 
@@ -32,7 +66,13 @@ static void JNICALL on_gc_finish(jvmtiEnv *jvmti)
 	reg_gc_finish();
 }
 
-/* Enables the GC events; 0 or a JVMTI/JNI error code. */
+static void JNICALL on_vm_init(jvmtiEnv *jvmti, JNIEnv *env, jthread thread);
+static void JNICALL on_class_load(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined, jobject loader,
+		const char *name, jobject domain, jint len, const unsigned char *data,
+		jint *new_len, unsigned char **new_data);
+
+/* Enables the GC events and sets every callback (the -agentpath form's
+ * events are enabled by Agent_OnLoad); 0 or a JVMTI/JNI error code. */
 static int setup_jvmti(JavaVM *vm)
 {
 	jvmtiEnv *jvmti;
@@ -51,8 +91,11 @@ static int setup_jvmti(JavaVM *vm)
 	memset(&cb, 0, sizeof(cb));
 	cb.GarbageCollectionStart = on_gc_start;
 	cb.GarbageCollectionFinish = on_gc_finish;
+	cb.VMInit = on_vm_init;
+	cb.ClassFileLoadHook = on_class_load;
 	if ((err = (*jvmti)->SetEventCallbacks(jvmti, &cb, sizeof(cb))) != JVMTI_ERROR_NONE)
 		return (int)err;
+	boot.jvmti = jvmti;
 	if ((err = (*jvmti)->SetEventNotificationMode(jvmti, JVMTI_ENABLE,
 			JVMTI_EVENT_GARBAGE_COLLECTION_START, NULL)) != JVMTI_ERROR_NONE)
 		return (int)err;
@@ -60,13 +103,189 @@ static int setup_jvmti(JavaVM *vm)
 			JVMTI_EVENT_GARBAGE_COLLECTION_FINISH, NULL);
 }
 
+/* Stops posting class loads to on_class_load. */
+static void stop_class_hook(void)
+{
+	(*boot.jvmti)->SetEventNotificationMode(boot.jvmti, JVMTI_DISABLE,
+			JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, NULL);
+}
+
+/* Prints and clears a pending Java exception, on one line as the Java side
+ * prints why it is off; 1 if there was one. */
+static int java_failed(JNIEnv *env, const char *what)
+{
+	jthrowable e;
+	jclass object;
+	jmethodID to_string;
+	jstring text = NULL;
+	const char *chars = NULL;
+
+	if (!(*env)->ExceptionCheck(env))
+		return 0;
+	e = (*env)->ExceptionOccurred(env);
+	(*env)->ExceptionClear(env);
+	object = (*env)->FindClass(env, "java/lang/Object");
+	to_string = object != NULL ? (*env)->GetMethodID(env, object, "toString", "()Ljava/lang/String;") : NULL;
+	if (to_string != NULL)
+		text = (jstring)(*env)->CallObjectMethod(env, e, to_string);
+	(*env)->ExceptionClear(env);
+	if (text != NULL)
+		chars = (*env)->GetStringUTFChars(env, text, NULL);
+	fprintf(stderr, "strata-hook: off: %s: %s\n", what, chars != NULL ? chars : "exception");
+	if (chars != NULL)
+		(*env)->ReleaseStringUTFChars(env, text, chars);
+	return 1;
+}
+
+/* VMInit: the Java side is loaded through the system class loader (where
+ * Agent_OnLoad put the jar) and started with the agent's options. */
+static void JNICALL on_vm_init(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
+{
+	jclass loader_class, agent;
+	jmethodID system_loader, load_class, boot_method;
+	jobject loader;
+	jstring name, options;
+	jboolean started;
+
+	(void)jvmti;
+	(void)thread;
+	if (boot.options == NULL)
+		return; /* a bare -agentpath: the Java agent starts itself */
+	loader_class = (*env)->FindClass(env, "java/lang/ClassLoader");
+	if (java_failed(env, "find ClassLoader") || loader_class == NULL)
+		goto off;
+	system_loader = (*env)->GetStaticMethodID(env, loader_class, "getSystemClassLoader",
+			"()Ljava/lang/ClassLoader;");
+	load_class = (*env)->GetMethodID(env, loader_class, "loadClass", "(Ljava/lang/String;)Ljava/lang/Class;");
+	if (java_failed(env, "find ClassLoader's methods") || system_loader == NULL || load_class == NULL)
+		goto off;
+	loader = (*env)->CallStaticObjectMethod(env, loader_class, system_loader);
+	name = (*env)->NewStringUTF(env, "org.stratatrace.hook.Agent");
+	if (java_failed(env, "get the system class loader") || loader == NULL || name == NULL)
+		goto off;
+	agent = (jclass)(*env)->CallObjectMethod(env, loader, load_class, name);
+	if (java_failed(env, "load org.stratatrace.hook.Agent from the jar") || agent == NULL)
+		goto off;
+	boot_method = (*env)->GetStaticMethodID(env, agent, "boot", "(Ljava/lang/String;)Z");
+	boot.transform = (*env)->GetStaticMethodID(env, agent, "transform", "(Ljava/lang/String;[B)[B");
+	if (java_failed(env, "find Agent.boot and Agent.transform") || boot_method == NULL ||
+			boot.transform == NULL)
+		goto off;
+	options = (*env)->NewStringUTF(env, boot.options);
+	if (java_failed(env, "copy the options") || options == NULL)
+		goto off;
+	started = (*env)->CallStaticBooleanMethod(env, agent, boot_method, options);
+	if (java_failed(env, "Agent.boot") || !started)
+		goto off; /* Agent.boot printed why */
+	agent = (*env)->NewGlobalRef(env, agent);
+	if (agent != NULL) {
+		__atomic_store_n(&boot.agent, agent, __ATOMIC_RELEASE);
+		return;
+	}
+off:
+	stop_class_hook();
+}
+
+/* ClassFileLoadHook: hands the woven classes to Agent.transform; any other
+ * class costs one prefix comparison. */
+static void JNICALL on_class_load(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined, jobject loader,
+		const char *name, jobject domain, jint len, const unsigned char *data,
+		jint *new_len, unsigned char **new_data)
+{
+	static const char prefix[] = "org/apache/spark/";
+	jclass agent;
+	jstring jname;
+	jbyteArray in, out;
+	unsigned char *buf;
+	jsize n;
+	unsigned i, bit;
+
+	(void)redefined;
+	(void)loader;
+	(void)domain;
+	if (name == NULL || strncmp(name, prefix, sizeof(prefix) - 1) != 0 ||
+			(agent = __atomic_load_n(&boot.agent, __ATOMIC_ACQUIRE)) == NULL)
+		return;
+	for (i = 0; i < sizeof(woven_classes) / sizeof(woven_classes[0]); i++)
+		if (strcmp(name, woven_classes[i]) == 0)
+			break;
+	if (i == sizeof(woven_classes) / sizeof(woven_classes[0]))
+		return;
+	bit = 1u << i;
+	if ((__atomic_or_fetch(&boot.seen, bit, __ATOMIC_ACQ_REL) & WOVEN_ALL) == WOVEN_ALL)
+		stop_class_hook(); /* from the next class defined on */
+	jname = (*env)->NewStringUTF(env, name);
+	in = (*env)->NewByteArray(env, len);
+	if (jname == NULL || in == NULL || java_failed(env, "copy a class file"))
+		return;
+	(*env)->SetByteArrayRegion(env, in, 0, len, (const jbyte *)data);
+	out = (jbyteArray)(*env)->CallStaticObjectMethod(env, agent, boot.transform, jname, in);
+	if (java_failed(env, "Agent.transform") || out == NULL)
+		return;
+	n = (*env)->GetArrayLength(env, out);
+	if ((*jvmti)->Allocate(jvmti, n, &buf) != JVMTI_ERROR_NONE)
+		return;
+	(*env)->GetByteArrayRegion(env, out, 0, n, (jbyte *)buf);
+	*new_len = n;
+	*new_data = buf;
+}
+
+/* The -agentpath form: the jar on the system class path, the options kept
+ * for Agent.boot with this library's own path added (the Java side must load
+ * this very file: a second copy would have its own state); 0 or an error
+ * message. */
+static const char *setup_boot(const char *options)
+{
+	static const char lib_key[] = ",lib=";
+	const char *jar, *end;
+	char path[4096];
+	Dl_info self;
+	size_t n;
+
+	if (boot.jvmti == NULL)
+		return "JVMTI unavailable";
+	jar = strncmp(options, "jar=", 4) == 0 ? options : strstr(options, ",jar=");
+	if (jar == NULL)
+		return "no jar= in the agent's options";
+	jar += jar == options ? 4 : 5;
+	end = strchr(jar, ',');
+	n = end != NULL ? (size_t)(end - jar) : strlen(jar);
+	if (n == 0 || n >= sizeof(path))
+		return "bad jar= in the agent's options";
+	memcpy(path, jar, n);
+	path[n] = '\0';
+	if ((*boot.jvmti)->AddToSystemClassLoaderSearch(boot.jvmti, path) != JVMTI_ERROR_NONE)
+		return "cannot add the jar to the class path";
+	if (dladdr((void *)setup_boot, &self) == 0 || self.dli_fname == NULL)
+		return "cannot find this library's path";
+	n = strlen(options) + sizeof(lib_key) + strlen(self.dli_fname);
+	if ((boot.options = malloc(n)) == NULL)
+		return "out of memory";
+	if (strncmp(options, "lib=", 4) == 0 || strstr(options, ",lib=") != NULL)
+		snprintf(boot.options, n, "%s", options);
+	else
+		snprintf(boot.options, n, "%s%s%s", options, lib_key, self.dli_fname);
+	if ((*boot.jvmti)->SetEventNotificationMode(boot.jvmti, JVMTI_ENABLE, JVMTI_EVENT_VM_INIT,
+			NULL) != JVMTI_ERROR_NONE ||
+			(*boot.jvmti)->SetEventNotificationMode(boot.jvmti, JVMTI_ENABLE,
+					JVMTI_EVENT_CLASS_FILE_LOAD_HOOK, NULL) != JVMTI_ERROR_NONE) {
+		free(boot.options);
+		boot.options = NULL;
+		return "cannot enable VMInit and ClassFileLoadHook";
+	}
+	return NULL;
+}
+
 static int setup_error;
 
 JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
 {
-	(void)options;
+	const char *why;
+
 	(void)reserved;
 	setup_error = setup_jvmti(vm);
+	if (options != NULL && options[0] != '\0' && (why = setup_boot(options)) != NULL)
+		fprintf(stderr, "strata-hook: off: %s\n", why);
 	return JNI_OK; /* never stop the JVM: without events the hook reports less */
 }
 

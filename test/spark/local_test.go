@@ -14,11 +14,13 @@ import (
 )
 
 // localCase is one run of the job in local[2]: a Spark series, a collector
-// and on- or off-heap storage and Tungsten memory.
+// and on- or off-heap storage and Tungsten memory, and the hook's options
+// in their older -javaagent form when javaagent is set.
 type localCase struct {
-	series  string
-	gc      string
-	offheap bool
+	series    string
+	gc        string
+	offheap   bool
+	javaagent bool
 }
 
 func (c localCase) name() string {
@@ -26,20 +28,25 @@ func (c localCase) name() string {
 	if c.offheap {
 		mode = "offheap"
 	}
-	return fmt.Sprintf("spark%s-%s-%s", c.series, mode, strings.TrimPrefix(strings.TrimSuffix(c.gc, "GC"), "-XX:+Use"))
+	name := fmt.Sprintf("spark%s-%s-%s", c.series, mode, strings.TrimPrefix(strings.TrimSuffix(c.gc, "GC"), "-XX:+Use"))
+	if c.javaagent {
+		name += "-javaagent"
+	}
+	return name
 }
 
 // TestHookLocal runs the job in local mode under the hook on both Spark
 // series, each with ParallelGC (moves everything) and G1 (humongous arrays
 // stay), and checks the hook's reports against Spark's live REST API and
-// the executor's memory.
+// the executor's memory. One run loads the hook in its older -javaagent
+// form.
 func TestHookLocal(t *testing.T) {
 	testenv.RequireJava(t)
 	for _, c := range []localCase{
-		{"3.5", "-XX:+UseParallelGC", false},
-		{"3.5", "-XX:+UseG1GC", true},
-		{"4", "-XX:+UseG1GC", false},
-		{"4", "-XX:+UseParallelGC", true},
+		{"3.5", "-XX:+UseParallelGC", false, false},
+		{"3.5", "-XX:+UseG1GC", true, false},
+		{"4", "-XX:+UseG1GC", false, false},
+		{"4", "-XX:+UseParallelGC", true, true},
 	} {
 		t.Run(c.name(), func(t *testing.T) { runLocal(t, c) })
 	}
@@ -76,7 +83,11 @@ func jobFlags(offheap bool) []string {
 func runLocal(t *testing.T, c localCase) {
 	home := testenv.SparkHome(t, c.series)
 	rec, srv := startHookServer(t)
-	opts := sparkjob.HookOpts(t, srv.Path()) + " " + c.gc
+	opts := sparkjob.HookOpts(t, srv.Path())
+	if c.javaagent {
+		opts = sparkjob.JavaagentOpts(t, srv.Path())
+	}
+	opts += " " + c.gc
 	j := sparkjob.Start(t, home, "local[2]", sparkConf(c.offheap,
 		"spark.driver.extraJavaOptions="+opts, "spark.driver.memory=700m",
 		"spark.ui.port="+strconv.Itoa(freePort(t))), jobFlags(c.offheap)...)

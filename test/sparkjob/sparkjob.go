@@ -38,6 +38,17 @@ func HookOpts(tb testing.TB, socket string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// JavaagentOpts is the hook's older form of JVM options, the bare library
+// beside -javaagent:strata-hook.jar (the Java agent starting the hook
+// through java.lang.instrument), still accepted from configurations
+// written that way.
+func JavaagentOpts(tb testing.TB, socket string) string {
+	tb.Helper()
+	jar := testenv.Built(tb, "jvmhook/strata-hook.jar")
+	lib := filepath.Join(filepath.Dir(jar), "libstratahook.so")
+	return fmt.Sprintf("-agentpath:%s -javaagent:%s=lib=%s,socket=%s", lib, jar, lib, socket)
+}
+
 // Jar returns bin/sparkjob/sparkjob-VERSION.jar for a SPARK_HOME, skipping
 // the test when it is not built.
 func Jar(tb testing.TB, home string) string {

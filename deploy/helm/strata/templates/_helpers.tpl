@@ -36,7 +36,7 @@ app.kubernetes.io/name: {{ .name }}
 {{- define "strata.hookOpts" -}}
 {{- $lib := printf "%s/libstratahook.so" .Values.agent.hookFilesDir -}}
 {{- $jar := printf "%s/strata-hook.jar" .Values.agent.hookFilesDir -}}
-{{- printf "-agentpath:%s -javaagent:%s=lib=%s,socket=%s/hook.sock" $lib $jar $lib .Values.agent.hookDir -}}
+{{- printf "-agentpath:%s=jar=%s,socket=%s/hook.sock" $lib $jar .Values.agent.hookDir -}}
 {{- end -}}
 
 {{/* Checks of value combinations that cannot work. */}}

@@ -15,8 +15,19 @@ import java.util.concurrent.Future;
 import java.util.concurrent.FutureTask;
 
 /**
- * The -javaagent entry point. Options, comma-separated key=value:
+ * The hook's Java side, started one of two ways:
  * <pre>
+ *   -agentpath:libstratahook.so=jar=strata-hook.jar[,socket=PATH][,reconnect-ms=N]
+ *       the library puts the jar on the system class path, calls boot when
+ *       the VM has started and hands over the three classes the weaver wants
+ *       from its own ClassFileLoadHook (the one JVMTI agent, and the cheaper);
+ *   -agentpath:libstratahook.so -javaagent:strata-hook.jar=[lib=PATH,]socket=...
+ *       premain through java.lang.instrument (a transformer; kept for
+ *       configurations written that way).
+ * </pre>
+ * Options, comma-separated key=value:
+ * <pre>
+ *   jar=PATH          strata-hook.jar (the library's form only)
  *   lib=PATH          libstratahook.so (default: beside strata-hook.jar)
  *   socket=PATH       the agent's hook socket (default $STRATA_HOOK_SOCKET,
  *                     then /run/strata/hook.sock)
@@ -31,10 +42,39 @@ public final class Agent {
 
     public static void premain(String args, Instrumentation inst) {
         try {
-            start(parse(args), inst);
+            woven = start(parse(args));
+            inst.addTransformer(new Transformer(woven, inst), false);
         } catch (Throwable t) {
             System.err.println("strata-hook: off: " + t);
         }
+    }
+
+    /** The classes to weave, once started; null while the hook is off. */
+    private static volatile Woven woven;
+
+    /**
+     * Called by libstratahook.so when the VM has started, with the options of
+     * its -agentpath; false when the hook stays off (the library then stops
+     * posting class loads).
+     */
+    static boolean boot(String args) {
+        try {
+            woven = start(parse(args));
+            return true;
+        } catch (Throwable t) {
+            System.err.println("strata-hook: off: " + t);
+            return false;
+        }
+    }
+
+    /**
+     * Called by libstratahook.so for each class the weaver wants, by internal
+     * name, as it loads: the class file to define instead, or null for the
+     * original.
+     */
+    static byte[] transform(String name, byte[] classfile) {
+        Woven w = woven;
+        return w == null ? null : w.weave(name, classfile);
     }
 
     static Map<String, String> parse(String args) {
@@ -48,7 +88,7 @@ public final class Agent {
                 throw new IllegalArgumentException("agent option " + kv + ": want key=value");
             }
             String k = kv.substring(0, eq);
-            if (!k.equals("lib") && !k.equals("socket") && !k.equals("reconnect-ms")) {
+            if (!k.equals("jar") && !k.equals("lib") && !k.equals("socket") && !k.equals("reconnect-ms")) {
                 throw new IllegalArgumentException("unknown agent option " + k);
             }
             m.put(k, kv.substring(eq + 1));
@@ -56,7 +96,7 @@ public final class Agent {
         return m;
     }
 
-    private static void start(Map<String, String> opt, Instrumentation inst) throws Exception {
+    private static Woven start(Map<String, String> opt) throws Exception {
         String lib = opt.get("lib");
         if (lib == null) {
             File jar = new File(Agent.class.getProtectionDomain().getCodeSource().getLocation().toURI());
@@ -75,10 +115,11 @@ public final class Agent {
         } catch (RuntimeException e) {
             refs = "object arrays unavailable: " + e.getMessage();
         }
-        install(inst);
+        Woven w = new Woven(prepareAhead());
         Blocks.enabled = true;
         Runtime.getRuntime().addShutdownHook(new Exit());
         System.err.println("strata-hook: on (" + refs + ")");
+        return w;
     }
 
     /**
@@ -103,14 +144,13 @@ public final class Agent {
     }
 
     /**
-     * Installs the transformer, which looks at class names only, and weaves
-     * the classes it wants from the system class path on a daemon thread
-     * ahead of their loading (a Spark JVM loads them seconds later, after
-     * its configuration and RPC set-up), so that the thread loading them
-     * does not wait for ASM's classes and the weaving; should one load
-     * sooner, or from other bytes, it is woven as it loads.
+     * Weaves the classes the weaver wants from the system class path on a
+     * daemon thread ahead of their loading (a Spark JVM loads them seconds
+     * later, after its configuration and RPC set-up), so that the thread
+     * loading them does not wait for ASM's classes and the weaving; should
+     * one load sooner, or from other bytes, it is woven as it loads.
      */
-    private static void install(Instrumentation inst) {
+    private static Future<Map<String, byte[][]>> prepareAhead() {
         FutureTask<Map<String, byte[][]>> prepared = new FutureTask<>(new Callable<Map<String, byte[][]>>() {
             @Override
             public Map<String, byte[][]> call() {
@@ -120,7 +160,7 @@ public final class Agent {
         Thread t = new Thread(prepared, "strata-hook-init");
         t.setDaemon(true);
         t.start();
-        inst.addTransformer(new Transformer(prepared, inst), false);
+        return prepared;
     }
 
     /** Class file as found on the system class path, and woven, by internal name. */
@@ -141,34 +181,22 @@ public final class Agent {
     }
 
     /**
-     * Hands the weaver the classes it instruments, by name, and removes
-     * itself once each has been defined: with no transformer left the JVM
-     * stops posting every class load to the agent (JPLIS turns its
-     * ClassFileLoadHook off), which otherwise copies each class file and,
-     * for a class from the CDS archive, reads its bytes from the runtime
-     * image first. Spark's classes are defined once, by the application
-     * class loader; a second loader defining one again would load it
-     * unwoven.
+     * The classes the weaver wants, woven as each is defined, and which of
+     * them are still to come.
      */
-    static final class Transformer implements ClassFileTransformer {
+    static final class Woven {
         private final Future<Map<String, byte[][]>> prepared;
-        private final Instrumentation inst;
         private final Set<String> waiting = ConcurrentHashMap.newKeySet();
 
-        Transformer(Future<Map<String, byte[][]>> prepared, Instrumentation inst) {
+        Woven(Future<Map<String, byte[][]>> prepared) {
             this.prepared = prepared;
-            this.inst = inst;
             waiting.addAll(Weaver.classes());
         }
 
-        @Override
-        public byte[] transform(ClassLoader loader, String name, Class<?> redefined, ProtectionDomain domain,
-                byte[] classfile) {
+        /** The woven class file of a wanted class, or null to load it unchanged. */
+        byte[] weave(String name, byte[] classfile) {
             if (name == null || !Weaver.wants(name)) {
                 return null;
-            }
-            if (waiting.remove(name) && waiting.isEmpty()) {
-                inst.removeTransformer(this); // takes effect from the next class defined
             }
             try {
                 byte[][] p = prepared.get().get(name);
@@ -184,6 +212,43 @@ public final class Agent {
                 System.err.println("strata-hook: instrument " + name.replace('/', '.') + ": " + t);
                 return null;
             }
+        }
+
+        /** Notes that a wanted class is being defined; true for the last of them. */
+        boolean arrived(String name) {
+            return waiting.remove(name) && waiting.isEmpty();
+        }
+    }
+
+    /**
+     * The java.lang.instrument form: hands the weaver its classes and removes
+     * itself once each has been defined: with no transformer left the JVM
+     * stops posting every class load to the agent (JPLIS turns its
+     * ClassFileLoadHook off), which otherwise copies each class file into a
+     * Java array and calls up into Java for it and, for a class from the CDS
+     * archive, reads its bytes from the runtime image first. Spark's classes
+     * are defined once, by the application class loader; a second loader
+     * defining one again would load it unwoven.
+     */
+    static final class Transformer implements ClassFileTransformer {
+        private final Woven woven;
+        private final Instrumentation inst;
+
+        Transformer(Woven woven, Instrumentation inst) {
+            this.woven = woven;
+            this.inst = inst;
+        }
+
+        @Override
+        public byte[] transform(ClassLoader loader, String name, Class<?> redefined, ProtectionDomain domain,
+                byte[] classfile) {
+            if (name == null || !Weaver.wants(name)) {
+                return null;
+            }
+            if (woven.arrived(name)) {
+                inst.removeTransformer(this); // takes effect from the next class defined
+            }
+            return woven.weave(name, classfile);
         }
     }
 }

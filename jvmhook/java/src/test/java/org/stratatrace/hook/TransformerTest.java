@@ -33,7 +33,7 @@ class TransformerTest {
                 });
         FutureTask<Map<String, byte[][]>> prepared = new FutureTask<>(Map::of);
         prepared.run();
-        Agent.Transformer t = new Agent.Transformer(prepared, inst);
+        Agent.Transformer t = new Agent.Transformer(new Agent.Woven(prepared), inst);
         byte[] plain = classBytes(); // has no method of a woven shape: loads unchanged
 
         assertNull(t.transform(null, "java/lang/String", null, null, plain));

@@ -1,0 +1,58 @@
+package spark
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratatrace/strata/test/testenv"
+)
+
+// TestHookStartup starts a bare JVM (java -version) with the hook as the
+// one -agentpath option `strata hook-opts` prints, and with options that
+// keep it off: the JVM always runs to its end, and the hook says on one
+// line whether it is on or why not.
+func TestHookStartup(t *testing.T) {
+	testenv.RequireJava(t)
+	jar := testenv.Built(t, "jvmhook/strata-hook.jar")
+	lib := filepath.Join(filepath.Dir(jar), "libstratahook.so")
+	socket := filepath.Join(t.TempDir(), "nobody.sock")
+	for _, c := range []struct {
+		name, opts string
+		want       []string
+	}{
+		{"on", "jar=" + jar + ",socket=" + socket, []string{
+			"strata-hook: on (",
+			"strata-hook: sent=0 dropped=0 live=0 gcs=0 moves=0 collected=0 connects=0 errors=0",
+		}},
+		{"no jar", "socket=" + socket, []string{"strata-hook: off: no jar= in the agent's options"}},
+		{"missing jar", "jar=" + filepath.Join(t.TempDir(), "none.jar"), []string{
+			"strata-hook: off: load org.stratatrace.hook.Agent from the jar: java.lang.ClassNotFoundException: org.stratatrace.hook.Agent",
+		}},
+		{"bad option", "jar=" + jar + ",color=red", []string{
+			"strata-hook: off: java.lang.IllegalArgumentException: unknown agent option color",
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := exec.Command("java", "-agentpath:"+lib+"="+c.opts, "-version").CombinedOutput()
+			if err != nil {
+				t.Fatalf("java -version with the hook: %v\n%s", err, out)
+			}
+			var hook []string
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(line, "strata-hook:") {
+					hook = append(hook, line)
+				}
+			}
+			if len(hook) != len(c.want) {
+				t.Fatalf("hook printed %q, want %d lines like %q", hook, len(c.want), c.want)
+			}
+			for i, w := range c.want {
+				if !strings.HasPrefix(hook[i], w) {
+					t.Errorf("line %d = %q, want %q", i, hook[i], w)
+				}
+			}
+		})
+	}
+}
