@@ -42,14 +42,13 @@ public final class Agent {
 
     public static void premain(String args, Instrumentation inst) {
         try {
-            woven = start(parse(args));
-            inst.addTransformer(new Transformer(woven, inst), false);
+            inst.addTransformer(new Transformer(start(parse(args)), inst), false);
         } catch (Throwable t) {
             System.err.println("strata-hook: off: " + t);
         }
     }
 
-    /** The classes to weave, once started; null while the hook is off. */
+    /** The classes to weave for the library's hook, once booted; null while off. */
     private static volatile Woven woven;
 
     /**
@@ -242,10 +241,7 @@ public final class Agent {
         @Override
         public byte[] transform(ClassLoader loader, String name, Class<?> redefined, ProtectionDomain domain,
                 byte[] classfile) {
-            if (name == null || !Weaver.wants(name)) {
-                return null;
-            }
-            if (woven.arrived(name)) {
+            if (name != null && woven.arrived(name)) {
                 inst.removeTransformer(this); // takes effect from the next class defined
             }
             return woven.weave(name, classfile);
