@@ -107,6 +107,11 @@ type liveBlock struct {
 	runs     []*stratav1.PageRun // kept for reuse; nil when not kept
 	runBytes int64               // runs' estimated memory, counted in Annotator.cacheBytes
 	resolved time.Time
+	// mirrored says the kernel's fault tracer holds the block's range. A
+	// registration it refused (a range that overlaps one whose move the
+	// hook has not sent yet, after a GC; a full table) is tried again at
+	// the block's next move.
+	mirrored bool
 }
 
 // Annotator builds records; see the package comment.
@@ -244,17 +249,23 @@ func (a *Annotator) place(ev hooksrv.Event) {
 		a.perPID[key.pid]++
 	}
 	a.uncache(lb)
+	mirrored := lb.mirrored
 	*lb = liveBlock{session: ev.Session, block: ev.Block, vaddr: ev.Vaddr, length: ev.Length}
 	a.cache(lb, rec.Runs)
 	a.mu.Unlock()
 	if k := a.cfg.Kernel; k != nil {
 		var err error
-		if existed {
+		if mirrored {
 			err = k.MoveBlock(key.pid, key.id, ev.Vaddr, ev.Vaddr+ev.Length)
 		} else {
 			p := Process{PID: key.pid, AppID: ev.Session.AppID, ExecutorID: ev.Session.ExecutorID}
 			err = k.RegisterBlock(p, key.id, ev.Vaddr, ev.Vaddr+ev.Length)
 		}
+		a.mu.Lock()
+		if lb := a.blocks[key]; lb != nil {
+			lb.mirrored = err == nil
+		}
+		a.mu.Unlock()
 		if err != nil {
 			// Once the kernel's block table is full this happens for every
 			// block: counted, and the log line is rate limited (ratelog).

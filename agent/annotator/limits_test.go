@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -167,5 +168,43 @@ func TestKernelMirrorErrorsCounted(t *testing.T) {
 	a.Flush()
 	if st := a.Stats(); st.KernelErrors != 100 || len(sink.records()) != 100 {
 		t.Fatalf("stats %+v, %d records; want 100 kernel errors and 100 records", st, len(sink.records()))
+	}
+}
+
+// refuseOnce refuses the first registration of block 2, as the tracer does
+// while a block's new range still overlaps another's old one.
+type refuseOnce struct {
+	kernelLog
+	refused bool
+}
+
+func (k *refuseOnce) RegisterBlock(p Process, id, start, end uint64) error {
+	if id == 2 && !k.refused {
+		k.refused = true
+		k.mu.Lock()
+		k.ops = append(k.ops, "refused")
+		k.mu.Unlock()
+		return errors.New("range overlaps a registered block")
+	}
+	return k.kernelLog.RegisterBlock(p, id, start, end)
+}
+
+// TestKernelMirrorRetriedAtMove: a block whose registration the kernel
+// refused is registered at its next move, and moved after that.
+func TestKernelMirrorRetriedAtMove(t *testing.T) {
+	k := &refuseOnce{}
+	a := New(&rangeResolver{}, &memSink{}, Config{Kernel: k})
+	s := &hooksrv.Session{PID: 4, AppID: "app"}
+	ctx := context.Background()
+	a.HandleEvent(ctx, ev(s, hooksrv.EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, 1, 1<<20, 4096))
+	a.HandleEvent(ctx, ev(s, hooksrv.EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, 2, 1<<20, 4096))
+	a.HandleEvent(ctx, ev(s, hooksrv.EventMove, stratav1.AccessKind_ACCESS_KIND_MOVE, 1, 2<<20, 4096))
+	a.HandleEvent(ctx, ev(s, hooksrv.EventMove, stratav1.AccessKind_ACCESS_KIND_MOVE, 2, 3<<20, 4096))
+	a.HandleEvent(ctx, ev(s, hooksrv.EventMove, stratav1.AccessKind_ACCESS_KIND_MOVE, 2, 4<<20, 4096))
+	if got := strings.Join(k.ops, " "); got != "reg refused move reg move" {
+		t.Fatalf("kernel ops = %q, want %q", got, "reg refused move reg move")
+	}
+	if st := a.Stats(); st.KernelErrors != 1 {
+		t.Fatalf("kernel errors %d, want 1", st.KernelErrors)
 	}
 }
