@@ -32,6 +32,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	limited := ratelog.New(log.Handler(), ratelog.Options{Burst: cfg.LogBurst, Interval: cfg.LogInterval})
 	log = slog.New(limited).With("node", cfg.NodeName)
 	warnFDs(cfg, log)
+	if err := setCPUPolicy(cfg.CPUPolicy); err != nil {
+		// Only what the agent costs the node changes: not a reason to stop.
+		log.Warn("threads keep their scheduling policy", "err", err)
+	}
 	fs := procmem.FS{Proc: cfg.ProcRoot, Sys: cfg.SysRoot}
 	bootID, err := fs.BootID()
 	if err != nil {

@@ -39,6 +39,10 @@ type Config struct {
 	// them), or "auto": perf where a hardware PMU gives the page-walk and
 	// cycle counts that need per-thread perf events anyway, else procfs.
 	WorkloadCounters string
+	// CPUPolicy is the scheduling policy of the agent's threads: "batch"
+	// (SCHED_BATCH: its fair share, without preempting the workload's
+	// threads each time it wakes; see CPUBatch) or "normal" (as started).
+	CPUPolicy        string
 	SampleEvery      uint32        // emit one fault event in N (0 = tracer default, 64)
 	CountersInterval time.Duration // send changed fault and workload counters, and hooked processes' resident memory, this often
 	StatsInterval    time.Duration // log counters this often (0 = never)
@@ -79,6 +83,7 @@ func DefaultConfig() Config {
 		Faults:           "auto",
 		PageFlags:        "all",
 		WorkloadCounters: "auto",
+		CPUPolicy:        CPUBatch,
 		CountersInterval: 2 * time.Second,
 		StatsInterval:    time.Minute,
 
@@ -133,6 +138,7 @@ func (c *Config) FromEnv() error {
 	set(&c.Faults, "STRATA_FAULTS")
 	set(&c.PageFlags, "STRATA_PAGE_FLAGS")
 	set(&c.WorkloadCounters, "STRATA_WORKLOAD_COUNTERS")
+	set(&c.CPUPolicy, "STRATA_CPU_POLICY")
 	set(&c.HTTPAddr, "STRATA_HTTP")
 
 	var errs []error
@@ -208,6 +214,11 @@ func (c Config) Validate() error {
 	case "auto", "procfs", "perf":
 	default:
 		errs = append(errs, fmt.Errorf("workload counters = %q, want auto, procfs or perf", c.WorkloadCounters))
+	}
+	switch c.CPUPolicy {
+	case CPUBatch, CPUNormal:
+	default:
+		errs = append(errs, fmt.Errorf("cpu policy = %q, want batch or normal", c.CPUPolicy))
 	}
 	if c.FlushInterval <= 0 {
 		errs = append(errs, errors.New("flush interval must be positive"))

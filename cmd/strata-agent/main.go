@@ -50,6 +50,8 @@ func main() {
 	fs.StringVar(&cfg.Faults, "faults", cfg.Faults, "kernel fault attribution: auto, on or off")
 	fs.StringVar(&cfg.WorkloadCounters, "workload-counters", cfg.WorkloadCounters,
 		"hooked processes' task clock, switches and faults: procfs (no cost to them), perf (exact; every switch pays), or auto (perf where a PMU is)")
+	fs.StringVar(&cfg.CPUPolicy, "cpu-policy", cfg.CPUPolicy,
+		"scheduling of the agent's threads: batch (SCHED_BATCH: its fair share, without preempting the workload each time it wakes) or normal")
 	fs.StringVar(&cfg.PageFlags, "page-flags", cfg.PageFlags, "pages that get kpageflags: all, or sampled (block pages without flags, several times faster)")
 	fs.Func("sample-every", "emit one sampled fault event per N faults in a block (default 64)", func(v string) error {
 		n, err := strconv.ParseUint(v, 10, 32)

@@ -18,12 +18,13 @@ import (
 // Node is the Strata side of a run: a collector (embedded store) and an
 // agent whose hook socket the traced runs connect to.
 //
-// The agent runs as a DaemonSet deploys it: default intervals, normal
-// priority, on the cores Spark uses. The collector stands in for a service
-// that lives elsewhere in a cluster (one per cluster, not per node); having
-// only this machine, it runs at the lowest CPU priority (nice 19), so its
-// work falls into the cores' idle time rather than into the measured job's.
-// Its CPU time still counts in a traced run's CPU.
+// The agent runs as a DaemonSet deploys it: default flags (its threads
+// under SCHED_BATCH, --cpu-policy), on the cores Spark uses. The collector
+// stands in for a service that lives elsewhere in a cluster (one per
+// cluster, not per node); having only this machine, it runs under
+// SCHED_IDLE (chrt --idle), so its work falls into the cores' idle time
+// rather than into the measured job's. Its CPU time still counts in a
+// traced run's CPU.
 //
 // Between traced runs the node is paused (Pause: SIGSTOP), so that an
 // untraced run has the machine as it would without Strata: no agent or
@@ -61,7 +62,7 @@ func StartNode(e Env, name string, o NodeOptions) (n *Node, err error) {
 	}
 	n.Collector = fmt.Sprintf("127.0.0.1:%d", port)
 	// A loopback node for one run: no TLS, no token (--insecure, --http-insecure).
-	args := []string{"nice", "-n", "19", filepath.Join(e.Bin, "strata-collector"), "--listen", n.Collector, "--store-dir", filepath.Join(n.dir, "store"),
+	args := []string{"chrt", "--idle", "0", filepath.Join(e.Bin, "strata-collector"), "--listen", n.Collector, "--store-dir", filepath.Join(n.dir, "store"),
 		"--insecure"}
 	if o.History != "" {
 		args = append(args, "--history", o.History, "--history-interval", "2s")
