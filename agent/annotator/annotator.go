@@ -107,10 +107,11 @@ type liveBlock struct {
 	runs     []*stratav1.PageRun // kept for reuse; nil when not kept
 	runBytes int64               // runs' estimated memory, counted in Annotator.cacheBytes
 	resolved time.Time
-	// mirrored says the kernel's fault tracer holds the block's range. A
+	// mirrored says the kernel's fault tracer took the block. A
 	// registration it refused (a range that overlaps one whose move the
 	// hook has not sent yet, after a GC; a full table) is tried again at
-	// the block's next move.
+	// the block's next move; a refused move leaves the block where it was
+	// in the kernel, so the next one is a move again.
 	mirrored bool
 }
 
@@ -263,7 +264,7 @@ func (a *Annotator) place(ev hooksrv.Event) {
 		}
 		a.mu.Lock()
 		if lb := a.blocks[key]; lb != nil {
-			lb.mirrored = err == nil
+			lb.mirrored = mirrored || err == nil
 		}
 		a.mu.Unlock()
 		if err != nil {

@@ -172,10 +172,22 @@ func TestKernelMirrorErrorsCounted(t *testing.T) {
 }
 
 // refuseOnce refuses the first registration of block 2, as the tracer does
-// while a block's new range still overlaps another's old one.
+// while a block's new range still overlaps another's old one, and the
+// first move of block 1 (the tracer then keeps it at its old range).
 type refuseOnce struct {
 	kernelLog
-	refused bool
+	refused, refusedMove bool
+}
+
+func (k *refuseOnce) MoveBlock(pid uint32, id, start, end uint64) error {
+	if id == 1 && !k.refusedMove {
+		k.refusedMove = true
+		k.mu.Lock()
+		k.ops = append(k.ops, "refused-move")
+		k.mu.Unlock()
+		return errors.New("move block: range overlaps a registered block")
+	}
+	return k.kernelLog.MoveBlock(pid, id, start, end)
 }
 
 func (k *refuseOnce) RegisterBlock(p Process, id, start, end uint64) error {
@@ -190,7 +202,8 @@ func (k *refuseOnce) RegisterBlock(p Process, id, start, end uint64) error {
 }
 
 // TestKernelMirrorRetriedAtMove: a block whose registration the kernel
-// refused is registered at its next move, and moved after that.
+// refused is registered at its next move, and moved after that; a block
+// whose move was refused is moved at its next move.
 func TestKernelMirrorRetriedAtMove(t *testing.T) {
 	k := &refuseOnce{}
 	a := New(&rangeResolver{}, &memSink{}, Config{Kernel: k})
@@ -201,10 +214,12 @@ func TestKernelMirrorRetriedAtMove(t *testing.T) {
 	a.HandleEvent(ctx, ev(s, hooksrv.EventMove, stratav1.AccessKind_ACCESS_KIND_MOVE, 1, 2<<20, 4096))
 	a.HandleEvent(ctx, ev(s, hooksrv.EventMove, stratav1.AccessKind_ACCESS_KIND_MOVE, 2, 3<<20, 4096))
 	a.HandleEvent(ctx, ev(s, hooksrv.EventMove, stratav1.AccessKind_ACCESS_KIND_MOVE, 2, 4<<20, 4096))
-	if got := strings.Join(k.ops, " "); got != "reg refused move reg move" {
-		t.Fatalf("kernel ops = %q, want %q", got, "reg refused move reg move")
+	a.HandleEvent(ctx, ev(s, hooksrv.EventMove, stratav1.AccessKind_ACCESS_KIND_MOVE, 1, 5<<20, 4096))
+	const want = "reg refused refused-move reg move move"
+	if got := strings.Join(k.ops, " "); got != want {
+		t.Fatalf("kernel ops = %q, want %q", got, want)
 	}
-	if st := a.Stats(); st.KernelErrors != 1 {
-		t.Fatalf("kernel errors %d, want 1", st.KernelErrors)
+	if st := a.Stats(); st.KernelErrors != 2 {
+		t.Fatalf("kernel errors %d, want 2", st.KernelErrors)
 	}
 }
