@@ -251,7 +251,7 @@ func (a *Annotator) place(ev hooksrv.Event) {
 	}
 	a.uncache(lb)
 	mirrored := lb.mirrored
-	*lb = liveBlock{session: ev.Session, block: ev.Block, vaddr: ev.Vaddr, length: ev.Length}
+	*lb = liveBlock{session: ev.Session, block: ev.Block, vaddr: ev.Vaddr, length: ev.Length, mirrored: mirrored}
 	a.cache(lb, rec.Runs)
 	a.mu.Unlock()
 	if k := a.cfg.Kernel; k != nil {
@@ -262,11 +262,13 @@ func (a *Annotator) place(ev hooksrv.Event) {
 			p := Process{PID: key.pid, AppID: ev.Session.AppID, ExecutorID: ev.Session.ExecutorID}
 			err = k.RegisterBlock(p, key.id, ev.Vaddr, ev.Vaddr+ev.Length)
 		}
-		a.mu.Lock()
-		if lb := a.blocks[key]; lb != nil {
-			lb.mirrored = mirrored || err == nil
+		if !mirrored && err == nil {
+			a.mu.Lock()
+			if lb := a.blocks[key]; lb != nil {
+				lb.mirrored = true
+			}
+			a.mu.Unlock()
 		}
-		a.mu.Unlock()
 		if err != nil {
 			// Once the kernel's block table is full this happens for every
 			// block: counted, and the log line is rate limited (ratelog).

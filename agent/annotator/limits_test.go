@@ -179,24 +179,33 @@ type refuseOnce struct {
 	refused, refusedMove bool
 }
 
+// refuse logs op and returns the tracer's overlap error the first time
+// *once is false.
+func (k *refuseOnce) refuse(once *bool, op string) error {
+	if *once {
+		return nil
+	}
+	*once = true
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.ops = append(k.ops, op)
+	return errors.New("range overlaps a registered block")
+}
+
 func (k *refuseOnce) MoveBlock(pid uint32, id, start, end uint64) error {
-	if id == 1 && !k.refusedMove {
-		k.refusedMove = true
-		k.mu.Lock()
-		k.ops = append(k.ops, "refused-move")
-		k.mu.Unlock()
-		return errors.New("move block: range overlaps a registered block")
+	if id == 1 {
+		if err := k.refuse(&k.refusedMove, "refused-move"); err != nil {
+			return err
+		}
 	}
 	return k.kernelLog.MoveBlock(pid, id, start, end)
 }
 
 func (k *refuseOnce) RegisterBlock(p Process, id, start, end uint64) error {
-	if id == 2 && !k.refused {
-		k.refused = true
-		k.mu.Lock()
-		k.ops = append(k.ops, "refused")
-		k.mu.Unlock()
-		return errors.New("range overlaps a registered block")
+	if id == 2 {
+		if err := k.refuse(&k.refused, "refused"); err != nil {
+			return err
+		}
 	}
 	return k.kernelLog.RegisterBlock(p, id, start, end)
 }
