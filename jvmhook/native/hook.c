@@ -215,8 +215,10 @@ static void JNICALL on_class_load(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined
 	if ((__atomic_or_fetch(&boot.seen, bit, __ATOMIC_ACQ_REL) & WOVEN_ALL) == WOVEN_ALL)
 		stop_class_hook(); /* from the next class defined on */
 	jname = (*env)->NewStringUTF(env, name);
-	in = (*env)->NewByteArray(env, len);
-	if (jname == NULL || in == NULL || java_failed(env, "copy a class file"))
+	in = jname != NULL ? (*env)->NewByteArray(env, len) : NULL;
+	/* Checked first: a failed allocation leaves an exception pending, which
+	 * must not reach the class being defined. */
+	if (java_failed(env, "copy a class file") || in == NULL)
 		return;
 	(*env)->SetByteArrayRegion(env, in, 0, len, (const jbyte *)data);
 	out = (jbyteArray)(*env)->CallStaticObjectMethod(env, agent, boot.transform, jname, in);
@@ -228,6 +230,21 @@ static void JNICALL on_class_load(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined
 	(*env)->GetByteArrayRegion(env, out, 0, n, (jbyte *)buf);
 	*new_len = n;
 	*new_data = buf;
+}
+
+/* The value of key in comma-separated key=value options, up to the next
+ * comma or the end; NULL when the key is absent. */
+static const char *option_value(const char *options, const char *key)
+{
+	size_t k = strlen(key);
+
+	for (const char *o = options; o != NULL; o = strchr(o, ',')) {
+		if (*o == ',')
+			o++;
+		if (strncmp(o, key, k) == 0 && o[k] == '=')
+			return o + k + 1;
+	}
+	return NULL;
 }
 
 /* The -agentpath form: the jar on the system class path, the options kept
@@ -244,10 +261,8 @@ static const char *setup_boot(const char *options)
 
 	if (boot.jvmti == NULL)
 		return "JVMTI unavailable";
-	jar = strncmp(options, "jar=", 4) == 0 ? options : strstr(options, ",jar=");
-	if (jar == NULL)
+	if ((jar = option_value(options, "jar")) == NULL)
 		return "no jar= in the agent's options";
-	jar += jar == options ? 4 : 5;
 	end = strchr(jar, ',');
 	n = end != NULL ? (size_t)(end - jar) : strlen(jar);
 	if (n == 0 || n >= sizeof(path))
@@ -261,7 +276,7 @@ static const char *setup_boot(const char *options)
 	n = strlen(options) + sizeof(lib_key) + strlen(self.dli_fname);
 	if ((boot.options = malloc(n)) == NULL)
 		return "out of memory";
-	if (strncmp(options, "lib=", 4) == 0 || strstr(options, ",lib=") != NULL)
+	if (option_value(options, "lib") != NULL)
 		snprintf(boot.options, n, "%s", options);
 	else
 		snprintf(boot.options, n, "%s%s%s", options, lib_key, self.dli_fname);
