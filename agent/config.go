@@ -69,6 +69,10 @@ type Config struct {
 }
 
 // DefaultConfig returns the defaults; env and flags override them.
+//
+// FlushInterval is 1 s: each batch is a gRPC message and one transaction
+// (with its fsync) in the collector's store, and at 200 ms a 7 s Spark run
+// made 18 batches and cost the collector 0.11 s of CPU, at 1 s 4 and 0.04 s.
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
 	return Config{
@@ -78,7 +82,7 @@ func DefaultConfig() Config {
 		SpoolDir:         "/var/lib/strata/spool",
 		ProcRoot:         "/proc",
 		SysRoot:          "/sys",
-		FlushInterval:    200 * time.Millisecond,
+		FlushInterval:    time.Second,
 		DrainTimeout:     5 * time.Second,
 		Faults:           "auto",
 		PageFlags:        "all",

@@ -68,7 +68,7 @@ type Config struct {
 	MaxRecords    int                // flush a batch at this many records (default 1024)
 	MaxRuns       int                // ... or this many page runs (default 65536)
 	MaxBatchBytes int                // ... or this encoded size (default and ceiling fit.BatchBudget)
-	FlushInterval time.Duration      // ... or when the oldest record is this old (default 200 ms)
+	FlushInterval time.Duration      // ... or when the oldest record is this old (default 1 s)
 	ReuseWindow   time.Duration      // reuse a block's pages for accesses this soon after resolving (default 1 s; <0 never)
 	// MaxCacheBytes bounds the pages kept for reuse across all live
 	// blocks (default 256 MiB); past it a block's pages are not kept and
@@ -154,7 +154,7 @@ func New(res Resolver, sink Sink, cfg Config) *Annotator {
 		cfg.MaxRuns = 65536
 	}
 	if cfg.FlushInterval <= 0 {
-		cfg.FlushInterval = 200 * time.Millisecond
+		cfg.FlushInterval = time.Second
 	}
 	if cfg.MaxBatchBytes <= 0 || cfg.MaxBatchBytes > fit.BatchBudget {
 		cfg.MaxBatchBytes = fit.BatchBudget
