@@ -146,8 +146,8 @@ public final class Agent {
      * Weaves the classes the weaver wants from the system class path on a
      * daemon thread ahead of their loading (a Spark JVM loads them seconds
      * later, after its configuration and RPC set-up), so that the thread
-     * loading them does not wait for ASM's classes and the weaving; should
-     * one load sooner, or from other bytes, it is woven as it loads.
+     * loading them does not wait for the weaving (milliseconds, interpreted);
+     * should one load sooner, or from other bytes, it is woven as it loads.
      */
     private static Future<Map<String, byte[][]>> prepareAhead() {
         FutureTask<Map<String, byte[][]>> prepared = new FutureTask<>(new Callable<Map<String, byte[][]>>() {

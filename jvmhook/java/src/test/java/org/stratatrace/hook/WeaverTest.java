@@ -5,13 +5,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Random;
 
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -94,6 +98,26 @@ class WeaverTest {
 
         public void cleanUpAllAllocatedMemory() {}
 
+        /**
+         * Every kind of argument, twice over: the new method's loads put its
+         * handler past offset 63 (the extended stack map frame).
+         */
+        public double evictBlocksToFreeSpace(int a, long b, float c, double d, boolean e, byte f, char g, short h,
+                Object i, int[] j, long[][] k, String l, int a2, long b2, float c2, double d2, boolean e2, byte f2,
+                char g2, short h2, Object i2, int[] j2, long[][] k2, String l2, double last) {
+            if (last < 0) {
+                throw new IllegalStateException("negative");
+            }
+            return a + b + c + d + (e ? 1 : 0) + f + g + h + j[0] + k[0][0] + l.length()
+                    + a2 + b2 + c2 + d2 + (e2 ? 1 : 0) + f2 + g2 + h2 + j2[0] + k2[0][0] + l2.length() + last
+                    + (i == i2 ? 1 : 0);
+        }
+
+        /** Synchronized: the renamed method holds the monitor, as the original did. */
+        public synchronized Object putIteratorAsBytes(Object id, int[] values) {
+            return Thread.holdsLock(this) ? "locked " + values.length : "not locked";
+        }
+
         /** Static: never woven. */
         public static Object getValues(Object id) {
             return id;
@@ -110,6 +134,7 @@ class WeaverTest {
     private static final List<Weaver.Site> SITES = List.of(
             new Weaver.Site("putBytes", -1, null, "put", Weaver.Pass.THIS_ARG0, false),
             new Weaver.Site("putIteratorAsValues", -1, null, "put", Weaver.Pass.THIS_ARG0, false),
+            new Weaver.Site("putIteratorAsBytes", -1, null, "put", Weaver.Pass.THIS_ARG0, false),
             new Weaver.Site("getBytes", 1, null, "read", Weaver.Pass.ARG0, false),
             new Weaver.Site("getValues", 1, null, "read", Weaver.Pass.ARG0, false),
             new Weaver.Site("remove", 1, "remove", null, Weaver.Pass.ARG0, false),
@@ -208,6 +233,97 @@ class WeaverTest {
         assertCalls("allocated Subject page4096");
         assertNull(call("allocatePage", t, 0L));
         assertCalls("allocated Subject null");
+    }
+
+    @Test
+    void everyArgumentKind() throws Throwable {
+        Class<?>[] t = {int.class, long.class, float.class, double.class, boolean.class, byte.class, char.class,
+                short.class, Object.class, int[].class, long[][].class, String.class, int.class, long.class,
+                float.class, double.class, boolean.class, byte.class, char.class, short.class, Object.class,
+                int[].class, long[][].class, String.class, double.class};
+        Object same = new Object();
+        Object[] args = {1, 2L, 3f, 4d, true, (byte) 5, (char) 6, (short) 7, same, new int[] {8}, new long[][] {{9}},
+                "ab", 10, 11L, 12f, 13d, false, (byte) 14, (char) 15, (short) 16, same, new int[] {17},
+                new long[][] {{18}}, "cde", 0.5};
+        assertEquals(1 + 2 + 3 + 4 + 1 + 5 + 6 + 7 + 8 + 9 + 2 + 10 + 11 + 12 + 13 + 14 + 15 + 16 + 17 + 18 + 3 + 0.5
+                + 1, (double) call("evictBlocksToFreeSpace", t, args));
+        assertCalls("evictEnter", "evictExit");
+        args[24] = -1.0;
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> call("evictBlocksToFreeSpace", t, args));
+        assertEquals("negative", e.getMessage());
+        assertCalls("evictEnter", "evictExit");
+    }
+
+    @Test
+    void synchronizedMethod() throws Throwable {
+        assertEquals("locked 3", call("putIteratorAsBytes", new Class<?>[] {Object.class, int[].class}, "s",
+                new int[3]));
+        assertCalls("put Subject s");
+    }
+
+    @Test
+    void renamedMethodIsPrivate() throws Exception {
+        Method renamed = woven.getDeclaredMethod("strata$getBytes", Object.class);
+        assertTrue(Modifier.isPrivate(renamed.getModifiers()) && renamed.isSynthetic(), renamed.toString());
+        Method wrapper = woven.getDeclaredMethod("getBytes", Object.class);
+        assertTrue(Modifier.isPublic(wrapper.getModifiers()) && !wrapper.isSynthetic(), wrapper.toString());
+    }
+
+    @Test
+    void wovenOnce() throws IOException {
+        byte[] original;
+        try (InputStream in = WeaverTest.class.getResourceAsStream("/" + SUBJECT + ".class")) {
+            original = in.readAllBytes();
+        }
+        byte[] once = Weaver.weave(original, SITES, CALLS);
+        assertNull(Weaver.weave(once, SITES, CALLS), "a class woven already is left alone");
+    }
+
+    @Test
+    void interfaceLeftAlone() throws IOException {
+        byte[] b;
+        try (InputStream in = WeaverTest.class.getResourceAsStream("/java/lang/Runnable.class")) {
+            b = in != null ? in.readAllBytes() : null;
+        }
+        if (b == null) {
+            b = ClassLoader.getSystemResourceAsStream("java/lang/Runnable.class").readAllBytes();
+        }
+        assertNull(Weaver.weave(b, List.of(new Weaver.Site("run", 0, "cleanup", null, Weaver.Pass.THIS, false)),
+                CALLS));
+    }
+
+    /**
+     * Malformed class files: every truncation of the subject, and 20,000
+     * copies with a few random bytes changed (fixed seed). Each is either
+     * refused with IllegalArgumentException or woven into something; no
+     * other exception, and never a hang.
+     */
+    @Test
+    void malformedClassFiles() throws IOException {
+        byte[] original;
+        try (InputStream in = WeaverTest.class.getResourceAsStream("/" + SUBJECT + ".class")) {
+            original = in.readAllBytes();
+        }
+        int refused = 0;
+        for (int n = 0; n < original.length; n++) {
+            byte[] cut = Arrays.copyOf(original, n);
+            assertThrows(IllegalArgumentException.class, () -> Weaver.weave(cut, SITES, CALLS), "cut at " + n);
+            refused++;
+        }
+        Random rnd = new Random(7);
+        for (int k = 0; k < 20000; k++) {
+            byte[] b = original.clone();
+            for (int flips = 1 + rnd.nextInt(4); flips > 0; flips--) {
+                b[rnd.nextInt(b.length)] = (byte) rnd.nextInt(256);
+            }
+            try {
+                Weaver.weave(b, SITES, CALLS);
+            } catch (IllegalArgumentException e) {
+                refused++;
+            }
+        }
+        assertTrue(refused > original.length, "no mutated copy was refused");
     }
 
     @Test
