@@ -43,7 +43,7 @@ SMTT_FLAGS ?=
 # clickhouse-server: Debian's (18.16 on bookworm), which the store's tests
 # start on loopback from a private configuration (test/chserver); nothing
 # runs it as a service.
-APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler libasm-java gcc make \
+APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler gcc make \
 	openjdk-17-jdk-headless maven python3-pip chromium chromium-driver clickhouse-server
 
 # The version the binaries and images carry.
