@@ -270,15 +270,21 @@ func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writ
 func writeTable(w io.Writer, version string, c config, rows []*row) {
 	fmt.Fprintf(w, "SMTT's evaluation on Spark %s (local[2], size %s, %d paired runs, medians)\n\n", version, c.size, c.pairs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKLOAD\tWALL WITHOUT\tWALL WITH\tOVERHEAD\tNOISE\tCPU OVERHEAD\tRECORDS\tPAGES RESOLVED\tRDD OCC (RSS / NODE)\tFAULTS/RDD\tPAGE-WALK SHARE\tJOB")
+	fmt.Fprintln(tw, "WORKLOAD\tWALL WITHOUT\tWALL WITH\tOVERHEAD\tNOISE\tPAIRS (95%)\tCPU OVERHEAD\tRECORDS\tPAGES RESOLVED\tRDD OCC (RSS / NODE)\tFAULTS/RDD\tPAGE-WALK SHARE\tJOB")
 	var walls, cpus, pairs []float64
+	var above []string
 	for _, r := range rows {
 		perRDD := "-"
 		if r.RDDs > 0 {
 			perRDD = fmt.Sprintf("%.0f", float64(r.RDDFaults)/float64(r.RDDs))
 		}
-		fmt.Fprintf(tw, "%s\t%.1f s\t%.1f s\t%.3f×\t±%.1f%%\t%.3f×\t%d\t%d\t%s / %s\t%s\t%s\t%s\n", r.Workload, median(r.Without), median(r.With),
-			r.Ratio, 100*r.Spread, r.CPURatio, r.Records, r.Pages, pct(r.OfRSS), pct(r.OfNode), perRDD, r.PageWalk, orDash(r.Severity))
+		mean, lo, hi := workloads.Pooled(r.PairRatios)
+		if lo > 1.05 {
+			above = append(above, r.Workload)
+		}
+		fmt.Fprintf(tw, "%s\t%.1f s\t%.1f s\t%.3f×\t±%.1f%%\t%.3f× (%.2f–%.2f)\t%.3f×\t%d\t%d\t%s / %s\t%s\t%s\t%s\n", r.Workload,
+			median(r.Without), median(r.With), r.Ratio, 100*r.Spread, mean, lo, hi, r.CPURatio, r.Records, r.Pages,
+			pct(r.OfRSS), pct(r.OfNode), perRDD, r.PageWalk, orDash(r.Severity))
 		walls, cpus, pairs = append(walls, r.Ratio), append(cpus, r.CPURatio), append(pairs, r.PairRatios...)
 	}
 	tw.Flush()
@@ -294,7 +300,12 @@ func writeTable(w io.Writer, version string, c config, rows []*row) {
 	mean, lo, hi := workloads.Pooled(pairs)
 	fmt.Fprintf(w, "all %d pairs pooled: wall overhead %.3f× (geometric mean of each pair's ratio; 95%% interval %.3f×–%.3f×)\n",
 		len(pairs), mean, lo, hi)
+	if len(above) == 0 {
+		above = []string{"none"}
+	}
+	fmt.Fprintf(w, "workloads whose pairs' 95%% interval lies wholly above 1.05×: %s\n", strings.Join(above, ", "))
 	fmt.Fprintln(w, "NOISE: the untraced runs' spread, half their range over their median")
+	fmt.Fprintln(w, "PAIRS: the geometric mean of the workload's pair ratios, with a 95% bootstrap interval")
 }
 
 // pageWalk is the measured share, or the reason there is none.
