@@ -293,31 +293,24 @@ final class Weaver {
 
         /** Whether constant i is the Utf8 s (ASCII). */
         private boolean utf8Is(int i, String s) {
-            if (i <= 0 || i >= poolCount || b[entry[i]] != CONSTANT_UTF8) {
-                return false;
-            }
-            int at = entry[i], len = (b[at + 1] & 0xff) << 8 | (b[at + 2] & 0xff);
-            if (len != s.length()) {
-                return false;
-            }
-            for (int k = 0; k < len; k++) {
-                if (b[at + 3 + k] != s.charAt(k)) {
-                    return false;
-                }
-            }
-            return true;
+            return utf8Has(i, s, true);
         }
 
         private boolean utf8StartsWith(int i, String prefix) {
+            return utf8Has(i, prefix, false);
+        }
+
+        /** Whether constant i is a Utf8 that is s, or starts with it (ASCII). */
+        private boolean utf8Has(int i, String s, boolean whole) {
             if (i <= 0 || i >= poolCount || b[entry[i]] != CONSTANT_UTF8) {
                 return false;
             }
             int at = entry[i], len = (b[at + 1] & 0xff) << 8 | (b[at + 2] & 0xff);
-            if (len < prefix.length()) {
+            if (whole ? len != s.length() : len < s.length()) {
                 return false;
             }
-            for (int k = 0; k < prefix.length(); k++) {
-                if (b[at + 3 + k] != prefix.charAt(k)) {
+            for (int k = 0; k < s.length(); k++) {
+                if (b[at + 3 + k] != s.charAt(k)) {
                     return false;
                 }
             }
@@ -414,7 +407,7 @@ final class Weaver {
                     throw new IllegalArgumentException(s.method + ": nothing is returned on entry");
                 }
                 pass(code, s.pass);
-                code.u1(INVOKESTATIC).u2(pool.methodRef(ownerClass, s.enter, descriptorOf(s.pass)));
+                code.u1(INVOKESTATIC).u2(pool.methodRef(ownerClass, s.enter, pool.utf8(descriptorOf(s.pass))));
             }
             int start = code.size();
             code.u1(ALOAD_0);
@@ -437,7 +430,7 @@ final class Weaver {
                 } else {
                     pass(code, s.pass);
                 }
-                code.u1(INVOKESTATIC).u2(pool.methodRef(ownerClass, s.exit, descriptorOf(s.pass)));
+                code.u1(INVOKESTATIC).u2(pool.methodRef(ownerClass, s.exit, pool.utf8(descriptorOf(s.pass))));
             }
             code.u1(switch (d.ret) {
                 case 'I' -> IRETURN;
@@ -450,7 +443,7 @@ final class Weaver {
             int handler = -1;
             if (s.onThrow) {
                 handler = code.size();
-                code.u1(INVOKESTATIC).u2(pool.methodRef(ownerClass, s.exit, "()V")).u1(ATHROW);
+                code.u1(INVOKESTATIC).u2(pool.methodRef(ownerClass, s.exit, pool.utf8("()V"))).u1(ATHROW);
             }
             int ret = d.ret == 'V' ? 0 : d.ret == 'J' || d.ret == 'D' ? 2 : 1;
             int maxStack = Math.max(1 + d.slots(), Math.max(width(s.pass), ret + (s.exit == null ? 0
@@ -566,15 +559,15 @@ final class Weaver {
             return add("C" + name);
         }
 
-        /** A Methodref of a class; desc is a Utf8 constant's index or its text. */
-        int methodRef(int owner, String name, Object desc) {
+        /** A Methodref of a class, its descriptor the Utf8 constant desc. */
+        int methodRef(int owner, String name, int desc) {
             String key = "M" + owner + " " + name + " " + desc;
             Integer i = added.get(key);
             if (i != null) {
                 return i;
             }
-            int n = utf8(name), t = desc instanceof Integer k ? k : utf8((String) desc);
-            bytes.u1(CONSTANT_NAME_AND_TYPE).u2(n).u2(t);
+            int n = utf8(name);
+            bytes.u1(CONSTANT_NAME_AND_TYPE).u2(n).u2(desc);
             int nat = next++;
             bytes.u1(CONSTANT_METHODREF).u2(owner).u2(nat);
             return add(key);
