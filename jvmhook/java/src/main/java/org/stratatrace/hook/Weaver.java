@@ -193,9 +193,14 @@ final class Weaver {
         int slots() {
             int n = 0;
             for (char a : args) {
-                n += a == 'J' || a == 'D' ? 2 : 1;
+                n += size(a);
             }
             return n;
+        }
+
+        /** The slots (or stack entries) a value of this kind takes: 0 for V. */
+        static int size(char kind) {
+            return kind == 'V' ? 0 : kind == 'J' || kind == 'D' ? 2 : 1;
         }
     }
 
@@ -420,7 +425,7 @@ final class Weaver {
                     case 'D' -> DLOAD;
                     default -> ALOAD;
                 }).u1(slot);
-                slot += a == 'J' || a == 'D' ? 2 : 1;
+                slot += Descriptor.size(a);
             }
             code.u1(INVOKESPECIAL).u2(renamed);
             int end = code.size();
@@ -445,7 +450,7 @@ final class Weaver {
                 handler = code.size();
                 code.u1(INVOKESTATIC).u2(pool.methodRef(ownerClass, s.exit, pool.utf8("()V"))).u1(ATHROW);
             }
-            int ret = d.ret == 'V' ? 0 : d.ret == 'J' || d.ret == 'D' ? 2 : 1;
+            int ret = Descriptor.size(d.ret);
             int maxStack = Math.max(1 + d.slots(), Math.max(width(s.pass), ret + (s.exit == null ? 0
                     : s.pass == Pass.THIS_RETURNED ? 2 : width(s.pass))));
             Bytes frames = null;
