@@ -23,6 +23,7 @@ func TestWriteTableIntervals(t *testing.T) {
 		"1.000× (0.98–1.01)", // bootstrap with a fixed seed: the same pairs, the same interval
 		"workloads whose pairs' 95% interval lies wholly above 1.05×: Slow\n",
 		"all 8 pairs pooled",
+		"median 1.045× across workloads (target ≤ 1.02×), worst 1.090× (target ≤ 1.05×)\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
