@@ -15,7 +15,7 @@ const (
 	// fair share of CPU as before, but a thread that wakes up does not
 	// preempt the thread running on its core; it waits for that thread's
 	// slice to end or for an idle core. The agent wakes each time a hook
-	// sends frames (every millisecond while Spark works), and nothing it
+	// sends frames (every 20 ms at most while Spark works), and nothing it
 	// does is urgent to a millisecond: the frames wait in the socket and
 	// the fault events in the kernel's ring.
 	CPUBatch = "batch"
