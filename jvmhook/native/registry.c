@@ -10,7 +10,7 @@
  *
  * Sending: a JVM thread never writes the socket. It encodes its frame into a
  * byte ring (RING_BYTES; a full ring drops the frame and counts it) and the
- * hook thread sends what is queued, up to 64 frames per sendmmsg(2). The
+ * hook thread sends what is queued, SEND_BATCH frames per sendmmsg(2). The
  * hook thread sleeps until a producer wakes it through the eventfd (one
  * write(2) per gathering), then lets frames gather for GATHER_MS (or until
  * GATHER_BYTES are queued) and sends them all; producers make no system
@@ -40,6 +40,8 @@
  * stream is sent in pieces the socket takes without waiting). */
 #define GATHER_MS 20
 #define GATHER_BYTES (16u << 10)
+/* Frames per sendmmsg(2). */
+#define SEND_BATCH 64
 
 struct entry {
 	uint64_t id;
@@ -263,13 +265,13 @@ static void disconnect(void)
 	}
 }
 
-/* Sends what is queued, up to 64 frames per sendmmsg; returns the frames
+/* Sends what is queued, up to SEND_BATCH frames in one sendmmsg; returns the frames
  * taken off the queue. Only the hook thread waits (POLLOUT, up to wait_ms)
  * for room in a full socket; what still does not fit is dropped and counted. */
 static int drain(int wait_ms)
 {
-	struct mmsghdr msgs[64];
-	struct iovec iov[64];
+	struct mmsghdr msgs[SEND_BATCH];
+	struct iovec iov[SEND_BATCH];
 	uint64_t head, tail, next;
 	int n = 0, done = 0, fd;
 
@@ -277,7 +279,7 @@ static int drain(int wait_ms)
 		return 0;
 	head = __atomic_load_n(&ring_head, __ATOMIC_ACQUIRE);
 	tail = __atomic_load_n(&ring_tail, __ATOMIC_ACQUIRE);
-	for (next = head; next != tail && n < 64;) {
+	for (next = head; next != tail && n < SEND_BATCH;) {
 		uint32_t off = (uint32_t)(next % RING_BYTES), len;
 
 		memcpy(&len, ring + off, sizeof(len));
@@ -756,6 +758,19 @@ static void rescan_after_gc(uint64_t *rescanned)
 	}
 }
 
+/* Waits up to timeout_ms for the eventfd and clears it; 1 when woken. */
+static int wait_wake(int timeout_ms)
+{
+	struct pollfd p = { .fd = wake_fd, .events = POLLIN };
+	uint64_t v;
+
+	if (poll(&p, 1, timeout_ms) <= 0)
+		return 0;
+	while (read(wake_fd, &v, sizeof(v)) == sizeof(v))
+		;
+	return 1;
+}
+
 /* Lets frames gather for GATHER_MS, or until GATHER_BYTES are queued. A GC
  * that ends meanwhile wakes the thread too (producers do not while it is
  * awake, but for the frame that crosses GATHER_BYTES): its blocks are
@@ -763,17 +778,11 @@ static void rescan_after_gc(uint64_t *rescanned)
  * address a moved block left, is queued long before that block's MOVE. */
 static void gather(uint64_t *rescanned)
 {
-	uint64_t end = now_ms() + GATHER_MS, now, v;
+	uint64_t end = now_ms() + GATHER_MS, now;
 
-	while ((now = now_ms()) < end && queued() < GATHER_BYTES) {
-		struct pollfd p = { .fd = wake_fd, .events = POLLIN };
-
-		if (poll(&p, 1, (int)(end - now)) > 0) {
-			while (read(wake_fd, &v, sizeof(v)) == sizeof(v))
-				;
+	while ((now = now_ms()) < end && queued() < GATHER_BYTES)
+		if (wait_wake((int)(end - now)))
 			rescan_after_gc(rescanned);
-		}
-	}
 }
 
 static void *hook_thread(void *arg)
@@ -784,21 +793,18 @@ static void *hook_thread(void *arg)
 	(void)arg;
 	pthread_setname_np(pthread_self(), "strata-hook");
 	for (;;) {
-		struct pollfd p = { .fd = wake_fd, .events = POLLIN };
-		uint64_t v, now;
+		uint64_t now;
 
 		/* Asleep until a producer, a GC or the tick: say so, then look at
 		 * the queue once more (see queue). */
 		__atomic_store_n(&consumer_asleep, 1, __ATOMIC_SEQ_CST);
-		if (poll(&p, 1, queued() ? 0 : cfg.reconnect_ms) > 0)
-			while (read(wake_fd, &v, sizeof(v)) == sizeof(v))
-				;
+		wait_wake(queued() ? 0 : cfg.reconnect_ms);
 		__atomic_store_n(&consumer_asleep, 0, __ATOMIC_SEQ_CST);
 		/* Addresses first: a MOVE queued now goes out with this gathering. */
 		rescan_after_gc(&rescanned);
 		if (queued()) {
 			gather(&rescanned);
-			while (drain(20) == 64)
+			while (drain(20) == SEND_BATCH)
 				;
 		}
 		now = now_ms();
