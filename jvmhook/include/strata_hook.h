@@ -4,12 +4,15 @@
  * the Go decoder's constants are checked against it by a layout test
  * (agent/hooksrv/layout_test.go), never copied by hand.
  *
- * PROTOCOL VERSION 2
+ * PROTOCOL VERSION 3
  *
- * Version 2 (the first deployed) adds to REGISTER what a Spark block is
- * (kind, object-graph flag, chunk of how many, stage, stage attempt, task
- * attempt) and to FREE why the block ended. A receiver accepts exactly its
- * own version; there is no negotiation.
+ * Version 3 adds the objects of deserialized blocks: WALK frames carry the
+ * address ranges of the objects reachable from a block's array, GC and
+ * CHECKED frames say which walks still hold after a collection, HELLO says
+ * whether the hook walks, and REGISTER carries Spark's size of the block and
+ * the column of a cached DataFrame batch's buffer. A receiver accepts
+ * exactly its own version; there is no negotiation (the hook and the agent
+ * ship together).
  *
  * Transport
  * ---------
@@ -74,13 +77,17 @@
  *    18    2 long_array_base    Unsafe.arrayBaseOffset(long[].class); 0 unknown
  *    20    2 ref_size           bytes per object reference (4 with
  *                               compressed oops, else 8); 0 when unknown
- *    22    2 reserved           zero
+ *    22    1 walk               enum strata_walk_mode: whether this hook walks
+ *                               the object graphs of deserialized blocks
+ *                               (WALK frames follow their REGISTER), and if
+ *                               not, why; 0 when not a JVM
+ *    23    1 reserved           zero
  *    24    2 app_id_len         bytes of app_id, <= STRATA_STR_MAX
  *    26    2 executor_id_len    bytes of executor_id, <= STRATA_STR_MAX
  *    28    - app_id             spark.app.id, UTF-8, not NUL-terminated
  *     -    - executor_id        spark.executor.id ("1", "driver"), UTF-8
  *
- *   REGISTER (type 2), fixed body 72 bytes, then name bytes
+ *   REGISTER (type 2), fixed body 80 bytes, then name bytes, then label bytes
  *   A block's data now occupies [vaddr, vaddr+length) in the JVM's address
  *   space (MemoryStore put, TaskMemoryManager allocatePage). One REGISTER
  *   describes one contiguous range: a Spark block held in several buffers
@@ -99,27 +106,44 @@
  *    38    2 name_len    bytes of name, 1..STRATA_STR_MAX
  *    40    1 kind        enum strata_block_kind: what Spark keeps here
  *    41    1 flags       STRATA_BLOCK_* bits; other bits must be zero
- *    42    2 reserved    zero
+ *    42    2 label_len   bytes of label, 0..STRATA_STR_MAX; non-zero only with
+ *                        STRATA_BLOCK_CACHED_BATCH
  *    44    4 chunk       index of this range within its Spark block, < chunks
  *    48    4 chunks      ranges the Spark block has in all; >= 1
  *    52    4 stage_id    signed; the stage of the task that put or allocated
  *                        the block, -1 when no task was running (a broadcast
  *                        the driver put, a block fetched from a peer)
  *    56    4 stage_attempt  signed; that stage's attempt number, -1 as above
- *    60    4 reserved2   zero
+ *    60    4 column      signed; with STRATA_BLOCK_CACHED_BATCH the index of
+ *                        the column whose values the range holds, -1 for a
+ *                        buffer of every column (an Arrow batch); else -1
  *    64    8 task_attempt_id  signed; Spark's task attempt id (unique per
  *                        application), -1 as above
- *    72    - name        Spark's BlockId name, e.g. rdd_7_3, broadcast_0_piece0,
+ *    72    8 spark_bytes the whole Spark block's size as Spark accounts it
+ *                        (MemoryEntry.size: the bytes of a serialized entry,
+ *                        SizeEstimator's estimate of a deserialized one; a
+ *                        Tungsten page's size), the same on every chunk;
+ *                        0 when unknown
+ *    80    - name        Spark's BlockId name, e.g. rdd_7_3, broadcast_0_piece0,
  *                        or page_<task attempt>_<page number> for a Tungsten page
+ *     -    - label       with STRATA_BLOCK_CACHED_BATCH: the column's name in
+ *                        the cached plan's output, empty when the hook could
+ *                        not find the plan
  *   For a Tungsten page (kind STRATA_KIND_TUNGSTEN_PAGE) rdd_id and partition
  *   are the running task's: the RDD the task computes (its stage's final RDD)
  *   and the partition it computes.
  *   With STRATA_BLOCK_OBJECT_GRAPH the range is the backing reference array of
- *   a deserialized block (Object[]: ref_size bytes per element): the objects
- *   those references point to are elsewhere in the heap and are NOT walked, so
- *   the range covers only a small part of the block's memory. Without the
- *   flag the range holds the block's data itself (serialized bytes, a
- *   primitive array, a Tungsten page).
+ *   a deserialized block (Object[]: ref_size bytes per element); the objects
+ *   those references point to are elsewhere in the heap. When the hook walks
+ *   (HELLO walk STRATA_WALK_ON), WALK frames for the block follow with the
+ *   ranges of those objects; until the first arrives, and whenever the last
+ *   is STALE, only the reference array is known.
+ *   With STRATA_BLOCK_CACHED_BATCH the range is one buffer of a Spark SQL
+ *   cached batch (df.cache(), Dataset.persist(): a deserialized entry of
+ *   CachedBatch objects): one chunk per buffer, every buffer of every batch
+ *   of the block, so the chunks' lengths add up to the batches' buffers.
+ *   Without either flag the range holds the block's data itself (serialized
+ *   bytes, a primitive array, a Tungsten page).
  *   A second REGISTER of a live block_id replaces the first (a block that was
  *   re-put under the same id).
  *
@@ -155,6 +179,55 @@
  *   after a GC or before exit.
  *     0    8 dropped     frames dropped because the socket was full or gone
  *     8    8 sent        frames sent, this one not included
+ *
+ *   WALK (type 7), fixed body 72 bytes, then count extents of 16 bytes
+ *   What one walk of a STRATA_BLOCK_OBJECT_GRAPH block's objects found: the
+ *   objects reachable from the block's array (the array included), as the
+ *   address ranges they occupy at gc_epoch. The walker stops at objects of
+ *   the JVM's and Spark's own (classes, class loaders, threads, Spark's
+ *   contexts) and at objects another live block's walk holds (counted as
+ *   shared, not as the block's). A walk no collection overlapped is the
+ *   only kind ever sent. A walk with more extents than one frame holds is
+ *   sent as parts 0..parts-1 that share block_id, walk_seq and the summary
+ *   fields; the receiver applies a walk once it has every part, and keeps
+ *   the block's previous walk when a part is missing (dropped).
+ *   off size field
+ *     0    8 block_id
+ *     8    4 gc_epoch      the hook's count of finished GCs while the walk
+ *                          ran (none started or finished during it)
+ *    12    4 walk_seq      per block, +1 per walk or STALE, from 1
+ *    16    2 part          < parts
+ *    18    2 parts         >= 1; 1 for STALE
+ *    20    2 count         extents in this frame, <= STRATA_WALK_EXTENTS_MAX;
+ *                          0 for STALE
+ *    22    1 state         enum strata_walk_state
+ *    23    1 reserved      zero
+ *    24    8 objects       objects the walk counted as the block's
+ *    32    8 bytes         their sizes as the JVM lays them out, summed
+ *    40    8 shared_objects  objects reached that another block's walk holds
+ *    48    8 shared_bytes    their sizes, summed
+ *    56    8 opaque_objects  objects counted whose references the hook cannot
+ *                          read (hidden classes, records): not followed
+ *    64    4 extents       extents in all parts
+ *    68    4 reserved2     zero
+ *    72    - extents       count x { u64 vaddr, u64 length }: byte ranges,
+ *                          ascending and disjoint across all parts, length
+ *                          > 0; objects closer than a page apart share an
+ *                          extent, so an extent may hold other objects too
+ *
+ *   GC (type 8), fixed body 8 bytes
+ *   Collections ended: every walk of an earlier epoch may be stale until a
+ *   CHECKED of this epoch (or a new walk) says otherwise. The hook thread
+ *   sends one GC frame per rescan after collections, before their MOVEs.
+ *     0    4 gc_epoch      the hook's count of finished GCs now
+ *     4    4 reserved      zero
+ *
+ *   CHECKED (type 9), fixed body 8 bytes
+ *   The walker has checked every walk it sent against the collections up to
+ *   gc_epoch: each walk it did not mark STALE (or replace) since holds at
+ *   gc_epoch. Sent after the STALE frames of those collections.
+ *     0    4 gc_epoch
+ *     4    4 reserved      zero
  *
  * Pids
  * ----
@@ -193,11 +266,15 @@
  * dropped the frame. A hook that reconnects after its connection was closed
  * must send HELLO and REGISTER its live blocks again.
  *
+ * Walk bounds: the agent drops a WALK of a block that is not live or not
+ * STRATA_BLOCK_OBJECT_GRAPH, and a walk of more than its extent cap (65536
+ * extents by default); the block then keeps its previous walk.
+ *
  * Sizes
  * -----
- * STRATA_FRAME_MAX bounds every frame; the largest is a HELLO with two
- * maximal strings: 32 + 28 + 2*255 = 570 bytes. A sender's stack buffer of
- * STRATA_FRAME_MAX bytes always suffices.
+ * STRATA_FRAME_MAX bounds every frame; the largest is a WALK part with
+ * STRATA_WALK_EXTENTS_MAX extents: 32 + 72 + 248*16 = 4072 bytes. A
+ * sender's stack buffer of STRATA_FRAME_MAX bytes always suffices.
  */
 #ifndef STRATA_HOOK_H
 #define STRATA_HOOK_H
@@ -210,8 +287,8 @@
 #endif
 
 #define STRATA_MAGIC 0x48525453u /* "STRH" read as a little-endian u32 */
-#define STRATA_PROTO_VERSION 2
-#define STRATA_FRAME_MAX 1024 /* bytes, header included */
+#define STRATA_PROTO_VERSION 3
+#define STRATA_FRAME_MAX 4096 /* bytes, header included */
 #define STRATA_STR_MAX 255    /* bytes in any one string */
 #define STRATA_DEFAULT_SOCKET "/run/strata/hook.sock"
 #define STRATA_SOCKET_ENV "STRATA_HOOK_SOCKET" /* overrides the default */
@@ -230,8 +307,30 @@ enum strata_block_kind {
 #define STRATA_KIND_MAX STRATA_KIND_OTHER
 
 /* REGISTER flags. */
-#define STRATA_BLOCK_OBJECT_GRAPH 0x01 /* range = reference array; referents not walked */
-#define STRATA_BLOCK_FLAGS_ALL STRATA_BLOCK_OBJECT_GRAPH
+#define STRATA_BLOCK_OBJECT_GRAPH 0x01 /* range = reference array; WALK frames give the objects */
+#define STRATA_BLOCK_CACHED_BATCH 0x02 /* range = one buffer of a Spark SQL cached batch */
+#define STRATA_BLOCK_FLAGS_ALL (STRATA_BLOCK_OBJECT_GRAPH | STRATA_BLOCK_CACHED_BATCH)
+
+/* HELLO walk: whether the hook walks object graphs, and if not why. */
+enum strata_walk_mode {
+	STRATA_WALK_ON = 1,           /* WALK frames follow OBJECT_GRAPH blocks */
+	STRATA_WALK_OFF = 2,          /* turned off by the hook's walk=off option */
+	STRATA_WALK_UNSUPPORTED_GC = 3, /* a collector that moves objects while Java
+					 * threads run (ZGC, Shenandoah) */
+	STRATA_WALK_NO_LAYOUT = 4,    /* object addresses or field offsets could not
+				       * be had (reference encoding unknown) */
+};
+#define STRATA_WALK_MODE_MAX STRATA_WALK_NO_LAYOUT
+
+/* WALK state. */
+enum strata_walk_state {
+	STRATA_WALK_DONE = 1,  /* every reachable object up to the stops */
+	STRATA_WALK_CUT = 2,   /* the walk's object budget ended it: part of them */
+	STRATA_WALK_STALE = 3, /* no extents: a GC moved the block's objects since
+				* its last walk; a new walk follows */
+};
+#define STRATA_WALK_STATE_MAX STRATA_WALK_STALE
+#define STRATA_WALK_EXTENTS_MAX 248 /* extents in one WALK frame */
 
 /* Why a block ended (FREE reason). */
 enum strata_free_reason {
@@ -256,6 +355,9 @@ enum strata_frame_type {
 	STRATA_FRAME_ACCESS = 4,
 	STRATA_FRAME_FREE = 5,
 	STRATA_FRAME_DROPPED = 6,
+	STRATA_FRAME_WALK = 7,
+	STRATA_FRAME_GC = 8,
+	STRATA_FRAME_CHECKED = 9,
 };
 
 /* Values equal proto strata.v1.MemoryMode (checked by the layout test). */
@@ -296,7 +398,8 @@ struct strata_hello {
 	uint16_t byte_array_base;
 	uint16_t long_array_base;
 	uint16_t ref_size;
-	uint16_t reserved;
+	uint8_t walk;
+	uint8_t reserved;
 	uint16_t app_id_len;
 	uint16_t executor_id_len;
 	/* followed by app_id, then executor_id */
@@ -314,14 +417,15 @@ struct strata_register {
 	uint16_t name_len;
 	uint8_t kind;
 	uint8_t flags;
-	uint16_t reserved;
+	uint16_t label_len;
 	uint32_t chunk;
 	uint32_t chunks;
 	int32_t stage_id;
 	int32_t stage_attempt;
-	uint32_t reserved2;
+	int32_t column;
 	int64_t task_attempt_id;
-	/* followed by name */
+	uint64_t spark_bytes;
+	/* followed by name, then label */
 } __attribute__((packed));
 
 struct strata_move {
@@ -353,13 +457,46 @@ struct strata_dropped {
 	uint64_t sent;
 } __attribute__((packed));
 
+struct strata_walk {
+	uint64_t block_id;
+	uint32_t gc_epoch;
+	uint32_t walk_seq;
+	uint16_t part;
+	uint16_t parts;
+	uint16_t count;
+	uint8_t state;
+	uint8_t reserved;
+	uint64_t objects;
+	uint64_t bytes;
+	uint64_t shared_objects;
+	uint64_t shared_bytes;
+	uint64_t opaque_objects;
+	uint32_t extents;
+	uint32_t reserved2;
+	/* followed by count struct strata_extent */
+} __attribute__((packed));
+
+struct strata_extent {
+	uint64_t vaddr;
+	uint64_t length;
+} __attribute__((packed));
+
+/* GC and CHECKED share one body. */
+struct strata_epoch {
+	uint32_t gc_epoch;
+	uint32_t reserved;
+} __attribute__((packed));
+
 #define STRATA_HDR_SIZE 32
 #define STRATA_HELLO_SIZE 28
-#define STRATA_REGISTER_SIZE 72
+#define STRATA_REGISTER_SIZE 80
 #define STRATA_MOVE_SIZE 32
 #define STRATA_ACCESS_SIZE 32
 #define STRATA_FREE_SIZE 16
 #define STRATA_DROPPED_SIZE 16
+#define STRATA_WALK_SIZE 72
+#define STRATA_EXTENT_SIZE 16
+#define STRATA_EPOCH_SIZE 8
 
 #define STRATA_ASSERT_FIELD(type, field, off, size)                             \
 	_Static_assert(offsetof(struct type, field) == (off),                   \
@@ -384,7 +521,8 @@ STRATA_ASSERT_FIELD(strata_hello, monotonic_ns, 8, 8);
 STRATA_ASSERT_FIELD(strata_hello, byte_array_base, 16, 2);
 STRATA_ASSERT_FIELD(strata_hello, long_array_base, 18, 2);
 STRATA_ASSERT_FIELD(strata_hello, ref_size, 20, 2);
-STRATA_ASSERT_FIELD(strata_hello, reserved, 22, 2);
+STRATA_ASSERT_FIELD(strata_hello, walk, 22, 1);
+STRATA_ASSERT_FIELD(strata_hello, reserved, 23, 1);
 STRATA_ASSERT_FIELD(strata_hello, app_id_len, 24, 2);
 STRATA_ASSERT_FIELD(strata_hello, executor_id_len, 26, 2);
 
@@ -400,13 +538,14 @@ STRATA_ASSERT_FIELD(strata_register, location, 37, 1);
 STRATA_ASSERT_FIELD(strata_register, name_len, 38, 2);
 STRATA_ASSERT_FIELD(strata_register, kind, 40, 1);
 STRATA_ASSERT_FIELD(strata_register, flags, 41, 1);
-STRATA_ASSERT_FIELD(strata_register, reserved, 42, 2);
+STRATA_ASSERT_FIELD(strata_register, label_len, 42, 2);
 STRATA_ASSERT_FIELD(strata_register, chunk, 44, 4);
 STRATA_ASSERT_FIELD(strata_register, chunks, 48, 4);
 STRATA_ASSERT_FIELD(strata_register, stage_id, 52, 4);
 STRATA_ASSERT_FIELD(strata_register, stage_attempt, 56, 4);
-STRATA_ASSERT_FIELD(strata_register, reserved2, 60, 4);
+STRATA_ASSERT_FIELD(strata_register, column, 60, 4);
 STRATA_ASSERT_FIELD(strata_register, task_attempt_id, 64, 8);
+STRATA_ASSERT_FIELD(strata_register, spark_bytes, 72, 8);
 
 _Static_assert(sizeof(struct strata_move) == STRATA_MOVE_SIZE, "strata_move size");
 STRATA_ASSERT_FIELD(strata_move, block_id, 0, 8);
@@ -433,9 +572,37 @@ _Static_assert(sizeof(struct strata_dropped) == STRATA_DROPPED_SIZE, "strata_dro
 STRATA_ASSERT_FIELD(strata_dropped, dropped, 0, 8);
 STRATA_ASSERT_FIELD(strata_dropped, sent, 8, 8);
 
+_Static_assert(sizeof(struct strata_walk) == STRATA_WALK_SIZE, "strata_walk size");
+STRATA_ASSERT_FIELD(strata_walk, block_id, 0, 8);
+STRATA_ASSERT_FIELD(strata_walk, gc_epoch, 8, 4);
+STRATA_ASSERT_FIELD(strata_walk, walk_seq, 12, 4);
+STRATA_ASSERT_FIELD(strata_walk, part, 16, 2);
+STRATA_ASSERT_FIELD(strata_walk, parts, 18, 2);
+STRATA_ASSERT_FIELD(strata_walk, count, 20, 2);
+STRATA_ASSERT_FIELD(strata_walk, state, 22, 1);
+STRATA_ASSERT_FIELD(strata_walk, reserved, 23, 1);
+STRATA_ASSERT_FIELD(strata_walk, objects, 24, 8);
+STRATA_ASSERT_FIELD(strata_walk, bytes, 32, 8);
+STRATA_ASSERT_FIELD(strata_walk, shared_objects, 40, 8);
+STRATA_ASSERT_FIELD(strata_walk, shared_bytes, 48, 8);
+STRATA_ASSERT_FIELD(strata_walk, opaque_objects, 56, 8);
+STRATA_ASSERT_FIELD(strata_walk, extents, 64, 4);
+STRATA_ASSERT_FIELD(strata_walk, reserved2, 68, 4);
+
+_Static_assert(sizeof(struct strata_extent) == STRATA_EXTENT_SIZE, "strata_extent size");
+STRATA_ASSERT_FIELD(strata_extent, vaddr, 0, 8);
+STRATA_ASSERT_FIELD(strata_extent, length, 8, 8);
+
+_Static_assert(sizeof(struct strata_epoch) == STRATA_EPOCH_SIZE, "strata_epoch size");
+STRATA_ASSERT_FIELD(strata_epoch, gc_epoch, 0, 4);
+STRATA_ASSERT_FIELD(strata_epoch, reserved, 4, 4);
+
 _Static_assert(STRATA_HDR_SIZE + STRATA_HELLO_SIZE + 2 * STRATA_STR_MAX <= STRATA_FRAME_MAX,
 	       "the largest HELLO fits in STRATA_FRAME_MAX");
-_Static_assert(STRATA_HDR_SIZE + STRATA_REGISTER_SIZE + STRATA_STR_MAX <= STRATA_FRAME_MAX,
+_Static_assert(STRATA_HDR_SIZE + STRATA_REGISTER_SIZE + 2 * STRATA_STR_MAX <= STRATA_FRAME_MAX,
 	       "the largest REGISTER fits in STRATA_FRAME_MAX");
+_Static_assert(STRATA_HDR_SIZE + STRATA_WALK_SIZE + STRATA_WALK_EXTENTS_MAX * STRATA_EXTENT_SIZE <=
+		       STRATA_FRAME_MAX,
+	       "the largest WALK fits in STRATA_FRAME_MAX");
 
 #endif /* STRATA_HOOK_H */

@@ -78,6 +78,8 @@ int strata_encode_hello(void *buf, size_t cap, const struct strata_frame_meta *m
 
 	if (app < 0 || exec < 0)
 		return -ENAMETOOLONG;
+	if (a->walk > STRATA_WALK_MODE_MAX)
+		return -EINVAL;
 	len = STRATA_HDR_SIZE + STRATA_HELLO_SIZE + (size_t)app + (size_t)exec;
 	if (cap < len)
 		return -ENOSPC;
@@ -88,6 +90,7 @@ int strata_encode_hello(void *buf, size_t cap, const struct strata_frame_meta *m
 	b.byte_array_base = a->byte_array_base;
 	b.long_array_base = a->long_array_base;
 	b.ref_size = a->ref_size;
+	b.walk = a->walk;
 	b.app_id_len = (uint16_t)app;
 	b.executor_id_len = (uint16_t)exec;
 	put_hdr(buf, STRATA_FRAME_HELLO, (uint32_t)len, m);
@@ -106,16 +109,18 @@ int strata_encode_register(void *buf, size_t cap, const struct strata_frame_meta
 			   const struct strata_block_args *a)
 {
 	struct strata_register b;
-	int name = str_len(a->name);
+	int name = str_len(a->name), label = str_len(a->label);
+	int batch = (a->flags & STRATA_BLOCK_CACHED_BATCH) != 0;
 	size_t len;
 
-	if (name < 0)
+	if (name < 0 || label < 0)
 		return -ENAMETOOLONG;
 	if (name == 0 || a->block_id == 0 || a->length == 0 || a->vaddr + a->length < a->vaddr ||
 	    a->kind == 0 || a->kind > STRATA_KIND_MAX || (a->flags & ~STRATA_BLOCK_FLAGS_ALL) != 0 ||
-	    a->chunks == 0 || a->chunk >= a->chunks)
+	    a->chunks == 0 || a->chunk >= a->chunks || a->column < -1 ||
+	    (!batch && (a->column != -1 || label != 0)))
 		return -EINVAL;
-	len = STRATA_HDR_SIZE + STRATA_REGISTER_SIZE + (size_t)name;
+	len = STRATA_HDR_SIZE + STRATA_REGISTER_SIZE + (size_t)name + (size_t)label;
 	if (cap < len)
 		return -ENOSPC;
 	memset(&b, 0, sizeof(b));
@@ -135,9 +140,14 @@ int strata_encode_register(void *buf, size_t cap, const struct strata_frame_meta
 	b.stage_id = a->stage_id;
 	b.stage_attempt = a->stage_attempt;
 	b.task_attempt_id = a->task_attempt_id;
+	b.label_len = (uint16_t)label;
+	b.column = a->column;
+	b.spark_bytes = a->spark_bytes;
 	put_hdr(buf, STRATA_FRAME_REGISTER, (uint32_t)len, m);
 	memcpy((char *)buf + STRATA_HDR_SIZE, &b, sizeof(b));
 	memcpy((char *)buf + STRATA_HDR_SIZE + sizeof(b), a->name, (size_t)name);
+	if (label > 0)
+		memcpy((char *)buf + STRATA_HDR_SIZE + sizeof(b) + name, a->label, (size_t)label);
 	return (int)len;
 }
 
@@ -193,6 +203,59 @@ int strata_encode_dropped(void *buf, size_t cap, const struct strata_frame_meta 
 	struct strata_dropped b = { .dropped = dropped, .sent = sent };
 
 	return put_fixed(buf, cap, STRATA_FRAME_DROPPED, m, &b, sizeof(b));
+}
+
+int strata_encode_walk(void *buf, size_t cap, const struct strata_frame_meta *m,
+		       const struct strata_walk_args *a)
+{
+	struct strata_walk b;
+	size_t len = STRATA_HDR_SIZE + STRATA_WALK_SIZE + (size_t)a->count * STRATA_EXTENT_SIZE;
+	uint64_t end = 0;
+
+	if (a->block_id == 0 || a->state == 0 || a->state > STRATA_WALK_STATE_MAX ||
+	    a->parts == 0 || a->part >= a->parts || a->count > STRATA_WALK_EXTENTS_MAX ||
+	    a->count > a->extents || (a->count > 0 && a->ext == NULL) ||
+	    (a->state == STRATA_WALK_STALE && (a->count != 0 || a->parts != 1 || a->extents != 0)))
+		return -EINVAL;
+	for (uint16_t i = 0; i < a->count; i++) {
+		const struct strata_extent *e = &a->ext[i];
+
+		if (e->length == 0 || e->vaddr + e->length < e->vaddr || (i > 0 && e->vaddr < end))
+			return -EINVAL;
+		end = e->vaddr + e->length;
+	}
+	if (cap < len)
+		return -ENOSPC;
+	memset(&b, 0, sizeof(b));
+	b.block_id = a->block_id;
+	b.gc_epoch = a->gc_epoch;
+	b.walk_seq = a->walk_seq;
+	b.part = a->part;
+	b.parts = a->parts;
+	b.count = a->count;
+	b.state = a->state;
+	b.objects = a->objects;
+	b.bytes = a->bytes;
+	b.shared_objects = a->shared_objects;
+	b.shared_bytes = a->shared_bytes;
+	b.opaque_objects = a->opaque_objects;
+	b.extents = a->extents;
+	put_hdr(buf, STRATA_FRAME_WALK, (uint32_t)len, m);
+	memcpy((char *)buf + STRATA_HDR_SIZE, &b, sizeof(b));
+	if (a->count > 0)
+		memcpy((char *)buf + STRATA_HDR_SIZE + sizeof(b), a->ext,
+		       (size_t)a->count * STRATA_EXTENT_SIZE);
+	return (int)len;
+}
+
+int strata_encode_epoch(void *buf, size_t cap, const struct strata_frame_meta *m,
+			uint16_t type, uint32_t gc_epoch)
+{
+	struct strata_epoch b = { .gc_epoch = gc_epoch };
+
+	if (type != STRATA_FRAME_GC && type != STRATA_FRAME_CHECKED)
+		return -EINVAL;
+	return put_fixed(buf, cap, type, m, &b, sizeof(b));
 }
 
 int strata_conn_open(struct strata_conn *c, const char *path)

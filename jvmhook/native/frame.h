@@ -53,6 +53,7 @@ struct strata_hello_args {
 	uint16_t byte_array_base;
 	uint16_t long_array_base;
 	uint16_t ref_size;
+	uint8_t walk;            /* enum strata_walk_mode; 0 when not a JVM */
 	const char *app_id;      /* NUL-terminated; NULL means "" */
 	const char *executor_id; /* NUL-terminated; NULL means "" */
 };
@@ -73,7 +74,23 @@ struct strata_block_args {
 	int32_t stage_id; /* -1: no task */
 	int32_t stage_attempt;
 	int64_t task_attempt_id;
-	const char *name; /* NUL-terminated, 1..STRATA_STR_MAX bytes */
+	int32_t column;       /* -1 unless STRATA_BLOCK_CACHED_BATCH */
+	uint64_t spark_bytes; /* Spark's size of the whole block; 0 unknown */
+	const char *name;     /* NUL-terminated, 1..STRATA_STR_MAX bytes */
+	const char *label;    /* NULL or "" unless STRATA_BLOCK_CACHED_BATCH */
+};
+
+/* One WALK frame: a part of a walk, or a STALE mark (count 0, parts 1). */
+struct strata_walk_args {
+	uint64_t block_id; /* != 0 */
+	uint32_t gc_epoch;
+	uint32_t walk_seq;
+	uint16_t part, parts; /* part < parts */
+	uint8_t state;        /* enum strata_walk_state */
+	uint64_t objects, bytes, shared_objects, shared_bytes, opaque_objects;
+	uint32_t extents;                  /* in all parts */
+	const struct strata_extent *ext;   /* this part's extents */
+	uint16_t count;                    /* <= STRATA_WALK_EXTENTS_MAX */
 };
 
 struct strata_conn {
@@ -96,6 +113,14 @@ int strata_encode_free(void *buf, size_t cap, const struct strata_frame_meta *m,
 		       uint64_t block_id, uint8_t reason);
 int strata_encode_dropped(void *buf, size_t cap, const struct strata_frame_meta *m,
 			  uint64_t dropped, uint64_t sent);
+/* A WALK frame: -EINVAL for a state out of range, a STALE with extents,
+ * part >= parts, an empty or wrapping extent, extents not ascending and
+ * disjoint, or count over STRATA_WALK_EXTENTS_MAX. */
+int strata_encode_walk(void *buf, size_t cap, const struct strata_frame_meta *m,
+		       const struct strata_walk_args *a);
+/* GC and CHECKED frames (type STRATA_FRAME_GC or STRATA_FRAME_CHECKED). */
+int strata_encode_epoch(void *buf, size_t cap, const struct strata_frame_meta *m,
+			uint16_t type, uint32_t gc_epoch);
 
 /* Connects to path (NULL: $STRATA_HOOK_SOCKET, else STRATA_DEFAULT_SOCKET).
  * Returns 0 or a negative errno; on failure c->fd is -1 and every send

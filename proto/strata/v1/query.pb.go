@@ -189,6 +189,7 @@ type RecordRow struct {
 	ResolveError  string                 `protobuf:"bytes,11,opt,name=resolve_error,json=resolveError,proto3" json:"resolve_error,omitempty"`
 	Faults        *FaultCounts           `protobuf:"bytes,12,opt,name=faults,proto3" json:"faults,omitempty"` // cumulative counters, when the record carries them
 	FaultKind     FaultKind              `protobuf:"varint,13,opt,name=fault_kind,json=faultKind,proto3,enum=strata.v1.FaultKind" json:"fault_kind,omitempty"`
+	Coverage      *Coverage              `protobuf:"bytes,14,opt,name=coverage,proto3" json:"coverage,omitempty"` // what of the block's data the record's pages hold
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -312,6 +313,13 @@ func (x *RecordRow) GetFaultKind() FaultKind {
 		return x.FaultKind
 	}
 	return FaultKind_FAULT_KIND_UNSPECIFIED
+}
+
+func (x *RecordRow) GetCoverage() *Coverage {
+	if x != nil {
+		return x.Coverage
+	}
+	return nil
 }
 
 // TracePage is one base page of one record, runs expanded.
@@ -1807,7 +1815,7 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"\x05limit\x18\x06 \x01(\rR\x05limitB\t\n" +
 	"\a_rdd_idB\f\n" +
 	"\n" +
-	"_partition\"\xd4\x03\n" +
+	"_partition\"\x85\x04\n" +
 	"\tRecordRow\x12$\n" +
 	"\x0etime_unix_nano\x18\x01 \x01(\x03R\ftimeUnixNano\x12-\n" +
 	"\x06access\x18\x02 \x01(\x0e2\x15.strata.v1.AccessKindR\x06access\x12+\n" +
@@ -1824,7 +1832,8 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"\rresolve_error\x18\v \x01(\tR\fresolveError\x12.\n" +
 	"\x06faults\x18\f \x01(\v2\x16.strata.v1.FaultCountsR\x06faults\x123\n" +
 	"\n" +
-	"fault_kind\x18\r \x01(\x0e2\x14.strata.v1.FaultKindR\tfaultKind\"\xd0\x02\n" +
+	"fault_kind\x18\r \x01(\x0e2\x14.strata.v1.FaultKindR\tfaultKind\x12/\n" +
+	"\bcoverage\x18\x0e \x01(\v2\x13.strata.v1.CoverageR\bcoverage\"\xd0\x02\n" +
 	"\tTracePage\x12$\n" +
 	"\x0etime_unix_nano\x18\x01 \x01(\x03R\ftimeUnixNano\x12-\n" +
 	"\x06access\x18\x02 \x01(\x0e2\x15.strata.v1.AccessKindR\x06access\x12+\n" +
@@ -2018,9 +2027,10 @@ var file_strata_v1_query_proto_goTypes = []any{
 	(FreeReason)(0),          // 26: strata.v1.FreeReason
 	(*FaultCounts)(nil),      // 27: strata.v1.FaultCounts
 	(FaultKind)(0),           // 28: strata.v1.FaultKind
-	(*WorkloadCounters)(nil), // 29: strata.v1.WorkloadCounters
-	(Severity)(0),            // 30: strata.v1.Severity
-	(*JobResult)(nil),        // 31: strata.v1.JobResult
+	(*Coverage)(nil),         // 29: strata.v1.Coverage
+	(*WorkloadCounters)(nil), // 30: strata.v1.WorkloadCounters
+	(Severity)(0),            // 31: strata.v1.Severity
+	(*JobResult)(nil),        // 32: strata.v1.JobResult
 }
 var file_strata_v1_query_proto_depIdxs = []int32{
 	24, // 0: strata.v1.RecordsRequest.access:type_name -> strata.v1.AccessKind
@@ -2029,45 +2039,46 @@ var file_strata_v1_query_proto_depIdxs = []int32{
 	26, // 3: strata.v1.RecordRow.free_reason:type_name -> strata.v1.FreeReason
 	27, // 4: strata.v1.RecordRow.faults:type_name -> strata.v1.FaultCounts
 	28, // 5: strata.v1.RecordRow.fault_kind:type_name -> strata.v1.FaultKind
-	24, // 6: strata.v1.TracePage.access:type_name -> strata.v1.AccessKind
-	25, // 7: strata.v1.TracePage.block:type_name -> strata.v1.SparkBlock
-	5,  // 8: strata.v1.NumaResponse.rows:type_name -> strata.v1.NumaRow
-	27, // 9: strata.v1.FaultRow.faults:type_name -> strata.v1.FaultCounts
-	8,  // 10: strata.v1.FaultsResponse.rows:type_name -> strata.v1.FaultRow
-	29, // 11: strata.v1.OverheadRow.counters:type_name -> strata.v1.WorkloadCounters
-	27, // 12: strata.v1.OverheadRow.rdd_faults:type_name -> strata.v1.FaultCounts
-	11, // 13: strata.v1.OverheadResponse.rows:type_name -> strata.v1.OverheadRow
-	30, // 14: strata.v1.JobsRequest.min_severity:type_name -> strata.v1.Severity
-	31, // 15: strata.v1.JobsResponse.jobs:type_name -> strata.v1.JobResult
-	25, // 16: strata.v1.HotPage.block:type_name -> strata.v1.SparkBlock
-	17, // 17: strata.v1.HotResponse.pages:type_name -> strata.v1.HotPage
-	20, // 18: strata.v1.RddReport.nodes:type_name -> strata.v1.NodePages
-	27, // 19: strata.v1.RddReport.faults:type_name -> strata.v1.FaultCounts
-	21, // 20: strata.v1.ReportResponse.rdds:type_name -> strata.v1.RddReport
-	22, // 21: strata.v1.ReportResponse.occupation:type_name -> strata.v1.OccupationRow
-	0,  // 22: strata.v1.QueryService.Trace:input_type -> strata.v1.TraceRequest
-	1,  // 23: strata.v1.QueryService.Records:input_type -> strata.v1.RecordsRequest
-	4,  // 24: strata.v1.QueryService.Numa:input_type -> strata.v1.NumaRequest
-	7,  // 25: strata.v1.QueryService.Faults:input_type -> strata.v1.FaultsRequest
-	10, // 26: strata.v1.QueryService.Overhead:input_type -> strata.v1.OverheadRequest
-	16, // 27: strata.v1.QueryService.Hot:input_type -> strata.v1.HotRequest
-	19, // 28: strata.v1.QueryService.Report:input_type -> strata.v1.ReportRequest
-	13, // 29: strata.v1.QueryService.Jobs:input_type -> strata.v1.JobsRequest
-	15, // 30: strata.v1.QueryService.Job:input_type -> strata.v1.JobRequest
-	3,  // 31: strata.v1.QueryService.Trace:output_type -> strata.v1.TracePage
-	2,  // 32: strata.v1.QueryService.Records:output_type -> strata.v1.RecordRow
-	6,  // 33: strata.v1.QueryService.Numa:output_type -> strata.v1.NumaResponse
-	9,  // 34: strata.v1.QueryService.Faults:output_type -> strata.v1.FaultsResponse
-	12, // 35: strata.v1.QueryService.Overhead:output_type -> strata.v1.OverheadResponse
-	18, // 36: strata.v1.QueryService.Hot:output_type -> strata.v1.HotResponse
-	23, // 37: strata.v1.QueryService.Report:output_type -> strata.v1.ReportResponse
-	14, // 38: strata.v1.QueryService.Jobs:output_type -> strata.v1.JobsResponse
-	31, // 39: strata.v1.QueryService.Job:output_type -> strata.v1.JobResult
-	31, // [31:40] is the sub-list for method output_type
-	22, // [22:31] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	29, // 6: strata.v1.RecordRow.coverage:type_name -> strata.v1.Coverage
+	24, // 7: strata.v1.TracePage.access:type_name -> strata.v1.AccessKind
+	25, // 8: strata.v1.TracePage.block:type_name -> strata.v1.SparkBlock
+	5,  // 9: strata.v1.NumaResponse.rows:type_name -> strata.v1.NumaRow
+	27, // 10: strata.v1.FaultRow.faults:type_name -> strata.v1.FaultCounts
+	8,  // 11: strata.v1.FaultsResponse.rows:type_name -> strata.v1.FaultRow
+	30, // 12: strata.v1.OverheadRow.counters:type_name -> strata.v1.WorkloadCounters
+	27, // 13: strata.v1.OverheadRow.rdd_faults:type_name -> strata.v1.FaultCounts
+	11, // 14: strata.v1.OverheadResponse.rows:type_name -> strata.v1.OverheadRow
+	31, // 15: strata.v1.JobsRequest.min_severity:type_name -> strata.v1.Severity
+	32, // 16: strata.v1.JobsResponse.jobs:type_name -> strata.v1.JobResult
+	25, // 17: strata.v1.HotPage.block:type_name -> strata.v1.SparkBlock
+	17, // 18: strata.v1.HotResponse.pages:type_name -> strata.v1.HotPage
+	20, // 19: strata.v1.RddReport.nodes:type_name -> strata.v1.NodePages
+	27, // 20: strata.v1.RddReport.faults:type_name -> strata.v1.FaultCounts
+	21, // 21: strata.v1.ReportResponse.rdds:type_name -> strata.v1.RddReport
+	22, // 22: strata.v1.ReportResponse.occupation:type_name -> strata.v1.OccupationRow
+	0,  // 23: strata.v1.QueryService.Trace:input_type -> strata.v1.TraceRequest
+	1,  // 24: strata.v1.QueryService.Records:input_type -> strata.v1.RecordsRequest
+	4,  // 25: strata.v1.QueryService.Numa:input_type -> strata.v1.NumaRequest
+	7,  // 26: strata.v1.QueryService.Faults:input_type -> strata.v1.FaultsRequest
+	10, // 27: strata.v1.QueryService.Overhead:input_type -> strata.v1.OverheadRequest
+	16, // 28: strata.v1.QueryService.Hot:input_type -> strata.v1.HotRequest
+	19, // 29: strata.v1.QueryService.Report:input_type -> strata.v1.ReportRequest
+	13, // 30: strata.v1.QueryService.Jobs:input_type -> strata.v1.JobsRequest
+	15, // 31: strata.v1.QueryService.Job:input_type -> strata.v1.JobRequest
+	3,  // 32: strata.v1.QueryService.Trace:output_type -> strata.v1.TracePage
+	2,  // 33: strata.v1.QueryService.Records:output_type -> strata.v1.RecordRow
+	6,  // 34: strata.v1.QueryService.Numa:output_type -> strata.v1.NumaResponse
+	9,  // 35: strata.v1.QueryService.Faults:output_type -> strata.v1.FaultsResponse
+	12, // 36: strata.v1.QueryService.Overhead:output_type -> strata.v1.OverheadResponse
+	18, // 37: strata.v1.QueryService.Hot:output_type -> strata.v1.HotResponse
+	23, // 38: strata.v1.QueryService.Report:output_type -> strata.v1.ReportResponse
+	14, // 39: strata.v1.QueryService.Jobs:output_type -> strata.v1.JobsResponse
+	32, // 40: strata.v1.QueryService.Job:output_type -> strata.v1.JobResult
+	32, // [32:41] is the sub-list for method output_type
+	23, // [23:32] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_query_proto_init() }

@@ -318,6 +318,73 @@ func (FreeReason) EnumDescriptor() ([]byte, []int) {
 	return file_strata_v1_record_proto_rawDescGZIP(), []int{4}
 }
 
+// Resolution says how a record's runs were found, and so what part of the
+// block's data they hold.
+type Resolution int32
+
+const (
+	// A record that names no block data (FREE, sampled faults, counters), or
+	// one from an agent that predates coverage.
+	Resolution_RESOLUTION_UNSPECIFIED Resolution = 0
+	// The block's own buffers: serialized bytes, a primitive array, a cached
+	// batch's column buffers, a Tungsten page. Exact.
+	Resolution_RESOLUTION_BUFFERS Resolution = 1
+	// Every object reachable from a deserialized block's array, walked in the
+	// JVM at one GC epoch (coverage.gc_epoch), shared objects counted once.
+	Resolution_RESOLUTION_WALKED Resolution = 2
+	// A walk that its object budget stopped: the runs hold part of the
+	// objects (coverage.bytes of them).
+	Resolution_RESOLUTION_WALK_CUT Resolution = 3
+	// Only the deserialized block's array of references: the objects were not
+	// walked (yet, or at all: coverage.detail says why).
+	Resolution_RESOLUTION_REFERENCES Resolution = 4
+)
+
+// Enum value maps for Resolution.
+var (
+	Resolution_name = map[int32]string{
+		0: "RESOLUTION_UNSPECIFIED",
+		1: "RESOLUTION_BUFFERS",
+		2: "RESOLUTION_WALKED",
+		3: "RESOLUTION_WALK_CUT",
+		4: "RESOLUTION_REFERENCES",
+	}
+	Resolution_value = map[string]int32{
+		"RESOLUTION_UNSPECIFIED": 0,
+		"RESOLUTION_BUFFERS":     1,
+		"RESOLUTION_WALKED":      2,
+		"RESOLUTION_WALK_CUT":    3,
+		"RESOLUTION_REFERENCES":  4,
+	}
+)
+
+func (x Resolution) Enum() *Resolution {
+	p := new(Resolution)
+	*p = x
+	return p
+}
+
+func (x Resolution) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Resolution) Descriptor() protoreflect.EnumDescriptor {
+	return file_strata_v1_record_proto_enumTypes[5].Descriptor()
+}
+
+func (Resolution) Type() protoreflect.EnumType {
+	return &file_strata_v1_record_proto_enumTypes[5]
+}
+
+func (x Resolution) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Resolution.Descriptor instead.
+func (Resolution) EnumDescriptor() ([]byte, []int) {
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{5}
+}
+
 // PageState bits, ORed into PageRun.state.
 type PageState int32
 
@@ -387,11 +454,11 @@ func (x PageState) String() string {
 }
 
 func (PageState) Descriptor() protoreflect.EnumDescriptor {
-	return file_strata_v1_record_proto_enumTypes[5].Descriptor()
+	return file_strata_v1_record_proto_enumTypes[6].Descriptor()
 }
 
 func (PageState) Type() protoreflect.EnumType {
-	return &file_strata_v1_record_proto_enumTypes[5]
+	return &file_strata_v1_record_proto_enumTypes[6]
 }
 
 func (x PageState) Number() protoreflect.EnumNumber {
@@ -400,7 +467,7 @@ func (x PageState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PageState.Descriptor instead.
 func (PageState) EnumDescriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{5}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{6}
 }
 
 // FaultKind classifies one sampled fault (x86 error code: bit 1 write, bit 4 fetch).
@@ -446,11 +513,11 @@ func (x FaultKind) String() string {
 }
 
 func (FaultKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_strata_v1_record_proto_enumTypes[6].Descriptor()
+	return file_strata_v1_record_proto_enumTypes[7].Descriptor()
 }
 
 func (FaultKind) Type() protoreflect.EnumType {
-	return &file_strata_v1_record_proto_enumTypes[6]
+	return &file_strata_v1_record_proto_enumTypes[7]
 }
 
 func (x FaultKind) Number() protoreflect.EnumNumber {
@@ -459,7 +526,7 @@ func (x FaultKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FaultKind.Descriptor instead.
 func (FaultKind) EnumDescriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{6}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{7}
 }
 
 // SparkBlock names a block the way Spark does.
@@ -474,8 +541,9 @@ type SparkBlock struct {
 	Location    MemoryLocation         `protobuf:"varint,7,opt,name=location,proto3,enum=strata.v1.MemoryLocation" json:"location,omitempty"`
 	HookBlockId uint64                 `protobuf:"varint,8,opt,name=hook_block_id,json=hookBlockId,proto3" json:"hook_block_id,omitempty"` // the hook's numeric id, unique per process
 	Kind        BlockKind              `protobuf:"varint,9,opt,name=kind,proto3,enum=strata.v1.BlockKind" json:"kind,omitempty"`
-	// object_graph: the range is a deserialized block's array of references;
-	// the objects they point to were not walked and are not in the range.
+	// object_graph: the block is deserialized (an array of references to
+	// objects elsewhere in the heap); the record's coverage says whether its
+	// runs hold those objects (walked) or only the array of references.
 	ObjectGraph bool `protobuf:"varint,10,opt,name=object_graph,json=objectGraph,proto3" json:"object_graph,omitempty"`
 	// A Spark block held in several buffers (a ChunkedByteBuffer's chunks) is
 	// several hook blocks with the same block_id: this range is chunk
@@ -488,6 +556,17 @@ type SparkBlock struct {
 	StageId       int32 `protobuf:"varint,13,opt,name=stage_id,json=stageId,proto3" json:"stage_id,omitempty"`
 	StageAttempt  int32 `protobuf:"varint,14,opt,name=stage_attempt,json=stageAttempt,proto3" json:"stage_attempt,omitempty"`
 	TaskAttemptId int64 `protobuf:"varint,15,opt,name=task_attempt_id,json=taskAttemptId,proto3" json:"task_attempt_id,omitempty"`
+	// The whole Spark block's size as Spark accounts it (MemoryEntry.size:
+	// exact for serialized blocks, SizeEstimator's estimate for deserialized
+	// ones; a Tungsten page's size), the same on every chunk; 0 unknown.
+	SparkBytes uint64 `protobuf:"varint,16,opt,name=spark_bytes,json=sparkBytes,proto3" json:"spark_bytes,omitempty"`
+	// cached_batch: the range is one buffer of a Spark SQL cached batch
+	// (df.cache(), Dataset.persist()); column is the index of the column
+	// whose values it holds (absent for a buffer of every column, an Arrow
+	// batch) and column_name its name in the cached plan ("" when unknown).
+	CachedBatch   bool   `protobuf:"varint,17,opt,name=cached_batch,json=cachedBatch,proto3" json:"cached_batch,omitempty"`
+	Column        *int32 `protobuf:"varint,18,opt,name=column,proto3,oneof" json:"column,omitempty"`
+	ColumnName    string `protobuf:"bytes,19,opt,name=column_name,json=columnName,proto3" json:"column_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -627,6 +706,153 @@ func (x *SparkBlock) GetTaskAttemptId() int64 {
 	return 0
 }
 
+func (x *SparkBlock) GetSparkBytes() uint64 {
+	if x != nil {
+		return x.SparkBytes
+	}
+	return 0
+}
+
+func (x *SparkBlock) GetCachedBatch() bool {
+	if x != nil {
+		return x.CachedBatch
+	}
+	return false
+}
+
+func (x *SparkBlock) GetColumn() int32 {
+	if x != nil && x.Column != nil {
+		return *x.Column
+	}
+	return 0
+}
+
+func (x *SparkBlock) GetColumnName() string {
+	if x != nil {
+		return x.ColumnName
+	}
+	return ""
+}
+
+// Coverage says what of a block's data a record's runs hold.
+type Coverage struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Resolution Resolution             `protobuf:"varint,1,opt,name=resolution,proto3,enum=strata.v1.Resolution" json:"resolution,omitempty"`
+	// Bytes of the block's data in the record's ranges: the buffer's length,
+	// or the walked objects' sizes summed (BUFFERS, WALKED, WALK_CUT); the
+	// reference array's length (REFERENCES).
+	Bytes   uint64 `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Objects uint64 `protobuf:"varint,3,opt,name=objects,proto3" json:"objects,omitempty"` // objects walked (WALKED, WALK_CUT)
+	// Objects the walk reached that another live block's walk holds: counted
+	// there, not here.
+	SharedObjects uint64 `protobuf:"varint,4,opt,name=shared_objects,json=sharedObjects,proto3" json:"shared_objects,omitempty"`
+	SharedBytes   uint64 `protobuf:"varint,5,opt,name=shared_bytes,json=sharedBytes,proto3" json:"shared_bytes,omitempty"`
+	// Objects counted whose own references the hook could not read (hidden
+	// classes, records): their size is in bytes, what they point to is not.
+	OpaqueObjects uint64 `protobuf:"varint,6,opt,name=opaque_objects,json=opaqueObjects,proto3" json:"opaque_objects,omitempty"`
+	GcEpoch       uint32 `protobuf:"varint,7,opt,name=gc_epoch,json=gcEpoch,proto3" json:"gc_epoch,omitempty"` // the hook's GC count the walk holds at
+	Extents       uint32 `protobuf:"varint,8,opt,name=extents,proto3" json:"extents,omitempty"`                // address ranges the walked objects occupy
+	// Why a deserialized block is resolved to its references only: "walk
+	// pending", "stale: objects moved by a GC, walk pending", "walking off",
+	// "walking unsupported: ZGC"; empty otherwise.
+	Detail        string `protobuf:"bytes,9,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Coverage) Reset() {
+	*x = Coverage{}
+	mi := &file_strata_v1_record_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Coverage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Coverage) ProtoMessage() {}
+
+func (x *Coverage) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_record_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Coverage.ProtoReflect.Descriptor instead.
+func (*Coverage) Descriptor() ([]byte, []int) {
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Coverage) GetResolution() Resolution {
+	if x != nil {
+		return x.Resolution
+	}
+	return Resolution_RESOLUTION_UNSPECIFIED
+}
+
+func (x *Coverage) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *Coverage) GetObjects() uint64 {
+	if x != nil {
+		return x.Objects
+	}
+	return 0
+}
+
+func (x *Coverage) GetSharedObjects() uint64 {
+	if x != nil {
+		return x.SharedObjects
+	}
+	return 0
+}
+
+func (x *Coverage) GetSharedBytes() uint64 {
+	if x != nil {
+		return x.SharedBytes
+	}
+	return 0
+}
+
+func (x *Coverage) GetOpaqueObjects() uint64 {
+	if x != nil {
+		return x.OpaqueObjects
+	}
+	return 0
+}
+
+func (x *Coverage) GetGcEpoch() uint32 {
+	if x != nil {
+		return x.GcEpoch
+	}
+	return 0
+}
+
+func (x *Coverage) GetExtents() uint32 {
+	if x != nil {
+		return x.Extents
+	}
+	return 0
+}
+
+func (x *Coverage) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
 // PageRun is a run of virtually consecutive base pages that share everything
 // but their addresses: page i of the run has vaddr + i*page_size and, when
 // present, PFN pfn + i (swap offset swap_offset + i when swapped) - or,
@@ -656,7 +882,7 @@ type PageRun struct {
 
 func (x *PageRun) Reset() {
 	*x = PageRun{}
-	mi := &file_strata_v1_record_proto_msgTypes[1]
+	mi := &file_strata_v1_record_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -668,7 +894,7 @@ func (x *PageRun) String() string {
 func (*PageRun) ProtoMessage() {}
 
 func (x *PageRun) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_record_proto_msgTypes[1]
+	mi := &file_strata_v1_record_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -681,7 +907,7 @@ func (x *PageRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PageRun.ProtoReflect.Descriptor instead.
 func (*PageRun) Descriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{1}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *PageRun) GetVaddr() uint64 {
@@ -775,7 +1001,7 @@ type FaultCounts struct {
 
 func (x *FaultCounts) Reset() {
 	*x = FaultCounts{}
-	mi := &file_strata_v1_record_proto_msgTypes[2]
+	mi := &file_strata_v1_record_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -787,7 +1013,7 @@ func (x *FaultCounts) String() string {
 func (*FaultCounts) ProtoMessage() {}
 
 func (x *FaultCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_record_proto_msgTypes[2]
+	mi := &file_strata_v1_record_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -800,7 +1026,7 @@ func (x *FaultCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FaultCounts.ProtoReflect.Descriptor instead.
 func (*FaultCounts) Descriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{2}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *FaultCounts) GetRead() uint64 {
@@ -856,15 +1082,19 @@ type Record struct {
 	// A FAULT record is either one sampled fault (fault_kind set, vaddr the
 	// faulting address, runs the page it got) or a block's cumulative
 	// counters (faults set, vaddr/length the block, no runs).
-	FaultKind     FaultKind  `protobuf:"varint,13,opt,name=fault_kind,json=faultKind,proto3,enum=strata.v1.FaultKind" json:"fault_kind,omitempty"`
-	FreeReason    FreeReason `protobuf:"varint,14,opt,name=free_reason,json=freeReason,proto3,enum=strata.v1.FreeReason" json:"free_reason,omitempty"` // FREE records: why the block ended
+	FaultKind  FaultKind  `protobuf:"varint,13,opt,name=fault_kind,json=faultKind,proto3,enum=strata.v1.FaultKind" json:"fault_kind,omitempty"`
+	FreeReason FreeReason `protobuf:"varint,14,opt,name=free_reason,json=freeReason,proto3,enum=strata.v1.FreeReason" json:"free_reason,omitempty"` // FREE records: why the block ended
+	// What of the block's data runs hold (ALLOC, MOVE, READ, WRITE records).
+	// For a walked block, vaddr/length stay its array of references and runs
+	// are the pages of every walked object's range.
+	Coverage      *Coverage `protobuf:"bytes,15,opt,name=coverage,proto3" json:"coverage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_strata_v1_record_proto_msgTypes[3]
+	mi := &file_strata_v1_record_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -876,7 +1106,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_record_proto_msgTypes[3]
+	mi := &file_strata_v1_record_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -889,7 +1119,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{3}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Record) GetTimeUnixNano() int64 {
@@ -990,6 +1220,13 @@ func (x *Record) GetFreeReason() FreeReason {
 	return FreeReason_FREE_REASON_UNSPECIFIED
 }
 
+func (x *Record) GetCoverage() *Coverage {
+	if x != nil {
+		return x.Coverage
+	}
+	return nil
+}
+
 // WorkloadCounters are perf-stat style counters of one traced process over
 // [start, end]. Hardware fields are absent when no PMU exists; pmu_status says why.
 type WorkloadCounters struct {
@@ -1017,7 +1254,7 @@ type WorkloadCounters struct {
 
 func (x *WorkloadCounters) Reset() {
 	*x = WorkloadCounters{}
-	mi := &file_strata_v1_record_proto_msgTypes[4]
+	mi := &file_strata_v1_record_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1029,7 +1266,7 @@ func (x *WorkloadCounters) String() string {
 func (*WorkloadCounters) ProtoMessage() {}
 
 func (x *WorkloadCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_record_proto_msgTypes[4]
+	mi := &file_strata_v1_record_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1042,7 +1279,7 @@ func (x *WorkloadCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadCounters.ProtoReflect.Descriptor instead.
 func (*WorkloadCounters) Descriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{4}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *WorkloadCounters) GetAppId() string {
@@ -1184,7 +1421,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_strata_v1_record_proto_msgTypes[5]
+	mi := &file_strata_v1_record_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1196,7 +1433,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_record_proto_msgTypes[5]
+	mi := &file_strata_v1_record_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1209,7 +1446,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{5}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Batch) GetNodeName() string {
@@ -1281,7 +1518,7 @@ type ProcessMemory struct {
 
 func (x *ProcessMemory) Reset() {
 	*x = ProcessMemory{}
-	mi := &file_strata_v1_record_proto_msgTypes[6]
+	mi := &file_strata_v1_record_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1293,7 +1530,7 @@ func (x *ProcessMemory) String() string {
 func (*ProcessMemory) ProtoMessage() {}
 
 func (x *ProcessMemory) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_record_proto_msgTypes[6]
+	mi := &file_strata_v1_record_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1306,7 +1543,7 @@ func (x *ProcessMemory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessMemory.ProtoReflect.Descriptor instead.
 func (*ProcessMemory) Descriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{6}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ProcessMemory) GetAppId() string {
@@ -1385,7 +1622,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_strata_v1_record_proto_msgTypes[7]
+	mi := &file_strata_v1_record_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1397,7 +1634,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_record_proto_msgTypes[7]
+	mi := &file_strata_v1_record_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1410,7 +1647,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{7}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NodeInfo) GetNumaNodes() uint32 {
@@ -1445,7 +1682,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_strata_v1_record_proto_msgTypes[8]
+	mi := &file_strata_v1_record_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1457,7 +1694,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_record_proto_msgTypes[8]
+	mi := &file_strata_v1_record_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1470,7 +1707,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{8}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -1498,7 +1735,7 @@ var File_strata_v1_record_proto protoreflect.FileDescriptor
 
 const file_strata_v1_record_proto_rawDesc = "" +
 	"\n" +
-	"\x16strata/v1/record.proto\x12\tstrata.v1\"\xfd\x03\n" +
+	"\x16strata/v1/record.proto\x12\tstrata.v1\"\x8a\x05\n" +
 	"\n" +
 	"SparkBlock\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1f\n" +
@@ -1517,7 +1754,26 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\x06chunks\x18\f \x01(\rR\x06chunks\x12\x19\n" +
 	"\bstage_id\x18\r \x01(\x05R\astageId\x12#\n" +
 	"\rstage_attempt\x18\x0e \x01(\x05R\fstageAttempt\x12&\n" +
-	"\x0ftask_attempt_id\x18\x0f \x01(\x03R\rtaskAttemptId\"\xb8\x02\n" +
+	"\x0ftask_attempt_id\x18\x0f \x01(\x03R\rtaskAttemptId\x12\x1f\n" +
+	"\vspark_bytes\x18\x10 \x01(\x04R\n" +
+	"sparkBytes\x12!\n" +
+	"\fcached_batch\x18\x11 \x01(\bR\vcachedBatch\x12\x1b\n" +
+	"\x06column\x18\x12 \x01(\x05H\x00R\x06column\x88\x01\x01\x12\x1f\n" +
+	"\vcolumn_name\x18\x13 \x01(\tR\n" +
+	"columnNameB\t\n" +
+	"\a_column\"\xaf\x02\n" +
+	"\bCoverage\x125\n" +
+	"\n" +
+	"resolution\x18\x01 \x01(\x0e2\x15.strata.v1.ResolutionR\n" +
+	"resolution\x12\x14\n" +
+	"\x05bytes\x18\x02 \x01(\x04R\x05bytes\x12\x18\n" +
+	"\aobjects\x18\x03 \x01(\x04R\aobjects\x12%\n" +
+	"\x0eshared_objects\x18\x04 \x01(\x04R\rsharedObjects\x12!\n" +
+	"\fshared_bytes\x18\x05 \x01(\x04R\vsharedBytes\x12%\n" +
+	"\x0eopaque_objects\x18\x06 \x01(\x04R\ropaqueObjects\x12\x19\n" +
+	"\bgc_epoch\x18\a \x01(\rR\agcEpoch\x12\x18\n" +
+	"\aextents\x18\b \x01(\rR\aextents\x12\x16\n" +
+	"\x06detail\x18\t \x01(\tR\x06detail\"\xb8\x02\n" +
 	"\aPageRun\x12\x14\n" +
 	"\x05vaddr\x18\x01 \x01(\x04R\x05vaddr\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\rR\x05count\x12\x14\n" +
@@ -1543,7 +1799,7 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\x05write\x18\x02 \x01(\x04R\x05write\x12\x12\n" +
 	"\x04exec\x18\x03 \x01(\x04R\x04exec\x12\x14\n" +
 	"\x05major\x18\x04 \x01(\x04R\x05major\x12\"\n" +
-	"\funclassified\x18\x05 \x01(\x04R\funclassified\"\x87\x04\n" +
+	"\funclassified\x18\x05 \x01(\x04R\funclassified\"\xb8\x04\n" +
 	"\x06Record\x12$\n" +
 	"\x0etime_unix_nano\x18\x01 \x01(\x03R\ftimeUnixNano\x12-\n" +
 	"\x06access\x18\x02 \x01(\x0e2\x15.strata.v1.AccessKindR\x06access\x12\x10\n" +
@@ -1561,7 +1817,8 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\n" +
 	"fault_kind\x18\r \x01(\x0e2\x14.strata.v1.FaultKindR\tfaultKind\x126\n" +
 	"\vfree_reason\x18\x0e \x01(\x0e2\x15.strata.v1.FreeReasonR\n" +
-	"freeReason\"\xe7\x05\n" +
+	"freeReason\x12/\n" +
+	"\bcoverage\x18\x0f \x01(\v2\x13.strata.v1.CoverageR\bcoverage\"\xe7\x05\n" +
 	"\x10WorkloadCounters\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1f\n" +
 	"\vexecutor_id\x18\x02 \x01(\tR\n" +
@@ -1654,7 +1911,14 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\x14FREE_REASON_TASK_END\x10\x04\x12\x17\n" +
 	"\x13FREE_REASON_CLEARED\x10\x05\x12\x19\n" +
 	"\x15FREE_REASON_COLLECTED\x10\x06\x12\x1b\n" +
-	"\x17FREE_REASON_SESSION_END\x10\a*\xf5\x02\n" +
+	"\x17FREE_REASON_SESSION_END\x10\a*\x8b\x01\n" +
+	"\n" +
+	"Resolution\x12\x1a\n" +
+	"\x16RESOLUTION_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12RESOLUTION_BUFFERS\x10\x01\x12\x15\n" +
+	"\x11RESOLUTION_WALKED\x10\x02\x12\x17\n" +
+	"\x13RESOLUTION_WALK_CUT\x10\x03\x12\x19\n" +
+	"\x15RESOLUTION_REFERENCES\x10\x04*\xf5\x02\n" +
 	"\tPageState\x12\x13\n" +
 	"\x0fPAGE_STATE_NONE\x10\x00\x12\x16\n" +
 	"\x12PAGE_STATE_PRESENT\x10\x01\x12\x16\n" +
@@ -1690,45 +1954,49 @@ func file_strata_v1_record_proto_rawDescGZIP() []byte {
 	return file_strata_v1_record_proto_rawDescData
 }
 
-var file_strata_v1_record_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_strata_v1_record_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_strata_v1_record_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
+var file_strata_v1_record_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_strata_v1_record_proto_goTypes = []any{
 	(AccessKind)(0),          // 0: strata.v1.AccessKind
 	(MemoryMode)(0),          // 1: strata.v1.MemoryMode
 	(MemoryLocation)(0),      // 2: strata.v1.MemoryLocation
 	(BlockKind)(0),           // 3: strata.v1.BlockKind
 	(FreeReason)(0),          // 4: strata.v1.FreeReason
-	(PageState)(0),           // 5: strata.v1.PageState
-	(FaultKind)(0),           // 6: strata.v1.FaultKind
-	(*SparkBlock)(nil),       // 7: strata.v1.SparkBlock
-	(*PageRun)(nil),          // 8: strata.v1.PageRun
-	(*FaultCounts)(nil),      // 9: strata.v1.FaultCounts
-	(*Record)(nil),           // 10: strata.v1.Record
-	(*WorkloadCounters)(nil), // 11: strata.v1.WorkloadCounters
-	(*Batch)(nil),            // 12: strata.v1.Batch
-	(*ProcessMemory)(nil),    // 13: strata.v1.ProcessMemory
-	(*NodeInfo)(nil),         // 14: strata.v1.NodeInfo
-	(*Ack)(nil),              // 15: strata.v1.Ack
+	(Resolution)(0),          // 5: strata.v1.Resolution
+	(PageState)(0),           // 6: strata.v1.PageState
+	(FaultKind)(0),           // 7: strata.v1.FaultKind
+	(*SparkBlock)(nil),       // 8: strata.v1.SparkBlock
+	(*Coverage)(nil),         // 9: strata.v1.Coverage
+	(*PageRun)(nil),          // 10: strata.v1.PageRun
+	(*FaultCounts)(nil),      // 11: strata.v1.FaultCounts
+	(*Record)(nil),           // 12: strata.v1.Record
+	(*WorkloadCounters)(nil), // 13: strata.v1.WorkloadCounters
+	(*Batch)(nil),            // 14: strata.v1.Batch
+	(*ProcessMemory)(nil),    // 15: strata.v1.ProcessMemory
+	(*NodeInfo)(nil),         // 16: strata.v1.NodeInfo
+	(*Ack)(nil),              // 17: strata.v1.Ack
 }
 var file_strata_v1_record_proto_depIdxs = []int32{
 	1,  // 0: strata.v1.SparkBlock.mode:type_name -> strata.v1.MemoryMode
 	2,  // 1: strata.v1.SparkBlock.location:type_name -> strata.v1.MemoryLocation
 	3,  // 2: strata.v1.SparkBlock.kind:type_name -> strata.v1.BlockKind
-	0,  // 3: strata.v1.Record.access:type_name -> strata.v1.AccessKind
-	7,  // 4: strata.v1.Record.block:type_name -> strata.v1.SparkBlock
-	8,  // 5: strata.v1.Record.runs:type_name -> strata.v1.PageRun
-	9,  // 6: strata.v1.Record.faults:type_name -> strata.v1.FaultCounts
-	6,  // 7: strata.v1.Record.fault_kind:type_name -> strata.v1.FaultKind
-	4,  // 8: strata.v1.Record.free_reason:type_name -> strata.v1.FreeReason
-	10, // 9: strata.v1.Batch.records:type_name -> strata.v1.Record
-	11, // 10: strata.v1.Batch.workloads:type_name -> strata.v1.WorkloadCounters
-	14, // 11: strata.v1.Batch.node:type_name -> strata.v1.NodeInfo
-	13, // 12: strata.v1.Batch.processes:type_name -> strata.v1.ProcessMemory
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	5,  // 3: strata.v1.Coverage.resolution:type_name -> strata.v1.Resolution
+	0,  // 4: strata.v1.Record.access:type_name -> strata.v1.AccessKind
+	8,  // 5: strata.v1.Record.block:type_name -> strata.v1.SparkBlock
+	10, // 6: strata.v1.Record.runs:type_name -> strata.v1.PageRun
+	11, // 7: strata.v1.Record.faults:type_name -> strata.v1.FaultCounts
+	7,  // 8: strata.v1.Record.fault_kind:type_name -> strata.v1.FaultKind
+	4,  // 9: strata.v1.Record.free_reason:type_name -> strata.v1.FreeReason
+	9,  // 10: strata.v1.Record.coverage:type_name -> strata.v1.Coverage
+	12, // 11: strata.v1.Batch.records:type_name -> strata.v1.Record
+	13, // 12: strata.v1.Batch.workloads:type_name -> strata.v1.WorkloadCounters
+	16, // 13: strata.v1.Batch.node:type_name -> strata.v1.NodeInfo
+	15, // 14: strata.v1.Batch.processes:type_name -> strata.v1.ProcessMemory
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_record_proto_init() }
@@ -1736,14 +2004,15 @@ func file_strata_v1_record_proto_init() {
 	if File_strata_v1_record_proto != nil {
 		return
 	}
-	file_strata_v1_record_proto_msgTypes[4].OneofWrappers = []any{}
+	file_strata_v1_record_proto_msgTypes[0].OneofWrappers = []any{}
+	file_strata_v1_record_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_record_proto_rawDesc), len(file_strata_v1_record_proto_rawDesc)),
-			NumEnums:      7,
-			NumMessages:   9,
+			NumEnums:      8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
