@@ -115,9 +115,11 @@ smtt: build ## SMTT's evaluation: the eight workloads with and without tracing, 
 
 jvmhook: $(HOOK_JAR) $(HOOK_LIB) $(SPARKJOBS) ## build the Java agent (Maven) and libstratahook.so (gcc)
 
-$(HOOK_JAR): jvmhook/java/pom.xml $(HOOK_JAVA)
+# The Java side's unit tests run the walker in a JVM with the native library
+# loaded as its agent, so the library is built first.
+$(HOOK_JAR): jvmhook/java/pom.xml $(HOOK_JAVA) $(HOOK_LIB)
 	@mkdir -p $(HOOK_OUT)
-	$(MVN) $(MVNFLAGS) -f jvmhook/java/pom.xml package
+	$(MVN) $(MVNFLAGS) -f jvmhook/java/pom.xml -Dstrata.lib=$(abspath $(HOOK_LIB)) package
 	cp jvmhook/build/maven/strata-hook.jar $@
 
 $(HOOK_LIB): $(HOOK_C) $(HOOK_H)

@@ -335,9 +335,10 @@ static void utf(JNIEnv *env, jstring s, char *buf, size_t cap)
 }
 
 /* static native int start(String socket, int reconnectMs, int byteBase,
- *                         int longBase, int refSize) */
+ *                         int longBase, int refSize, int walkMode) */
 JNIEXPORT jint JNICALL Java_org_stratatrace_hook_Native_start(JNIEnv *env, jclass cls,
-		jstring socket, jint reconnect_ms, jint byte_base, jint long_base, jint ref_size)
+		jstring socket, jint reconnect_ms, jint byte_base, jint long_base, jint ref_size,
+		jint walk_mode)
 {
 	struct reg_config c;
 	JavaVM *vm;
@@ -348,9 +349,14 @@ JNIEXPORT jint JNICALL Java_org_stratatrace_hook_Native_start(JNIEnv *env, jclas
 	c.byte_array_base = (uint16_t)byte_base;
 	c.long_array_base = (uint16_t)long_base;
 	c.ref_size = (uint16_t)ref_size;
+	if (walk_mode < 0 || walk_mode > STRATA_WALK_MODE_MAX)
+		return -EINVAL;
+	c.walk_mode = (uint8_t)walk_mode;
 	c.object_class = (*env)->NewGlobalRef(env, cls);
 	c.object_address = (*env)->GetStaticMethodID(env, cls, "objectAddress", "(Ljava/lang/Object;)J");
-	if (c.object_class == NULL || c.object_address == NULL || (*env)->GetJavaVM(env, &vm) != 0)
+	c.walk_wake = (*env)->GetStaticMethodID(env, cls, "walkWake", "()V");
+	if (c.object_class == NULL || c.object_address == NULL || c.walk_wake == NULL ||
+			(*env)->GetJavaVM(env, &vm) != 0)
 		return -EINVAL;
 	if (setup_error != 0)
 		return -ENOTSUP;
@@ -372,19 +378,22 @@ JNIEXPORT void JNICALL Java_org_stratatrace_hook_Native_identify(JNIEnv *env, jc
 /* static native long register(int source, Object ref, long offsetOrAddress,
  *     long length, int rdd, int partition, int mode, int location, int kind,
  *     int flags, int chunk, int chunks, int stage, int stageAttempt,
- *     long taskAttempt, String name) */
+ *     long taskAttempt, int column, long sparkBytes, String name,
+ *     String label) */
 JNIEXPORT jlong JNICALL Java_org_stratatrace_hook_Native_register(JNIEnv *env, jclass cls,
 		jint source, jobject ref, jlong off, jlong length, jint rdd, jint partition,
 		jint mode, jint location, jint kind, jint flags, jint chunk, jint chunks,
-		jint stage, jint stage_attempt, jlong task_attempt, jstring name)
+		jint stage, jint stage_attempt, jlong task_attempt, jint column, jlong spark_bytes,
+		jstring name, jstring label)
 {
-	char nm[STRATA_STR_MAX + 1];
+	char nm[STRATA_STR_MAX + 1], lb[STRATA_STR_MAX + 1];
 	struct reg_block b;
 
 	(void)cls;
 	if (length <= 0 || source < REG_HEAP_ARRAY || source > REG_ADDRESS)
 		return 0;
 	utf(env, name, nm, sizeof(nm));
+	utf(env, label, lb, sizeof(lb));
 	memset(&b, 0, sizeof(b));
 	b.source = (enum reg_source)source;
 	b.ref = ref;
@@ -405,7 +414,10 @@ JNIEXPORT jlong JNICALL Java_org_stratatrace_hook_Native_register(JNIEnv *env, j
 		.stage_id = stage,
 		.stage_attempt = stage_attempt,
 		.task_attempt_id = task_attempt,
+		.column = column,
+		.spark_bytes = spark_bytes > 0 ? (uint64_t)spark_bytes : 0,
 		.name = nm,
+		.label = lb,
 	};
 	return (jlong)reg_add(env, &b);
 }
@@ -450,6 +462,92 @@ JNIEXPORT jlong JNICALL Java_org_stratatrace_hook_Native_arrayAddress(JNIEnv *en
 		return 0;
 	(*env)->ReleasePrimitiveArrayCritical(env, arr, p, JNI_ABORT);
 	return (jlong)(uintptr_t)p;
+}
+
+/* static native void walkMode(int mode): HELLO's walk mode, decided */
+JNIEXPORT void JNICALL Java_org_stratatrace_hook_Native_walkMode(JNIEnv *env, jclass cls, jint mode)
+{
+	(void)env;
+	(void)cls;
+	if (mode >= STRATA_WALK_ON && mode <= STRATA_WALK_MODE_MAX)
+		reg_set_walk_mode((uint8_t)mode);
+}
+
+/* static native int gcEpoch(): GCs finished */
+JNIEXPORT jint JNICALL Java_org_stratatrace_hook_Native_gcEpoch(JNIEnv *env, jclass cls)
+{
+	(void)env;
+	(void)cls;
+	return (jint)reg_gc_epoch();
+}
+
+/* static native long objectSize(Object o): JVMTI GetObjectSize, 0 on error */
+JNIEXPORT jlong JNICALL Java_org_stratatrace_hook_Native_objectSize(JNIEnv *env, jclass cls, jobject o)
+{
+	jlong size = 0;
+
+	(void)env;
+	(void)cls;
+	if (o == NULL || boot.jvmti == NULL ||
+			(*boot.jvmti)->GetObjectSize(boot.jvmti, o, &size) != JVMTI_ERROR_NONE)
+		return 0;
+	return size;
+}
+
+/* static native int walk(long id, int gcEpoch, int state, long objects,
+ *     long bytes, long sharedObjects, long sharedBytes, long opaqueObjects,
+ *     long[] extents, int n): extents holds n {vaddr, length} pairs,
+ *     ascending and disjoint. Returns the walk's seq, 0 when not sent (the
+ *     block is gone, the extents are malformed, memory ran out). */
+JNIEXPORT jint JNICALL Java_org_stratatrace_hook_Native_walk(JNIEnv *env, jclass cls, jlong id,
+		jint gc_epoch, jint state, jlong objects, jlong bytes, jlong shared_objects,
+		jlong shared_bytes, jlong opaque_objects, jlongArray extents, jint n)
+{
+	struct reg_walk *w;
+	uint64_t end = 0;
+
+	(void)cls;
+	if (id == 0 || state < STRATA_WALK_DONE || state > STRATA_WALK_STATE_MAX || n < 0 ||
+			(n > 0 && (extents == NULL || (*env)->GetArrayLength(env, extents) < 2 * (jsize)n)) ||
+			(state == STRATA_WALK_STALE && n != 0) || (uint32_t)n / STRATA_WALK_EXTENTS_MAX >= 65535)
+		return 0;
+	w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return 0;
+	if (n > 0 && (w->ext = malloc((size_t)n * sizeof(*w->ext))) == NULL) {
+		free(w);
+		return 0;
+	}
+	/* Copied before the registry's lock is taken (a JNI call). */
+	if (n > 0)
+		(*env)->GetLongArrayRegion(env, extents, 0, 2 * n, (jlong *)w->ext);
+	for (jint i = 0; i < n; i++) {
+		const struct strata_extent *x = &w->ext[i];
+
+		if (x->length == 0 || x->vaddr + x->length < x->vaddr || (i > 0 && x->vaddr < end)) {
+			free(w->ext);
+			free(w);
+			return 0;
+		}
+		end = x->vaddr + x->length;
+	}
+	w->gc_epoch = (uint32_t)gc_epoch;
+	w->state = (uint8_t)state;
+	w->objects = (uint64_t)objects;
+	w->bytes = (uint64_t)bytes;
+	w->shared_objects = (uint64_t)shared_objects;
+	w->shared_bytes = (uint64_t)shared_bytes;
+	w->opaque_objects = (uint64_t)opaque_objects;
+	w->n = (uint32_t)n;
+	return (jint)reg_walk((uint64_t)id, w);
+}
+
+/* static native void checked(int gcEpoch) */
+JNIEXPORT void JNICALL Java_org_stratatrace_hook_Native_checked(JNIEnv *env, jclass cls, jint gc_epoch)
+{
+	(void)env;
+	(void)cls;
+	reg_checked((uint32_t)gc_epoch);
 }
 
 /* static native long[] stats(): sent, dropped, live, gcEpoch, connects,

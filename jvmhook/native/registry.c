@@ -19,6 +19,20 @@
  * per GATHER_MS or GATHER_BYTES. Sending each burst as it came (polling
  * every millisecond through a 3 ms linger) cost an 8 s PageRank run about
  * a hundred agent wake-ups a second.
+ *
+ * Frames are at most STRATA_FRAME_MAX (4096) bytes: a WALK part with
+ * STRATA_WALK_EXTENTS_MAX extents is the largest. Producers encode on a
+ * stack buffer of that size; the ring (4 MiB) holds about a thousand of the
+ * largest, so a walk of the agent's default extent cap (65536 extents, 265
+ * parts, 1 MiB) fits in it whole; GATHER_BYTES ends a gathering after four
+ * of them, and SEND_BATCH of them (256 KiB) may not fit in the socket at
+ * once, in which case drain waits for room (the hook thread only).
+ *
+ * GC epochs: gc_reported is the epoch of the latest GC frame queued.
+ * Whoever queues a frame naming a later epoch (the hook thread's rescan,
+ * the walker's WALK and CHECKED) queues GC of that epoch first (sync_gc),
+ * under mu, so the agent always learns of a collection before anything
+ * that depends on it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,6 +64,9 @@ struct entry {
 	uint64_t offset; /* bytes from the array's data start */
 	struct strata_block_args args;
 	char name[STRATA_STR_MAX + 1];
+	char label[STRATA_STR_MAX + 1];
+	uint32_t walk_seq;     /* walks and STALE marks sent, the latest's seq */
+	struct reg_walk *walk; /* the latest walk, NULL before the first */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -83,6 +100,10 @@ static JavaVM *jvm;
 static int wake_fd = -1;
 static uint64_t gc_started, gc_finished; /* atomics */
 static uint32_t pid;
+static uint32_t gc_reported;     /* epoch of the latest GC frame queued; mu */
+static uint32_t checked_epoch;   /* of the latest CHECKED queued; mu */
+static int checked_sent;         /* a CHECKED was ever queued; mu */
+static uint8_t walk_mode;        /* HELLO's; 0 until decided; atomic */
 
 static size_t slot_of(uint64_t id, size_t c)
 {
@@ -256,6 +277,71 @@ static void queue_free(uint64_t id, uint8_t reason)
 	queue(buf, strata_encode_free(buf, sizeof(buf), &m, id, reason));
 }
 
+static void queue_epoch(uint16_t type, uint32_t epoch)
+{
+	unsigned char buf[STRATA_HDR_SIZE + STRATA_EPOCH_SIZE];
+	struct strata_frame_meta m;
+
+	strata_conn_meta(&conn, &m);
+	queue(buf, strata_encode_epoch(buf, sizeof(buf), &m, type, epoch));
+}
+
+/* Queues GC of epoch unless one of it (or later) is queued already; mu held. */
+static void sync_gc(uint32_t epoch)
+{
+	if (epoch > gc_reported) {
+		gc_reported = epoch;
+		queue_epoch(STRATA_FRAME_GC, epoch);
+	}
+}
+
+/* Queues a walk as WALK frames of STRATA_WALK_EXTENTS_MAX extents each; mu
+ * held. */
+static void queue_walk(uint64_t id, const struct reg_walk *w)
+{
+	unsigned char buf[STRATA_FRAME_MAX];
+	struct strata_frame_meta m;
+	uint32_t parts = w->n == 0 ? 1 : (w->n + STRATA_WALK_EXTENTS_MAX - 1) / STRATA_WALK_EXTENTS_MAX;
+
+	for (uint32_t p = 0; p < parts; p++) {
+		uint32_t first = p * STRATA_WALK_EXTENTS_MAX;
+		uint32_t k = w->n - first < STRATA_WALK_EXTENTS_MAX ? w->n - first : STRATA_WALK_EXTENTS_MAX;
+
+		strata_conn_meta(&conn, &m);
+		queue(buf, strata_encode_walk(buf, sizeof(buf), &m, &(struct strata_walk_args){
+			.block_id = id,
+			.gc_epoch = w->gc_epoch,
+			.walk_seq = w->seq,
+			.part = (uint16_t)p,
+			.parts = (uint16_t)parts,
+			.state = w->state,
+			.objects = w->objects,
+			.bytes = w->bytes,
+			.shared_objects = w->shared_objects,
+			.shared_bytes = w->shared_bytes,
+			.opaque_objects = w->opaque_objects,
+			.extents = w->n,
+			.ext = w->n ? w->ext + first : NULL,
+			.count = (uint16_t)k,
+		}));
+	}
+}
+
+static void free_walk(struct reg_walk *w)
+{
+	if (w != NULL)
+		free(w->ext);
+	free(w);
+}
+
+/* Frees an entry taken out of the table (outside mu). */
+static void free_entry(struct entry *e)
+{
+	if (e != NULL)
+		free_walk(e->walk);
+	free(e);
+}
+
 /* Ends the connection (the hook thread reconnects); mu held. */
 static void disconnect(void)
 {
@@ -400,6 +486,9 @@ uint64_t reg_add(JNIEnv *env, struct reg_block *b)
 	if (b->args.name != NULL)
 		snprintf(e->name, sizeof(e->name), "%s", b->args.name);
 	e->args.name = e->name;
+	if (b->args.label != NULL)
+		snprintf(e->label, sizeof(e->label), "%s", b->args.label);
+	e->args.label = e->label;
 	e->args.pid = pid;
 	switch (b->source) {
 	case REG_DIRECT: {
@@ -472,7 +561,7 @@ void reg_free(uint64_t id, uint8_t reason)
 		bury(e->ref);
 	}
 	pthread_mutex_unlock(&mu);
-	free(e);
+	free_entry(e);
 }
 
 void reg_access(uint64_t id, uint64_t offset, uint64_t length, uint8_t kind)
@@ -499,6 +588,48 @@ uint64_t reg_vaddr(uint64_t id)
 		v = e->args.vaddr;
 	pthread_mutex_unlock(&mu);
 	return v;
+}
+
+uint32_t reg_walk(uint64_t id, struct reg_walk *w)
+{
+	struct entry *e;
+	struct reg_walk *old = w;
+	uint32_t seq = 0;
+
+	pthread_mutex_lock(&mu);
+	e = find(id);
+	if (e != NULL && (e->args.flags & STRATA_BLOCK_OBJECT_GRAPH) != 0) {
+		sync_gc(w->gc_epoch);
+		seq = w->seq = ++e->walk_seq;
+		old = e->walk;
+		e->walk = w;
+		queue_walk(id, w);
+	}
+	pthread_mutex_unlock(&mu);
+	free_walk(old);
+	return seq;
+}
+
+void reg_checked(uint32_t epoch)
+{
+	pthread_mutex_lock(&mu);
+	sync_gc(epoch);
+	queue_epoch(STRATA_FRAME_CHECKED, epoch);
+	checked_epoch = epoch;
+	checked_sent = 1;
+	pthread_mutex_unlock(&mu);
+}
+
+void reg_set_walk_mode(uint8_t mode)
+{
+	__atomic_store_n(&walk_mode, mode, __ATOMIC_RELEASE);
+	__atomic_store_n(&connect_now, 1, __ATOMIC_RELEASE);
+	wake();
+}
+
+uint32_t reg_gc_epoch(void)
+{
+	return (uint32_t)__atomic_load_n(&gc_finished, __ATOMIC_ACQUIRE);
 }
 
 void reg_stats(struct reg_stats *s)
@@ -571,7 +702,7 @@ static void try_connect(void)
 	int rc;
 
 	pthread_mutex_lock(&mu);
-	if (!identified || conn.fd >= 0) {
+	if (!identified || conn.fd >= 0 || __atomic_load_n(&walk_mode, __ATOMIC_ACQUIRE) == 0) {
 		pthread_mutex_unlock(&mu);
 		return;
 	}
@@ -602,6 +733,7 @@ static void try_connect(void)
 					      .byte_array_base = cfg.byte_array_base,
 					      .long_array_base = cfg.long_array_base,
 					      .ref_size = cfg.ref_size,
+					      .walk = __atomic_load_n(&walk_mode, __ATOMIC_ACQUIRE),
 					      .app_id = app_id,
 					      .executor_id = executor_id,
 				      });
@@ -610,6 +742,14 @@ static void try_connect(void)
 		for (size_t i = 0; i < cap; i++)
 			if (slots[i] != NULL)
 				queue_register(slots[i]);
+		/* Then what the walker said of them: each latest walk, the GC
+		 * epoch they were told against and what the walker checked. */
+		for (size_t i = 0; i < cap; i++)
+			if (slots[i] != NULL && slots[i]->walk != NULL)
+				queue_walk(slots[i]->id, slots[i]->walk);
+		queue_epoch(STRATA_FRAME_GC, gc_reported);
+		if (checked_sent)
+			queue_epoch(STRATA_FRAME_CHECKED, checked_epoch);
 		if (conn.dropped > 0)
 			report();
 	} else {
@@ -661,6 +801,7 @@ static void rescan(JNIEnv *env)
 	uint32_t epoch = (uint32_t)__atomic_load_n(&gc_finished, __ATOMIC_ACQUIRE);
 
 	pthread_mutex_lock(&mu);
+	sync_gc(epoch);
 	s = malloc((count ? count : 1) * sizeof(*s));
 	for (size_t i = 0; s != NULL && i < cap; i++) {
 		struct entry *e = slots[i];
@@ -693,7 +834,7 @@ static void rescan(JNIEnv *env)
 				queue_free(e->id, STRATA_FREE_COLLECTED);
 				bury(e->ref);
 				collected++;
-				free(e);
+				free_entry(e);
 			} else if (e->args.vaddr != a + s[i].offset) {
 				e->args.vaddr = a + s[i].offset;
 				moves++;
@@ -754,6 +895,12 @@ static void rescan_after_gc(uint64_t *rescanned)
 	if (gcs != *rescanned && (env = attach()) != NULL) {
 		*rescanned = gcs;
 		rescan(env);
+		/* The GC frame is queued: the walker may check its walks now. */
+		if (__atomic_load_n(&walk_mode, __ATOMIC_ACQUIRE) == STRATA_WALK_ON && cfg.walk_wake != NULL) {
+			(*env)->CallStaticVoidMethod(env, cfg.object_class, cfg.walk_wake);
+			if ((*env)->ExceptionCheck(env))
+				(*env)->ExceptionClear(env);
+		}
 		detach();
 	}
 }
@@ -838,6 +985,7 @@ int reg_start(JNIEnv *env, JavaVM *vm, const struct reg_config *c)
 	if (wake_fd >= 0)
 		return -EALREADY;
 	cfg = *c;
+	walk_mode = c->walk_mode;
 	if (cfg.reconnect_ms <= 0)
 		cfg.reconnect_ms = 1000;
 	jvm = vm;

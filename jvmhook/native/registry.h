@@ -14,9 +14,19 @@
  *     tracked array's data address and sends MOVE for those that moved;
  *     an array found collected while still registered is freed with reason
  *     STRATA_FREE_COLLECTED.
+ *   - After every GC the hook thread also sends one GC frame (the count of
+ *     finished GCs) before that rescan's MOVEs, and wakes the walker
+ *     (reg_config.walk_wake). Every frame that names a GC epoch (WALK,
+ *     CHECKED) is preceded by a GC frame of that epoch on the connection.
+ *   - The registry keeps each object-graph block's latest walk (reg_walk),
+ *     numbers the walks of a block from 1 (walk_seq), and remembers the
+ *     latest CHECKED epoch.
  *   - The hook thread reconnects every reconnect_ms while disconnected and,
- *     after each connect, sends HELLO and re-registers every live block, so
- *     a restarted agent learns the whole registry again.
+ *     after each connect, sends HELLO and re-registers every live block,
+ *     then sends each block's latest walk (or STALE mark), one GC frame and
+ *     one CHECKED frame, so a restarted agent learns the whole registry
+ *     again. It connects only once it has the ids (reg_identify) and the
+ *     walk mode (reg_set_walk_mode).
  */
 #ifndef STRATA_REGISTRY_H
 #define STRATA_REGISTRY_H
@@ -42,6 +52,12 @@ struct reg_config {
 	 * static long <object_address>(Object) on object_class. */
 	jclass object_class; /* global ref */
 	jmethodID object_address;
+	/* static void <walk_wake>() on object_class: called by the hook thread
+	 * after each rescan when the walk mode is STRATA_WALK_ON. */
+	jmethodID walk_wake;
+	/* enum strata_walk_mode for HELLO; 0: not decided yet (the hook waits
+	 * for reg_set_walk_mode before it connects). */
+	uint8_t walk_mode;
 };
 
 /* A block to register; ref/offset/address as enum reg_source says. */
@@ -51,6 +67,17 @@ struct reg_block {
 	uint64_t offset;  /* bytes from the data start (arrays, buffers) */
 	uint64_t address; /* REG_ADDRESS only */
 	struct strata_block_args args; /* block_id, vaddr, pid are filled in */
+};
+
+/* One walk of an object-graph block: what a WALK frame (all its parts)
+ * says. ext is malloc'd; the registry owns it once reg_walk accepted it. */
+struct reg_walk {
+	uint32_t gc_epoch;
+	uint32_t seq; /* set by reg_walk */
+	uint8_t state; /* enum strata_walk_state */
+	uint64_t objects, bytes, shared_objects, shared_bytes, opaque_objects;
+	uint32_t n; /* extents */
+	struct strata_extent *ext;
 };
 
 struct reg_stats {
@@ -75,6 +102,17 @@ void reg_free(uint64_t id, uint8_t reason);
 void reg_access(uint64_t id, uint64_t offset, uint64_t length, uint8_t kind);
 /* Current address of a live block's first byte, 0 when not live. */
 uint64_t reg_vaddr(uint64_t id);
+/* Sends a walk of a live object-graph block (WALK frames, STRATA_WALK_
+ * EXTENTS_MAX extents each) and keeps it as the block's latest. Takes w
+ * (malloc'd, with its extents) in every case. Returns the walk's walk_seq,
+ * 0 when the block is not live or not an object graph (w is freed). */
+uint32_t reg_walk(uint64_t id, struct reg_walk *w);
+/* Sends CHECKED: every walk not marked STALE since holds at gc_epoch. */
+void reg_checked(uint32_t gc_epoch);
+/* HELLO's walk mode, decided by the Java side; lets the hook connect. */
+void reg_set_walk_mode(uint8_t mode);
+/* GCs the hook has seen finish (the epoch of MOVE, WALK, GC, CHECKED). */
+uint32_t reg_gc_epoch(void);
 void reg_stats(struct reg_stats *s);
 /* Sends a DROPPED report now (before exit). */
 void reg_report(void);

@@ -32,10 +32,14 @@ import java.util.concurrent.FutureTask;
  *   socket=PATH       the agent's hook socket (default $STRATA_HOOK_SOCKET,
  *                     then /run/strata/hook.sock)
  *   reconnect-ms=N    how often to retry a lost connection (default 1000)
+ *   walk=on|off       walk the object graphs of deserialized blocks (default on)
+ *   walk-cpu=PCT      CPU the walker may spend, percent of one CPU (default 5)
+ *   walk-objects=N    objects one walk counts before it is cut (default 16777216)
  * </pre>
  * Whatever fails, the JVM runs on unchanged: the hook prints one line saying
  * why it is off. At exit it prints its counters (frames sent and dropped,
- * live blocks, GCs seen, moves reported) on one stderr line.
+ * live blocks, GCs seen, moves reported, the walker's walks, objects, stale
+ * marks, cut walks and CPU time) on one stderr line.
  */
 public final class Agent {
     private Agent() {}
@@ -87,8 +91,12 @@ public final class Agent {
                 throw new IllegalArgumentException("agent option " + kv + ": want key=value");
             }
             String k = kv.substring(0, eq);
-            if (!k.equals("jar") && !k.equals("lib") && !k.equals("socket") && !k.equals("reconnect-ms")) {
-                throw new IllegalArgumentException("unknown agent option " + k);
+            switch (k) {
+                case "jar": case "lib": case "socket": case "reconnect-ms":
+                case "walk": case "walk-cpu": case "walk-objects":
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown agent option " + k);
             }
             m.put(k, kv.substring(eq + 1));
         }
@@ -101,18 +109,19 @@ public final class Agent {
             File jar = new File(Agent.class.getProtectionDomain().getCodeSource().getLocation().toURI());
             lib = new File(jar.getParentFile(), "libstratahook.so").getPath();
         }
+        Walker.configure(opt);
         System.load(lib);
         int reconnect = Integer.parseInt(opt.getOrDefault("reconnect-ms", "1000"));
-        int rc = Native.start(opt.getOrDefault("socket", ""), reconnect, (int) ObjectAddress.BYTE_BASE,
-                (int) ObjectAddress.LONG_BASE, ObjectAddress.REF_SIZE);
-        if (rc != 0) {
-            throw new IllegalStateException("start native hook: errno " + (-rc));
-        }
         String refs;
         try {
             refs = ObjectAddress.calibrate();
         } catch (RuntimeException e) {
             refs = "object arrays unavailable: " + e.getMessage();
+        }
+        int rc = Native.start(opt.getOrDefault("socket", ""), reconnect, (int) ObjectAddress.BYTE_BASE,
+                (int) ObjectAddress.LONG_BASE, ObjectAddress.REF_SIZE, Walker.startMode());
+        if (rc != 0) {
+            throw new IllegalStateException("start native hook: errno " + (-rc));
         }
         Woven w = new Woven(prepareAhead());
         Blocks.enabled = true;
@@ -138,7 +147,8 @@ public final class Agent {
             Native.report();
             long[] s = Native.stats();
             System.err.println("strata-hook: sent=" + s[0] + " dropped=" + s[1] + " live=" + s[2] + " gcs=" + s[3]
-                    + " moves=" + s[5] + " collected=" + s[6] + " connects=" + s[4] + " errors=" + Blocks.ERRORS.get());
+                    + " moves=" + s[5] + " collected=" + s[6] + " connects=" + s[4] + " errors=" + Blocks.ERRORS.get()
+                    + Walker.counters());
         }
     }
 

@@ -15,8 +15,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * of each kind is printed to stderr, all are counted.
  *
  * State: the hook ids of every tracked storage block (one per range: a
- * ChunkedByteBuffer is one range per chunk) keyed by Spark's BlockId, and of
- * every tracked Tungsten page keyed by its MemoryBlock (identity).
+ * ChunkedByteBuffer is one range per chunk, a cached DataFrame one per
+ * column buffer) keyed by Spark's BlockId, and of every tracked Tungsten
+ * page keyed by its MemoryBlock (identity). A deserialized block's array of
+ * references is also handed to the {@link Walker}, which is told when the
+ * block ends.
  */
 public final class Blocks {
     private Blocks() {}
@@ -30,6 +33,18 @@ public final class Blocks {
             return new long[] {-1, -1};
         }
     };
+    /**
+     * Per thread: the RDDs cached deserialized in memory that the running
+     * task computes (seen at RDD.iterator), weakly, for the column names of
+     * a cached DataFrame (CachedBatches): {task attempt id, refs...}.
+     */
+    private static final ThreadLocal<Object[]> TASK_CACHED = new ThreadLocal<>() {
+        @Override
+        protected Object[] initialValue() {
+            return new Object[1 + CACHED_RDDS];
+        }
+    };
+    private static final int CACHED_RDDS = 4;
     /** Per thread: >0 while inside MemoryStore.evictBlocksToFreeSpace. */
     private static final ThreadLocal<int[]> EVICTING = new ThreadLocal<>() {
         @Override
@@ -53,6 +68,17 @@ public final class Blocks {
         }
     }
 
+    /** Says something once per key on stderr (not a failure). */
+    static void note(String key, String what) {
+        try {
+            if (REPORTED.putIfAbsent(key, Boolean.TRUE) == null) {
+                System.err.println("strata-hook: " + what);
+            }
+        } catch (Throwable ignored) {
+            // printing failed: nothing else to do
+        }
+    }
+
     /** Sends the application and executor ids once SparkEnv has them. */
     private static void identify(Spark s) throws Throwable {
         if (identified) {
@@ -68,6 +94,7 @@ public final class Blocks {
         if (app == null || exec == null) {
             return;
         }
+        Walker.start(s.loader);
         Native.identify(app, exec);
         identified = true;
     }
@@ -104,9 +131,50 @@ public final class Blocks {
                 tr[0] = attempt;
                 tr[1] = (int) s.rddId.invokeExact(rdd);
             }
+            Object level = s.rddStorageLevel.invokeExact(rdd);
+            if (level != null && (boolean) s.levelUseMemory.invokeExact(level)
+                    && (boolean) s.levelDeserialized.invokeExact(level)) {
+                remember(attempt, rdd);
+            }
         } catch (Throwable t) {
             fail("RDD.iterator", t);
         }
+    }
+
+    /** Keeps a cached RDD of this thread's task (the last CACHED_RDDS of them). */
+    private static void remember(long attempt, Object rdd) {
+        Object[] c = TASK_CACHED.get();
+        if (!(c[0] instanceof Long) || (Long) c[0] != attempt) {
+            java.util.Arrays.fill(c, null);
+            c[0] = attempt;
+        }
+        int free = -1;
+        for (int i = 1; i < c.length; i++) {
+            Object r = c[i] == null ? null : ((java.lang.ref.WeakReference<?>) c[i]).get();
+            if (r == rdd) {
+                return;
+            }
+            if (r == null && free < 0) {
+                free = i;
+            }
+        }
+        if (free < 0) {
+            System.arraycopy(c, 2, c, 1, c.length - 2);
+            free = c.length - 1;
+        }
+        c[free] = new java.lang.ref.WeakReference<>(rdd);
+    }
+
+    /** The cached RDD of id rddId this thread's task computes, or null. */
+    private static Object cachedRdd(Spark s, int rddId) throws Throwable {
+        Object[] c = TASK_CACHED.get();
+        for (int i = 1; i < c.length; i++) {
+            Object r = c[i] == null ? null : ((java.lang.ref.WeakReference<?>) c[i]).get();
+            if (r != null && (int) s.rddId.invokeExact(r) == rddId) {
+                return r;
+            }
+        }
+        return null;
     }
 
     // ---- MemoryStore
@@ -158,6 +226,7 @@ public final class Blocks {
             part = (int) s.rddBlockSplit.invokeExact(blockId);
         }
         long[] t = task(s);
+        long sparkBytes = (long) s.entrySize.invokeExact(entry);
         if (s.serializedEntry.isInstance(entry)) {
             Object cbb = s.serializedBuffer.invokeExact(entry);
             ByteBuffer[] chunks = (ByteBuffer[]) (Object) s.chunks.invokeExact(cbb);
@@ -176,11 +245,12 @@ public final class Blocks {
                 long id;
                 if (b.isDirect()) {
                     id = Native.register(Native.DIRECT, b, 0, b.limit(), rdd, part, Wire.MODE_STORAGE,
-                            Wire.LOCATION_OFF_HEAP, kind, 0, i, n, (int) t[0], (int) t[1], t[3], name);
+                            Wire.LOCATION_OFF_HEAP, kind, 0, i, n, (int) t[0], (int) t[1], t[3], -1, sparkBytes, name,
+                            null);
                 } else if (b.hasArray()) {
                     id = Native.register(Native.HEAP_ARRAY, b.array(), b.arrayOffset(), b.limit(), rdd, part,
                             Wire.MODE_STORAGE, Wire.LOCATION_ON_HEAP, kind, 0, i, n, (int) t[0], (int) t[1], t[3],
-                            name);
+                            -1, sparkBytes, name, null);
                 } else {
                     id = 0; // a read-only heap buffer hides its array
                 }
@@ -201,13 +271,26 @@ public final class Blocks {
                 return new long[0];
             }
             boolean refs = value instanceof Object[];
-            if (refs && !ObjectAddress.available()) {
-                return new long[0];
+            if (refs) {
+                int batch = CachedBatches.kind((Object[]) value);
+                if (batch != CachedBatches.NOT_BATCH) {
+                    Object[] batches = (Object[]) value;
+                    int columns = CachedBatches.columns(batches, batch);
+                    String[] names = columns > 0 ? CachedBatches.names(cachedRdd(s, rdd), rdd, columns) : null;
+                    return compact(CachedBatches.register(batches, batch, rdd, part, kind, t, sparkBytes, name,
+                            names));
+                }
+                if (!ObjectAddress.available()) {
+                    return new long[0];
+                }
             }
             long bytes = (long) len * ObjectAddress.scale(value.getClass());
             long id = Native.register(refs ? Native.OBJECT_ARRAY : Native.HEAP_ARRAY, value, 0, bytes, rdd, part,
                     Wire.MODE_STORAGE, Wire.LOCATION_ON_HEAP, kind, refs ? Wire.BLOCK_OBJECT_GRAPH : 0, 0, 1,
-                    (int) t[0], (int) t[1], t[3], name);
+                    (int) t[0], (int) t[1], t[3], -1, sparkBytes, name, null);
+            if (id != 0 && refs) {
+                Walker.add(id, (Object[]) value);
+            }
             return id == 0 ? new long[0] : new long[] {id};
         }
         return new long[0];
@@ -254,6 +337,7 @@ public final class Blocks {
         if (ids != null) {
             for (long id : ids) {
                 Native.free(id, reason);
+                Walker.forget(id);
             }
         }
     }
@@ -360,12 +444,13 @@ public final class Blocks {
             long id;
             if (obj == null) {
                 id = Native.register(Native.ADDRESS, null, off, size, (int) t[4], (int) t[2], Wire.MODE_EXECUTION,
-                        Wire.LOCATION_OFF_HEAP, Wire.KIND_TUNGSTEN_PAGE, 0, 0, 1, (int) t[0], (int) t[1], t[3], name);
+                        Wire.LOCATION_OFF_HEAP, Wire.KIND_TUNGSTEN_PAGE, 0, 0, 1, (int) t[0], (int) t[1], t[3], -1,
+                        size, name, null);
             } else {
                 long dataOff = off - ObjectAddress.baseOffset(obj.getClass());
                 id = Native.register(Native.HEAP_ARRAY, obj, dataOff, size, (int) t[4], (int) t[2],
                         Wire.MODE_EXECUTION, Wire.LOCATION_ON_HEAP, Wire.KIND_TUNGSTEN_PAGE, 0, 0, 1, (int) t[0],
-                        (int) t[1], t[3], name);
+                        (int) t[1], t[3], -1, size, name, null);
             }
             if (id != 0 && PAGES.putIfAbsent(page, id) != null) {
                 Native.free(id, Wire.FREE_PAGE_FREED); // another exit advice got there first

@@ -13,8 +13,16 @@ final class Native {
     static final int DIRECT = 3;       // direct ByteBuffer
     static final int ADDRESS = 4;      // raw off-heap address
 
-    /** Starts the hook thread; 0 or a negative errno. */
-    static native int start(String socket, int reconnectMs, int byteArrayBase, int longArrayBase, int refSize);
+    /**
+     * Starts the hook thread; 0 or a negative errno. walkMode is HELLO's
+     * (enum strata_walk_mode), or 0 when the walker decides it later
+     * ({@link #walkMode}); the hook connects only once it is known.
+     */
+    static native int start(String socket, int reconnectMs, int byteArrayBase, int longArrayBase, int refSize,
+            int walkMode);
+
+    /** HELLO's walk mode, decided (enum strata_walk_mode). */
+    static native void walkMode(int mode);
 
     /** Sets HELLO's ids; the hook connects once it has them. */
     static native void identify(String appId, String executorId);
@@ -26,7 +34,7 @@ final class Native {
      */
     static native long register(int source, Object ref, long offset, long length, int rdd, int partition,
             int mode, int location, int kind, int flags, int chunk, int chunks, int stage, int stageAttempt,
-            long taskAttempt, String name);
+            long taskAttempt, int column, long sparkBytes, String name, String label);
 
     static native void free(long id, int reason);
 
@@ -38,6 +46,24 @@ final class Native {
     /** Data start of a primitive array now (GetPrimitiveArrayCritical). */
     static native long arrayAddress(Object primitiveArray);
 
+    /** GCs the hook has seen finish: the epoch of WALK, GC and CHECKED frames. */
+    static native int gcEpoch();
+
+    /** JVMTI GetObjectSize: the bytes o takes in the heap; 0 on error. */
+    static native long objectSize(Object o);
+
+    /**
+     * Sends a walk of an object-graph block (WALK frames of at most
+     * STRATA_WALK_EXTENTS_MAX extents each) and keeps it as the block's
+     * latest; extents holds n {vaddr, length} pairs, ascending and disjoint
+     * (null and 0 for STALE). Returns the walk's seq, 0 when not sent.
+     */
+    static native int walk(long id, int gcEpoch, int state, long objects, long bytes, long sharedObjects,
+            long sharedBytes, long opaqueObjects, long[] extents, int n);
+
+    /** Sends CHECKED: every walk not marked STALE since holds at gcEpoch. */
+    static native void checked(int gcEpoch);
+
     /** sent, dropped, live, gcEpoch, connects, moves, collected. */
     static native long[] stats();
 
@@ -47,5 +73,10 @@ final class Native {
     /** Called from native code: the first element's address of an Object[]. */
     static long objectAddress(Object array) {
         return ObjectAddress.dataStart(array);
+    }
+
+    /** Called from native code (the hook thread) after a rescan's GC frame. */
+    static void walkWake() {
+        Walker.wake();
     }
 }

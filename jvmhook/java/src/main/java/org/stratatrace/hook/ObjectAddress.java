@@ -6,16 +6,19 @@ import java.lang.invoke.MethodType;
 import java.lang.reflect.Field;
 
 /**
- * Addresses of Object[] arrays, which JNI cannot give (GetPrimitiveArrayCritical
- * is for primitive arrays only). A reference slot holds either the object's
+ * Addresses of objects, which JNI cannot give (GetPrimitiveArrayCritical is
+ * for primitive arrays only). A reference slot holds either the object's
  * address (8-byte references) or a compressed one, address = base + (n << shift).
  * Neither base nor shift is hard-coded: {@link #calibrate} puts probe byte[]s
  * in a slot, asks the JVM for their data address through JNI, and solves for
  * base and shift, checking the answer on a third probe. When that fails (ZGC's
- * coloured pointers, an unknown encoding) object arrays are not reported.
+ * coloured pointers, an unknown encoding) object arrays are not reported and
+ * object graphs are not walked.
  *
- * sun.misc.Unsafe is reached through method handles (jdk.unsupported), so the
- * agent compiles without internal-API warnings.
+ * Also the rest of sun.misc.Unsafe the walker uses: reference and field
+ * reads, field offsets, and native memory for its bitmaps. Unsafe is reached
+ * through method handles (jdk.unsupported), so the agent compiles without
+ * internal-API warnings.
  */
 final class ObjectAddress {
     private ObjectAddress() {}
@@ -24,6 +27,14 @@ final class ObjectAddress {
     private static final MethodHandle GET_LONG;
     private static final MethodHandle BASE_OFFSET;
     private static final MethodHandle INDEX_SCALE;
+    private static final MethodHandle GET_OBJECT;
+    private static final MethodHandle FIELD_OFFSET;
+    private static final MethodHandle ALLOCATE;
+    private static final MethodHandle FREE;
+    private static final MethodHandle SET_MEMORY;
+    private static final MethodHandle PEEK;
+    private static final MethodHandle POKE;
+    private static final MethodHandle PAGE_SIZE;
 
     static {
         try {
@@ -36,6 +47,17 @@ final class ObjectAddress {
             GET_LONG = l.findVirtual(uc, "getLong", MethodType.methodType(long.class, Object.class, long.class)).bindTo(u);
             BASE_OFFSET = l.findVirtual(uc, "arrayBaseOffset", MethodType.methodType(int.class, Class.class)).bindTo(u);
             INDEX_SCALE = l.findVirtual(uc, "arrayIndexScale", MethodType.methodType(int.class, Class.class)).bindTo(u);
+            GET_OBJECT = l.findVirtual(uc, "getObject", MethodType.methodType(Object.class, Object.class, long.class))
+                    .bindTo(u);
+            FIELD_OFFSET = l.findVirtual(uc, "objectFieldOffset", MethodType.methodType(long.class, Field.class))
+                    .bindTo(u);
+            ALLOCATE = l.findVirtual(uc, "allocateMemory", MethodType.methodType(long.class, long.class)).bindTo(u);
+            FREE = l.findVirtual(uc, "freeMemory", MethodType.methodType(void.class, long.class)).bindTo(u);
+            SET_MEMORY = l.findVirtual(uc, "setMemory",
+                    MethodType.methodType(void.class, long.class, long.class, byte.class)).bindTo(u);
+            PEEK = l.findVirtual(uc, "getLong", MethodType.methodType(long.class, long.class)).bindTo(u);
+            POKE = l.findVirtual(uc, "putLong", MethodType.methodType(void.class, long.class, long.class)).bindTo(u);
+            PAGE_SIZE = l.findVirtual(uc, "pageSize", MethodType.methodType(int.class)).bindTo(u);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -112,6 +134,86 @@ final class ObjectAddress {
         }
         Object[] holder = {arr};
         return base + (slot(holder) << shift) + OBJ_BASE;
+    }
+
+    /**
+     * The address of the object whose reference holder[0] holds, now (its
+     * header's first byte); the caller puts the object there and keeps the
+     * holder, so that no array is allocated per object. Only after
+     * {@link #available}.
+     */
+    static long address(Object[] holder) {
+        return base + (slot(holder) << shift);
+    }
+
+    /** Unsafe.getObject: the reference at offset of o (a field or an element). */
+    static Object reference(Object o, long offset) {
+        try {
+            return (Object) GET_OBJECT.invokeExact(o, offset);
+        } catch (Throwable t) {
+            throw new IllegalStateException("getObject: " + t, t);
+        }
+    }
+
+    /**
+     * Unsafe.objectFieldOffset of an instance field; throws for fields Unsafe
+     * will not locate (those of hidden classes and records).
+     */
+    static long fieldOffset(Field f) {
+        try {
+            return (long) FIELD_OFFSET.invokeExact(f);
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("objectFieldOffset: " + t, t);
+        }
+    }
+
+    /** The OS page size, as the JVM knows it (Unsafe.pageSize). */
+    static int pageSize() {
+        try {
+            return (int) PAGE_SIZE.invokeExact();
+        } catch (Throwable t) {
+            throw new IllegalStateException("pageSize: " + t, t);
+        }
+    }
+
+    /** Native memory of n bytes, zeroed; the caller frees it with {@link #free}. */
+    static long allocate(long n) {
+        try {
+            long a = (long) ALLOCATE.invokeExact(n);
+            SET_MEMORY.invokeExact(a, n, (byte) 0);
+            return a;
+        } catch (OutOfMemoryError e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("allocateMemory: " + t, t);
+        }
+    }
+
+    static void free(long address) {
+        try {
+            FREE.invokeExact(address);
+        } catch (Throwable t) {
+            throw new IllegalStateException("freeMemory: " + t, t);
+        }
+    }
+
+    /** The long at a native address that {@link #allocate} returned (plus an offset within it). */
+    static long peek(long address) {
+        try {
+            return (long) PEEK.invokeExact(address);
+        } catch (Throwable t) {
+            throw new IllegalStateException("getLong: " + t, t);
+        }
+    }
+
+    static void poke(long address, long value) {
+        try {
+            POKE.invokeExact(address, value);
+        } catch (Throwable t) {
+            throw new IllegalStateException("putLong: " + t, t);
+        }
     }
 
     /** Bytes per element of an array class (Unsafe.arrayIndexScale). */

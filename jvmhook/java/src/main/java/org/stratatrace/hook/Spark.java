@@ -21,6 +21,7 @@ final class Spark {
     final MethodHandle serializedBuffer; // SerializedMemoryEntry.buffer(): ChunkedByteBuffer
     final MethodHandle deserializedValue; // DeserializedMemoryEntry.value(): Array[T]
     final MethodHandle chunks;           // ChunkedByteBuffer.chunks(): ByteBuffer[]
+    final MethodHandle entrySize;        // MemoryEntry.size(): long
     // org.apache.spark.storage
     final MethodHandle blockName;        // BlockId.name(): String
     final Class<?> rddBlockId;
@@ -37,6 +38,9 @@ final class Spark {
     final MethodHandle envConf;          // SparkEnv.conf(): SparkConf
     final MethodHandle confGet;          // SparkConf.get(String, String): String
     final MethodHandle rddId;            // rdd.RDD.id(): int
+    final MethodHandle rddStorageLevel;  // rdd.RDD.getStorageLevel(): StorageLevel
+    final MethodHandle levelUseMemory;   // storage.StorageLevel.useMemory(): boolean
+    final MethodHandle levelDeserialized; // storage.StorageLevel.deserialized(): boolean
     // org.apache.spark.memory and org.apache.spark.unsafe.memory
     final MethodHandle tmmTaskAttempt;   // TaskMemoryManager.taskAttemptId (private long field)
     final MethodHandle pageTable;        // TaskMemoryManager.pageTable (private MemoryBlock[] field)
@@ -80,6 +84,7 @@ final class Spark {
         serializedBuffer = virtual(serializedEntry, "buffer", cbb);
         deserializedValue = virtual(deserializedEntry, "value", Object.class);
         chunks = virtual(cbb, "chunks", java.nio.ByteBuffer[].class);
+        entrySize = virtual(cls("org.apache.spark.storage.memory.MemoryEntry"), "size", long.class);
         blockName = virtual(cls("org.apache.spark.storage.BlockId"), "name", String.class);
         rddBlockId = cls("org.apache.spark.storage.RDDBlockId");
         rddBlockRdd = virtual(rddBlockId, "rddId", int.class);
@@ -101,7 +106,12 @@ final class Spark {
         } catch (ReflectiveOperationException e) {
             throw missing("SparkConf.get(String, String)", e);
         }
-        rddId = virtual(cls("org.apache.spark.rdd.RDD"), "id", int.class);
+        Class<?> rdd = cls("org.apache.spark.rdd.RDD");
+        Class<?> level = cls("org.apache.spark.storage.StorageLevel");
+        rddId = virtual(rdd, "id", int.class);
+        rddStorageLevel = virtual(rdd, "getStorageLevel", level);
+        levelUseMemory = virtual(level, "useMemory", boolean.class);
+        levelDeserialized = virtual(level, "deserialized", boolean.class);
         Class<?> tmm = cls("org.apache.spark.memory.TaskMemoryManager");
         Class<?> location = cls("org.apache.spark.unsafe.memory.MemoryLocation");
         Class<?> block = cls("org.apache.spark.unsafe.memory.MemoryBlock");

@@ -28,6 +28,16 @@ public final class Wire {
     static final int KIND_OTHER = 7;
     // REGISTER flags
     static final int BLOCK_OBJECT_GRAPH = 0x01;
+    static final int BLOCK_CACHED_BATCH = 0x02;
+    // enum strata_walk_mode
+    static final int WALK_ON = 1;
+    static final int WALK_OFF = 2;
+    static final int WALK_UNSUPPORTED_GC = 3;
+    static final int WALK_NO_LAYOUT = 4;
+    // enum strata_walk_state
+    static final int WALK_DONE = 1;
+    static final int WALK_CUT = 2;
+    static final int WALK_STALE = 3;
     // enum strata_free_reason
     static final int FREE_REMOVED = 1;
     static final int FREE_EVICTED = 2;
@@ -47,6 +57,10 @@ public final class Wire {
             {"STRATA_KIND_SHUFFLE", KIND_SHUFFLE}, {"STRATA_KIND_TASK_RESULT", KIND_TASK_RESULT},
             {"STRATA_KIND_STREAM", KIND_STREAM}, {"STRATA_KIND_TUNGSTEN_PAGE", KIND_TUNGSTEN_PAGE},
             {"STRATA_KIND_OTHER", KIND_OTHER}, {"STRATA_BLOCK_OBJECT_GRAPH", BLOCK_OBJECT_GRAPH},
+            {"STRATA_BLOCK_CACHED_BATCH", BLOCK_CACHED_BATCH},
+            {"STRATA_WALK_ON", WALK_ON}, {"STRATA_WALK_OFF", WALK_OFF},
+            {"STRATA_WALK_UNSUPPORTED_GC", WALK_UNSUPPORTED_GC}, {"STRATA_WALK_NO_LAYOUT", WALK_NO_LAYOUT},
+            {"STRATA_WALK_DONE", WALK_DONE}, {"STRATA_WALK_CUT", WALK_CUT}, {"STRATA_WALK_STALE", WALK_STALE},
             {"STRATA_FREE_REMOVED", FREE_REMOVED}, {"STRATA_FREE_EVICTED", FREE_EVICTED},
             {"STRATA_FREE_PAGE_FREED", FREE_PAGE_FREED}, {"STRATA_FREE_TASK_END", FREE_TASK_END},
             {"STRATA_FREE_CLEARED", FREE_CLEARED}, {"STRATA_FREE_COLLECTED", FREE_COLLECTED},

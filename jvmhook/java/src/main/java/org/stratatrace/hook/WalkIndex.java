@@ -1,0 +1,111 @@
+package org.stratatrace.hook;
+
+import java.util.Arrays;
+
+/**
+ * The extents of every valid walk, sorted by address, to find the block
+ * whose walk holds an object: the blocks whose extents cover its address
+ * are asked whether it starts an object they marked ({@link PageSet}).
+ * Extents of one walk are disjoint; those of different walks may overlap
+ * (a page holding objects of both). Rebuilt by merging when a walk becomes
+ * valid or stops being so; used only on the walker's thread.
+ */
+final class WalkIndex {
+    /** What the index knows of a walk: its extents and its object starts. */
+    interface Holder {
+        PageSet pages();
+    }
+
+    private long[] lo = new long[0], hi = new long[0];
+    /** reach[i]: the largest hi of extents 0..i, so a search stops early. */
+    private long[] reach = new long[0];
+    private Holder[] owner = new Holder[0];
+    private int n;
+    /** The last address range found covered by no extent: [gapLo, gapHi). */
+    private long gapLo, gapHi;
+
+    int extents() {
+        return n;
+    }
+
+    /** Adds a walk's extents ({vaddr, length} pairs, ascending). */
+    void add(Holder h, long[] ext) {
+        int k = ext.length / 2;
+        long[] nlo = new long[n + k], nhi = new long[n + k];
+        Holder[] now = new Holder[n + k];
+        int i = 0, j = 0, m = 0;
+        while (i < n || j < k) {
+            if (j >= k || (i < n && lo[i] <= ext[2 * j])) {
+                nlo[m] = lo[i];
+                nhi[m] = hi[i];
+                now[m++] = owner[i++];
+            } else {
+                nlo[m] = ext[2 * j];
+                nhi[m] = ext[2 * j] + ext[2 * j + 1];
+                now[m++] = h;
+                j++;
+            }
+        }
+        set(nlo, nhi, now, m);
+    }
+
+    /** Removes every extent of a walk. */
+    void remove(Holder h) {
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            if (owner[i] != h) {
+                lo[m] = lo[i];
+                hi[m] = hi[i];
+                owner[m++] = owner[i];
+            }
+        }
+        Arrays.fill(owner, m, n, null);
+        set(lo, hi, owner, m);
+    }
+
+    private void set(long[] nlo, long[] nhi, Holder[] now, int m) {
+        lo = nlo;
+        hi = nhi;
+        owner = now;
+        n = m;
+        if (reach.length < m) {
+            reach = new long[m];
+        }
+        long r = Long.MIN_VALUE;
+        for (int i = 0; i < m; i++) {
+            r = Math.max(r, hi[i]);
+            reach[i] = r;
+        }
+        gapLo = gapHi = 0;
+    }
+
+    /** The walk that holds an object starting at addr, or null. */
+    Holder holder(long addr) {
+        if (addr >= gapLo && addr < gapHi) {
+            return null;
+        }
+        // The last extent starting at or below addr.
+        int a = 0, b = n - 1, i = -1;
+        while (a <= b) {
+            int mid = (a + b) >>> 1;
+            if (lo[mid] <= addr) {
+                i = mid;
+                a = mid + 1;
+            } else {
+                b = mid - 1;
+            }
+        }
+        if (i < 0 || reach[i] <= addr) {
+            // No extent covers addr: remember the gap it is in.
+            gapLo = i < 0 ? Long.MIN_VALUE : reach[i];
+            gapHi = i + 1 < n ? lo[i + 1] : Long.MAX_VALUE;
+            return null;
+        }
+        for (int j = i; j >= 0 && reach[j] > addr; j--) {
+            if (hi[j] > addr && owner[j].pages().marked(addr)) {
+                return owner[j];
+            }
+        }
+        return null;
+    }
+}

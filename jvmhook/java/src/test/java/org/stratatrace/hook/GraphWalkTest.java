@@ -1,0 +1,308 @@
+package org.stratatrace.hook;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import com.sun.management.HotSpotDiagnosticMXBean;
+
+/**
+ * The walker's walk on object graphs built here, in a JVM that runs
+ * libstratahook.so as its agent (make passes it as -Dstrata.lib; without it
+ * the tests skip and say so). Object counts are known by construction; byte
+ * counts are checked against the JVM's own answer for every object (JVMTI
+ * GetObjectSize, arrays included), addresses against the calibrated
+ * reference decoding, so a wrong array size or a missed page fails.
+ */
+class GraphWalkTest {
+    private static int align, page;
+
+    @BeforeAll
+    static void load() {
+        String lib = System.getProperty("strata.lib");
+        assumeTrue(lib != null && !lib.isEmpty(), "skipping: no -Dstrata.lib (make builds the library first)");
+        System.load(lib);
+        ObjectAddress.calibrate();
+        HotSpotDiagnosticMXBean hs = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class);
+        align = Integer.parseInt(hs.getVMOption("ObjectAlignmentInBytes").getValue());
+        page = ObjectAddress.pageSize();
+    }
+
+    static final class Node {
+        Node next;
+        byte[] data;
+        int value;
+
+        Node(Node next, byte[] data) {
+            this.next = next;
+            this.data = data;
+        }
+    }
+
+    record Rec(byte[] payload) {}
+
+    static final class Holder {
+        final Object o;
+
+        Holder(Object o) {
+            this.o = o;
+        }
+    }
+
+    /** One walk, repeated until no collection overlapped it; the caller frees w.pages. */
+    private static GraphWalk walk(WalkIndex index, long limit, Object[] root) {
+        GraphWalk w = new GraphWalk(new Layout.Table(Layout.jvmStops()), index, limit, page, align, 64 << 10);
+        for (int i = 0; i < 10; i++) {
+            int e = Native.gcEpoch();
+            w.run(root, () -> true);
+            if (Native.gcEpoch() == e) {
+                return w;
+            }
+            w.pages.free();
+        }
+        throw new AssertionError("a collection overlapped every walk");
+    }
+
+    private static long size(Object... objs) {
+        long n = 0;
+        for (Object o : objs) {
+            long s = Native.objectSize(o);
+            assertTrue(s > 0, "GetObjectSize of " + o.getClass());
+            n += s;
+        }
+        return n;
+    }
+
+    private static long address(Object o) {
+        return ObjectAddress.address(new Object[] {o});
+    }
+
+    /** Every object's bytes lie in the walk's extents, which are page aligned, ascending, disjoint. */
+    private static void assertCovered(GraphWalk w, Object... objs) {
+        long[] ext = w.pages.extents();
+        long end = -1;
+        for (int i = 0; i < ext.length; i += 2) {
+            assertEquals(0, ext[i] % page, "extent start page aligned");
+            assertEquals(0, ext[i + 1] % page, "extent length whole pages");
+            assertTrue(ext[i + 1] > 0 && ext[i] > end, "extents ascending, disjoint, not touching");
+            end = ext[i] + ext[i + 1];
+        }
+        for (Object o : objs) {
+            long a = address(o), s = Native.objectSize(o);
+            boolean in = false;
+            for (int i = 0; i < ext.length && !in; i += 2) {
+                in = a >= ext[i] && a + s <= ext[i] + ext[i + 1];
+            }
+            assertTrue(in, o.getClass() + " at " + Long.toHexString(a) + "+" + s + " outside the extents");
+            assertTrue(w.pages.marked(a), "object start marked");
+        }
+    }
+
+    @Test
+    void cycleIsWalkedOnce() {
+        List<Object> all = new ArrayList<>();
+        Node first = new Node(null, new byte[10]);
+        Node n = first;
+        all.add(first);
+        all.add(first.data);
+        for (int i = 1; i < 100; i++) {
+            n = new Node(n, new byte[10 + i]);
+            all.add(n);
+            all.add(n.data);
+        }
+        first.next = n; // a ring
+        Object[] root = {n, first, n};
+        all.add(root);
+        GraphWalk w = walk(new WalkIndex(), Long.MAX_VALUE, root);
+        try {
+            assertEquals(201, w.objects);
+            assertEquals(size(all.toArray()), w.bytes);
+            assertFalse(w.cut);
+            assertEquals(0, w.sharedObjects);
+            assertCovered(w, all.toArray());
+        } finally {
+            w.pages.free();
+        }
+    }
+
+    @Test
+    void millionCellListNeedsNoRecursion() {
+        Node head = null;
+        for (int i = 0; i < 1_000_000; i++) {
+            head = new Node(head, null);
+        }
+        Object[] root = {head};
+        GraphWalk w = walk(new WalkIndex(), Long.MAX_VALUE, root);
+        try {
+            assertEquals(1_000_001, w.objects);
+            assertEquals(size((Object) root) + 1_000_000 * size(head), w.bytes);
+        } finally {
+            w.pages.free();
+        }
+    }
+
+    @Test
+    void arraysNullsAndEmptyObjects() {
+        int[][] grid = new int[3][4];
+        Object plain = new Object();
+        Object[] empty = {null, null};
+        String s = "strata " + System.nanoTime();
+        long[] big = new long[2_000_000]; // 16 MB: kept as a run of pages
+        byte[] value = valueOf(s);
+        Object[] root = {null, plain, new int[5], grid, empty, s, big, null};
+        Object five = root[2];
+        GraphWalk w = walk(new WalkIndex(), Long.MAX_VALUE, root);
+        try {
+            // root, plain, int[5], grid + its 3 rows, empty, the String and its bytes, big
+            assertEquals(11, w.objects);
+            assertEquals(size(root, plain, five, grid, grid[0], grid[1], grid[2], empty, s, value, big), w.bytes);
+            assertCovered(w, root, plain, five, grid, grid[0], grid[1], grid[2], empty, s, value, big);
+            assertTrue(w.pages.pages() >= big.length * 8L / page, "the long[]'s pages are the walk's");
+        } finally {
+            w.pages.free();
+        }
+    }
+
+    /** The byte[] behind a String (its field "value", read as the walker reads it). */
+    private static byte[] valueOf(String s) {
+        try {
+            return (byte[]) ObjectAddress.reference(s, ObjectAddress.fieldOffset(String.class.getDeclaredField("value")));
+        } catch (NoSuchFieldException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    @Test
+    void stopsAreNeitherCountedNorFollowed() {
+        Holder h = new Holder(Thread.currentThread());
+        Object[] root = {Thread.currentThread(), String.class, h, new java.lang.ref.WeakReference<>(new byte[100])};
+        GraphWalk w = walk(new WalkIndex(), Long.MAX_VALUE, root);
+        try {
+            assertEquals(2, w.objects); // the array and the holder
+            assertEquals(size(root, h), w.bytes);
+        } finally {
+            w.pages.free();
+        }
+    }
+
+    @Test
+    void opaqueObjectsAreCountedNotFollowed() throws Exception {
+        byte[] captured = new byte[1000];
+        Runnable lambda = () -> captured[0]++;
+        Rec rec = new Rec(new byte[1000]);
+        Object broken = brokenInstance();
+        assertThrows(NoClassDefFoundError.class, () -> broken.getClass().getDeclaredFields());
+        Object[] root = {lambda, rec, broken};
+        GraphWalk w = walk(new WalkIndex(), Long.MAX_VALUE, root);
+        try {
+            assertEquals(4, w.objects);
+            assertEquals(3, w.opaqueObjects);
+            assertEquals(size(root, lambda, rec, broken), w.bytes);
+        } finally {
+            w.pages.free();
+        }
+    }
+
+    /** An instance of Broken whose field's class cannot load (reflection on it throws). */
+    private static Object brokenInstance() throws Exception {
+        String name = Broken.class.getName();
+        byte[] b;
+        try (InputStream in = GraphWalkTest.class.getResourceAsStream("/" + name.replace('.', '/') + ".class")) {
+            b = in.readAllBytes();
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        }
+        ClassLoader l = new ClassLoader(null) {
+            @Override
+            protected Class<?> findClass(String n) throws ClassNotFoundException {
+                if (n.equals(name)) {
+                    return defineClass(n, b, 0, b.length);
+                }
+                throw new ClassNotFoundException(n);
+            }
+        };
+        return l.loadClass(name).getDeclaredConstructor().newInstance();
+    }
+
+    @Test
+    void sharedObjectsBelongToTheFirstWalk() {
+        Node[] nodes = new Node[10];
+        for (int i = 0; i < nodes.length; i++) {
+            nodes[i] = new Node(null, new byte[64]);
+        }
+        Object[] first = nodes.clone();
+        Object[] second = nodes.clone();
+        WalkIndex index = new WalkIndex();
+        GraphWalk a = walk(index, Long.MAX_VALUE, first);
+        PageSet held = a.pages;
+        index.add(() -> held, held.extents());
+        GraphWalk b = walk(index, Long.MAX_VALUE, second);
+        try {
+            assertEquals(21, a.objects);
+            assertEquals(1, b.objects); // its own array only
+            assertEquals(size((Object) second), b.bytes);
+            assertEquals(10, b.sharedObjects);
+            assertEquals(10 * size(nodes[0]), b.sharedBytes);
+            assertFalse(b.pages.marked(address(nodes[0])));
+        } finally {
+            b.pages.free();
+            held.free();
+        }
+    }
+
+    @Test
+    void walkIsCutAtItsObjectLimit() {
+        Node head = null;
+        for (int i = 0; i < 100; i++) {
+            head = new Node(head, null);
+        }
+        GraphWalk w = walk(new WalkIndex(), 10, new Object[] {head});
+        try {
+            assertTrue(w.cut);
+            assertEquals(10, w.objects);
+        } finally {
+            w.pages.free();
+        }
+    }
+
+    @Test
+    void pageSetMarksAndRuns() {
+        PageSet p = new PageSet(page, align);
+        try {
+            long base = 1L << 40;
+            assertTrue(p.markStart(base + 8));
+            assertFalse(p.markStart(base + 8));
+            assertTrue(p.marked(base + 8));
+            assertFalse(p.marked(base));
+            assertFalse(p.marked(base + 16));
+            p.cover(base + 8, 3L * page); // a neighbour page run: base .. base+3 pages
+            for (int i = 0; i < 5000; i++) { // grows the table
+                p.markStart(base + (long) (i + 10) * page);
+            }
+            p.markStart(base + 100_000L * page);
+            p.cover(base + 100_000L * page, 40L * page); // a run
+            long[] ext = p.extents();
+            assertEquals(base, ext[0]);
+            assertEquals(4L * page, ext[1]);
+            assertEquals(base + 10L * page, ext[2]);
+            assertEquals(5000L * page, ext[3]);
+            assertEquals(base + 100_000L * page, ext[4]);
+            assertEquals(40L * page, ext[5]);
+            assertEquals(6, ext.length);
+        } finally {
+            p.free();
+        }
+        assertFalse(p.marked(1L << 40), "a freed set holds nothing");
+    }
+}
