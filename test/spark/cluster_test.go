@@ -172,16 +172,18 @@ type cachedRDD struct {
 	id    int
 	loc   string // on_heap or off_heap
 	graph bool   // deserialized: the block is its array of references
+	batch bool   // a cached DataFrame: the block is its batches' column buffers
 	parts int    // partitions Spark must list; 0: those it lists in memory
 	bytes func(b []byte, part int) error
 }
 
 // cached lists the RDDs the job cached: serialized off and on the heap
-// (stamped bytes), deserialized (references) and the DataFrame.
+// (stamped bytes), deserialized (references) and the DataFrame (column
+// buffers).
 func (c *cluster) cached() []cachedRDD {
 	return []cachedRDD{
 		{id: c.s.Deser, loc: "on_heap", graph: true, parts: c.s.Parts, bytes: c.refs}, // first: it tells the reference size
-		{id: c.s.DF, loc: "on_heap", graph: true, bytes: c.refs},
+		{id: c.s.DF, loc: "on_heap", batch: true},
 		c.stamped(c.s.Ser, "off_heap", c.s.Parts),
 		c.stamped(c.s.SerHeap, "on_heap", c.s.Parts),
 	}
@@ -305,8 +307,17 @@ func (c *cluster) checkBlock(t *testing.T, ch []recordLine, again history, want 
 		if c.ref == 0 {
 			return fmt.Errorf("reference size unknown: check RDD %d first", c.s.Deser)
 		}
+	} else if want.batch {
+		// Spark's size of a cached batch is its buffers' and a few hundred
+		// bytes of batch objects and statistics.
+		if r := float64(sum) / float64(p.MemoryUsed); r < 0.8 || r > 1.6 {
+			return fmt.Errorf("column buffers add up to %d bytes, %.2f of Spark's %d", sum, r, p.MemoryUsed)
+		}
 	} else if sum != uint64(p.MemoryUsed) {
 		return fmt.Errorf("ranges add up to %d bytes, Spark says %d", sum, p.MemoryUsed)
+	}
+	if want.bytes == nil {
+		return nil
 	}
 	if err := want.bytes(data, part); err != nil {
 		return fmt.Errorf("bytes at the recorded ranges: %w", err)

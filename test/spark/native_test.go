@@ -30,7 +30,8 @@ func TestHookExports(t *testing.T) {
 		got = append(got, f[len(f)-1])
 	}
 	want := map[string]bool{"Agent_OnLoad": true, "Agent_OnUnload": true, "JNI_OnLoad": true}
-	for _, n := range []string{"start", "identify", "register", "free", "access", "address", "arrayAddress", "stats", "report"} {
+	for _, n := range []string{"start", "identify", "register", "free", "access", "address", "arrayAddress", "stats", "report",
+		"walkMode", "gcEpoch", "objectSize", "walk", "checked"} {
 		want["Java_org_stratatrace_hook_Native_"+n] = true
 	}
 	for _, s := range got {

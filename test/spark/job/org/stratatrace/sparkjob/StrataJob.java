@@ -40,11 +40,18 @@ import org.apache.spark.storage.StorageLevel;
  * default 4),
  * --records N (records per partition, default 8), --record BYTES (default
  * 131072), --evict-mb N (size of the RDD that overfills storage, default 64).
+ *
+ * With "walk" as its first argument it runs StrataWalkJob instead (the
+ * rest of the arguments are that job's), under the same protocol.
  */
 public final class StrataJob {
     static final int STAMP = 32;
 
     public static void main(String[] args) throws Exception {
+        if (args.length > 0 && args[0].equals("walk")) {
+            StrataWalkJob.main(java.util.Arrays.copyOfRange(args, 1, args.length));
+            return;
+        }
         boolean offheap = false;
         int parts = 4, records = 8, record = 128 << 10, evictMb = 64, gcSteps = 1;
         for (int i = 0; i < args.length; i++) {

@@ -1,0 +1,331 @@
+package spark
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stratatrace/strata/agent/hooksrv"
+	"github.com/stratatrace/strata/test/sparkjob"
+	"github.com/stratatrace/strata/test/testenv"
+)
+
+// walkObjectLimit is the runs' walk-objects=: above every partition's
+// objects but the big RDD's, whose walk is cut.
+const walkObjectLimit = 5000
+
+// walkStep is one of StrataWalkJob's steps: its line and its details.
+type walkStep struct {
+	sparkjob.Step
+	RDDs    map[string]int      `json:"rdds"`
+	Columns map[string][]string `json:"columns"`
+	Buffers map[string]uint64   `json:"buffers"`
+	Parts   int                 `json:"parts"`
+	Records int                 `json:"records"`
+	Big     int                 `json:"big"`
+}
+
+// next waits for StrataWalkJob's step name and reads its details.
+func nextWalkStep(t *testing.T, j *sparkjob.Job, dir, name string) walkStep {
+	t.Helper()
+	s := walkStep{Step: j.Next(t, name)}
+	details(t, dir, s.Step, &s)
+	return s
+}
+
+// The DataFrames of StrataWalkJob and the tags of their markers.
+var walkTables = []struct {
+	name string
+	tag  int
+}{{"df_ints", 1}, {"df_strings", 2}, {"df_mixed", 3}, {"beans", 4}}
+
+// TestHookWalk runs StrataWalkJob under the hook (Spark 3.5 with G1, Spark
+// 4 with ParallelGC) and checks that every cached byte of its deserialized
+// blocks is resolved: object graphs walked (byte[] records, records of
+// objects and strings, a MEMORY_AND_DISK RDD), cached DataFrames and a
+// Dataset of beans registered per column buffer, before and after full GCs
+// that move them, against Spark's live REST API, the job's own sums of its
+// batches' buffers and the markers every record carries, read through
+// /proc/PID/mem. Objects two RDDs share count once; a walk over its object
+// budget says it was cut; no stale walk is ever usable; unpersisting frees
+// every range, and no walk follows a FREE.
+func TestHookWalk(t *testing.T) {
+	testenv.RequireJava(t)
+	for _, c := range []struct{ series, gc, flags string }{
+		// G1's full GC leaves regions almost wholly live where they are
+		// (MarkSweepDeadRatio, 5 % by default): 0 has it compact them all,
+		// so that the cached objects move.
+		{"3.5", "G1", "-XX:+UseG1GC -XX:MarkSweepDeadRatio=0"},
+		{"4", "Parallel", "-XX:+UseParallelGC"},
+	} {
+		t.Run("spark"+c.series+"-"+c.gc, func(t *testing.T) { runWalk(t, c.series, c.flags) })
+	}
+}
+
+func runWalk(t *testing.T, series, gc string) {
+	home := testenv.SparkHome(t, series)
+	rec, srv := startHookServer(t)
+	opts := sparkjob.HookOpts(t, srv.Path()) + ",walk-objects=" + strconv.Itoa(walkObjectLimit) + " " + gc
+	dir := t.TempDir()
+	j := sparkjob.Start(t, home, "local[2]", sparkConf(false,
+		"spark.driver.extraJavaOptions="+opts, "spark.driver.memory=700m",
+		"spark.ui.port="+strconv.Itoa(freePort(t)),
+		// The markers must be readable in the column buffers.
+		"spark.sql.inMemoryColumnarStorage.compressed=false"), "walk", "--out", dir)
+
+	s := nextWalkStep(t, j, dir, "cached")
+	evs := rec.all()
+	if len(evs) == 0 || evs[0].Session.Walk != hooksrv.WalkOn {
+		t.Fatalf("no session walking object graphs (%v)", evs)
+	}
+	before := checkResolved(t, rec, s, "cached")
+
+	j.Proceed(t)
+	j.Next(t, "gc")
+	time.Sleep(settle)
+	after := checkResolved(t, rec, s, "after full GCs")
+	if v := rec.walks(); v.stale == 0 {
+		t.Errorf("no STALE walk after full GCs (GC epoch %d)", v.gc)
+	}
+	// Every walk was made again, and the objects moved.
+	moved := 0
+	for name, w := range before {
+		a := after[name]
+		if a.Seq <= w.Seq || a.GCEpoch <= w.GCEpoch {
+			t.Errorf("block %s: walk %d at epoch %d before the full GCs, %d at %d after: not walked again", name, w.Seq, w.GCEpoch, a.Seq, a.GCEpoch)
+		}
+		if len(a.Extents) > 0 && len(w.Extents) > 0 && a.Extents[0] != w.Extents[0] {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Errorf("no walked block moved in the full GCs")
+	}
+	t.Logf("%d of %d walked blocks moved in the full GCs", moved, len(before))
+
+	j.Proceed(t)
+	u := nextWalkStep(t, j, dir, "unpersisted")
+	for name, rdd := range u.RDDs {
+		t.Logf("unpersisted %s (RDD %d)", name, rdd)
+		checkGone(t, rec, u.Step, rdd, hooksrv.FreeRemoved)
+	}
+	for _, e := range rec.walks().errors {
+		t.Error(e)
+	}
+
+	j.Proceed(t)
+	counters := sparkjob.HookCounters(t, j.Finish(t))
+	t.Logf("hook counters: %v", counters)
+	if counters["errors"] != 0 || counters["walk-errors"] != 0 || counters["walks"] == 0 || counters["cut"] < 1 ||
+		counters["stale"] < 1 || counters["objects"] == 0 {
+		t.Errorf("hook counters %v: want no errors, walks, a cut walk, stale marks", counters)
+	}
+}
+
+// checkResolved checks every cached RDD of the job at one moment; it
+// returns the walks it checked by block.
+func checkResolved(t *testing.T, rec *recorder, s walkStep, when string) map[string]*hooksrv.Walk {
+	t.Helper()
+	st := s.Step
+	walks := map[string]*hooksrv.Walk{}
+	checkWalks(t, rec, st, s.RDDs["bytes"], s.Parts, stampMarkers, when, walks)
+	checkWalks(t, rec, st, s.RDDs["objects"], s.Parts, objMarkers, when, walks)
+	checkWalks(t, rec, st, s.RDDs["disk"], s.Parts, objMarkers, when, walks)
+	checkShared(t, rec, st, s, when)
+	checkCut(t, rec, st, s.RDDs["big"], when)
+	for _, tb := range walkTables {
+		tag := tb.tag
+		checkBatches(t, rec, st, s.RDDs[tb.name], s.Parts, s.Columns[tb.name], s.Buffers,
+			func(part int) [][]byte { return dfMarkers(tag, part) }, when)
+	}
+	for _, e := range rec.walks().errors {
+		t.Error(e)
+	}
+	return walks
+}
+
+// listedParts waits for Spark to list parts cached partitions of rdd.
+func listedParts(t *testing.T, s sparkjob.Step, rdd, parts int, when string) []restPartition {
+	t.Helper()
+	r, ok := storageUntil(t, s, rdd, func(r restRDD, ok bool) bool { return ok && len(r.Partitions) == parts })
+	if !ok || len(r.Partitions) != parts {
+		t.Fatalf("%s: Spark lists %d cached partitions of RDD %d, want %d", when, len(r.Partitions), rdd, parts)
+	}
+	return r.Partitions
+}
+
+// usableWalk waits for the object-graph block registered as name to have
+// a usable walk, and returns its registration and walk.
+func usableWalk(t *testing.T, rec *recorder, name string) (hooksrv.Event, *hooksrv.Walk) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ch := waitChunks(t, rec, name)
+		if len(ch) != 1 || !ch[0].Block.ObjectGraph {
+			t.Fatalf("block %s registered as %d ranges, first %+v: want one object graph", name, len(ch), ch[0].Block)
+		}
+		if w := rec.walks().usable(ch[0].Block.HookID); w != nil {
+			return ch[0], w
+		}
+		if time.Now().After(deadline) {
+			v := rec.walks()
+			t.Fatalf("block %s: no usable walk after 30 s (latest %+v, GC epoch %d)", name, v.walks[ch[0].Block.HookID], v.gc)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkWalks: every partition Spark lists of an object-graph RDD has a
+// complete walk whose pages add up to 0.8-1.6 of Spark's memoryUsed, at
+// least 90 % of them holding the partition's markers and every extent some
+// (but the one with the block's array of references). The walks go in
+// walks by block.
+func checkWalks(t *testing.T, rec *recorder, s sparkjob.Step, rdd, parts int, markers func(rdd, part int) [][]byte, when string,
+	walks map[string]*hooksrv.Walk) {
+	t.Helper()
+	for _, p := range listedParts(t, s, rdd, parts, when) {
+		part := partitionOf(t, p.BlockName)
+		var err error
+		var ratio float64
+		var w *hooksrv.Walk
+		for try := 0; try < 5; try++ { // a GC may move the objects between the walk and the read
+			var e hooksrv.Event
+			e, w = usableWalk(t, rec, p.BlockName)
+			if e.Block.SparkBytes != uint64(p.MemoryUsed) {
+				t.Errorf("%s: block %s: REGISTER's Spark size %d, Spark says %d", when, p.BlockName, e.Block.SparkBytes, p.MemoryUsed)
+			}
+			if w.State != hooksrv.WalkDone || w.Objects == 0 || w.Bytes == 0 {
+				t.Fatalf("%s: block %s: walk %+v, want a complete one", when, p.BlockName, w)
+			}
+			var pages uint64
+			for _, x := range w.Extents {
+				pages += x.Length
+			}
+			ratio = float64(pages) / float64(p.MemoryUsed)
+			if ratio < 0.8 || ratio > 1.6 {
+				t.Errorf("%s: block %s: walk's pages %d bytes, %.2f of Spark's %d (objects %d bytes %d)",
+					when, p.BlockName, pages, ratio, p.MemoryUsed, w.Objects, w.Bytes)
+			}
+			if err = extentMarks(s.PID, e, w.Extents, markers(rdd, part)); err == nil {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err != nil {
+			t.Errorf("%s: block %s: %v", when, p.BlockName, err)
+		}
+		t.Logf("%s: %s: %d objects, %d bytes, %d extents, pages %.2f of Spark's %d", when, p.BlockName,
+			w.Objects, w.Bytes, len(w.Extents), ratio, p.MemoryUsed)
+		walks[p.BlockName] = w
+	}
+}
+
+// extentMarks reads every extent of the walk of the block registered as
+// reg: 90 % of the pages hold a marker, and every extent some but one that
+// holds the block's array of references (the array is the block's too, and
+// marks nothing).
+func extentMarks(pid int, reg hooksrv.Event, ext []hooksrv.Extent, markers [][]byte) error {
+	marked, judged := 0, 0
+	for _, x := range ext {
+		m, j, whole, err := pageMarks(pid, x.Vaddr, x.Length, uint64(reg.Session.PageSize), markers, 64)
+		if err != nil {
+			return err
+		}
+		array := reg.Vaddr < x.Vaddr+x.Length && x.Vaddr < reg.Vaddr+reg.Length
+		if !whole && !array {
+			return fmt.Errorf("extent %#x+%d holds no marker of the partition", x.Vaddr, x.Length)
+		}
+		marked += m
+		judged += j
+	}
+	if judged == 0 || marked*10 < judged*9 {
+		return fmt.Errorf("%d of %d pages hold the partition's markers", marked, judged)
+	}
+	return nil
+}
+
+// checkShared: the filtered RDD holds the objects RDD's records, so its
+// walks count only their own arrays and find every record shared.
+func checkShared(t *testing.T, rec *recorder, s sparkjob.Step, js walkStep, when string) {
+	t.Helper()
+	for _, p := range listedParts(t, s, js.RDDs["filtered"], js.Parts, when) {
+		e, w := usableWalk(t, rec, p.BlockName)
+		_, own := usableWalk(t, rec, fmt.Sprintf("rdd_%d_%d", js.RDDs["objects"], partitionOf(t, p.BlockName)))
+		array := e.Length + 64 // the elements and any array header
+		if w.Objects != 1 || w.Bytes > array || w.SharedObjects != uint64(js.Records) || w.SharedBytes < uint64(js.Records)*16 ||
+			w.SharedBytes >= own.Bytes {
+			t.Errorf("%s: filtered block %s: walk %d objects %d bytes, shared %d objects %d bytes; want its array only (%d bytes) "+
+				"and the %d records shared (the objects RDD's walk: %d bytes)",
+				when, p.BlockName, w.Objects, w.Bytes, w.SharedObjects, w.SharedBytes, e.Length, js.Records, own.Bytes)
+		}
+	}
+}
+
+// checkCut: the big RDD's walk stopped at walk-objects.
+func checkCut(t *testing.T, rec *recorder, s sparkjob.Step, rdd int, when string) {
+	t.Helper()
+	p := listedParts(t, s, rdd, 1, when)[0]
+	_, w := usableWalk(t, rec, p.BlockName)
+	if w.State != hooksrv.WalkCut || w.Objects != walkObjectLimit {
+		t.Errorf("%s: big block %s: walk %v of %d objects, want cut at %d", when, p.BlockName, w.State, w.Objects, walkObjectLimit)
+	}
+}
+
+// checkBatches: every partition of a cached DataFrame is registered as its
+// batches' buffers, one chunk each, with its column and the column's name;
+// the chunks add up to the job's own sum of the buffers exactly (when known)
+// and to 0.8-1.6 of Spark's memoryUsed; with markers, 90 % of their pages
+// hold the partition's and every chunk some.
+func checkBatches(t *testing.T, rec *recorder, s sparkjob.Step, rdd, parts int, columns []string, buffers map[string]uint64,
+	markers func(part int) [][]byte, when string) {
+	t.Helper()
+	for _, p := range listedParts(t, s, rdd, parts, when) {
+		part := partitionOf(t, p.BlockName)
+		var err error
+		var sum uint64
+		for try := 0; try < 5; try++ {
+			ch := waitChunks(t, rec, p.BlockName)
+			sum = 0
+			marked, judged := 0, 0
+			err = nil
+			for i, e := range ch {
+				b := e.Block
+				if !b.CachedBatch || b.ObjectGraph || int(b.Chunk) != i || int(b.RDDID) != rdd || int(b.Partition) != part ||
+					b.Column < 0 || int(b.Column) >= len(columns) || b.ColumnName != columns[b.Column] ||
+					b.SparkBytes != uint64(p.MemoryUsed) {
+					t.Fatalf("%s: block %s chunk %d registered as %+v (columns %v, Spark's size %d)", when, p.BlockName, i, b, columns, p.MemoryUsed)
+				}
+				sum += e.Length
+				if markers != nil && err == nil {
+					m, j, whole, rerr := pageMarks(s.PID, e.Vaddr, e.Length, uint64(e.Session.PageSize), markers(part), 64)
+					switch {
+					case rerr != nil:
+						err = rerr
+					case !whole:
+						err = fmt.Errorf("chunk %d (column %s) holds no marker of partition %d", i, b.ColumnName, part)
+					}
+					marked, judged = marked+m, judged+j
+				}
+			}
+			if want, ok := buffers[p.BlockName]; ok && sum != want {
+				t.Errorf("%s: block %s: chunks add up to %d bytes, the job's batches' buffers to %d", when, p.BlockName, sum, want)
+			}
+			if err == nil && markers != nil && marked*10 < judged*9 {
+				err = fmt.Errorf("%d of %d pages hold partition %d's markers", marked, judged, part)
+			}
+			if err == nil {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err != nil {
+			t.Errorf("%s: block %s: %v", when, p.BlockName, err)
+		}
+		ratio := float64(sum) / float64(p.MemoryUsed)
+		if ratio < 0.8 || ratio > 1.6 {
+			t.Errorf("%s: block %s: buffers %d bytes, %.2f of Spark's %d", when, p.BlockName, sum, ratio, p.MemoryUsed)
+		}
+		t.Logf("%s: %s: %d buffer bytes, %.2f of Spark's %d", when, p.BlockName, sum, ratio, p.MemoryUsed)
+	}
+}

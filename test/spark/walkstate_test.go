@@ -1,0 +1,156 @@
+package spark
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stratatrace/strata/agent/hooksrv"
+	"github.com/stratatrace/strata/test/sparkjob"
+)
+
+// ---- StrataWalkJob's steps
+
+// details reads what StrataWalkJob wrote of its step into v (its --out
+// directory holds one STEP.json per step).
+func details(t *testing.T, dir string, s sparkjob.Step, v any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, s.Step+".json"))
+	if err != nil {
+		t.Fatalf("step %s: %v", s.Step, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("step %s: %s: %v", s.Step, b, err)
+	}
+}
+
+// ---- what the hook said of walks, replayed in frame order
+
+// blockWalk is a block's latest walk and the GC epoch it holds at (its
+// own, raised by every CHECKED that covers it).
+type blockWalk struct {
+	walk  *hooksrv.Walk
+	holds uint32
+	block hooksrv.Event // the walk's event (block as registered)
+}
+
+// walkView is the walks of the first session as the agent would keep them.
+type walkView struct {
+	gc     uint32 // the latest GC frame's epoch
+	walks  map[uint64]*blockWalk
+	freed  map[uint64]bool
+	stale  int      // STALE marks seen
+	errors []string // frames that broke the protocol's promises
+}
+
+// walks replays rec's events: GC frames, walks, CHECKED and FREE.
+func (r *recorder) walks() *walkView {
+	v := &walkView{walks: map[uint64]*blockWalk{}, freed: map[uint64]bool{}}
+	for _, e := range r.all() {
+		switch e.Kind {
+		case hooksrv.EventGC:
+			if e.GCEpoch < v.gc {
+				v.errors = append(v.errors, fmt.Sprintf("GC frame of epoch %d after one of %d", e.GCEpoch, v.gc))
+			}
+			v.gc = e.GCEpoch
+		case hooksrv.EventChecked:
+			if e.GCEpoch > v.gc {
+				v.errors = append(v.errors, fmt.Sprintf("CHECKED %d before its GC frame (latest %d)", e.GCEpoch, v.gc))
+			}
+			for _, w := range v.walks {
+				if w.walk.State != hooksrv.WalkStale && w.holds < e.GCEpoch {
+					w.holds = e.GCEpoch
+				}
+			}
+		case hooksrv.EventWalk:
+			if v.freed[e.Block.HookID] {
+				v.errors = append(v.errors, fmt.Sprintf("WALK of block %s (id %d) after its FREE", e.Block.Name, e.Block.HookID))
+			}
+			if e.Walk.State != hooksrv.WalkStale && e.Walk.GCEpoch > v.gc {
+				v.errors = append(v.errors, fmt.Sprintf("walk of %s at epoch %d before the GC frame of that epoch (latest %d)",
+					e.Block.Name, e.Walk.GCEpoch, v.gc))
+			}
+			if old := v.walks[e.Block.HookID]; old != nil && e.Walk.Seq != old.walk.Seq+1 {
+				v.errors = append(v.errors, fmt.Sprintf("walk of %s: seq %d after %d", e.Block.Name, e.Walk.Seq, old.walk.Seq))
+			}
+			if e.Walk.State == hooksrv.WalkStale {
+				v.stale++
+			}
+			v.walks[e.Block.HookID] = &blockWalk{walk: e.Walk, holds: e.Walk.GCEpoch, block: e}
+		case hooksrv.EventFree:
+			v.freed[e.Block.HookID] = true
+		}
+	}
+	return v
+}
+
+// usable is the block's walk when the agent could use it now: not stale and
+// holding at the latest GC epoch.
+func (v *walkView) usable(id uint64) *hooksrv.Walk {
+	w := v.walks[id]
+	if w == nil || w.walk.State == hooksrv.WalkStale || w.holds != v.gc {
+		return nil
+	}
+	return w.walk
+}
+
+// ---- markers
+
+// objMarkers are the markers of an object record of (rdd, part): its
+// strings' prefix and its marker long (StrataWalkJob).
+func objMarkers(rdd, part int) [][]byte {
+	l := make([]byte, 8)
+	binary.LittleEndian.PutUint64(l, 0x4F424A0000000000|uint64(rdd)<<20|uint64(part))
+	return [][]byte{[]byte(fmt.Sprintf("STRATA-OBJ-r%06d-p%06d-", rdd, part)), l}
+}
+
+// stampMarkers is the stamp prefix of StrataJob's records of (rdd, part).
+func stampMarkers(rdd, part int) [][]byte {
+	return [][]byte{[]byte(fmt.Sprintf("STRATAr%06dp%06d", rdd, part))}
+}
+
+// dfMarkers are the values of a DataFrame row of table tag, partition part
+// (StrataWalkJob): the int, the long, the double and the strings' prefix.
+func dfMarkers(tag, part int) [][]byte {
+	i := uint32(0x53440000 + tag*256 + part)
+	b4 := binary.LittleEndian.AppendUint32(nil, i)
+	b8 := binary.LittleEndian.AppendUint64(nil, uint64(0x5354524144460000+tag*256+part))
+	d8 := binary.LittleEndian.AppendUint64(nil, math.Float64bits(float64(i)))
+	return [][]byte{b4, b8, d8, []byte(fmt.Sprintf("STRATA-DF-t%d-p%d-", tag, part))}
+}
+
+func holdsAny(b []byte, markers [][]byte) bool {
+	for _, m := range markers {
+		if bytes.Contains(b, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// pageMarks reads [addr, addr+n) of pid page by page and counts the pages
+// that hold one of the markers, of those with at least minBytes of the
+// range (a range's last few bytes on a page cannot hold a whole marker);
+// whole is whether the range holds one at all.
+func pageMarks(pid int, addr, n uint64, page uint64, markers [][]byte, minBytes uint64) (marked, judged int, whole bool, err error) {
+	m, err := readMem(pid, addr, n)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	for lo := addr; lo < addr+n; {
+		hi := min((lo/page+1)*page, addr+n)
+		if hi-lo >= minBytes {
+			judged++
+			if holdsAny(m[lo-addr:hi-addr], markers) {
+				marked++
+			}
+		}
+		lo = hi
+	}
+	return marked, judged, holdsAny(m, markers), nil
+}
