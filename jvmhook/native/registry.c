@@ -742,12 +742,13 @@ static void try_connect(void)
 		for (size_t i = 0; i < cap; i++)
 			if (slots[i] != NULL)
 				queue_register(slots[i]);
-		/* Then what the walker said of them: each latest walk, the GC
-		 * epoch they were told against and what the walker checked. */
+		/* Then what the walker said of them: the GC epoch they were told
+		 * against (first, so that no frame names an epoch the agent has
+		 * not heard of), each latest walk and what the walker checked. */
+		queue_epoch(STRATA_FRAME_GC, gc_reported);
 		for (size_t i = 0; i < cap; i++)
 			if (slots[i] != NULL && slots[i]->walk != NULL)
 				queue_walk(slots[i]->id, slots[i]->walk);
-		queue_epoch(STRATA_FRAME_GC, gc_reported);
 		if (checked_sent)
 			queue_epoch(STRATA_FRAME_CHECKED, checked_epoch);
 		if (conn.dropped > 0)

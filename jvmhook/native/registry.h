@@ -23,9 +23,9 @@
  *     latest CHECKED epoch.
  *   - The hook thread reconnects every reconnect_ms while disconnected and,
  *     after each connect, sends HELLO and re-registers every live block,
- *     then sends each block's latest walk (or STALE mark), one GC frame and
- *     one CHECKED frame, so a restarted agent learns the whole registry
- *     again. It connects only once it has the ids (reg_identify) and the
+ *     then sends one GC frame (the latest epoch it sent), each block's
+ *     latest walk (or STALE mark) and one CHECKED frame (the walker's
+ *     latest), so a restarted agent learns the whole registry again. It connects only once it has the ids (reg_identify) and the
  *     walk mode (reg_set_walk_mode).
  */
 #ifndef STRATA_REGISTRY_H

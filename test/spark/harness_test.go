@@ -203,9 +203,15 @@ func (r *recorder) HandleEvent(_ context.Context, ev hooksrv.Event) {
 // startHookServer listens on a fresh socket with the agent's hook server.
 func startHookServer(t *testing.T) (*recorder, *hooksrv.Server) {
 	t.Helper()
+	return startHookServerAt(t, filepath.Join(t.TempDir(), "hook.sock"))
+}
+
+// startHookServerAt listens on path (an agent restarting on its socket).
+func startHookServerAt(t *testing.T, path string) (*recorder, *hooksrv.Server) {
+	t.Helper()
 	rec := &recorder{live: map[uint64]hooksrv.Event{}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := hooksrv.Listen(hooksrv.Config{Path: filepath.Join(t.TempDir(), "hook.sock")}, rec, log)
+	srv, err := hooksrv.Listen(hooksrv.Config{Path: path}, rec, log)
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}

@@ -24,6 +24,8 @@ type walkStep struct {
 	Parts   int                 `json:"parts"`
 	Records int                 `json:"records"`
 	Big     int                 `json:"big"`
+	// YoungGCs: the young collections of step young.
+	YoungGCs int `json:"young_gcs"`
 }
 
 // next waits for StrataWalkJob's step name and reads its details.
@@ -104,6 +106,27 @@ func runWalk(t *testing.T, series, gc string) {
 	}
 	t.Logf("%d of %d walked blocks moved in the full GCs", moved, len(before))
 
+	// Young collections move no old object: the walks hold (CHECKED), the
+	// markers are where they say (checkResolved reads them again).
+	j.Proceed(t)
+	y := nextWalkStep(t, j, dir, "young")
+	time.Sleep(settle)
+	kept := 0
+	for name, w := range checkResolved(t, rec, s, "after young GCs") {
+		if w.Seq == after[name].Seq {
+			kept++
+		}
+	}
+	t.Logf("%d young GCs: %d of %d walks held through them", y.YoungGCs, kept, len(after))
+	if y.YoungGCs < 3 || kept == 0 {
+		t.Errorf("%d young GCs: %d walks held through them, want some", y.YoungGCs, kept)
+	}
+
+	// The agent restarts: the hook registers every block again and sends
+	// each latest walk, a GC frame and a CHECKED.
+	rec = checkRestart(t, rec, srv)
+	checkResolved(t, rec, s, "after the agent restarted")
+
 	j.Proceed(t)
 	u := nextWalkStep(t, j, dir, "unpersisted")
 	for name, rdd := range u.RDDs {
@@ -118,9 +141,67 @@ func runWalk(t *testing.T, series, gc string) {
 	counters := sparkjob.HookCounters(t, j.Finish(t))
 	t.Logf("hook counters: %v", counters)
 	if counters["errors"] != 0 || counters["walk-errors"] != 0 || counters["walks"] == 0 || counters["cut"] < 1 ||
-		counters["stale"] < 1 || counters["objects"] == 0 {
-		t.Errorf("hook counters %v: want no errors, walks, a cut walk, stale marks", counters)
+		counters["stale"] < 1 || counters["objects"] == 0 || counters["connects"] != 2 {
+		t.Errorf("hook counters %v: want no errors, walks, a cut walk, stale marks, two connects", counters)
 	}
+}
+
+// checkRestart stops the hook server and starts another on its socket;
+// the hook must connect again and re-send every live block, each
+// object-graph block's latest walk (the same walk, unless a collection
+// made a new one meanwhile), a GC frame and a CHECKED. It returns the new
+// server's recorder.
+func checkRestart(t *testing.T, old *recorder, srv *hooksrv.Server) *recorder {
+	t.Helper()
+	was := old.walks()
+	live := map[uint64]hooksrv.Event{}
+	old.mu.Lock()
+	for id, e := range old.live {
+		live[id] = e
+	}
+	old.mu.Unlock()
+	srv.Close()
+	time.Sleep(settle / 4)
+	rec, _ := startHookServerAt(t, srv.Path())
+	if err := testenv.WaitFor("the hook to register its blocks again", 30*time.Second, nil, func() bool {
+		rec.mu.Lock()
+		n := len(rec.live)
+		rec.mu.Unlock()
+		return n >= len(live) && rec.walks().checked
+	}); err != nil {
+		t.Fatalf("%v: %d blocks live before the restart", err, len(live))
+	}
+	now := rec.walks()
+	rec.mu.Lock()
+	for id, e := range live {
+		if _, ok := rec.live[id]; !ok {
+			t.Errorf("block %s (id %d) not registered again", e.Block.Name, id)
+		}
+	}
+	rec.mu.Unlock()
+	for id, e := range live {
+		if !e.Block.ObjectGraph || was.walks[id] == nil {
+			continue
+		}
+		w, before := now.walks[id], was.walks[id].walk
+		if w == nil || w.walk.Seq < before.Seq || (w.walk.Seq == before.Seq && !sameWalk(w.walk, before)) {
+			t.Errorf("block %s: after the restart walk %+v, before %+v", e.Block.Name, w, before)
+		}
+	}
+	t.Logf("agent restarted: %d blocks registered again, %d walks re-sent, GC epoch %d", len(live), len(now.walks), now.gc)
+	return rec
+}
+
+func sameWalk(a, b *hooksrv.Walk) bool {
+	if a.State != b.State || a.GCEpoch != b.GCEpoch || a.Objects != b.Objects || a.Bytes != b.Bytes || len(a.Extents) != len(b.Extents) {
+		return false
+	}
+	for i := range a.Extents {
+		if a.Extents[i] != b.Extents[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // checkResolved checks every cached RDD of the job at one moment; it

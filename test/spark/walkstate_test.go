@@ -41,11 +41,12 @@ type blockWalk struct {
 
 // walkView is the walks of the first session as the agent would keep them.
 type walkView struct {
-	gc     uint32 // the latest GC frame's epoch
-	walks  map[uint64]*blockWalk
-	freed  map[uint64]bool
-	stale  int      // STALE marks seen
-	errors []string // frames that broke the protocol's promises
+	gc      uint32 // the latest GC frame's epoch
+	walks   map[uint64]*blockWalk
+	freed   map[uint64]bool
+	stale   int      // STALE marks seen
+	checked bool     // a CHECKED came
+	errors  []string // frames that broke the protocol's promises
 }
 
 // walks replays rec's events: GC frames, walks, CHECKED and FREE.
@@ -62,6 +63,7 @@ func (r *recorder) walks() *walkView {
 			if e.GCEpoch > v.gc {
 				v.errors = append(v.errors, fmt.Sprintf("CHECKED %d before its GC frame (latest %d)", e.GCEpoch, v.gc))
 			}
+			v.checked = true
 			for _, w := range v.walks {
 				if w.walk.State != hooksrv.WalkStale && w.holds < e.GCEpoch {
 					w.holds = e.GCEpoch

@@ -3,6 +3,8 @@ package org.stratatrace.sparkjob;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.Serializable;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
 import java.lang.ref.Reference;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -59,8 +61,9 @@ import scala.Tuple2;
  * ("rdds": name to RDD id, "columns": DataFrame name to its columns,
  * "buffers": block name to the bytes of its cached batches' buffers, summed
  * from the block manager's own batches, and the flags' values), gc
- * (--gc-steps times: full GCs), unpersisted ("rdds": the RDDs unpersisted:
- * disk and df_ints), done.
+ * (--gc-steps times: full GCs), young (garbage made until three young
+ * collections ran: "young_gcs", how many), unpersisted ("rdds": the RDDs
+ * unpersisted: disk and df_ints), done.
  * Flags: --out DIR (required), --parts N (default 2), --records N (object
  * records per partition, default 300), --record BYTES (stamped record
  * size, default 16384), --big N (default 3000), --rows N (DataFrame rows
@@ -212,6 +215,8 @@ public final class StrataWalkJob {
             step(in, outDir, "gc", sc, "");
         }
 
+        step(in, outDir, "young", sc, "\"young_gcs\":" + youngCollections(3));
+
         disk.unpersist(true);
         ints.unpersist(true);
         Map<String, Integer> gone = new LinkedHashMap<>();
@@ -229,6 +234,29 @@ public final class StrataWalkJob {
         spark.stop();
         System.out.println("{\"step\":\"done\"}");
         System.out.flush();
+    }
+
+    /** Short-lived garbage until n young collections ran; returns how many did. */
+    static long youngCollections(int n) {
+        long before = youngCount();
+        byte[][] keep = new byte[32][];
+        for (long i = 0; youngCount() < before + n; i++) {
+            keep[(int) (i % keep.length)] = new byte[64 << 10];
+        }
+        Reference.reachabilityFence(keep);
+        return youngCount() - before;
+    }
+
+    /** Collections of the young generation so far (G1 Young Generation, PS Scavenge, Copy). */
+    static long youngCount() {
+        long n = 0;
+        for (GarbageCollectorMXBean b : ManagementFactory.getGarbageCollectorMXBeans()) {
+            String name = b.getName();
+            if (name.contains("Young") || name.equals("PS Scavenge") || name.equals("Copy")) {
+                n += b.getCollectionCount();
+            }
+        }
+        return n;
     }
 
     static long objLong(int rdd, int p) {
