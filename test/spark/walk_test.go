@@ -65,16 +65,46 @@ func TestHookWalk(t *testing.T) {
 	}
 }
 
+// TestHookWalkUnsupportedGC: under ZGC, which moves objects while Java
+// threads run, the hook says in HELLO that it does not walk, and why; it
+// sends no walk, and still registers cached DataFrames' column buffers
+// (JDK 17's ZGC maps the heap at its coloured addresses, so object arrays
+// are registered too, as their references only).
+func TestHookWalkUnsupportedGC(t *testing.T) {
+	testenv.RequireJava(t)
+	home := testenv.SparkHome(t, "3.5")
+	rec, srv := startHookServer(t)
+	dir := t.TempDir()
+	j := sparkjob.Start(t, home, "local[2]", walkConf(t, sparkjob.HookOpts(t, srv.Path())+" -XX:+UseZGC"), "walk", "--out", dir)
+	s := nextWalkStep(t, j, dir, "cached")
+	evs := rec.all()
+	if len(evs) == 0 || evs[0].Session.Walk != hooksrv.WalkUnsupportedGC {
+		t.Fatalf("HELLO's walk mode %v, want %v", evs[0].Session.Walk, hooksrv.WalkUnsupportedGC)
+	}
+	for _, e := range evs {
+		if e.Kind == hooksrv.EventWalk {
+			t.Errorf("walk of %s under ZGC", e.Block.Name)
+		}
+	}
+	for _, tb := range walkTables {
+		checkBatches(t, rec, s.Step, s.RDDs[tb.name], s.Parts, s.Columns[tb.name], s.Buffers, nil, "cached under ZGC")
+	}
+}
+
+// walkConf is StrataWalkJob's configuration with the driver's JVM options.
+func walkConf(t *testing.T, opts string) []string {
+	return sparkConf(false, "spark.driver.extraJavaOptions="+opts, "spark.driver.memory=700m",
+		"spark.ui.port="+strconv.Itoa(freePort(t)),
+		// The markers must be readable in the column buffers.
+		"spark.sql.inMemoryColumnarStorage.compressed=false")
+}
+
 func runWalk(t *testing.T, series, gc string) {
 	home := testenv.SparkHome(t, series)
 	rec, srv := startHookServer(t)
 	opts := sparkjob.HookOpts(t, srv.Path()) + ",walk-objects=" + strconv.Itoa(walkObjectLimit) + " " + gc
 	dir := t.TempDir()
-	j := sparkjob.Start(t, home, "local[2]", sparkConf(false,
-		"spark.driver.extraJavaOptions="+opts, "spark.driver.memory=700m",
-		"spark.ui.port="+strconv.Itoa(freePort(t)),
-		// The markers must be readable in the column buffers.
-		"spark.sql.inMemoryColumnarStorage.compressed=false"), "walk", "--out", dir)
+	j := sparkjob.Start(t, home, "local[2]", walkConf(t, opts), "walk", "--out", dir)
 
 	s := nextWalkStep(t, j, dir, "cached")
 	evs := rec.all()

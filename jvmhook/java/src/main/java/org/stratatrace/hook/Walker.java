@@ -128,18 +128,16 @@ final class Walker {
 
     /**
      * HELLO's walk mode as far as it can be decided at start, cheaply: off
-     * by option, no layout when references could not be decoded, else 0
-     * (decided by the walker's thread, which needs the management beans, at
-     * {@link #start}; the hook connects only then).
+     * by option, else 0: decided by the walker's thread at {@link #start}
+     * (the collector's name needs the management beans, which cost a JVM
+     * tens of milliseconds to start, and comes before the reference layout:
+     * ZGC's coloured references also fail the calibration); the hook
+     * connects only once it is decided.
      */
     static int startMode() {
         if (!requested) {
             accepting = false;
             return Wire.WALK_OFF;
-        }
-        if (!ObjectAddress.available()) {
-            accepting = false;
-            return Wire.WALK_NO_LAYOUT;
         }
         return 0;
     }
@@ -303,7 +301,7 @@ final class Walker {
         }
         layouts = new Layout.Table(stops);
         int align = 8, region = DEFAULT_REGION;
-        String noLayout = null;
+        String noLayout = ObjectAddress.available() ? null : "object references could not be decoded";
         try {
             HotSpotDiagnosticMXBean hs = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class);
             align = Integer.parseInt(hs.getVMOption("ObjectAlignmentInBytes").getValue());
@@ -311,7 +309,9 @@ final class Walker {
                 region = (int) Long.parseLong(hs.getVMOption("G1HeapRegionSize").getValue());
             }
         } catch (Throwable t) {
-            noLayout = "object alignment unknown: " + t;
+            if (noLayout == null) {
+                noLayout = "object alignment unknown: " + t;
+            }
         }
         int page = ObjectAddress.pageSize();
         if (noLayout == null && (Integer.bitCount(align) != 1 || Integer.bitCount(region) != 1
