@@ -26,6 +26,8 @@ type walkStep struct {
 	Big     int                 `json:"big"`
 	// YoungGCs: the young collections of step young.
 	YoungGCs int `json:"young_gcs"`
+	// arrow: the run caches DataFrames as Arrow batches (set by the test).
+	arrow bool
 }
 
 // next waits for StrataWalkJob's step name and reads its details.
@@ -54,14 +56,18 @@ var walkTables = []struct {
 // every range, and no walk follows a FREE.
 func TestHookWalk(t *testing.T) {
 	testenv.RequireJava(t)
-	for _, c := range []struct{ series, gc, flags string }{
+	for _, c := range []walkCase{
 		// G1's full GC leaves regions almost wholly live where they are
 		// (MarkSweepDeadRatio, 5 % by default): 0 has it compact them all,
 		// so that the cached objects move.
-		{"3.5", "G1", "-XX:+UseG1GC -XX:MarkSweepDeadRatio=0"},
-		{"4", "Parallel", "-XX:+UseParallelGC"},
+		{series: "3.5", gc: "G1", flags: "-XX:+UseG1GC -XX:MarkSweepDeadRatio=0"},
+		{series: "4", gc: "Parallel", flags: "-XX:+UseParallelGC", arrow: true},
 	} {
-		t.Run("spark"+c.series+"-"+c.gc, func(t *testing.T) { runWalk(t, c.series, c.flags) })
+		name := "spark" + c.series + "-" + c.gc
+		if c.arrow {
+			name += "-arrow"
+		}
+		t.Run(name, func(t *testing.T) { runWalk(t, c) })
 	}
 }
 
@@ -99,14 +105,27 @@ func walkConf(t *testing.T, opts string) []string {
 		"spark.sql.inMemoryColumnarStorage.compressed=false")
 }
 
-func runWalk(t *testing.T, series, gc string) {
-	home := testenv.SparkHome(t, series)
+// walkCase is one run of StrataWalkJob: a Spark series, a collector and its
+// flags, and whether DataFrames are cached by Spark 4's Arrow serializer
+// (one buffer of every column per batch) instead of the default one.
+type walkCase struct {
+	series, gc, flags string
+	arrow             bool
+}
+
+func runWalk(t *testing.T, c walkCase) {
+	home := testenv.SparkHome(t, c.series)
 	rec, srv := startHookServer(t)
-	opts := sparkjob.HookOpts(t, srv.Path()) + ",walk-objects=" + strconv.Itoa(walkObjectLimit) + " " + gc
+	opts := sparkjob.HookOpts(t, srv.Path()) + ",walk-objects=" + strconv.Itoa(walkObjectLimit) + " " + c.flags
 	dir := t.TempDir()
-	j := sparkjob.Start(t, home, "local[2]", walkConf(t, opts), "walk", "--out", dir)
+	conf := walkConf(t, opts)
+	if c.arrow {
+		conf = append(conf, "spark.sql.cache.serializer=org.apache.spark.sql.execution.columnar.ArrowCachedBatchSerializer")
+	}
+	j := sparkjob.Start(t, home, "local[2]", conf, "walk", "--out", dir)
 
 	s := nextWalkStep(t, j, dir, "cached")
+	s.arrow = c.arrow
 	evs := rec.all()
 	if len(evs) == 0 || evs[0].Session.Walk != hooksrv.WalkOn {
 		t.Fatalf("no session walking object graphs (%v)", evs)
@@ -247,7 +266,11 @@ func checkResolved(t *testing.T, rec *recorder, s walkStep, when string) map[str
 	checkCut(t, rec, st, s.RDDs["big"], when)
 	for _, tb := range walkTables {
 		tag := tb.tag
-		checkBatches(t, rec, st, s.RDDs[tb.name], s.Parts, s.Columns[tb.name], s.Buffers,
+		columns := s.Columns[tb.name]
+		if s.arrow {
+			columns = nil
+		}
+		checkBatches(t, rec, st, s.RDDs[tb.name], s.Parts, columns, s.Buffers,
 			func(part int) [][]byte { return dfMarkers(tag, part) }, when)
 	}
 	for _, e := range rec.walks().errors {
@@ -384,7 +407,8 @@ func checkCut(t *testing.T, rec *recorder, s sparkjob.Step, rdd int, when string
 }
 
 // checkBatches: every partition of a cached DataFrame is registered as its
-// batches' buffers, one chunk each, with its column and the column's name;
+// batches' buffers, one chunk each, with its column and the column's name
+// (nil columns: Arrow batches, one buffer of every column, column -1);
 // the chunks add up to the job's own sum of the buffers exactly (when known)
 // and to 0.8-1.6 of Spark's memoryUsed; with markers, 90 % of their pages
 // hold the partition's and every chunk some.
@@ -402,9 +426,12 @@ func checkBatches(t *testing.T, rec *recorder, s sparkjob.Step, rdd, parts int, 
 			err = nil
 			for i, e := range ch {
 				b := e.Block
+				column := b.Column == -1 && b.ColumnName == "" && columns == nil
+				if columns != nil {
+					column = b.Column >= 0 && int(b.Column) < len(columns) && b.ColumnName == columns[b.Column]
+				}
 				if !b.CachedBatch || b.ObjectGraph || int(b.Chunk) != i || int(b.RDDID) != rdd || int(b.Partition) != part ||
-					b.Column < 0 || int(b.Column) >= len(columns) || b.ColumnName != columns[b.Column] ||
-					b.SparkBytes != uint64(p.MemoryUsed) {
+					!column || b.SparkBytes != uint64(p.MemoryUsed) {
 					t.Fatalf("%s: block %s chunk %d registered as %+v (columns %v, Spark's size %d)", when, p.BlockName, i, b, columns, p.MemoryUsed)
 				}
 				sum += e.Length

@@ -67,7 +67,7 @@ import scala.Tuple2;
  * Flags: --out DIR (required), --parts N (default 2), --records N (object
  * records per partition, default 300), --record BYTES (stamped record
  * size, default 16384), --big N (default 3000), --rows N (DataFrame rows
- * per partition, default 2000), --gc-steps N (default 1).
+ * per partition, default 8000), --gc-steps N (default 1).
  */
 public final class StrataWalkJob {
     static final long OBJ_LONG = 0x4F424A0000000000L;
@@ -118,7 +118,7 @@ public final class StrataWalkJob {
     }
 
     public static void main(String[] args) throws Exception {
-        int parts = 2, records = 300, record = 16 << 10, big = 3000, rows = 2000, gcSteps = 1;
+        int parts = 2, records = 300, record = 16 << 10, big = 3000, rows = 8000, gcSteps = 1;
         String outDir = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
@@ -174,7 +174,7 @@ public final class StrataWalkJob {
                 intMarker(1, pid) + " as m", intMarker(1, pid) + " as n");
         Dataset<Row> strs = cacheTable(spark, sc, rdds, columns, "df_strings", parts, rows,
                 "concat('STRATA-DF-t2-p', " + pid + ", '-', id) as s",
-                "concat('STRATA-DF-t2-p', " + pid + ", '-', repeat('x', 24)) as t");
+                "concat('STRATA-DF-t2-p', " + pid + ", '-', repeat('x', 120)) as t");
         Dataset<Row> mixed = cacheTable(spark, sc, rdds, columns, "df_mixed", parts, rows,
                 intMarker(3, pid) + " as i", "cast(" + DF_LONG + " + 768 + " + pid + " as bigint) as l",
                 "cast(" + intMarker(3, pid) + " as double) as d", "concat('STRATA-DF-t3-p', " + pid + ", '-', id) as s");
@@ -350,8 +350,17 @@ public final class StrataWalkJob {
         long sum = 0;
         scala.collection.Iterator<?> it = (scala.collection.Iterator<?>) values.get();
         while (it.hasNext()) {
-            for (byte[] b : ((DefaultCachedBatch) it.next()).buffers()) {
-                sum += b.length;
+            Object batch = it.next();
+            if (batch instanceof DefaultCachedBatch) {
+                for (byte[] b : ((DefaultCachedBatch) batch).buffers()) {
+                    sum += b.length;
+                }
+            } else { // Spark 4's ArrowCachedBatch (spark.sql.cache.serializer), not in 3.5
+                try {
+                    sum += ((byte[]) batch.getClass().getMethod("arrowData").invoke(batch)).length;
+                } catch (ReflectiveOperationException e) {
+                    throw new IllegalStateException("batch " + batch.getClass(), e);
+                }
             }
         }
         return sum;
