@@ -3,6 +3,7 @@ package spark
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -218,4 +219,178 @@ func minMax(v []float64) (float64, float64) {
 		lo, hi = min(lo, x), max(hi, x)
 	}
 	return lo, hi
+}
+
+// BenchmarkWalk measures the walker in a real executor (StrataWalkBench in
+// local[2] on Spark 3.5: one RDD of records of three objects each cached
+// deserialized, then full GCs): the CPU time of the strata-walk thread
+// (/proc/PID/task/TID/schedstat) per object and per GiB it walked until
+// every block had a walk, and per object for the walks again after the
+// full GCs, with the hook's exit counters beside them; and the job's CPU
+// time with walking on against the same job with walk=off, run in the same
+// benchmark (STRATA_BENCH_PAIRS pairs, default 1; STRATA_WALK_RECORDS records
+// per partition, default 400000). The walker runs with walk-cpu=100 so
+// that its budget does not stretch the run; its CPU per object does not
+// depend on the budget.
+func BenchmarkWalk(b *testing.B) {
+	testenv.RequireJava(b)
+	home := testenv.SparkHome(b, "3.5")
+	jar := sparkjob.Jar(b, home)
+	rec, srv := startHookServer(b)
+	hook := sparkjob.HookOpts(b, srv.Path())
+	records := 400_000
+	if s := os.Getenv("STRATA_WALK_RECORDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("STRATA_WALK_RECORDS=%q: want a positive number", s)
+		}
+		records = n
+	}
+	const parts = 2
+	pairs := benchPairs(b, 1)
+	for i := 0; i < b.N; i++ {
+		var first, again, perGiB, ratio []float64
+		for p := 0; p < pairs; p++ {
+			off := runWalkBench(b, rec, home, jar, hook+",walk=off", parts, records)
+			on := runWalkBench(b, rec, home, jar, hook+",walk-cpu=100", parts, records)
+			first = append(first, float64(on.firstCPU.Nanoseconds())/float64(on.firstObjects))
+			again = append(again, float64(on.againCPU.Nanoseconds())/float64(on.againObjects))
+			perGiB = append(perGiB, float64(on.firstCPU.Milliseconds())/(float64(on.firstBytes)/(1<<30)))
+			ratio = append(ratio, float64(on.processCPU)/float64(off.processCPU))
+			b.Logf("pair %d: first walks %d objects, %d MiB in %v of walker CPU; after the full GCs %d objects in %v; "+
+				"hook counters %v; job CPU %v with walking, %v with walk=off",
+				p+1, on.firstObjects, on.firstBytes>>20, on.firstCPU, on.againObjects, on.againCPU, on.counters,
+				on.processCPU, off.processCPU)
+		}
+		b.ReportMetric(median(first), "walker-ns/object")
+		b.ReportMetric(median(perGiB), "walker-ms/GiB")
+		b.ReportMetric(median(again), "rewalk-ns/object")
+		b.ReportMetric(median(ratio), "x-job-cpu")
+		b.Logf("walk: %.0f ns of walker CPU per object, %.0f ms per GiB of cached objects; after a full GC %.0f ns per object; "+
+			"the job's CPU %.3fx of the same job with walk=off (%d records in %d partitions, %d pairs)",
+			median(first), median(perGiB), median(again), median(ratio), records, parts, pairs)
+	}
+}
+
+// walkBenchRun is what one StrataWalkBench run measured.
+type walkBenchRun struct {
+	firstObjects, firstBytes, againObjects uint64
+	firstCPU, againCPU                     time.Duration // the walker thread's CPU time in each phase
+	processCPU                             time.Duration // spark-submit's and the JVM's
+	counters                               map[string]int64
+}
+
+// runWalkBench runs StrataWalkBench with the hook options opts. With
+// walking on it waits, at each step, until every block of the job's RDD
+// has a walk made after the step began, and reads the walker's CPU time.
+func runWalkBench(b *testing.B, rec *recorder, home, jar, opts string, parts, records int) walkBenchRun {
+	b.Helper()
+	dir := b.TempDir()
+	walking := !strings.Contains(opts, "walk=off")
+	cmd := exec.Command(filepath.Join(home, "bin", "spark-submit"), "--master", "local[2]", "--driver-memory", "3g",
+		"--conf", "spark.driver.extraJavaOptions="+opts, "--conf", "spark.ui.enabled=false",
+		"--conf", "spark.ui.showConsoleProgress=false",
+		"--class", "org.stratatrace.sparkjob.StrataWalkBench", jar, "--out", dir,
+		"--parts", strconv.Itoa(parts), "--records", strconv.Itoa(records))
+	cmd.Env = append(os.Environ(), "SPARK_HOME="+home, "SPARK_LOCAL_IP=127.0.0.1")
+	stderr := &testenv.Output{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var r walkBenchRun
+	var cpu time.Duration
+	seen := map[string]uint32{} // block: seq of the walk counted
+	for _, step := range []string{"cached", "gc"} {
+		var st struct{ RDD, PID int }
+		if err := testenv.WaitFor("StrataWalkBench step "+step, 10*time.Minute, nil, func() bool {
+			body, err := os.ReadFile(filepath.Join(dir, step+".json"))
+			return err == nil && json.Unmarshal(body, &st) == nil
+		}); err != nil {
+			b.Fatalf("%v\n%s", err, sparkjob.Tail(stderr.String(), 4000))
+		}
+		if walking {
+			objects, bytes := waitWalked(b, rec, st.RDD, parts, seen)
+			now := threadCPU(b, st.PID, "strata-walk")
+			if step == "cached" {
+				r.firstObjects, r.firstBytes, r.firstCPU = objects, bytes, now
+			} else {
+				r.againObjects, r.againCPU = objects, now-cpu
+			}
+			cpu = now
+		}
+		if err := os.WriteFile(filepath.Join(dir, "go-"+step), nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		b.Fatalf("StrataWalkBench: %v\n%s", err, sparkjob.Tail(stderr.String(), 4000))
+	}
+	r.processCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	if walking {
+		var err error
+		if r.counters, err = sparkjob.ParseHookCounters(stderr.String()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return r
+}
+
+// waitWalked waits until every block of rdd has a complete walk newer
+// than the one seen counted last, and returns the objects and bytes of the
+// walks it counts now.
+func waitWalked(b *testing.B, rec *recorder, rdd, parts int, seen map[string]uint32) (objects, bytes uint64) {
+	b.Helper()
+	err := testenv.WaitFor("the walks of RDD "+strconv.Itoa(rdd), 10*time.Minute, nil, func() bool {
+		v := rec.walks()
+		objects, bytes = 0, 0
+		done := 0
+		for _, w := range v.walks {
+			name := w.block.Block.Name
+			if w.block.Block.RDDID != int32(rdd) || w.walk.State == hooksrv.WalkStale || w.walk.Seq <= seen[name] {
+				continue
+			}
+			done++
+			objects += w.walk.Objects
+			bytes += w.walk.Bytes
+		}
+		return done == parts
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, w := range rec.walks().walks {
+		if w.block.Block.RDDID == int32(rdd) {
+			seen[w.block.Block.Name] = w.walk.Seq
+		}
+	}
+	return objects, bytes
+}
+
+// threadCPU is the CPU time so far of pid's thread named name, from
+// /proc/PID/task/TID/schedstat (nanoseconds on CPU, its first field).
+func threadCPU(b *testing.B, pid int, name string) time.Duration {
+	b.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, t := range tasks {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/comm", pid, t.Name()))
+		if err != nil || strings.TrimSpace(string(comm)) != name {
+			continue
+		}
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ns, err := strconv.ParseInt(strings.Fields(string(st))[0], 10, 64)
+		if err != nil {
+			b.Fatalf("schedstat %q: %v", st, err)
+		}
+		return time.Duration(ns)
+	}
+	b.Fatalf("no thread %s in process %d", name, pid)
+	return 0
 }

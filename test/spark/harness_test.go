@@ -201,13 +201,13 @@ func (r *recorder) HandleEvent(_ context.Context, ev hooksrv.Event) {
 }
 
 // startHookServer listens on a fresh socket with the agent's hook server.
-func startHookServer(t *testing.T) (*recorder, *hooksrv.Server) {
+func startHookServer(t testing.TB) (*recorder, *hooksrv.Server) {
 	t.Helper()
 	return startHookServerAt(t, filepath.Join(t.TempDir(), "hook.sock"))
 }
 
 // startHookServerAt listens on path (an agent restarting on its socket).
-func startHookServerAt(t *testing.T, path string) (*recorder, *hooksrv.Server) {
+func startHookServerAt(t testing.TB, path string) (*recorder, *hooksrv.Server) {
 	t.Helper()
 	rec := &recorder{live: map[uint64]hooksrv.Event{}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

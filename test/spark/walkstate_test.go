@@ -39,7 +39,7 @@ type blockWalk struct {
 	block hooksrv.Event // the walk's event (block as registered)
 }
 
-// walkView is the walks of the first session as the agent would keep them.
+// walkView is the walks of the latest session as the agent would keep them.
 type walkView struct {
 	gc      uint32 // the latest GC frame's epoch
 	walks   map[uint64]*blockWalk
@@ -49,11 +49,15 @@ type walkView struct {
 	errors  []string // frames that broke the protocol's promises
 }
 
-// walks replays rec's events: GC frames, walks, CHECKED and FREE.
+// walks replays rec's events: GC frames, walks, CHECKED and FREE; a new
+// session starts afresh (hook ids are per session).
 func (r *recorder) walks() *walkView {
-	v := &walkView{walks: map[uint64]*blockWalk{}, freed: map[uint64]bool{}}
+	v := &walkView{}
 	for _, e := range r.all() {
 		switch e.Kind {
+		case hooksrv.EventSessionStart:
+			errs := v.errors
+			*v = walkView{walks: map[uint64]*blockWalk{}, freed: map[uint64]bool{}, errors: errs}
 		case hooksrv.EventGC:
 			if e.GCEpoch < v.gc {
 				v.errors = append(v.errors, fmt.Sprintf("GC frame of epoch %d after one of %d", e.GCEpoch, v.gc))
