@@ -25,6 +25,10 @@ import java.util.Arrays;
  * about GC epochs: the caller reads the epoch around {@link #run} and throws
  * a walk that a collection overlapped away.
  *
+ * A child's address is its parent's slot decoded, read before and after the
+ * reference itself: should a Spark thread change the slot in between, the
+ * child is read again, so an address always belongs to the object followed.
+ *
  * The holder array and the stacks are reused from walk to walk; references
  * they hold are cleared when a walk ends, so no walk keeps an object alive.
  */
@@ -98,30 +102,42 @@ final class GraphWalk {
                 Layout lay = stackLay[t];
                 int cur = stackCur[t];
                 Object child = null;
+                long off = 0, a = 0;
                 if (lay.kind == Layout.OBJECTS) {
-                    Object[] a = (Object[]) o;
-                    int len = a.length;
-                    while (cur < len && (child = a[cur++]) == null) {
-                        // skip nulls
+                    Object[] arr = (Object[]) o;
+                    int len = arr.length;
+                    while (cur < len && (a = ObjectAddress.addressAt(o, off = lay.base + cur * lay.scale)) == 0) {
+                        cur++; // skip nulls
                     }
+                    cur++;
+                    child = cur <= len ? arr[cur - 1] : null;
                 } else {
                     long[] refs = lay.refs;
-                    while (cur < refs.length && (child = ObjectAddress.reference(o, refs[cur++])) == null) {
-                        // skip nulls
+                    while (cur < refs.length && (a = ObjectAddress.addressAt(o, off = refs[cur])) == 0) {
+                        cur++;
                     }
+                    cur++;
+                    child = cur <= refs.length ? ObjectAddress.reference(o, off) : null;
                 }
-                if (child == null) {
-                    stackObj[t] = null;
-                    top = t;
-                    continue;
+                if (child != null && ObjectAddress.addressAt(o, off) != a) {
+                    // The slot changed under us: take the reference it holds now.
+                    child = ObjectAddress.reference(o, off);
+                    holder[0] = child;
+                    a = child == null ? 0 : ObjectAddress.address(holder);
                 }
                 stackCur[t] = cur;
+                if (child == null) {
+                    if (cur >= (lay.kind == Layout.OBJECTS ? ((Object[]) o).length : lay.refs.length)) {
+                        stackObj[t] = null;
+                        top = t;
+                    }
+                    continue;
+                }
                 Layout cl = layouts.get(child.getClass());
                 if (cl.kind == Layout.STOP) {
                     continue;
                 }
-                holder[0] = child;
-                visit(child, ObjectAddress.address(holder), cl, pacer);
+                visit(child, a, cl, pacer);
             }
         } finally {
             holder[0] = null;

@@ -77,11 +77,16 @@ final class ObjectAddress {
     }
 
     private static long slot(Object[] holder) {
+        return slot(holder, OBJ_BASE);
+    }
+
+    /** The raw value of the reference slot at offset of o (compressed or not). */
+    private static long slot(Object o, long offset) {
         try {
             if (REF_SIZE == 8) {
-                return (long) GET_LONG.invokeExact((Object) holder, OBJ_BASE);
+                return (long) GET_LONG.invokeExact(o, offset);
             }
-            return ((int) GET_INT.invokeExact((Object) holder, OBJ_BASE)) & 0xFFFFFFFFL;
+            return ((int) GET_INT.invokeExact(o, offset)) & 0xFFFFFFFFL;
         } catch (Throwable t) {
             throw new IllegalStateException("read reference slot: " + t, t);
         }
@@ -144,6 +149,16 @@ final class ObjectAddress {
      */
     static long address(Object[] holder) {
         return base + (slot(holder) << shift);
+    }
+
+    /**
+     * The address of the object the reference slot at offset of o (a field
+     * or an element) refers to, 0 for null: the slot decoded, not the
+     * object looked at. Only after {@link #available}.
+     */
+    static long addressAt(Object o, long offset) {
+        long n = slot(o, offset);
+        return n == 0 ? 0 : base + (n << shift);
     }
 
     /** Unsafe.getObject: the reference at offset of o (a field or an element). */

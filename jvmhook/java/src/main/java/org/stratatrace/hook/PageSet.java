@@ -37,6 +37,9 @@ final class PageSet {
 
     private long table; // cap entries of {page + 1 (0: empty), bitmap address or 0}
     private int cap, used;
+    // The last page found and its entry: a walk meets the objects of a page
+    // one after another.
+    private long lastPage = -1, lastEntry;
     private long[] chunks = new long[4];
     private int nchunks;
     private long next, left; // the current chunk's free bytes
@@ -67,6 +70,9 @@ final class PageSet {
 
     /** The table entry of page, or -1. */
     private long entry(long page) {
+        if (page == lastPage) {
+            return lastEntry;
+        }
         return table == 0 ? -1 : probe(page, false);
     }
 
@@ -74,6 +80,9 @@ final class PageSet {
     private long add(long page) {
         if (table == 0) {
             throw new IllegalStateException("page set used after free");
+        }
+        if (page == lastPage) {
+            return lastEntry;
         }
         if ((used + 1) * 2 > cap) {
             grow();
@@ -89,6 +98,8 @@ final class PageSet {
             long e = table + i * 16L;
             long k = ObjectAddress.peek(e);
             if (k == key) {
+                lastPage = page;
+                lastEntry = e;
                 return e;
             }
             if (k == 0) {
@@ -97,12 +108,15 @@ final class PageSet {
                 }
                 ObjectAddress.poke(e, key);
                 used++;
+                lastPage = page;
+                lastEntry = e;
                 return e;
             }
         }
     }
 
     private void grow() {
+        lastPage = -1;
         long old = table;
         int oldCap = cap;
         cap = oldCap * 2;
@@ -256,6 +270,7 @@ final class PageSet {
 
     /** Releases the native memory; the set is empty and unusable after. */
     void free() {
+        lastPage = -1;
         if (table != 0) {
             ObjectAddress.free(table);
             table = 0;
