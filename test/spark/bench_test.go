@@ -275,11 +275,11 @@ func BenchmarkWalk(b *testing.B) {
 
 // walkBenchRun is what one StrataWalkBench run measured.
 type walkBenchRun struct {
-	firstObjects, firstBytes uint64 // the cached objects, as the blocks' latest walks count them
-	firstWalked, againWalked uint64 // objects of every walk in each phase
-	firstCPU, againCPU                     time.Duration // the walker thread's CPU time in each phase
-	processCPU                             time.Duration // spark-submit's and the JVM's
-	counters                               map[string]int64
+	firstObjects, firstBytes uint64        // the cached objects, as the blocks' latest walks count them
+	firstWalked, againWalked uint64        // objects of every walk in each phase
+	firstCPU, againCPU       time.Duration // the walker thread's CPU time in each phase
+	processCPU               time.Duration // spark-submit's and the JVM's
+	counters                 map[string]int64
 }
 
 // runWalkBench runs StrataWalkBench with the hook options opts. With
