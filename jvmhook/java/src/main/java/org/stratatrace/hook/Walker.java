@@ -53,6 +53,7 @@ final class Walker {
     private static final long BURST_NS = 200_000_000L;
     private static final int TRIES = 3;
     private static final long IDLE_NS = TimeUnit.SECONDS.toNanos(5);
+    private static final long FAILED_NS = TimeUnit.MILLISECONDS.toNanos(100);
     private static final int DEFAULT_REGION = 64 << 10;
 
     // Options (Agent's walk=, walk-cpu=, walk-objects=), set before start.
@@ -354,6 +355,8 @@ final class Walker {
             } catch (Throwable t) {
                 errors++;
                 Blocks.fail("walker", t);
+                LockSupport.parkNanos(this, FAILED_NS); // a failure that repeats must not spin
+                parked();
             }
         }
     }
@@ -432,8 +435,11 @@ final class Walker {
         int seq = Native.walk(b.id, e0, w.cut ? Wire.WALK_CUT : Wire.WALK_DONE, w.objects, w.bytes, w.sharedObjects,
                 w.sharedBytes, w.opaqueObjects, ext, ext.length / 2);
         if (seq == 0) {
-            discard(w); // the block ended meanwhile (or had too many extents to send)
-            drop(b);
+            discard(w);
+            if (!b.dead && ext.length / 2 / Wire.WALK_EXTENTS_MAX >= 65535) {
+                Blocks.note("walk too large", "a walk of " + ext.length / 2 + " extents is too large to send");
+            }
+            drop(b); // the block ended meanwhile, or its walk cannot be sent
             return;
         }
         b.tries = 0;

@@ -38,6 +38,7 @@ public final class Wire {
     static final int WALK_DONE = 1;
     static final int WALK_CUT = 2;
     static final int WALK_STALE = 3;
+    static final int WALK_EXTENTS_MAX = 248;
     // enum strata_free_reason
     static final int FREE_REMOVED = 1;
     static final int FREE_EVICTED = 2;
@@ -61,6 +62,7 @@ public final class Wire {
             {"STRATA_WALK_ON", WALK_ON}, {"STRATA_WALK_OFF", WALK_OFF},
             {"STRATA_WALK_UNSUPPORTED_GC", WALK_UNSUPPORTED_GC}, {"STRATA_WALK_NO_LAYOUT", WALK_NO_LAYOUT},
             {"STRATA_WALK_DONE", WALK_DONE}, {"STRATA_WALK_CUT", WALK_CUT}, {"STRATA_WALK_STALE", WALK_STALE},
+            {"STRATA_WALK_EXTENTS_MAX", WALK_EXTENTS_MAX},
             {"STRATA_FREE_REMOVED", FREE_REMOVED}, {"STRATA_FREE_EVICTED", FREE_EVICTED},
             {"STRATA_FREE_PAGE_FREED", FREE_PAGE_FREED}, {"STRATA_FREE_TASK_END", FREE_TASK_END},
             {"STRATA_FREE_CLEARED", FREE_CLEARED}, {"STRATA_FREE_COLLECTED", FREE_COLLECTED},
