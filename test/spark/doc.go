@@ -10,7 +10,8 @@
 //     lists is registered with its RDD and partition, serialized blocks'
 //     ranges add up to Spark's memory size exactly and hold the block's
 //     stamped bytes (read through /proc/PID/mem) before and after GCs moved
-//     them, deserialized blocks are flagged as object graphs, Tungsten pages
+//     them, deserialized blocks are flagged as object graphs and a cached
+//     DataFrame is registered as its column buffers, Tungsten pages
 //     carry their stage, partition and RDD and are freed, unpersisted and
 //     evicted blocks are freed with their reason.
 //     Before the job ends the hook server stops: the job finishes and the
@@ -26,10 +27,24 @@
 //     with their reason and gone from the agent's registry and the kernel's
 //     maps (/metrics); it stops the agent during a GC and restarts it, after
 //     which every live block is registered again at its current address.
+//   - walk_test.go runs StrataWalkJob (test/spark/job/StrataWalkJob.java,
+//     `StrataJob walk`) in local[2] under the hook: every deserialized block
+//     it caches is resolved to its bytes. Object graphs (byte[] records,
+//     records of objects and strings, MEMORY_AND_DISK) are walked, their
+//     pages 0.8-1.6 of Spark's memoryUsed and 90 % of them holding the
+//     partition's markers; cached DataFrames and a Dataset of beans are
+//     registered per column buffer with the column's name, adding up to the
+//     job's own sum of the buffers; before and after full GCs (walks made
+//     again, never used stale), through young GCs (walks hold), across an
+//     agent restart (every walk re-sent), with shared records counted once,
+//     a walk cut at walk-objects, unpersisted blocks freed with no walk
+//     after. Spark 3.5 with G1, Spark 4 with ParallelGC and Arrow batches;
+//     under ZGC the hook says walking is unsupported.
 //   - bench_test.go: BenchmarkHook (the cost of one instrumented call, with
-//     and without something to report) and BenchmarkCachingJob (a caching
+//     and without something to report), BenchmarkCachingJob (a caching
 //     job's wall time with and without the hook, median of alternating
-//     pairs).
+//     pairs) and BenchmarkWalk (the walker's CPU per object and per GiB,
+//     first and after a full GC, and the job's CPU against walk=off).
 //   - native_test.go checks the hook's build: only the agent and JNI entry
 //     points exported, the Java agent's wire constants equal to the C header's.
 //
