@@ -230,11 +230,14 @@ final class Walker {
         }
     }
 
-    /** The exit line's part: walks, objects, stale, cut, cpu ms. */
+    /**
+     * The exit line's part: walks sent, their objects, STALE marks, walks
+     * cut, the thread's CPU time, walks a collection overlapped, failures.
+     */
     static String counters() {
         Walker w = running;
         if (w == null) {
-            return " walks=0 objects=0 stale=0 cut=0 walk-cpu-ms=0";
+            return " walks=0 objects=0 stale=0 cut=0 walk-cpu-ms=0 overlapped=0 walk-errors=0";
         }
         long cpu = 0;
         try {
@@ -408,6 +411,7 @@ final class Walker {
             discard(w);
             errors++;
             Blocks.fail("walk failed", t);
+            deferred.add(b); // tried again after the next collection
             return;
         }
         root = null;
