@@ -47,11 +47,19 @@ type Kernel interface {
 	RegisterBlock(p Process, blockID, start, end uint64) error
 	// MoveBlock changes a registered block's range, keeping its counters.
 	MoveBlock(pid uint32, blockID, start, end uint64) error
+	// SetWeakRanges replaces the ranges of a registered block's walked
+	// objects, which count faults into the block's counters but give way
+	// to every other block's range; nil drops them. MoveBlock keeps them,
+	// FreeBlock drops them.
+	SetWeakRanges(pid uint32, blockID uint64, ranges []Range) error
 	// FreeBlock stops counting and returns the block's final counters.
 	FreeBlock(pid uint32, blockID uint64) (*stratav1.FaultCounts, error)
 	// ForgetProcess drops whatever the kernel still holds for pid.
 	ForgetProcess(pid uint32) error
 }
+
+// Range is [Start, End) of a process's address space.
+type Range struct{ Start, End uint64 }
 
 // Process is a hook session's process as the kernel side needs it.
 type Process struct {
