@@ -30,18 +30,20 @@ func TestDecodeMalformed(t *testing.T) {
 		{"short header", mutate(t, "free", func(b []byte) []byte { return b[:HeaderSize-1] }), ErrShort},
 		{"bad magic", mutate(t, "free", func(b []byte) []byte { b[0] ^= 0xff; return b }), ErrBadMagic},
 		{"version 1", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offVersion:], 1); return b }), ErrBadVersion},
-		{"version 3", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offVersion:], 3); return b }), ErrBadVersion},
+		{"version 2", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offVersion:], 2); return b }), ErrBadVersion},
+		{"version 4", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offVersion:], 4); return b }), ErrBadVersion},
 		{"version 0", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offVersion:], 0); return b }), ErrBadVersion},
 		{"length field too big", mutate(t, "free", func(b []byte) []byte { b[offLength]++; return b }), ErrBadLength},
 		{"truncated packet", mutate(t, "register_heap", func(b []byte) []byte { return b[:len(b)-3] }), ErrBadLength},
 		{"over FrameMax", mutate(t, "free", func(b []byte) []byte {
 			return setLength(append(b, make([]byte, FrameMax)...))
 		}), ErrBadLength},
-		{"unknown type", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offType:], 9); return b }), ErrUnknownType},
+		{"unknown type", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offType:], 10); return b }), ErrUnknownType},
 		{"type 0", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offType:], 0); return b }), ErrUnknownType},
 		{"header reserved", mutate(t, "free", func(b []byte) []byte { b[offHdrReserved] = 1; return b }), ErrBadField},
 		{"hello body short", mutate(t, "hello", func(b []byte) []byte { return setLength(b[:HeaderSize+10]) }), ErrBadLength},
 		{"hello reserved", mutate(t, "hello", func(b []byte) []byte { b[reg+helloReserved] = 1; return b }), ErrBadField},
+		{"hello walk mode 5", mutate(t, "hello", func(b []byte) []byte { b[reg+helloWalk] = 5; return b }), ErrBadField},
 		{"hello app id over max", mutate(t, "hello", func(b []byte) []byte {
 			le.PutUint16(b[reg+helloAppIDLen:], StrMax+1)
 			return b
@@ -80,9 +82,63 @@ func TestDecodeMalformed(t *testing.T) {
 		{"register location 3", mutate(t, "register_heap", func(b []byte) []byte { b[reg+registerLocation] = 3; return b }), ErrBadField},
 		{"register kind 0", mutate(t, "register_heap", func(b []byte) []byte { b[reg+registerKind] = 0; return b }), ErrBadField},
 		{"register kind 8", mutate(t, "register_heap", func(b []byte) []byte { b[reg+registerKind] = 8; return b }), ErrBadField},
-		{"register unknown flag", mutate(t, "register_heap", func(b []byte) []byte { b[reg+registerFlags] = 2; return b }), ErrBadField},
-		{"register reserved", mutate(t, "register_heap", func(b []byte) []byte { b[reg+registerReserved+1] = 1; return b }), ErrBadField},
-		{"register reserved2", mutate(t, "register_heap", func(b []byte) []byte { b[reg+registerReserved2] = 1; return b }), ErrBadField},
+		{"register unknown flag", mutate(t, "register_heap", func(b []byte) []byte { b[reg+registerFlags] = 4; return b }), ErrBadField},
+		{"register column not a batch", mutate(t, "register_heap", func(b []byte) []byte {
+			le.PutUint32(b[reg+registerColumn:], 0)
+			return b
+		}), ErrBadField},
+		{"register label not a batch", mutate(t, "register_heap", func(b []byte) []byte {
+			le.PutUint16(b[reg+registerLabelLen:], 1)
+			return setLength(append(b, 'c'))
+		}), ErrBadField},
+		{"register column -2", mutate(t, "register_batch", func(b []byte) []byte {
+			le.PutUint32(b[reg+registerColumn:], uint32(0xfffffffe))
+			return b
+		}), ErrBadField},
+		{"register label truncated", mutate(t, "register_batch", func(b []byte) []byte {
+			le.PutUint16(b[reg+registerLabelLen:], 9)
+			return b
+		}), ErrBadString},
+		{"register label over max", mutate(t, "register_batch", func(b []byte) []byte {
+			le.PutUint16(b[reg+registerLabelLen:], StrMax+1)
+			return b
+		}), ErrBadString},
+		{"walk block 0", mutate(t, "walk", func(b []byte) []byte { le.PutUint64(b[reg+walkBlockID:], 0); return b }), ErrBadField},
+		{"walk state 0", mutate(t, "walk", func(b []byte) []byte { b[reg+walkState] = 0; return b }), ErrBadField},
+		{"walk state 4", mutate(t, "walk", func(b []byte) []byte { b[reg+walkState] = 4; return b }), ErrBadField},
+		{"walk reserved", mutate(t, "walk", func(b []byte) []byte { b[reg+walkReserved] = 1; return b }), ErrBadField},
+		{"walk reserved2", mutate(t, "walk", func(b []byte) []byte { b[reg+walkReserved2+2] = 1; return b }), ErrBadField},
+		{"walk no parts", mutate(t, "walk", func(b []byte) []byte { le.PutUint16(b[reg+walkParts:], 0); return b }), ErrBadField},
+		{"walk part = parts", mutate(t, "walk", func(b []byte) []byte { le.PutUint16(b[reg+walkPart:], 2); return b }), ErrBadField},
+		{"walk count over total", mutate(t, "walk", func(b []byte) []byte { le.PutUint32(b[reg+walkExtents:], 2); return b }), ErrBadField},
+		{"walk count over max", mutate(t, "walk", func(b []byte) []byte {
+			le.PutUint16(b[reg+walkCount:], WalkExtentsMax+1)
+			le.PutUint32(b[reg+walkExtents:], 1000)
+			return b
+		}), ErrBadField},
+		{"walk count past body", mutate(t, "walk", func(b []byte) []byte { le.PutUint16(b[reg+walkCount:], 4); return b }), ErrBadLength},
+		{"walk extent trailing", mutate(t, "walk", func(b []byte) []byte { return setLength(append(b, 0)) }), ErrBadLength},
+		{"walk body short", mutate(t, "walk_stale", func(b []byte) []byte { return setLength(b[:len(b)-1]) }), ErrBadLength},
+		{"walk extent empty", mutate(t, "walk", func(b []byte) []byte {
+			le.PutUint64(b[reg+walkSize+extentSize+8:], 0)
+			return b
+		}), ErrBadField},
+		{"walk extent wraps", mutate(t, "walk", func(b []byte) []byte {
+			le.PutUint64(b[reg+walkSize+2*extentSize:], ^uint64(0)-4095)
+			return b
+		}), ErrBadField},
+		{"walk extents overlap", mutate(t, "walk", func(b []byte) []byte {
+			le.PutUint64(b[reg+walkSize+extentSize:], 0x7f1235001000)
+			return b
+		}), ErrBadField},
+		{"walk stale with extents", mutate(t, "walk", func(b []byte) []byte {
+			b[reg+walkState] = byte(WalkStale)
+			return b
+		}), ErrBadField},
+		{"walk stale in parts", mutate(t, "walk_stale", func(b []byte) []byte { le.PutUint16(b[reg+walkParts:], 2); return b }), ErrBadField},
+		{"gc body long", mutate(t, "gc", func(b []byte) []byte { return setLength(append(b, 0)) }), ErrBadLength},
+		{"gc reserved", mutate(t, "gc", func(b []byte) []byte { b[reg+epochReserved] = 1; return b }), ErrBadField},
+		{"checked reserved", mutate(t, "checked", func(b []byte) []byte { b[reg+epochReserved+3] = 1; return b }), ErrBadField},
 		{"register chunk = chunks", mutate(t, "register_heap", func(b []byte) []byte {
 			le.PutUint32(b[reg+registerChunk:], 2)
 			return b
@@ -166,7 +222,7 @@ func repaired(b Body) bool {
 	case *Hello:
 		return strings.ContainsRune(b.AppID+b.ExecutorID, '\uFFFD')
 	case *Register:
-		return strings.ContainsRune(b.Name, '\uFFFD')
+		return strings.ContainsRune(b.Name+b.Label, '\uFFFD')
 	}
 	return false
 }

@@ -5,12 +5,16 @@
 // # Wire format
 //
 // The format is specified once, in the C header
-// jvmhook/include/strata_hook.h (protocol version 2): a 32-byte header
+// jvmhook/include/strata_hook.h (protocol version 3): a 32-byte header
 // (magic "STRH", version, type, length, seq, tid, time) and one body of type
-// HELLO, REGISTER, MOVE, ACCESS, FREE or DROPPED, one frame per packet.
-// REGISTER says what the range holds (Block.Kind, ObjectGraph, Chunk of
-// Chunks, the stage and task that put it); FREE says why it ended
-// (Event.FreeReason).
+// HELLO, REGISTER, MOVE, ACCESS, FREE, DROPPED, WALK, GC or CHECKED, one
+// frame per packet. REGISTER says what the range holds (Block.Kind,
+// ObjectGraph, CachedBatch and its Column, Chunk of Chunks, Spark's size of
+// the block, the stage and task that put it); FREE says why it ended
+// (Event.FreeReason). WALK frames carry the address ranges of a
+// deserialized block's objects, found by the hook's walker
+// (docs/objectgraph.md); GC and CHECKED say which walks hold after a
+// collection.
 // The constants and offsets in frame.go are checked against that header by
 // layout_test.go, which compiles a C program printing offsetof/sizeof; the
 // decoder is tested against golden frames produced by the C encoder
@@ -90,6 +94,13 @@
 //     (262144) a REGISTER of a new block is dropped, the session goes on,
 //     and its later frames about that block count as Unknown. Freed blocks
 //     and ended sessions give their slots back.
+//   - Walks: a walk of more than MaxWalkExtents extents (65536), or one that
+//     would take the extents of a session's current walks past
+//     MaxSessionExtents (1<<20) or the node's past MaxLiveExtents (1<<22),
+//     is dropped and counted (Refusals.WalkTooLarge); its block keeps its
+//     previous walk. A walk is assembled from its parts, which must be
+//     consecutive frames: one walk at a time per session is buffered, at
+//     most MaxWalkExtents extents.
 //
 // Resolution time is bounded elsewhere: resolver.Pool takes turns between
 // peers, slice by slice.
@@ -99,12 +110,19 @@
 // Handler.HandleEvent is called synchronously from the session goroutine:
 // events of one session arrive in frame order; different sessions call it
 // concurrently. A session yields EventSessionStart, block events
-// (EventRegister, EventMove, EventAccess, EventFree) that each carry the
-// block as registered and its current range, and exactly one
-// EventSessionEnd, after which all blocks of that session are dead and the
-// consumer should drop them (Stats.Active already excludes the session
-// when its SessionEnd is delivered). A connection that never sends a valid
-// HELLO yields no events.
+// (EventRegister, EventMove, EventAccess, EventFree, EventWalk) that each
+// carry the block as registered and its current range, EventGC and
+// EventChecked, and exactly one EventSessionEnd, after which all blocks of
+// that session are dead and the consumer should drop them (Stats.Active
+// already excludes the session when its SessionEnd is delivered). A
+// connection that never sends a valid HELLO yields no events.
+//
+// EventWalk is a whole walk (every part arrived, in order, with the same
+// summary) or a STALE mark. A walk whose parts did not all arrive (the
+// hook dropped one, or another frame came between two parts) is lost and
+// counted in Stats.WalksIncomplete; its block keeps its previous walk. A
+// WALK of a block that is not live counts as Unknown; of a block not
+// registered as an object graph, in Refusals.WalkNotGraph.
 //
 // # Lifecycle
 //

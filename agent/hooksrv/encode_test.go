@@ -15,6 +15,7 @@ func encode(f Frame) []byte {
 		le.PutUint16(body[helloByteArrayBase:], b.ByteArrayBase)
 		le.PutUint16(body[helloLongArrayBase:], b.LongArrayBase)
 		le.PutUint16(body[helloRefSize:], b.RefSize)
+		body[helloWalk] = byte(b.Walk)
 		le.PutUint16(body[helloAppIDLen:], uint16(len(b.AppID)))
 		le.PutUint16(body[helloExecutorIDLen:], uint16(len(b.ExecutorID)))
 		body = append(append(body, b.AppID...), b.ExecutorID...)
@@ -36,7 +37,10 @@ func encode(f Frame) []byte {
 		le.PutUint32(body[registerStageID:], uint32(b.StageID))
 		le.PutUint32(body[registerStageAtt:], uint32(b.StageAttempt))
 		le.PutUint64(body[registerTaskAtt:], uint64(b.TaskAttemptID))
-		body = append(body, b.Name...)
+		le.PutUint16(body[registerLabelLen:], uint16(len(b.Label)))
+		le.PutUint32(body[registerColumn:], uint32(b.Column))
+		le.PutUint64(body[registerSparkBytes:], b.SparkBytes)
+		body = append(append(body, b.Name...), b.Label...)
 	case *Move:
 		body = make([]byte, moveSize)
 		le.PutUint64(body[moveBlockID:], b.BlockID)
@@ -58,6 +62,30 @@ func encode(f Frame) []byte {
 		body = make([]byte, droppedSize)
 		le.PutUint64(body[droppedDropped:], b.Dropped)
 		le.PutUint64(body[droppedSent:], b.Sent)
+	case *WalkPart:
+		body = make([]byte, walkSize, walkSize+len(b.Extents)*extentSize)
+		le.PutUint64(body[walkBlockID:], b.BlockID)
+		le.PutUint32(body[walkGCEpoch:], b.GCEpoch)
+		le.PutUint32(body[walkSeq:], b.Seq)
+		le.PutUint16(body[walkPart:], b.Part)
+		le.PutUint16(body[walkParts:], b.Parts)
+		le.PutUint16(body[walkCount:], uint16(len(b.Extents)))
+		body[walkState] = byte(b.State)
+		le.PutUint64(body[walkObjects:], b.Objects)
+		le.PutUint64(body[walkBytes:], b.Bytes)
+		le.PutUint64(body[walkSharedObjects:], b.SharedObjects)
+		le.PutUint64(body[walkSharedBytes:], b.SharedBytes)
+		le.PutUint64(body[walkOpaqueObjects:], b.OpaqueObjects)
+		le.PutUint32(body[walkExtents:], b.TotalExtents)
+		for _, e := range b.Extents {
+			body = le.AppendUint64(le.AppendUint64(body, e.Vaddr), e.Length)
+		}
+	case *GC:
+		body = make([]byte, epochSize)
+		le.PutUint32(body[epochGCEpoch:], b.GCEpoch)
+	case *Checked:
+		body = make([]byte, epochSize)
+		le.PutUint32(body[epochGCEpoch:], b.GCEpoch)
 	}
 	out := make([]byte, HeaderSize, HeaderSize+len(body))
 	le.PutUint32(out[offMagic:], Magic)

@@ -36,6 +36,15 @@ const (
 	EventAccess                 // a live block was read or written
 	EventFree                   // a block is gone; its id is dead
 	EventSessionEnd             // the JVM is gone: every block of the session is dead
+	// EventWalk: a complete walk of an object-graph block (every part), or
+	// its STALE mark (Event.Walk).
+	EventWalk
+	// EventGC: the hook saw collections end up to Event.GCEpoch; walks of
+	// earlier epochs are unsure until an EventChecked of this epoch.
+	EventGC
+	// EventChecked: every walk of the session not marked stale since holds
+	// at Event.GCEpoch.
+	EventChecked
 )
 
 func (k EventKind) String() string {
@@ -52,6 +61,12 @@ func (k EventKind) String() string {
 		return "free"
 	case EventSessionEnd:
 		return "session-end"
+	case EventWalk:
+		return "walk"
+	case EventGC:
+		return "gc"
+	case EventChecked:
+		return "checked"
 	}
 	return "unknown"
 }
@@ -71,6 +86,7 @@ type Session struct {
 	ByteArrayBase uint16
 	LongArrayBase uint16
 	RefSize       uint16
+	Walk          WalkMode  // whether the hook walks object graphs, and if not why
 	HelloTime     time.Time // the hook's CLOCK_REALTIME at HELLO
 	HelloMonoNs   uint64    // the hook's CLOCK_MONOTONIC at the same instant
 	Accepted      time.Time // when the agent accepted the connection
@@ -87,13 +103,20 @@ type Block struct {
 	Location  stratav1.MemoryLocation
 	Kind      BlockKind
 	// ObjectGraph: the range is a deserialized block's reference array; the
-	// objects it refers to were not walked and are not in the range.
+	// objects it refers to are elsewhere (EventWalk gives their ranges).
 	ObjectGraph   bool
 	Chunk         uint32 // this range's index within the Spark block
 	Chunks        uint32 // ranges the Spark block has
 	StageID       int32  // stage of the task that put it; -1 outside a task
 	StageAttempt  int32  // -1 outside a task
 	TaskAttemptID int64  // -1 outside a task
+	SparkBytes    uint64 // Spark's size of the whole Spark block; 0 unknown
+	// CachedBatch: the range is one buffer of a Spark SQL cached batch;
+	// Column is its column (-1: every column), ColumnName the column's name
+	// ("" unknown). Column is -1 for every other block.
+	CachedBatch bool
+	Column      int32
+	ColumnName  string
 }
 
 // block returns the Block a REGISTER describes.
@@ -102,8 +125,24 @@ func (r *Register) block() Block {
 		HookID: r.BlockID, RDDID: r.RDDID, Partition: r.Partition, Name: r.Name,
 		Mode: r.Mode, Location: r.Location, Kind: r.Kind, ObjectGraph: r.Flags&FlagObjectGraph != 0,
 		Chunk: r.Chunk, Chunks: r.Chunks, StageID: r.StageID, StageAttempt: r.StageAttempt,
-		TaskAttemptID: r.TaskAttemptID,
+		TaskAttemptID: r.TaskAttemptID, SparkBytes: r.SparkBytes, CachedBatch: r.Flags&FlagCachedBatch != 0,
+		Column: r.Column, ColumnName: r.Label,
 	}
+}
+
+// Walk is one complete walk of an object-graph block's objects, or its
+// STALE mark (State WalkStale, no extents).
+type Walk struct {
+	Seq     uint32 // per block, +1 per walk or STALE
+	GCEpoch uint32 // the hook's finished-GC count the walk holds at
+	State   WalkState
+	// The block's objects (shared ones excluded) and their sizes summed;
+	// objects reached that another block's walk holds; objects whose own
+	// references could not be read (counted, not followed).
+	Objects, Bytes, SharedObjects, SharedBytes, OpaqueObjects uint64
+	// Extents are the page-aligned ranges holding the objects, ascending
+	// and disjoint; another block's walk may share a page at an edge.
+	Extents []Extent
 }
 
 // Event is one thing that happened in a session. Block events carry the
@@ -128,7 +167,10 @@ type Event struct {
 	// (EventAccess only); AccessLength 0 means the whole block.
 	AccessOffset uint64
 	AccessLength uint64
-	GCEpoch      uint32 // EventMove: the hook's GC count
+	GCEpoch      uint32 // EventMove, EventGC, EventChecked: the hook's GC count
+	// Walk is EventWalk's walk; Block, Vaddr and Length are then the block
+	// as registered and its reference array's current range.
+	Walk *Walk
 	// FreeReason says why the block ended (EventFree only).
 	FreeReason FreeReason
 

@@ -16,8 +16,8 @@ import (
 // offset here against what the C compiler says about that header.
 const (
 	Magic        = 0x48525453 // "STRH" as a little-endian u32
-	ProtoVersion = 2
-	FrameMax     = 1024 // bytes in a frame, header included
+	ProtoVersion = 3
+	FrameMax     = 4096 // bytes in a frame, header included
 	StrMax       = 255  // bytes in one string
 	HeaderSize   = 32
 )
@@ -33,6 +33,9 @@ const (
 	FrameAccess   FrameType = 4
 	FrameFree     FrameType = 5
 	FrameDropped  FrameType = 6
+	FrameWalk     FrameType = 7
+	FrameGC       FrameType = 8
+	FrameChecked  FrameType = 9
 )
 
 func (t FrameType) String() string {
@@ -49,6 +52,12 @@ func (t FrameType) String() string {
 		return "FREE"
 	case FrameDropped:
 		return "DROPPED"
+	case FrameWalk:
+		return "WALK"
+	case FrameGC:
+		return "GC"
+	case FrameChecked:
+		return "CHECKED"
 	}
 	return fmt.Sprintf("FrameType(%d)", uint16(t))
 }
@@ -74,10 +83,11 @@ const (
 	helloByteArrayBase = 16
 	helloLongArrayBase = 18
 	helloRefSize       = 20
-	helloReserved      = 22
+	helloWalk          = 22
+	helloReserved      = 23
 	helloAppIDLen      = 24
 	helloExecutorIDLen = 26
-	registerSize       = 72
+	registerSize       = 80
 	registerBlockID    = 0
 	registerVaddr      = 8
 	registerLength     = 16
@@ -89,13 +99,14 @@ const (
 	registerNameLen    = 38
 	registerKind       = 40
 	registerFlags      = 41
-	registerReserved   = 42
+	registerLabelLen   = 42
 	registerChunk      = 44
 	registerChunks     = 48
 	registerStageID    = 52
 	registerStageAtt   = 56
-	registerReserved2  = 60
+	registerColumn     = 60
 	registerTaskAtt    = 64
+	registerSparkBytes = 72
 	moveSize           = 32
 	moveBlockID        = 0
 	moveVaddr          = 8
@@ -117,6 +128,28 @@ const (
 	droppedSize        = 16
 	droppedDropped     = 0
 	droppedSent        = 8
+	walkSize           = 72
+	walkBlockID        = 0
+	walkGCEpoch        = 8
+	walkSeq            = 12
+	walkPart           = 16
+	walkParts          = 18
+	walkCount          = 20
+	walkState          = 22
+	walkReserved       = 23
+	walkObjects        = 24
+	walkBytes          = 32
+	walkSharedObjects  = 40
+	walkSharedBytes    = 48
+	walkOpaqueObjects  = 56
+	walkExtents        = 64
+	walkReserved2      = 68
+	extentSize         = 16
+	epochSize          = 8
+	epochGCEpoch       = 0
+	epochReserved      = 4
+	// WalkExtentsMax is the most extents one WALK frame carries.
+	WalkExtentsMax = 248
 )
 
 // Values of the mode, location and kind bytes. They equal the proto enums;
@@ -166,10 +199,67 @@ func (k BlockKind) String() string {
 // REGISTER flags (STRATA_BLOCK_*).
 const (
 	// FlagObjectGraph: the range is a deserialized block's reference array;
-	// the objects it points to are elsewhere and were not walked.
+	// the objects it points to are elsewhere, and WALK frames give their
+	// ranges when the hook walks (Session.Walk).
 	FlagObjectGraph = 0x01
-	flagsAll        = FlagObjectGraph
+	// FlagCachedBatch: the range is one buffer of a Spark SQL cached batch
+	// (Register.Column, Register.Label).
+	FlagCachedBatch = 0x02
+	flagsAll        = FlagObjectGraph | FlagCachedBatch
 )
+
+// WalkMode is whether a hook walks object graphs, and if not why (HELLO
+// walk, enum strata_walk_mode). 0 is a hook that is not a JVM.
+type WalkMode uint8
+
+// Walk modes.
+const (
+	WalkOn            WalkMode = 1 // WALK frames follow object-graph blocks
+	WalkOff           WalkMode = 2 // turned off by the hook's walk=off option
+	WalkUnsupportedGC WalkMode = 3 // a collector that moves objects while Java runs
+	WalkNoLayout      WalkMode = 4 // object addresses or field offsets unknown
+	walkModeMax                = WalkNoLayout
+)
+
+// String says the mode as a record's coverage detail does.
+func (m WalkMode) String() string {
+	switch m {
+	case 0:
+		return "not walked: the hook is not a JVM"
+	case WalkOn:
+		return "walking"
+	case WalkOff:
+		return "walking off (walk=off)"
+	case WalkUnsupportedGC:
+		return "walking unsupported: a collector that moves objects while Java runs (ZGC, Shenandoah)"
+	case WalkNoLayout:
+		return "walking unsupported: object addresses unknown in this JVM"
+	}
+	return fmt.Sprintf("WalkMode(%d)", uint8(m))
+}
+
+// WalkState says what a walk found (enum strata_walk_state).
+type WalkState uint8
+
+// Walk states.
+const (
+	WalkDone     WalkState = 1 // every reachable object up to the stops
+	WalkCut      WalkState = 2 // the walk's object budget ended it: part of the objects
+	WalkStale    WalkState = 3 // no extents: a GC moved the objects; a new walk follows
+	walkStateMax           = WalkStale
+)
+
+func (w WalkState) String() string {
+	switch w {
+	case WalkDone:
+		return "done"
+	case WalkCut:
+		return "cut"
+	case WalkStale:
+		return "stale"
+	}
+	return fmt.Sprintf("WalkState(%d)", uint8(w))
+}
 
 // Proto is k as records carry it (the numbers are the same; TestEnumsMatchProto).
 func (k BlockKind) Proto() stratav1.BlockKind { return stratav1.BlockKind(k) }
@@ -239,7 +329,8 @@ type Header struct {
 func (h Header) Time() time.Time { return time.Unix(0, int64(h.TimeNs)) }
 
 // Frame is one decoded frame: its header and a body of the type the header
-// names (*Hello, *Register, *Move, *Access, *Free or *Dropped).
+// names (*Hello, *Register, *Move, *Access, *Free, *Dropped, *WalkPart,
+// *GC or *Checked).
 type Frame struct {
 	Header
 	Body Body
@@ -256,6 +347,7 @@ type Hello struct {
 	ByteArrayBase uint16 // Unsafe.arrayBaseOffset(byte[].class)
 	LongArrayBase uint16 // Unsafe.arrayBaseOffset(long[].class)
 	RefSize       uint16 // 4 with compressed oops, 8 without, 0 unknown
+	Walk          WalkMode
 	AppID         string
 	ExecutorID    string
 }
@@ -271,13 +363,16 @@ type Register struct {
 	Mode          stratav1.MemoryMode
 	Location      stratav1.MemoryLocation
 	Kind          BlockKind
-	Flags         uint8  // FlagObjectGraph
+	Flags         uint8  // FlagObjectGraph, FlagCachedBatch
 	Chunk         uint32 // index of this range in its Spark block, < Chunks
 	Chunks        uint32 // ranges of the Spark block, >= 1
 	StageID       int32  // -1: put outside a task
 	StageAttempt  int32  // -1 as above
 	TaskAttemptID int64  // -1 as above
+	Column        int32  // FlagCachedBatch: the buffer's column, -1 every column; else -1
+	SparkBytes    uint64 // Spark's size of the whole block; 0 unknown
 	Name          string
+	Label         string // FlagCachedBatch: the column's name, "" unknown
 }
 
 // Move gives a registered block's new range after a GC (struct strata_move).
@@ -309,12 +404,51 @@ type Dropped struct {
 	Sent    uint64
 }
 
+// Extent is one address range of a walk (struct strata_extent).
+type Extent struct {
+	Vaddr, Length uint64
+}
+
+// End is the first address past e.
+func (e Extent) End() uint64 { return e.Vaddr + e.Length }
+
+// WalkSummary is what every part of one walk repeats.
+type WalkSummary struct {
+	GCEpoch       uint32 // the hook's finished-GC count the walk holds at
+	Seq           uint32 // per block, +1 per walk or STALE
+	State         WalkState
+	Objects       uint64
+	Bytes         uint64
+	SharedObjects uint64
+	SharedBytes   uint64
+	OpaqueObjects uint64
+	TotalExtents  uint32 // in all parts
+}
+
+// WalkPart is one WALK frame (struct strata_walk and its extents).
+type WalkPart struct {
+	BlockID uint64
+	Part    uint16
+	Parts   uint16
+	WalkSummary
+	Extents []Extent // this part's, ascending and disjoint
+}
+
+// GC says collections ended up to GCEpoch (a GC frame).
+type GC struct{ GCEpoch uint32 }
+
+// Checked says the walks not marked stale hold at GCEpoch (a CHECKED frame).
+type Checked struct{ GCEpoch uint32 }
+
 func (*Hello) frameType() FrameType    { return FrameHello }
 func (*Register) frameType() FrameType { return FrameRegister }
 func (*Move) frameType() FrameType     { return FrameMove }
 func (*Access) frameType() FrameType   { return FrameAccess }
 func (*Free) frameType() FrameType     { return FrameFree }
 func (*Dropped) frameType() FrameType  { return FrameDropped }
+func (*WalkPart) frameType() FrameType { return FrameWalk }
+func (*GC) frameType() FrameType       { return FrameGC }
+func (*Checked) frameType() FrameType  { return FrameChecked }
 
 var le = binary.LittleEndian
 
@@ -363,6 +497,16 @@ func Decode(b []byte) (Frame, error) {
 		f.Body, err = decodeFree(body)
 	case FrameDropped:
 		f.Body, err = decodeDropped(body)
+	case FrameWalk:
+		f.Body, err = decodeWalk(body)
+	case FrameGC:
+		var e uint32
+		e, err = decodeEpoch(FrameGC, body)
+		f.Body = &GC{GCEpoch: e}
+	case FrameChecked:
+		var e uint32
+		e, err = decodeEpoch(FrameChecked, body)
+		f.Body = &Checked{GCEpoch: e}
 	default:
 		return f, malformed(ErrUnknownType, "type %d", uint16(f.Type))
 	}
@@ -411,8 +555,12 @@ func decodeHello(body []byte) (*Hello, error) {
 	if len(body) < helloSize {
 		return nil, malformed(ErrBadLength, "HELLO body %d bytes, want >= %d", len(body), helloSize)
 	}
-	if r := le.Uint16(body[helloReserved:]); r != 0 {
+	if r := body[helloReserved]; r != 0 {
 		return nil, malformed(ErrBadField, "HELLO reserved %#x", r)
+	}
+	walk := WalkMode(body[helloWalk])
+	if walk > walkModeMax {
+		return nil, malformed(ErrBadField, "HELLO walk mode %d", walk)
 	}
 	h := &Hello{
 		PID:           le.Uint32(body[helloPID:]),
@@ -421,6 +569,7 @@ func decodeHello(body []byte) (*Hello, error) {
 		ByteArrayBase: le.Uint16(body[helloByteArrayBase:]),
 		LongArrayBase: le.Uint16(body[helloLongArrayBase:]),
 		RefSize:       le.Uint16(body[helloRefSize:]),
+		Walk:          walk,
 	}
 	tail := body[helloSize:]
 	var err error
@@ -463,9 +612,15 @@ func decodeRegister(body []byte) (*Register, error) {
 	if r.Flags&^flagsAll != 0 {
 		return nil, malformed(ErrBadField, "REGISTER block %d flags %#x", r.BlockID, r.Flags)
 	}
-	if le.Uint16(body[registerReserved:]) != 0 || le.Uint32(body[registerReserved2:]) != 0 {
-		return nil, malformed(ErrBadField, "REGISTER reserved bytes set")
+	r.Column = int32(le.Uint32(body[registerColumn:]))
+	label := int(le.Uint16(body[registerLabelLen:]))
+	if r.Flags&FlagCachedBatch == 0 && (r.Column != -1 || label != 0) {
+		return nil, malformed(ErrBadField, "REGISTER block %d column %d, label of %d bytes, not a cached batch", r.BlockID, r.Column, label)
 	}
+	if r.Column < -1 {
+		return nil, malformed(ErrBadField, "REGISTER block %d column %d", r.BlockID, r.Column)
+	}
+	r.SparkBytes = le.Uint64(body[registerSparkBytes:])
 	r.Chunk, r.Chunks = le.Uint32(body[registerChunk:]), le.Uint32(body[registerChunks:])
 	if r.Chunks == 0 || r.Chunk >= r.Chunks {
 		return nil, malformed(ErrBadField, "REGISTER block %d chunk %d of %d", r.BlockID, r.Chunk, r.Chunks)
@@ -482,8 +637,11 @@ func decodeRegister(body []byte) (*Register, error) {
 	if r.Name, err = takeString("block name", &tail, n); err != nil {
 		return nil, err
 	}
+	if r.Label, err = takeString("column name", &tail, label); err != nil {
+		return nil, err
+	}
 	if len(tail) != 0 {
-		return nil, malformed(ErrBadLength, "REGISTER has %d bytes after its name", len(tail))
+		return nil, malformed(ErrBadLength, "REGISTER has %d bytes after its strings", len(tail))
 	}
 	return r, nil
 }
@@ -555,4 +713,68 @@ func decodeDropped(body []byte) (*Dropped, error) {
 		return nil, err
 	}
 	return &Dropped{Dropped: le.Uint64(body[droppedDropped:]), Sent: le.Uint64(body[droppedSent:])}, nil
+}
+
+func decodeWalk(body []byte) (*WalkPart, error) {
+	if len(body) < walkSize {
+		return nil, malformed(ErrBadLength, "WALK body %d bytes, want >= %d", len(body), walkSize)
+	}
+	w := &WalkPart{
+		BlockID: le.Uint64(body[walkBlockID:]),
+		Part:    le.Uint16(body[walkPart:]),
+		Parts:   le.Uint16(body[walkParts:]),
+		WalkSummary: WalkSummary{
+			GCEpoch:       le.Uint32(body[walkGCEpoch:]),
+			Seq:           le.Uint32(body[walkSeq:]),
+			State:         WalkState(body[walkState]),
+			Objects:       le.Uint64(body[walkObjects:]),
+			Bytes:         le.Uint64(body[walkBytes:]),
+			SharedObjects: le.Uint64(body[walkSharedObjects:]),
+			SharedBytes:   le.Uint64(body[walkSharedBytes:]),
+			OpaqueObjects: le.Uint64(body[walkOpaqueObjects:]),
+			TotalExtents:  le.Uint32(body[walkExtents:]),
+		},
+	}
+	count := int(le.Uint16(body[walkCount:]))
+	switch {
+	case w.BlockID == 0:
+		return nil, malformed(ErrBadField, "WALK block id 0")
+	case w.State == 0 || w.State > walkStateMax:
+		return nil, malformed(ErrBadField, "WALK block %d state %d", w.BlockID, w.State)
+	case body[walkReserved] != 0 || le.Uint32(body[walkReserved2:]) != 0:
+		return nil, malformed(ErrBadField, "WALK reserved bytes set")
+	case w.Parts == 0 || w.Part >= w.Parts:
+		return nil, malformed(ErrBadField, "WALK block %d part %d of %d", w.BlockID, w.Part, w.Parts)
+	case count > WalkExtentsMax || uint32(count) > w.TotalExtents:
+		return nil, malformed(ErrBadField, "WALK block %d has %d extents in a frame (max %d), %d in all", w.BlockID, count, WalkExtentsMax, w.TotalExtents)
+	case w.State == WalkStale && (count != 0 || w.Parts != 1 || w.TotalExtents != 0):
+		return nil, malformed(ErrBadField, "WALK block %d: STALE with %d extents in %d parts", w.BlockID, w.TotalExtents, w.Parts)
+	case len(body) != walkSize+count*extentSize:
+		return nil, malformed(ErrBadLength, "WALK body %d bytes for %d extents, want %d", len(body), count, walkSize+count*extentSize)
+	}
+	if count > 0 {
+		w.Extents = make([]Extent, count)
+	}
+	for i := range w.Extents {
+		off := walkSize + i*extentSize
+		e := Extent{Vaddr: le.Uint64(body[off:]), Length: le.Uint64(body[off+8:])}
+		if e.Length == 0 || e.End() < e.Vaddr {
+			return nil, malformed(ErrBadField, "WALK block %d extent %#x+%#x", w.BlockID, e.Vaddr, e.Length)
+		}
+		if i > 0 && e.Vaddr < w.Extents[i-1].End() {
+			return nil, malformed(ErrBadField, "WALK block %d extents not ascending and disjoint at %#x", w.BlockID, e.Vaddr)
+		}
+		w.Extents[i] = e
+	}
+	return w, nil
+}
+
+func decodeEpoch(t FrameType, body []byte) (uint32, error) {
+	if err := fixedBody(t, body, epochSize); err != nil {
+		return 0, err
+	}
+	if le.Uint32(body[epochReserved:]) != 0 {
+		return 0, malformed(ErrBadField, "%v reserved bytes set", t)
+	}
+	return le.Uint32(body[epochGCEpoch:]), nil
 }

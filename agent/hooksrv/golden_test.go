@@ -35,17 +35,17 @@ var goldenFrames = []struct {
 }{
 	{"hello", Frame{gHeader(FrameHello, 91, 0), &Hello{
 		PID: gPID, PageSize: 4096, MonotonicNs: 987654321012, ByteArrayBase: 16, LongArrayBase: 16,
-		RefSize: 4, AppID: "application_1526555215992_0001", ExecutorID: "7"}}},
-	{"register_heap", Frame{gHeader(FrameRegister, 111, 1), &Register{
+		RefSize: 4, Walk: WalkOn, AppID: "application_1526555215992_0001", ExecutorID: "7"}}},
+	{"register_heap", Frame{gHeader(FrameRegister, 119, 1), &Register{
 		BlockID: 1, Vaddr: 0x7f1234560010, Length: 1 << 20, PID: gPID, RDDID: 7, Partition: 3,
 		Mode:     stratav1.MemoryMode_MEMORY_MODE_STORAGE,
 		Location: stratav1.MemoryLocation_MEMORY_LOCATION_ON_HEAP, Kind: KindRDD, Chunk: 1, Chunks: 2,
-		StageID: 4, StageAttempt: 1, TaskAttemptID: 31, Name: "rdd_7_3"}}},
-	{"register_offheap", Frame{gHeader(FrameRegister, 113, 2), &Register{
+		StageID: 4, StageAttempt: 1, TaskAttemptID: 31, Column: -1, SparkBytes: 2 << 20, Name: "rdd_7_3"}}},
+	{"register_offheap", Frame{gHeader(FrameRegister, 121, 2), &Register{
 		BlockID: 2, Vaddr: 0x7f0000200000, Length: 64 << 20, PID: gPID, RDDID: -1, Partition: -1,
 		Mode:     stratav1.MemoryMode_MEMORY_MODE_EXECUTION,
 		Location: stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP, Kind: KindTungstenPage, Chunks: 1,
-		StageID: 5, StageAttempt: 0, TaskAttemptID: 12, Name: "page_12_0"}}},
+		StageID: 5, StageAttempt: 0, TaskAttemptID: 12, Column: -1, SparkBytes: 64 << 20, Name: "page_12_0"}}},
 	{"move", Frame{gHeader(FrameMove, 64, 3), &Move{
 		BlockID: 1, Vaddr: 0x7f1234a00010, Length: 1 << 20, PID: gPID, GCEpoch: 3}}},
 	{"access_read", Frame{gHeader(FrameAccess, 64, 4), &Access{
@@ -56,15 +56,29 @@ var goldenFrames = []struct {
 	{"dropped", Frame{gHeader(FrameDropped, 48, 7), &Dropped{Dropped: 5, Sent: 42}}},
 	{"hello_max", Frame{gHeader(FrameHello, 570, 8), &Hello{
 		PID: gPID, PageSize: 4096, MonotonicNs: 987654321012, ByteArrayBase: 16, LongArrayBase: 16,
-		RefSize: 4, AppID: strings.Repeat("a", StrMax), ExecutorID: strings.Repeat("b", StrMax)}}},
+		RefSize: 4, Walk: WalkOn, AppID: strings.Repeat("a", StrMax), ExecutorID: strings.Repeat("b", StrMax)}}},
 	{"hello_empty", Frame{gHeader(FrameHello, 60, 9), &Hello{
 		PID: gPID, PageSize: 4096, MonotonicNs: 987654321012, ByteArrayBase: 16, LongArrayBase: 16,
-		RefSize: 4}}},
-	{"register_graph", Frame{gHeader(FrameRegister, 111, 10), &Register{
+		RefSize: 4, Walk: WalkOn}}},
+	{"register_graph", Frame{gHeader(FrameRegister, 119, 10), &Register{
 		BlockID: 3, Vaddr: 0x7f1234800010, Length: 4000, PID: gPID, RDDID: 8, Partition: 0,
 		Mode:     stratav1.MemoryMode_MEMORY_MODE_STORAGE,
 		Location: stratav1.MemoryLocation_MEMORY_LOCATION_ON_HEAP, Kind: KindRDD, Flags: FlagObjectGraph,
-		Chunks: 1, StageID: -1, StageAttempt: -1, TaskAttemptID: -1, Name: "rdd_8_0"}}},
+		Chunks: 1, StageID: -1, StageAttempt: -1, TaskAttemptID: -1, Column: -1, SparkBytes: 5 << 20, Name: "rdd_8_0"}}},
+	{"register_batch", Frame{gHeader(FrameRegister, 123, 11), &Register{
+		BlockID: 4, Vaddr: 0x7f1234900010, Length: 40964, PID: gPID, RDDID: 9, Partition: 1,
+		Mode:     stratav1.MemoryMode_MEMORY_MODE_STORAGE,
+		Location: stratav1.MemoryLocation_MEMORY_LOCATION_ON_HEAP, Kind: KindRDD, Flags: FlagCachedBatch,
+		Chunk: 5, Chunks: 6, StageID: 2, TaskAttemptID: 17, Column: 2, SparkBytes: 245000,
+		Name: "rdd_9_1", Label: "name"}}},
+	{"walk", Frame{gHeader(FrameWalk, 152, 12), &WalkPart{BlockID: 3, Part: 1, Parts: 2,
+		WalkSummary: WalkSummary{GCEpoch: 12, Seq: 2, State: WalkDone, Objects: 30000, Bytes: 1234560,
+			SharedObjects: 40, SharedBytes: 960, OpaqueObjects: 1, TotalExtents: 251},
+		Extents: []Extent{{0x7f1235000000, 8192}, {0x7f1235004000, 4096}, {0x7f1236000000, 1 << 20}}}}},
+	{"walk_stale", Frame{gHeader(FrameWalk, 104, 13), &WalkPart{BlockID: 3, Parts: 1,
+		WalkSummary: WalkSummary{GCEpoch: 13, Seq: 3, State: WalkStale}}}},
+	{"gc", Frame{gHeader(FrameGC, 40, 14), &GC{GCEpoch: 13}}},
+	{"checked", Frame{gHeader(FrameChecked, 40, 15), &Checked{GCEpoch: 13}}},
 }
 
 func readGolden(tb testing.TB, name string) []byte {
@@ -174,6 +188,22 @@ func TestCEncoderRejects(t *testing.T) {
 		"register_no_chunks":   "EINVAL",
 		"free_no_reason":       "EINVAL",
 		"free_bad_reason":      "EINVAL",
+
+		"register_column_not_batch": "EINVAL",
+		"register_label_not_batch":  "EINVAL",
+		"register_column_negative":  "EINVAL",
+		"walk_no_state":             "EINVAL",
+		"walk_bad_state":            "EINVAL",
+		"walk_stale_extents":        "EINVAL",
+		"walk_part_out":             "EINVAL",
+		"walk_not_ascending":        "EINVAL",
+		"walk_empty_extent":         "EINVAL",
+		"walk_too_many":             "EINVAL",
+		"walk_small_buffer":         "ENOSPC",
+		"epoch_bad_type":            "EINVAL",
+	}
+	if got["walk_ok"] != 1 {
+		t.Errorf("a valid WALK did not encode (walk_ok %d)", got["walk_ok"])
 	}
 	for k, errno := range want {
 		if got[k] != got[errno] || got[errno] >= 0 {

@@ -21,6 +21,12 @@ const (
 	DefaultMaxRangeBytes   = 16 << 30
 	DefaultMaxBlocksPerUID = 1 << 17
 	DefaultMaxLiveBlocks   = 1 << 18
+	// A walk's extents: 65536 hold a block whose objects lie in as many
+	// separate page runs; a session's and the node's current walks hold 16
+	// and 64 MiB of extents at most.
+	DefaultMaxWalkExtents    = 1 << 16
+	DefaultMaxSessionExtents = 1 << 20
+	DefaultMaxLiveExtents    = 1 << 22
 )
 
 // Errors that end or refuse a session, or refuse one frame.
@@ -30,6 +36,8 @@ var (
 	ErrRangeTooLong    = errors.New("range longer than the limit")
 	ErrAccessOutside   = errors.New("access outside its block")
 	ErrBlockLimit      = errors.New("live block limit reached")
+	ErrWalkTooLarge    = errors.New("walk over the extent limit")
+	ErrNotObjectGraph  = errors.New("walk of a block that is not an object graph")
 )
 
 // Refusals count what the server's bounds turned away since Listen.
@@ -43,11 +51,14 @@ type Refusals struct {
 	AccessOutside                                 uint64 // ACCESS not inside its block, dropped
 	// REGISTERs of a new block dropped at the uid's or the node's cap.
 	BlocksPerUID, BlocksPerNode uint64
+	// Walks dropped at MaxWalkExtents or the session's or node's extent
+	// cap, and walks of a block not registered as an object graph.
+	WalkTooLarge, WalkNotGraph uint64
 }
 
 type refusalCounters struct {
 	sessionsTotal, sessionsPerUID, sessionsPerPID, helloTimeout, idle,
-	rangeTooLong, accessOutside, blocksPerUID, blocksPerNode atomic.Uint64
+	rangeTooLong, accessOutside, blocksPerUID, blocksPerNode, walkTooLarge, walkNotGraph atomic.Uint64
 }
 
 // Refusals returns a snapshot of the refusal counters.
@@ -58,6 +69,7 @@ func (s *Server) Refusals() Refusals {
 		SessionsPerPID: r.sessionsPerPID.Load(), HelloTimeout: r.helloTimeout.Load(), Idle: r.idle.Load(),
 		RangeTooLong: r.rangeTooLong.Load(), AccessOutside: r.accessOutside.Load(),
 		BlocksPerUID: r.blocksPerUID.Load(), BlocksPerNode: r.blocksPerNode.Load(),
+		WalkTooLarge: r.walkTooLarge.Load(), WalkNotGraph: r.walkNotGraph.Load(),
 	}
 }
 
@@ -137,6 +149,18 @@ func (s *Server) takeBlock(uid uint32) error {
 	}
 	s.liveBlocks++
 	s.uidBlocks[uid]++
+	return nil
+}
+
+// takeExtents changes the node's count of current walk extents by delta,
+// refusing a growth past MaxLiveExtents.
+func (s *Server) takeExtents(delta int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if delta > 0 && s.liveExtents+delta > s.cfg.MaxLiveExtents {
+		return fmt.Errorf("%w: %d extents on the node, %d more (max %d)", ErrWalkTooLarge, s.liveExtents, delta, s.cfg.MaxLiveExtents)
+	}
+	s.liveExtents += delta
 	return nil
 }
 

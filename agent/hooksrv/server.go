@@ -86,6 +86,12 @@ type Config struct {
 	// uid and of the node (defaults 131072 and 262144); a REGISTER of a new
 	// block past either is dropped and the session goes on.
 	MaxBlocksPerUID, MaxLiveBlocks int
+	// MaxWalkExtents caps the extents of one walk (default 65536);
+	// MaxSessionExtents and MaxLiveExtents the extents of the current walks
+	// of one session and of the node (defaults 1<<20 and 1<<22, 16 and 64
+	// MiB of extents). A walk past a cap is dropped: its block keeps its
+	// previous walk and the session goes on.
+	MaxWalkExtents, MaxSessionExtents, MaxLiveExtents int
 }
 
 func (c Config) withDefaults() Config {
@@ -112,6 +118,9 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.MaxSessionsPerPID, DefaultMaxSessionsPerPID)
 	setDefault(&c.MaxBlocksPerUID, DefaultMaxBlocksPerUID)
 	setDefault(&c.MaxLiveBlocks, DefaultMaxLiveBlocks)
+	setDefault(&c.MaxWalkExtents, DefaultMaxWalkExtents)
+	setDefault(&c.MaxSessionExtents, DefaultMaxSessionExtents)
+	setDefault(&c.MaxLiveExtents, DefaultMaxLiveExtents)
 	if c.MaxRangeBytes == 0 {
 		c.MaxRangeBytes = DefaultMaxRangeBytes
 	}
@@ -137,7 +146,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("validate config: %w: negative group id %d", ErrBadConfig, c.GID)
 	}
 	if c.MaxBlocks < 0 || c.HelloTimeout < 0 || c.MaxSessions < 0 || c.MaxSessionsPerUID < 0 ||
-		c.MaxSessionsPerPID < 0 || c.MaxBlocksPerUID < 0 || c.MaxLiveBlocks < 0 {
+		c.MaxSessionsPerPID < 0 || c.MaxBlocksPerUID < 0 || c.MaxLiveBlocks < 0 ||
+		c.MaxWalkExtents < 0 || c.MaxSessionExtents < 0 || c.MaxLiveExtents < 0 {
 		return fmt.Errorf("validate config: %w: negative block or session limit, or hello timeout", ErrBadConfig)
 	}
 	return nil
@@ -150,12 +160,16 @@ type Stats struct {
 	Frames        uint64 // frames decoded and accepted
 	Rejected      uint64 // frames naming a pid that is not the peer's
 	Malformed     uint64 // sessions closed for a malformed frame or protocol error
-	Unknown       uint64 // MOVE/ACCESS/FREE of a block id not live (its REGISTER was dropped?)
+	Unknown       uint64 // MOVE/ACCESS/FREE/WALK of a block id not live (its REGISTER was dropped?)
 	DroppedByPeer uint64 // frames the hooks reported dropping (DROPPED frames)
+	Walks         uint64 // complete walks and STALE marks delivered
+	// WalksIncomplete counts walks lost because a part did not arrive (the
+	// hook dropped it): their blocks kept their previous walks.
+	WalksIncomplete uint64
 }
 
 type counters struct {
-	sessions, active, frames, rejected, malformed, unknown, droppedByPeer atomic.Uint64
+	sessions, active, frames, rejected, malformed, unknown, droppedByPeer, walks, walksIncomplete atomic.Uint64
 }
 
 // Server accepts hook connections and turns their frames into events.
@@ -177,6 +191,7 @@ type Server struct {
 	pidSessions map[int32]int
 	liveBlocks  int
 	uidBlocks   map[uint32]int
+	liveExtents int // extents of every session's current walks
 	wg          sync.WaitGroup
 }
 
@@ -272,6 +287,9 @@ func (s *Server) Stats() Stats {
 		Malformed:     s.c.malformed.Load(),
 		Unknown:       s.c.unknown.Load(),
 		DroppedByPeer: s.c.droppedByPeer.Load(),
+		Walks:         s.c.walks.Load(),
+		// A walk part missing: the walk is lost, the block keeps its last.
+		WalksIncomplete: s.c.walksIncomplete.Load(),
 	}
 }
 

@@ -142,7 +142,7 @@ func hello(app string) *Hello {
 func register(id, vaddr uint64, pid uint32) *Register {
 	return &Register{BlockID: id, Vaddr: vaddr, Length: 8192, PID: pid, RDDID: 3, Partition: int32(id),
 		Mode: stratav1.MemoryMode_MEMORY_MODE_STORAGE, Location: stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP,
-		Kind: KindRDD, Chunks: 1, StageID: 2, StageAttempt: 0, TaskAttemptID: int64(id) + 40,
+		Kind: KindRDD, Chunks: 1, StageID: 2, StageAttempt: 0, TaskAttemptID: int64(id) + 40, Column: -1,
 		Name: "rdd_3_" + strconv.FormatUint(id, 10)}
 }
 
@@ -191,7 +191,7 @@ func TestServerTwoPeersForeignPIDRejected(t *testing.T) {
 	}
 	blk := Block{HookID: 1, RDDID: 3, Partition: 1, Name: "rdd_3_1",
 		Mode: stratav1.MemoryMode_MEMORY_MODE_STORAGE, Location: stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP,
-		Kind: KindRDD, Chunks: 1, StageID: 2, StageAttempt: 0, TaskAttemptID: 41}
+		Kind: KindRDD, Chunks: 1, StageID: 2, StageAttempt: 0, TaskAttemptID: 41, Column: -1}
 	at := func(seq uint32) time.Time { return time.Unix(0, peerTime+int64(seq)) }
 	checkEvent(t, evs[0], Event{Kind: EventSessionStart, TID: 77, Time: at(0)})
 	checkEvent(t, evs[1], Event{Kind: EventRegister, Access: stratav1.AccessKind_ACCESS_KIND_ALLOC,

@@ -17,6 +17,18 @@ import (
 type blockState struct {
 	Block
 	vaddr, length uint64
+	extents       int // of its current walk, counted against the extent caps
+}
+
+// pendingWalk is a walk whose first parts arrived; the parts of one walk
+// are consecutive frames, so a session has one at most.
+type pendingWalk struct {
+	blockID uint64
+	next    uint16 // the part expected next
+	parts   uint16
+	sum     WalkSummary
+	extents []Extent
+	refused bool // over a cap: its parts are read and dropped
 }
 
 // session is the state of one connection; only its own goroutine uses it.
@@ -27,7 +39,9 @@ type session struct {
 	info    *Session // nil until HELLO
 	pids    *pidPolicy
 	blocks  map[uint64]*blockState
-	dropped uint64 // last DROPPED report
+	extents int          // the current walks' extents of every block
+	pending *pendingWalk // a walk whose parts are arriving
+	dropped uint64       // last DROPPED report
 	sent    uint64
 	// rejected counts this session's foreign-pid frames; only the first is
 	// logged at warn level.
@@ -66,6 +80,9 @@ func (s *Server) serveConn(conn *net.UnixConn, cred *unix.Ucred) {
 	}
 	cause := ss.run(cred, accepted)
 	s.putBlocks(cred.Uid, len(ss.blocks))
+	if ss.extents > 0 {
+		_ = s.takeExtents(-ss.extents) // giving back never fails
+	}
 	if s.isClosed() && !errors.Is(cause, ErrMalformed) {
 		cause = nil // ended by Close, not by the peer
 	}
@@ -165,7 +182,7 @@ func (ss *session) hello(f Frame, cred *unix.Ucred, accepted, received time.Time
 	ss.info = &Session{
 		ID: ss.s.nextID.Add(1), PID: uint32(cred.Pid), UID: cred.Uid, GID: cred.Gid,
 		HookPID: h.PID, AppID: h.AppID, ExecutorID: h.ExecutorID, PageSize: h.PageSize,
-		ByteArrayBase: h.ByteArrayBase, LongArrayBase: h.LongArrayBase, RefSize: h.RefSize,
+		ByteArrayBase: h.ByteArrayBase, LongArrayBase: h.LongArrayBase, RefSize: h.RefSize, Walk: h.Walk,
 		HelloTime: f.Time(), HelloMonoNs: h.MonotonicNs, Accepted: accepted,
 	}
 	ss.log = ss.log.With("session", ss.info.ID, "app_id", h.AppID, "executor_id", h.ExecutorID)
@@ -195,6 +212,11 @@ func (ss *session) unknown(f Frame, blockID uint64) {
 
 // frame handles every frame after HELLO.
 func (ss *session) frame(f Frame, received time.Time) error {
+	if p := ss.pending; p != nil {
+		if w, ok := f.Body.(*WalkPart); !ok || w.BlockID != p.blockID || w.Part != p.next || w.Part == 0 {
+			ss.incomplete(f, p)
+		}
+	}
 	switch b := f.Body.(type) {
 	case *Hello:
 		return fmt.Errorf("handle frame: %w: %w", ErrMalformed, ErrDuplicateHello)
@@ -260,6 +282,7 @@ func (ss *session) frame(f Frame, received time.Time) error {
 		}
 		delete(ss.blocks, b.BlockID)
 		ss.s.putBlocks(ss.info.UID, 1)
+		ss.setExtents(bs, 0)
 		ss.s.c.frames.Add(1)
 		ss.emitBlock(f, received, EventFree, stratav1.AccessKind_ACCESS_KIND_FREE, bs, Event{FreeReason: b.Reason})
 	case *Dropped:
@@ -269,8 +292,145 @@ func (ss *session) frame(f Frame, received time.Time) error {
 		}
 		ss.sent = b.Sent
 		ss.s.c.frames.Add(1)
+	case *WalkPart:
+		ss.walkPart(f, b, received)
+	case *GC:
+		ss.s.c.frames.Add(1)
+		ss.emit(f, received, Event{Kind: EventGC, GCEpoch: b.GCEpoch})
+	case *Checked:
+		ss.s.c.frames.Add(1)
+		ss.emit(f, received, Event{Kind: EventChecked, GCEpoch: b.GCEpoch})
 	}
 	return nil
+}
+
+// incomplete drops a walk whose next part did not follow: the hook
+// dropped it, and the block keeps its previous walk.
+func (ss *session) incomplete(f Frame, p *pendingWalk) {
+	ss.pending = nil
+	if p.refused {
+		return
+	}
+	ss.s.c.walksIncomplete.Add(1)
+	ss.log.Debug("walk incomplete", "block", p.blockID, "walk", p.sum.Seq, "parts", p.parts, "got", p.next, "next_type", f.Type, "next_seq", f.Seq)
+}
+
+// walkPart takes one WALK frame: the first part of a walk starts it, the
+// last delivers it whole as EventWalk.
+func (ss *session) walkPart(f Frame, w *WalkPart, received time.Time) {
+	ss.s.c.frames.Add(1)
+	if w.Part > 0 {
+		p := ss.pending
+		if p == nil {
+			// Its first parts were dropped (or refused): nothing to add to.
+			return
+		}
+		if p.refused {
+			if w.Part+1 == p.parts {
+				ss.pending = nil
+			} else {
+				p.next++
+			}
+			return
+		}
+		if w.Parts != p.parts || w.WalkSummary != p.sum ||
+			(len(w.Extents) > 0 && len(p.extents) > 0 && w.Extents[0].Vaddr < p.extents[len(p.extents)-1].End()) ||
+			len(p.extents)+len(w.Extents) > int(p.sum.TotalExtents) {
+			ss.incomplete(f, p)
+			return
+		}
+		p.extents = append(p.extents, w.Extents...)
+		p.next++
+		if p.next < p.parts {
+			return
+		}
+		ss.pending = nil
+		if len(p.extents) != int(p.sum.TotalExtents) {
+			ss.incomplete(f, p)
+			return
+		}
+		ss.deliverWalk(f, received, p.blockID, p.sum, p.extents)
+		return
+	}
+	bs, ok := ss.blocks[w.BlockID]
+	if !ok {
+		ss.unknown(f, w.BlockID)
+		ss.skipWalk(w)
+		return
+	}
+	if !bs.ObjectGraph {
+		ss.refuseFrame(f, &ss.s.refused.walkNotGraph, w.BlockID, ErrNotObjectGraph)
+		ss.skipWalk(w)
+		return
+	}
+	if err := ss.checkExtents(bs, int(w.TotalExtents)); err != nil {
+		ss.refuseFrame(f, &ss.s.refused.walkTooLarge, w.BlockID, err)
+		ss.skipWalk(w)
+		return
+	}
+	if w.Parts == 1 {
+		if len(w.Extents) != int(w.TotalExtents) {
+			ss.s.c.walksIncomplete.Add(1)
+			return
+		}
+		ss.deliverWalk(f, received, w.BlockID, w.WalkSummary, w.Extents)
+		return
+	}
+	p := &pendingWalk{blockID: w.BlockID, next: 1, parts: w.Parts, sum: w.WalkSummary,
+		extents: make([]Extent, 0, w.TotalExtents)}
+	p.extents = append(p.extents, w.Extents...)
+	ss.pending = p
+}
+
+// skipWalk makes the later parts of a walk whose first part was not taken
+// pass without counting them as incomplete.
+func (ss *session) skipWalk(w *WalkPart) {
+	if w.Parts > 1 {
+		ss.pending = &pendingWalk{blockID: w.BlockID, next: 1, parts: w.Parts, refused: true}
+	}
+}
+
+// checkExtents says whether bs may hold a walk of n extents under the
+// walk's, the session's and the node's caps (the node's is only looked at
+// here; setExtents takes it).
+func (ss *session) checkExtents(bs *blockState, n int) error {
+	cfg := &ss.s.cfg
+	switch {
+	case n > cfg.MaxWalkExtents:
+		return fmt.Errorf("%w: %d extents (max %d)", ErrWalkTooLarge, n, cfg.MaxWalkExtents)
+	case ss.extents-bs.extents+n > cfg.MaxSessionExtents:
+		return fmt.Errorf("%w: the session would hold %d extents (max %d)", ErrWalkTooLarge, ss.extents-bs.extents+n, cfg.MaxSessionExtents)
+	}
+	return nil
+}
+
+// setExtents makes n the extents bs's current walk holds, against the
+// node's cap.
+func (ss *session) setExtents(bs *blockState, n int) error {
+	if err := ss.s.takeExtents(n - bs.extents); err != nil {
+		return err
+	}
+	ss.extents += n - bs.extents
+	bs.extents = n
+	return nil
+}
+
+func (ss *session) deliverWalk(f Frame, received time.Time, blockID uint64, sum WalkSummary, extents []Extent) {
+	bs := ss.blocks[blockID] // live: a FREE between two parts would have ended the walk
+	err := ss.checkExtents(bs, len(extents))
+	if err == nil {
+		err = ss.setExtents(bs, len(extents))
+	}
+	if err != nil {
+		ss.refuseFrame(f, &ss.s.refused.walkTooLarge, blockID, err)
+		return
+	}
+	ss.s.c.walks.Add(1)
+	ss.emitBlock(f, received, EventWalk, stratav1.AccessKind_ACCESS_KIND_MOVE, bs, Event{GCEpoch: sum.GCEpoch, Walk: &Walk{
+		Seq: sum.Seq, GCEpoch: sum.GCEpoch, State: sum.State, Objects: sum.Objects, Bytes: sum.Bytes,
+		SharedObjects: sum.SharedObjects, SharedBytes: sum.SharedBytes, OpaqueObjects: sum.OpaqueObjects,
+		Extents: extents,
+	}})
 }
 
 func (ss *session) emitBlock(f Frame, received time.Time, kind EventKind, access stratav1.AccessKind, bs *blockState, ev Event) {

@@ -210,10 +210,15 @@
  *                          read (hidden classes, records): not followed
  *    64    4 extents       extents in all parts
  *    68    4 reserved2     zero
- *    72    - extents       count x { u64 vaddr, u64 length }: byte ranges,
- *                          ascending and disjoint across all parts, length
- *                          > 0; objects closer than a page apart share an
- *                          extent, so an extent may hold other objects too
+ *    72    - extents       count x { u64 vaddr, u64 length }: the runs of
+ *                          consecutive pages that hold a byte of one of the
+ *                          walk's objects (page aligned), ascending and
+ *                          disjoint across all parts, length > 0; an extent
+ *                          may also hold other objects (garbage between
+ *                          records, another block's objects at its edges)
+ *   The parts of one walk are consecutive frames of the connection: a frame
+ *   of any other kind, or of another walk, between two parts leaves the
+ *   walk incomplete.
  *
  *   GC (type 8), fixed body 8 bytes
  *   Collections ended: every walk of an earlier epoch may be stale until a

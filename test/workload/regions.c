@@ -267,6 +267,8 @@ int main(int argc, char **argv)
 								 .stage_id = -1,
 								 .stage_attempt = -1,
 								 .task_attempt_id = -1,
+								 .column = -1,
+								 .spark_bytes = rs[i].length,
 								 .name = rs[i].name,
 							 }),
 			     "REGISTER");
@@ -289,6 +291,7 @@ int main(int argc, char **argv)
 								 .stage_id = -1,
 								 .stage_attempt = -1,
 								 .task_attempt_id = -1,
+								 .column = -1,
 								 .name = name,
 							 }),
 			     "foreign REGISTER");

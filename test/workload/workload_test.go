@@ -118,7 +118,7 @@ func TestRegions(t *testing.T) {
 		r := p.Regions[e.Block.HookID-1]
 		want := hooksrv.Block{HookID: r.HookBlockID, RDDID: 11, Partition: r.Partition, Name: r.Block,
 			Mode: stratav1.MemoryMode_MEMORY_MODE_STORAGE, Location: stratav1.MemoryLocation_MEMORY_LOCATION_OFF_HEAP,
-			Kind: hooksrv.KindRDD, Chunks: 1, StageID: -1, StageAttempt: -1, TaskAttemptID: -1}
+			Kind: hooksrv.KindRDD, Chunks: 1, StageID: -1, StageAttempt: -1, TaskAttemptID: -1, Column: -1, SparkBytes: r.Length}
 		if e.Block != want || e.Vaddr != r.Vaddr || e.Length != r.Length || e.TID != uint32(p.PID) {
 			t.Errorf("register %+v at %#x+%d tid %d, want %+v at %#x+%d tid %d",
 				e.Block, e.Vaddr, e.Length, e.TID, want, r.Vaddr, r.Length, p.PID)

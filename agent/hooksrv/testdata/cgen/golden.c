@@ -57,6 +57,7 @@ static void layout(void)
 	FIELD(strata_hello, byte_array_base);
 	FIELD(strata_hello, long_array_base);
 	FIELD(strata_hello, ref_size);
+	FIELD(strata_hello, walk);
 	FIELD(strata_hello, reserved);
 	FIELD(strata_hello, app_id_len);
 	FIELD(strata_hello, executor_id_len);
@@ -72,13 +73,14 @@ static void layout(void)
 	FIELD(strata_register, name_len);
 	FIELD(strata_register, kind);
 	FIELD(strata_register, flags);
-	FIELD(strata_register, reserved);
+	FIELD(strata_register, label_len);
 	FIELD(strata_register, chunk);
 	FIELD(strata_register, chunks);
 	FIELD(strata_register, stage_id);
 	FIELD(strata_register, stage_attempt);
-	FIELD(strata_register, reserved2);
+	FIELD(strata_register, column);
 	FIELD(strata_register, task_attempt_id);
+	FIELD(strata_register, spark_bytes);
 	SIZE(strata_move);
 	FIELD(strata_move, block_id);
 	FIELD(strata_move, vaddr);
@@ -100,6 +102,28 @@ static void layout(void)
 	SIZE(strata_dropped);
 	FIELD(strata_dropped, dropped);
 	FIELD(strata_dropped, sent);
+	SIZE(strata_walk);
+	FIELD(strata_walk, block_id);
+	FIELD(strata_walk, gc_epoch);
+	FIELD(strata_walk, walk_seq);
+	FIELD(strata_walk, part);
+	FIELD(strata_walk, parts);
+	FIELD(strata_walk, count);
+	FIELD(strata_walk, state);
+	FIELD(strata_walk, reserved);
+	FIELD(strata_walk, objects);
+	FIELD(strata_walk, bytes);
+	FIELD(strata_walk, shared_objects);
+	FIELD(strata_walk, shared_bytes);
+	FIELD(strata_walk, opaque_objects);
+	FIELD(strata_walk, extents);
+	FIELD(strata_walk, reserved2);
+	SIZE(strata_extent);
+	FIELD(strata_extent, vaddr);
+	FIELD(strata_extent, length);
+	SIZE(strata_epoch);
+	FIELD(strata_epoch, gc_epoch);
+	FIELD(strata_epoch, reserved);
 	CONST(STRATA_MAGIC);
 	CONST(STRATA_PROTO_VERSION);
 	CONST(STRATA_FRAME_MAX);
@@ -111,6 +135,9 @@ static void layout(void)
 	CONST(STRATA_FRAME_ACCESS);
 	CONST(STRATA_FRAME_FREE);
 	CONST(STRATA_FRAME_DROPPED);
+	CONST(STRATA_FRAME_WALK);
+	CONST(STRATA_FRAME_GC);
+	CONST(STRATA_FRAME_CHECKED);
 	CONST(STRATA_MODE_UNSPECIFIED);
 	CONST(STRATA_MODE_STORAGE);
 	CONST(STRATA_MODE_EXECUTION);
@@ -128,7 +155,18 @@ static void layout(void)
 	CONST(STRATA_KIND_OTHER);
 	CONST(STRATA_KIND_MAX);
 	CONST(STRATA_BLOCK_OBJECT_GRAPH);
+	CONST(STRATA_BLOCK_CACHED_BATCH);
 	CONST(STRATA_BLOCK_FLAGS_ALL);
+	CONST(STRATA_WALK_ON);
+	CONST(STRATA_WALK_OFF);
+	CONST(STRATA_WALK_UNSUPPORTED_GC);
+	CONST(STRATA_WALK_NO_LAYOUT);
+	CONST(STRATA_WALK_MODE_MAX);
+	CONST(STRATA_WALK_DONE);
+	CONST(STRATA_WALK_CUT);
+	CONST(STRATA_WALK_STALE);
+	CONST(STRATA_WALK_STATE_MAX);
+	CONST(STRATA_WALK_EXTENTS_MAX);
 	CONST(STRATA_FREE_REMOVED);
 	CONST(STRATA_FREE_EVICTED);
 	CONST(STRATA_FREE_PAGE_FREED);
@@ -183,6 +221,7 @@ static void frames(void)
 		.byte_array_base = 16,
 		.long_array_base = 16,
 		.ref_size = 4,
+		.walk = STRATA_WALK_ON,
 		.app_id = "application_1526555215992_0001",
 		.executor_id = "7",
 	};
@@ -202,6 +241,8 @@ static void frames(void)
 		.stage_id = 4,
 		.stage_attempt = 1,
 		.task_attempt_id = 31,
+		.column = -1,
+		.spark_bytes = 2097152,
 		.name = "rdd_7_3",
 	};
 	struct strata_block_args r2 = {
@@ -218,6 +259,8 @@ static void frames(void)
 		.stage_id = 5,
 		.stage_attempt = 0,
 		.task_attempt_id = 12,
+		.column = -1,
+		.spark_bytes = 64ull << 20,
 		.name = "page_12_0",
 	};
 	struct strata_block_args r3 = {
@@ -235,7 +278,43 @@ static void frames(void)
 		.stage_id = -1,
 		.stage_attempt = -1,
 		.task_attempt_id = -1,
+		.column = -1,
+		.spark_bytes = 5242880,
 		.name = "rdd_8_0",
+	};
+	struct strata_block_args r4 = {
+		.block_id = 4,
+		.vaddr = 0x7f1234900010ull,
+		.length = 40964,
+		.pid = G_PID,
+		.rdd_id = 9,
+		.partition = 1,
+		.mode = STRATA_MODE_STORAGE,
+		.location = STRATA_LOCATION_ON_HEAP,
+		.kind = STRATA_KIND_RDD,
+		.flags = STRATA_BLOCK_CACHED_BATCH,
+		.chunk = 5,
+		.chunks = 6,
+		.stage_id = 2,
+		.stage_attempt = 0,
+		.task_attempt_id = 17,
+		.column = 2,
+		.spark_bytes = 245000,
+		.name = "rdd_9_1",
+		.label = "name",
+	};
+	/* Three extents, the last part of a walk of 251 (part 1 of 2). */
+	struct strata_extent ext[3] = {
+		{ 0x7f1235000000ull, 8192 }, { 0x7f1235004000ull, 4096 }, { 0x7f1236000000ull, 1ull << 20 },
+	};
+	struct strata_walk_args w1 = {
+		.block_id = 3, .gc_epoch = 12, .walk_seq = 2, .part = 1, .parts = 2,
+		.state = STRATA_WALK_DONE, .objects = 30000, .bytes = 1234560, .shared_objects = 40,
+		.shared_bytes = 960, .opaque_objects = 1, .extents = 251, .ext = ext, .count = 3,
+	};
+	struct strata_walk_args w2 = {
+		.block_id = 3, .gc_epoch = 13, .walk_seq = 3, .part = 0, .parts = 1,
+		.state = STRATA_WALK_STALE,
 	};
 
 	m = meta(0);
@@ -271,6 +350,16 @@ static void frames(void)
 	put("hello_empty", buf, strata_encode_hello(buf, sizeof(buf), &m, &h));
 	m = meta(10);
 	put("register_graph", buf, strata_encode_register(buf, sizeof(buf), &m, &r3));
+	m = meta(11);
+	put("register_batch", buf, strata_encode_register(buf, sizeof(buf), &m, &r4));
+	m = meta(12);
+	put("walk", buf, strata_encode_walk(buf, sizeof(buf), &m, &w1));
+	m = meta(13);
+	put("walk_stale", buf, strata_encode_walk(buf, sizeof(buf), &m, &w2));
+	m = meta(14);
+	put("gc", buf, strata_encode_epoch(buf, sizeof(buf), &m, STRATA_FRAME_GC, 13));
+	m = meta(15);
+	put("checked", buf, strata_encode_epoch(buf, sizeof(buf), &m, STRATA_FRAME_CHECKED, 13));
 }
 
 static void errors(void)
@@ -280,7 +369,10 @@ static void errors(void)
 	struct strata_frame_meta m = meta(0);
 	struct strata_hello_args h = { .pid = G_PID, .app_id = "a", .executor_id = "1" };
 	struct strata_block_args r = { .block_id = 1, .vaddr = 4096, .length = 1, .name = "x",
-				       .kind = STRATA_KIND_RDD, .chunks = 1 };
+				       .kind = STRATA_KIND_RDD, .chunks = 1, .column = -1 };
+	struct strata_extent ext[2] = { { 8192, 4096 }, { 4096, 4096 } };
+	struct strata_walk_args w = { .block_id = 1, .parts = 1, .state = STRATA_WALK_DONE,
+				      .extents = 1, .ext = ext, .count = 1 };
 
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
@@ -314,6 +406,39 @@ static void errors(void)
 	r.chunk = 0;
 	r.chunks = 0;
 	printf("register_no_chunks %d\n", strata_encode_register(buf, sizeof(buf), &m, &r));
+	r.chunks = 1;
+	r.column = 0;
+	printf("register_column_not_batch %d\n", strata_encode_register(buf, sizeof(buf), &m, &r));
+	r.column = -1;
+	r.label = "c";
+	printf("register_label_not_batch %d\n", strata_encode_register(buf, sizeof(buf), &m, &r));
+	r.flags = STRATA_BLOCK_CACHED_BATCH;
+	r.column = -2;
+	printf("register_column_negative %d\n", strata_encode_register(buf, sizeof(buf), &m, &r));
+	printf("walk_ok %d\n", strata_encode_walk(buf, sizeof(buf), &m, &w) > 0);
+	w.state = 0;
+	printf("walk_no_state %d\n", strata_encode_walk(buf, sizeof(buf), &m, &w));
+	w.state = STRATA_WALK_STATE_MAX + 1;
+	printf("walk_bad_state %d\n", strata_encode_walk(buf, sizeof(buf), &m, &w));
+	w.state = STRATA_WALK_STALE;
+	printf("walk_stale_extents %d\n", strata_encode_walk(buf, sizeof(buf), &m, &w));
+	w.state = STRATA_WALK_DONE;
+	w.part = 1;
+	printf("walk_part_out %d\n", strata_encode_walk(buf, sizeof(buf), &m, &w));
+	w.part = 0;
+	w.count = 2;
+	w.extents = 2;
+	printf("walk_not_ascending %d\n", strata_encode_walk(buf, sizeof(buf), &m, &w));
+	ext[1].vaddr = 16384;
+	ext[1].length = 0;
+	printf("walk_empty_extent %d\n", strata_encode_walk(buf, sizeof(buf), &m, &w));
+	ext[1].length = 4096;
+	w.count = STRATA_WALK_EXTENTS_MAX + 1;
+	w.extents = STRATA_WALK_EXTENTS_MAX + 1;
+	printf("walk_too_many %d\n", strata_encode_walk(buf, sizeof(buf), &m, &w));
+	w.count = 2;
+	printf("walk_small_buffer %d\n", strata_encode_walk(buf, 64, &m, &w));
+	printf("epoch_bad_type %d\n", strata_encode_epoch(buf, sizeof(buf), &m, STRATA_FRAME_MOVE, 1));
 	printf("free_no_reason %d\n", strata_encode_free(buf, sizeof(buf), &m, 1, 0));
 	printf("free_bad_reason %d\n", strata_encode_free(buf, sizeof(buf), &m, 1, STRATA_FREE_REASON_MAX + 1));
 	printf("access_bad_kind %d\n", strata_encode_access(buf, sizeof(buf), &m, 1, 0, 0, 1));
