@@ -3,8 +3,10 @@ package annotator
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -96,10 +98,21 @@ type Stats struct {
 	Reused       uint64 // access records that reused recent pages
 	Split        uint64 // records over the batch budget, sent as several sub-range records
 	KernelErrors uint64 // blocks the kernel side could not mirror (its map full, ...)
-	CacheBytes   int64  // pages kept for reuse, estimated bytes
-	CacheSkipped uint64 // resolutions not kept because the cache was full
-	LiveBlocks   int
-	Processes    int
+	// WalkKernelErrors counts walks whose extents the kernel side could
+	// not take (its index full, ...): the block's faults count in its
+	// range alone until its next walk.
+	WalkKernelErrors uint64
+	CacheBytes       int64  // pages kept for reuse, estimated bytes
+	CacheSkipped     uint64 // resolutions not kept because the cache was full
+	LiveBlocks       int
+	Processes        int
+	Walks            uint64 // complete walks recorded
+	WalksStale       uint64 // STALE marks recorded
+	// WalkExtents are the extents of the live blocks' latest walks, which
+	// the annotator keeps (to resolve accesses, and to mirror the walks into
+	// the kernel once they hold), in all and per process.
+	WalkExtents        int
+	ProcessWalkExtents map[uint32]int
 }
 
 type blockKey struct {
@@ -115,12 +128,42 @@ type liveBlock struct {
 	runs     []*stratav1.PageRun // kept for reuse; nil when not kept
 	runBytes int64               // runs' estimated memory, counted in Annotator.cacheBytes
 	resolved time.Time
+	// runsOf says whose pages runs are: 0 the range's, else the walk's
+	// with that Seq, so a new walk is never served an old one's pages.
+	runsOf uint32
+	// walk is the block's latest complete walk or STALE mark (nil before
+	// the first); holds is the GC epoch the walk holds at (its own, raised
+	// by CHECKED). weak says the kernel counts faults in its extents;
+	// refused that it would not take them (not asked again for this walk).
+	walk    *hooksrv.Walk
+	holds   uint32
+	weak    bool
+	refused bool
 	// mirrored says the kernel's fault tracer took the block. A
 	// registration it refused (a range that overlaps one whose move the
 	// hook has not sent yet, after a GC; a full table) is tried again at
 	// the block's next move; a refused move leaves the block where it was
 	// in the kernel, so the next one is a move again.
 	mirrored bool
+}
+
+// session is what the annotator keeps of a hook session.
+type session struct {
+	started bool   // its SessionStart was seen (Processes lists it)
+	gcEpoch uint32 // the highest GC count any of its frames named
+	// walked are its blocks whose latest walk is not stale, by hook id:
+	// those a CHECKED speaks for.
+	walked map[uint64]*liveBlock
+}
+
+// saw raises the session's GC epoch to e: a frame named it, so that many
+// collections have finished.
+func (ss *session) saw(e uint32) { ss.gcEpoch = max(ss.gcEpoch, e) }
+
+// usable reports whether lb's walk may stand for its objects now: not
+// stale, and holding at the session's latest GC epoch.
+func (ss *session) usable(lb *liveBlock) bool {
+	return lb.walk != nil && lb.walk.State != hooksrv.WalkStale && lb.holds >= ss.gcEpoch
 }
 
 // Annotator builds records; see the package comment.
@@ -133,7 +176,9 @@ type Annotator struct {
 	mu       sync.Mutex
 	blocks   map[blockKey]*liveBlock
 	perPID   map[uint32]int
-	sessions map[*hooksrv.Session]struct{} // open hook sessions, for Processes
+	sessions map[*hooksrv.Session]*session
+	extents  map[uint32]int // walk extents kept per process
+	nExtents int            // ... in all
 	pending  *stratav1.Batch
 	started  chan struct{} // receives when pending goes from nil to a new batch (1-buffered)
 	runs     int
@@ -148,6 +193,7 @@ type Annotator struct {
 	sinkMu sync.Mutex
 
 	events, records, batches, dropped, resolveErr, reused, split, kernelErr, cacheSkipped atomic.Uint64
+	walks, stale, walkKernelErr                                                           atomic.Uint64
 }
 
 // New returns an annotator writing to sink.
@@ -181,7 +227,8 @@ func New(res Resolver, sink Sink, cfg Config) *Annotator {
 		log:      cfg.Logger.With("component", "annotator"),
 		blocks:   map[blockKey]*liveBlock{},
 		perPID:   map[uint32]int{},
-		sessions: map[*hooksrv.Session]struct{}{},
+		sessions: map[*hooksrv.Session]*session{},
+		extents:  map[uint32]int{},
 		started:  make(chan struct{}, 1),
 		header:   proto.Size(&stratav1.Batch{NodeName: cfg.NodeName, BootId: cfg.BootID, Node: cfg.Node, Seq: math.MaxUint64}),
 	}
@@ -196,7 +243,7 @@ func (a *Annotator) HandleEvent(_ context.Context, ev hooksrv.Event) {
 	switch ev.Kind {
 	case hooksrv.EventSessionStart:
 		a.mu.Lock()
-		a.sessions[ev.Session] = struct{}{}
+		a.session(ev.Session).started = true
 		a.mu.Unlock()
 	case hooksrv.EventRegister, hooksrv.EventMove:
 		a.place(ev)
@@ -204,9 +251,27 @@ func (a *Annotator) HandleEvent(_ context.Context, ev hooksrv.Event) {
 		a.access(ev)
 	case hooksrv.EventFree:
 		a.free(ev)
+	case hooksrv.EventWalk:
+		a.walk(ev)
+	case hooksrv.EventGC:
+		a.mu.Lock()
+		a.session(ev.Session).saw(ev.GCEpoch)
+		a.mu.Unlock()
+	case hooksrv.EventChecked:
+		a.checked(ev)
 	case hooksrv.EventSessionEnd:
 		a.endSession(ev)
 	}
+}
+
+// session returns the state of s, made on first sight; the caller holds mu.
+func (a *Annotator) session(s *hooksrv.Session) *session {
+	ss := a.sessions[s]
+	if ss == nil {
+		ss = &session{walked: map[uint64]*liveBlock{}}
+		a.sessions[s] = ss
+	}
+	return ss
 }
 
 func (a *Annotator) record(ev hooksrv.Event, vaddr, length uint64) *stratav1.Record {
@@ -231,6 +296,32 @@ func (a *Annotator) resolve(s *hooksrv.Session, rec *stratav1.Record) {
 	a.setPages(rec, &out[0])
 }
 
+// resolveWalk fills rec's pages with those of the walk's extents, one
+// request each, in one call: the resolver reads neighbouring extents
+// together. An extent that cannot be resolved leaves its pages out and
+// rec's resolve_error says why.
+func (a *Annotator) resolveWalk(s *hooksrv.Session, rec *stratav1.Record, extents []hooksrv.Extent) {
+	reqs := make([]resolver.Request, len(extents))
+	for i, e := range extents {
+		reqs[i] = resolver.Request{VAddr: e.Vaddr, Length: e.Length, CPUNode: rec.GetCpuNumaNode()}
+	}
+	out := make([]resolver.Result, len(reqs))
+	a.res.ResolveFor(tenant(s, rec.GetPid()), reqs, out)
+	n := 0
+	for i := range out {
+		n += len(out[i].Runs)
+	}
+	runs := make([]*stratav1.PageRun, 0, n)
+	var err error
+	for i := range out {
+		runs = append(runs, out[i].Runs...)
+		if err == nil {
+			err = out[i].Err
+		}
+	}
+	a.setPages(rec, &resolver.Result{Runs: runs, Err: err})
+}
+
 // tenant is whom the resolver pool serves a resolution for: the hook
 // peer's uid and the process.
 func tenant(s *hooksrv.Session, pid uint32) resolver.Tenant {
@@ -251,6 +342,10 @@ func (a *Annotator) place(ev hooksrv.Event) {
 	a.resolve(ev.Session, rec)
 	key := blockKey{ev.Session.PID, ev.Block.HookID}
 	a.mu.Lock()
+	ss := a.session(ev.Session)
+	if ev.Kind == hooksrv.EventMove {
+		ss.saw(ev.GCEpoch)
+	}
 	lb, existed := a.blocks[key]
 	if !existed {
 		lb = &liveBlock{}
@@ -258,24 +353,36 @@ func (a *Annotator) place(ev hooksrv.Event) {
 		a.perPID[key.pid]++
 	}
 	a.uncache(lb)
+	// A registration starts without a walk: a block registered again is
+	// another block, and its old walk's ranges leave the kernel.
+	dropWeak := false
+	if ev.Kind == hooksrv.EventRegister {
+		dropWeak = lb.weak
+		a.setWalk(a.sessions[lb.session], key, lb, nil)
+	}
+	lb.session, lb.block, lb.vaddr, lb.length = ev.Session, ev.Block, ev.Vaddr, ev.Length
 	mirrored := lb.mirrored
-	*lb = liveBlock{session: ev.Session, block: ev.Block, vaddr: ev.Vaddr, length: ev.Length, mirrored: mirrored}
-	a.cache(lb, rec.Runs)
+	rec.Coverage = a.rangeCoverage(ss, lb, rec.GetLength())
+	a.cache(lb, rec.Runs, 0)
 	a.mu.Unlock()
 	if k := a.cfg.Kernel; k != nil {
 		var err error
+		if dropWeak {
+			err = k.SetWeakRanges(key.pid, key.id, nil)
+		}
 		if mirrored {
-			err = k.MoveBlock(key.pid, key.id, ev.Vaddr, ev.Vaddr+ev.Length)
+			err = errors.Join(err, k.MoveBlock(key.pid, key.id, ev.Vaddr, ev.Vaddr+ev.Length))
 		} else {
 			p := Process{PID: key.pid, AppID: ev.Session.AppID, ExecutorID: ev.Session.ExecutorID}
-			err = k.RegisterBlock(p, key.id, ev.Vaddr, ev.Vaddr+ev.Length)
-		}
-		if !mirrored && err == nil {
-			a.mu.Lock()
-			if lb := a.blocks[key]; lb != nil {
-				lb.mirrored = true
+			if errReg := k.RegisterBlock(p, key.id, ev.Vaddr, ev.Vaddr+ev.Length); errReg != nil {
+				err = errors.Join(err, errReg)
+			} else {
+				a.mu.Lock()
+				if lb := a.blocks[key]; lb != nil {
+					lb.mirrored = true
+				}
+				a.mu.Unlock()
 			}
-			a.mu.Unlock()
 		}
 		if err != nil {
 			// Once the kernel's block table is full this happens for every
@@ -287,20 +394,214 @@ func (a *Annotator) place(ev hooksrv.Event) {
 	a.add(rec)
 }
 
+// rangeCoverage is the coverage of a record whose runs are lb's range of
+// length bytes (of it): the block's own buffer, or an object-graph block's
+// array of references and why its objects are not there. The caller holds
+// mu.
+func (a *Annotator) rangeCoverage(ss *session, lb *liveBlock, length uint64) *stratav1.Coverage {
+	if !lb.block.ObjectGraph {
+		return &stratav1.Coverage{Resolution: stratav1.Resolution_RESOLUTION_BUFFERS, Bytes: length}
+	}
+	var why string
+	switch w := lb.walk; {
+	case lb.session.Walk != hooksrv.WalkOn:
+		why = lb.session.Walk.String()
+	case w == nil:
+		why = "walk pending"
+	case w.State == hooksrv.WalkStale:
+		why = fmt.Sprintf("stale: objects moved by GC %d, walk pending", w.GCEpoch)
+	case !ss.usable(lb):
+		why = fmt.Sprintf("walk unsure: GC %d not checked yet", ss.gcEpoch)
+	default:
+		why = fmt.Sprintf("the array alone: its objects are walked at GC %d", lb.holds)
+	}
+	return &stratav1.Coverage{Resolution: stratav1.Resolution_RESOLUTION_REFERENCES, Bytes: length, Detail: why}
+}
+
+// walkCoverage is the coverage of a record whose runs are the pages of
+// walk w, holding at GC epoch holds.
+func walkCoverage(w *hooksrv.Walk, holds uint32) *stratav1.Coverage {
+	res := stratav1.Resolution_RESOLUTION_WALKED
+	if w.State == hooksrv.WalkCut {
+		res = stratav1.Resolution_RESOLUTION_WALK_CUT
+	}
+	return &stratav1.Coverage{Resolution: res, Bytes: w.Bytes, Objects: w.Objects, SharedObjects: w.SharedObjects,
+		SharedBytes: w.SharedBytes, OpaqueObjects: w.OpaqueObjects, GcEpoch: holds, Extents: uint32(len(w.Extents))}
+}
+
+// setWalk makes w lb's walk, counting the extents kept, under ss, the
+// session whose walk it is (nil for none); the caller holds mu.
+func (a *Annotator) setWalk(ss *session, key blockKey, lb *liveBlock, w *hooksrv.Walk) {
+	d := 0
+	if lb.walk != nil {
+		d -= len(lb.walk.Extents)
+	}
+	if w != nil {
+		d += len(w.Extents)
+	}
+	if d != 0 {
+		a.nExtents += d
+		if a.extents[key.pid] += d; a.extents[key.pid] == 0 {
+			delete(a.extents, key.pid)
+		}
+	}
+	lb.walk, lb.holds, lb.weak, lb.refused = w, 0, false, false
+	switch {
+	case ss == nil:
+	case w != nil && w.State != hooksrv.WalkStale:
+		lb.holds = w.GCEpoch
+		ss.walked[key.id] = lb
+	default:
+		delete(ss.walked, key.id)
+	}
+}
+
+// walk records a complete walk as a MOVE record of its pages, or a STALE
+// mark as a MOVE record of the array's, and mirrors the walk into the
+// kernel once it holds.
+func (a *Annotator) walk(ev hooksrv.Event) {
+	w := ev.Walk
+	key := blockKey{ev.Session.PID, ev.Block.HookID}
+	a.mu.Lock()
+	a.session(ev.Session).saw(w.GCEpoch)
+	lb := a.blocks[key]
+	take := lb != nil && lb.block.ObjectGraph && (lb.walk == nil || w.Seq > lb.walk.Seq)
+	a.mu.Unlock()
+	if !take {
+		return
+	}
+	stale := w.State == hooksrv.WalkStale
+	rec := a.record(ev, ev.Vaddr, ev.Length)
+	if stale {
+		a.resolve(ev.Session, rec)
+		a.stale.Add(1)
+	} else {
+		a.resolveWalk(ev.Session, rec, w.Extents)
+		a.walks.Add(1)
+	}
+	a.mu.Lock()
+	ss := a.session(ev.Session)
+	if lb = a.blocks[key]; lb == nil { // this session's goroutine alone frees it
+		a.mu.Unlock()
+		return
+	}
+	hadWeak := lb.weak
+	a.uncache(lb)
+	a.setWalk(ss, key, lb, w)
+	lb.vaddr, lb.length = ev.Vaddr, ev.Length
+	setWeak := lb.mirrored && ss.usable(lb)
+	lb.weak = setWeak
+	if stale {
+		rec.Coverage = a.rangeCoverage(ss, lb, rec.GetLength())
+		a.cache(lb, rec.Runs, 0)
+	} else {
+		rec.Coverage = walkCoverage(w, lb.holds)
+		a.cache(lb, rec.Runs, w.Seq)
+	}
+	a.mu.Unlock()
+	switch {
+	case setWeak:
+		a.mirrorWalk(key, w)
+	case hadWeak:
+		// Stale, or a new walk that does not hold yet: the old walk's
+		// ranges go.
+		a.mirrorWalk(key, nil)
+	}
+	a.add(rec)
+}
+
+// mirrorWalk makes w's extents (none for nil) the kernel's weak ranges of
+// the block. When the kernel refuses, the block counts faults in its array
+// alone until its next walk.
+func (a *Annotator) mirrorWalk(key blockKey, w *hooksrv.Walk) {
+	k := a.cfg.Kernel
+	if k == nil {
+		return
+	}
+	var ranges []Range
+	if w != nil {
+		ranges = make([]Range, len(w.Extents))
+		for i, e := range w.Extents {
+			ranges[i] = Range{e.Vaddr, e.End()}
+		}
+	}
+	if err := k.SetWeakRanges(key.pid, key.id, ranges); err != nil {
+		a.mu.Lock()
+		if lb := a.blocks[key]; lb != nil && lb.walk == w {
+			lb.weak, lb.refused = false, true
+		}
+		a.mu.Unlock()
+		a.walkKernelErr.Add(1)
+		a.log.Warn("walk not mirrored in kernel; faults on its objects are not attributed", "pid", key.pid, "block", key.id, "extents", len(ranges), "err", err)
+	}
+}
+
+// checked raises the walks of the session that still hold to the CHECKED
+// epoch, and mirrors into the kernel those that hold again.
+func (a *Annotator) checked(ev hooksrv.Event) {
+	type mirror struct {
+		key blockKey
+		w   *hooksrv.Walk
+	}
+	var todo []mirror
+	a.mu.Lock()
+	ss := a.session(ev.Session)
+	ss.saw(ev.GCEpoch)
+	for id, lb := range ss.walked {
+		lb.holds = max(lb.holds, ev.GCEpoch)
+		if lb.mirrored && !lb.weak && !lb.refused && ss.usable(lb) {
+			lb.weak = true
+			todo = append(todo, mirror{blockKey{ev.Session.PID, id}, lb.walk})
+		}
+	}
+	a.mu.Unlock()
+	slices.SortFunc(todo, func(x, y mirror) int { return cmp.Compare(x.key.id, y.key.id) })
+	for _, m := range todo {
+		a.mirrorWalk(m.key, m.w)
+	}
+}
+
 func (a *Annotator) access(ev hooksrv.Event) {
+	key := blockKey{ev.Session.PID, ev.Block.HookID}
+	a.mu.Lock()
+	ss := a.session(ev.Session)
+	lb := a.blocks[key]
+	if lb != nil && lb.block.ObjectGraph && ss.usable(lb) {
+		// The walk's pages, for a whole access or a part of the array.
+		w := lb.walk
+		rec := a.record(ev, ev.Vaddr, ev.Length)
+		rec.Coverage = walkCoverage(w, lb.holds)
+		fresh := a.fresh(lb, w.Seq)
+		if fresh {
+			rec.Runs = lb.runs
+		}
+		a.mu.Unlock()
+		if fresh {
+			a.reused.Add(1)
+		} else {
+			a.resolveWalk(ev.Session, rec, w.Extents)
+			a.mu.Lock()
+			if lb := a.blocks[key]; lb != nil && lb.walk == w {
+				a.uncache(lb)
+				a.cache(lb, rec.Runs, w.Seq)
+			}
+			a.mu.Unlock()
+		}
+		a.add(rec)
+		return
+	}
 	vaddr, length := ev.Vaddr, ev.Length
 	whole := ev.AccessLength == 0 || (ev.AccessOffset == 0 && ev.AccessLength >= ev.Length)
 	if !whole {
 		vaddr, length = ev.Vaddr+ev.AccessOffset, ev.AccessLength
 	}
 	rec := a.record(ev, vaddr, length)
-	key := blockKey{ev.Session.PID, ev.Block.HookID}
-	a.mu.Lock()
-	lb := a.blocks[key]
-	fresh := whole && lb != nil && lb.runs != nil && lb.vaddr == ev.Vaddr && lb.length == ev.Length &&
-		a.cfg.ReuseWindow > 0 && time.Since(lb.resolved) < a.cfg.ReuseWindow
+	fresh := whole && lb != nil && lb.vaddr == ev.Vaddr && lb.length == ev.Length && a.fresh(lb, 0)
 	if fresh {
 		rec.Runs = lb.runs
+	}
+	if lb != nil {
+		rec.Coverage = a.rangeCoverage(ss, lb, length)
 	}
 	a.mu.Unlock()
 	if fresh {
@@ -311,7 +612,7 @@ func (a *Annotator) access(ev hooksrv.Event) {
 			a.mu.Lock()
 			if lb := a.blocks[key]; lb != nil && lb.vaddr == ev.Vaddr {
 				a.uncache(lb)
-				a.cache(lb, rec.Runs)
+				a.cache(lb, rec.Runs, 0)
 			}
 			a.mu.Unlock()
 		}
@@ -319,13 +620,17 @@ func (a *Annotator) access(ev hooksrv.Event) {
 	a.add(rec)
 }
 
+// fresh reports whether lb keeps the pages of of (0 its range, else its
+// walk's Seq) resolved within the reuse window; the caller holds mu.
+func (a *Annotator) fresh(lb *liveBlock, of uint32) bool {
+	return lb.runs != nil && lb.runsOf == of && a.cfg.ReuseWindow > 0 && time.Since(lb.resolved) < a.cfg.ReuseWindow
+}
+
 func (a *Annotator) free(ev hooksrv.Event) {
 	key := blockKey{ev.Session.PID, ev.Block.HookID}
 	a.mu.Lock()
 	if lb, ok := a.blocks[key]; ok {
-		a.uncache(lb)
-		delete(a.blocks, key)
-		a.dropPID(key.pid)
+		a.forget(key, lb)
 	}
 	a.mu.Unlock()
 	rec := a.record(ev, ev.Vaddr, ev.Length)
@@ -348,6 +653,14 @@ func (a *Annotator) freeInKernel(key blockKey, name string) *stratav1.FaultCount
 	return fc
 }
 
+// forget removes a block from the registry; the caller holds mu.
+func (a *Annotator) forget(key blockKey, lb *liveBlock) {
+	a.uncache(lb)
+	a.setWalk(a.sessions[lb.session], key, lb, nil)
+	delete(a.blocks, key)
+	a.dropPID(key.pid)
+}
+
 func (a *Annotator) dropPID(pid uint32) {
 	if a.perPID[pid]--; a.perPID[pid] <= 0 {
 		delete(a.perPID, pid)
@@ -360,14 +673,18 @@ func (a *Annotator) endSession(ev hooksrv.Event) {
 	pid := ev.Session.PID
 	var gone []*liveBlock
 	a.mu.Lock()
-	delete(a.sessions, ev.Session)
 	for key, lb := range a.blocks {
 		if key.pid == pid && lb.session == ev.Session {
-			a.uncache(lb)
 			gone = append(gone, lb)
-			delete(a.blocks, key)
-			a.dropPID(pid)
+			a.forget(key, lb)
 		}
+	}
+	delete(a.sessions, ev.Session)
+	// The kernel forgets the process when its last session ends (a hook
+	// that connected again still has its blocks there).
+	last := true
+	for s := range a.sessions {
+		last = last && s.PID != pid
 	}
 	a.mu.Unlock()
 	slices.SortFunc(gone, func(x, y *liveBlock) int { return cmp.Compare(x.block.HookID, y.block.HookID) })
@@ -378,7 +695,7 @@ func (a *Annotator) endSession(ev hooksrv.Event) {
 		rec.Faults = a.freeInKernel(blockKey{pid, lb.block.HookID}, lb.block.Name)
 		a.add(rec)
 	}
-	if k := a.cfg.Kernel; k != nil {
+	if k := a.cfg.Kernel; k != nil && last {
 		if err := k.ForgetProcess(pid); err != nil {
 			a.log.Debug("forget process in kernel", "pid", pid, "err", err)
 		}
@@ -477,7 +794,10 @@ func (a *Annotator) Processes() []Process {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	latest := map[uint32]*hooksrv.Session{}
-	for s := range a.sessions {
+	for s, ss := range a.sessions {
+		if !ss.started {
+			continue
+		}
 		if l, ok := latest[s.PID]; !ok || s.ID > l.ID {
 			latest[s.PID] = s
 		}
@@ -602,9 +922,9 @@ func (a *Annotator) Flush() {
 // deltas: the struct, its pointer and proto's internal state.
 const runOverhead = 128
 
-// cache keeps runs on lb for reuse when the cache has room; the caller
-// holds mu.
-func (a *Annotator) cache(lb *liveBlock, runs []*stratav1.PageRun) {
+// cache keeps runs, the pages of of (0 lb's range, else its walk's Seq),
+// on lb for reuse when the cache has room; the caller holds mu.
+func (a *Annotator) cache(lb *liveBlock, runs []*stratav1.PageRun, of uint32) {
 	n := int64(0)
 	for _, r := range runs {
 		n += runOverhead + 8*int64(len(r.GetPfnDeltas()))
@@ -613,7 +933,7 @@ func (a *Annotator) cache(lb *liveBlock, runs []*stratav1.PageRun) {
 		a.cacheSkipped.Add(1)
 		return
 	}
-	lb.runs, lb.runBytes, lb.resolved = runs, n, time.Now()
+	lb.runs, lb.runBytes, lb.resolved, lb.runsOf = runs, n, time.Now(), of
 	a.cacheBytes += n
 }
 
@@ -664,12 +984,15 @@ func (a *Annotator) Run(ctx context.Context) error {
 func (a *Annotator) Stats() Stats {
 	a.mu.Lock()
 	live, procs, cached := len(a.blocks), len(a.perPID), a.cacheBytes
+	extents, perPID := a.nExtents, maps.Clone(a.extents)
 	a.mu.Unlock()
 	return Stats{
 		Events: a.events.Load(), Records: a.records.Load(), Batches: a.batches.Load(),
 		Dropped: a.dropped.Load(), ResolveError: a.resolveErr.Load(), Reused: a.reused.Load(),
 		Split: a.split.Load(), KernelErrors: a.kernelErr.Load(), CacheBytes: cached,
 		CacheSkipped: a.cacheSkipped.Load(), LiveBlocks: live, Processes: procs,
+		Walks: a.walks.Load(), WalksStale: a.stale.Load(), WalkKernelErrors: a.walkKernelErr.Load(),
+		WalkExtents: extents, ProcessWalkExtents: perPID,
 	}
 }
 
@@ -681,7 +1004,18 @@ func sparkBlock(s *hooksrv.Session, b hooksrv.Block) *stratav1.SparkBlock {
 		Mode: b.Mode, Location: b.Location, HookBlockId: b.HookID,
 		Kind: b.Kind.Proto(), ObjectGraph: b.ObjectGraph, Chunk: b.Chunk, Chunks: b.Chunks,
 		StageId: b.StageID, StageAttempt: b.StageAttempt, TaskAttemptId: b.TaskAttemptID,
+		SparkBytes: b.SparkBytes, CachedBatch: b.CachedBatch, Column: column(b), ColumnName: b.ColumnName,
 	}
+}
+
+// column is a cached batch's buffer's column, nil for a buffer of every
+// column and for other blocks.
+func column(b hooksrv.Block) *int32 {
+	if !b.CachedBatch || b.Column < 0 {
+		return nil
+	}
+	c := b.Column
+	return &c
 }
 
 var _ hooksrv.Handler = (*Annotator)(nil)
