@@ -179,4 +179,8 @@ type UIReader interface {
 	Occupancy(ctx context.Context, appID string, buckets uint32) ([]OccupancyPoint, error)
 	// PhysMap returns the app's physical memory map on one machine.
 	PhysMap(ctx context.Context, q PhysMapQuery) (*PhysMap, error)
+	// Blocks returns the Spark blocks of one RDD of an app and what Strata
+	// resolved of each (BlockCoverage), ordered by partition, executor
+	// and block.
+	Blocks(ctx context.Context, appID string, rdd int32) ([]BlockCoverage, error)
 }
