@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratatrace/strata/collector/query"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -88,25 +89,6 @@ func newCoverageLine(c *stratav1.Coverage) *coverageLine {
 	return &coverageLine{Resolution: enumName(c.GetResolution().String(), "RESOLUTION_"), Bytes: c.GetBytes(),
 		Objects: c.GetObjects(), SharedObjects: c.GetSharedObjects(), SharedBytes: c.GetSharedBytes(),
 		OpaqueObjects: c.GetOpaqueObjects(), GCEpoch: c.GetGcEpoch(), Extents: c.GetExtents(), Detail: c.GetDetail()}
-}
-
-// holdsCell is the trace table's HOLDS cell: what the page's record holds
-// of its block, in words.
-func holdsCell(c *stratav1.Coverage) string {
-	switch c.GetResolution() {
-	case stratav1.Resolution_RESOLUTION_BUFFERS:
-		return "buffers"
-	case stratav1.Resolution_RESOLUTION_WALKED:
-		return "walked objects"
-	case stratav1.Resolution_RESOLUTION_WALK_CUT:
-		return "walk cut: its objects"
-	case stratav1.Resolution_RESOLUTION_REFERENCES:
-		if c.GetDetail() != "" {
-			return "references only: " + c.GetDetail()
-		}
-		return "references only"
-	}
-	return "-"
 }
 
 // hookBlock is what the JVM hook says of a block beyond its name: its kind
@@ -197,7 +179,7 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return rpcError("trace", err)
 		}
 		tp := newTracePage(p)
-		if err := out.row(tp, tp.Time, tp.Access, tp.RDD, tp.Partition, tp.BlockID, holdsCell(p.GetCoverage()), tp.PID, tp.VAddr,
+		if err := out.row(tp, tp.Time, tp.Access, tp.RDD, tp.Partition, tp.BlockID, query.HoldsWords(p.GetCoverage()), tp.PID, tp.VAddr,
 			tp.PFN, tp.PAddr, tp.NumaNode, pageState(tp), joinFlags(tp.Flags)); err != nil {
 			return fmt.Errorf("write trace: %w", err)
 		}

@@ -96,3 +96,25 @@ func ResolutionWord(r stratav1.Resolution) string {
 	}
 	return "-"
 }
+
+// HoldsWords says what one record's pages hold of its block (its
+// Coverage), as `strata trace` prints it beside each page and the web
+// UI's block page beside each step: "buffers", "walked objects",
+// "walk cut: its objects", "references only: walk pending", or "-" when
+// the record carries no coverage.
+func HoldsWords(c *stratav1.Coverage) string {
+	switch c.GetResolution() {
+	case stratav1.Resolution_RESOLUTION_BUFFERS:
+		return "buffers"
+	case stratav1.Resolution_RESOLUTION_WALKED:
+		return "walked objects"
+	case stratav1.Resolution_RESOLUTION_WALK_CUT:
+		return "walk cut: its objects"
+	case stratav1.Resolution_RESOLUTION_REFERENCES:
+		if c.GetDetail() != "" {
+			return "references only: " + c.GetDetail()
+		}
+		return "references only"
+	}
+	return "-"
+}
