@@ -3,6 +3,7 @@ package store
 import (
 	"database/sql/driver"
 	"fmt"
+	"slices"
 	"strings"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -152,12 +153,24 @@ func (c *coverageRow) coverage() *stratav1.Coverage {
 		Extents: c.extents, Detail: c.detail}
 }
 
-// resolvedSQL is true of a record whose pages hold its block's data as
-// resolved: the block's own buffers, or its walked objects (BUFFERS,
-// WALKED, WALK_CUT). A record resolved REFERENCES (a walk pending, a
-// STALE mark) or without coverage holds the array of references at most.
-var resolvedSQL = fmt.Sprintf("resolution IN (%d, %d, %d)", stratav1.Resolution_RESOLUTION_BUFFERS,
-	stratav1.Resolution_RESOLUTION_WALKED, stratav1.Resolution_RESOLUTION_WALK_CUT)
+// resolvedKinds are the resolutions whose records hold their block's data
+// as resolved: the block's own buffers, or its walked objects. A record
+// resolved REFERENCES (a walk pending, a STALE mark) or without coverage
+// holds the array of references at most.
+var resolvedKinds = []stratav1.Resolution{stratav1.Resolution_RESOLUTION_BUFFERS,
+	stratav1.Resolution_RESOLUTION_WALKED, stratav1.Resolution_RESOLUTION_WALK_CUT}
+
+// resolvedSQL is true of a record resolved as one of resolvedKinds.
+var resolvedSQL = func() string {
+	n := make([]string, len(resolvedKinds))
+	for i, r := range resolvedKinds {
+		n[i] = fmt.Sprint(int32(r))
+	}
+	return "resolution IN (" + strings.Join(n, ", ") + ")"
+}()
+
+// isResolved: r is one of resolvedKinds.
+func isResolved(r stratav1.Resolution) bool { return slices.Contains(resolvedKinds, r) }
 
 // holdsSQL is the one definition, for both backends, of the records that
 // say what a block buffer holds: scope is the condition (on the records

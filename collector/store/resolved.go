@@ -77,12 +77,6 @@ func (b *lastBuffer) dataBytes() uint64 {
 	return b.bytes
 }
 
-// isResolved: BUFFERS, WALKED or WALK_CUT (resolvedSQL).
-func isResolved(r stratav1.Resolution) bool {
-	return r == stratav1.Resolution_RESOLUTION_BUFFERS || r == stratav1.Resolution_RESOLUTION_WALKED ||
-		r == stratav1.Resolution_RESOLUTION_WALK_CUT
-}
-
 // blockKey names a Spark block as RDDs counts them: per executor.
 type blockKey struct{ exec, block string }
 
