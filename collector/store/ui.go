@@ -58,8 +58,8 @@ type AppSummary struct {
 
 // OccupancyPoint is the resident memory of one RDD at the end of one time
 // bucket: the present pages of its cached blocks, each buffer as its latest
-// record with pages up to then resolved it (nothing once freed), counted
-// as Occupation counts them per process.
+// record that holds (holdsSQL) up to then resolved it (nothing once
+// freed), counted as Occupation counts them per process.
 type OccupancyPoint struct {
 	RDDID  int32
 	TimeNs int64 // end of the bucket
@@ -81,8 +81,8 @@ type PhysMapQuery struct {
 }
 
 // PhysMap is the physical memory map of PhysMapQuery: the pages the app's
-// live blocks hold (each block as its latest lifecycle record saw it), by
-// PFN.
+// live blocks hold (each buffer as its latest record that holds saw it:
+// a walked block's objects, not a STALE mark's array), by PFN.
 type PhysMap struct {
 	Machine  string   `json:"machine"`
 	Machines []string `json:"machines"` // every machine holding the app's records

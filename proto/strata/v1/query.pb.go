@@ -1808,8 +1808,9 @@ type OccupationRow struct {
 	Pid        uint32                 `protobuf:"varint,2,opt,name=pid,proto3" json:"pid,omitempty"`
 	NodeName   string                 `protobuf:"bytes,3,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
 	// The peak over time of the resident bytes of the process's RDD blocks
-	// (each block as its latest record before that time resolved it; freed
-	// blocks hold nothing), and when it was reached.
+	// (each buffer as its latest record before that time resolved it, a
+	// walked block's records from its first walk on, as RddReport prefers
+	// them; freed blocks hold nothing), and when it was reached.
 	PeakRddBytes     uint64 `protobuf:"varint,4,opt,name=peak_rdd_bytes,json=peakRddBytes,proto3" json:"peak_rdd_bytes,omitempty"`
 	PeakTimeUnixNano int64  `protobuf:"varint,5,opt,name=peak_time_unix_nano,json=peakTimeUnixNano,proto3" json:"peak_time_unix_nano,omitempty"`
 	// The process's peak resident set (the largest VmHWM the agent sampled)
