@@ -102,6 +102,18 @@ var agentStats = []stat{
 	{"strata_page_cache_bytes", "Pages kept for reuse by accesses, estimated bytes.", false, "", one(func(s *snapshot) float64 { return float64(s.a.CacheBytes) })},
 	{"strata_page_cache_skipped_total", "Resolutions not kept for reuse because the page cache was full.", true, "", one(func(s *snapshot) float64 { return float64(s.a.CacheSkipped) })},
 	{"strata_kernel_mirror_errors_total", "Blocks the kernel's fault tracer could not take (table full, ...).", true, "", one(func(s *snapshot) float64 { return float64(s.a.KernelErrors) })},
+	{"strata_kernel_walk_mirror_errors_total", "Walks whose objects' ranges the kernel's fault tracer could not take (its index full, ...): their faults count in the array alone.", true, "", one(func(s *snapshot) float64 { return float64(s.a.WalkKernelErrors) })},
+	{"strata_walks_total", "Walks of deserialized blocks' objects recorded, by state (complete or cut; stale marks).", true, "state", []labeled{
+		{"walked", func(s *snapshot) float64 { return float64(s.a.Walks) }},
+		{"stale", func(s *snapshot) float64 { return float64(s.a.WalksStale) }}}},
+	{"strata_walk_extents", "Extents of the live blocks' latest walks the annotator keeps.", false, "", one(func(s *snapshot) float64 { return float64(s.a.WalkExtents) })},
+	{"strata_walk_extents_process_max", "Walk extents kept for the process that has most.", false, "", one(func(s *snapshot) float64 {
+		m := 0
+		for _, n := range s.a.ProcessWalkExtents {
+			m = max(m, n)
+		}
+		return float64(m)
+	})},
 
 	{"strata_spool_pending_batches", "Batches not yet acknowledged by the collector.", false, "", one(func(s *snapshot) float64 { return float64(s.s.Pending) })},
 	{"strata_spool_pending_bytes", "Bytes of those batches.", false, "", one(func(s *snapshot) float64 { return float64(s.s.PendingBytes) })},
@@ -209,6 +221,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, kd, "kernel", "ring_full")
 	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, ud, "agent", "fault_events_behind")
 	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.a.KernelErrors), "kernel", "block_not_mirrored")
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.a.WalkKernelErrors), "kernel", "walk_not_mirrored")
 }
 
 // tracerDrops reads the fault side's drops: ring-buffer reserve failures

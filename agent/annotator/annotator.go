@@ -3,8 +3,10 @@ package annotator
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -47,11 +49,19 @@ type Kernel interface {
 	RegisterBlock(p Process, blockID, start, end uint64) error
 	// MoveBlock changes a registered block's range, keeping its counters.
 	MoveBlock(pid uint32, blockID, start, end uint64) error
+	// SetWeakRanges replaces the ranges of a registered block's walked
+	// objects, which count faults into the block's counters but give way
+	// to every other block's range; nil drops them. MoveBlock keeps them,
+	// FreeBlock drops them.
+	SetWeakRanges(pid uint32, blockID uint64, ranges []Range) error
 	// FreeBlock stops counting and returns the block's final counters.
 	FreeBlock(pid uint32, blockID uint64) (*stratav1.FaultCounts, error)
 	// ForgetProcess drops whatever the kernel still holds for pid.
 	ForgetProcess(pid uint32) error
 }
+
+// Range is [Start, End) of a process's address space.
+type Range struct{ Start, End uint64 }
 
 // Process is a hook session's process as the kernel side needs it.
 type Process struct {
@@ -88,10 +98,21 @@ type Stats struct {
 	Reused       uint64 // access records that reused recent pages
 	Split        uint64 // records over the batch budget, sent as several sub-range records
 	KernelErrors uint64 // blocks the kernel side could not mirror (its map full, ...)
-	CacheBytes   int64  // pages kept for reuse, estimated bytes
-	CacheSkipped uint64 // resolutions not kept because the cache was full
-	LiveBlocks   int
-	Processes    int
+	// WalkKernelErrors counts walks whose extents the kernel side could
+	// not take (its index full, ...): the block's faults count in its
+	// range alone until its next walk.
+	WalkKernelErrors uint64
+	CacheBytes       int64  // pages kept for reuse, estimated bytes
+	CacheSkipped     uint64 // resolutions not kept because the cache was full
+	LiveBlocks       int
+	Processes        int
+	Walks            uint64 // complete walks recorded
+	WalksStale       uint64 // STALE marks recorded
+	// WalkExtents are the extents of the live blocks' latest walks, which
+	// the annotator keeps (to resolve accesses, and to mirror the walks into
+	// the kernel once they hold), in all and per process.
+	WalkExtents        int
+	ProcessWalkExtents map[uint32]int
 }
 
 type blockKey struct {
@@ -107,6 +128,17 @@ type liveBlock struct {
 	runs     []*stratav1.PageRun // kept for reuse; nil when not kept
 	runBytes int64               // runs' estimated memory, counted in Annotator.cacheBytes
 	resolved time.Time
+	// runsOf says whose pages runs are: 0 the range's, else the walk's
+	// with that Seq, so a new walk is never served an old one's pages.
+	runsOf uint32
+	// walk is the block's latest complete walk or STALE mark (nil before
+	// the first); holds is the GC epoch the walk holds at (its own, raised
+	// by CHECKED). weak says the kernel counts faults in its extents;
+	// refused that it would not take them (not asked again for this walk).
+	walk    *hooksrv.Walk
+	holds   uint32
+	weak    bool
+	refused bool
 	// mirrored says the kernel's fault tracer took the block. A
 	// registration it refused (a range that overlaps one whose move the
 	// hook has not sent yet, after a GC; a full table) is tried again at
@@ -125,7 +157,9 @@ type Annotator struct {
 	mu       sync.Mutex
 	blocks   map[blockKey]*liveBlock
 	perPID   map[uint32]int
-	sessions map[*hooksrv.Session]struct{} // open hook sessions, for Processes
+	sessions map[*hooksrv.Session]*session
+	extents  map[uint32]int // walk extents kept per process
+	nExtents int            // ... in all
 	pending  *stratav1.Batch
 	started  chan struct{} // receives when pending goes from nil to a new batch (1-buffered)
 	runs     int
@@ -140,6 +174,7 @@ type Annotator struct {
 	sinkMu sync.Mutex
 
 	events, records, batches, dropped, resolveErr, reused, split, kernelErr, cacheSkipped atomic.Uint64
+	walks, stale, walkKernelErr                                                           atomic.Uint64
 }
 
 // New returns an annotator writing to sink.
@@ -173,7 +208,8 @@ func New(res Resolver, sink Sink, cfg Config) *Annotator {
 		log:      cfg.Logger.With("component", "annotator"),
 		blocks:   map[blockKey]*liveBlock{},
 		perPID:   map[uint32]int{},
-		sessions: map[*hooksrv.Session]struct{}{},
+		sessions: map[*hooksrv.Session]*session{},
+		extents:  map[uint32]int{},
 		started:  make(chan struct{}, 1),
 		header:   proto.Size(&stratav1.Batch{NodeName: cfg.NodeName, BootId: cfg.BootID, Node: cfg.Node, Seq: math.MaxUint64}),
 	}
@@ -188,7 +224,7 @@ func (a *Annotator) HandleEvent(_ context.Context, ev hooksrv.Event) {
 	switch ev.Kind {
 	case hooksrv.EventSessionStart:
 		a.mu.Lock()
-		a.sessions[ev.Session] = struct{}{}
+		a.session(ev.Session).started = true
 		a.mu.Unlock()
 	case hooksrv.EventRegister, hooksrv.EventMove:
 		a.place(ev)
@@ -196,6 +232,14 @@ func (a *Annotator) HandleEvent(_ context.Context, ev hooksrv.Event) {
 		a.access(ev)
 	case hooksrv.EventFree:
 		a.free(ev)
+	case hooksrv.EventWalk:
+		a.walk(ev)
+	case hooksrv.EventGC:
+		a.mu.Lock()
+		a.session(ev.Session).saw(ev.GCEpoch)
+		a.mu.Unlock()
+	case hooksrv.EventChecked:
+		a.checked(ev)
 	case hooksrv.EventSessionEnd:
 		a.endSession(ev)
 	}
@@ -243,6 +287,10 @@ func (a *Annotator) place(ev hooksrv.Event) {
 	a.resolve(ev.Session, rec)
 	key := blockKey{ev.Session.PID, ev.Block.HookID}
 	a.mu.Lock()
+	ss := a.session(ev.Session)
+	if ev.Kind == hooksrv.EventMove {
+		ss.saw(ev.GCEpoch)
+	}
 	lb, existed := a.blocks[key]
 	if !existed {
 		lb = &liveBlock{}
@@ -250,24 +298,36 @@ func (a *Annotator) place(ev hooksrv.Event) {
 		a.perPID[key.pid]++
 	}
 	a.uncache(lb)
+	// A registration starts without a walk: a block registered again is
+	// another block, and its old walk's ranges leave the kernel.
+	dropWeak := false
+	if ev.Kind == hooksrv.EventRegister {
+		dropWeak = lb.weak
+		a.setWalk(a.sessions[lb.session], key, lb, nil)
+	}
+	lb.session, lb.block, lb.vaddr, lb.length = ev.Session, ev.Block, ev.Vaddr, ev.Length
 	mirrored := lb.mirrored
-	*lb = liveBlock{session: ev.Session, block: ev.Block, vaddr: ev.Vaddr, length: ev.Length, mirrored: mirrored}
-	a.cache(lb, rec.Runs)
+	rec.Coverage = a.rangeCoverage(ss, lb, rec.GetLength())
+	a.cache(lb, rec.Runs, 0)
 	a.mu.Unlock()
 	if k := a.cfg.Kernel; k != nil {
 		var err error
+		if dropWeak {
+			err = k.SetWeakRanges(key.pid, key.id, nil)
+		}
 		if mirrored {
-			err = k.MoveBlock(key.pid, key.id, ev.Vaddr, ev.Vaddr+ev.Length)
+			err = errors.Join(err, k.MoveBlock(key.pid, key.id, ev.Vaddr, ev.Vaddr+ev.Length))
 		} else {
 			p := Process{PID: key.pid, AppID: ev.Session.AppID, ExecutorID: ev.Session.ExecutorID}
-			err = k.RegisterBlock(p, key.id, ev.Vaddr, ev.Vaddr+ev.Length)
-		}
-		if !mirrored && err == nil {
-			a.mu.Lock()
-			if lb := a.blocks[key]; lb != nil {
-				lb.mirrored = true
+			if errReg := k.RegisterBlock(p, key.id, ev.Vaddr, ev.Vaddr+ev.Length); errReg != nil {
+				err = errors.Join(err, errReg)
+			} else {
+				a.mu.Lock()
+				if lb := a.blocks[key]; lb != nil {
+					lb.mirrored = true
+				}
+				a.mu.Unlock()
 			}
-			a.mu.Unlock()
 		}
 		if err != nil {
 			// Once the kernel's block table is full this happens for every
@@ -280,19 +340,46 @@ func (a *Annotator) place(ev hooksrv.Event) {
 }
 
 func (a *Annotator) access(ev hooksrv.Event) {
+	key := blockKey{ev.Session.PID, ev.Block.HookID}
+	a.mu.Lock()
+	ss := a.session(ev.Session)
+	lb := a.blocks[key]
+	if lb != nil && lb.block.ObjectGraph && ss.usable(lb) {
+		// The walk's pages, for a whole access or a part of the array.
+		w := lb.walk
+		rec := a.record(ev, ev.Vaddr, ev.Length)
+		rec.Coverage = walkCoverage(w, lb.holds)
+		fresh := a.fresh(lb, w.Seq)
+		if fresh {
+			rec.Runs = lb.runs
+		}
+		a.mu.Unlock()
+		if fresh {
+			a.reused.Add(1)
+		} else {
+			a.resolveWalk(ev.Session, rec, w.Extents)
+			a.mu.Lock()
+			if lb := a.blocks[key]; lb != nil && lb.walk == w {
+				a.uncache(lb)
+				a.cache(lb, rec.Runs, w.Seq)
+			}
+			a.mu.Unlock()
+		}
+		a.add(rec)
+		return
+	}
 	vaddr, length := ev.Vaddr, ev.Length
 	whole := ev.AccessLength == 0 || (ev.AccessOffset == 0 && ev.AccessLength >= ev.Length)
 	if !whole {
 		vaddr, length = ev.Vaddr+ev.AccessOffset, ev.AccessLength
 	}
 	rec := a.record(ev, vaddr, length)
-	key := blockKey{ev.Session.PID, ev.Block.HookID}
-	a.mu.Lock()
-	lb := a.blocks[key]
-	fresh := whole && lb != nil && lb.runs != nil && lb.vaddr == ev.Vaddr && lb.length == ev.Length &&
-		a.cfg.ReuseWindow > 0 && time.Since(lb.resolved) < a.cfg.ReuseWindow
+	fresh := whole && lb != nil && lb.vaddr == ev.Vaddr && lb.length == ev.Length && a.fresh(lb, 0)
 	if fresh {
 		rec.Runs = lb.runs
+	}
+	if lb != nil {
+		rec.Coverage = a.rangeCoverage(ss, lb, length)
 	}
 	a.mu.Unlock()
 	if fresh {
@@ -303,7 +390,7 @@ func (a *Annotator) access(ev hooksrv.Event) {
 			a.mu.Lock()
 			if lb := a.blocks[key]; lb != nil && lb.vaddr == ev.Vaddr {
 				a.uncache(lb)
-				a.cache(lb, rec.Runs)
+				a.cache(lb, rec.Runs, 0)
 			}
 			a.mu.Unlock()
 		}
@@ -311,13 +398,17 @@ func (a *Annotator) access(ev hooksrv.Event) {
 	a.add(rec)
 }
 
+// fresh reports whether lb keeps the pages of of (0 its range, else its
+// walk's Seq) resolved within the reuse window; the caller holds mu.
+func (a *Annotator) fresh(lb *liveBlock, of uint32) bool {
+	return lb.runs != nil && lb.runsOf == of && a.cfg.ReuseWindow > 0 && time.Since(lb.resolved) < a.cfg.ReuseWindow
+}
+
 func (a *Annotator) free(ev hooksrv.Event) {
 	key := blockKey{ev.Session.PID, ev.Block.HookID}
 	a.mu.Lock()
 	if lb, ok := a.blocks[key]; ok {
-		a.uncache(lb)
-		delete(a.blocks, key)
-		a.dropPID(key.pid)
+		a.forget(key, lb)
 	}
 	a.mu.Unlock()
 	rec := a.record(ev, ev.Vaddr, ev.Length)
@@ -340,6 +431,14 @@ func (a *Annotator) freeInKernel(key blockKey, name string) *stratav1.FaultCount
 	return fc
 }
 
+// forget removes a block from the registry; the caller holds mu.
+func (a *Annotator) forget(key blockKey, lb *liveBlock) {
+	a.uncache(lb)
+	a.setWalk(a.sessions[lb.session], key, lb, nil)
+	delete(a.blocks, key)
+	a.dropPID(key.pid)
+}
+
 func (a *Annotator) dropPID(pid uint32) {
 	if a.perPID[pid]--; a.perPID[pid] <= 0 {
 		delete(a.perPID, pid)
@@ -352,14 +451,18 @@ func (a *Annotator) endSession(ev hooksrv.Event) {
 	pid := ev.Session.PID
 	var gone []*liveBlock
 	a.mu.Lock()
-	delete(a.sessions, ev.Session)
 	for key, lb := range a.blocks {
 		if key.pid == pid && lb.session == ev.Session {
-			a.uncache(lb)
 			gone = append(gone, lb)
-			delete(a.blocks, key)
-			a.dropPID(pid)
+			a.forget(key, lb)
 		}
+	}
+	delete(a.sessions, ev.Session)
+	// The kernel forgets the process when its last session ends (a hook
+	// that connected again still has its blocks there).
+	last := true
+	for s := range a.sessions {
+		last = last && s.PID != pid
 	}
 	a.mu.Unlock()
 	slices.SortFunc(gone, func(x, y *liveBlock) int { return cmp.Compare(x.block.HookID, y.block.HookID) })
@@ -370,7 +473,7 @@ func (a *Annotator) endSession(ev hooksrv.Event) {
 		rec.Faults = a.freeInKernel(blockKey{pid, lb.block.HookID}, lb.block.Name)
 		a.add(rec)
 	}
-	if k := a.cfg.Kernel; k != nil {
+	if k := a.cfg.Kernel; k != nil && last {
 		if err := k.ForgetProcess(pid); err != nil {
 			a.log.Debug("forget process in kernel", "pid", pid, "err", err)
 		}
@@ -469,7 +572,10 @@ func (a *Annotator) Processes() []Process {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	latest := map[uint32]*hooksrv.Session{}
-	for s := range a.sessions {
+	for s, ss := range a.sessions {
+		if !ss.started {
+			continue
+		}
 		if l, ok := latest[s.PID]; !ok || s.ID > l.ID {
 			latest[s.PID] = s
 		}
@@ -594,9 +700,9 @@ func (a *Annotator) Flush() {
 // deltas: the struct, its pointer and proto's internal state.
 const runOverhead = 128
 
-// cache keeps runs on lb for reuse when the cache has room; the caller
-// holds mu.
-func (a *Annotator) cache(lb *liveBlock, runs []*stratav1.PageRun) {
+// cache keeps runs, the pages of of (0 lb's range, else its walk's Seq),
+// on lb for reuse when the cache has room; the caller holds mu.
+func (a *Annotator) cache(lb *liveBlock, runs []*stratav1.PageRun, of uint32) {
 	n := int64(0)
 	for _, r := range runs {
 		n += runOverhead + 8*int64(len(r.GetPfnDeltas()))
@@ -605,7 +711,7 @@ func (a *Annotator) cache(lb *liveBlock, runs []*stratav1.PageRun) {
 		a.cacheSkipped.Add(1)
 		return
 	}
-	lb.runs, lb.runBytes, lb.resolved = runs, n, time.Now()
+	lb.runs, lb.runBytes, lb.resolved, lb.runsOf = runs, n, time.Now(), of
 	a.cacheBytes += n
 }
 
@@ -656,12 +762,15 @@ func (a *Annotator) Run(ctx context.Context) error {
 func (a *Annotator) Stats() Stats {
 	a.mu.Lock()
 	live, procs, cached := len(a.blocks), len(a.perPID), a.cacheBytes
+	extents, perPID := a.nExtents, maps.Clone(a.extents)
 	a.mu.Unlock()
 	return Stats{
 		Events: a.events.Load(), Records: a.records.Load(), Batches: a.batches.Load(),
 		Dropped: a.dropped.Load(), ResolveError: a.resolveErr.Load(), Reused: a.reused.Load(),
 		Split: a.split.Load(), KernelErrors: a.kernelErr.Load(), CacheBytes: cached,
 		CacheSkipped: a.cacheSkipped.Load(), LiveBlocks: live, Processes: procs,
+		Walks: a.walks.Load(), WalksStale: a.stale.Load(), WalkKernelErrors: a.walkKernelErr.Load(),
+		WalkExtents: extents, ProcessWalkExtents: perPID,
 	}
 }
 
@@ -673,7 +782,18 @@ func sparkBlock(s *hooksrv.Session, b hooksrv.Block) *stratav1.SparkBlock {
 		Mode: b.Mode, Location: b.Location, HookBlockId: b.HookID,
 		Kind: b.Kind.Proto(), ObjectGraph: b.ObjectGraph, Chunk: b.Chunk, Chunks: b.Chunks,
 		StageId: b.StageID, StageAttempt: b.StageAttempt, TaskAttemptId: b.TaskAttemptID,
+		SparkBytes: b.SparkBytes, CachedBatch: b.CachedBatch, Column: column(b), ColumnName: b.ColumnName,
 	}
+}
+
+// column is a cached batch's buffer's column, nil for a buffer of every
+// column and for other blocks.
+func column(b hooksrv.Block) *int32 {
+	if !b.CachedBatch || b.Column < 0 {
+		return nil
+	}
+	c := b.Column
+	return &c
 }
 
 var _ hooksrv.Handler = (*Annotator)(nil)

@@ -95,6 +95,12 @@ func (k *kernelLog) MoveBlock(pid uint32, id, start, end uint64) error {
 	k.ops = append(k.ops, "move")
 	return nil
 }
+func (k *kernelLog) SetWeakRanges(pid uint32, id uint64, ranges []Range) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.ops = append(k.ops, "weak")
+	return nil
+}
 func (k *kernelLog) FreeBlock(pid uint32, id uint64) (*stratav1.FaultCounts, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()

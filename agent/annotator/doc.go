@@ -23,6 +23,39 @@
 // not the caller's), the record says why in resolve_error and carries no
 // pages rather than zeros.
 //
+// Every ALLOC, MOVE, READ and WRITE record says what of the block's data
+// its runs hold (Record.coverage); every record's block carries Spark's
+// size of the whole block, and a cached DataFrame batch's buffer its
+// column. A block's own buffer (serialized bytes, a primitive array, a
+// batch's column buffer, a Tungsten page) is BUFFERS, the bytes of the
+// record's range. FREE and FAULT records carry no coverage. A record over
+// the batch budget goes as pieces (agent/fit): a walk's pieces all keep
+// the array's range, and its numbers go with the first.
+//
+// A deserialized block (Block.ObjectGraph) is its range, the array of
+// references, plus its latest walk (EventWalk), which is usable when it is
+// not stale and holds at the session's latest GC epoch: the highest epoch
+// any frame of the session named (GC, MOVE, WALK, CHECKED), a walk holding
+// at its own epoch until a CHECKED raises it. Between a GC and the CHECKED
+// that answers it a walk is unsure, and not used. Its records:
+//
+//   - ALLOC: the array's pages, REFERENCES, "walk pending" (or the
+//     session's walk mode when the hook does not walk);
+//   - a complete walk: a MOVE record whose runs are the pages of every
+//     extent (one resolver call for all), WALKED or WALK_CUT with the
+//     walk's numbers, and vaddr/length still the array;
+//   - STALE: a MOVE record of the array's pages, REFERENCES, "stale:
+//     objects moved by GC <epoch>, walk pending";
+//   - READ, WRITE: the usable walk's pages, else the array's, REFERENCES,
+//     and why; a record never mixes two walks, and the pages kept for
+//     reuse are a walk's only while that walk is the block's.
+//
+// The kernel counts faults in a usable walk's extents into the block's
+// counters (Kernel.SetWeakRanges), from when the walk first holds until
+// it is stale or replaced; an unsure walk keeps them meanwhile. The
+// latest walk's extents are kept per block (at most hooksrv's caps):
+// Stats.WalkExtents and ProcessWalkExtents count them.
+//
 // Pages come from a Resolver (resolver.Pool in the agent), one batch per
 // process. Every batch carries Config.Node, the description of the machine
 // (NUMA nodes, page size, memory) the collector needs to judge placement.

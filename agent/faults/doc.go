@@ -5,13 +5,18 @@
 // per-process workload counters.
 //
 // The two directions are kept apart. The annotator calls Faults only
-// through its Kernel interface (RegisterBlock, MoveBlock, FreeBlock,
-// ForgetProcess), and a registration names the Spark application and
-// executor of the process, so Faults never asks the annotator anything.
+// through its Kernel interface (RegisterBlock, MoveBlock, SetWeakRanges,
+// FreeBlock, ForgetProcess), and a registration names the Spark
+// application and executor of the process, so Faults never asks the
+// annotator anything.
 // Records go the other way only from Run, into a Sink (the annotator's
 // AddFaults, AddCounters and AddWorkload).
 //
 // What callers must know:
+//   - A walked block's objects (SetWeakRanges) count into the block's
+//     counters as weak ranges: they never make another block's
+//     registration or move fail, they give way to it (agent/tracer says
+//     how). FreeBlock drops them with the block.
 //   - Block counters are sent when they changed since the last send (every
 //     Config.Interval, and once more when Run ends); a block's FREE record
 //     carries its final counters.

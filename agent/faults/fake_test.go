@@ -20,6 +20,7 @@ type fakeTracer struct {
 	onExit    func(tracer.ExitReport)
 	tracked   map[uint32]bool
 	blocks    map[blockKey]*tracer.BlockSnapshot
+	weak      map[blockKey][]tracer.Range
 	walk      map[uint32][2]uint64 // total, matched
 	events    chan tracer.Event
 	sampled   []tracer.SampleEvent
@@ -29,7 +30,7 @@ type fakeTracer struct {
 }
 
 func newFakeTracer() *fakeTracer {
-	return &fakeTracer{tracked: map[uint32]bool{}, blocks: map[blockKey]*tracer.BlockSnapshot{},
+	return &fakeTracer{tracked: map[uint32]bool{}, blocks: map[blockKey]*tracer.BlockSnapshot{}, weak: map[blockKey][]tracer.Range{},
 		walk: map[uint32][2]uint64{}, events: make(chan tracer.Event, 4096)}
 }
 
@@ -62,6 +63,7 @@ func (t *fakeTracer) forgetLocked(pid uint32) tracer.ExitReport {
 		if k.pid == pid {
 			rep.Blocks = append(rep.Blocks, *b)
 			delete(t.blocks, k)
+			delete(t.weak, k)
 		}
 	}
 	delete(t.tracked, pid)
@@ -93,6 +95,20 @@ func (t *fakeTracer) MoveBlock(pid uint32, id, start, end uint64) error {
 	return nil
 }
 
+func (t *fakeTracer) SetWeakRanges(pid uint32, id uint64, ranges []tracer.Range) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.blocks[blockKey{pid, id}]; !ok {
+		return tracer.ErrUnknownBlock
+	}
+	if len(ranges) == 0 {
+		delete(t.weak, blockKey{pid, id})
+	} else {
+		t.weak[blockKey{pid, id}] = ranges
+	}
+	return nil
+}
+
 func (t *fakeTracer) FreeBlock(pid uint32, id uint64) (tracer.Counters, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -104,6 +120,7 @@ func (t *fakeTracer) FreeBlock(pid uint32, id uint64) (tracer.Counters, error) {
 		return tracer.Counters{}, tracer.ErrUnknownBlock
 	}
 	delete(t.blocks, blockKey{pid, id})
+	delete(t.weak, blockKey{pid, id})
 	return b.Counters, nil
 }
 
@@ -141,7 +158,11 @@ func (t *fakeTracer) WalkSampleCounts(pid uint32) (uint64, uint64, error) {
 func (t *fakeTracer) Stats() (tracer.Stats, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return tracer.Stats{Hook: tracer.HookBTF, Blocks: len(t.blocks), TracedFaults: 7}, nil
+	weak := 0
+	for _, rs := range t.weak {
+		weak += len(rs)
+	}
+	return tracer.Stats{Hook: tracer.HookBTF, Blocks: len(t.blocks), WeakRanges: weak, TracedFaults: 7}, nil
 }
 
 func (t *fakeTracer) Hook() tracer.Hook { return tracer.HookBTF }

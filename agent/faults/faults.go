@@ -20,6 +20,7 @@ type Tracer interface {
 	Untrack(pid uint32) error
 	RegisterBlock(pid uint32, id, start, end uint64) error
 	MoveBlock(pid uint32, id, start, end uint64) error
+	SetWeakRanges(pid uint32, id uint64, ranges []tracer.Range) error
 	FreeBlock(pid uint32, id uint64) (tracer.Counters, error)
 	Snapshot() ([]tracer.BlockSnapshot, error)
 	Events() <-chan tracer.Event
@@ -206,6 +207,16 @@ func (f *Faults) RegisterBlock(p annotator.Process, id, start, end uint64) error
 // MoveBlock implements annotator.Kernel.
 func (f *Faults) MoveBlock(pid uint32, id, start, end uint64) error {
 	return f.t.MoveBlock(pid, id, start, end)
+}
+
+// SetWeakRanges implements annotator.Kernel: the block's walked objects
+// count faults into its counters, giving way to every other block's range.
+func (f *Faults) SetWeakRanges(pid uint32, id uint64, ranges []annotator.Range) error {
+	rs := make([]tracer.Range, len(ranges))
+	for i, r := range ranges {
+		rs[i] = tracer.Range{Start: r.Start, End: r.End}
+	}
+	return f.t.SetWeakRanges(pid, id, rs)
 }
 
 // FreeBlock implements annotator.Kernel. When the process has exited, the
@@ -528,6 +539,7 @@ func (f *Faults) WriteMetrics(p func(name, help string, v any)) {
 	p("strata_faults_delivered_total", "Fault events read from the ring and handed on.", st.Delivered)
 	p("strata_faults_bad_records_total", "Ring records that did not decode.", st.BadRecords)
 	p("strata_faults_blocks", "Blocks registered in the kernel.", st.Blocks)
+	p("strata_faults_weak_ranges", "Ranges of walked objects counting into their blocks in the kernel (as left after giving way to other blocks).", st.WeakRanges)
 	p("strata_faults_index_cells", "Address-index cells (2 MiB buckets, 64 KiB granules) in the kernel.", st.RangeSets)
 	p("strata_faults_index_run_entries", "Entries of the kernel's runs array in use by granules of more than 8 blocks.", st.RunEntries)
 	p("strata_faults_perf_events", "Per-CPU perf events open (they follow CPU hotplug).", st.PerfEvents)

@@ -462,3 +462,46 @@ func TestUnavailable(t *testing.T) {
 		t.Fatalf("metrics %v", metrics)
 	}
 }
+
+// TestWeakRanges: a block's walked ranges reach the tracer as they are,
+// replace the block's earlier ones, are refused for a block the tracer does
+// not hold, and go with the block's free; the metric counts them.
+func TestWeakRanges(t *testing.T) {
+	r := newRig(t, Config{})
+	r.register(t, app5, 2)
+	walk := []annotator.Range{{Start: 1<<30 + 4096, End: 1<<30 + 8192}, {Start: 1<<30 + 3*4096, End: 1<<30 + 5*4096}}
+	if err := r.f.SetWeakRanges(5, 1, walk); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.f.SetWeakRanges(5, 2, walk[:1]); err != nil {
+		t.Fatal(err)
+	}
+	want := []tracer.Range{{Start: 1<<30 + 4096, End: 1<<30 + 8192}, {Start: 1<<30 + 3*4096, End: 1<<30 + 5*4096}}
+	if got := r.t.weak[blockKey{5, 1}]; !slices.Equal(got, want) {
+		t.Fatalf("tracer holds %v for block 1, want %v", got, want)
+	}
+	metric := func() any {
+		var v any
+		r.f.WriteMetrics(func(name, _ string, x any) {
+			if name == "strata_faults_weak_ranges" {
+				v = x
+			}
+		})
+		return v
+	}
+	if m := metric(); m != 3 {
+		t.Fatalf("strata_faults_weak_ranges = %v, want 3", m)
+	}
+	if err := r.f.SetWeakRanges(5, 1, walk[1:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.f.SetWeakRanges(5, 9, walk); !errors.Is(err, tracer.ErrUnknownBlock) {
+		t.Fatalf("weak ranges of an unknown block: %v", err)
+	}
+	if _, err := r.f.FreeBlock(5, 2); err != nil {
+		t.Fatal(err)
+	}
+	if m := metric(); m != 1 {
+		t.Fatalf("after replacing block 1's and freeing block 2: %v weak ranges, want 1", m)
+	}
+}

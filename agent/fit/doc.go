@@ -9,8 +9,13 @@
 //     folds it).
 //   - Record splits a record whose encoding exceeds a byte budget into
 //     several records over consecutive sub-ranges of its range, each with
-//     the runs of its sub-range; only the first keeps the fault counters, so
-//     sums stay right.
+//     the runs of its sub-range and its coverage counting the sub-range's
+//     bytes; only the first keeps the fault counters, so sums stay right.
+//     A walked record (coverage WALKED or WALK_CUT), whose runs lie outside
+//     its range, is split by its runs: every piece keeps the range (the
+//     block's array) and the coverage's resolution, GC epoch and detail;
+//     the walk's counts (bytes, objects, shared, opaque, extents) go with
+//     the first piece only.
 //   - RecordSize and Fits measure with the encoded (proto) size, the one
 //     the gRPC limit applies to.
 //   - Halve splits a batch's records and workloads into two batches with

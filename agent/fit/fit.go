@@ -148,27 +148,46 @@ func Record(rec *stratav1.Record, budget int, pageSize uint64) []*stratav1.Recor
 	return pieces(rec, groups)
 }
 
-// pieces builds one record per group of runs; piece i covers from its
-// first run (rec's own vaddr for the first) to the next piece's start (rec's
-// end for the last).
+// pieces builds one record per group of runs. Piece i of a record of its
+// range's pages covers from its first run (rec's own vaddr for the first)
+// to the next piece's start (rec's end for the last), and its coverage
+// counts its own length. The pieces of a walked record keep rec's range
+// (the array of references; the runs are the objects' pages, elsewhere),
+// and the walk's counts go with the first, as the fault counters do.
 func pieces(rec *stratav1.Record, groups [][]*stratav1.PageRun) []*stratav1.Record {
 	if len(groups) < 2 {
 		return []*stratav1.Record{rec}
 	}
+	cov := rec.GetCoverage()
+	walked := cov.GetResolution() == stratav1.Resolution_RESOLUTION_WALKED || cov.GetResolution() == stratav1.Resolution_RESOLUTION_WALK_CUT
 	end := rec.GetVaddr() + rec.GetLength()
 	out := make([]*stratav1.Record, len(groups))
 	for i, g := range groups {
 		p := without(rec, recordRunsField)
 		p.Runs = g
 		if i > 0 {
-			p.Vaddr = g[0].GetVaddr()
 			p.Faults = nil // counted once, on the first piece
 		}
-		next := end
-		if i+1 < len(groups) {
-			next = groups[i+1][0].GetVaddr()
+		switch {
+		case walked:
+			if i > 0 {
+				p.Coverage = &stratav1.Coverage{Resolution: cov.GetResolution(), GcEpoch: cov.GetGcEpoch(), Detail: cov.GetDetail()}
+			}
+		default:
+			if i > 0 {
+				p.Vaddr = g[0].GetVaddr()
+			}
+			next := end
+			if i+1 < len(groups) {
+				next = groups[i+1][0].GetVaddr()
+			}
+			p.Length = next - p.GetVaddr()
+			if cov != nil {
+				c := proto.CloneOf(cov)
+				c.Bytes = p.Length
+				p.Coverage = c
+			}
 		}
-		p.Length = next - p.GetVaddr()
 		out[i] = p
 	}
 	return out

@@ -93,6 +93,26 @@ func TestSplitRunKeepsEveryPage(t *testing.T) {
 	}
 }
 
+// split cuts rec with a budget of an nth of its size, checks that it
+// makes n pieces or more, each within the budget, and returns them and
+// their runs in order.
+func split(t *testing.T, rec *stratav1.Record, n int) ([]*stratav1.Record, []*stratav1.PageRun) {
+	t.Helper()
+	budget := RecordSize(rec) / n
+	got := Record(rec, budget, ps)
+	if len(got) < n {
+		t.Fatalf("%d pieces, want at least %d", len(got), n)
+	}
+	var all []*stratav1.PageRun
+	for i, p := range got {
+		if size := RecordSize(p); size > budget {
+			t.Errorf("piece %d is %d bytes, budget %d", i, size, budget)
+		}
+		all = append(all, p.GetRuns()...)
+	}
+	return got, all
+}
+
 func TestRecordSplitsIntoSubRanges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	const vaddr = 0x7f0000000010 // not page aligned: the first piece keeps it
@@ -103,19 +123,12 @@ func TestRecordSplitsIntoSubRanges(t *testing.T) {
 	}
 	rec := &stratav1.Record{TimeUnixNano: 42, Access: stratav1.AccessKind_ACCESS_KIND_ALLOC, Pid: 7,
 		Block: &stratav1.SparkBlock{AppId: "app", BlockId: "rdd_1_1"}, Vaddr: vaddr, Length: npages*ps - 0x10,
-		PageSize: ps, Runs: runs, CpuNumaNode: -1, Faults: &stratav1.FaultCounts{Read: 5}}
+		PageSize: ps, Runs: runs, CpuNumaNode: -1, Faults: &stratav1.FaultCounts{Read: 5},
+		Coverage: &stratav1.Coverage{Resolution: stratav1.Resolution_RESOLUTION_REFERENCES, Bytes: npages*ps - 0x10, Detail: "walk pending"}}
 	before := proto.CloneOf(rec)
-	budget := RecordSize(rec) / 7
-	got := Record(rec, budget, ps)
-	if len(got) < 7 {
-		t.Fatalf("%d pieces, want at least 7", len(got))
-	}
-	var all []*stratav1.PageRun
+	got, all := split(t, rec, 7)
 	next := rec.GetVaddr()
 	for i, p := range got {
-		if n := RecordSize(p); n > budget {
-			t.Errorf("piece %d is %d bytes, budget %d", i, n, budget)
-		}
 		if p.GetVaddr() != next {
 			t.Errorf("piece %d starts at %#x, want %#x (contiguous)", i, p.GetVaddr(), next)
 		}
@@ -126,7 +139,9 @@ func TestRecordSplitsIntoSubRanges(t *testing.T) {
 		if p.GetBlock().GetBlockId() != "rdd_1_1" || p.GetTimeUnixNano() != 42 || p.GetAccess() != rec.GetAccess() {
 			t.Errorf("piece %d lost the record's identity: %v", i, p)
 		}
-		all = append(all, p.GetRuns()...)
+		if c := p.GetCoverage(); c.GetResolution() != stratav1.Resolution_RESOLUTION_REFERENCES || c.GetBytes() != p.GetLength() || c.GetDetail() != "walk pending" {
+			t.Errorf("piece %d of %d bytes has coverage %v, want its own bytes", i, p.GetLength(), c)
+		}
 	}
 	if end := rec.GetVaddr() + rec.GetLength(); next != end {
 		t.Errorf("pieces end at %#x, want %#x", next, end)
@@ -139,6 +154,57 @@ func TestRecordSplitsIntoSubRanges(t *testing.T) {
 	}
 	if one := Record(before, RecordSize(before), ps); len(one) != 1 || one[0] != before {
 		t.Error("a record within budget must come back alone and unchanged")
+	}
+}
+
+// TestWalkedRecordSplitsByRuns: a walked record's runs are its objects'
+// pages, below and above its range (the array of references). Its pieces
+// all keep the range and the coverage's resolution and epoch; the walk's
+// counts and the faults go with the first, so sums over the pieces are the
+// record's; every page is kept, in order.
+func TestWalkedRecordSplitsByRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const array = 0x7f0040000000
+	var runs []*stratav1.PageRun
+	for _, at := range []uint64{0x7f0000000000, 0x7f0020000000, 0x7f0080000000} {
+		for _, r := range scattered(rng, at, 150) {
+			if rng.IntN(3) == 0 {
+				continue // a gap between extents
+			}
+			runs = append(runs, r)
+		}
+	}
+	cov := &stratav1.Coverage{Resolution: stratav1.Resolution_RESOLUTION_WALK_CUT, Bytes: 123456789, Objects: 1e6, SharedObjects: 30,
+		SharedBytes: 960, OpaqueObjects: 2, GcEpoch: 17, Extents: 301}
+	rec := &stratav1.Record{TimeUnixNano: 42, Access: stratav1.AccessKind_ACCESS_KIND_MOVE, Pid: 7, Block: &stratav1.SparkBlock{BlockId: "rdd_2_0"},
+		Vaddr: array, Length: 8 << 20, PageSize: ps, Runs: runs, Faults: &stratav1.FaultCounts{Write: 3}, Coverage: cov}
+	before := proto.CloneOf(rec)
+	got, all := split(t, rec, 9)
+	sum := &stratav1.Coverage{}
+	for i, p := range got {
+		if p.GetVaddr() != array || p.GetLength() != 8<<20 {
+			t.Errorf("piece %d covers %#x+%#x, want the array %#x+%#x", i, p.GetVaddr(), p.GetLength(), uint64(array), 8<<20)
+		}
+		c := p.GetCoverage()
+		if c.GetResolution() != cov.GetResolution() || c.GetGcEpoch() != 17 || (p.GetFaults() != nil) != (i == 0) {
+			t.Errorf("piece %d: coverage %v, faults %v", i, c, p.GetFaults())
+		}
+		sum.Bytes += c.GetBytes()
+		sum.Objects += c.GetObjects()
+		sum.SharedObjects += c.GetSharedObjects()
+		sum.SharedBytes += c.GetSharedBytes()
+		sum.OpaqueObjects += c.GetOpaqueObjects()
+		sum.Extents += c.GetExtents()
+	}
+	sum.Resolution, sum.GcEpoch = cov.GetResolution(), cov.GetGcEpoch()
+	if !proto.Equal(sum, cov) {
+		t.Errorf("coverage summed over the pieces %v, want %v", sum, cov)
+	}
+	if !slices.Equal(pages(all), pages(runs)) {
+		t.Error("pieces expand to other pages than the record")
+	}
+	if !proto.Equal(rec, before) {
+		t.Error("input record modified")
 	}
 }
 

@@ -229,7 +229,9 @@ func (ss *session) frame(f Frame, received time.Time) error {
 			ss.refuseFrame(f, &ss.s.refused.rangeTooLong, b.BlockID, fmt.Errorf("%w: %d bytes (max %d)", ErrRangeTooLong, b.Length, ss.s.cfg.MaxRangeBytes))
 			return nil
 		}
-		if _, live := ss.blocks[b.BlockID]; !live {
+		if old, live := ss.blocks[b.BlockID]; live {
+			_ = ss.setExtents(old, 0) // a block put again starts without a walk; giving back never fails
+		} else {
 			if len(ss.blocks) >= ss.s.cfg.MaxBlocks {
 				return fmt.Errorf("handle frame: %w: %w: %d", ErrMalformed, ErrTooManyBlocks, ss.s.cfg.MaxBlocks)
 			}

@@ -206,3 +206,29 @@ func TestWalkNodeCap(t *testing.T) {
 		t.Errorf("b: %d walks, %d refused; want its walk refused at the node's cap", n, ts.Refusals().WalkTooLarge)
 	}
 }
+
+// A block registered again starts without a walk: its old walk's extents
+// are given back.
+func TestWalkReRegister(t *testing.T) {
+	ts := startServer(t, Config{MaxSessionExtents: 300})
+	p := dial(t, ts.cfg.Path)
+	p.send(hello("app-r"))
+	p.send(graph(1))
+	p.sendWalk(1, 1, 1, WalkDone, extents(0x7f1000000000, 200), WalkExtentsMax)
+	p.send(graph(1))
+	p.sendWalk(1, 2, 1, WalkDone, extents(0x7f1000000000, 250), WalkExtentsMax)
+	p.send(&Checked{GCEpoch: 1})
+	waitUntil(t, "the checked event", func() bool {
+		evs := ts.rec.of("app-r")
+		return len(evs) > 0 && evs[len(evs)-1].Kind == EventChecked
+	})
+	if n := len(ts.rec.walks("app-r")); n != 2 || ts.Refusals().WalkTooLarge != 0 {
+		t.Errorf("%d walks, %d refused: the second walk must fit once the re-registration gave back the first's extents", n, ts.Refusals().WalkTooLarge)
+	}
+	ts.mu.Lock()
+	n := ts.liveExtents
+	ts.mu.Unlock()
+	if n != 250 {
+		t.Errorf("node holds %d extents, want 250", n)
+	}
+}

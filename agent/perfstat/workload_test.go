@@ -172,8 +172,7 @@ func TestWorkloadCountersProcfs(t *testing.T) {
 		t.Fatalf("%d perf counters opened without a PMU, want none", len(w.counters))
 	}
 	fault(t, 256, 4)
-	for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); {
-	} // 100 ms of CPU: at least a few 10 ms ticks
+	spinCPU(t, 100*time.Millisecond) // at least a few 10 ms ticks
 	sleeping, exit := make(chan struct{}), make(chan struct{})
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
@@ -200,5 +199,21 @@ func TestWorkloadCountersProcfs(t *testing.T) {
 	if again.ContextSwitches < got.ContextSwitches || again.CPUMigrations < got.CPUMigrations ||
 		again.MinorFaults < got.MinorFaults || again.TaskClockNs < got.TaskClockNs {
 		t.Errorf("counts went down after a thread exited: %+v then %+v", got, again)
+	}
+}
+
+// spinCPU burns d of this process's CPU time (not wall time: on a loaded
+// machine a wall-clock spin may get a fraction of it).
+func spinCPU(t *testing.T, d time.Duration) {
+	t.Helper()
+	cpu := func() time.Duration {
+		var ru unix.Rusage
+		if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	start, deadline := cpu(), time.Now().Add(30*time.Second)
+	for cpu()-start < d && time.Now().Before(deadline) {
 	}
 }

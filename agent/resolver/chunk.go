@@ -16,6 +16,13 @@ type chunk struct {
 	n    int
 	pid  int
 	live bool // pid is in the running system's /proc (move_pages reaches it)
+	// want lists the pages asked for, ascending and disjoint, when a chunk
+	// reads several requests of a batch together (gathered); nil when
+	// every page is. Pages between them are read from pagemap only.
+	want []pageSpan
+	// flagsEnd bounds the pages after one being folded whose flags were
+	// read: the end of the chunk, or of the gathered request being folded.
+	flagsEnd int
 
 	// Step 1.
 	ents []procmem.Entry
@@ -45,6 +52,9 @@ type chunk struct {
 	window []uint64
 }
 
+// pageSpan is pages [lo, hi) of a chunk.
+type pageSpan struct{ lo, hi int }
+
 // hiddenNodes are the NUMA nodes of a chunk's PFN-hidden pages, indexed
 // like its entries, asked on the first such page.
 type hiddenNodes struct {
@@ -68,6 +78,7 @@ func grow[T any](s *[]T, n int) []T {
 func (c *chunk) reset(pid int, live bool, base uint64, n int) {
 	c.pid, c.live = pid, live
 	c.base, c.g0, c.n = base, base>>c.pmdShift, n
+	c.want, c.flagsEnd = nil, n
 	c.blk, c.heads = c.blk[:0], c.heads[:0]
 	c.spans, c.cspans = c.spans[:0], c.cspans[:0]
 	c.flagsOK, c.flagsSkipped, c.rechecked = false, false, false
@@ -97,19 +108,34 @@ func (c *chunk) readPagemap(pm *procmem.Pagemap) error {
 	return pm.Read(grow(&c.ents, c.n), c.base)
 }
 
-// buildSpans is step 2: the present pages, in virtual order, grouped into
-// spans of consecutive PFNs for kpageflags, with one span per PMD-mapped
-// folio's head in place of its pages; and, for kpagecount, the spans of
-// the pages pagemap does not call exclusive (bit 56 is set exactly when
-// the page's precise mapcount, which kpagecount reports, is 1), or of every
-// page with allCounts.
+// buildSpans is step 2: the present pages asked for, in virtual order,
+// grouped into spans of consecutive PFNs for kpageflags, with one span per
+// PMD-mapped folio's head in place of its pages; and, for kpagecount, the
+// spans of the pages pagemap does not call exclusive (bit 56 is set
+// exactly when the page's precise mapcount, which kpagecount reports, is
+// 1), or of every page with allCounts.
 func (c *chunk) buildSpans(allCounts bool) {
 	spans, cspans := c.spans[:0], c.cspans[:0]
+	want := c.want
+	if want == nil {
+		want = []pageSpan{{0, c.n}}
+	}
+	for _, w := range want {
+		spans, cspans = c.spansOf(w, allCounts, spans, cspans)
+	}
+	for k, h := range c.heads {
+		spans = append(spans, procmem.Span{PFN: h, N: 1, Out: uint32(c.n + k)})
+	}
+	c.spans, c.cspans = spans, cspans
+}
+
+// spansOf appends the spans of pages w to spans and cspans.
+func (c *chunk) spansOf(w pageSpan, allCounts bool, spans, cspans []procmem.Span) ([]procmem.Span, []procmem.Span) {
 	prev, cprev := ^uint64(0), ^uint64(0)
-	for i := 0; i < c.n; {
-		end, folio := c.n, false
+	for i := w.lo; i < w.hi; {
+		end, folio := w.hi, false
 		if len(c.heads) > 0 {
-			end, folio = c.groupEnd(i), c.blockOf(i) >= 0
+			end, folio = min(c.groupEnd(i), w.hi), c.blockOf(i) >= 0
 		}
 		for ; i < end; i++ {
 			e := c.ents[i]
@@ -143,10 +169,7 @@ func (c *chunk) buildSpans(allCounts bool) {
 		}
 		prev, cprev = ^uint64(0), ^uint64(0)
 	}
-	for k, h := range c.heads {
-		spans = append(spans, procmem.Span{PFN: h, N: 1, Out: uint32(c.n + k)})
-	}
-	c.spans, c.cspans = spans, cspans
+	return spans, cspans
 }
 
 // pieceShift is log2 of the pages of a piece: steps 5 and 6 run one piece

@@ -40,6 +40,15 @@
 // read one way only: procmem.Entry's methods, and entryState for the state
 // bits it decides.
 //
+// ResolveBatch reads requests that follow one another closely (ascending,
+// no page shared, at most 256 pages apart, within ChunkPages pages in all:
+// a walked block's extents) as one chunk: one pagemap read and one recheck
+// per piece for all of them, their pages' kpageflags read together (the
+// pages between them are read from pagemap only), and each request folded
+// into its own result, the same runs as it would get alone.
+// BenchmarkResolveWalk compares a walk's extents with the same pages as
+// one range.
+//
 // Without flags (Options.NoFlags, or Request.Flags = FlagsSkip) only steps
 // 1, 3 (the scan) and 6 run: pages get presence, swap entry, PFN and node,
 // and PMD-mapped folios their folio size and THP, or HUGETLB when their

@@ -96,7 +96,7 @@ func (r *Resolver) fold(c *chunk, lo, hi int, cpuNode int32, vmas *vmaCursor, re
 		switch {
 		case p.state&stRaced != 0:
 		case c.blockOf(i) >= 0:
-			i = r.extendPMD(c, i, &p, res)
+			i = r.extendPMD(c, i, hi, &p, res)
 		case p.pfn != 0 && p.folio == 0 && p.flags&kpfCompound == 0:
 			i = r.extendRun(c, i, hi, &p, res)
 		}
@@ -221,13 +221,13 @@ func pmdWithoutFlags(c *chunk, vmas *vmaCursor, p *run, res *Result) error {
 }
 
 // extendPMD adds to the run of page i, the first of a PMD-mapped folio in
-// the chunk, the rest of the folio's pages in the chunk that share all but
+// the chunk, the rest of the folio's pages before hi that share all but
 // their PFN with it: the same entry plus the page offset, so one comparison
 // per page. It returns the index of the last page added.
-func (r *Resolver) extendPMD(c *chunk, i int, p *run, res *Result) int {
+func (r *Resolver) extendPMD(c *chunk, i, hi int, p *run, res *Result) int {
 	e := c.ents[i]
 	sameCount := !c.flagsOK || p.kcount == 1 && e.Exclusive() && !r.opts.ReadAllCounts
-	m, end := i+1, c.groupEnd(i)
+	m, end := i+1, min(c.groupEnd(i), hi)
 	for m < end && c.ents[m] == e+procmem.Entry(m-i) && c.same(m) &&
 		(sameCount || c.counts[m] == p.kcount) {
 		m++

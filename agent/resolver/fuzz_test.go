@@ -2,9 +2,12 @@ package resolver
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stratatrace/strata/agent/procmem"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -16,12 +19,17 @@ import (
 // Whatever the input, the runs must tile the range and expand back to
 // exactly the entries, flags and counts the files hold; resolved without
 // flags, to the entries, and after AddFlags, to the flags and counts too.
+// FuzzResolveFixture resolves a fixture's pages, made from the input, and
+// checks every page against its entry; the same pages cut into requests of
+// a walk's shape resolve alike in one batch and one at a time.
 func FuzzResolveFixture(f *testing.F) {
 	if procmem.PageSize() != 4096 {
 		f.Skip("skipping: the fixture assumes 4 KiB pages")
 	}
 	f.Add([]byte{2, 2, 2, 0, 1, 1, 3, 2, 4, 2}, []byte{0x80, 1, 1, 1, 0x80, 1, 0, 1})
 	f.Add([]byte{3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, []byte{0x80, 1, 1, 1, 1, 1, 1, 1, 0x80, 1, 1, 1})
+	// Requests of one page two pages apart, each a folio's head.
+	f.Add([]byte{14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14, 14}, []byte{0x80, 1, 1, 1, 1, 1, 1, 1})
 	f.Fuzz(func(t *testing.T, kinds, flagBytes []byte) {
 		const base, maxPFN = 0x100000, 4096
 		if len(kinds) == 0 || len(kinds) > 256 {
@@ -108,6 +116,9 @@ func FuzzResolveFixture(f *testing.F) {
 				res.Runs, err = r.AddFlags(9, -1, res.Runs)
 			}
 			r.Close()
+			if err == nil {
+				gatheredAsAlone(t, procmem.FS{Proc: dir, Sys: "../procmem/testdata/sys2"}, opts, 9, base, kinds)
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,4 +150,44 @@ func FuzzResolveFixture(f *testing.F) {
 			}
 		}
 	})
+}
+
+// gatheredAsAlone cuts the n pages at base into requests of 1 to 7 pages, 0
+// to 2 pages apart, as kinds says, and checks that a batch, where nearby
+// requests share a chunk, resolves each as it resolves alone. The batch
+// goes first, on a fresh Resolver: nothing read before can stand in for
+// what it does not read.
+func gatheredAsAlone(t *testing.T, fs procmem.FS, opts Options, pid int, base uint64, kinds []byte) {
+	t.Helper()
+	r, err := New(fs, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var reqs []Request
+	for i, at := 0, uint64(0); at < uint64(len(kinds)); i++ {
+		k := uint64(kinds[i%len(kinds)])
+		n := min(k%7+1, uint64(len(kinds))-at)
+		reqs = append(reqs, Request{VAddr: base + at*4096, Length: n * 4096, CPUNode: -1})
+		at += n + k/7%3
+	}
+	together := make([]Result, len(reqs))
+	if err := r.ResolveBatch(pid, reqs, together); err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range reqs {
+		var alone [1]Result
+		if err := r.ResolveBatch(pid, []Request{q}, alone[:]); err != nil {
+			t.Fatal(err)
+		}
+		a, b := alone[0], together[i]
+		if fmt.Sprint(a.Err) != fmt.Sprint(b.Err) || a.Pages != b.Pages || a.Present != b.Present || a.Raced != b.Raced || len(a.Runs) != len(b.Runs) {
+			t.Fatalf("request %d %#x+%#x: alone %+v, in a batch %+v", i, q.VAddr, q.Length, a, b)
+		}
+		for k := range a.Runs {
+			if !proto.Equal(a.Runs[k], b.Runs[k]) {
+				t.Fatalf("request %d run %d: alone %v, in a batch %v", i, k, a.Runs[k], b.Runs[k])
+			}
+		}
+	}
 }

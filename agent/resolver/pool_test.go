@@ -10,26 +10,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"unsafe"
 
 	"github.com/stratatrace/strata/agent/procmem"
-	"golang.org/x/sys/unix"
+	"github.com/stratatrace/strata/agent/resolver/resolvertest"
 )
-
-// touched maps n fresh pages of this process and writes each one.
-func touched(t *testing.T, n int) uint64 {
-	t.Helper()
-	ps := int(procmem.PageSize())
-	mem, err := unix.Mmap(-1, 0, n*ps, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Munmap(mem) })
-	for i := 0; i < n; i++ {
-		mem[i*ps] = 1
-	}
-	return uint64(uintptr(unsafe.Pointer(&mem[0])))
-}
 
 // warnCounter counts the warn records a logger receives.
 type warnCounter struct{ n atomic.Int64 }
@@ -49,7 +33,7 @@ func (w *warnCounter) WithGroup(string) slog.Handler      { return w }
 // its Resolvers back.
 func TestPoolConcurrent(t *testing.T) {
 	const pages, callers, rounds = 64, 8, 20
-	base := touched(t, pages)
+	base := resolvertest.Touched(t, pages)
 	p, err := NewPool(procmem.Default(), 2, Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +106,7 @@ func TestPoolWarnsOnce(t *testing.T) {
 	if err := os.Symlink(filepath.Join("/proc", self), filepath.Join(root, self)); err != nil {
 		t.Fatal(err)
 	}
-	base := touched(t, 4)
+	base := resolvertest.Touched(t, 4)
 	var warns warnCounter
 	p, err := NewPool(procmem.FS{Proc: root, Sys: "/sys"}, 2, Options{}, slog.New(&warns))
 	if err != nil {

@@ -195,18 +195,38 @@ func (r *Resolver) ResolveBatch(pid int, reqs []Request, out []Result) error {
 		r.maps.Close()
 		r.maps = nil
 	}()
-	for i, q := range reqs {
-		out[i] = Result{}
-		err := r.resolve(pm, pid, q, &out[i])
-		if err != nil {
-			out[i] = Result{Err: fmt.Errorf("resolve %#x+%#x: %w", q.VAddr, q.Length, err)}
+	for i := 0; i < len(reqs); {
+		j := r.gather(reqs, i)
+		if j > i+1 {
+			err := r.resolveGathered(pm, pid, reqs[i:j], out[i:j])
+			if err == nil {
+				i = j
+				continue
+			}
 			if errors.Is(err, ErrProcessGone) {
-				for j := i + 1; j < len(reqs); j++ {
-					out[j] = Result{Err: out[i].Err}
+				return failFrom(pid, reqs, out, i, err)
+			}
+			// One at a time, so that only the requests at fault fail.
+		}
+		for ; i < j; i++ {
+			q := reqs[i]
+			out[i] = Result{}
+			if err := r.resolve(pm, pid, q, &out[i]); err != nil {
+				if errors.Is(err, ErrProcessGone) {
+					return failFrom(pid, reqs, out, i, err)
 				}
-				return fmt.Errorf("resolve pid %d: %w", pid, err)
+				out[i] = Result{Err: fmt.Errorf("resolve %#x+%#x: %w", q.VAddr, q.Length, err)}
 			}
 		}
 	}
 	return nil
+}
+
+// failFrom fails requests i and on: the process exited.
+func failFrom(pid int, reqs []Request, out []Result, i int, err error) error {
+	out[i] = Result{Err: fmt.Errorf("resolve %#x+%#x: %w", reqs[i].VAddr, reqs[i].Length, err)}
+	for j := i + 1; j < len(reqs); j++ {
+		out[j] = Result{Err: out[i].Err}
+	}
+	return fmt.Errorf("resolve pid %d: %w", pid, err)
 }

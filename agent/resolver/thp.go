@@ -155,7 +155,7 @@ func (r *Resolver) folioPages(c *chunk, i int) uint32 {
 	}
 	if c.flags[i]&kpfHead != 0 {
 		n := uint64(1)
-		for j := i + 1; j < c.n && n < maxFolioPages; j++ {
+		for j := i + 1; j < c.flagsEnd && n < maxFolioPages; j++ {
 			if c.ents[j].PFN() != pfn+n {
 				break // the folio continues unseen or not at all: ask kpageflags
 			}

@@ -209,20 +209,37 @@ func (t *Tracer) MoveBlock(tgid uint32, id, start, end uint64) error {
 	if !ok {
 		return fmt.Errorf("move block %d: %w", id, ErrUnknownBlock)
 	}
-	// A failed change leaves the block out of the index: put it back where
-	// it was, or give up its slot.
-	err = p.idx.remove(t.store(), old)
-	if err == nil {
-		err = p.idx.add(t.store(), &block{id: id, start: start, end: end, slot: old.slot})
+	// A block that left the index gives up its slot.
+	gone, err := p.idx.move(t.store(), old, start, end)
+	if gone {
+		t.freeSlots = append(t.freeSlots, old.slot)
 	}
 	if err != nil {
-		if errBack := p.idx.add(t.store(), old); errBack != nil {
-			t.freeSlots = append(t.freeSlots, old.slot)
-			err = errors.Join(err, errBack)
-		}
 		return fmt.Errorf("move block: %w", err)
 	}
 	return nil
+}
+
+// SetWeakRanges replaces the weak ranges of a registered block: more
+// ranges whose faults count into the block's counters, as its own range's
+// do, but which give way to every other range. The parts of ranges
+// (ascending, disjoint, at most 256 GiB in all) that another range of the
+// process holds already are left out; a block's range registered or moved
+// later over a weak range takes its pages. nil drops them all. MoveBlock
+// keeps them, FreeBlock and the process's end drop them. On error the
+// block is left without weak ranges.
+func (t *Tracer) SetWeakRanges(tgid uint32, id uint64, ranges []Range) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, err := t.procLocked("set weak ranges", tgid)
+	if err != nil {
+		return err
+	}
+	b, ok := p.idx.blocks[id]
+	if !ok {
+		return fmt.Errorf("set weak ranges of block %d: %w", id, ErrUnknownBlock)
+	}
+	return p.idx.setWeak(t.store(), id, b.slot, ranges)
 }
 
 // FreeBlock stops counting a block and returns its final counters.
@@ -238,7 +255,7 @@ func (t *Tracer) FreeBlock(tgid uint32, id uint64) (Counters, error) {
 		return Counters{}, fmt.Errorf("free block %d: %w", id, ErrUnknownBlock)
 	}
 	// The block leaves the index even when a write fails (see remove).
-	errRemove := p.idx.remove(t.store(), b)
+	errRemove := p.idx.free(t.store(), b)
 	c, err := t.readSlot(b.slot)
 	t.freeSlots = append(t.freeSlots, b.slot)
 	if err := errors.Join(errRemove, err); err != nil {
@@ -339,6 +356,7 @@ func (t *Tracer) Stats() (Stats, error) {
 	t.mu.Lock()
 	for _, p := range t.procs {
 		s.Blocks += len(p.idx.blocks)
+		s.WeakRanges += p.idx.weakN
 		s.RangeSets += p.idx.cells
 	}
 	s.RunEntries = t.runs.used

@@ -10,6 +10,7 @@
 //	t.RegisterBlock(pid, blockID, start, end)      // [start, end) virtual
 //	snap, _ := t.Snapshot()                        // every block's counters
 //	for ev := range t.Events() { ... }             // 1 in SampleEvery faults
+//	t.SetWeakRanges(pid, blockID, ranges)          // more ranges, same counters
 //	c, _ := t.FreeBlock(pid, blockID)              // final counters
 //
 // agent/faults is its one user: it mirrors the annotator's block registry
@@ -18,6 +19,17 @@
 // What the caller must know:
 //   - Counters are kept per block from registration; MoveBlock (after a GC)
 //     keeps them, FreeBlock returns the final values and forgets the block.
+//   - A block's ranges never overlap another's: RegisterBlock and MoveBlock
+//     refuse a range over another block's registered one (ErrOverlap).
+//     SetWeakRanges gives a block more ranges that count into its counters
+//     (the objects a deserialized block's array refers to) but give way:
+//     the parts another range holds already are left out, and a range
+//     registered or moved over them later takes those pages (the weak
+//     range is cut, never refused). Pages a range gives up are not handed
+//     back to a weak range. SetWeakRanges replaces the block's weak ranges
+//     as a whole (ranges it repeats are not rewritten); MoveBlock keeps
+//     them; FreeBlock and the process's end drop them. Stats.WeakRanges
+//     counts them.
 //   - When a traced process exits, the kernel stops counting at once and the
 //     tracer forgets its blocks; Config.OnExit receives their final counters.
 //   - Nothing is pinned: every map and link dies with the Tracer (or the
@@ -55,7 +67,11 @@
 //     exhausted): a segment is never written while a lookup may read it
 //     (entries are appended past what was ever listed, or copied to a new
 //     segment), and a freed segment is reused only after an RCU grace
-//     period, which the tracer waits for by updating a map-in-map.
+//     period, which the tracer waits for by updating a map-in-map. With
+//     the array exhausted, a run that does not grow is rewritten in its
+//     own segment after its granule is unlisted and a grace period passed
+//     (faults there go unmatched meanwhile), so taking a range out never
+//     fails for want of room.
 //   - Memory does not grow with the CPU count: block counters are shared by
 //     all CPUs (atomic adds), 64 bytes per block; only the fault statistics
 //     (64 bytes) and the hash maps' bookkeeping are per CPU.

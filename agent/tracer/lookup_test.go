@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -56,6 +57,7 @@ type fakeStore struct {
 	hot       map[uint32]bool
 	failAfter int
 	graces    int
+	writes    int // puts, deletes and run writes
 }
 
 var errFakeFull = errors.New("fake map full")
@@ -65,6 +67,7 @@ func newFakeStore() *fakeStore {
 }
 
 func (f *fakeStore) fail() bool {
+	f.writes++
 	if f.failAfter > 0 {
 		f.failAfter--
 		return f.failAfter == 0
@@ -155,7 +158,7 @@ func checkIndex(t *testing.T, s *fakeStore, p *procIndex, addrs []uint64) {
 			k := p.granuleKey(g)
 			want[k] = true
 			rs, ok := s.m[k]
-			if !ok || !gr.inKernel || len(gr.blocks) == 0 || !slices.IsSortedFunc(gr.blocks, func(a, b *block) int { return cmpU64(a.start, b.start) }) {
+			if !ok || !gr.inKernel || len(gr.blocks) == 0 || !slices.IsSortedFunc(gr.blocks, func(a, b *block) int { return cmp.Compare(a.start, b.start) }) {
 				t.Fatalf("granule %+v (%d blocks, in kernel %v) missing, empty or unsorted", k, len(gr.blocks), gr.inKernel)
 			}
 			if gr.run == nil {
@@ -207,12 +210,57 @@ func checkIndex(t *testing.T, s *fakeStore, p *procIndex, addrs []uint64) {
 	if j := slices.IndexFunc(used, func(n int) bool { return n != 1 }); j >= 0 || inUse != p.runs.used {
 		t.Fatalf("run entry %d covered by %d segments; %d entries in use, pool says %d", j, used[max(j, 0)], inUse, p.runs.used)
 	}
+	// Every range listed once, none overlapping another; weak ranges sorted
+	// per block, counting into their block's slot.
 	var all []span
+	listed := make(map[*block]bool, len(p.blocks)+p.weakN)
 	for _, b := range p.blocks {
 		all = append(all, span{b.id, b.start, b.end})
+		listed[b] = true
+	}
+	weak := 0
+	for id, l := range p.weak {
+		b := p.blocks[id]
+		if len(l) == 0 || b == nil {
+			t.Fatalf("weak ranges of block %d: %d, block registered %v", id, len(l), b != nil)
+		}
+		for j, w := range l {
+			if !w.weak || w.id != id || w.slot != b.slot || j > 0 && l[j-1].end > w.start {
+				t.Fatalf("weak range %d of block %d: %+v (block slot %d)", j, id, *w, b.slot)
+			}
+			all = append(all, span{w.id, w.start, w.end})
+			listed[w] = true
+		}
+		weak += len(l)
+	}
+	if weak != p.weakN {
+		t.Fatalf("%d weak ranges, index counts %d", weak, p.weakN)
+	}
+	slices.SortFunc(all, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	for j := 1; j < len(all); j++ {
+		if all[j].start < all[j-1].end {
+			t.Fatalf("ranges overlap: %+v and %+v", all[j-1], all[j])
+		}
+	}
+	for i, c := range p.buckets {
+		for _, b := range c.blocks {
+			if !listed[b] {
+				t.Fatalf("bucket %d lists a range the index does not hold: %+v", i, *b)
+			}
+		}
 	}
 	for _, a := range addrs {
-		id, found := owner(all, a)
+		var id uint64
+		j, _ := slices.BinarySearchFunc(all, a, func(sp span, a uint64) int {
+			if sp.end <= a {
+				return -1
+			}
+			return 1
+		})
+		found := j < len(all) && all[j].start <= a
+		if found {
+			id = all[j].id
+		}
 		r, ok := lookup(s.m, s.runs, p.tgid, a)
 		if ok != found || (ok && r.BlockId != id) {
 			t.Fatalf("lookup %#x: block %d %v, want %d %v", a, r.BlockId, ok, id, found)
@@ -344,24 +392,40 @@ func TestIndexGranulesAndRuns(t *testing.T) {
 }
 
 // TestIndexRandom adds, moves and removes random blocks of 1 byte to 3 MiB
-// in a 4 MiB window and checks the kernel entries and lookups after every
-// change, with and without failing writes, with a run pool small enough to
-// fill.
+// in a 4 MiB window, and replaces random blocks' weak ranges, and checks
+// the kernel entries and lookups after every change, with and without
+// failing writes, with a run pool small enough to fill. Without failures
+// it also checks what the weak ranges cover: what was asked for less what
+// other ranges held, and less what a block registered or moved later took.
 func TestIndexRandom(t *testing.T) {
 	for _, failing := range []bool{false, true} {
 		t.Run(fmt.Sprintf("failing=%v", failing), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			s := newFakeStore()
-			p := newTestIndex(s, 9, 1<<9)
+			// Failed writes with room in the run pool; without, a pool
+			// small enough to fill. A write failing in the resync after
+			// the pool was full leaves its bucket unmatched, which the
+			// checks cannot tell from a wrong index.
+			pool := uint32(1 << 9)
+			if failing {
+				pool = 1 << 13
+			}
+			p := newTestIndex(s, 9, pool)
 			const base, window = 0x7f0000000000 - 1<<20, 4 << 20
 			sizes := []uint64{1, 7, 16, 64, 100, 1000, 4096, 20000, 1 << 16, 3 << 20}
-			// Every block's ends every 500 changes, 20 blocks' ends and 50
+			// Every range's ends every 500 changes, 20 ranges' ends and 50
 			// random addresses after each other change.
 			addrs := func(op int) []uint64 {
 				var out []uint64
-				for _, b := range p.blocks {
-					if op%500 == 0 || rng.IntN(len(p.blocks)) < 20 {
+				pick := func(b *block) {
+					if op%500 == 0 || rng.IntN(len(p.blocks)+p.weakN) < 20 {
 						out = append(out, b.start, b.end-1, b.end, b.start-1)
+					}
+				}
+				for _, id := range slices.Sorted(maps.Keys(p.blocks)) {
+					pick(p.blocks[id])
+					for _, w := range p.weak[id] {
+						pick(w)
 					}
 				}
 				for range 50 {
@@ -369,39 +433,65 @@ func TestIndexRandom(t *testing.T) {
 				}
 				return out
 			}
-			var failed, full int
+			var failed, full, weakSets int
 			for op := 0; op < 4000; op++ {
 				if failing && rng.IntN(5) == 0 {
 					s.failAfter = 1 + rng.IntN(4)
 				}
-				ids := make([]uint64, 0, len(p.blocks))
-				for id := range p.blocks {
-					ids = append(ids, id)
+				ids := slices.Sorted(maps.Keys(p.blocks))
+				var weakBefore []span
+				if !failing {
+					weakBefore = spansOf(p, func(b *block) bool { return b.weak })
 				}
-				slices.Sort(ids)
+				var took *block // a strong range added: it takes weak pages
+				lost := p.weakLost
 				var err error
-				switch r := rng.IntN(10); {
+				switch r := rng.IntN(12); {
 				case r < 6 || len(ids) == 0:
 					size := sizes[rng.IntN(len(sizes))]
 					start := base + rng.Uint64N(window-size)
-					b := &block{id: uint64(op + 1000), start: start, end: start + size}
+					b := &block{id: uint64(op + 1000), start: start, end: start + size, slot: uint32(op)}
 					err = p.add(s, b)
 					if errors.Is(err, ErrOverlap) {
 						err = nil
+					} else {
+						took = b
 					}
 					if err != nil && p.blocks[b.id] != nil {
 						t.Fatalf("block %d kept after failed add", b.id)
 					}
 				case r < 8:
-					err = p.remove(s, p.blocks[ids[rng.IntN(len(ids))]])
-				default:
+					err = p.free(s, p.blocks[ids[rng.IntN(len(ids))]])
+				case r < 10:
 					id := ids[rng.IntN(len(ids))]
 					old := p.blocks[id]
-					if err = p.remove(s, old); err == nil {
-						off := rng.Uint64N(256)
-						moved := &block{id: id, start: old.start + off, end: old.end + off}
-						if err = p.add(s, moved); errors.Is(err, ErrOverlap) {
-							err = p.add(s, old)
+					off := rng.Uint64N(256)
+					_, err = p.move(s, old, old.start+off, old.end+off)
+					if errors.Is(err, ErrOverlap) {
+						err = nil
+					}
+					if b := p.blocks[id]; b != nil && b != old {
+						took = b
+					}
+				default:
+					id := ids[rng.IntN(len(ids))]
+					var ranges []Range
+					at := base + rng.Uint64N(window/2)
+					for range rng.IntN(20) {
+						at += rng.Uint64N(20000)
+						size := sizes[rng.IntN(len(sizes)-1)]
+						if at+size > base+window {
+							break
+						}
+						ranges = append(ranges, Range{at, at + size})
+						at += size
+					}
+					others := spansOf(p, func(b *block) bool { return !b.weak || b.id != id })
+					if err = p.setWeak(s, id, p.blocks[id].slot, ranges); err == nil && !failing {
+						weakSets++
+						want := minusSpans(spansOfRanges(id, ranges), others)
+						if got := spansOf(p, func(b *block) bool { return b.weak && b.id == id }); !slices.Equal(covered(got), covered(want)) {
+							t.Fatalf("op %d: weak ranges of block %d cover %v, want %v", op, id, covered(got), covered(want))
 						}
 					}
 				}
@@ -412,6 +502,11 @@ func TestIndexRandom(t *testing.T) {
 					failed++
 				case err != nil:
 					t.Fatalf("op %d: %v", op, err)
+				case !failing && took != nil && p.blocks[took.id] == took && p.weakLost == lost:
+					if got, want := covered(spansOf(p, func(b *block) bool { return b.weak })),
+						covered(minusSpans(weakBefore, []span{{took.id, took.start, took.end}})); !slices.Equal(got, want) {
+						t.Fatalf("op %d: after block %d took [%#x,%#x) weak ranges cover %v, want %v", op, took.id, took.start, took.end, got, want)
+					}
 				}
 				s.failAfter = 0
 				if rng.IntN(20) == 0 {
@@ -421,13 +516,85 @@ func TestIndexRandom(t *testing.T) {
 				}
 				checkIndex(t, s, p, addrs(op))
 			}
-			t.Logf("%d blocks, %d cells, %d run entries, %d failed changes, %d refused (pool full), %d grace periods",
-				len(p.blocks), p.cells, p.runs.used, failed, full, s.graces)
+			t.Logf("%d blocks, %d weak ranges, %d cells, %d run entries, %d weak sets checked, %d failed changes, %d refused (pool full), %d weak parts lost, %d grace periods",
+				len(p.blocks), p.weakN, p.cells, p.runs.used, weakSets, failed, full, p.weakLost, s.graces)
 			if failing && failed == 0 {
 				t.Error("no write failed")
 			}
+			if !failing && (weakSets < 100 || p.weakN == 0) {
+				t.Errorf("%d weak sets checked, %d weak ranges at the end: the test lost its subject", weakSets, p.weakN)
+			}
 		})
 	}
+}
+
+// spansOf lists the ranges of p that keep says, sorted by start.
+func spansOf(p *procIndex, keep func(*block) bool) []span {
+	var out []span
+	for _, b := range p.blocks {
+		if keep(b) {
+			out = append(out, span{b.id, b.start, b.end})
+		}
+	}
+	for _, l := range p.weak {
+		for _, w := range l {
+			if keep(w) {
+				out = append(out, span{w.id, w.start, w.end})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	return out
+}
+
+func spansOfRanges(id uint64, rs []Range) []span {
+	out := make([]span, len(rs))
+	for i, r := range rs {
+		out[i] = span{id, r.Start, r.End}
+	}
+	return out
+}
+
+// minusSpans is every byte of a that no span of b holds, a span per piece.
+func minusSpans(a, b []span) []span {
+	var out []span
+	for _, x := range a {
+		pieces := []span{x}
+		for _, y := range b {
+			var next []span
+			for _, q := range pieces {
+				if y.end <= q.start || y.start >= q.end {
+					next = append(next, q)
+					continue
+				}
+				if q.start < y.start {
+					next = append(next, span{q.id, q.start, y.start})
+				}
+				if y.end < q.end {
+					next = append(next, span{q.id, y.end, q.end})
+				}
+			}
+			pieces = next
+		}
+		out = append(out, pieces...)
+	}
+	return out
+}
+
+// covered merges spans that touch: the bytes they cover, as [start, end)
+// pairs, whatever the pieces.
+func covered(sp []span) []uint64 {
+	sp = slices.Clone(sp)
+	slices.SortFunc(sp, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	var out []uint64
+	for _, x := range sp {
+		if n := len(out); n > 0 && out[n-1] >= x.start {
+			out[n-1] = max(out[n-1], x.end)
+			continue
+		}
+		out = append(out, x.start, x.end)
+	}
+	return out
 }
 
 func TestRunPool(t *testing.T) {
@@ -458,11 +625,13 @@ func TestRunPool(t *testing.T) {
 	}
 }
 
-// FuzzIndex plays changes decoded from the input (3 bytes each: what, a
-// size, a position) against a small window and checks the kernel entries
-// and lookups after each.
+// FuzzIndex plays changes decoded from the input (3 bytes each: what
+// (register, free, or set up to 15 weak ranges), a size, a position)
+// against a small window and checks the kernel entries and lookups after
+// each.
 func FuzzIndex(f *testing.F) {
 	f.Add([]byte{0, 3, 10, 0, 3, 11, 0, 3, 12, 1, 0, 0, 0, 9, 200})
+	f.Add([]byte{2, 3, 10, 2, 4, 40, 0x1d, 2, 11, 2, 2, 12, 0x3d, 1, 3, 2, 5, 13, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		s := newFakeStore()
 		p := newTestIndex(s, 3, 1<<8)
@@ -473,10 +642,18 @@ func FuzzIndex(f *testing.F) {
 			start := base + uint64(ops[i+2])*509 + uint64(ops[i+1])*17
 			var err error
 			switch ids := slices.Sorted(maps.Keys(p.blocks)); {
-			case ops[i]%4 != 0 || len(ids) == 0:
-				err = p.add(s, &block{id: uint64(i), start: start, end: start + size})
+			case ops[i]%4 > 1 || len(ids) == 0:
+				err = p.add(s, &block{id: uint64(i), start: start, end: start + size, slot: uint32(i)})
+			case ops[i]%4 == 1:
+				// Weak ranges of size bytes every 2*size bytes from start.
+				b := p.blocks[ids[int(ops[i+2])%len(ids)]]
+				var rs []Range
+				for k := range uint64(ops[i] >> 2 % 16) {
+					rs = append(rs, Range{start + 2*k*size, start + (2*k+1)*size})
+				}
+				err = p.setWeak(s, b.id, b.slot, rs)
 			default:
-				err = p.remove(s, p.blocks[ids[int(ops[i+2])%len(ids)]])
+				err = p.free(s, p.blocks[ids[int(ops[i+2])%len(ids)]])
 			}
 			if err != nil && !errors.Is(err, ErrOverlap) && !errors.Is(err, ErrIndexFull) {
 				t.Fatal(err)

@@ -56,6 +56,7 @@ type Stats struct {
 	UserDrops     uint64 // events dropped because the channel was full
 	BadRecords    uint64 // undecodable ring records
 	Blocks        int    // blocks registered now
+	WeakRanges    int    // their weak ranges now (SetWeakRanges), as listed after giving way
 	RangeSets     int    // address-index cells in the kernel now
 	RunEntries    int    // entries of the runs array in use (dense granules)
 	PerfEvents    int    // per-CPU perf events open now (perf hook, major faults, walks)

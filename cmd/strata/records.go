@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratatrace/strata/collector/query"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -38,6 +40,8 @@ type recordLine struct {
 	FaultKind    string                `json:"fault_kind,omitempty"`
 	Faults       *stratav1.FaultCounts `json:"faults,omitempty"`
 	ResolveError string                `json:"resolve_error,omitempty"`
+	// Coverage: what of the block's data the record's pages hold.
+	Coverage *coverageLine `json:"coverage,omitempty"`
 }
 
 func newRecordLine(r *stratav1.RecordRow) recordLine {
@@ -49,7 +53,7 @@ func newRecordLine(r *stratav1.RecordRow) recordLine {
 		ExecutorID: b.GetExecutorId(), Node: r.GetNodeName(), PID: r.GetPid(), TID: r.GetTid(),
 		hookBlock: newHookBlock(b),
 		VAddr:     hex(r.GetVaddr()), Length: r.GetLength(), Pages: r.GetPages(),
-		Faults: r.GetFaults(), ResolveError: r.GetResolveError(),
+		Faults: r.GetFaults(), ResolveError: r.GetResolveError(), Coverage: newCoverageLine(r.GetCoverage()),
 	}
 	if b.GetMode() != stratav1.MemoryMode_MEMORY_MODE_UNSPECIFIED {
 		l.Mode = enumName(b.GetMode().String(), "MEMORY_MODE_")
@@ -64,6 +68,22 @@ func newRecordLine(r *stratav1.RecordRow) recordLine {
 		l.FaultKind = enumName(r.GetFaultKind().String(), "FAULT_KIND_")
 	}
 	return l
+}
+
+// columnCell is the records table's COLUMN cell: a cached batch's column
+// buffer's index and name ("*" for every column), "-" for other buffers.
+func columnCell(b *stratav1.SparkBlock) string {
+	if !b.GetCachedBatch() {
+		return "-"
+	}
+	col := "*"
+	if b.Column != nil {
+		col = fmt.Sprint(b.GetColumn())
+	}
+	if b.GetColumnName() != "" {
+		col += " " + b.GetColumnName()
+	}
+	return col
 }
 
 // parseAccess reads a comma-separated list of access kinds (alloc, read,
@@ -116,7 +136,8 @@ func runRecords(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return rpcError("records", err)
 	}
-	out := newOutput(stdout, cf.output, "TIME", "ACCESS", "RDD", "PART", "BLOCK", "CHUNK", "KIND", "TASK", "PID", "VADDR", "LENGTH", "PAGES", "WHY")
+	out := newOutput(stdout, cf.output, "TIME", "ACCESS", "RDD", "PART", "BLOCK", "CHUNK", "COLUMN", "KIND", "TASK", "PID", "VADDR", "LENGTH",
+		"PAGES", "RESOLVED", "BYTES", "SHARED", "WHY")
 	for {
 		r, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -134,14 +155,16 @@ func runRecords(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				task = fmt.Sprintf("%d.%d/%d", h.StageID, h.StageAttempt, h.TaskAttemptID)
 			}
 		}
-		why := l.FreeReason
-		if why == "" {
-			why = l.ResolveError
+		why := cmp.Or(l.FreeReason, l.ResolveError, r.GetCoverage().GetDetail(), "-")
+		covBytes, shared := "-", "-"
+		if c := r.GetCoverage(); c != nil {
+			covBytes = fmt.Sprint(c.GetBytes())
+			if c.GetSharedBytes() > 0 || c.GetSharedObjects() > 0 {
+				shared = fmt.Sprint(c.GetSharedBytes())
+			}
 		}
-		if why == "" {
-			why = "-"
-		}
-		if err := out.row(l, l.Time, l.Access, l.RDD, l.Partition, l.BlockID, chunk, kind, task, l.PID, l.VAddr, l.Length, l.Pages, why); err != nil {
+		if err := out.row(l, l.Time, l.Access, l.RDD, l.Partition, l.BlockID, chunk, columnCell(r.GetBlock()), kind, task, l.PID,
+			l.VAddr, l.Length, l.Pages, query.ResolutionWord(r.GetCoverage().GetResolution()), covBytes, shared, why); err != nil {
 			return fmt.Errorf("write records: %w", err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stratatrace/strata/collector/query"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -43,10 +44,22 @@ type occupationShare struct {
 }
 
 type rddReport struct {
-	RDD           int32      `json:"rdd"`
-	Blocks        uint64     `json:"blocks"`
-	Partitions    uint64     `json:"partitions"`
+	RDD        int32  `json:"rdd"`
+	Blocks     uint64 `json:"blocks"`
+	Partitions uint64 `json:"partitions"`
+	// Bytes: of the blocks' data as Strata resolved it (buffers, walked
+	// objects, arrays of references not walked); SparkBytes: Spark's own
+	// size of the blocks (0 unknown); Resolved says what Bytes hold against
+	// it (docs/objectgraph.md).
 	Bytes         uint64     `json:"bytes"`
+	SparkBytes    uint64     `json:"spark_bytes"`
+	SizedBlocks   uint64     `json:"sized_blocks"`   // blocks whose Spark size is known
+	ResolvedBytes uint64     `json:"resolved_bytes"` // buffers, walked and cut-walk bytes
+	SharedBytes   uint64     `json:"shared_bytes"`   // objects another block's walk holds
+	ResolvedShare *float64   `json:"resolved_share"` // resolved_bytes / spark_bytes; absent unknown
+	Resolved      string     `json:"resolved"`       // in words: "walked 97.2 %", "references only: walk pending"
+	Parts         []rddPart  `json:"parts"`
+	PageSize      uint32     `json:"page_size"`
 	Pages         uint64     `json:"pages"`
 	Present       uint64     `json:"present"`
 	Swapped       uint64     `json:"swapped"`
@@ -60,9 +73,23 @@ type rddReport struct {
 	Moves         uint64     `json:"moves"`       // a GC relocated a block's buffer
 	Faults        faultKinds `json:"faults"`
 	SampledFaults uint64     `json:"sampled_faults"`
-	// ObjectGraph: some blocks are deserialized; only their arrays of
-	// references are counted, not the objects.
+	// ObjectGraph: some blocks are deserialized (arrays of references to
+	// objects the JVM hook walks); Parts say how far they were walked.
 	ObjectGraph bool `json:"object_graph,omitempty"`
+}
+
+// rddPart is what an RDD's buffers of one resolution hold (RddReport's
+// parts).
+type rddPart struct {
+	Resolution    string   `json:"resolution"` // buffers, walked, walk_cut, references, unspecified
+	Blocks        uint64   `json:"blocks"`
+	Buffers       uint64   `json:"buffers"`
+	Bytes         uint64   `json:"bytes"`
+	Objects       uint64   `json:"objects,omitempty"`
+	SharedObjects uint64   `json:"shared_objects,omitempty"`
+	SharedBytes   uint64   `json:"shared_bytes,omitempty"`
+	OpaqueObjects uint64   `json:"opaque_objects,omitempty"`
+	Details       []string `json:"details,omitempty"`
 }
 
 type nodePage struct {
@@ -250,6 +277,18 @@ func newRDDReport(x *stratav1.RddReport) rddReport {
 		LiveBlocks: x.GetLiveBlocks(), Moves: x.GetMoves(),
 		Faults:      faultKinds{f.GetRead(), f.GetWrite(), f.GetExec(), f.GetMajor(), f.GetUnclassified()},
 		ObjectGraph: x.GetObjectGraph(), Nodes: []nodePage{},
+		SparkBytes: x.GetSparkBytes(), SizedBlocks: x.GetSizedBlocks(), ResolvedBytes: x.GetResolvedBytes(),
+		SharedBytes: x.GetSharedBytes(), ResolvedShare: x.ResolvedShare, Parts: []rddPart{}, PageSize: x.GetPageSize(),
+	}
+	spark := uint64(0) // shares only when every block's Spark size is known
+	if x.ResolvedShare != nil {
+		spark = x.GetSparkBytes()
+	}
+	r.Resolved = query.ResolvedWords(x.GetParts(), spark)
+	for _, p := range x.GetParts() {
+		r.Parts = append(r.Parts, rddPart{Resolution: enumName(p.GetResolution().String(), "RESOLUTION_"), Blocks: p.GetBlocks(),
+			Buffers: p.GetBuffers(), Bytes: p.GetBytes(), Objects: p.GetObjects(), SharedObjects: p.GetSharedObjects(),
+			SharedBytes: p.GetSharedBytes(), OpaqueObjects: p.GetOpaqueObjects(), Details: p.GetDetails()})
 	}
 	if r.Present > 0 {
 		r.THPShare = float64(r.THP) / float64(r.Present)
@@ -345,28 +384,24 @@ func writeAppReport(w io.Writer, r appReport) error {
 		pct(r.Occupation.OfRSS, "unknown (no resident-memory samples)"), pct(r.Occupation.OfNode, "unknown"),
 		mib(r.Occupation.PeakRDDBytes), mib(r.Occupation.PeakRSSBytes), mib(r.Occupation.MemTotalBytes))
 	fmt.Fprintf(w, "page-walk share of cycles: %s\n\n", walkSummary(r.PageWalk))
-	out := newOutput(w, "table", "RDD", "BLOCKS", "PARTS", "MiB", "PAGES", "PRESENT", "SWAPPED", "THP", "NUMA", "READS", "WRITES", "EVICTED",
-		"FAULTS R/W/X/MAJ", "SAMPLED")
+	out := newOutput(w, "table", "RDD", "BLOCKS", "PARTS", "SPARK MiB", "MiB", "PAGES", "PRESENT", "SWAPPED", "THP", "NUMA", "READS",
+		"WRITES", "EVICTED", "FAULTS R/W/X/MAJ", "SAMPLED", "RESOLVED (OF SPARK'S BYTES)")
 	for _, x := range r.RDDs {
-		rdd := fmt.Sprint(x.RDD)
-		if x.ObjectGraph {
-			rdd += "*"
+		spark := "-"
+		if x.SizedBlocks > 0 {
+			spark = mib(x.SparkBytes)
 		}
-		if err := out.row(nil, rdd, x.Blocks, x.Partitions, mib(x.Bytes), x.Pages, x.Present, x.Swapped,
+		if err := out.row(nil, x.RDD, x.Blocks, x.Partitions, spark, mib(x.Bytes), x.Pages, x.Present, x.Swapped,
 			fmt.Sprintf("%.0f%%", 100*x.THPShare), numaCell(x.Nodes), x.Reads, x.Writes, x.Evicted,
-			fmt.Sprintf("%d/%d/%d/%d", x.Faults.Read, x.Faults.Write, x.Faults.Exec, x.Faults.Major), x.SampledFaults); err != nil {
+			fmt.Sprintf("%d/%d/%d/%d", x.Faults.Read, x.Faults.Write, x.Faults.Exec, x.Faults.Major), x.SampledFaults,
+			x.Resolved); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}
 	if err := out.flush(); err != nil {
 		return err
 	}
-	for _, x := range r.RDDs {
-		if x.ObjectGraph {
-			fmt.Fprintln(w, "* deserialized blocks: only their arrays of references are counted, not the objects they point to")
-			break
-		}
-	}
+	fmt.Fprintln(w, resolvedNote)
 	fmt.Fprintln(w)
 	out = newOutput(w, "table", "EXECUTOR", "PID", "NODE", "PEAK RDD MiB", "AT", "PEAK RSS MiB", "RSS AT PEAK MiB", "OF RSS", "OF NODE")
 	for _, e := range r.Executors {
@@ -394,6 +429,13 @@ func writeAppReport(w io.Writer, r appReport) error {
 	return out.flush()
 }
 
+// resolvedNote says, under the RDD table, what its last columns mean.
+const resolvedNote = `MiB: the blocks' data as Strata resolved it, each buffer as last resolved while live.
+RESOLVED: how, as a share of Spark's own size of the blocks: buffers (serialized bytes, column buffers,
+primitive arrays), walked (every object a deserialized block reaches), walk cut (the objects a walk counted
+before its budget ran out), references only (a deserialized block's array of references: its objects not
+walked, and why). See docs/objectgraph.md.`
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -403,11 +445,15 @@ func orDash(s string) string {
 
 // writeSummary writes one row per application.
 func writeSummary(w io.Writer, rs []appReport) error {
-	out := newOutput(w, "table", "APP", "NAME", "RDDS", "BLOCKS", "MiB", "PRESENT", "SWAPPED", "THP", "NUMA NODES", "READS", "WRITES",
-		"RDD FAULTS R/W", "OF RSS", "OF NODE", "PAGE WALK")
+	out := newOutput(w, "table", "APP", "NAME", "RDDS", "BLOCKS", "MiB", "RESOLVED", "PRESENT", "SWAPPED", "THP", "NUMA NODES", "READS",
+		"WRITES", "RDD FAULTS R/W", "OF RSS", "OF NODE", "PAGE WALK")
 	for _, r := range rs {
 		t := totals(r)
-		if err := out.row(nil, r.App, orDash(r.Name), len(r.RDDs), t.blocks, mib(t.bytes), t.present, t.swapped,
+		resolved := "-"
+		if t.sized {
+			resolved = query.ShareWords(t.resolved, t.spark)
+		}
+		if err := out.row(nil, r.App, orDash(r.Name), len(r.RDDs), t.blocks, mib(t.bytes), resolved, t.present, t.swapped,
 			fmt.Sprintf("%.0f%%", 100*t.thpShare()), t.nodes, t.reads, t.writes, fmt.Sprintf("%d/%d", t.faults.Read, t.faults.Write),
 			pct(r.Occupation.OfRSS, "unknown"), pct(r.Occupation.OfNode, "unknown"), walkSummary(r.PageWalk)); err != nil {
 			return fmt.Errorf("write report: %w", err)
@@ -419,6 +465,8 @@ func writeSummary(w io.Writer, rs []appReport) error {
 // appTotals sums an application's RDDs.
 type appTotals struct {
 	blocks, bytes, present, swapped, thp, reads, writes uint64
+	resolved, spark                                     uint64
+	sized                                               bool // every RDD's resolved share is known
 	nodes                                               int
 	faults                                              faultKinds
 }
@@ -431,9 +479,12 @@ func (t appTotals) thpShare() float64 {
 }
 
 func totals(r appReport) appTotals {
-	var t appTotals
+	t := appTotals{sized: len(r.RDDs) > 0}
 	nodes := map[int32]bool{}
 	for _, x := range r.RDDs {
+		t.resolved += x.ResolvedBytes
+		t.spark += x.SparkBytes
+		t.sized = t.sized && x.ResolvedShare != nil
 		t.blocks += x.Blocks
 		t.bytes += x.Bytes
 		t.present += x.Present

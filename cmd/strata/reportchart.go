@@ -117,16 +117,27 @@ func appPanels(r appReport) []panel {
 	mem := panel{title: "Cached RDD memory, as last resolved", ylabel: "MiB",
 		series: []series{{name: "present"}, {name: "swapped"}, {name: "not resident"}}}
 	acc := panel{title: "Block accesses (JVM hook)", ylabel: "accesses", series: []series{{name: "reads"}, {name: "writes"}}}
+	res := panel{title: "What Strata resolved of Spark's bytes", ylabel: "% of Spark's size of the blocks",
+		series: []series{{name: "buffers"}, {name: "walked objects"}, {name: "objects of cut walks"}}}
+	sized := false
 	var faults []faultKinds
-	page := 0.0
 	for _, x := range rdds {
-		if x.Pages > 0 {
-			page = float64(x.Bytes) / float64(x.Pages)
-		}
 		label := fmt.Sprintf("RDD %d", x.RDD)
 		mem.groups = append(mem.groups, label)
 		acc.groups = append(acc.groups, label)
+		page := float64(x.PageSize)
 		mib := func(pages uint64) float64 { return float64(pages) * page / (1 << 20) }
+		res.groups = append(res.groups, label+"\n"+x.Resolved)
+		for i, kind := range []string{"buffers", "walked", "walk_cut"} {
+			v := 0.0
+			for _, p := range x.Parts {
+				if p.Resolution == kind && x.ResolvedShare != nil && x.SparkBytes > 0 {
+					v = 100 * float64(p.Bytes) / float64(x.SparkBytes)
+					sized = true
+				}
+			}
+			res.series[i].values = append(res.series[i].values, v)
+		}
 		mem.series[0].values = append(mem.series[0].values, mib(x.Present))
 		mem.series[1].values = append(mem.series[1].values, mib(x.Swapped))
 		mem.series[2].values = append(mem.series[2].values, mib(x.Pages-min(x.Pages, x.Present+x.Swapped)))
@@ -147,6 +158,9 @@ func appPanels(r appReport) []panel {
 		occ.series[1].values = append(occ.series[1].values, 100*deref(e.OfNode))
 	}
 	out := []panel{mem, acc, walk}
+	if sized {
+		out = append(out, res)
+	}
 	if len(occ.groups) > 0 {
 		out = append(out, occ)
 	}
@@ -178,8 +192,8 @@ func comparePanels(rs []appReport) []panel {
 		occ.series[1].values = append(occ.series[1].values, 100*deref(r.Occupation.OfNode))
 		t := totals(r)
 		perPage := 0.0
-		if pages := pagesOf(r); pages > 0 {
-			perPage = float64(t.bytes) / float64(pages)
+		for _, x := range r.RDDs {
+			perPage = float64(x.PageSize)
 		}
 		mem.series[0].values = append(mem.series[0].values, float64(t.present)*perPage/(1<<20))
 		mem.series[1].values = append(mem.series[1].values, float64(t.swapped)*perPage/(1<<20))
@@ -191,14 +205,6 @@ func comparePanels(rs []appReport) []panel {
 		}
 	}
 	return []panel{occ, walkPanel(occ.groups, read, write, status, faults), mem}
-}
-
-func pagesOf(r appReport) uint64 {
-	var n uint64
-	for _, x := range r.RDDs {
-		n += x.Pages
-	}
-	return n
 }
 
 // drawPanels lays the panels out one above the other and writes the file.

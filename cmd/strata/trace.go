@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratatrace/strata/collector/query"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -38,6 +39,9 @@ type tracePage struct {
 	// FlagsNotRead: the agent resolved this page without kpageflags
 	// (--page-flags sampled), so Flags is empty for that reason.
 	FlagsNotRead bool `json:"flags_not_read,omitempty"`
+	// Coverage: what of the block's data the page's record holds (a walked
+	// block's pages hold its objects; absent when the record says nothing).
+	Coverage *coverageLine `json:"coverage,omitempty"`
 }
 
 func newTracePage(p *stratav1.TracePage) tracePage {
@@ -60,14 +64,39 @@ func newTracePage(p *stratav1.TracePage) tracePage {
 		THP:          is(stratav1.PageState_PAGE_STATE_THP) || p.GetKpageflags()&(1<<stratav1.KPFTHP) != 0,
 		Flags:        stratav1.KPageFlagNames(p.GetKpageflags()),
 		FlagsNotRead: is(stratav1.PageState_PAGE_STATE_FLAGS_NOT_READ),
+		Coverage:     newCoverageLine(p.GetCoverage()),
 	}
+}
+
+// coverageLine is a record's Coverage in `strata records` and `strata
+// trace` JSON.
+type coverageLine struct {
+	Resolution    string `json:"resolution"` // buffers, walked, walk_cut, references, unspecified
+	Bytes         uint64 `json:"bytes"`
+	Objects       uint64 `json:"objects,omitempty"`
+	SharedObjects uint64 `json:"shared_objects,omitempty"`
+	SharedBytes   uint64 `json:"shared_bytes,omitempty"`
+	OpaqueObjects uint64 `json:"opaque_objects,omitempty"`
+	GCEpoch       uint32 `json:"gc_epoch,omitempty"`
+	Extents       uint32 `json:"extents,omitempty"`
+	Detail        string `json:"detail,omitempty"`
+}
+
+func newCoverageLine(c *stratav1.Coverage) *coverageLine {
+	if c == nil {
+		return nil
+	}
+	return &coverageLine{Resolution: enumName(c.GetResolution().String(), "RESOLUTION_"), Bytes: c.GetBytes(),
+		Objects: c.GetObjects(), SharedObjects: c.GetSharedObjects(), SharedBytes: c.GetSharedBytes(),
+		OpaqueObjects: c.GetOpaqueObjects(), GCEpoch: c.GetGcEpoch(), Extents: c.GetExtents(), Detail: c.GetDetail()}
 }
 
 // hookBlock is what the JVM hook says of a block beyond its name: its kind
 // (rdd, broadcast, tungsten_page, ...), which of the Spark block's buffers
-// this range is, the task that put it (-1 outside a task), and whether the
-// range is a deserialized block's array of references whose objects were
-// not walked.
+// this range is, the task that put it (-1 outside a task), whether the
+// block is deserialized (an array of references to objects the hook
+// walks), Spark's size of the whole block, and, for a column buffer of a
+// cached DataFrame batch, its column.
 type hookBlock struct {
 	Kind          string `json:"kind"`
 	Chunk         uint32 `json:"chunk"`
@@ -76,6 +105,10 @@ type hookBlock struct {
 	StageAttempt  int32  `json:"stage_attempt"`
 	TaskAttemptID int64  `json:"task_attempt_id"`
 	ObjectGraph   bool   `json:"object_graph,omitempty"`
+	SparkBytes    uint64 `json:"spark_bytes,omitempty"`
+	CachedBatch   bool   `json:"cached_batch,omitempty"`
+	Column        *int32 `json:"column,omitempty"` // absent: every column (an Arrow batch)
+	ColumnName    string `json:"column_name,omitempty"`
 }
 
 // newHookBlock returns nil for a block whose kind nobody reported.
@@ -84,7 +117,8 @@ func newHookBlock(b *stratav1.SparkBlock) *hookBlock {
 		return nil
 	}
 	return &hookBlock{Kind: enumName(b.GetKind().String(), "BLOCK_KIND_"), Chunk: b.GetChunk(), Chunks: b.GetChunks(),
-		StageID: b.GetStageId(), StageAttempt: b.GetStageAttempt(), TaskAttemptID: b.GetTaskAttemptId(), ObjectGraph: b.GetObjectGraph()}
+		StageID: b.GetStageId(), StageAttempt: b.GetStageAttempt(), TaskAttemptID: b.GetTaskAttemptId(), ObjectGraph: b.GetObjectGraph(),
+		SparkBytes: b.GetSparkBytes(), CachedBatch: b.GetCachedBatch(), Column: b.Column, ColumnName: b.GetColumnName()}
 }
 
 // optInt32 is an int32 flag that remembers whether it was set.
@@ -133,7 +167,8 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return rpcError("trace", err)
 	}
-	out := newOutput(stdout, cf.output, "TIME", "ACCESS", "RDD", "PART", "BLOCK", "PID", "VADDR", "PFN", "PADDR", "NODE", "STATE", "FLAGS")
+	out := newOutput(stdout, cf.output, "TIME", "ACCESS", "RDD", "PART", "BLOCK", "HOLDS", "PID", "VADDR", "PFN", "PADDR", "NODE", "STATE",
+		"FLAGS")
 	for {
 		p, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -144,7 +179,7 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return rpcError("trace", err)
 		}
 		tp := newTracePage(p)
-		if err := out.row(tp, tp.Time, tp.Access, tp.RDD, tp.Partition, tp.BlockID, tp.PID, tp.VAddr,
+		if err := out.row(tp, tp.Time, tp.Access, tp.RDD, tp.Partition, tp.BlockID, query.HoldsWords(p.GetCoverage()), tp.PID, tp.VAddr,
 			tp.PFN, tp.PAddr, tp.NumaNode, pageState(tp), joinFlags(tp.Flags)); err != nil {
 			return fmt.Errorf("write trace: %w", err)
 		}

@@ -5,4 +5,8 @@
 // errors to codes:
 // a missing app_id is InvalidArgument, an unknown job NotFound, a closed
 // store Unavailable. The store's doc says what each answer means.
+//
+// ResolvedWords, ShareWords, ResolutionWord and HoldsWords say what Strata
+// resolved of blocks (RddReport's parts, a record's Coverage) in the words
+// both `strata` and the web UI print, so the two never differ.
 package query

@@ -137,10 +137,17 @@ func TestQueryService(t *testing.T) {
 }
 
 // Report answers what the store's RDDs and Occupation answer for the
-// report scenario, over a real socket; an empty app id is InvalidArgument.
+// report scenario and the coverage scenario (what each RDD's blocks hold
+// against Spark's bytes), over a real socket; an empty app id is
+// InvalidArgument.
 func TestReportService(t *testing.T) {
 	ctx := context.Background()
-	c := servertest.Start(t, storetest.ReportBatches(), nil)
+	batches := storetest.ReportBatches()
+	for _, b := range storetest.CoverageBatches() {
+		b.Seq += 10 // the same machine sent them later
+		batches = append(batches, b)
+	}
+	c := servertest.Start(t, batches, nil)
 	q := stratav1.NewQueryServiceClient(c.Dial(t))
 	resp, err := q.Report(ctx, &stratav1.ReportRequest{AppId: storetest.App})
 	if err != nil {
@@ -149,6 +156,14 @@ func TestReportService(t *testing.T) {
 	want := &stratav1.ReportResponse{Rdds: storetest.ReportRDDs(), Occupation: storetest.ReportOccupation()}
 	if !proto.Equal(resp, want) {
 		t.Fatalf("report =\n%v\nwant\n%v", resp, want)
+	}
+	resp, err = q.Report(ctx, &stratav1.ReportRequest{AppId: storetest.CoverageApp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = &stratav1.ReportResponse{Rdds: storetest.CoverageRDDs(false), Occupation: storetest.CoverageOccupation()}
+	if !proto.Equal(resp, want) {
+		t.Fatalf("coverage report =\n%v\nwant\n%v", resp, want)
 	}
 	if _, err := q.Report(ctx, &stratav1.ReportRequest{}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("report without app: %v, want InvalidArgument", err)

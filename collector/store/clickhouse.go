@@ -271,8 +271,9 @@ func (e *chError) Error() string {
 
 // Exception codes the store handles.
 const (
-	chTableExists    = 57
-	chDatabaseExists = 82
+	chDuplicateColumn = 15 // two collectors added the same column at once
+	chTableExists     = 57
+	chDatabaseExists  = 82
 )
 
 var (

@@ -25,26 +25,15 @@ func visibleSQL(app string) string {
 // lifecycleKinds are the access kinds of a block's life (not FAULT).
 var lifecycleKinds = fmt.Sprintf("(%d, %d, %d, %d, %d)", accessAlloc, accessRead, accessWrite, accessFree, accessMove)
 
-// latestRunsSQL selects cols of the runs of each block's latest lifecycle
-// records in app, as latestLifecycleCTE defines them: a block is
-// (executor_id, block_id, chunk); its latest records are those at its
-// latest lifecycle time, unless one of them is a free. where adds
-// conditions on the runs.
+// latestRunsSQL selects cols of the runs of each live block buffer's
+// latest records that hold in app, as latestLifecycleCTE defines them
+// (chLiveRecsWhere over every block of the app). where adds conditions on
+// the runs.
 func latestRunsSQL(app, cols, where string) string {
-	vis := visibleSQL(app)
-	return `SELECT ` + cols + ` FROM (
-	SELECT * FROM runs
-	WHERE app_id = ` + quote(app) + ` AND access_kind IN ` + lifecycleKinds + ` AND ` + vis + where + `
-) ALL INNER JOIN (
-	SELECT executor_id, block_id, chunk, t AS time_ns FROM (
-		SELECT executor_id, block_id, chunk, max(time_ns) AS t,
-			countIf(access_kind = ` + strconv.Itoa(int(accessFree)) + `) AS frees,
-			maxIf(time_ns, access_kind = ` + strconv.Itoa(int(accessFree)) + `) AS freed_at
-		FROM records
-		WHERE app_id = ` + quote(app) + ` AND access_kind IN ` + lifecycleKinds + ` AND ` + vis + `
-		GROUP BY executor_id, block_id, chunk
-	) WHERE frees = 0 OR freed_at < t
-) USING (executor_id, block_id, chunk, time_ns)`
+	scope := `app_id = ` + quote(app) + ` AND access_kind IN ` + lifecycleKinds + ` AND ` + visibleSQL(app)
+	return `SELECT ` + cols + ` FROM runs
+WHERE app_id = ` + quote(app) + ` AND ` + visibleSQL(app) + where + ` AND (uid, rec_idx) IN (
+	SELECT uid, rec_idx FROM records WHERE ` + chLiveRecsWhere(scope) + `)`
 }
 
 // chState is the SQL test of a page-state bit: chState("PRESENT") is
@@ -58,8 +47,9 @@ func chState(name string) string {
 var nodeExpr = "if(" + chState("PRESENT") + " = 0 OR " + chState("PFN_HIDDEN") + " != 0, -1, numa_node)"
 
 // Trace lists, per record and per page, what the record saw, as
-// DuckDB.Trace does; records of the same time are in the order of their
-// batches' write attempts (uid), as DuckDB's are in the order of storage.
+// DuckDB.Trace does, each run with its record's coverage columns; records
+// of the same time are in the order of their batches' write attempts
+// (uid), as DuckDB's are in the order of storage.
 func (s *ClickHouse) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.TracePage) error) error {
 	if err := s.reader(q.AppID); err != nil {
 		return fmt.Errorf("trace: %w", err)
@@ -74,8 +64,13 @@ func (s *ClickHouse) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.
 	sel := `SELECT ` + rowSelect + `, time_ns, access_kind, pid, app_id, executor_id, rdd_id, partition_id, block_id,
 	mem_mode, mem_location, hook_block_id, page_size,
 	vaddr, pages, state, pfn, kpageflags, folio_pages, kpagecount, numa_node, swap_type, swap_offset, pfn_deltas,
-	block_kind, object_graph, chunk, chunks, stage_id, stage_attempt, task_attempt
-FROM runs WHERE app_id = ` + quote(q.AppID) + where + ` AND ` + visibleSQL(q.AppID) + `
+	block_kind, object_graph, chunk, chunks, stage_id, stage_attempt, task_attempt, ` + coverageColNames("") + `
+FROM (
+	SELECT * FROM runs WHERE app_id = ` + quote(q.AppID) + where + ` AND ` + visibleSQL(q.AppID) + `
+) ANY LEFT JOIN (
+	SELECT uid, rec_idx, ` + coverageColNames("") + ` FROM records
+	WHERE app_id = ` + quote(q.AppID) + where + ` AND ` + visibleSQL(q.AppID) + `
+) USING (uid, rec_idx)
 ORDER BY time_ns, uid, rec_idx, vaddr`
 	em := pageEmitter{q: q, fn: fn}
 	defer em.warn(s.log)
@@ -92,10 +87,13 @@ ORDER BY time_ns, uid, rec_idx, vaddr`
 		r.run.SwapType, r.run.SwapOffset, r.deltas = rr.u32(), rr.u64(), rr.blob()
 		blk.Kind, blk.ObjectGraph, blk.Chunk, blk.Chunks = stratav1.BlockKind(rr.i8()), rr.boolean(), rr.u32(), rr.u32()
 		blk.StageId, blk.StageAttempt, blk.TaskAttemptId = rr.i32(), rr.i32(), rr.i64()
+		var cov coverageRow
+		cov.read(rr)
 		if rr.Err() != nil {
 			return false
 		}
-		r.blk = blk
+		cov.setBlock(blk)
+		r.blk, r.cov = blk, cov.coverage()
 		done, err := em.emit(&r)
 		ferr = err
 		return !done
@@ -135,7 +133,7 @@ func (s *ClickHouse) Records(ctx context.Context, q RecordsQuery, fn func(*strat
 	sel := `SELECT ` + rowSelect + `, time_ns, access_kind, node_name, pid, tid, app_id, executor_id, rdd_id, partition_id, block_id,
 	mem_mode, mem_location, hook_block_id, block_kind, object_graph, chunk, chunks, stage_id, stage_attempt, task_attempt,
 	vaddr, length, pages, free_reason, resolve_error, has_faults,
-	fault_read, fault_write, fault_exec, fault_major, fault_unclassified, fault_kind
+	fault_read, fault_write, fault_exec, fault_major, fault_unclassified, fault_kind, ` + coverageColNames("") + `
 FROM records WHERE app_id = ` + quote(q.AppID) + where + ` AND ` + visibleSQL(q.AppID) + `
 ORDER BY time_ns, node_name, boot_id, seq, rec_idx`
 	if q.Limit > 0 {
@@ -155,10 +153,13 @@ ORDER BY time_ns, node_name, boot_id, seq, rec_idx`
 		hasFaults := rr.boolean()
 		f := &stratav1.FaultCounts{Read: rr.u64(), Write: rr.u64(), Exec: rr.u64(), Major: rr.u64(), Unclassified: rr.u64()}
 		r.FaultKind = stratav1.FaultKind(rr.i8())
+		var cov coverageRow
+		cov.read(rr)
 		if rr.Err() != nil {
 			return false
 		}
-		r.Block = b
+		cov.setBlock(b)
+		r.Block, r.Coverage = b, cov.coverage()
 		if hasFaults {
 			r.Faults = f
 		}

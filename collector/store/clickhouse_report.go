@@ -20,26 +20,60 @@ import (
 // (chHeldSteps), whose changes and running sums are computed here.
 
 // chCachedWhere selects app's visible lifecycle records of cached RDD
-// blocks, as cachedRecsCTE does: rdd_id >= 0, not execution memory.
+// blocks, as cachedScope does: rdd_id >= 0, not execution memory.
 func chCachedWhere(app string) string {
 	return `app_id = ` + quote(app) + ` AND access_kind IN ` + lifecycleKinds + ` AND rdd_id >= 0 AND mem_mode != ` +
 		strconv.Itoa(int(stratav1.MemoryMode_MEMORY_MODE_EXECUTION)) + ` AND ` + visibleSQL(app)
 }
 
-// chLastRecsWhere selects, among app's records, lastLiveCTE's "last":
-// for each buffer (executor_id, pid, block_id, chunk) its latest
+// chLastRecsWhere selects, among the records of scope, lastLiveCTE's
+// "last": for each buffer (executor_id, pid, block_id, chunk) its latest
 // registration (the hook id of its latest record), and of that
-// registration the records at the latest time that carry pages and are
-// not a free.
-func chLastRecsWhere(app string) string {
-	cached := chCachedWhere(app)
-	live := cached + ` AND access_kind != ` + strconv.Itoa(int(accessFree)) + ` AND pages > 0`
-	return live + ` AND (executor_id, pid, block_id, chunk, hook_block_id, time_ns) IN (
+// registration the latest records that hold (holdsSQL).
+func chLastRecsWhere(scope string) string {
+	held := scope + ` AND ` + holdsSQL(scope)
+	return held + ` AND (executor_id, pid, block_id, chunk, hook_block_id, time_ns) IN (
 	SELECT executor_id, pid, block_id, chunk, hook_block_id, max(time_ns) FROM records
-	WHERE ` + live + ` AND (executor_id, pid, block_id, chunk, hook_block_id) IN (
+	WHERE ` + held + ` AND (executor_id, pid, block_id, chunk, hook_block_id) IN (
 		SELECT executor_id, pid, block_id, chunk, argMax(hook_block_id, time_ns) FROM records
-		WHERE ` + cached + ` GROUP BY executor_id, pid, block_id, chunk)
+		WHERE ` + scope + ` GROUP BY executor_id, pid, block_id, chunk)
 	GROUP BY executor_id, pid, block_id, chunk, hook_block_id)`
+}
+
+// chLiveRecsWhere selects chLastRecsWhere's records of the buffers still
+// live, whose latest records do not include a free (liveCTE's latest).
+func chLiveRecsWhere(scope string) string {
+	return chLastRecsWhere(scope) + ` AND (executor_id, pid, block_id, chunk) NOT IN (
+	SELECT executor_id, pid, block_id, chunk FROM records
+	WHERE ` + scope + ` AND access_kind = ` + strconv.Itoa(int(accessFree)) + ` AND (executor_id, pid, block_id, chunk, time_ns) IN (
+		SELECT executor_id, pid, block_id, chunk, max(time_ns) FROM records
+		WHERE ` + scope + ` GROUP BY executor_id, pid, block_id, chunk))`
+}
+
+// lastBuffers returns the buffers of app's cached blocks (of one RDD when
+// rdd is set) as last resolved, as DuckDB's lastBuffersSQL lists them.
+func (s *ClickHouse) lastBuffers(ctx context.Context, app string, rdd *int32) ([]lastBuffer, error) {
+	scope := chCachedWhere(app)
+	if rdd != nil {
+		scope += " AND rdd_id = " + strconv.Itoa(int(*rdd))
+	}
+	sel := `SELECT ` + rowSelect + `, rdd_id, partition_id, executor_id, pid, block_id, chunk, hook_block_id,
+	` + lastBufferCols("", func(e string) string { return "sum(" + e + ")" }) + `
+FROM records WHERE ` + chLastRecsWhere(scope) + `
+GROUP BY rdd_id, partition_id, executor_id, pid, block_id, chunk, hook_block_id
+ORDER BY rdd_id, partition_id, executor_id, block_id, pid, chunk`
+	var out []lastBuffer
+	err := s.c.query(ctx, sel, func(r *rowReader) {
+		var b lastBuffer
+		b.read(r)
+		if r.Err() == nil {
+			out = append(out, b)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("query last buffers %s: %w", app, err)
+	}
+	return out, nil
 }
 
 // lastPages sums the runs of each buffer as last resolved while live
@@ -57,7 +91,7 @@ func (s *ClickHouse) lastPages(ctx context.Context, app string) ([]lastPages, er
 	sum(if(` + chState("SWAPPED") + ` != 0, pages, 0)), sum(if(` + chState("THP") + ` != 0, pages, 0)),
 	sum(if(` + present + ` AND ` + chState("THP") + ` != 0, pages, 0))
 FROM runs WHERE app_id = ` + quote(app) + ` AND ` + visibleSQL(app) + ` AND (uid, rec_idx) IN (
-	SELECT uid, rec_idx FROM records WHERE ` + chLastRecsWhere(app) + `)
+	SELECT uid, rec_idx FROM records WHERE ` + chLastRecsWhere(chCachedWhere(app)) + `)
 GROUP BY rdd_id, node ORDER BY rdd_id, node`
 	var out []lastPages
 	err := s.c.query(ctx, sel, func(r *rowReader) {
@@ -92,8 +126,8 @@ func (s *ClickHouse) Cached(ctx context.Context, appID string) ([]CachedPages, e
 // RDDs returns an app's RDDs as RddReport describes them, as DuckDB.RDDs
 // does: the accesses and blocks of every registration (accesses counted as
 // distinct (process, registration, time) of chunk 0), live blocks, the
-// bytes and pages of each buffer as last resolved while live, and the
-// fault counters.
+// pages of each buffer as last resolved while live and what its bytes hold
+// (lastBuffers, setResolved), and the fault counters.
 func (s *ClickHouse) RDDs(ctx context.Context, appID string) ([]*stratav1.RddReport, error) {
 	if err := s.reader(appID); err != nil {
 		return nil, fmt.Errorf("rdds: %w", err)
@@ -144,16 +178,6 @@ FROM records WHERE ` + cached + ` GROUP BY rdd_id ORDER BY rdd_id`
 	if err != nil {
 		return nil, fmt.Errorf("query live blocks %s: %w", appID, err)
 	}
-	held := `SELECT ` + rowSelect + `, rdd_id, sum(length) FROM records WHERE ` + chLastRecsWhere(appID) + ` GROUP BY rdd_id`
-	err = s.c.query(ctx, held, func(r *rowReader) {
-		rdd, n := r.i32(), r.u64()
-		if x := byRDD[rdd]; x != nil && r.Err() == nil {
-			x.Bytes = n
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("query held bytes %s: %w", appID, err)
-	}
 	pages, err := s.lastPages(ctx, appID)
 	if err != nil {
 		return nil, err
@@ -171,6 +195,11 @@ FROM records WHERE ` + cached + ` GROUP BY rdd_id ORDER BY rdd_id`
 	if err := s.rddFaults(ctx, appID, byRDD); err != nil {
 		return nil, err
 	}
+	bufs, err := s.lastBuffers(ctx, appID, nil)
+	if err != nil {
+		return nil, err
+	}
+	setResolved(byRDD, bufs)
 	return out, nil
 }
 
@@ -225,8 +254,8 @@ type heldStep struct {
 // heldSteps returns app's steps as heldStepsCTE defines them, in time
 // order per buffer, and the first and last time of the app's cached
 // lifecycle records (ok false: there are none). The server sums, per
-// buffer and time, the present pages of the records with pages (a free
-// holds nothing); the changes are taken here.
+// buffer and time, the present pages of the records that hold (holdsSQL;
+// a free holds nothing); the changes are taken here.
 func (s *ClickHouse) heldSteps(ctx context.Context, app string) (steps []heldStep, t0, t1 int64, ok bool, err error) {
 	cached := chCachedWhere(app)
 	var n uint64
@@ -241,7 +270,7 @@ func (s *ClickHouse) heldSteps(ctx context.Context, app string) (steps []heldSte
 	toInt64(sum(if(access_kind = ` + free + `, 0, p))), toInt64(sum(if(access_kind = ` + free + `, 0, b)))
 FROM (
 	SELECT uid, rec_idx, rdd_id, executor_id, pid, block_id, chunk, time_ns, node_name, boot_id, access_kind
-	FROM records WHERE ` + cached + ` AND (access_kind = ` + free + ` OR pages > 0)
+	FROM records WHERE ` + cached + ` AND (access_kind = ` + free + ` OR ` + holdsSQL(cached) + `)
 ) ANY LEFT JOIN (
 	SELECT uid, rec_idx, sum(if(` + present + `, toUInt64(pages), 0)) AS p, sum(if(` + present + `, toUInt64(pages) * page_size, 0)) AS b
 	FROM runs WHERE app_id = ` + quote(app) + ` AND ` + visibleSQL(app) + ` GROUP BY uid, rec_idx

@@ -25,7 +25,8 @@ type chTable struct {
 }
 
 // recordCols are the columns of a record and its block that records and
-// runs both carry, so that page queries need no join.
+// runs both carry, so that page queries need no join (but for the
+// coverage columns, which records alone carry).
 var recordCols = []string{
 	"time_ns Int64", "access_kind Int8", "pid UInt32",
 	"app_id String", "executor_id String", "rdd_id Int32", "partition_id Int32", "block_id String", "hook_block_id UInt64",
@@ -46,7 +47,7 @@ var chTables = []chTable{
 		"tid UInt32", "vaddr UInt64", "length UInt64", "runs UInt32", "pages UInt64",
 		"fault_read UInt64", "fault_write UInt64", "fault_exec UInt64", "fault_major UInt64", "fault_unclassified UInt64",
 		"free_reason Int8", "resolve_error String",
-	}), engine: "MergeTree", partitionBy: "toDate(received)", orderBy: traceOrder, shardKey: "cityHash64(node_name)", retained: true},
+	}, chCoverageCols), engine: "MergeTree", partitionBy: "toDate(received)", orderBy: traceOrder, shardKey: "cityHash64(node_name)", retained: true},
 	// runs: one row per PageRun. Its batch is known by uid (the
 	// visibility test and Trace's order need nothing else); node_name is
 	// there for the cluster's sharding key.
@@ -243,5 +244,59 @@ func (s *ClickHouse) prepareSchema(ctx context.Context) error {
 			return fmt.Errorf("table %s.%s is missing: create the schema (strata clickhouse-schema prints it)", db, t.name)
 		}
 	}
+	return s.addColumns(ctx)
+}
+
+// addColumns brings tables an older collector created up to the schema:
+// it adds the columns they lack (the local table first, then the
+// Distributed one), old rows reading each column's default (coverageCols'
+// def, else the type's zero). With CreateSchema the store runs the
+// statements itself; otherwise Open fails and names them, for the
+// operator to run. ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS, so
+// what is missing is read from system.columns.
+func (s *ClickHouse) addColumns(ctx context.Context) error {
+	db, l := s.opts.Database, s.layout()
+	have := map[[2]string]bool{}
+	err := s.c.query(ctx, "SELECT "+rowSelect+", table, name FROM system.columns WHERE database = "+quote(db),
+		func(r *rowReader) { have[[2]string{r.str(), r.str()}] = true })
+	if err != nil {
+		return fmt.Errorf("list columns: %w", err)
+	}
+	defaults := map[string]string{}
+	for _, c := range coverageCols {
+		defaults[c.name] = c.def
+	}
+	var stmts []string
+	for _, t := range chTables {
+		tables := []string{l.local(t.name)}
+		if l.cluster != "" {
+			tables = append(tables, t.name)
+		}
+		for _, table := range tables {
+			for _, col := range t.columns {
+				name := strings.Fields(col)[0]
+				if have[[2]string{table, name}] {
+					continue
+				}
+				stmt := fmt.Sprintf("ALTER TABLE %s.%s%s ADD COLUMN %s", db, table, l.on(), col)
+				if d, ok := defaults[name]; ok && !strings.Contains(col, " DEFAULT ") {
+					stmt += " DEFAULT " + d
+				}
+				stmts = append(stmts, stmt)
+			}
+		}
+	}
+	if len(stmts) == 0 {
+		return nil
+	}
+	if !s.opts.CreateSchema {
+		return fmt.Errorf("tables of %s lack columns this collector writes: run\n%s", db, strings.Join(stmts, ";\n")+";")
+	}
+	for _, stmt := range stmts {
+		if err := s.c.exec(ctx, stmt); err != nil && !isCode(err, chDuplicateColumn) {
+			return fmt.Errorf("add column: %w", err)
+		}
+	}
+	s.log.Info("added columns", "database", db, "statements", len(stmts))
 	return nil
 }

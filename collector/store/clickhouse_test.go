@@ -334,3 +334,36 @@ func BenchmarkInsertFormats(b *testing.B) {
 			tJS.Seconds()/tRB.Seconds(), float64(jsBytes)/float64(rbBytes))
 	}
 }
+
+// Tables the collector created before coverage existed: Open without
+// CreateSchema fails naming the ALTER statements an operator runs; with
+// it, the store adds the columns itself (storetest.WantMigrated checks
+// the store then).
+func TestClickHouseAddsCoverageColumns(t *testing.T) {
+	ctx := context.Background()
+	srv := chserver.Shared(t)
+	db := srv.Database(t)
+	opts := chOptions(srv, db, nil)
+	s, err := store.OpenClickHouse(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.MustAppend(t, s, storetest.PreviousBatch())
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, col := range store.CoverageColumns() {
+		if _, err := srv.Query(ctx, "ALTER TABLE "+db+".records DROP COLUMN "+col); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	managed := opts
+	managed.CreateSchema = false
+	if _, err := store.OpenClickHouse(ctx, managed); err == nil ||
+		!strings.Contains(err.Error(), "ALTER TABLE "+db+".records ADD COLUMN column_index Int32 DEFAULT -1;") ||
+		!strings.Contains(err.Error(), "ALTER TABLE "+db+".records ADD COLUMN cov_detail String DEFAULT '';") {
+		t.Fatalf("open without CreateSchema: %v, want the statements that add the columns", err)
+	}
+	storetest.WantMigrated(t, openCH(t, opts))
+}

@@ -124,6 +124,7 @@ func encodeBatch(b *stratav1.Batch, uid uint64, received uint32) *chEntry {
 		rec.u64(f.GetUnclassified())
 		rec.i8(int8(r.GetFreeReason()))
 		rec.str(r.GetResolveError())
+		rec.coverage(r)
 	}
 	for _, w := range b.GetWorkloads() {
 		apps[w.GetAppId()] = true

@@ -60,10 +60,13 @@
 //     page size and memory as its agent reported them; a field the agent
 //     sent as 0 (unknown) keeps the value stored before.
 //   - records: one row per record, with its block's Spark columns, fault
-//     counters (has_faults says whether they were sent) and resolve_error.
+//     counters (has_faults says whether they were sent), resolve_error,
+//     and what its pages hold of the block (coverage.go: Spark's size,
+//     the cached-batch column, Record.coverage; -1 is "no column").
 //   - runs: one row per PageRun, carrying the block's Spark columns and the
-//     record's time, access and pid, so page queries need no join. Runs are
-//     expanded into pages only when a query asks for pages.
+//     record's time, access and pid, so page queries need no join (Trace
+//     joins the coverage columns). Runs are expanded into pages only when
+//     a query asks for pages.
 //   - workloads: one row per WorkloadCounters; absent hardware counters are
 //     NULL.
 //   - process_memory: one row per ProcessMemory sample (VmRSS, RssAnon,
@@ -80,15 +83,25 @@
 //
 // # Query semantics (both backends)
 //
+// A buffer of a block (executor, pid, block_id, chunk: a serialized
+// block's buffer, a cached batch's column buffer, a deserialized block)
+// is, wherever a question takes "its latest record with pages", its
+// latest record that holds (holdsSQL, one definition for both backends):
+// pages resolved, not a free, and resolved BUFFERS, WALKED or WALK_CUT
+// unless no record of its registration is. So a walked block is its
+// latest walk's objects, never a STALE mark's or a pending walk's array
+// of references; a block never walked is its array (docs/objectgraph.md).
+//
 //   - Trace: records are a time series of accesses, so Trace lists every page
 //     of every matching record, oldest record first, expanded with
 //     PageRun.Page; a page covered by three records appears three times. A
 //     stored run that cannot be expanded (left by a collector that
 //     validated less) is skipped, and one warning per query counts the
 //     skipped runs: a corrupt row costs only itself.
-//   - Numa: for each block (executor_id, block_id) the latest record of its
-//     life cycle (alloc, read, write, move, free) is taken; a block whose
-//     latest record is a free holds nothing. Its pages are counted once per
+//   - Records: every record without its pages, with its coverage.
+//   - Numa: for each live buffer (its latest lifecycle records do not
+//     include a free), of its latest registration, its latest records that
+//     hold are taken; a freed buffer holds nothing. Its pages are counted once per
 //     (executor, pid, page address) under their NUMA node, -1 when not known
 //     (not present, or the PFN hidden). Fault records are not life-cycle
 //     records: they cover one page, not the block. Runs are expanded into
@@ -112,14 +125,16 @@
 //     cached RDD, its blocks and hook accesses over every registration (a
 //     read or write counted once per block, not per buffer; a move once per
 //     buffer), the blocks still live (a buffer's latest record is not a
-//     free), each buffer's bytes and pages as last resolved while it was
-//     live (its latest registration's last record with pages before any
-//     free), pages per NUMA node, evictions, fault counters and samples.
+//     free), each buffer's pages as last resolved while it was live (its
+//     latest registration's last record that holds), pages per NUMA node,
+//     evictions, fault counters and samples; and what those buffers hold
+//     (resolved.go): their coverage bytes per resolution against Spark's
+//     size of each block, counted once however many buffers it has.
 //     Execution memory (Tungsten pages carry their task's RDD) is never an
-//     RDD's.
+//     RDD's. Blocks (the UI's RDD page) lists the same buffers per block.
 //   - Occupation and Occupancy share one definition of what cached blocks
 //     hold (heldStepsCTE): a buffer holds the present bytes its latest
-//     record with pages resolved, nothing after its free. Occupation is the
+//     record that holds resolved, nothing after its free. Occupation is the
 //     running sum per process, its maximum set against the largest VmHWM
 //     the agent sampled (process_memory) and the node's MemTotal; Occupancy
 //     is the running sum per RDD, cut into equal time buckets.
@@ -149,7 +164,11 @@
 // them; runs carry their record's and block's columns, so page queries
 // need no join. workloads, process_memory, batch_apps (commit rows),
 // batches (keys), nodes, jobs and job_claims complete it. No CODEC or LowCardinality: 18.16 has
-// neither, and plain types read the same everywhere.
+// neither, and plain types read the same everywhere. Tables an older
+// collector created gain the columns they lack at Open (ALTER TABLE … ADD
+// COLUMN, found missing in system.columns: 18.16 has no ADD COLUMN IF NOT
+// EXISTS) when CreateSchema is set; otherwise Open fails naming the
+// statements to run.
 //
 // Writes are group commits (clickhouse_write.go): Append validates and
 // encodes its batch on the caller's goroutine, and one committer writes
@@ -178,11 +197,11 @@
 // ClaimLease, after which another collector's claim can win.
 //
 // Queries (clickhouse_query.go, clickhouse_ui.go, clickhouse_report.go)
-// have DuckDB's answers without window functions, which 18.16 lacks: a
-// block's latest lifecycle records are a join on its max(time_ns)
-// (latestRunsSQL); each buffer as last resolved while live (lastLiveCTE:
-// RDDs, Cached) is a chain of IN subqueries, its latest registration by
-// argMax (chLastRecsWhere); RDDs' accesses and live blocks group in nested
+// have DuckDB's answers without window functions, which 18.16 lacks: each
+// buffer as last resolved while live (lastLiveCTE: RDDs, Cached) is a
+// chain of IN subqueries, its latest registration by argMax
+// (chLastRecsWhere), and of live buffers (latestRunsSQL: Numa, PhysMap)
+// the same with the freed ones left out; RDDs' accesses and live blocks group in nested
 // subqueries; and Occupancy and Occupation take heldStepsCTE's state, one
 // row per buffer and time, from the server and keep the changes and
 // running sums in Go. PhysMap builds the same PFN index as DuckDB

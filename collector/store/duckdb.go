@@ -166,7 +166,9 @@ CREATE TABLE IF NOT EXISTS jobs (
 // migrations add the columns later versions need, at the ends of their
 // tables, so that a store created by an older collector and a new one have
 // the same column order (the appenders write every column in table order).
-// Each statement is a no-op when it has run before; append only.
+// Each statement is a no-op when it has run before; append only, after
+// duckCoverageMigrations (the records' and runs' coverage columns, which
+// run after these).
 const migrations = `
 ALTER TABLE records ADD COLUMN IF NOT EXISTS block_kind TINYINT DEFAULT 0;
 ALTER TABLE records ADD COLUMN IF NOT EXISTS object_graph BOOLEAN DEFAULT false;
@@ -327,7 +329,7 @@ func openWriter(ctx context.Context, connector *duckdb.Connector) (w *writer, er
 	if _, err := w.exec.ExecContext(ctx, schema, nil); err != nil {
 		return nil, fmt.Errorf("create schema: %w", err)
 	}
-	if _, err := w.exec.ExecContext(ctx, migrations, nil); err != nil {
+	if _, err := w.exec.ExecContext(ctx, migrations+duckCoverageMigrations, nil); err != nil {
 		return nil, fmt.Errorf("migrate schema: %w", err)
 	}
 	if err := w.backfillJobs(ctx); err != nil {
@@ -652,13 +654,14 @@ func (w *writer) appendRows(id int64, b *stratav1.Batch) error {
 		for _, run := range r.GetRuns() {
 			pages += uint64(run.GetCount())
 		}
-		err := w.records.AppendRow(id, int32(i), node, r.GetTimeUnixNano(), int8(r.GetAccess()), r.GetPid(), r.GetTid(),
+		cov := coverageValues(r)
+		err := w.records.AppendRow(append([]driver.Value{id, int32(i), node, r.GetTimeUnixNano(), int8(r.GetAccess()), r.GetPid(), r.GetTid(),
 			blk.GetAppId(), blk.GetExecutorId(), blk.GetRddId(), blk.GetPartition(), blk.GetBlockId(), blk.GetHookBlockId(),
 			r.GetVaddr(), r.GetLength(), r.GetPageSize(), r.GetCpuNumaNode(), uint32(len(r.GetRuns())), pages,
 			f != nil, f.GetRead(), f.GetWrite(), f.GetExec(), f.GetMajor(), r.GetResolveError(),
 			f.GetUnclassified(), int8(r.GetFaultKind()),
 			int8(blk.GetKind()), blk.GetObjectGraph(), blk.GetChunk(), blk.GetChunks(), blk.GetStageId(), blk.GetStageAttempt(),
-			blk.GetTaskAttemptId(), int8(r.GetFreeReason()), int8(blk.GetMode()), int8(blk.GetLocation()))
+			blk.GetTaskAttemptId(), int8(r.GetFreeReason()), int8(blk.GetMode()), int8(blk.GetLocation())}, cov...)...)
 		if err != nil {
 			return fmt.Errorf("append record %d: %w", i, err)
 		}

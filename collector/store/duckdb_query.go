@@ -30,14 +30,16 @@ func (s *DuckDB) reader(appID string) error {
 	return nil
 }
 
-const traceSQL = `
-SELECT time_ns, access_kind, pid, app_id, executor_id, rdd_id, partition_id, block_id,
-	mem_mode, mem_location, hook_block_id, page_size,
-	vaddr, pages, state, pfn, kpageflags, folio_pages, kpagecount, numa_node, swap_type, swap_offset, pfn_deltas,
-	block_kind, object_graph, chunk, chunks, stage_id, stage_attempt, task_attempt
-FROM runs
-WHERE app_id = $1 AND ($2::INTEGER IS NULL OR rdd_id = $2) AND ($3::INTEGER IS NULL OR partition_id = $3)
-ORDER BY time_ns, batch_id, rec_idx, vaddr`
+// traceSQL lists app $1's runs (of RDD $2 and partition $3 when set) in
+// time order, each with its record's coverage columns.
+var traceSQL = `
+SELECT r.time_ns, r.access_kind, r.pid, r.app_id, r.executor_id, r.rdd_id, r.partition_id, r.block_id,
+	r.mem_mode, r.mem_location, r.hook_block_id, r.page_size,
+	r.vaddr, r.pages, r.state, r.pfn, r.kpageflags, r.folio_pages, r.kpagecount, r.numa_node, r.swap_type, r.swap_offset, r.pfn_deltas,
+	r.block_kind, r.object_graph, r.chunk, r.chunks, r.stage_id, r.stage_attempt, r.task_attempt, ` + coverageColNames("c.") + `
+FROM runs r JOIN records c ON c.batch_id = r.batch_id AND c.rec_idx = r.rec_idx
+WHERE r.app_id = $1 AND c.app_id = $1 AND ($2::INTEGER IS NULL OR r.rdd_id = $2) AND ($3::INTEGER IS NULL OR r.partition_id = $3)
+ORDER BY r.time_ns, r.batch_id, r.rec_idx, r.vaddr`
 
 // Trace lists, per record and per page, what the record saw: records are a
 // time series of accesses, so a page appears once for every record that
@@ -70,17 +72,19 @@ func (s *DuckDB) Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.Trac
 			r               traceRun
 			blk             stratav1.SparkBlock
 			mode, loc, kind int8
+			cov             coverageRow
 		)
-		err := rows.Scan(&r.time, &r.access, &r.pid, &blk.AppId, &blk.ExecutorId, &blk.RddId, &blk.Partition, &blk.BlockId,
+		err := rows.Scan(append([]any{&r.time, &r.access, &r.pid, &blk.AppId, &blk.ExecutorId, &blk.RddId, &blk.Partition, &blk.BlockId,
 			&mode, &loc, &blk.HookBlockId, &r.pageSize,
 			&r.run.Vaddr, &r.run.Count, &r.run.State, &r.run.Pfn, &r.run.Kpageflags, &r.run.FolioPages, &r.run.Kpagecount,
 			&r.run.NumaNode, &r.run.SwapType, &r.run.SwapOffset, &r.deltas,
-			&kind, &blk.ObjectGraph, &blk.Chunk, &blk.Chunks, &blk.StageId, &blk.StageAttempt, &blk.TaskAttemptId)
+			&kind, &blk.ObjectGraph, &blk.Chunk, &blk.Chunks, &blk.StageId, &blk.StageAttempt, &blk.TaskAttemptId}, cov.dest()...)...)
 		if err != nil {
 			return fmt.Errorf("scan trace row: %w", err)
 		}
 		blk.Mode, blk.Kind, blk.Location = stratav1.MemoryMode(mode), stratav1.BlockKind(kind), stratav1.MemoryLocation(loc)
-		r.blk = &blk
+		cov.setBlock(&blk)
+		r.blk, r.cov = &blk, cov.coverage()
 		if done, err := em.emit(&r); done || err != nil {
 			return err
 		}
@@ -120,27 +124,21 @@ func expandRun(run *stratav1.PageRun, deltas []byte, pageSize uint32, fn func(st
 	return nil
 }
 
-// latestLifecycleCTE defines "latest": the (batch_id, rec_idx) of each
-// block's latest lifecycle records of app $1, unless they include a free
-// ($2..$6 = alloc, read, write, free, move). A block is one buffer of a
-// Spark block: (executor_id, block_id, chunk). Its latest records are all
-// those at its latest time, because an agent sends a record too large for
-// one batch as several records over consecutive sub-ranges with the same
-// time.
-const latestLifecycleCTE = `
-WITH life AS (
-	SELECT batch_id, rec_idx,
-		dense_rank() OVER (PARTITION BY executor_id, block_id, chunk ORDER BY time_ns DESC) AS rk,
-		bool_or(access_kind = $5) OVER (PARTITION BY executor_id, block_id, chunk, time_ns) AS freed
-	FROM records
-	WHERE app_id = $1 AND access_kind IN ($2, $3, $4, $5, $6)
-), latest AS (
-	SELECT batch_id, rec_idx FROM life WHERE rk = 1 AND NOT freed
-)`
+// lifecycleScope selects app $1's lifecycle records ($2..$6 = alloc, read,
+// write, free, move), every kind of block.
+const lifecycleScope = `app_id = $1 AND access_kind IN ($2, $3, $4, $5, $6)`
 
-// numaSQL: the latest lifecycle record (alloc, read, write, move, free) of
-// each block (executor_id, block_id) wins; a block whose latest is a free
-// holds no pages. Pages are counted once per (executor, pid, page address)
+// latestLifecycleCTE defines "latest": the (batch_id, rec_idx) of each
+// live block buffer's latest records that hold (liveCTE over every block
+// of the app). A buffer is (executor_id, pid, block_id, chunk); its latest
+// records are all those at one time, because an agent sends a record too
+// large for one batch as several records over consecutive sub-ranges with
+// the same time.
+var latestLifecycleCTE = liveCTE(lifecycleScope)
+
+// numaSQL: the latest records that hold of each live block buffer win
+// (latestLifecycleCTE); a buffer whose latest record is a free holds no
+// pages. Pages are counted once per (executor, pid, page address)
 // within each (RDD, node); a page whose node is not known (not present, PFN
 // hidden) counts under node -1. Expanding runs into pages to deduplicate
 // them is the costly part, so it is done only for the processes whose

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	_ "github.com/duckdb/duckdb-go/v2"
@@ -34,6 +35,52 @@ var duckBackend = storetest.Backend{
 
 func TestContract(t *testing.T) { storetest.Contract(t, duckBackend) }
 
+// dropColumns makes the store in dir the layout of an older collector:
+// the named columns dropped from records and runs (those runs do not have
+// are skipped).
+func dropColumns(t *testing.T, dir string, cols []string) {
+	t.Helper()
+	db, err := sql.Open("duckdb", filepath.Join(dir, store.DBFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, table := range []string{"records", "runs"} {
+		for _, col := range cols {
+			if table == "runs" && (col == "free_reason" || col == "mem_mode" || col == "mem_location" ||
+				slices.Contains(store.CoverageColumns(), col)) {
+				continue
+			}
+			if _, err := db.Exec("ALTER TABLE " + table + " DROP COLUMN " + col); err != nil {
+				t.Fatalf("drop %s.%s: %v", table, col, err)
+			}
+		}
+	}
+}
+
+// A store written by the collector before coverage opens and gains its
+// columns (storetest.WantMigrated checks the store then).
+func TestMigratePreviousStore(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := store.Open(ctx, store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.MustAppend(t, s, storetest.PreviousBatch())
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dropColumns(t, dir, store.CoverageColumns())
+
+	s, err = store.Open(ctx, store.Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("open the previous store: %v", err)
+	}
+	defer s.Close()
+	storetest.WantMigrated(t, s)
+}
+
 // A store written before the hook's fields existed opens, gains them, and
 // its old records read as "not said" (kind unspecified, no task).
 func TestMigrateOldStore(t *testing.T) {
@@ -48,22 +95,8 @@ func TestMigrateOldStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Make it the old layout: drop the columns migrations add.
-	db, err := sql.Open("duckdb", filepath.Join(dir, store.DBFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, table := range []string{"records", "runs"} {
-		for _, col := range []string{"block_kind", "object_graph", "chunk", "chunks", "stage_id", "stage_attempt", "task_attempt",
-			"free_reason", "mem_mode", "mem_location"} {
-			if table == "runs" && (col == "free_reason" || col == "mem_mode" || col == "mem_location") {
-				continue
-			}
-			if _, err := db.Exec("ALTER TABLE " + table + " DROP COLUMN " + col); err != nil {
-				t.Fatalf("drop %s.%s: %v", table, col, err)
-			}
-		}
-	}
-	db.Close()
+	dropColumns(t, dir, append([]string{"block_kind", "object_graph", "chunk", "chunks", "stage_id", "stage_attempt", "task_attempt",
+		"free_reason", "mem_mode", "mem_location"}, store.CoverageColumns()...))
 
 	s, err = store.Open(ctx, store.Options{Dir: dir})
 	if err != nil {

@@ -153,3 +153,12 @@ func DropPhysMaps(s *DuckDB) {
 	s.physMaps.entries = nil
 	s.physMaps.mu.Unlock()
 }
+
+// CoverageColumns names the columns records and runs gained for coverage.
+func CoverageColumns() []string {
+	var out []string
+	for _, c := range coverageCols {
+		out = append(out, c.name)
+	}
+	return out
+}

@@ -12,8 +12,8 @@ import (
 )
 
 // The physical memory map (PhysMap) is drawn from a PFN index of one app on
-// one machine: the present pages of its live blocks (each block's latest
-// lifecycle records, as Numa takes them) cut into segments of consecutive
+// one machine: the present pages of its live blocks (each buffer's latest
+// records that hold, as Numa takes them) cut into segments of consecutive
 // PFNs that share block, NUMA node and THP backing, sorted by PFN. A
 // stored run is one segment when its PFNs are consecutive; a run with PFN
 // steps is walked page by page and merged back into segments. A zoom

@@ -11,14 +11,14 @@ import (
 // recordsSQL lists an app's records without their pages, oldest first; $2
 // and $3 filter RDD and partition, $4 the block name, $5 the access kinds
 // (NULL for every one). Older records without mode, location or the hook's
-// fields read as unspecified.
-const recordsSQL = `
+// fields read as unspecified, without coverage as none.
+var recordsSQL = `
 SELECT time_ns, access_kind, node_name, pid, tid, app_id, executor_id, rdd_id, partition_id, block_id,
 	coalesce(mem_mode, 0), coalesce(mem_location, 0), hook_block_id,
 	coalesce(block_kind, 0), coalesce(object_graph, false), coalesce(chunk, 0), coalesce(chunks, 0),
 	coalesce(stage_id, -1), coalesce(stage_attempt, -1), coalesce(task_attempt, -1),
 	vaddr, length, pages, coalesce(free_reason, 0), resolve_error, has_faults,
-	fault_read, fault_write, fault_exec, fault_major, fault_unclassified, fault_kind
+	fault_read, fault_write, fault_exec, fault_major, fault_unclassified, fault_kind, ` + coverageColNames("") + `
 FROM records
 WHERE app_id = $1 AND ($2::INTEGER IS NULL OR rdd_id = $2) AND ($3::INTEGER IS NULL OR partition_id = $3)
 	AND ($4 = '' OR block_id = $4) AND ($5::TINYINT[] IS NULL OR list_contains($5::TINYINT[], access_kind))
@@ -61,17 +61,19 @@ func (s *DuckDB) Records(ctx context.Context, q RecordsQuery, fn func(*stratav1.
 			faultKind                    int8
 			hasFaults                    bool
 			f                            stratav1.FaultCounts
+			cov                          coverageRow
 		)
-		err := rows.Scan(&r.TimeUnixNano, &access, &r.NodeName, &r.Pid, &r.Tid, &b.AppId, &b.ExecutorId, &b.RddId, &b.Partition,
+		err := rows.Scan(append([]any{&r.TimeUnixNano, &access, &r.NodeName, &r.Pid, &r.Tid, &b.AppId, &b.ExecutorId, &b.RddId, &b.Partition,
 			&b.BlockId, &mode, &loc, &b.HookBlockId, &kind, &b.ObjectGraph, &b.Chunk, &b.Chunks, &b.StageId, &b.StageAttempt,
 			&b.TaskAttemptId, &r.Vaddr, &r.Length, &r.Pages, &why, &r.ResolveError, &hasFaults,
-			&f.Read, &f.Write, &f.Exec, &f.Major, &f.Unclassified, &faultKind)
+			&f.Read, &f.Write, &f.Exec, &f.Major, &f.Unclassified, &faultKind}, cov.dest()...)...)
 		if err != nil {
 			return fmt.Errorf("scan record row: %w", err)
 		}
 		r.Access, r.FreeReason, r.FaultKind = stratav1.AccessKind(access), stratav1.FreeReason(why), stratav1.FaultKind(faultKind)
 		b.Mode, b.Location, b.Kind = stratav1.MemoryMode(mode), stratav1.MemoryLocation(loc), stratav1.BlockKind(kind)
-		r.Block = &b
+		cov.setBlock(&b)
+		r.Block, r.Coverage = &b, cov.coverage()
 		if hasFaults {
 			r.Faults = &f
 		}

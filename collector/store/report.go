@@ -8,45 +8,72 @@ import (
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
-// cachedRecsCTE selects the lifecycle records (alloc $2, read $3, write
-// $4, free $5, move $6) of app $1's cached RDD blocks: rdd_id >= 0 and not
+// cachedScope selects the lifecycle records (alloc $2, read $3, write $4,
+// free $5, move $6) of app $1's cached RDD blocks: rdd_id >= 0 and not
 // execution memory ($7; a Tungsten page carries its task's RDD). Records
 // written before modes were stored read as unspecified, i.e. cached.
-const cachedRecsCTE = `
+const cachedScope = `app_id = $1 AND rdd_id >= 0 AND coalesce(mem_mode, 0) <> $7 AND access_kind IN ($2, $3, $4, $5, $6)`
+
+// recCTE selects the records of scope as rec, with holds: whether the
+// record says what its buffer holds (holdsSQL).
+func recCTE(scope string) string {
+	return `
 WITH rec AS (
 	SELECT batch_id, rec_idx, time_ns, access_kind, executor_id, pid, rdd_id, partition_id, block_id,
 		coalesce(chunk, 0) AS chunk, hook_block_id, length, pages, page_size,
-		coalesce(free_reason, 0) AS free_reason, coalesce(object_graph, false) AS object_graph
+		coalesce(free_reason, 0) AS free_reason, coalesce(object_graph, false) AS object_graph,
+		` + holdsSQL(scope) + ` AS holds
 	FROM records
-	WHERE app_id = $1 AND rdd_id >= 0 AND coalesce(mem_mode, 0) <> $7 AND access_kind IN ($2, $3, $4, $5, $6)
+	WHERE ` + scope + `
 )`
+}
 
-// lastLiveCTE extends cachedRecsCTE with last: for each buffer of a block
+// cachedRecsCTE is recCTE of the cached RDD blocks (cachedScope).
+var cachedRecsCTE = recCTE(cachedScope)
+
+// lastLiveCTE extends recCTE(scope) with last: for each buffer of a block
 // (executor, pid, block_id, chunk), its latest registration (the hook id
-// of its latest record), and of that registration the records at the
-// latest time that carry pages and are not a free — the buffer as last
-// resolved while it was live (several records when an agent split one
-// too large for a batch).
-const lastLiveCTE = cachedRecsCTE + `, reg AS (
+// of its latest record), and of that registration the latest records that
+// hold (holdsSQL: pages, no free, resolved ones preferred) — the buffer as
+// last resolved while it was live (several records when an agent split
+// one too large for a batch).
+func lastLiveCTE(scope string) string {
+	return recCTE(scope) + `, reg AS (
 	SELECT executor_id, pid, block_id, chunk, arg_max(hook_block_id, time_ns) AS hook
 	FROM rec GROUP BY executor_id, pid, block_id, chunk
 ), withpages AS (
 	SELECT r.*, dense_rank() OVER (PARTITION BY r.executor_id, r.pid, r.block_id, r.chunk ORDER BY r.time_ns DESC) AS rk
 	FROM rec r JOIN reg g ON r.executor_id = g.executor_id AND r.pid = g.pid AND r.block_id = g.block_id
 		AND r.chunk = g.chunk AND r.hook_block_id = g.hook
-	WHERE r.access_kind <> $5 AND r.pages > 0
+	WHERE r.holds
 ), last AS (
 	SELECT * FROM withpages WHERE rk = 1
 )`
+}
+
+// liveCTE extends lastLiveCTE(scope) with latest: the (batch_id,
+// rec_idx) of last's records of the buffers still live, whose latest
+// records do not include a free.
+func liveCTE(scope string) string {
+	return lastLiveCTE(scope) + `, ended AS (
+	SELECT executor_id, pid, block_id, chunk FROM (
+		SELECT *, rank() OVER (PARTITION BY executor_id, pid, block_id, chunk ORDER BY time_ns DESC) AS rk FROM rec)
+	WHERE rk = 1 GROUP BY executor_id, pid, block_id, chunk HAVING bool_or(access_kind = $5)
+), latest AS (
+	SELECT l.batch_id, l.rec_idx FROM last l ANTI JOIN ended e
+		ON l.executor_id = e.executor_id AND l.pid = e.pid AND l.block_id = e.block_id AND l.chunk = e.chunk
+)`
+}
 
 // rddSQL: per RDD, the blocks and accesses of every registration, and the
-// bytes and pages of each buffer as last resolved (lastLiveCTE). A read or
+// pages of each buffer as last resolved (lastLiveCTE); its bytes and what
+// they hold come from lastBuffersSQL (resolved.go). A read or
 // write is counted once per block however many buffers (chunks) it covers:
 // chunk 0's records, one per (process, registration, time). Evictions are
 // counted the same way ($8 = FREE_REASON_EVICTED); a move once per buffer
 // (each chunk is its own array for the GC to move). A block is live when
 // one of its buffers' latest records is not a free.
-var rddSQL = withStates(lastLiveCTE + `, acc AS (
+var rddSQL = withStates(lastLiveCTE(cachedScope) + `, acc AS (
 	SELECT rdd_id,
 		count(DISTINCT (executor_id, block_id)) AS blocks,
 		count(DISTINCT partition_id) AS partitions,
@@ -63,8 +90,6 @@ var rddSQL = withStates(lastLiveCTE + `, acc AS (
 	WHERE rk = 1 GROUP BY rdd_id, executor_id, pid, block_id, chunk
 ), live AS (
 	SELECT rdd_id, count(DISTINCT (executor_id, block_id)) AS blocks FROM latest WHERE NOT freed GROUP BY rdd_id
-), held AS (
-	SELECT l.rdd_id, sum(l.length) AS bytes FROM last l GROUP BY l.rdd_id
 ), pages AS (
 	SELECT l.rdd_id,
 		sum(CASE WHEN r.state & {UNMAPPED} = 0 THEN r.pages ELSE 0 END) AS pages,
@@ -75,16 +100,16 @@ var rddSQL = withStates(lastLiveCTE + `, acc AS (
 	GROUP BY l.rdd_id
 )
 SELECT a.rdd_id, a.blocks::UBIGINT, a.partitions::UBIGINT,
-	coalesce(h.bytes, 0)::UBIGINT, coalesce(p.pages, 0)::UBIGINT, coalesce(p.present, 0)::UBIGINT,
+	coalesce(p.pages, 0)::UBIGINT, coalesce(p.present, 0)::UBIGINT,
 	coalesce(p.swapped, 0)::UBIGINT, coalesce(p.thp, 0)::UBIGINT,
 	a.reads::UBIGINT, a.writes::UBIGINT, a.evicted::UBIGINT, a.object_graph, coalesce(a.page_size, 0)::UINTEGER,
 	coalesce(v.blocks, 0)::UBIGINT, a.moves::UBIGINT
-FROM acc a LEFT JOIN held h USING (rdd_id) LEFT JOIN pages p USING (rdd_id) LEFT JOIN live v USING (rdd_id)
+FROM acc a LEFT JOIN pages p USING (rdd_id) LEFT JOIN live v USING (rdd_id)
 ORDER BY a.rdd_id`)
 
 // rddNodesSQL: present pages of each RDD's buffers as last resolved, per
 // NUMA node (-1 when the PFN is hidden).
-var rddNodesSQL = withStates(lastLiveCTE + `
+var rddNodesSQL = withStates(lastLiveCTE(cachedScope) + `
 SELECT l.rdd_id, CASE WHEN r.state & {PFN_HIDDEN} <> 0 THEN -1 ELSE r.numa_node END AS node, sum(r.pages)::UBIGINT
 FROM last l JOIN runs r USING (batch_id, rec_idx)
 WHERE r.state & {PRESENT} <> 0
@@ -128,7 +153,7 @@ func (s *DuckDB) RDDs(ctx context.Context, appID string) ([]*stratav1.RddReport,
 	}
 	out, err := collect(rows, func(sc func(...any) error) (*stratav1.RddReport, error) {
 		r := &stratav1.RddReport{Faults: &stratav1.FaultCounts{}}
-		return r, sc(&r.RddId, &r.Blocks, &r.Partitions, &r.Bytes, &r.Pages, &r.Present, &r.Swapped, &r.Thp,
+		return r, sc(&r.RddId, &r.Blocks, &r.Partitions, &r.Pages, &r.Present, &r.Swapped, &r.Thp,
 			&r.Reads, &r.Writes, &r.Evicted, &r.ObjectGraph, &r.PageSize, &r.LiveBlocks, &r.Moves)
 	})
 	if err != nil {
@@ -180,19 +205,54 @@ func (s *DuckDB) RDDs(ctx context.Context, appID string) ([]*stratav1.RddReport,
 			r.Faults, r.SampledFaults = f.f, f.sampled
 		}
 	}
+	bufs, err := s.lastBuffers(ctx, appID, nil)
+	if err != nil {
+		return nil, err
+	}
+	setResolved(byRDD, bufs)
 	return out, nil
+}
+
+// lastBuffersSQL lists each buffer of app $1's cached blocks as last
+// resolved (lastLiveCTE's last, split records taken together), of every
+// RDD ($8 NULL) or of one; see lastBuffer.
+var lastBuffersSQL = lastLiveCTE(cachedScope) + `
+SELECT l.rdd_id, l.partition_id, l.executor_id, l.pid, l.block_id, l.chunk, l.hook_block_id,
+	` + lastBufferCols("r.", func(e string) string { return "sum(" + e + ")::UBIGINT" }) + `
+FROM last l JOIN records r USING (batch_id, rec_idx)
+WHERE $8::INTEGER IS NULL OR l.rdd_id = $8
+GROUP BY l.rdd_id, l.partition_id, l.executor_id, l.pid, l.block_id, l.chunk, l.hook_block_id
+ORDER BY l.rdd_id, l.partition_id, l.executor_id, l.block_id, l.pid, l.chunk`
+
+// lastBuffers returns the buffers of app's cached blocks (of one RDD when
+// rdd is set) as last resolved; see lastBuffersSQL.
+func (s *DuckDB) lastBuffers(ctx context.Context, appID string, rdd *int32) ([]lastBuffer, error) {
+	var r any
+	if rdd != nil {
+		r = *rdd
+	}
+	rows, err := s.db.QueryContext(ctx, lastBuffersSQL, appID, accessAlloc, accessRead, accessWrite, accessFree, accessMove,
+		int8(stratav1.MemoryMode_MEMORY_MODE_EXECUTION), r)
+	if err != nil {
+		return nil, fmt.Errorf("query last buffers %s: %w", appID, err)
+	}
+	return collect(rows, func(sc func(...any) error) (lastBuffer, error) {
+		var b lastBuffer
+		return b, sc(b.dest()...)
+	})
 }
 
 // heldStepsCTE extends cachedRecsCTE with step: what each buffer of a
 // cached block (executor, pid, block_id, chunk) holds from each of its
-// records on, and the change against its previous record. A record holds
-// the present pages (and bytes) it resolved; records without pages say
-// nothing (a range that could not be resolved) and are skipped; a free
-// holds nothing; split records of one time are summed. A new registration
+// records on, and the change against its previous record. A record that
+// holds (holdsSQL) holds the present pages (and bytes) it resolved; the
+// others say nothing and are skipped — no pages (a range that could not
+// be resolved), or the array of references of a block whose registration
+// is walked; a free holds nothing; split records of one time are summed. A new registration
 // of a buffer takes the place of the old one. Running sums of d_pages and
 // d_bytes in time order, over any grouping of buffers (an RDD, a process),
 // are what that group held: Occupation and Occupancy are both built on it.
-const heldStepsCTE = cachedRecsCTE + `, present AS (
+var heldStepsCTE = cachedRecsCTE + `, present AS (
 	SELECT batch_id, rec_idx,
 		sum(CASE WHEN state & {PRESENT} <> 0 THEN pages ELSE 0 END)::UBIGINT AS pages,
 		sum(CASE WHEN state & {PRESENT} <> 0 THEN pages::UBIGINT * page_size ELSE 0 END) AS bytes
@@ -203,7 +263,7 @@ const heldStepsCTE = cachedRecsCTE + `, present AS (
 		sum(CASE WHEN r.access_kind = $5 THEN 0 ELSE coalesce(p.pages, 0) END)::HUGEINT AS pages,
 		sum(CASE WHEN r.access_kind = $5 THEN 0 ELSE coalesce(p.bytes, 0) END)::HUGEINT AS bytes
 	FROM rec r JOIN batches b USING (batch_id) LEFT JOIN present p USING (batch_id, rec_idx)
-	WHERE r.access_kind = $5 OR r.pages > 0
+	WHERE r.access_kind = $5 OR r.holds
 	GROUP BY r.rdd_id, r.executor_id, r.pid, r.block_id, r.chunk, r.time_ns
 ), step AS (
 	SELECT *, pages - coalesce(lag(pages) OVER w, 0) AS d_pages, bytes - coalesce(lag(bytes) OVER w, 0) AS d_bytes

@@ -22,7 +22,7 @@ type CachedPages struct {
 	THP     uint64
 }
 
-var cachedSQL = withStates(lastLiveCTE + `
+var cachedSQL = withStates(lastLiveCTE(cachedScope) + `
 SELECT r.rdd_id,
 	CASE WHEN r.state & {PRESENT} = 0 OR r.state & {PFN_HIDDEN} <> 0 THEN -1 ELSE r.numa_node END AS node,
 	sum(CASE WHEN r.state & {UNMAPPED} = 0 THEN r.pages ELSE 0 END)::UBIGINT,

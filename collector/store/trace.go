@@ -15,6 +15,7 @@ type traceRun struct {
 	pid      uint32
 	pageSize uint32
 	blk      *stratav1.SparkBlock // shared by the pages of the run
+	cov      *stratav1.Coverage   // the record's, shared likewise
 	run      stratav1.PageRun
 	deltas   []byte // the run's PFN steps as stored (encodeDeltas)
 }
@@ -53,6 +54,7 @@ func (e *pageEmitter) emit(r *traceRun) (done bool, err error) {
 			Kpageflags:   p.KPageFlags,
 			Kpagecount:   p.KPageCount,
 			NumaNode:     p.NUMANode,
+			Coverage:     r.cov,
 		})
 		if ferr != nil {
 			return false

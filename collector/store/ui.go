@@ -58,8 +58,8 @@ type AppSummary struct {
 
 // OccupancyPoint is the resident memory of one RDD at the end of one time
 // bucket: the present pages of its cached blocks, each buffer as its latest
-// record with pages up to then resolved it (nothing once freed), counted
-// as Occupation counts them per process.
+// record that holds (holdsSQL) up to then resolved it (nothing once
+// freed), counted as Occupation counts them per process.
 type OccupancyPoint struct {
 	RDDID  int32
 	TimeNs int64 // end of the bucket
@@ -81,8 +81,8 @@ type PhysMapQuery struct {
 }
 
 // PhysMap is the physical memory map of PhysMapQuery: the pages the app's
-// live blocks hold (each block as its latest lifecycle record saw it), by
-// PFN.
+// live blocks hold (each buffer as its latest record that holds saw it:
+// a walked block's objects, not a STALE mark's array), by PFN.
 type PhysMap struct {
 	Machine  string   `json:"machine"`
 	Machines []string `json:"machines"` // every machine holding the app's records
@@ -179,4 +179,8 @@ type UIReader interface {
 	Occupancy(ctx context.Context, appID string, buckets uint32) ([]OccupancyPoint, error)
 	// PhysMap returns the app's physical memory map on one machine.
 	PhysMap(ctx context.Context, q PhysMapQuery) (*PhysMap, error)
+	// Blocks returns the Spark blocks of one RDD of an app and what Strata
+	// resolved of each (BlockCoverage), ordered by partition, executor
+	// and block.
+	Blocks(ctx context.Context, appID string, rdd int32) ([]BlockCoverage, error)
 }

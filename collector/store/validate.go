@@ -47,7 +47,8 @@ const (
 // one bad record is refused at the door instead of failing every later
 // query of its application: the batch key; valid UTF-8 in every string; a
 // sane NodeInfo; on every record a block with an app id, known enum
-// values, a page size Linux has (the machine's, when NodeInfo gives it), a
+// values (the coverage's resolution too), a column index of -1 (every
+// column: stored as none) or more, a page size Linux has (the machine's, when NodeInfo gives it), a
 // range in user space, NUMA node ids Linux can number; and on every run a
 // count of 1..stratav1.MaxRunPages pages, a page-aligned range in user
 // space, states that agree with each other and with the PFN and swap
@@ -113,7 +114,8 @@ func validateRecord(r *stratav1.Record, nodePageSize uint32) error {
 	if blk.GetAppId() == "" {
 		return fmt.Errorf("missing block app_id")
 	}
-	for _, s := range []string{blk.GetAppId(), blk.GetExecutorId(), blk.GetBlockId(), r.GetResolveError()} {
+	for _, s := range []string{blk.GetAppId(), blk.GetExecutorId(), blk.GetBlockId(), r.GetResolveError(), blk.GetColumnName(),
+		r.GetCoverage().GetDetail()} {
 		if !utf8.ValidString(s) {
 			return fmt.Errorf("string %q is not UTF-8", s)
 		}
@@ -138,6 +140,12 @@ func validateRecord(r *stratav1.Record, nodePageSize uint32) error {
 	}
 	if blk.GetChunks() > 0 && blk.GetChunk() >= blk.GetChunks() || blk.GetChunks() == 0 && blk.GetChunk() > 0 {
 		return fmt.Errorf("chunk %d of %d", blk.GetChunk(), blk.GetChunks())
+	}
+	if blk.Column != nil && blk.GetColumn() < -1 {
+		return fmt.Errorf("column %d", blk.GetColumn())
+	}
+	if _, ok := stratav1.Resolution_name[int32(r.GetCoverage().GetResolution())]; !ok {
+		return fmt.Errorf("resolution %d unknown", r.GetCoverage().GetResolution())
 	}
 	if _, ok := stratav1.FreeReason_name[int32(r.GetFreeReason())]; !ok {
 		return fmt.Errorf("free reason %d unknown", r.GetFreeReason())

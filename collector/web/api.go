@@ -145,6 +145,14 @@ func (h *Handler) apiRDDs(_ http.ResponseWriter, r *http.Request) (any, error) {
 	return h.rddRows(r.Context(), r.PathValue("app"))
 }
 
+func (h *Handler) apiBlocks(_ http.ResponseWriter, r *http.Request) (any, error) {
+	rdd, err := strconv.ParseInt(r.PathValue("rdd"), 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("%w: rdd %q", errBadRequest, r.PathValue("rdd"))
+	}
+	return h.blockBytes(r.Context(), r.PathValue("app"), int32(rdd))
+}
+
 func (h *Handler) apiNuma(_ http.ResponseWriter, r *http.Request) (any, error) {
 	rows, err := h.r.Numa(r.Context(), r.PathValue("app"))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -45,6 +46,12 @@ type lifeStep struct {
 	FaultKind    string                `json:"fault_kind"`    // sampled-fault steps
 	Faults       *stratav1.FaultCounts `json:"faults"`        // counters since registration, when sent
 	ResolveError string                `json:"resolve_error"` // why the range was not resolved
+	// Holds: what the step's pages hold of the block, in words
+	// ("walked objects", "references only: walk pending"); CoverageBytes:
+	// how many bytes of its data (the walked objects' sizes, a buffer's
+	// length), 0 when the record carries no coverage.
+	Holds         string `json:"holds"`
+	CoverageBytes uint64 `json:"coverage_bytes"`
 
 	lastPFN  uint64 // the page added last, which the next may continue
 	lastNode int32
@@ -100,7 +107,8 @@ func (h *Handler) blockLife(ctx context.Context, app, exec, block string) (*bloc
 		}
 		s := lifeStep{TimeNs: r.GetTimeUnixNano(), Access: enumName(r.GetAccess().String(), "ACCESS_KIND_"), PID: r.GetPid(),
 			Vaddr: r.GetVaddr(), Length: r.GetLength(), Pages: r.GetPages(), Nodes: map[int32]uint64{}, Ranges: []pfnRange{},
-			Faults: r.GetFaults(), ResolveError: r.GetResolveError()}
+			Faults: r.GetFaults(), ResolveError: r.GetResolveError(), Holds: query.HoldsWords(r.GetCoverage()),
+			CoverageBytes: r.GetCoverage().GetBytes()}
 		if r.GetFreeReason() != stratav1.FreeReason_FREE_REASON_UNSPECIFIED {
 			s.FreeReason = enumName(r.GetFreeReason().String(), "FREE_REASON_")
 		}

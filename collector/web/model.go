@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -145,22 +146,26 @@ func (f faultSums) Total() uint64 { return f.Read + f.Write + f.Exec + f.Major +
 // /api/v1/apps/{app}/rdds): the store's RDDs answer, which `strata report`
 // prints too, with each RDD's colour and shares.
 type rddRow struct {
-	RDD        int32       `json:"rdd"`
-	Color      string      `json:"color"`
-	Blocks     uint64      `json:"blocks"`
-	LiveBlocks uint64      `json:"live_blocks"`
-	Bytes      uint64      `json:"bytes"` // each block buffer as last resolved while live
-	Pages      uint64      `json:"pages"` // of those ranges, holes excluded
-	Present    uint64      `json:"present"`
-	Swapped    uint64      `json:"swapped"`
-	THP        uint64      `json:"thp"`
-	THPShare   float64     `json:"thp_share"` // of present pages
-	Nodes      []nodePages `json:"nodes"`     // NUMA spread of present pages
-	Reads      uint64      `json:"reads"`
-	Writes     uint64      `json:"writes"`
-	Moves      uint64      `json:"moves"`
-	Evicted    uint64      `json:"evicted"`
-	Faults     faultSums   `json:"faults"`
+	RDD        int32  `json:"rdd"`
+	Color      string `json:"color"`
+	Blocks     uint64 `json:"blocks"`
+	LiveBlocks uint64 `json:"live_blocks"`
+	// Bytes: of the blocks' data as Strata resolved it, each block buffer
+	// as last resolved while live; the rest say what they hold against
+	// Spark's own size of the blocks (see resolvedOf).
+	Bytes uint64 `json:"bytes"`
+	resolvedOf
+	Pages    uint64      `json:"pages"` // of those ranges, holes excluded
+	Present  uint64      `json:"present"`
+	Swapped  uint64      `json:"swapped"`
+	THP      uint64      `json:"thp"`
+	THPShare float64     `json:"thp_share"` // of present pages
+	Nodes    []nodePages `json:"nodes"`     // NUMA spread of present pages
+	Reads    uint64      `json:"reads"`
+	Writes   uint64      `json:"writes"`
+	Moves    uint64      `json:"moves"`
+	Evicted  uint64      `json:"evicted"`
+	Faults   faultSums   `json:"faults"`
 }
 
 // rddRows is the store's RDDs answer for app, ordered by RDD.
@@ -173,7 +178,9 @@ func (h *Handler) rddRows(ctx context.Context, app string) ([]rddRow, error) {
 	for _, x := range rdds {
 		f := x.GetFaults()
 		r := rddRow{RDD: x.GetRddId(), Color: rddColor(x.GetRddId()), Blocks: x.GetBlocks(), LiveBlocks: x.GetLiveBlocks(),
-			Bytes: x.GetBytes(), Pages: x.GetPages(), Present: x.GetPresent(), Swapped: x.GetSwapped(), THP: x.GetThp(),
+			Bytes: x.GetBytes(), resolvedOf: newResolvedOf(x.GetSparkBytes(), x.GetResolvedBytes(), x.GetSharedBytes(),
+				x.ResolvedShare, x.GetParts()),
+			Pages: x.GetPages(), Present: x.GetPresent(), Swapped: x.GetSwapped(), THP: x.GetThp(),
 			Nodes: []nodePages{}, Reads: x.GetReads(), Writes: x.GetWrites(), Moves: x.GetMoves(), Evicted: x.GetEvicted(),
 			Faults: faultSums{Read: f.GetRead(), Write: f.GetWrite(), Exec: f.GetExec(), Major: f.GetMajor(),
 				Unclassified: f.GetUnclassified()}}
@@ -190,6 +197,132 @@ func (h *Handler) rddRows(ctx context.Context, app string) ([]rddRow, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// resolvedOf is what an RDD's or a block's buffers hold against Spark's
+// size of its blocks, as RddReport and store.BlockCoverage say it, with
+// the words `strata report` prints (query.ResolvedWords).
+type resolvedOf struct {
+	SparkBytes    uint64       `json:"spark_bytes"`    // Spark's size; 0 unknown
+	ResolvedBytes uint64       `json:"resolved_bytes"` // buffers, walked and cut-walk bytes
+	SharedBytes   uint64       `json:"shared_bytes"`   // objects another block's walk holds
+	ResolvedShare *float64     `json:"resolved_share"` // resolved_bytes / spark_bytes; null unknown
+	Share         string       `json:"-"`              // the share as the page prints it, "93.8 %"
+	Resolved      string       `json:"resolved"`       // in words: "walked 97.2 %", "references only: walk pending"
+	Parts         []resolvedPt `json:"parts"`
+}
+
+// resolvedPt is one part of resolvedOf: the buffers of one resolution.
+type resolvedPt struct {
+	Resolution    string   `json:"resolution"` // buffers, walked, walk_cut, references, unspecified
+	Blocks        uint64   `json:"blocks"`
+	Buffers       uint64   `json:"buffers"`
+	Bytes         uint64   `json:"bytes"`
+	Objects       uint64   `json:"objects"`
+	SharedObjects uint64   `json:"shared_objects"`
+	SharedBytes   uint64   `json:"shared_bytes"`
+	OpaqueObjects uint64   `json:"opaque_objects"`
+	Details       []string `json:"details"`
+}
+
+func newResolvedOf(spark, resolved, shared uint64, share *float64, parts []*stratav1.ResolvedPart) resolvedOf {
+	r := resolvedOf{SparkBytes: spark, ResolvedBytes: resolved, SharedBytes: shared, ResolvedShare: share, Parts: []resolvedPt{}}
+	known := uint64(0) // Spark's bytes, when every block's is known
+	if share != nil {
+		known = spark
+	}
+	r.Share, r.Resolved = query.ShareWords(resolved, known), query.ResolvedWords(parts, known)
+	for _, p := range parts {
+		r.Parts = append(r.Parts, resolvedPt{Resolution: enumName(p.GetResolution().String(), "RESOLUTION_"), Blocks: p.GetBlocks(),
+			Buffers: p.GetBuffers(), Bytes: p.GetBytes(), Objects: p.GetObjects(), SharedObjects: p.GetSharedObjects(),
+			SharedBytes: p.GetSharedBytes(), OpaqueObjects: p.GetOpaqueObjects(), Details: append([]string{}, p.GetDetails()...)})
+	}
+	return r
+}
+
+// blockBytes is one Spark block of an RDD and what Strata resolved of it
+// (/api/v1/apps/{app}/rdds/{rdd}/blocks and the RDD's page): the store's
+// Blocks answer, its buffers each as last resolved while live.
+type blockBytes struct {
+	ExecutorID string `json:"executor_id"`
+	BlockID    string `json:"block_id"`
+	Partition  int32  `json:"partition"`
+	Bytes      uint64 `json:"bytes"` // of its data as Strata resolved it
+	resolvedOf
+	Buffers []bufferBytes `json:"buffers"` // by chunk
+}
+
+// bufferBytes is one buffer of a block: a serialized block's buffer, a
+// cached batch's column buffer, a deserialized block's array and objects.
+type bufferBytes struct {
+	Chunk       uint32 `json:"chunk"`
+	Chunks      uint32 `json:"chunks"`
+	TimeNs      int64  `json:"time_ns"`    // of the record(s) that resolved it
+	Resolution  string `json:"resolution"` // buffers, walked, walk_cut, references, unspecified
+	Bytes       uint64 `json:"bytes"`      // coverage bytes (the range's length without coverage)
+	Objects     uint64 `json:"objects"`
+	SharedBytes uint64 `json:"shared_bytes"`
+	Detail      string `json:"detail"`
+	CachedBatch bool   `json:"cached_batch"`
+	Column      *int32 `json:"column"` // a cached batch's column; null: every column (Arrow) or not a column buffer
+	ColumnName  string `json:"column_name"`
+	Pages       uint64 `json:"pages"`
+	Label       string `json:"-"` // the page's words for it
+}
+
+// blockBytes returns the store's Blocks answer for one RDD of app.
+func (h *Handler) blockBytes(ctx context.Context, app string, rdd int32) ([]blockBytes, error) {
+	blocks, err := h.r.Blocks(ctx, app, rdd)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]blockBytes, 0, len(blocks))
+	for _, b := range blocks {
+		bb := blockBytes{ExecutorID: b.ExecutorID, BlockID: b.BlockID, Partition: b.Partition, Bytes: b.Bytes,
+			resolvedOf: newResolvedOf(b.SparkBytes, b.ResolvedBytes, b.SharedBytes, b.ResolvedShare, b.Parts), Buffers: []bufferBytes{}}
+		for _, x := range b.Buffers {
+			c := x.Coverage
+			buf := bufferBytes{Chunk: x.Chunk, Chunks: x.Chunks, TimeNs: x.TimeNs, Bytes: x.Length, CachedBatch: x.CachedBatch,
+				Column: x.Column, ColumnName: x.ColumnName, Pages: x.Pages,
+				Resolution: enumName(c.GetResolution().String(), "RESOLUTION_")}
+			if c != nil {
+				buf.Bytes, buf.Objects, buf.SharedBytes, buf.Detail = c.GetBytes(), c.GetObjects(), c.GetSharedBytes(), c.GetDetail()
+			}
+			buf.Label = bufferLabel(buf, query.HoldsWords(c))
+			bb.Buffers = append(bb.Buffers, buf)
+		}
+		out = append(out, bb)
+	}
+	return out, nil
+}
+
+// bufferLabel is how the RDD's page names one buffer and what it holds:
+// "column 1 name: buffers, 4.0 KiB", "chunk 0/2: buffers, 12.0 KiB",
+// "walked objects, 10.2 KiB in 210 objects (400 B shared)".
+func bufferLabel(b bufferBytes, holds string) string {
+	var name string
+	switch {
+	case b.CachedBatch && b.Column != nil:
+		name = fmt.Sprintf("column %d", *b.Column)
+		if b.ColumnName != "" {
+			name += " " + b.ColumnName
+		}
+	case b.CachedBatch:
+		name = "every column"
+	case b.Chunks > 1:
+		name = fmt.Sprintf("chunk %d/%d", b.Chunk, b.Chunks)
+	}
+	s := holds + ", " + bytesLabel(b.Bytes)
+	if b.Objects > 0 {
+		s += fmt.Sprintf(" in %d objects", b.Objects)
+	}
+	if b.SharedBytes > 0 {
+		s += " (" + bytesLabel(b.SharedBytes) + " shared)"
+	}
+	if name != "" {
+		s = name + ": " + s
+	}
+	return s
 }
 
 // app returns the summary of one application, or ErrNotFound.

@@ -42,6 +42,7 @@ var funcs = template.FuncMap{
 	"pathEsc":   url.PathEscape,
 	"join":      strings.Join,
 	"lines":     func(s string) []string { return strings.Split(strings.TrimRight(s, "\n"), "\n") },
+	"deref":     func(v *int32) int32 { return *v },
 }
 
 // parsePages parses each page template with the layout.
@@ -246,7 +247,8 @@ type blockRow struct {
 	Records             uint64
 	First, Last         int64
 	LastAccess          string
-	Pages               uint64 // of its latest record
+	Pages               uint64      // of its latest record
+	Resolved            *blockBytes // what Strata resolved of it; nil: no record with pages
 }
 
 // maxRDDRecords bounds the records an RDD's page reads.
@@ -284,8 +286,17 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	resolved, err := h.blockBytes(r.Context(), id, rdd)
+	if err != nil {
+		return "", nil, err
+	}
 	rows := make([]blockRow, 0, len(blocks))
-	for _, b := range blocks {
+	for k, b := range blocks {
+		for i := range resolved {
+			if resolved[i].ExecutorID == k[0] && resolved[i].BlockID == k[1] {
+				b.Resolved = &resolved[i]
+			}
+		}
 		rows = append(rows, *b)
 	}
 	slices.SortFunc(rows, func(a, b blockRow) int {

@@ -84,6 +84,7 @@ func (h *Handler) routes() {
 		"GET /api/v1/jobs/{id}":                        h.apiJob,
 		"GET /api/v1/apps":                             h.apiApps,
 		"GET /api/v1/apps/{app}/rdds":                  h.apiRDDs,
+		"GET /api/v1/apps/{app}/rdds/{rdd}/blocks":     h.apiBlocks,
 		"GET /api/v1/apps/{app}/numa":                  h.apiNuma,
 		"GET /api/v1/apps/{app}/faults":                h.apiFaults,
 		"GET /api/v1/apps/{app}/overhead":              h.apiOverhead,

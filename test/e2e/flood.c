@@ -146,7 +146,7 @@ int main(int argc, char **argv)
 						      .partition = (int32_t)i, .mode = STRATA_MODE_STORAGE,
 						      .location = STRATA_LOCATION_OFF_HEAP, .kind = STRATA_KIND_RDD,
 						      .chunks = 1, .stage_id = -1, .stage_attempt = -1,
-						      .task_attempt_id = -1, .name = name};
+						      .task_attempt_id = -1, .column = -1, .name = name};
 			send_retry(&c, &b);
 		}
 	}

@@ -125,7 +125,7 @@ static void reg(struct strata_conn *c, uint64_t id, void *p, size_t len, int32_t
 					     .chunks = 1,
 					     .stage_id = -1,
 					     .stage_attempt = -1,
-					     .task_attempt_id = -1,
+					     .task_attempt_id = -1, .column = -1,
 					     .name = name,
 				     }),
 	     "REGISTER");

@@ -198,6 +198,26 @@ func (c *Child) AnonHugePages(addr uint64) (int, error) {
 	return 0, fmt.Errorf("no mapping holds %#x", addr)
 }
 
+// Touched maps n pages in the calling process itself (4 KiB pages: no
+// THP), writes each once, and returns the first one's address; the
+// mapping goes when the test ends.
+func Touched(tb testing.TB, n int) uint64 {
+	tb.Helper()
+	ps := os.Getpagesize()
+	mem, err := unix.Mmap(-1, 0, n*ps, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { unix.Munmap(mem) })
+	if err := unix.Madvise(mem, unix.MADV_NOHUGEPAGE); err != nil {
+		tb.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		mem[i*ps] = 1
+	}
+	return uint64(uintptr(unsafe.Pointer(&mem[0])))
+}
+
 var readSink atomic.Uint32
 
 // churn frees and re-faults mem in a loop, so that its pages are freed and

@@ -80,6 +80,8 @@ func Contract(t *testing.T, be Backend) {
 		{"UIChunksAndSplits", testUIChunksAndSplits},
 		{"Report", testReport},
 		{"ProcessMemoryValidated", testProcessMemoryValidated},
+		{"CoverageRoundTrip", testCoverageRoundTrip},
+		{"CoverageReport", testCoverageReport},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel() // each has a store of its own; the server's round trips overlap
@@ -165,6 +167,14 @@ func testAppendInvalid(t *testing.T, be Backend) {
 		"chunk 2 of 2":  func(b *stratav1.Batch) { b.Records[0].Block.Chunk, b.Records[0].Block.Chunks = 2, 2 },
 		"chunk of none": func(b *stratav1.Batch) { b.Records[0].Block.Chunk = 1 },
 		"odd free":      func(b *stratav1.Batch) { b.Records[0].FreeReason = 99 },
+		"odd resolution": func(b *stratav1.Batch) {
+			b.Records[0].Coverage = &stratav1.Coverage{Resolution: 9}
+		},
+		"column -2":   func(b *stratav1.Batch) { b.Records[0].Block.Column = proto.Int32(-2) },
+		"column utf8": func(b *stratav1.Batch) { b.Records[0].Block.ColumnName = "n\xffame" },
+		"detail utf8": func(b *stratav1.Batch) {
+			b.Records[0].Coverage = &stratav1.Coverage{Resolution: stratav1.Resolution_RESOLUTION_REFERENCES, Detail: "\xff"}
+		},
 		"free on alloc": func(b *stratav1.Batch) { b.Records[0].FreeReason = stratav1.FreeReason_FREE_REASON_EVICTED },
 		"odd fault":     func(b *stratav1.Batch) { b.Records[0].FaultKind = 77 },
 		"fault on read": func(b *stratav1.Batch) { b.Records[1].FaultKind = stratav1.FaultKind_FAULT_KIND_READ },
@@ -235,7 +245,19 @@ func testAppendInvalid(t *testing.T, be Backend) {
 	r.Runs[0].Pfn, r.Runs[0].PfnDeltas = 1<<40-2, []int64{1, -(1<<40 - 3)} // the last PFN and PFN 1
 	r.Runs[2].SwapType, r.Runs[2].SwapOffset = 31, 1<<50-1
 	r.CpuNumaNode = -1
+	r.Block.Column = proto.Int32(-1) // the hook's "every column": stored as none
 	MustAppend(t, s, b)
+	allocs := 0
+	if err := s.Records(context.Background(), store.RecordsQuery{AppID: App, BlockID: "rdd_7_3",
+		Access: []stratav1.AccessKind{stratav1.AccessKind_ACCESS_KIND_ALLOC}}, func(r *stratav1.RecordRow) error {
+		allocs++
+		if r.GetBlock().Column != nil {
+			t.Errorf("column -1 read back as %d, want none", r.GetBlock().GetColumn())
+		}
+		return nil
+	}); err != nil || allocs != 2 {
+		t.Fatalf("%d allocs of rdd_7_3 (seq 1 and the edges), %v", allocs, err)
+	}
 }
 
 func testTracePages(t *testing.T, be Backend) {
@@ -1236,7 +1258,8 @@ func testUIChunksAndSplits(t *testing.T, be Backend) {
 	// Writes: the alloc and the write, each once for the block.
 	EqualRows(t, rdds, []*stratav1.RddReport{{RddId: 5, Blocks: 1, Partitions: 1, LiveBlocks: 1, Bytes: 5 * PageSize,
 		Pages: 5, Present: 5, Nodes: []*stratav1.NodePages{{NumaNode: 0, Pages: 5}}, Writes: 2,
-		Faults: &stratav1.FaultCounts{}, PageSize: PageSize}})
+		Faults: &stratav1.FaultCounts{}, PageSize: PageSize,
+		Parts: []*stratav1.ResolvedPart{{Blocks: 1, Buffers: 2, Bytes: 5 * PageSize}}}})
 	// Three buckets over [T0, T0+2s] (2e9+1 ns, a third is 666,666,667):
 	// 2+1+1 pages at T0, 3+2 after the write, 3 after the free.
 	wantOccupancy(t, s, 3, []store.OccupancyPoint{

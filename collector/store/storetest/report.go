@@ -154,16 +154,18 @@ func ReportBatches() []*stratav1.Batch {
 // registrations of rdd_7_1; one move (chunk 0 of rdd_7_0); one eviction;
 // faults r5 w2 + r1 + w5 (the counters on rdd_7_1's free are its latest),
 // and one sample; no block live after the session's end. RDD 9: one
-// deserialized page.
+// deserialized page. The agent sent no coverage and no Spark sizes: every
+// buffer is in the UNSPECIFIED part, by its length, and no share is known.
 func ReportRDDs() []*stratav1.RddReport {
 	return []*stratav1.RddReport{
 		{RddId: 7, Blocks: 2, Partitions: 2, Bytes: 9 * PageSize, Pages: 9, Present: 6, Swapped: 0, Thp: 2,
 			Nodes: []*stratav1.NodePages{{NumaNode: 0, Pages: 4}, {NumaNode: 1, Pages: 2}},
 			Reads: 2, Writes: 3, Evicted: 1, Faults: &stratav1.FaultCounts{Read: 6, Write: 7}, SampledFaults: 1, PageSize: PageSize,
-			Moves: 1},
+			Moves: 1, Parts: []*stratav1.ResolvedPart{{Blocks: 2, Buffers: 3, Bytes: 9 * PageSize}}},
 		{RddId: 9, Blocks: 1, Partitions: 1, Bytes: PageSize, Pages: 1, Present: 1,
 			Nodes:  []*stratav1.NodePages{{NumaNode: 0, Pages: 1}},
-			Writes: 1, Faults: &stratav1.FaultCounts{}, ObjectGraph: true, PageSize: PageSize},
+			Writes: 1, Faults: &stratav1.FaultCounts{}, ObjectGraph: true, PageSize: PageSize,
+			Parts: []*stratav1.ResolvedPart{{Blocks: 1, Buffers: 1, Bytes: PageSize}}},
 	}
 }
 

@@ -324,18 +324,22 @@ func (x *RecordRow) GetCoverage() *Coverage {
 
 // TracePage is one base page of one record, runs expanded.
 type TracePage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TimeUnixNano  int64                  `protobuf:"varint,1,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
-	Access        AccessKind             `protobuf:"varint,2,opt,name=access,proto3,enum=strata.v1.AccessKind" json:"access,omitempty"`
-	Block         *SparkBlock            `protobuf:"bytes,3,opt,name=block,proto3" json:"block,omitempty"`
-	Pid           uint32                 `protobuf:"varint,4,opt,name=pid,proto3" json:"pid,omitempty"`
-	Vaddr         uint64                 `protobuf:"varint,5,opt,name=vaddr,proto3" json:"vaddr,omitempty"`
-	State         uint32                 `protobuf:"varint,6,opt,name=state,proto3" json:"state,omitempty"` // PageState bits
-	Pfn           uint64                 `protobuf:"varint,7,opt,name=pfn,proto3" json:"pfn,omitempty"`
-	Paddr         uint64                 `protobuf:"varint,8,opt,name=paddr,proto3" json:"paddr,omitempty"`
-	Kpageflags    uint64                 `protobuf:"varint,9,opt,name=kpageflags,proto3" json:"kpageflags,omitempty"`
-	Kpagecount    uint64                 `protobuf:"varint,10,opt,name=kpagecount,proto3" json:"kpagecount,omitempty"`
-	NumaNode      int32                  `protobuf:"varint,11,opt,name=numa_node,json=numaNode,proto3" json:"numa_node,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	TimeUnixNano int64                  `protobuf:"varint,1,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
+	Access       AccessKind             `protobuf:"varint,2,opt,name=access,proto3,enum=strata.v1.AccessKind" json:"access,omitempty"`
+	Block        *SparkBlock            `protobuf:"bytes,3,opt,name=block,proto3" json:"block,omitempty"`
+	Pid          uint32                 `protobuf:"varint,4,opt,name=pid,proto3" json:"pid,omitempty"`
+	Vaddr        uint64                 `protobuf:"varint,5,opt,name=vaddr,proto3" json:"vaddr,omitempty"`
+	State        uint32                 `protobuf:"varint,6,opt,name=state,proto3" json:"state,omitempty"` // PageState bits
+	Pfn          uint64                 `protobuf:"varint,7,opt,name=pfn,proto3" json:"pfn,omitempty"`
+	Paddr        uint64                 `protobuf:"varint,8,opt,name=paddr,proto3" json:"paddr,omitempty"`
+	Kpageflags   uint64                 `protobuf:"varint,9,opt,name=kpageflags,proto3" json:"kpageflags,omitempty"`
+	Kpagecount   uint64                 `protobuf:"varint,10,opt,name=kpagecount,proto3" json:"kpagecount,omitempty"`
+	NumaNode     int32                  `protobuf:"varint,11,opt,name=numa_node,json=numaNode,proto3" json:"numa_node,omitempty"`
+	// What of the block's data the record's pages hold: for a walked block
+	// the pages are its objects' (WALKED, WALK_CUT), not its array of
+	// references (REFERENCES).
+	Coverage      *Coverage `protobuf:"bytes,12,opt,name=coverage,proto3" json:"coverage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -445,6 +449,13 @@ func (x *TracePage) GetNumaNode() int32 {
 		return x.NumaNode
 	}
 	return 0
+}
+
+func (x *TracePage) GetCoverage() *Coverage {
+	if x != nil {
+		return x.Coverage
+	}
+	return nil
 }
 
 type NumaRequest struct {
@@ -1424,30 +1435,57 @@ func (x *NodePages) GetPages() uint64 {
 }
 
 // RddReport is one RDD of an application, from its cached blocks (storage
-// memory, kind RDD). Each buffer of a block (chunk) counts as last
-// resolved while it was live: its latest record with pages before any
-// free, in its latest registration; so the report of a finished
+// memory, kind RDD). Each buffer of a block (a chunk: a serialized block's
+// buffer, a cached batch's column buffer, a deserialized block) counts as
+// last resolved while it was live: in its latest registration, its latest
+// record with pages before any free, preferring the latest resolved
+// BUFFERS, WALKED or WALK_CUT when it has one (a STALE mark or a walk still
+// pending does not replace a walk); so the report of a finished
 // application shows what its RDDs held, not the nothing they hold now.
 type RddReport struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RddId         int32                  `protobuf:"varint,1,opt,name=rdd_id,json=rddId,proto3" json:"rdd_id,omitempty"`
-	Blocks        uint64                 `protobuf:"varint,2,opt,name=blocks,proto3" json:"blocks,omitempty"`         // Spark blocks (rdd_<id>_<partition>, per executor) ever registered
-	Partitions    uint64                 `protobuf:"varint,3,opt,name=partitions,proto3" json:"partitions,omitempty"` // distinct partitions among them
-	Bytes         uint64                 `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`           // bytes of those blocks' ranges
-	Pages         uint64                 `protobuf:"varint,5,opt,name=pages,proto3" json:"pages,omitempty"`           // base pages of the ranges, unmapped holes excluded
-	Present       uint64                 `protobuf:"varint,6,opt,name=present,proto3" json:"present,omitempty"`
-	Swapped       uint64                 `protobuf:"varint,7,opt,name=swapped,proto3" json:"swapped,omitempty"`
-	Thp           uint64                 `protobuf:"varint,8,opt,name=thp,proto3" json:"thp,omitempty"`                                           // present pages backed by a transparent huge page
-	Nodes         []*NodePages           `protobuf:"bytes,9,rep,name=nodes,proto3" json:"nodes,omitempty"`                                        // present pages per NUMA node, ascending node
-	Reads         uint64                 `protobuf:"varint,10,opt,name=reads,proto3" json:"reads,omitempty"`                                      // hook accesses: MemoryStore gets of the blocks
-	Writes        uint64                 `protobuf:"varint,11,opt,name=writes,proto3" json:"writes,omitempty"`                                    // hook accesses: puts (alloc) and writes
-	Evicted       uint64                 `protobuf:"varint,12,opt,name=evicted,proto3" json:"evicted,omitempty"`                                  // blocks freed because Spark evicted them
-	Faults        *FaultCounts           `protobuf:"bytes,13,opt,name=faults,proto3" json:"faults,omitempty"`                                     // kernel-counted page faults inside the blocks
-	SampledFaults uint64                 `protobuf:"varint,14,opt,name=sampled_faults,json=sampledFaults,proto3" json:"sampled_faults,omitempty"` // faults sampled with their page (one in the agent's --sample-every)
-	ObjectGraph   bool                   `protobuf:"varint,15,opt,name=object_graph,json=objectGraph,proto3" json:"object_graph,omitempty"`       // some blocks are deserialized: only their reference arrays are counted
-	PageSize      uint32                 `protobuf:"varint,16,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	LiveBlocks    uint64                 `protobuf:"varint,17,opt,name=live_blocks,json=liveBlocks,proto3" json:"live_blocks,omitempty"` // blocks whose latest registration is not freed
-	Moves         uint64                 `protobuf:"varint,18,opt,name=moves,proto3" json:"moves,omitempty"`                             // hook accesses: moves of the blocks' buffers (a GC relocated them)
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	RddId      int32                  `protobuf:"varint,1,opt,name=rdd_id,json=rddId,proto3" json:"rdd_id,omitempty"`
+	Blocks     uint64                 `protobuf:"varint,2,opt,name=blocks,proto3" json:"blocks,omitempty"`         // Spark blocks (rdd_<id>_<partition>, per executor) ever registered
+	Partitions uint64                 `protobuf:"varint,3,opt,name=partitions,proto3" json:"partitions,omitempty"` // distinct partitions among them
+	// Bytes of the blocks' data as their records resolved them: the sum of
+	// the buffers' coverage bytes (resolved_bytes plus reference_bytes; a
+	// record without coverage counts its range's length).
+	Bytes         uint64       `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Pages         uint64       `protobuf:"varint,5,opt,name=pages,proto3" json:"pages,omitempty"` // base pages of the ranges, unmapped holes excluded
+	Present       uint64       `protobuf:"varint,6,opt,name=present,proto3" json:"present,omitempty"`
+	Swapped       uint64       `protobuf:"varint,7,opt,name=swapped,proto3" json:"swapped,omitempty"`
+	Thp           uint64       `protobuf:"varint,8,opt,name=thp,proto3" json:"thp,omitempty"`                                           // present pages backed by a transparent huge page
+	Nodes         []*NodePages `protobuf:"bytes,9,rep,name=nodes,proto3" json:"nodes,omitempty"`                                        // present pages per NUMA node, ascending node
+	Reads         uint64       `protobuf:"varint,10,opt,name=reads,proto3" json:"reads,omitempty"`                                      // hook accesses: MemoryStore gets of the blocks
+	Writes        uint64       `protobuf:"varint,11,opt,name=writes,proto3" json:"writes,omitempty"`                                    // hook accesses: puts (alloc) and writes
+	Evicted       uint64       `protobuf:"varint,12,opt,name=evicted,proto3" json:"evicted,omitempty"`                                  // blocks freed because Spark evicted them
+	Faults        *FaultCounts `protobuf:"bytes,13,opt,name=faults,proto3" json:"faults,omitempty"`                                     // kernel-counted page faults inside the blocks
+	SampledFaults uint64       `protobuf:"varint,14,opt,name=sampled_faults,json=sampledFaults,proto3" json:"sampled_faults,omitempty"` // faults sampled with their page (one in the agent's --sample-every)
+	// Some blocks are deserialized: arrays of references to objects elsewhere
+	// in the heap, which the JVM hook walks (see resolved).
+	ObjectGraph bool   `protobuf:"varint,15,opt,name=object_graph,json=objectGraph,proto3" json:"object_graph,omitempty"`
+	PageSize    uint32 `protobuf:"varint,16,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	LiveBlocks  uint64 `protobuf:"varint,17,opt,name=live_blocks,json=liveBlocks,proto3" json:"live_blocks,omitempty"` // blocks whose latest registration is not freed
+	Moves       uint64 `protobuf:"varint,18,opt,name=moves,proto3" json:"moves,omitempty"`                             // hook accesses: moves of the blocks' buffers (a GC relocated them, or a walk found the objects)
+	// What Strata resolved of the blocks, against what Spark accounts for
+	// them (docs/objectgraph.md). spark_bytes sums SparkBlock.spark_bytes
+	// once per Spark block (every buffer carries the whole block's size);
+	// sized_blocks counts the blocks whose records said it (an agent that
+	// predates coverage sends none).
+	SparkBytes  uint64 `protobuf:"varint,19,opt,name=spark_bytes,json=sparkBytes,proto3" json:"spark_bytes,omitempty"`
+	SizedBlocks uint64 `protobuf:"varint,20,opt,name=sized_blocks,json=sizedBlocks,proto3" json:"sized_blocks,omitempty"`
+	// resolved_bytes: buffer, walked and cut-walk bytes (the BUFFERS,
+	// WALKED and WALK_CUT parts); shared_bytes: objects the blocks' walks
+	// reached that another block's walk holds (counted there).
+	ResolvedBytes uint64 `protobuf:"varint,21,opt,name=resolved_bytes,json=resolvedBytes,proto3" json:"resolved_bytes,omitempty"`
+	SharedBytes   uint64 `protobuf:"varint,22,opt,name=shared_bytes,json=sharedBytes,proto3" json:"shared_bytes,omitempty"`
+	// resolved_bytes / spark_bytes, when every block is sized and Spark's
+	// bytes are not 0. It can exceed 1: Spark estimates a deserialized
+	// block's size (SizeEstimator), the walk counts every object.
+	ResolvedShare *float64 `protobuf:"fixed64,23,opt,name=resolved_share,json=resolvedShare,proto3,oneof" json:"resolved_share,omitempty"`
+	// One part per resolution the buffers have, ascending by resolution;
+	// RESOLUTION_UNSPECIFIED holds buffers whose records carry no coverage.
+	Parts         []*ResolvedPart `protobuf:"bytes,24,rep,name=parts,proto3" json:"parts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1608,6 +1646,161 @@ func (x *RddReport) GetMoves() uint64 {
 	return 0
 }
 
+func (x *RddReport) GetSparkBytes() uint64 {
+	if x != nil {
+		return x.SparkBytes
+	}
+	return 0
+}
+
+func (x *RddReport) GetSizedBlocks() uint64 {
+	if x != nil {
+		return x.SizedBlocks
+	}
+	return 0
+}
+
+func (x *RddReport) GetResolvedBytes() uint64 {
+	if x != nil {
+		return x.ResolvedBytes
+	}
+	return 0
+}
+
+func (x *RddReport) GetSharedBytes() uint64 {
+	if x != nil {
+		return x.SharedBytes
+	}
+	return 0
+}
+
+func (x *RddReport) GetResolvedShare() float64 {
+	if x != nil && x.ResolvedShare != nil {
+		return *x.ResolvedShare
+	}
+	return 0
+}
+
+func (x *RddReport) GetParts() []*ResolvedPart {
+	if x != nil {
+		return x.Parts
+	}
+	return nil
+}
+
+// ResolvedPart is what an RDD's buffers of one resolution hold, each as
+// last resolved (see RddReport).
+type ResolvedPart struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Resolution Resolution             `protobuf:"varint,1,opt,name=resolution,proto3,enum=strata.v1.Resolution" json:"resolution,omitempty"`
+	Blocks     uint64                 `protobuf:"varint,2,opt,name=blocks,proto3" json:"blocks,omitempty"` // Spark blocks with a buffer so resolved
+	Buffers    uint64                 `protobuf:"varint,3,opt,name=buffers,proto3" json:"buffers,omitempty"`
+	// Coverage bytes (a range's length when the record carries no coverage).
+	Bytes         uint64 `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Objects       uint64 `protobuf:"varint,5,opt,name=objects,proto3" json:"objects,omitempty"`                                  // walked objects (WALKED, WALK_CUT)
+	SharedObjects uint64 `protobuf:"varint,6,opt,name=shared_objects,json=sharedObjects,proto3" json:"shared_objects,omitempty"` // reached, but held by another block's walk
+	SharedBytes   uint64 `protobuf:"varint,7,opt,name=shared_bytes,json=sharedBytes,proto3" json:"shared_bytes,omitempty"`
+	OpaqueObjects uint64 `protobuf:"varint,8,opt,name=opaque_objects,json=opaqueObjects,proto3" json:"opaque_objects,omitempty"` // counted, their references not followed
+	// The distinct coverage details, sorted: why blocks are references only
+	// ("walk pending", "walking off", ...).
+	Details       []string `protobuf:"bytes,9,rep,name=details,proto3" json:"details,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResolvedPart) Reset() {
+	*x = ResolvedPart{}
+	mi := &file_strata_v1_query_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResolvedPart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResolvedPart) ProtoMessage() {}
+
+func (x *ResolvedPart) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResolvedPart.ProtoReflect.Descriptor instead.
+func (*ResolvedPart) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ResolvedPart) GetResolution() Resolution {
+	if x != nil {
+		return x.Resolution
+	}
+	return Resolution_RESOLUTION_UNSPECIFIED
+}
+
+func (x *ResolvedPart) GetBlocks() uint64 {
+	if x != nil {
+		return x.Blocks
+	}
+	return 0
+}
+
+func (x *ResolvedPart) GetBuffers() uint64 {
+	if x != nil {
+		return x.Buffers
+	}
+	return 0
+}
+
+func (x *ResolvedPart) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *ResolvedPart) GetObjects() uint64 {
+	if x != nil {
+		return x.Objects
+	}
+	return 0
+}
+
+func (x *ResolvedPart) GetSharedObjects() uint64 {
+	if x != nil {
+		return x.SharedObjects
+	}
+	return 0
+}
+
+func (x *ResolvedPart) GetSharedBytes() uint64 {
+	if x != nil {
+		return x.SharedBytes
+	}
+	return 0
+}
+
+func (x *ResolvedPart) GetOpaqueObjects() uint64 {
+	if x != nil {
+		return x.OpaqueObjects
+	}
+	return 0
+}
+
+func (x *ResolvedPart) GetDetails() []string {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 // OccupationRow is the RDD memory occupation of one executor process.
 type OccupationRow struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -1615,8 +1808,9 @@ type OccupationRow struct {
 	Pid        uint32                 `protobuf:"varint,2,opt,name=pid,proto3" json:"pid,omitempty"`
 	NodeName   string                 `protobuf:"bytes,3,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
 	// The peak over time of the resident bytes of the process's RDD blocks
-	// (each block as its latest record before that time resolved it; freed
-	// blocks hold nothing), and when it was reached.
+	// (each buffer as its latest record before that time resolved it, a
+	// walked block's records from its first walk on, as RddReport prefers
+	// them; freed blocks hold nothing), and when it was reached.
 	PeakRddBytes     uint64 `protobuf:"varint,4,opt,name=peak_rdd_bytes,json=peakRddBytes,proto3" json:"peak_rdd_bytes,omitempty"`
 	PeakTimeUnixNano int64  `protobuf:"varint,5,opt,name=peak_time_unix_nano,json=peakTimeUnixNano,proto3" json:"peak_time_unix_nano,omitempty"`
 	// The process's peak resident set (the largest VmHWM the agent sampled)
@@ -1636,7 +1830,7 @@ type OccupationRow struct {
 
 func (x *OccupationRow) Reset() {
 	*x = OccupationRow{}
-	mi := &file_strata_v1_query_proto_msgTypes[22]
+	mi := &file_strata_v1_query_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1842,7 @@ func (x *OccupationRow) String() string {
 func (*OccupationRow) ProtoMessage() {}
 
 func (x *OccupationRow) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[22]
+	mi := &file_strata_v1_query_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1855,7 @@ func (x *OccupationRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OccupationRow.ProtoReflect.Descriptor instead.
 func (*OccupationRow) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{22}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *OccupationRow) GetExecutorId() string {
@@ -1751,7 +1945,7 @@ type ReportResponse struct {
 
 func (x *ReportResponse) Reset() {
 	*x = ReportResponse{}
-	mi := &file_strata_v1_query_proto_msgTypes[23]
+	mi := &file_strata_v1_query_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1763,7 +1957,7 @@ func (x *ReportResponse) String() string {
 func (*ReportResponse) ProtoMessage() {}
 
 func (x *ReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_query_proto_msgTypes[23]
+	mi := &file_strata_v1_query_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1776,7 +1970,7 @@ func (x *ReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportResponse.ProtoReflect.Descriptor instead.
 func (*ReportResponse) Descriptor() ([]byte, []int) {
-	return file_strata_v1_query_proto_rawDescGZIP(), []int{23}
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReportResponse) GetRdds() []*RddReport {
@@ -1833,7 +2027,7 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"\x06faults\x18\f \x01(\v2\x16.strata.v1.FaultCountsR\x06faults\x123\n" +
 	"\n" +
 	"fault_kind\x18\r \x01(\x0e2\x14.strata.v1.FaultKindR\tfaultKind\x12/\n" +
-	"\bcoverage\x18\x0e \x01(\v2\x13.strata.v1.CoverageR\bcoverage\"\xd0\x02\n" +
+	"\bcoverage\x18\x0e \x01(\v2\x13.strata.v1.CoverageR\bcoverage\"\x81\x03\n" +
 	"\tTracePage\x12$\n" +
 	"\x0etime_unix_nano\x18\x01 \x01(\x03R\ftimeUnixNano\x12-\n" +
 	"\x06access\x18\x02 \x01(\x0e2\x15.strata.v1.AccessKindR\x06access\x12+\n" +
@@ -1850,7 +2044,8 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"kpagecount\x18\n" +
 	" \x01(\x04R\n" +
 	"kpagecount\x12\x1b\n" +
-	"\tnuma_node\x18\v \x01(\x05R\bnumaNode\"$\n" +
+	"\tnuma_node\x18\v \x01(\x05R\bnumaNode\x12/\n" +
+	"\bcoverage\x18\f \x01(\v2\x13.strata.v1.CoverageR\bcoverage\"$\n" +
 	"\vNumaRequest\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\"i\n" +
 	"\aNumaRow\x12\x15\n" +
@@ -1926,7 +2121,7 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\">\n" +
 	"\tNodePages\x12\x1b\n" +
 	"\tnuma_node\x18\x01 \x01(\x05R\bnumaNode\x12\x14\n" +
-	"\x05pages\x18\x02 \x01(\x04R\x05pages\"\x8e\x04\n" +
+	"\x05pages\x18\x02 \x01(\x04R\x05pages\"\x8a\x06\n" +
 	"\tRddReport\x12\x15\n" +
 	"\x06rdd_id\x18\x01 \x01(\x05R\x05rddId\x12\x16\n" +
 	"\x06blocks\x18\x02 \x01(\x04R\x06blocks\x12\x1e\n" +
@@ -1949,7 +2144,27 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"\tpage_size\x18\x10 \x01(\rR\bpageSize\x12\x1f\n" +
 	"\vlive_blocks\x18\x11 \x01(\x04R\n" +
 	"liveBlocks\x12\x14\n" +
-	"\x05moves\x18\x12 \x01(\x04R\x05moves\"\x9f\x03\n" +
+	"\x05moves\x18\x12 \x01(\x04R\x05moves\x12\x1f\n" +
+	"\vspark_bytes\x18\x13 \x01(\x04R\n" +
+	"sparkBytes\x12!\n" +
+	"\fsized_blocks\x18\x14 \x01(\x04R\vsizedBlocks\x12%\n" +
+	"\x0eresolved_bytes\x18\x15 \x01(\x04R\rresolvedBytes\x12!\n" +
+	"\fshared_bytes\x18\x16 \x01(\x04R\vsharedBytes\x12*\n" +
+	"\x0eresolved_share\x18\x17 \x01(\x01H\x00R\rresolvedShare\x88\x01\x01\x12-\n" +
+	"\x05parts\x18\x18 \x03(\v2\x17.strata.v1.ResolvedPartR\x05partsB\x11\n" +
+	"\x0f_resolved_share\"\xb2\x02\n" +
+	"\fResolvedPart\x125\n" +
+	"\n" +
+	"resolution\x18\x01 \x01(\x0e2\x15.strata.v1.ResolutionR\n" +
+	"resolution\x12\x16\n" +
+	"\x06blocks\x18\x02 \x01(\x04R\x06blocks\x12\x18\n" +
+	"\abuffers\x18\x03 \x01(\x04R\abuffers\x12\x14\n" +
+	"\x05bytes\x18\x04 \x01(\x04R\x05bytes\x12\x18\n" +
+	"\aobjects\x18\x05 \x01(\x04R\aobjects\x12%\n" +
+	"\x0eshared_objects\x18\x06 \x01(\x04R\rsharedObjects\x12!\n" +
+	"\fshared_bytes\x18\a \x01(\x04R\vsharedBytes\x12%\n" +
+	"\x0eopaque_objects\x18\b \x01(\x04R\ropaqueObjects\x12\x18\n" +
+	"\adetails\x18\t \x03(\tR\adetails\"\x9f\x03\n" +
 	"\rOccupationRow\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12\x10\n" +
@@ -1996,7 +2211,7 @@ func file_strata_v1_query_proto_rawDescGZIP() []byte {
 	return file_strata_v1_query_proto_rawDescData
 }
 
-var file_strata_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_strata_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_strata_v1_query_proto_goTypes = []any{
 	(*TraceRequest)(nil),     // 0: strata.v1.TraceRequest
 	(*RecordsRequest)(nil),   // 1: strata.v1.RecordsRequest
@@ -2020,65 +2235,70 @@ var file_strata_v1_query_proto_goTypes = []any{
 	(*ReportRequest)(nil),    // 19: strata.v1.ReportRequest
 	(*NodePages)(nil),        // 20: strata.v1.NodePages
 	(*RddReport)(nil),        // 21: strata.v1.RddReport
-	(*OccupationRow)(nil),    // 22: strata.v1.OccupationRow
-	(*ReportResponse)(nil),   // 23: strata.v1.ReportResponse
-	(AccessKind)(0),          // 24: strata.v1.AccessKind
-	(*SparkBlock)(nil),       // 25: strata.v1.SparkBlock
-	(FreeReason)(0),          // 26: strata.v1.FreeReason
-	(*FaultCounts)(nil),      // 27: strata.v1.FaultCounts
-	(FaultKind)(0),           // 28: strata.v1.FaultKind
-	(*Coverage)(nil),         // 29: strata.v1.Coverage
-	(*WorkloadCounters)(nil), // 30: strata.v1.WorkloadCounters
-	(Severity)(0),            // 31: strata.v1.Severity
-	(*JobResult)(nil),        // 32: strata.v1.JobResult
+	(*ResolvedPart)(nil),     // 22: strata.v1.ResolvedPart
+	(*OccupationRow)(nil),    // 23: strata.v1.OccupationRow
+	(*ReportResponse)(nil),   // 24: strata.v1.ReportResponse
+	(AccessKind)(0),          // 25: strata.v1.AccessKind
+	(*SparkBlock)(nil),       // 26: strata.v1.SparkBlock
+	(FreeReason)(0),          // 27: strata.v1.FreeReason
+	(*FaultCounts)(nil),      // 28: strata.v1.FaultCounts
+	(FaultKind)(0),           // 29: strata.v1.FaultKind
+	(*Coverage)(nil),         // 30: strata.v1.Coverage
+	(*WorkloadCounters)(nil), // 31: strata.v1.WorkloadCounters
+	(Severity)(0),            // 32: strata.v1.Severity
+	(*JobResult)(nil),        // 33: strata.v1.JobResult
+	(Resolution)(0),          // 34: strata.v1.Resolution
 }
 var file_strata_v1_query_proto_depIdxs = []int32{
-	24, // 0: strata.v1.RecordsRequest.access:type_name -> strata.v1.AccessKind
-	24, // 1: strata.v1.RecordRow.access:type_name -> strata.v1.AccessKind
-	25, // 2: strata.v1.RecordRow.block:type_name -> strata.v1.SparkBlock
-	26, // 3: strata.v1.RecordRow.free_reason:type_name -> strata.v1.FreeReason
-	27, // 4: strata.v1.RecordRow.faults:type_name -> strata.v1.FaultCounts
-	28, // 5: strata.v1.RecordRow.fault_kind:type_name -> strata.v1.FaultKind
-	29, // 6: strata.v1.RecordRow.coverage:type_name -> strata.v1.Coverage
-	24, // 7: strata.v1.TracePage.access:type_name -> strata.v1.AccessKind
-	25, // 8: strata.v1.TracePage.block:type_name -> strata.v1.SparkBlock
-	5,  // 9: strata.v1.NumaResponse.rows:type_name -> strata.v1.NumaRow
-	27, // 10: strata.v1.FaultRow.faults:type_name -> strata.v1.FaultCounts
-	8,  // 11: strata.v1.FaultsResponse.rows:type_name -> strata.v1.FaultRow
-	30, // 12: strata.v1.OverheadRow.counters:type_name -> strata.v1.WorkloadCounters
-	27, // 13: strata.v1.OverheadRow.rdd_faults:type_name -> strata.v1.FaultCounts
-	11, // 14: strata.v1.OverheadResponse.rows:type_name -> strata.v1.OverheadRow
-	31, // 15: strata.v1.JobsRequest.min_severity:type_name -> strata.v1.Severity
-	32, // 16: strata.v1.JobsResponse.jobs:type_name -> strata.v1.JobResult
-	25, // 17: strata.v1.HotPage.block:type_name -> strata.v1.SparkBlock
-	17, // 18: strata.v1.HotResponse.pages:type_name -> strata.v1.HotPage
-	20, // 19: strata.v1.RddReport.nodes:type_name -> strata.v1.NodePages
-	27, // 20: strata.v1.RddReport.faults:type_name -> strata.v1.FaultCounts
-	21, // 21: strata.v1.ReportResponse.rdds:type_name -> strata.v1.RddReport
-	22, // 22: strata.v1.ReportResponse.occupation:type_name -> strata.v1.OccupationRow
-	0,  // 23: strata.v1.QueryService.Trace:input_type -> strata.v1.TraceRequest
-	1,  // 24: strata.v1.QueryService.Records:input_type -> strata.v1.RecordsRequest
-	4,  // 25: strata.v1.QueryService.Numa:input_type -> strata.v1.NumaRequest
-	7,  // 26: strata.v1.QueryService.Faults:input_type -> strata.v1.FaultsRequest
-	10, // 27: strata.v1.QueryService.Overhead:input_type -> strata.v1.OverheadRequest
-	16, // 28: strata.v1.QueryService.Hot:input_type -> strata.v1.HotRequest
-	19, // 29: strata.v1.QueryService.Report:input_type -> strata.v1.ReportRequest
-	13, // 30: strata.v1.QueryService.Jobs:input_type -> strata.v1.JobsRequest
-	15, // 31: strata.v1.QueryService.Job:input_type -> strata.v1.JobRequest
-	3,  // 32: strata.v1.QueryService.Trace:output_type -> strata.v1.TracePage
-	2,  // 33: strata.v1.QueryService.Records:output_type -> strata.v1.RecordRow
-	6,  // 34: strata.v1.QueryService.Numa:output_type -> strata.v1.NumaResponse
-	9,  // 35: strata.v1.QueryService.Faults:output_type -> strata.v1.FaultsResponse
-	12, // 36: strata.v1.QueryService.Overhead:output_type -> strata.v1.OverheadResponse
-	18, // 37: strata.v1.QueryService.Hot:output_type -> strata.v1.HotResponse
-	23, // 38: strata.v1.QueryService.Report:output_type -> strata.v1.ReportResponse
-	14, // 39: strata.v1.QueryService.Jobs:output_type -> strata.v1.JobsResponse
-	32, // 40: strata.v1.QueryService.Job:output_type -> strata.v1.JobResult
-	32, // [32:41] is the sub-list for method output_type
-	23, // [23:32] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	25, // 0: strata.v1.RecordsRequest.access:type_name -> strata.v1.AccessKind
+	25, // 1: strata.v1.RecordRow.access:type_name -> strata.v1.AccessKind
+	26, // 2: strata.v1.RecordRow.block:type_name -> strata.v1.SparkBlock
+	27, // 3: strata.v1.RecordRow.free_reason:type_name -> strata.v1.FreeReason
+	28, // 4: strata.v1.RecordRow.faults:type_name -> strata.v1.FaultCounts
+	29, // 5: strata.v1.RecordRow.fault_kind:type_name -> strata.v1.FaultKind
+	30, // 6: strata.v1.RecordRow.coverage:type_name -> strata.v1.Coverage
+	25, // 7: strata.v1.TracePage.access:type_name -> strata.v1.AccessKind
+	26, // 8: strata.v1.TracePage.block:type_name -> strata.v1.SparkBlock
+	30, // 9: strata.v1.TracePage.coverage:type_name -> strata.v1.Coverage
+	5,  // 10: strata.v1.NumaResponse.rows:type_name -> strata.v1.NumaRow
+	28, // 11: strata.v1.FaultRow.faults:type_name -> strata.v1.FaultCounts
+	8,  // 12: strata.v1.FaultsResponse.rows:type_name -> strata.v1.FaultRow
+	31, // 13: strata.v1.OverheadRow.counters:type_name -> strata.v1.WorkloadCounters
+	28, // 14: strata.v1.OverheadRow.rdd_faults:type_name -> strata.v1.FaultCounts
+	11, // 15: strata.v1.OverheadResponse.rows:type_name -> strata.v1.OverheadRow
+	32, // 16: strata.v1.JobsRequest.min_severity:type_name -> strata.v1.Severity
+	33, // 17: strata.v1.JobsResponse.jobs:type_name -> strata.v1.JobResult
+	26, // 18: strata.v1.HotPage.block:type_name -> strata.v1.SparkBlock
+	17, // 19: strata.v1.HotResponse.pages:type_name -> strata.v1.HotPage
+	20, // 20: strata.v1.RddReport.nodes:type_name -> strata.v1.NodePages
+	28, // 21: strata.v1.RddReport.faults:type_name -> strata.v1.FaultCounts
+	22, // 22: strata.v1.RddReport.parts:type_name -> strata.v1.ResolvedPart
+	34, // 23: strata.v1.ResolvedPart.resolution:type_name -> strata.v1.Resolution
+	21, // 24: strata.v1.ReportResponse.rdds:type_name -> strata.v1.RddReport
+	23, // 25: strata.v1.ReportResponse.occupation:type_name -> strata.v1.OccupationRow
+	0,  // 26: strata.v1.QueryService.Trace:input_type -> strata.v1.TraceRequest
+	1,  // 27: strata.v1.QueryService.Records:input_type -> strata.v1.RecordsRequest
+	4,  // 28: strata.v1.QueryService.Numa:input_type -> strata.v1.NumaRequest
+	7,  // 29: strata.v1.QueryService.Faults:input_type -> strata.v1.FaultsRequest
+	10, // 30: strata.v1.QueryService.Overhead:input_type -> strata.v1.OverheadRequest
+	16, // 31: strata.v1.QueryService.Hot:input_type -> strata.v1.HotRequest
+	19, // 32: strata.v1.QueryService.Report:input_type -> strata.v1.ReportRequest
+	13, // 33: strata.v1.QueryService.Jobs:input_type -> strata.v1.JobsRequest
+	15, // 34: strata.v1.QueryService.Job:input_type -> strata.v1.JobRequest
+	3,  // 35: strata.v1.QueryService.Trace:output_type -> strata.v1.TracePage
+	2,  // 36: strata.v1.QueryService.Records:output_type -> strata.v1.RecordRow
+	6,  // 37: strata.v1.QueryService.Numa:output_type -> strata.v1.NumaResponse
+	9,  // 38: strata.v1.QueryService.Faults:output_type -> strata.v1.FaultsResponse
+	12, // 39: strata.v1.QueryService.Overhead:output_type -> strata.v1.OverheadResponse
+	18, // 40: strata.v1.QueryService.Hot:output_type -> strata.v1.HotResponse
+	24, // 41: strata.v1.QueryService.Report:output_type -> strata.v1.ReportResponse
+	14, // 42: strata.v1.QueryService.Jobs:output_type -> strata.v1.JobsResponse
+	33, // 43: strata.v1.QueryService.Job:output_type -> strata.v1.JobResult
+	35, // [35:44] is the sub-list for method output_type
+	26, // [26:35] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_query_proto_init() }
@@ -2092,14 +2312,15 @@ func file_strata_v1_query_proto_init() {
 	file_strata_v1_query_proto_msgTypes[1].OneofWrappers = []any{}
 	file_strata_v1_query_proto_msgTypes[11].OneofWrappers = []any{}
 	file_strata_v1_query_proto_msgTypes[16].OneofWrappers = []any{}
-	file_strata_v1_query_proto_msgTypes[22].OneofWrappers = []any{}
+	file_strata_v1_query_proto_msgTypes[21].OneofWrappers = []any{}
+	file_strata_v1_query_proto_msgTypes[23].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_query_proto_rawDesc), len(file_strata_v1_query_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,237 @@
+package annotator
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/stratatrace/strata/agent/hooksrv"
+	"github.com/stratatrace/strata/agent/resolver"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// This file holds what deserialized blocks add to the registry: each
+// session's GC epoch, each block's latest walk, the records walks make
+// and their mirror in the kernel (see the package comment).
+
+// session is what the annotator keeps of a hook session.
+type session struct {
+	started bool   // its SessionStart was seen (Processes lists it)
+	gcEpoch uint32 // the highest GC count any of its frames named
+	// walked are its blocks whose latest walk is not stale, by hook id:
+	// those a CHECKED speaks for.
+	walked map[uint64]*liveBlock
+}
+
+// saw raises the session's GC epoch to e: a frame named it, so that many
+// collections have finished.
+func (ss *session) saw(e uint32) { ss.gcEpoch = max(ss.gcEpoch, e) }
+
+// usable reports whether lb's walk may stand for its objects now: not
+// stale, and holding at the session's latest GC epoch.
+func (ss *session) usable(lb *liveBlock) bool {
+	return lb.walk != nil && lb.walk.State != hooksrv.WalkStale && lb.holds >= ss.gcEpoch
+}
+
+// session returns the state of s, made on first sight; the caller holds mu.
+func (a *Annotator) session(s *hooksrv.Session) *session {
+	ss := a.sessions[s]
+	if ss == nil {
+		ss = &session{walked: map[uint64]*liveBlock{}}
+		a.sessions[s] = ss
+	}
+	return ss
+}
+
+// resolveWalk fills rec's pages with those of the walk's extents, one
+// request each, in one call: the resolver reads neighbouring extents
+// together. An extent that cannot be resolved leaves its pages out and
+// rec's resolve_error says why.
+func (a *Annotator) resolveWalk(s *hooksrv.Session, rec *stratav1.Record, extents []hooksrv.Extent) {
+	reqs := make([]resolver.Request, len(extents))
+	for i, e := range extents {
+		reqs[i] = resolver.Request{VAddr: e.Vaddr, Length: e.Length, CPUNode: rec.GetCpuNumaNode()}
+	}
+	out := make([]resolver.Result, len(reqs))
+	a.res.ResolveFor(tenant(s, rec.GetPid()), reqs, out)
+	n := 0
+	for i := range out {
+		n += len(out[i].Runs)
+	}
+	runs := make([]*stratav1.PageRun, 0, n)
+	var err error
+	for i := range out {
+		runs = append(runs, out[i].Runs...)
+		if err == nil {
+			err = out[i].Err
+		}
+	}
+	a.setPages(rec, &resolver.Result{Runs: runs, Err: err})
+}
+
+// rangeCoverage is the coverage of a record whose runs are lb's range of
+// length bytes (of it): the block's own buffer, or an object-graph block's
+// array of references and why its objects are not there. The caller holds
+// mu.
+func (a *Annotator) rangeCoverage(ss *session, lb *liveBlock, length uint64) *stratav1.Coverage {
+	if !lb.block.ObjectGraph {
+		return &stratav1.Coverage{Resolution: stratav1.Resolution_RESOLUTION_BUFFERS, Bytes: length}
+	}
+	var why string
+	switch w := lb.walk; {
+	case lb.session.Walk != hooksrv.WalkOn:
+		why = lb.session.Walk.String()
+	case w == nil:
+		why = "walk pending"
+	case w.State == hooksrv.WalkStale:
+		why = fmt.Sprintf("stale: objects moved by GC %d, walk pending", w.GCEpoch)
+	case !ss.usable(lb):
+		why = fmt.Sprintf("walk unsure: GC %d not checked yet", ss.gcEpoch)
+	default:
+		why = fmt.Sprintf("the array alone: its objects are walked at GC %d", lb.holds)
+	}
+	return &stratav1.Coverage{Resolution: stratav1.Resolution_RESOLUTION_REFERENCES, Bytes: length, Detail: why}
+}
+
+// walkCoverage is the coverage of a record whose runs are the pages of
+// walk w, holding at GC epoch holds.
+func walkCoverage(w *hooksrv.Walk, holds uint32) *stratav1.Coverage {
+	res := stratav1.Resolution_RESOLUTION_WALKED
+	if w.State == hooksrv.WalkCut {
+		res = stratav1.Resolution_RESOLUTION_WALK_CUT
+	}
+	return &stratav1.Coverage{Resolution: res, Bytes: w.Bytes, Objects: w.Objects, SharedObjects: w.SharedObjects,
+		SharedBytes: w.SharedBytes, OpaqueObjects: w.OpaqueObjects, GcEpoch: holds, Extents: uint32(len(w.Extents))}
+}
+
+// setWalk makes w lb's walk, counting the extents kept, under ss, the
+// session whose walk it is (nil for none); the caller holds mu.
+func (a *Annotator) setWalk(ss *session, key blockKey, lb *liveBlock, w *hooksrv.Walk) {
+	d := 0
+	if lb.walk != nil {
+		d -= len(lb.walk.Extents)
+	}
+	if w != nil {
+		d += len(w.Extents)
+	}
+	if d != 0 {
+		a.nExtents += d
+		if a.extents[key.pid] += d; a.extents[key.pid] == 0 {
+			delete(a.extents, key.pid)
+		}
+	}
+	lb.walk, lb.holds, lb.weak, lb.refused = w, 0, false, false
+	switch {
+	case ss == nil:
+	case w != nil && w.State != hooksrv.WalkStale:
+		lb.holds = w.GCEpoch
+		ss.walked[key.id] = lb
+	default:
+		delete(ss.walked, key.id)
+	}
+}
+
+// walk records a complete walk as a MOVE record of its pages, or a STALE
+// mark as a MOVE record of the array's, and mirrors the walk into the
+// kernel once it holds.
+func (a *Annotator) walk(ev hooksrv.Event) {
+	w := ev.Walk
+	key := blockKey{ev.Session.PID, ev.Block.HookID}
+	a.mu.Lock()
+	a.session(ev.Session).saw(w.GCEpoch)
+	lb := a.blocks[key]
+	take := lb != nil && lb.block.ObjectGraph && (lb.walk == nil || w.Seq > lb.walk.Seq)
+	a.mu.Unlock()
+	if !take {
+		return
+	}
+	stale := w.State == hooksrv.WalkStale
+	rec := a.record(ev, ev.Vaddr, ev.Length)
+	if stale {
+		a.resolve(ev.Session, rec)
+		a.stale.Add(1)
+	} else {
+		a.resolveWalk(ev.Session, rec, w.Extents)
+		a.walks.Add(1)
+	}
+	a.mu.Lock()
+	ss := a.session(ev.Session)
+	if lb = a.blocks[key]; lb == nil { // this session's goroutine alone frees it
+		a.mu.Unlock()
+		return
+	}
+	hadWeak := lb.weak
+	a.uncache(lb)
+	a.setWalk(ss, key, lb, w)
+	lb.vaddr, lb.length = ev.Vaddr, ev.Length
+	setWeak := lb.mirrored && ss.usable(lb)
+	lb.weak = setWeak
+	if stale {
+		rec.Coverage = a.rangeCoverage(ss, lb, rec.GetLength())
+		a.cache(lb, rec.Runs, 0)
+	} else {
+		rec.Coverage = walkCoverage(w, lb.holds)
+		a.cache(lb, rec.Runs, w.Seq)
+	}
+	a.mu.Unlock()
+	switch {
+	case setWeak:
+		a.mirrorWalk(key, w)
+	case hadWeak:
+		// Stale, or a new walk that does not hold yet: the old walk's
+		// ranges go.
+		a.mirrorWalk(key, nil)
+	}
+	a.add(rec)
+}
+
+// mirrorWalk makes w's extents (none for nil) the kernel's weak ranges of
+// the block. When the kernel refuses, the block counts faults in its array
+// alone until its next walk.
+func (a *Annotator) mirrorWalk(key blockKey, w *hooksrv.Walk) {
+	k := a.cfg.Kernel
+	if k == nil {
+		return
+	}
+	var ranges []Range
+	if w != nil {
+		ranges = make([]Range, len(w.Extents))
+		for i, e := range w.Extents {
+			ranges[i] = Range{e.Vaddr, e.End()}
+		}
+	}
+	if err := k.SetWeakRanges(key.pid, key.id, ranges); err != nil {
+		a.mu.Lock()
+		if lb := a.blocks[key]; lb != nil && lb.walk == w {
+			lb.weak, lb.refused = false, true
+		}
+		a.mu.Unlock()
+		a.walkKernelErr.Add(1)
+		a.log.Warn("walk not mirrored in kernel; faults on its objects are not attributed", "pid", key.pid, "block", key.id, "extents", len(ranges), "err", err)
+	}
+}
+
+// checked raises the walks of the session that still hold to the CHECKED
+// epoch, and mirrors into the kernel those that hold again.
+func (a *Annotator) checked(ev hooksrv.Event) {
+	type mirror struct {
+		key blockKey
+		w   *hooksrv.Walk
+	}
+	var todo []mirror
+	a.mu.Lock()
+	ss := a.session(ev.Session)
+	ss.saw(ev.GCEpoch)
+	for id, lb := range ss.walked {
+		lb.holds = max(lb.holds, ev.GCEpoch)
+		if lb.mirrored && !lb.weak && !lb.refused && ss.usable(lb) {
+			lb.weak = true
+			todo = append(todo, mirror{blockKey{ev.Session.PID, id}, lb.walk})
+		}
+	}
+	a.mu.Unlock()
+	slices.SortFunc(todo, func(x, y mirror) int { return cmp.Compare(x.key.id, y.key.id) })
+	for _, m := range todo {
+		a.mirrorWalk(m.key, m.w)
+	}
+}
