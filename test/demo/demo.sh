@@ -103,7 +103,7 @@ fi
 exec 4>&-
 
 spark_demo() { # a real Spark job in local mode under the JVM hook
-	local series=${STRATA_DEMO_SPARK:-3.5} home ver jar opts app ser heap step
+	local series=${STRATA_DEMO_SPARK:-3.5} home ver jar opts app ser heap deser step
 	if ! home=$(make -s -C "$root" spark-home SPARK="$series" 2>&1); then
 		echo "skipping the Spark part: ${home%%$'\n'*}"
 		return 0
@@ -151,9 +151,14 @@ spark_demo() { # a real Spark job in local mode under the JVM hook
 	app=$(sed -n 's/.*"app":"\([^"]*\)".*/\1/p' <<<"$step")
 	ser=$(sed -n 's/.*"ser":\([0-9]*\).*/\1/p' <<<"$step")
 	heap=$(sed -n 's/.*"ser_heap":\([0-9]*\).*/\1/p' <<<"$step")
+	deser=$(sed -n 's/.*"deser":\([0-9]*\).*/\1/p' <<<"$step")
 	echo "$(grep -o 'strata-hook: on.*' "$work/spark.log" | sed -n 1p); application $app, pid $(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' <<<"$step")"
 	sleep 1
 
+	say "strata report --app $app (per RDD: what Spark accounts, what Strata resolved and how)"
+	"$bin/strata" report --collector "$addr" --app "$app"
+	say "strata records --app $app --block rdd_${deser}_0 (a MEMORY_ONLY block, what rdd.cache() stores: its array of references, then its walked objects)"
+	"$bin/strata" records --collector "$addr" --app "$app" --block "rdd_${deser}_0"
 	say "strata records --app $app --rdd $ser --access alloc (RDD $ser cached OFF_HEAP: a range per chunk)"
 	"$bin/strata" records --collector "$addr" --app "$app" --rdd "$ser" --access alloc
 	say "strata trace --app $app --rdd $ser --partition 0 --limit 6 (its pages)"

@@ -30,7 +30,7 @@ func TestDemo(t *testing.T) {
 	}
 	s := string(out)
 	want := []*regexp.Regexp{
-		regexp.MustCompile(`alloc\s+7\s+2\s+rdd_7_2\s+\d+\s+0x[0-9a-f]+000\s+\d+\s+0x[0-9a-f]+\s+0\s+present\+thp\s+\S*compound_head`),
+		regexp.MustCompile(`alloc\s+7\s+2\s+rdd_7_2\s+buffers\s+\d+\s+0x[0-9a-f]+000\s+\d+\s+0x[0-9a-f]+\s+0\s+present\+thp\s+\S*compound_head`),
 		regexp.MustCompile(`(?m)^7\s+0\s+4096\s+16777216$`), // 4096 resident pages of RDD 7 on node 0
 		regexp.MustCompile(`(?m)^3\s+0\s+rdd_3_0\s+1\s+\d+\s+0\s+3072\s+0\s+0\s+0$`),
 		regexp.MustCompile(`unavailable: no hardware PMU`),
@@ -42,17 +42,27 @@ func TestDemo(t *testing.T) {
 		want = append(want,
 			// RDD 1 cached OFF_HEAP: chunk 0 of each block is 1 MiB of
 			// records, chunk 1 the serializer's tail.
-			regexp.MustCompile(`alloc\s+1\s+0\s+rdd_1_0\s+0/2\s+rdd\s+\d+\.\d+/\d+\s+\d+\s+0x[0-9a-f]+\s+1048576\s+25[67]\s+-`),
-			regexp.MustCompile(`alloc\s+1\s+0\s+rdd_1_0\s+1/2\s+rdd\s+\d+\.\d+/\d+\s+\d+\s+0x[0-9a-f]+\s+\d+\s+[12]\s+-`),
+			regexp.MustCompile(`alloc\s+1\s+0\s+rdd_1_0\s+0/2\s+-\s+rdd\s+\d+\.\d+/\d+\s+\d+\s+0x[0-9a-f]+\s+1048576\s+25[67]\s+buffers\s+1048576\s`),
+			regexp.MustCompile(`alloc\s+1\s+0\s+rdd_1_0\s+1/2\s+-\s+rdd\s+\d+\.\d+/\d+\s+\d+\s+0x[0-9a-f]+\s+\d+\s+[12]\s+buffers\s`),
 			// its pages, resident
-			regexp.MustCompile(`alloc\s+1\s+0\s+rdd_1_0\s+\d+\s+0x[0-9a-f]+000\s+\d+\s+0x[0-9a-f]+000\s+0\s+present\s`),
+			regexp.MustCompile(`alloc\s+1\s+0\s+rdd_1_0\s+buffers\s+\d+\s+0x[0-9a-f]+000\s+\d+\s+0x[0-9a-f]+000\s+0\s+present\s`),
+			// the report: RDD 1 off heap and the heap-serialized RDD as
+			// buffers, the deserialized RDD (rdd.cache()'s level) walked,
+			// the cached DataFrame (two partitions) as its column buffers
+			regexp.MustCompile(`(?m)^1\s+4\s+4\s+4\.0\s+4\.0\s.*\sbuffers 100 %$`),
+			regexp.MustCompile(`(?m)^\d+\s+4\s+4\s+4\.0\s+4\.0\s.*\swalked (9\d\.\d|100) %$`),
+			regexp.MustCompile(`(?m)^\d+\s+2\s+2\s+0\.\d\s.*\sbuffers (9\d\.\d|100) %$`),
+			// a deserialized block: its array while the walk is pending,
+			// then every object it reaches
+			regexp.MustCompile(`alloc\s+\d+\s+0\s+rdd_\d+_0\s+0/1\s+-\s+rdd\s.*\sreferences\s+\d+\s+-\s+walk pending`),
+			regexp.MustCompile(`move\s+\d+\s+0\s+rdd_\d+_0\s+0/1\s+-\s+rdd\s+\S+\s+\d+\s+0x[0-9a-f]+\s+\d+\s+2[5-9]\d\s+walked\s+10[0-9]{5}\s`),
 			// the NUMA summary: RDD 1's 4 MiB on node 0
 			regexp.MustCompile(`(?m)^1\s+0\s+10[23]\d\s+\d+$`),
 			// write faults in the sort's Tungsten pages
 			regexp.MustCompile(`(?m)^\d+\s+\d+\s+page_\d+_\d+\s+driver\s+\d+\s+\d+\s+[1-9]\d*\s`),
 			// an on-heap serialized block moved by the GCs, cleared at exit
-			regexp.MustCompile(`move\s+5\s+0\s+rdd_5_0\s+0/2\s+rdd\s`),
-			regexp.MustCompile(`free\s+5\s+0\s+rdd_5_0\s+0/2\s+rdd\s.*\scleared`),
+			regexp.MustCompile(`move\s+5\s+0\s+rdd_5_0\s+0/2\s+-\s+rdd\s`),
+			regexp.MustCompile(`free\s+5\s+0\s+rdd_5_0\s+0/2\s+-\s+rdd\s.*\scleared`),
 			// why blocks were freed
 			regexp.MustCompile(`\d+ tungsten_page page_freed`),
 			regexp.MustCompile(`\d+ rdd removed`),
