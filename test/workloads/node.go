@@ -35,9 +35,9 @@ type Node struct {
 	env       Env
 	dir       string
 	opts      NodeOptions
-	Collector string // host:port
+	Collector string // host:port, while up
 	Socket    string // the agent's hook socket
-	HTTP      string // the agent's metrics address
+	HTTP      string // the agent's metrics address, while up
 	collector *testenv.Proc
 	agent     *testenv.Proc
 }
@@ -53,13 +53,6 @@ type NodeOptions struct {
 // StartNode starts strata-collector and strata-agent under e.Work/name.
 func StartNode(e Env, name string, o NodeOptions) (n *Node, err error) {
 	n = &Node{env: e, dir: filepath.Join(e.Work, name), opts: o, Socket: filepath.Join(e.Work, name, "hook.sock")}
-	for _, addr := range []*string{&n.Collector, &n.HTTP} {
-		port, err := testenv.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		*addr = fmt.Sprintf("127.0.0.1:%d", port)
-	}
 	if err := n.start(); err != nil {
 		n.Stop()
 		return nil, err
@@ -68,8 +61,17 @@ func StartNode(e Env, name string, o NodeOptions) (n *Node, err error) {
 }
 
 // start starts the collector, then the agent, and waits until both serve.
+// Each start takes free ports anew (Collector and HTTP change), so that a
+// port another process took while the node was down cannot stop it.
 func (n *Node) start() (err error) {
 	e := n.env
+	for _, addr := range []*string{&n.Collector, &n.HTTP} {
+		port, err := testenv.FreePort()
+		if err != nil {
+			return err
+		}
+		*addr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
 	// A loopback node for one run: no TLS, no token (--insecure, --http-insecure).
 	args := []string{"chrt", "--idle", "0", filepath.Join(e.Bin, "strata-collector"), "--listen", n.Collector, "--store-dir", filepath.Join(n.dir, "store"),
 		"--insecure"}
@@ -222,6 +224,37 @@ func (n *Node) Drained(timeout time.Duration) error {
 		}
 		time.Sleep(drainPoll)
 	}
+}
+
+// lossCounters are the agent's counters of what it could not take in or
+// deliver; any of them above zero means a traced run's data is incomplete.
+var lossCounters = []string{
+	"strata_hook_sessions_malformed_total", // a hook the agent cannot read (e.g. another wire format)
+	"strata_records_dropped_total",
+	"strata_stream_records_dropped_total",
+	"strata_stream_batches_rejected_total",
+}
+
+// Complete reports an error naming every loss counter of the agent above
+// zero since it was last started; nil on a node that is down.
+func (n *Node) Complete() error {
+	if !n.IsUp() {
+		return nil
+	}
+	m, err := n.Metrics()
+	if err != nil {
+		return err
+	}
+	var lost []string
+	for _, c := range lossCounters {
+		if m[c] > 0 {
+			lost = append(lost, fmt.Sprintf("%s=%g", c, m[c]))
+		}
+	}
+	if len(lost) > 0 {
+		return fmt.Errorf("the agent lost data: %s", strings.Join(lost, " "))
+	}
+	return nil
 }
 
 // drainPoll is how often Drained asks the agent.

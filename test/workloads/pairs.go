@@ -137,7 +137,8 @@ type PairsConfig struct {
 // node is brought down before an untraced run and up before a traced one
 // (outside the runs' times); a traced run's CPU counts what the agent and
 // the collector spent from its start until everything it caused was
-// stored. It leaves the node as the last run had it.
+// stored, and a traced run whose data the agent lost (Complete) is an
+// error. It leaves the node as the last run had it.
 func RunPairs(ctx context.Context, e Env, pc PairsConfig) (Paired, error) {
 	p := Paired{Workload: pc.Workload}
 	for i := 0; i < pc.Pairs; i++ {
@@ -164,7 +165,11 @@ func RunPairs(ctx context.Context, e Env, pc PairsConfig) (Paired, error) {
 				return p, err
 			}
 			if traced {
-				if err := pc.Node.Drained(3 * time.Minute); err != nil {
+				err := pc.Node.Drained(3 * time.Minute)
+				if err == nil {
+					err = pc.Node.Complete()
+				}
+				if err != nil {
 					return p, fmt.Errorf("%s: %w\n%s", pc.Workload, err, pc.Node.Logs())
 				}
 			}

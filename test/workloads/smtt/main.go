@@ -177,7 +177,7 @@ func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writ
 		return err
 	}
 	defer n.Stop()
-	fmt.Fprintf(stdout, "Spark %s, size %s, storage %s, %d pairs per workload; collector %s\n", e.SparkVersion(), c.size, storageName(c.storage), c.pairs, n.Collector)
+	fmt.Fprintf(stdout, "Spark %s, size %s, storage %s, %d pairs per workload\n", e.SparkVersion(), c.size, storageName(c.storage), c.pairs)
 
 	var rows []*row
 	var apps []string
