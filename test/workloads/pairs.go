@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"syscall"
 	"time"
 )
 
@@ -135,7 +136,8 @@ type PairsConfig struct {
 
 // RunPairs runs a workload pc.Pairs times without and with tracing. The
 // node is brought down before an untraced run and up before a traced one
-// (outside the runs' times); a traced run's CPU counts what the agent and
+// (outside the runs' times), and every run starts on a quiet machine
+// (quiesce); a traced run's CPU counts what the agent and
 // the collector spent from its start until everything it caused was
 // stored, and a traced run whose data the agent lost (Complete) is an
 // error. It leaves the node as the last run had it.
@@ -156,6 +158,7 @@ func RunPairs(ctx context.Context, e Env, pc PairsConfig) (Paired, error) {
 			} else if err := pc.Node.Down(); err != nil {
 				return p, fmt.Errorf("%s: %w\n%s", pc.Workload, err, pc.Node.Logs())
 			}
+			quiesce()
 			before, err := pc.Node.CPU()
 			if err != nil {
 				return p, err
@@ -196,4 +199,17 @@ func RunPairs(ctx context.Context, e Env, pc PairsConfig) (Paired, error) {
 		}
 	}
 	return p, nil
+}
+
+// quietGap is how long quiesce waits after writing back dirty pages.
+const quietGap = time.Second
+
+// quiesce writes back every dirty page (the last run's event log, the
+// store and spool a node wrote, a stopping collector's checkpoint) and
+// waits quietGap, so that neither the kernel's writeback nor the work it
+// defers after a process exits (freeing a stopped agent's BPF maps) falls
+// into the next run, traced or not.
+func quiesce() {
+	syscall.Sync()
+	time.Sleep(quietGap)
 }
