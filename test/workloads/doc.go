@@ -19,8 +19,13 @@
 //     is killed leaves them running, as any harness would.
 //   - Workloads run in local mode (local[2]): the driver is the executor,
 //     so the hook goes into spark.driver.extraJavaOptions. A traced run and
-//     an untraced run differ only in those options.
+//     an untraced run differ in those options and in the node: RunPairs
+//     brings the agent and collector down before an untraced run and up
+//     before a traced one, outside both runs' times.
+//   - Each workload caches at its own levels unless RunConfig.Storage
+//     names one.
 //   - The wall time of a run is the spark-submit process's, from start to
-//     exit; the workload's own time (SparkContext start to its end) is in
-//     Result.SparkMs.
+//     exit; Result.Phases splits it at the instants the workload printed
+//     (launch, boot, work, stop, exit), and Result.SparkMs is the
+//     workload's own time.
 package workloads

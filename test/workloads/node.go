@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/stratatrace/strata/test/testenv"
@@ -26,16 +25,19 @@ import (
 // rather than into the measured job's. Its CPU time still counts in a
 // traced run's CPU.
 //
-// Between traced runs the node is paused (Pause: SIGSTOP), so that an
-// untraced run has the machine as it would without Strata: no agent or
-// collector wakes up during it. The probes stay attached; for a process
-// no hook reported, a page fault costs only their in-kernel filter.
+// An untraced run has a node without Strata: Down stops the agent (its
+// process gone, its BPF programs detached with the descriptors it held) and
+// the collector before it, and Up starts them again, on the same store and
+// spool, before a traced run. Both return only once the processes have
+// exited, or have started and gone quiet, so that neither their start nor
+// their stop falls inside a measured run.
 type Node struct {
 	env       Env
 	dir       string
-	Collector string // host:port
+	opts      NodeOptions
+	Collector string // host:port, while up
 	Socket    string // the agent's hook socket
-	HTTP      string // the agent's metrics address
+	HTTP      string // the agent's metrics address, while up
 	collector *testenv.Proc
 	agent     *testenv.Proc
 }
@@ -50,76 +52,120 @@ type NodeOptions struct {
 
 // StartNode starts strata-collector and strata-agent under e.Work/name.
 func StartNode(e Env, name string, o NodeOptions) (n *Node, err error) {
-	n = &Node{env: e, dir: filepath.Join(e.Work, name)}
-	defer func() {
-		if err != nil {
-			n.Stop()
-		}
-	}()
-	port, err := testenv.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	n.Collector = fmt.Sprintf("127.0.0.1:%d", port)
-	// A loopback node for one run: no TLS, no token (--insecure, --http-insecure).
-	args := []string{"chrt", "--idle", "0", filepath.Join(e.Bin, "strata-collector"), "--listen", n.Collector, "--store-dir", filepath.Join(n.dir, "store"),
-		"--insecure"}
-	if o.History != "" {
-		args = append(args, "--history", o.History, "--history-interval", "2s")
-	}
-	if n.collector, err = testenv.StartProc("strata-collector", nil, args...); err != nil {
-		return nil, err
-	}
-	if err := testenv.WaitFor("the collector", 60*time.Second, n.collector, func() bool { return testenv.Listening(n.Collector) }); err != nil {
-		return nil, err
-	}
-	if port, err = testenv.FreePort(); err != nil {
-		return nil, err
-	}
-	n.HTTP = fmt.Sprintf("127.0.0.1:%d", port)
-	n.Socket = filepath.Join(n.dir, "hook.sock")
-	n.agent, err = testenv.StartProc("strata-agent", nil, filepath.Join(e.Bin, "strata-agent"),
-		"--node-name", "smtt-node", "--hook-socket", n.Socket, "--collector", n.Collector,
-		"--spool-dir", filepath.Join(n.dir, "spool"), "--http", n.HTTP, "--http-insecure")
-	if err != nil {
-		return nil, err
-	}
-	if err := testenv.WaitFor("the agent", 60*time.Second, n.agent, func() bool {
-		resp, err := http.Get("http://" + n.HTTP + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == http.StatusOK
-	}); err != nil {
+	n = &Node{env: e, dir: filepath.Join(e.Work, name), opts: o, Socket: filepath.Join(e.Work, name, "hook.sock")}
+	if err := n.start(); err != nil {
+		n.Stop()
 		return nil, err
 	}
 	return n, nil
 }
 
-// Stop ends the agent, then the collector.
+// start starts the collector, then the agent, and waits until both serve.
+// Each start takes free ports anew (Collector and HTTP change), so that a
+// port another process took while the node was down cannot stop it.
+func (n *Node) start() (err error) {
+	e := n.env
+	for _, addr := range []*string{&n.Collector, &n.HTTP} {
+		port, err := testenv.FreePort()
+		if err != nil {
+			return err
+		}
+		*addr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	// A loopback node for one run: no TLS, no token (--insecure, --http-insecure).
+	args := []string{"chrt", "--idle", "0", filepath.Join(e.Bin, "strata-collector"), "--listen", n.Collector, "--store-dir", filepath.Join(n.dir, "store"),
+		"--insecure"}
+	if n.opts.History != "" {
+		args = append(args, "--history", n.opts.History, "--history-interval", "2s")
+	}
+	if n.collector, err = testenv.StartProc("strata-collector", nil, args...); err != nil {
+		return err
+	}
+	if err := testenv.WaitFor("the collector", 60*time.Second, n.collector, func() bool { return testenv.Listening(n.Collector) }); err != nil {
+		return err
+	}
+	n.agent, err = testenv.StartProc("strata-agent", nil, filepath.Join(e.Bin, "strata-agent"),
+		"--node-name", "smtt-node", "--hook-socket", n.Socket, "--collector", n.Collector,
+		"--spool-dir", filepath.Join(n.dir, "spool"), "--http", n.HTTP, "--http-insecure")
+	if err != nil {
+		return err
+	}
+	return testenv.WaitFor("the agent", 60*time.Second, n.agent, func() bool {
+		resp, err := http.Get("http://" + n.HTTP + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
+}
+
+// Stop ends the agent, then the collector. It is nil-safe and may be
+// called on a node that is down.
 func (n *Node) Stop() {
 	if n == nil {
 		return
 	}
 	n.agent.Stop()
 	n.collector.Stop()
+	n.agent, n.collector = nil, nil
 }
 
-// Pause stops the agent and the collector (SIGSTOP); Resume continues
-// them. Stop works on a paused node.
-func (n *Node) Pause() error {
-	if err := n.agent.Signal(syscall.SIGSTOP); err != nil {
+// IsUp reports whether the agent and the collector run (Up, or StartNode,
+// without a Down since).
+func (n *Node) IsUp() bool { return n.agent != nil }
+
+// Down stops the agent, then the collector, and returns once both have
+// exited: nothing of Strata is left on the node (the agent pins no BPF
+// object, so its programs are detached as its process ends). Everything
+// the agent was told is delivered first (Drained), so Down loses nothing.
+func (n *Node) Down() error {
+	if !n.IsUp() {
+		return nil
+	}
+	if err := n.Drained(3 * time.Minute); err != nil {
 		return err
 	}
-	return n.collector.Signal(syscall.SIGSTOP)
+	n.Stop()
+	return nil
 }
 
-// Resume continues a paused node.
-func (n *Node) Resume() error {
-	if err := n.collector.Signal(syscall.SIGCONT); err != nil {
+// Up starts a node that is down on its store and spool, and returns once
+// both processes serve and have gone quiet (see settle).
+func (n *Node) Up() error {
+	if n.IsUp() {
+		return nil
+	}
+	if err := n.start(); err != nil {
+		logs := n.Logs()
+		n.Stop()
+		return fmt.Errorf("restart node: %w\n%s", err, logs)
+	}
+	return n.settle(30 * time.Second)
+}
+
+// settle waits until the agent and the collector use less than 10 ms of
+// CPU in 250 ms (their start-up done: BPF programs verified and attached,
+// the store opened), at most timeout.
+func (n *Node) settle(timeout time.Duration) error {
+	const window, quiet = 250 * time.Millisecond, 10 * time.Millisecond
+	prev, err := n.CPU()
+	if err != nil {
 		return err
 	}
-	return n.agent.Signal(syscall.SIGCONT)
+	for deadline := time.Now().Add(timeout); ; {
+		time.Sleep(window)
+		cur, err := n.CPU()
+		if err != nil {
+			return err
+		}
+		if cur-prev < quiet {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the node still used %v of CPU in %v after %v", cur-prev, window, timeout)
+		}
+		prev = cur
+	}
 }
 
 // Logs are the last bytes the agent and collector wrote.
@@ -155,17 +201,71 @@ func (n *Node) Metrics() (map[string]float64, error) {
 }
 
 // Drained waits until the agent has no hook session, no live block and
-// nothing unacknowledged: everything a finished run caused is stored.
+// nothing unacknowledged: everything a finished run caused is stored. A
+// node that is down has nothing pending (Down drained it). It asks the
+// agent's /metrics every drainPoll: each scrape costs the agent about
+// 1.5 ms of CPU, which a traced run's CPU would otherwise count ten times
+// a second.
 func (n *Node) Drained(timeout time.Duration) error {
-	return testenv.WaitFor("the agent to deliver everything", timeout, n.agent, func() bool {
+	if !n.IsUp() {
+		return nil
+	}
+	for deadline := time.Now().Add(timeout); ; {
 		m, err := n.Metrics()
-		return err == nil && m["strata_hook_sessions_active"] == 0 && m["strata_live_blocks"] == 0 &&
-			m["strata_spool_pending_batches"] == 0
-	})
+		if err == nil && m["strata_hook_sessions_active"] == 0 && m["strata_live_blocks"] == 0 &&
+			m["strata_spool_pending_batches"] == 0 {
+			return nil
+		}
+		if done, perr := n.agent.Exited(); done {
+			return fmt.Errorf("the agent exited (%v) while delivering:\n%s", perr, n.agent.Output(4000))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %v waiting for the agent to deliver everything (last scrape: %v)", timeout, err)
+		}
+		time.Sleep(drainPoll)
+	}
 }
 
-// CPU is the CPU time the agent and the collector have used so far.
+// lossCounters are the agent's counters of what it could not take in or
+// deliver; any of them above zero means a traced run's data is incomplete.
+var lossCounters = []string{
+	"strata_hook_sessions_malformed_total", // a hook the agent cannot read (e.g. another wire format)
+	"strata_records_dropped_total",
+	"strata_stream_records_dropped_total",
+	"strata_stream_batches_rejected_total",
+}
+
+// Complete reports an error naming every loss counter of the agent above
+// zero since it was last started; nil on a node that is down.
+func (n *Node) Complete() error {
+	if !n.IsUp() {
+		return nil
+	}
+	m, err := n.Metrics()
+	if err != nil {
+		return err
+	}
+	var lost []string
+	for _, c := range lossCounters {
+		if m[c] > 0 {
+			lost = append(lost, fmt.Sprintf("%s=%g", c, m[c]))
+		}
+	}
+	if len(lost) > 0 {
+		return fmt.Errorf("the agent lost data: %s", strings.Join(lost, " "))
+	}
+	return nil
+}
+
+// drainPoll is how often Drained asks the agent.
+const drainPoll = 500 * time.Millisecond
+
+// CPU is the CPU time the agent and the collector have used since they
+// were last started (0 when the node is down).
 func (n *Node) CPU() (time.Duration, error) {
+	if !n.IsUp() {
+		return 0, nil
+	}
 	var sum time.Duration
 	for _, p := range []*testenv.Proc{n.agent, n.collector} {
 		c, err := p.CPU()

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"syscall"
 	"time"
 )
 
@@ -19,6 +20,8 @@ type Paired struct {
 	// its start until everything it caused was stored.
 	WallWithout, WallWith []time.Duration
 	CPUWithout, CPUWith   []time.Duration
+	// Where each run's wall time went, without and with tracing.
+	PhasesWithout, PhasesWith []Phases
 	// Traced is the last traced run (its application is reported).
 	Traced Result
 }
@@ -116,9 +119,11 @@ func Median(v []time.Duration) time.Duration {
 // PairsConfig configures RunPairs.
 type PairsConfig struct {
 	Workload, Size string
-	Pairs          int
-	// Node traces the traced runs; it is paused (SIGSTOP) during the
-	// others, which therefore run as on a machine without Strata.
+	// Storage is the workloads' --storage ("": each cache at its own level).
+	Storage string
+	Pairs   int
+	// Node traces the traced runs; it is down (Down) during the others,
+	// which therefore run on a node without Strata.
 	Node *Node
 	// PlainLogs and TracedLogs receive the event logs of each kind of run.
 	PlainLogs, TracedLogs string
@@ -129,7 +134,13 @@ type PairsConfig struct {
 	Progress io.Writer
 }
 
-// RunPairs runs a workload pc.Pairs times without and with tracing.
+// RunPairs runs a workload pc.Pairs times without and with tracing. The
+// node is brought down before an untraced run and up before a traced one
+// (outside the runs' times), and every run starts on a quiet machine
+// (quiesce); a traced run's CPU counts what the agent and
+// the collector spent from its start until everything it caused was
+// stored, and a traced run whose data the agent lost (Complete) is an
+// error. It leaves the node as the last run had it.
 func RunPairs(ctx context.Context, e Env, pc PairsConfig) (Paired, error) {
 	p := Paired{Workload: pc.Workload}
 	for i := 0; i < pc.Pairs; i++ {
@@ -138,30 +149,30 @@ func RunPairs(ctx context.Context, e Env, pc PairsConfig) (Paired, error) {
 			order = []bool{true, false}
 		}
 		for _, traced := range order {
-			rc := RunConfig{Workload: pc.Workload, Size: pc.Size, EventLogDir: pc.PlainLogs}
+			rc := RunConfig{Workload: pc.Workload, Size: pc.Size, Storage: pc.Storage, EventLogDir: pc.PlainLogs}
 			if traced {
 				rc.Node, rc.EventLogDir = pc.Node, pc.TracedLogs
+				if err := pc.Node.Up(); err != nil {
+					return p, err
+				}
+			} else if err := pc.Node.Down(); err != nil {
+				return p, fmt.Errorf("%s: %w\n%s", pc.Workload, err, pc.Node.Logs())
 			}
+			quiesce()
 			before, err := pc.Node.CPU()
 			if err != nil {
 				return p, err
 			}
-			if !traced {
-				if err := pc.Node.Pause(); err != nil {
-					return p, err
-				}
-			}
 			r, err := Run(ctx, e, rc)
-			if !traced {
-				if rerr := pc.Node.Resume(); err == nil {
-					err = rerr
-				}
-			}
 			if err != nil {
 				return p, err
 			}
 			if traced {
-				if err := pc.Node.Drained(3 * time.Minute); err != nil {
+				err := pc.Node.Drained(3 * time.Minute)
+				if err == nil {
+					err = pc.Node.Complete()
+				}
+				if err != nil {
 					return p, fmt.Errorf("%s: %w\n%s", pc.Workload, err, pc.Node.Logs())
 				}
 			}
@@ -172,18 +183,33 @@ func RunPairs(ctx context.Context, e Env, pc PairsConfig) (Paired, error) {
 			cpu := r.CPU + after - before
 			if traced {
 				p.WallWith, p.CPUWith, p.Traced = append(p.WallWith, r.Wall), append(p.CPUWith, cpu), r
+				p.PhasesWith = append(p.PhasesWith, r.Phases)
 			} else {
 				p.WallWithout, p.CPUWithout = append(p.WallWithout, r.Wall), append(p.CPUWithout, cpu)
+				p.PhasesWithout = append(p.PhasesWithout, r.Phases)
 			}
 			if pc.Progress != nil {
 				kind := "plain"
 				if traced {
 					kind = "traced"
 				}
-				fmt.Fprintf(pc.Progress, "  %-18s %-6s wall %5.1f s  cpu %5.1f s  (Spark %.1f s)  %s\n", pc.Workload, kind,
-					r.Wall.Seconds(), cpu.Seconds(), float64(r.SparkMs)/1000, r.App)
+				fmt.Fprintf(pc.Progress, "  %-18s %-6s wall %5.1f s  cpu %5.1f s  (%s)  %s\n", pc.Workload, kind,
+					r.Wall.Seconds(), cpu.Seconds(), r.Phases, r.App)
 			}
 		}
 	}
 	return p, nil
+}
+
+// quietGap is how long quiesce waits after writing back dirty pages.
+const quietGap = time.Second
+
+// quiesce writes back every dirty page (the last run's event log, the
+// store and spool a node wrote, a stopping collector's checkpoint) and
+// waits quietGap, so that neither the kernel's writeback nor the work it
+// defers after a process exits (freeing a stopped agent's BPF maps) falls
+// into the next run, traced or not.
+func quiesce() {
+	syscall.Sync()
+	time.Sleep(quietGap)
 }

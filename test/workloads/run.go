@@ -18,6 +18,9 @@ import (
 type RunConfig struct {
 	Workload string
 	Size     string // small, medium, large; "" = small
+	// Storage is the workload's --storage: "" leaves every cache at the
+	// level the workload's code and its library give it.
+	Storage string
 	// Node, when set, traces the run: the hook goes into the driver's
 	// options with the node agent's socket.
 	Node *Node
@@ -38,6 +41,14 @@ type Result struct {
 	Storage  string         `json:"storage"`
 	SparkMs  int64          `json:"ms"`
 	Output   map[string]any `json:"result"`
+	// Instants the workload printed, in ms since the epoch (Phases).
+	Marks struct {
+		VMStart int64 `json:"vm_start"`
+		Main    int64 `json:"main"`
+		WorkEnd int64 `json:"work_end"`
+		Stopped int64 `json:"stopped"`
+	} `json:"phases"`
+	Phases Phases `json:"-"`
 	// Wall is the spark-submit process's time, start to exit; CPU is the
 	// CPU time (user + system) of that process and of the children it
 	// waited for (Spark's launcher).
@@ -83,13 +94,17 @@ func Run(ctx context.Context, e Env, rc RunConfig) (Result, error) {
 		argv = append(argv, "--conf", c)
 	}
 	argv = append(argv, e.Jar(), rc.Workload, "--size", rc.Size, "--work", work)
+	if rc.Storage != "" {
+		argv = append(argv, "--storage", rc.Storage)
+	}
 	cmd := exec.CommandContext(ctx, filepath.Join(e.SparkHome, "bin", "spark-submit"), argv...)
 	cmd.Env = append(os.Environ(), "SPARK_HOME="+e.SparkHome, "SPARK_LOCAL_IP=127.0.0.1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
-	wall := time.Since(start)
+	end := time.Now()
+	wall := end.Sub(start)
 	if err != nil {
 		return Result{}, fmt.Errorf("run %s on Spark %s: %w\n%s", rc.Workload, e.SparkVersion(), err, sparkjob.Tail(stderr.String(), 6000))
 	}
@@ -109,6 +124,7 @@ func Run(ctx context.Context, e Env, rc RunConfig) (Result, error) {
 		return Result{}, fmt.Errorf("%s printed no result line\n%s", rc.Workload, sparkjob.Tail(stderr.String(), 6000))
 	}
 	r.Wall = wall
+	r.Phases = phasesOf(start, end, r.Marks.VMStart, r.Marks.Main, r.Marks.WorkEnd, r.Marks.Stopped)
 	r.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	if rc.Node != nil {
 		if r.Hook, err = sparkjob.ParseHookCounters(stderr.String()); err != nil {
@@ -116,4 +132,39 @@ func Run(ctx context.Context, e Env, rc RunConfig) (Result, error) {
 		}
 	}
 	return r, nil
+}
+
+// Phases split a run's wall time at the instants the workload printed:
+// Launch from spark-submit's start to the driver JVM's creation (the shell
+// scripts and Spark's launcher JVM), Boot from there to the workload's main
+// (JVM start-up, agents, SparkSubmit), Work from main to the workload's end
+// (the SparkSession's start included), Stop the SparkSession's stop, and
+// Exit from there to the process's exit (the result line, shutdown hooks,
+// the JVM's teardown). They add up to the wall time.
+type Phases struct {
+	Launch, Boot, Work, Stop, Exit time.Duration
+}
+
+// phasesOf computes Phases from a run's start and end and the workload's
+// instants (ms since the epoch); zeroes when the instants are missing.
+func phasesOf(start, end time.Time, vmStart, main, workEnd, stopped int64) Phases {
+	if vmStart == 0 || main == 0 || workEnd == 0 || stopped == 0 {
+		return Phases{}
+	}
+	ms := func(v int64) time.Time { return time.UnixMilli(v) }
+	return Phases{
+		Launch: ms(vmStart).Sub(start),
+		Boot:   ms(main).Sub(ms(vmStart)),
+		Work:   ms(workEnd).Sub(ms(main)),
+		Stop:   ms(stopped).Sub(ms(workEnd)),
+		Exit:   end.Sub(ms(stopped)),
+	}
+}
+
+// Outside is the part of the wall time outside the workload's work.
+func (p Phases) Outside() time.Duration { return p.Launch + p.Boot + p.Stop + p.Exit }
+
+func (p Phases) String() string {
+	return fmt.Sprintf("launch %.2f boot %.2f work %.2f stop %.2f exit %.2f s", p.Launch.Seconds(), p.Boot.Seconds(),
+		p.Work.Seconds(), p.Stop.Seconds(), p.Exit.Seconds())
 }

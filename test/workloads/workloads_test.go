@@ -178,7 +178,9 @@ func reportSmoke(t *testing.T, series string) {
 		n.Stop()
 	})
 
-	r, err := Run(ctx, e, RunConfig{Workload: "LogisticRegression", Node: n, EventLogDir: logDir})
+	// Serialized blocks: byte ranges the hook reports whole, whose sizes the
+	// event log gives exactly.
+	r, err := Run(ctx, e, RunConfig{Workload: "LogisticRegression", Storage: "MEMORY_AND_DISK_SER", Node: n, EventLogDir: logDir})
 	if err != nil {
 		t.Fatal(err)
 	}

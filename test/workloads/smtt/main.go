@@ -6,8 +6,11 @@
 // runs compared with their event logs and the recorded REST responses, and
 // the job heuristics the collector ran on them.
 //
-// Usage: smtt [-spark 3.5,4] [-size small] [-pairs 2] [-workloads A,B]
-// [-out DIR]; bin/ is $STRATA_BIN or ./bin. Files written to DIR:
+// Usage: smtt [-spark 3.5,4] [-size small] [-storage LEVEL] [-pairs 2]
+// [-workloads A,B] [-out DIR]; bin/ is $STRATA_BIN or ./bin. Without
+// -storage each workload caches at its own levels. The untraced runs run
+// with the agent and the collector stopped (nothing of Strata on the node),
+// the traced runs with both started again beforehand. Files written to DIR:
 // smtt-<spark>.txt (the table), smtt-<spark>.json, smtt-<spark>.svg and
 // .png (the chart).
 package main
@@ -35,6 +38,7 @@ import (
 type config struct {
 	series    []string
 	size      string
+	storage   string
 	pairs     int
 	workloads []string
 	out       string
@@ -48,6 +52,7 @@ func main() {
 	var series, names string
 	flag.StringVar(&series, "spark", "3.5", "Spark series to run, comma-separated (3.5, 4)")
 	flag.StringVar(&c.size, "size", "small", "workload input size: small, medium, large or xlarge (1, 4, 16, 64 times the inputs)")
+	flag.StringVar(&c.storage, "storage", "", "storage level of every cache the workloads set up (default: each at its own level)")
 	flag.IntVar(&c.pairs, "pairs", 2, "paired runs (one without, one with tracing, order alternating) per workload")
 	flag.StringVar(&names, "workloads", strings.Join(workloads.Names, ","), "workloads to run, comma-separated")
 	flag.StringVar(&c.out, "out", "bin/smtt", "directory for the table, JSON and chart")
@@ -80,19 +85,25 @@ type row struct {
 	Ratio      float64   `json:"wall_ratio"`      // median with / median without
 	PairRatios []float64 `json:"pair_ratios"`     // each pair's with / without
 	Spread     float64   `json:"untraced_spread"` // half the untraced runs' range over their median
-	CPUWithout []float64 `json:"cpu_without_s"`
-	CPUWith    []float64 `json:"cpu_with_s"`
-	CPURatio   float64   `json:"cpu_ratio"`
-	App        string    `json:"app"` // the traced run reported
-	Records    uint64    `json:"records"`
-	Pages      uint64    `json:"pages_resolved"`
-	RDDs       int       `json:"rdds"`
-	OfRSS      *float64  `json:"rdd_occupation_of_rss"`
-	OfNode     *float64  `json:"rdd_occupation_of_node"`
-	RDDFaults  uint64    `json:"rdd_faults"`
-	PageWalk   string    `json:"page_walk"`
-	Severity   string    `json:"job_severity"`
-	Output     any       `json:"output"` // what the workload computed
+	// Outside the workload's work (launch, boot, stop, exit) and the work
+	// itself, per run, in seconds.
+	OutsideWithout []float64 `json:"outside_without_s"`
+	OutsideWith    []float64 `json:"outside_with_s"`
+	WorkWithout    []float64 `json:"work_without_s"`
+	WorkWith       []float64 `json:"work_with_s"`
+	CPUWithout     []float64 `json:"cpu_without_s"`
+	CPUWith        []float64 `json:"cpu_with_s"`
+	CPURatio       float64   `json:"cpu_ratio"`
+	App            string    `json:"app"` // the traced run reported
+	Records        uint64    `json:"records"`
+	Pages          uint64    `json:"pages_resolved"`
+	RDDs           int       `json:"rdds"`
+	OfRSS          *float64  `json:"rdd_occupation_of_rss"`
+	OfNode         *float64  `json:"rdd_occupation_of_node"`
+	RDDFaults      uint64    `json:"rdd_faults"`
+	PageWalk       string    `json:"page_walk"`
+	Severity       string    `json:"job_severity"`
+	Output         any       `json:"output"` // what the workload computed
 }
 
 func seconds(ds []time.Duration) []float64 {
@@ -101,6 +112,14 @@ func seconds(ds []time.Duration) []float64 {
 		out[i] = d.Seconds()
 	}
 	return out
+}
+
+// split gives each run's time outside the workload's work and its work.
+func split(ps []workloads.Phases) (outside, work []float64) {
+	for _, p := range ps {
+		outside, work = append(outside, p.Outside().Seconds()), append(work, p.Work.Seconds())
+	}
+	return outside, work
 }
 
 func run(ctx context.Context, c config, stdout io.Writer) error {
@@ -158,12 +177,12 @@ func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writ
 		return err
 	}
 	defer n.Stop()
-	fmt.Fprintf(stdout, "Spark %s, size %s, %d pairs per workload; collector %s\n", e.SparkVersion(), c.size, c.pairs, n.Collector)
+	fmt.Fprintf(stdout, "Spark %s, size %s, storage %s, %d pairs per workload\n", e.SparkVersion(), c.size, storageName(c.storage), c.pairs)
 
 	var rows []*row
 	var apps []string
 	for i, w := range c.workloads {
-		p, err := workloads.RunPairs(ctx, e, workloads.PairsConfig{Workload: w, Size: c.size, Pairs: c.pairs, Node: n,
+		p, err := workloads.RunPairs(ctx, e, workloads.PairsConfig{Workload: w, Size: c.size, Storage: c.storage, Pairs: c.pairs, Node: n,
 			PlainLogs: plain, TracedLogs: traced, TracedFirst: i%2 == 1, Progress: stdout})
 		if err != nil {
 			return err
@@ -171,7 +190,14 @@ func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writ
 		rows = append(rows, &row{Workload: w, Without: seconds(p.WallWithout), With: seconds(p.WallWith), Ratio: p.WallRatio(),
 			PairRatios: p.PairRatios(), Spread: workloads.Spread(p.WallWithout), CPUWithout: seconds(p.CPUWithout), CPUWith: seconds(p.CPUWith), CPURatio: p.CPURatio(),
 			App: p.Traced.App, Output: p.Traced.Output})
+		r := rows[len(rows)-1]
+		r.OutsideWithout, r.WorkWithout = split(p.PhasesWithout)
+		r.OutsideWith, r.WorkWith = split(p.PhasesWith)
 		apps = append(apps, p.Traced.App)
+	}
+	// The collector analyses and reports what the traced runs stored.
+	if err := n.Up(); err != nil {
+		return err
 	}
 
 	// The history server over the traced runs' logs (and the application
@@ -246,7 +272,7 @@ func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writ
 	if err := os.WriteFile(base+".txt", []byte(table.String()), 0o644); err != nil {
 		return err
 	}
-	js, _ := json.MarshalIndent(map[string]any{"spark": e.SparkVersion(), "size": c.size, "pairs": c.pairs, "rows": rows, "findings": findings}, "", "  ")
+	js, _ := json.MarshalIndent(map[string]any{"spark": e.SparkVersion(), "size": c.size, "storage": storageName(c.storage), "pairs": c.pairs, "rows": rows, "findings": findings}, "", "  ")
 	if err := os.WriteFile(base+".json", js, 0o644); err != nil {
 		return err
 	}
@@ -274,10 +300,11 @@ const (
 
 // writeTable writes the evaluation's table.
 func writeTable(w io.Writer, version string, c config, rows []*row) {
-	fmt.Fprintf(w, "SMTT's evaluation on Spark %s (local[2], size %s, %d paired runs, medians)\n\n", version, c.size, c.pairs)
+	fmt.Fprintf(w, "SMTT's evaluation on Spark %s (local[2], size %s, storage %s, %d paired runs, medians)\n\n", version, c.size,
+		storageName(c.storage), c.pairs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKLOAD\tWALL WITHOUT\tWALL WITH\tOVERHEAD\tNOISE\tPAIRS (95%)\tCPU OVERHEAD\tRECORDS\tPAGES RESOLVED\tRDD OCC (RSS / NODE)\tFAULTS/RDD\tPAGE-WALK SHARE\tJOB")
-	var walls, cpus, pairs []float64
+	fmt.Fprintln(tw, "WORKLOAD\tWALL WITHOUT\tWALL WITH\tOVERHEAD\tNOISE\tPAIRS (95%)\tFIXED\tWORK\tCPU OVERHEAD\tRECORDS\tPAGES RESOLVED\tRDD OCC (RSS / NODE)\tFAULTS/RDD\tPAGE-WALK SHARE\tJOB")
+	var walls, cpus, pairs, works, fixed []float64
 	var above []string
 	for _, r := range rows {
 		perRDD := "-"
@@ -288,10 +315,14 @@ func writeTable(w io.Writer, version string, c config, rows []*row) {
 		if lo > targetWorst {
 			above = append(above, r.Workload)
 		}
-		fmt.Fprintf(tw, "%s\t%.1f s\t%.1f s\t%.3f×\t±%.1f%%\t%.3f× (%.2f–%.2f)\t%.3f×\t%d\t%d\t%s / %s\t%s\t%s\t%s\n", r.Workload,
-			median(r.Without), median(r.With), r.Ratio, 100*r.Spread, mean, lo, hi, r.CPURatio, r.Records, r.Pages,
+		fix := median(r.OutsideWith) - median(r.OutsideWithout)
+		wr := ratios(r.WorkWith, r.WorkWithout)
+		work, _, _ := workloads.Pooled(wr)
+		fmt.Fprintf(tw, "%s\t%.1f s\t%.1f s\t%.3f×\t±%.1f%%\t%.3f× (%.2f–%.2f)\t%+.2f s\t%.3f×\t%.3f×\t%d\t%d\t%s / %s\t%s\t%s\t%s\n", r.Workload,
+			median(r.Without), median(r.With), r.Ratio, 100*r.Spread, mean, lo, hi, fix, work, r.CPURatio, r.Records, r.Pages,
 			pct(r.OfRSS), pct(r.OfNode), perRDD, r.PageWalk, orDash(r.Severity))
 		walls, cpus, pairs = append(walls, r.Ratio), append(cpus, r.CPURatio), append(pairs, r.PairRatios...)
+		works, fixed = append(works, wr...), append(fixed, fix)
 	}
 	tw.Flush()
 	worst := func(v []float64) float64 {
@@ -311,8 +342,32 @@ func writeTable(w io.Writer, version string, c config, rows []*row) {
 		above = []string{"none"}
 	}
 	fmt.Fprintf(w, "workloads whose pairs' 95%% interval lies wholly above %.2f×: %s\n", targetWorst, strings.Join(above, ", "))
+	wm, wlo, whi := workloads.Pooled(works)
+	fmt.Fprintf(w, "what a traced run pays: %+.2f s outside the work (median across workloads) and %.3f× on the work itself (all pairs pooled, 95%% interval %.3f×–%.3f×)\n",
+		median(fixed), wm, wlo, whi)
 	fmt.Fprintln(w, "NOISE: the untraced runs' spread, half their range over their median")
 	fmt.Fprintln(w, "PAIRS: the geometric mean of the workload's pair ratios, with a 95% bootstrap interval")
+	fmt.Fprintln(w, "FIXED: median time outside the work (launch, JVM start, SparkSession stop, exit) with tracing minus without")
+	fmt.Fprintln(w, "WORK: the geometric mean of the pairs' ratios of the work alone (main to the workload's end)")
+}
+
+// ratios is each pair's with / without (pairs with a zero left out).
+func ratios(with, without []float64) []float64 {
+	var out []float64
+	for i := 0; i < min(len(with), len(without)); i++ {
+		if with[i] > 0 && without[i] > 0 {
+			out = append(out, with[i]/without[i])
+		}
+	}
+	return out
+}
+
+// storageName names the -storage flag's value for the table.
+func storageName(level string) string {
+	if level == "" {
+		return "each workload's own"
+	}
+	return level
 }
 
 // pageWalk is the measured share, or the reason there is none.

@@ -26,7 +26,9 @@ import scala.Tuple2;
  * fixed rate, and the job computes the page-view metrics of Spark's
  * PageViewStream example over them: page counts per batch, a sliding count
  * per URL, the error rate per zip code and the active users over windows.
- * The receiver's blocks are stored at the storage level; Spark persists
+ * The receiver's blocks are stored at the level of the socket source it
+ * stands in for (socketTextStream's MEMORY_AND_DISK_SER_2: in local mode
+ * there is no peer to take the second copy), or --storage; Spark persists
  * the windowed streams (MEMORY_ONLY_SER). Batches are two seconds. The source makes a fixed number
  * of views (the rate times ten seconds) and stops; the run ends once every
  * view was counted, so two runs do the same work.
@@ -50,7 +52,7 @@ final class PageViewStreamWorkload implements Workload {
         JavaStreamingContext ssc = new JavaStreamingContext(sc, Durations.seconds(2));
         try {
             ssc.checkpoint(ckpt.toString());
-            JavaDStream<String> views = ssc.receiverStream(new Generator(p.storage, perSecond, total, p.seed));
+            JavaDStream<String> views = ssc.receiverStream(new Generator(p.or(StorageLevel.MEMORY_AND_DISK_SER_2()), perSecond, total, p.seed));
             JavaDStream<String[]> fields = views.map(l -> l.split("\t"));
             fields.foreachRDD(rdd -> {
                 VIEWS.addAndGet(rdd.count());

@@ -9,8 +9,9 @@ final class Params {
     String size = "small";
     int scale = 1;
     int parts = 4;
-    String storageName = "MEMORY_AND_DISK_SER";
-    StorageLevel storage = StorageLevel.MEMORY_AND_DISK_SER();
+    /** --storage, or null: every cache keeps the level its own code gives it. */
+    String storageName;
+    StorageLevel storage;
     File work = new File(System.getProperty("java.io.tmpdir"));
     long seed = 42;
 
@@ -58,6 +59,11 @@ final class Params {
             throw new IllegalArgumentException(flag + " needs a value");
         }
         return v;
+    }
+
+    /** storage, or own when --storage was not given. */
+    StorageLevel or(StorageLevel own) {
+        return storage != null ? storage : own;
     }
 
     /** n scaled by the size. */

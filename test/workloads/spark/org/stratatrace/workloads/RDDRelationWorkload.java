@@ -21,7 +21,8 @@ import org.apache.spark.sql.SparkSession;
 
 /**
  * RDDRelation, the SQL workload: an RDD of (key, value) records as a
- * table, cached (Spark's in-memory columnar cache) at the storage level,
+ * table, cached (Spark's in-memory columnar cache: cacheTable at Spark SQL's
+ * default level, MEMORY_AND_DISK, or --storage),
  * queried with SQL (count, a range, a grouping), written to Parquet, read
  * back and queried again — the queries of Spark's RDDRelation example that
  * SparkBench's SQL workload runs.
@@ -73,7 +74,11 @@ final class RDDRelationWorkload implements Workload {
         });
         Dataset<Row> df = spark.createDataFrame(rdd, Record.class);
         df.createOrReplaceTempView("records");
-        spark.catalog().cacheTable("records", p.storage);
+        if (p.storage != null) {
+            spark.catalog().cacheTable("records", p.storage);
+        } else {
+            spark.catalog().cacheTable("records");
+        }
         long count = spark.sql("SELECT COUNT(*) FROM records").first().getLong(0);
         long low = spark.sql("SELECT key, value FROM records WHERE key < 10").collectAsList().size();
         long buckets = spark.sql("SELECT key % 100 AS bucket, count(*) AS n, max(value) AS top FROM records GROUP BY key % 100")

@@ -15,8 +15,9 @@ import scala.Tuple4;
 
 /**
  * SVDPlusPlus as SparkBench runs it: the rated edges of a log-normal graph
- * cached (MEMORY_ONLY whatever --storage says: SVD++ caches its input), GraphX's SVD++ over them (which caches its model graph), then
- * the mean of the model's error term.
+ * cached (cache(): MEMORY_ONLY whatever --storage says, since SVD++ calls
+ * cache() on its input), GraphX's SVD++ over them (which caches its model
+ * graph at GraphX's levels), then the mean of the model's error term.
  */
 final class SVDPlusPlusWorkload implements Workload {
     public String name() {

@@ -9,10 +9,12 @@ import org.apache.spark.mllib.classification.SVMModel;
 import org.apache.spark.mllib.classification.SVMWithSGD;
 import org.apache.spark.mllib.regression.LabeledPoint;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.storage.StorageLevel;
 
 /**
  * SVM as SparkBench runs it: linearly separable points with noise, the
- * training set cached, SVMWithSGD.train over it, accuracy on it.
+ * training set cached (cache(): MEMORY_ONLY, or --storage), SVMWithSGD.train
+ * over it, accuracy on it.
  */
 final class SVMWorkload implements Workload {
     public String name() {
@@ -22,7 +24,7 @@ final class SVMWorkload implements Workload {
     public Map<String, Object> run(SparkSession spark, JavaSparkContext sc, Params p) {
         int n = p.n(10000), d = 20, iterations = 10;
         JavaRDD<LabeledPoint> data = Gen.linear(sc, n, d, p.parts, p.seed);
-        data.setName("svm-training").persist(p.storage);
+        data.setName("svm-training").persist(p.or(StorageLevel.MEMORY_ONLY()));
         long count = data.count();
         SVMModel model = SVMWithSGD.train(data.rdd(), iterations);
         long right = data.filter(pt -> model.predict(pt.features()) == pt.label()).count();
