@@ -134,7 +134,12 @@ final class CachedBatches {
             return new long[0];
         }
         int columns = kind == ARROW_BATCH ? 1 : columns(batches, kind);
-        leftOut(batches, kind, columns);
+        long left = leftOut(batches, kind, columns);
+        if (left > 0) {
+            LEFT_OUT.addAndGet(left);
+            Blocks.note("cached batch buffers left out", "cached batch buffers not reported: a batch of another "
+                    + "column count than the block's first, or a null or empty buffer (counted in left-out=)");
+        }
         long[] ids = new long[Math.max(columns, 0)];
         for (int c = 0; c < ids.length; c++) {
             int column = kind == ARROW_BATCH ? -1 : c;
@@ -146,8 +151,8 @@ final class CachedBatches {
         return ids;
     }
 
-    /** Counts the buffers no column of the block will report, and says so once. */
-    private static void leftOut(Object[] batches, int kind, int columns) throws Throwable {
+    /** The buffers no column of the block reports (see {@link #buffers}). */
+    static long leftOut(Object[] batches, int kind, int columns) throws Throwable {
         long n = 0;
         for (Object b : batches) {
             if (b == null) {
@@ -171,11 +176,7 @@ final class CachedBatches {
                 n += c != null && c.length > 0 ? 0 : 1;
             }
         }
-        if (n > 0) {
-            LEFT_OUT.addAndGet(n);
-            Blocks.note("cached batch buffers left out", "cached batch buffers not reported: a batch of another "
-                    + "column count than the block's first, or a null or empty buffer (counted in left-out=)");
-        }
+        return n;
     }
 
     /**
