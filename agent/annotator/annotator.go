@@ -322,11 +322,20 @@ func (a *Annotator) place(ev hooksrv.Event) {
 			if errReg := k.RegisterBlock(p, key.id, ev.Vaddr, ev.Vaddr+ev.Length); errReg != nil {
 				err = errors.Join(err, errReg)
 			} else {
+				// A walk that holds already (a cached batch column's, which
+				// follows its REGISTER at once) is mirrored now.
+				var w *hooksrv.Walk
 				a.mu.Lock()
 				if lb := a.blocks[key]; lb != nil {
 					lb.mirrored = true
+					if !lb.weak && !lb.refused && ss.usable(lb) {
+						lb.weak, w = true, lb.walk
+					}
 				}
 				a.mu.Unlock()
+				if w != nil {
+					a.mirrorWalk(key, w)
+				}
 			}
 		}
 		if err != nil {
@@ -344,11 +353,11 @@ func (a *Annotator) access(ev hooksrv.Event) {
 	a.mu.Lock()
 	ss := a.session(ev.Session)
 	lb := a.blocks[key]
-	if lb != nil && lb.block.ObjectGraph && ss.usable(lb) {
-		// The walk's pages, for a whole access or a part of the array.
+	if lb != nil && (lb.block.ObjectGraph || lb.block.CachedBatch) && ss.usable(lb) {
+		// The walk's pages, for a whole access or a part of the range.
 		w := lb.walk
 		rec := a.record(ev, ev.Vaddr, ev.Length)
-		rec.Coverage = walkCoverage(w, lb.holds)
+		rec.Coverage = walkCoverage(lb.block, w, lb.holds)
 		fresh := a.fresh(lb, w.Seq)
 		if fresh {
 			rec.Runs = lb.runs
@@ -357,7 +366,7 @@ func (a *Annotator) access(ev hooksrv.Event) {
 		if fresh {
 			a.reused.Add(1)
 		} else {
-			a.resolveWalk(ev.Session, rec, w.Extents)
+			a.resolveWalk(ev.Session, rec, ev.Block, w)
 			a.mu.Lock()
 			if lb := a.blocks[key]; lb != nil && lb.walk == w {
 				a.uncache(lb)

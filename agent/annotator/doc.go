@@ -25,12 +25,26 @@
 //
 // Every ALLOC, MOVE, READ and WRITE record says what of the block's data
 // its runs hold (Record.coverage); every record's block carries Spark's
-// size of the whole block, and a cached DataFrame batch's buffer its
+// size of the whole block, and a cached DataFrame block's column its
 // column. A block's own buffer (serialized bytes, a primitive array, a
-// batch's column buffer, a Tungsten page) is BUFFERS, the bytes of the
-// record's range. FREE and FAULT records carry no coverage. A record over
-// the batch budget goes as pieces (agent/fit): a walk's pieces all keep
-// the array's range, and its numbers go with the first.
+// Tungsten page) is BUFFERS, the bytes of the record's range. FREE and
+// FAULT records carry no coverage. A record over the batch budget goes as
+// pieces (agent/fit): a walk's pieces all keep the array's range, and its
+// numbers go with the first.
+//
+// A cached DataFrame block's column (Block.CachedBatch) is its range, the
+// column's buffer in the first batch, plus its latest walk: every batch's
+// buffer of the column, which the hook sends right after the REGISTER and
+// again after each collection that moved one, and which holds until the
+// next (no GC epoch, no CHECKED). Its records: ALLOC (and the MOVE of the
+// first buffer after a collection) the range's pages, BUFFERS of its
+// length, detail "the first batch's buffer; the column's buffers follow";
+// a walk, a MOVE record whose runs are the pages that hold the buffers
+// (each page once: small buffers share pages), BUFFERS with the walk's
+// bytes, its buffers as objects and its extents; READ and WRITE the
+// walk's pages likewise. The kernel counts faults in the buffers' bytes
+// (Kernel.SetWeakRanges) from the walk's arrival until the next replaces
+// it.
 //
 // A deserialized block (Block.ObjectGraph) is its range, the array of
 // references, plus its latest walk (EventWalk), which is usable when it is

@@ -10,16 +10,17 @@ import (
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
-// This file holds what deserialized blocks add to the registry: each
-// session's GC epoch, each block's latest walk, the records walks make
-// and their mirror in the kernel (see the package comment).
+// This file holds what deserialized blocks and cached DataFrame columns
+// add to the registry: each session's GC epoch, each block's latest walk,
+// the records walks make and their mirror in the kernel (see the package
+// comment).
 
 // session is what the annotator keeps of a hook session.
 type session struct {
 	started bool   // its SessionStart was seen (Processes lists it)
 	gcEpoch uint32 // the highest GC count any of its frames named
-	// walked are its blocks whose latest walk is not stale, by hook id:
-	// those a CHECKED speaks for.
+	// walked are its object-graph blocks whose latest walk is not stale,
+	// by hook id: those a CHECKED speaks for.
 	walked map[uint64]*liveBlock
 }
 
@@ -27,11 +28,20 @@ type session struct {
 // collections have finished.
 func (ss *session) saw(e uint32) { ss.gcEpoch = max(ss.gcEpoch, e) }
 
-// usable reports whether lb's walk may stand for its objects now: not
-// stale, and holding at the session's latest GC epoch.
+// usable reports whether lb's walk may stand for its data now: an object
+// graph's when it is not stale and holds at the session's latest GC epoch,
+// a cached batch column's always (the hook sends a new one when a
+// collection moved a buffer, before anything else).
 func (ss *session) usable(lb *liveBlock) bool {
-	return lb.walk != nil && lb.walk.State != hooksrv.WalkStale && lb.holds >= ss.gcEpoch
+	if lb.walk == nil || lb.walk.State == hooksrv.WalkStale {
+		return false
+	}
+	return lb.block.CachedBatch || lb.holds >= ss.gcEpoch
 }
+
+// firstBuffer is the detail of a cached batch column's record whose runs
+// are its range alone: the column's buffer in the block's first batch.
+const firstBuffer = "the first batch's buffer; the column's buffers follow"
 
 // session returns the state of s, made on first sight; the caller holds mu.
 func (a *Annotator) session(s *hooksrv.Session) *session {
@@ -43,11 +53,12 @@ func (a *Annotator) session(s *hooksrv.Session) *session {
 	return ss
 }
 
-// resolveWalk fills rec's pages with those of the walk's extents, one
-// request each, in one call: the resolver reads neighbouring extents
-// together. An extent that cannot be resolved leaves its pages out and
-// rec's resolve_error says why.
-func (a *Annotator) resolveWalk(s *hooksrv.Session, rec *stratav1.Record, extents []hooksrv.Extent) {
+// resolveWalk fills rec's pages with those of walk w of block b (its
+// walkRanges), one request each, in one call: the resolver reads
+// neighbouring extents together. An extent that cannot be resolved leaves
+// its pages out and rec's resolve_error says why.
+func (a *Annotator) resolveWalk(s *hooksrv.Session, rec *stratav1.Record, b hooksrv.Block, w *hooksrv.Walk) {
+	extents := walkRanges(b, w, uint64(a.cfg.PageSize))
 	reqs := make([]resolver.Request, len(extents))
 	for i, e := range extents {
 		reqs[i] = resolver.Request{VAddr: e.Vaddr, Length: e.Length, CPUNode: rec.GetCpuNumaNode()}
@@ -69,13 +80,37 @@ func (a *Annotator) resolveWalk(s *hooksrv.Session, rec *stratav1.Record, extent
 	a.setPages(rec, &resolver.Result{Runs: runs, Err: err})
 }
 
+// walkRanges are the ranges whose pages a record of walk w of block b
+// holds: an object graph's extents as they are (page aligned), a cached
+// batch column's buffers as the runs of pages that hold them, each page
+// once (buffers of a few hundred bytes share a page).
+func walkRanges(b hooksrv.Block, w *hooksrv.Walk, page uint64) []hooksrv.Extent {
+	if !b.CachedBatch {
+		return w.Extents
+	}
+	var out []hooksrv.Extent
+	for _, e := range w.Extents {
+		lo, hi := e.Vaddr&^(page-1), (e.End()+page-1)&^(page-1)
+		if n := len(out); n > 0 && lo <= out[n-1].End() {
+			out[n-1].Length = max(out[n-1].End(), hi) - out[n-1].Vaddr
+			continue
+		}
+		out = append(out, hooksrv.Extent{Vaddr: lo, Length: hi - lo})
+	}
+	return out
+}
+
 // rangeCoverage is the coverage of a record whose runs are lb's range of
-// length bytes (of it): the block's own buffer, or an object-graph block's
-// array of references and why its objects are not there. The caller holds
-// mu.
+// length bytes (of it): the block's own buffer (a cached batch column's
+// first buffer, and so said), or an object-graph block's array of
+// references and why its objects are not there. The caller holds mu.
 func (a *Annotator) rangeCoverage(ss *session, lb *liveBlock, length uint64) *stratav1.Coverage {
 	if !lb.block.ObjectGraph {
-		return &stratav1.Coverage{Resolution: stratav1.Resolution_RESOLUTION_BUFFERS, Bytes: length}
+		c := &stratav1.Coverage{Resolution: stratav1.Resolution_RESOLUTION_BUFFERS, Bytes: length}
+		if lb.block.CachedBatch {
+			c.Detail = firstBuffer
+		}
+		return c
 	}
 	var why string
 	switch w := lb.walk; {
@@ -94,8 +129,13 @@ func (a *Annotator) rangeCoverage(ss *session, lb *liveBlock, length uint64) *st
 }
 
 // walkCoverage is the coverage of a record whose runs are the pages of
-// walk w, holding at GC epoch holds.
-func walkCoverage(w *hooksrv.Walk, holds uint32) *stratav1.Coverage {
+// walk w of block b, holding at GC epoch holds: a cached batch column's
+// buffers (BUFFERS, every buffer's bytes), or an object graph's objects.
+func walkCoverage(b hooksrv.Block, w *hooksrv.Walk, holds uint32) *stratav1.Coverage {
+	if b.CachedBatch {
+		return &stratav1.Coverage{Resolution: stratav1.Resolution_RESOLUTION_BUFFERS, Bytes: w.Bytes, Objects: w.Objects,
+			Extents: uint32(len(w.Extents))}
+	}
 	res := stratav1.Resolution_RESOLUTION_WALKED
 	if w.State == hooksrv.WalkCut {
 		res = stratav1.Resolution_RESOLUTION_WALK_CUT
@@ -123,7 +163,7 @@ func (a *Annotator) setWalk(ss *session, key blockKey, lb *liveBlock, w *hooksrv
 	lb.walk, lb.holds, lb.weak, lb.refused = w, 0, false, false
 	switch {
 	case ss == nil:
-	case w != nil && w.State != hooksrv.WalkStale:
+	case w != nil && w.State != hooksrv.WalkStale && !lb.block.CachedBatch:
 		lb.holds = w.GCEpoch
 		ss.walked[key.id] = lb
 	default:
@@ -133,14 +173,15 @@ func (a *Annotator) setWalk(ss *session, key blockKey, lb *liveBlock, w *hooksrv
 
 // walk records a complete walk as a MOVE record of its pages, or a STALE
 // mark as a MOVE record of the array's, and mirrors the walk into the
-// kernel once it holds.
+// kernel once it holds (a cached batch column's at once).
 func (a *Annotator) walk(ev hooksrv.Event) {
 	w := ev.Walk
 	key := blockKey{ev.Session.PID, ev.Block.HookID}
 	a.mu.Lock()
 	a.session(ev.Session).saw(w.GCEpoch)
 	lb := a.blocks[key]
-	take := lb != nil && lb.block.ObjectGraph && (lb.walk == nil || w.Seq > lb.walk.Seq)
+	walkable := lb != nil && (lb.block.ObjectGraph || (lb.block.CachedBatch && w.State == hooksrv.WalkDone))
+	take := walkable && (lb.walk == nil || w.Seq > lb.walk.Seq)
 	a.mu.Unlock()
 	if !take {
 		return
@@ -151,7 +192,7 @@ func (a *Annotator) walk(ev hooksrv.Event) {
 		a.resolve(ev.Session, rec)
 		a.stale.Add(1)
 	} else {
-		a.resolveWalk(ev.Session, rec, w.Extents)
+		a.resolveWalk(ev.Session, rec, ev.Block, w)
 		a.walks.Add(1)
 	}
 	a.mu.Lock()
@@ -170,7 +211,7 @@ func (a *Annotator) walk(ev hooksrv.Event) {
 		rec.Coverage = a.rangeCoverage(ss, lb, rec.GetLength())
 		a.cache(lb, rec.Runs, 0)
 	} else {
-		rec.Coverage = walkCoverage(w, lb.holds)
+		rec.Coverage = walkCoverage(lb.block, w, lb.holds)
 		a.cache(lb, rec.Runs, w.Seq)
 	}
 	a.mu.Unlock()

@@ -1,6 +1,7 @@
 package annotator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -467,39 +468,178 @@ func TestWalkModes(t *testing.T) {
 	}
 }
 
-// TestCachedBatchColumns: the buffers of a cached DataFrame batch are
-// chunks of one Spark block, each with its column (none for an Arrow
-// batch's buffer of every column), each resolved as its own bytes.
-func TestCachedBatchColumns(t *testing.T) {
-	r := newRig(t, 8, Config{})
-	col := func(id uint64, p int, length uint64, column int32, name string) hooksrv.Event {
-		e := ev(r.s, hooksrv.EventRegister, alloc, id, r.page(p), length)
-		e.Block.Name, e.Block.Chunk, e.Block.Chunks, e.Block.SparkBytes = "rdd_12_0", uint32(id-1), 3, 3<<20
-		e.Block.CachedBatch, e.Block.Column, e.Block.ColumnName = true, column, name
-		return e
+// column is the REGISTER of a cached DataFrame block's column: its first
+// batch's buffer, first (column -1: an Arrow block's buffers of every
+// column).
+func (r *rig) column(id uint64, col int32, name string, first hooksrv.Extent) hooksrv.Event {
+	e := ev(r.s, hooksrv.EventRegister, alloc, id, first.Vaddr, first.Length)
+	e.Block.Name, e.Block.Chunk, e.Block.Chunks, e.Block.SparkBytes = "rdd_12_0", uint32(max(col, 0)), 2, 3<<20
+	e.Block.CachedBatch, e.Block.Column, e.Block.ColumnName = true, col, name
+	e.Block.Location = stratav1.MemoryLocation_MEMORY_LOCATION_ON_HEAP
+	return e
+}
+
+// columnWalk is a column's walk of its buffers (ascending).
+func columnWalk(seq, epoch uint32, bufs ...hooksrv.Extent) *hooksrv.Walk {
+	w := &hooksrv.Walk{Seq: seq, GCEpoch: epoch, State: hooksrv.WalkDone, Objects: uint64(len(bufs)), Extents: bufs}
+	for _, b := range bufs {
+		w.Bytes += b.Length
 	}
-	cols := []hooksrv.Event{col(1, 0, 4096, 0, "id"), col(2, 1, 6000, 1, "price"), col(3, 3, 300, -1, "")}
-	r.send(cols...)
-	part := on(cols[1], hooksrv.EventAccess, read, r.page(1))
-	part.AccessOffset, part.AccessLength = 100, 2000
-	r.send(part)
-	recs := r.next(4)
-	for i, rec := range recs[:3] {
-		e := cols[i]
-		b := rec.GetBlock()
-		if !b.GetCachedBatch() || b.GetColumnName() != e.Block.ColumnName || b.GetChunk() != uint32(i) || b.GetChunks() != 3 || b.GetSparkBytes() != 3<<20 || b.GetObjectGraph() {
-			t.Fatalf("chunk %d: block %v", i, b)
-		}
-		if (b.Column == nil) != (e.Block.Column < 0) || b.Column != nil && b.GetColumn() != e.Block.Column {
-			t.Fatalf("chunk %d: column %v, want %d", i, b.Column, e.Block.Column)
-		}
-		if want := (&stratav1.Coverage{Resolution: buffers, Bytes: e.Length}); !proto.Equal(rec.GetCoverage(), want) {
-			t.Fatalf("chunk %d: coverage %v, want %v", i, rec.GetCoverage(), want)
-		}
-		checkPages(t, rec.GetRuns(), []hooksrv.Extent{{Vaddr: e.Vaddr, Length: e.Length}})
+	return w
+}
+
+// onFirst checks a record of a column's range alone: its first batch's
+// buffer, and so said.
+func (r *rig) onFirst(rec *stratav1.Record, access stratav1.AccessKind, first hooksrv.Extent) {
+	r.t.Helper()
+	want := &stratav1.Coverage{Resolution: buffers, Bytes: first.Length, Detail: "the first batch's buffer; the column's buffers follow"}
+	if rec.GetAccess() != access || rec.GetVaddr() != first.Vaddr || rec.GetLength() != first.Length || !proto.Equal(rec.GetCoverage(), want) {
+		r.t.Fatalf("record %v %#x+%d coverage %v, want %v of the first buffer %#x+%d: %v", rec.GetAccess(), rec.GetVaddr(), rec.GetLength(),
+			rec.GetCoverage(), access, first.Vaddr, first.Length, want)
 	}
-	if want := (&stratav1.Coverage{Resolution: buffers, Bytes: 2000}); !proto.Equal(recs[3].GetCoverage(), want) || recs[3].GetVaddr() != r.page(1)+100 {
-		t.Fatalf("a part of a buffer read: %#x coverage %v, want %v", recs[3].GetVaddr(), recs[3].GetCoverage(), want)
+	checkPages(r.t, rec.GetRuns(), []hooksrv.Extent{first})
+}
+
+// onBuffers checks a record of column walk w, registered at first: the
+// pages that hold the buffers (each page once), BUFFERS with every
+// buffer's bytes and their count.
+func (r *rig) onBuffers(rec *stratav1.Record, access stratav1.AccessKind, first hooksrv.Extent, w *hooksrv.Walk, pages []hooksrv.Extent) {
+	r.t.Helper()
+	want := &stratav1.Coverage{Resolution: buffers, Bytes: w.Bytes, Objects: w.Objects, Extents: uint32(len(w.Extents))}
+	if rec.GetAccess() != access || rec.GetVaddr() != first.Vaddr || rec.GetLength() != first.Length || !proto.Equal(rec.GetCoverage(), want) {
+		r.t.Fatalf("record %v %#x+%d coverage %v, want %v at the first buffer %#x with %v", rec.GetAccess(), rec.GetVaddr(), rec.GetLength(),
+			rec.GetCoverage(), access, first.Vaddr, want)
+	}
+	checkPages(r.t, rec.GetRuns(), pages)
+}
+
+// TestCachedBatchColumn follows one column of a cached DataFrame block:
+// its REGISTER (the first batch's buffer, and so said), its walk (a MOVE
+// record of the pages that hold its buffers, each page once, BUFFERS with
+// every buffer's bytes and count; the kernel counts the buffers' bytes as
+// weak ranges), reads (the walk's pages, also after a GC frame: a column's
+// walk needs no CHECKED), a collection that moved the first buffer (a
+// MOVE record of it alone, then the new walk, whose ranges replace the old
+// ones in the kernel), walks it ignores (older, or in another state than
+// DONE), an Arrow block's column, the FREE.
+func TestCachedBatchColumn(t *testing.T) {
+	r := newRig(t, 64, Config{})
+	ps := procmem.PageSize()
+	// Three small buffers share page 2, one spans pages 4-6 (the first
+	// batch's), one lies on page 8.
+	bufs := []hooksrv.Extent{{Vaddr: r.page(2) + 24, Length: 700}, {Vaddr: r.page(2) + 744, Length: 700},
+		{Vaddr: r.page(2) + 1464, Length: 300}, {Vaddr: r.page(4) + 3000, Length: 6000}, {Vaddr: r.page(8) + 16, Length: 100}}
+	pages := []hooksrv.Extent{{Vaddr: r.page(2), Length: ps}, {Vaddr: r.page(4), Length: 3 * ps}, {Vaddr: r.page(8), Length: ps}}
+	first := bufs[3]
+	c := r.column(1, 1, "price", first)
+	r.send(c)
+	rec := r.next(1)[0]
+	r.onFirst(rec, alloc, first)
+	if b := rec.GetBlock(); !b.GetCachedBatch() || b.GetObjectGraph() || b.Column == nil || b.GetColumn() != 1 || b.GetColumnName() != "price" ||
+		b.GetChunk() != 1 || b.GetChunks() != 2 {
+		t.Fatalf("block of a column: %v", b)
+	}
+	w1 := columnWalk(1, 0, bufs...)
+	r.send(walkOf(c, first.Vaddr, w1))
+	r.onBuffers(r.next(1)[0], move, first, w1, pages)
+	if ops, _ := r.k.since(0); ops != "reg weak 1:5" || !slices.Equal(r.k.weakOf(1), rangesOf(bufs)) {
+		t.Fatalf("kernel calls %q, weak ranges %v: want the buffers' bytes", ops, r.k.weakOf(1))
+	}
+	reused := r.a.Stats().Reused
+	r.send(r.epoch(hooksrv.EventGC, 1), on(c, hooksrv.EventAccess, read, first.Vaddr))
+	r.onBuffers(r.next(1)[0], read, first, w1, pages)
+	if r.a.Stats().Reused != reused+1 {
+		t.Fatal("the read did not reuse the walk's pages")
+	}
+
+	// A collection moved the first buffer and two others: a MOVE, then the
+	// new walk.
+	moved := []hooksrv.Extent{bufs[0], bufs[1], {Vaddr: r.page(10) + 24, Length: 300}, {Vaddr: r.page(12) + 24, Length: 6000}, bufs[4]}
+	slices.SortFunc(moved, func(x, y hooksrv.Extent) int { return cmp.Compare(x.Vaddr, y.Vaddr) })
+	movedPages := []hooksrv.Extent{{Vaddr: r.page(2), Length: ps}, {Vaddr: r.page(8), Length: ps}, {Vaddr: r.page(10), Length: ps},
+		{Vaddr: r.page(12), Length: 2 * ps}}
+	first2 := hooksrv.Extent{Vaddr: r.page(12) + 24, Length: 6000}
+	mv := on(c, hooksrv.EventMove, move, first2.Vaddr)
+	mv.GCEpoch = 2
+	w2 := columnWalk(2, 2, moved...)
+	_, n := r.k.since(0)
+	r.send(r.epoch(hooksrv.EventGC, 2), mv, walkOf(c, first2.Vaddr, w2))
+	recs := r.next(2)
+	r.onFirst(recs[0], move, first2)
+	r.onBuffers(recs[1], move, first2, w2, movedPages)
+	if ops, _ := r.k.since(n); ops != "move weak 1:5" || !slices.Equal(r.k.weakOf(1), rangesOf(moved)) {
+		t.Fatalf("kernel calls %q, weak ranges %v: want the move, then the new walk's buffers", ops, r.k.weakOf(1))
+	}
+
+	// An older walk, and walks of a state a column never has, change nothing.
+	cut := columnWalk(3, 2, bufs...)
+	cut.State = hooksrv.WalkCut
+	r.send(walkOf(c, first2.Vaddr, w1), walkOf(c, first2.Vaddr, cut),
+		walkOf(c, first2.Vaddr, &hooksrv.Walk{Seq: 4, GCEpoch: 2, State: hooksrv.WalkStale}), on(c, hooksrv.EventAccess, read, first2.Vaddr))
+	r.onBuffers(r.next(1)[0], read, first2, w2, movedPages)
+	if st := r.a.Stats(); st.Walks != 2 || st.WalkExtents != 5 || st.ProcessWalkExtents[r.s.PID] != 5 {
+		t.Fatalf("stats %+v, want 2 walks recorded and the latest's 5 extents kept", st)
+	}
+
+	// An Arrow block's column: every column's buffers, no column index.
+	arrowFirst := hooksrv.Extent{Vaddr: r.page(20) + 16, Length: 9000}
+	arrow := r.column(2, -1, "", arrowFirst)
+	wa := columnWalk(1, 2, arrowFirst, hooksrv.Extent{Vaddr: r.page(24) + 16, Length: 9000})
+	r.send(arrow, walkOf(arrow, arrowFirst.Vaddr, wa))
+	recs = r.next(2)
+	r.onFirst(recs[0], alloc, arrowFirst)
+	r.onBuffers(recs[1], move, arrowFirst, wa, []hooksrv.Extent{{Vaddr: r.page(20), Length: 3 * ps}, {Vaddr: r.page(24), Length: 3 * ps}})
+	if b := recs[1].GetBlock(); !b.GetCachedBatch() || b.Column != nil {
+		t.Fatalf("block of an Arrow column: %v", b)
+	}
+
+	_, n = r.k.since(0)
+	r.send(on(c, hooksrv.EventFree, free, first2.Vaddr))
+	if rec := r.next(1)[0]; rec.GetAccess() != free || rec.GetCoverage() != nil {
+		t.Fatalf("free record %v", rec)
+	}
+	if ops, _ := r.k.since(n); ops != "free" || r.k.weakOf(1) != nil {
+		t.Fatalf("kernel calls %q, weak ranges %v after the free", ops, r.k.weakOf(1))
+	}
+}
+
+// refusingRegister refuses a block's first registration, as the kernel's
+// index does a range that overlaps one whose move has not come yet.
+type refusingRegister struct {
+	*weakKernel
+	refused map[uint64]bool
+}
+
+func (k *refusingRegister) RegisterBlock(p Process, id, start, end uint64) error {
+	if !k.refused[id] {
+		k.refused[id] = true
+		k.weakKernel.RegisterBlock(p, id, start, end)
+		return errors.New("overlaps a block's old range")
+	}
+	return k.weakKernel.RegisterBlock(p, id, start, end)
+}
+
+// TestCachedBatchColumnMirroredLate: a column whose registration the
+// kernel refused has its walk mirrored when its next MOVE registers it.
+func TestCachedBatchColumnMirroredLate(t *testing.T) {
+	r := newRig(t, 16, Config{})
+	k := &refusingRegister{weakKernel: r.k, refused: map[uint64]bool{}}
+	r.a.cfg.Kernel = k
+	first := hooksrv.Extent{Vaddr: r.page(2) + 24, Length: 5000}
+	c := r.column(1, 0, "id", first)
+	w := columnWalk(1, 0, first, hooksrv.Extent{Vaddr: r.page(6) + 24, Length: 5000})
+	r.send(c, walkOf(c, first.Vaddr, w))
+	r.next(2)
+	if ops, _ := k.since(0); ops != "reg" || k.weakOf(1) != nil {
+		t.Fatalf("kernel calls %q, weak ranges %v: want the refused registration only", ops, k.weakOf(1))
+	}
+	r.send(on(c, hooksrv.EventMove, move, first.Vaddr))
+	r.next(1)
+	if ops, _ := k.since(0); ops != "reg reg weak 1:2" || !slices.Equal(k.weakOf(1), rangesOf(w.Extents)) {
+		t.Fatalf("kernel calls %q, weak ranges %v: want the block registered at its move, then its walk", ops, k.weakOf(1))
+	}
+	if st := r.a.Stats(); st.KernelErrors != 1 {
+		t.Fatalf("stats %+v, want the refused registration counted", st)
 	}
 }
 

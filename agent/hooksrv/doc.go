@@ -13,8 +13,10 @@
 // the block, the stage and task that put it); FREE says why it ended
 // (Event.FreeReason). WALK frames carry the address ranges of a
 // deserialized block's objects, found by the hook's walker
-// (docs/objectgraph.md); GC and CHECKED say which walks hold after a
-// collection.
+// (docs/objectgraph.md), or of a cached DataFrame column's buffers (one
+// per batch; the REGISTER range is the first batch's); GC and CHECKED say
+// which object graphs' walks hold after a collection, while a column's
+// walk holds until its next.
 // The constants and offsets in frame.go are checked against that header by
 // layout_test.go, which compiles a C program printing offsetof/sizeof; the
 // decoder is tested against golden frames produced by the C encoder
@@ -98,7 +100,10 @@
 //     would take the extents of a session's current walks past
 //     MaxSessionExtents (1<<20) or the node's past MaxLiveExtents (1<<22),
 //     is dropped and counted (Refusals.WalkTooLarge); its block keeps its
-//     previous walk. A walk is assembled from its parts, which must be
+//     previous walk. A cached batch column's walk has one extent per
+//     batch: a session reaches MaxSessionExtents at about a million cached
+//     batch buffers (an executor caching 200 partitions of 50 columns in
+//     100 batches each). A walk is assembled from its parts, which must be
 //     consecutive frames: one walk at a time per session is buffered, at
 //     most MaxWalkExtents extents.
 //
@@ -121,8 +126,10 @@
 // summary) or a STALE mark. A walk whose parts did not all arrive (the
 // hook dropped one, or another frame came between two parts) is lost and
 // counted in Stats.WalksIncomplete; its block keeps its previous walk. A
-// WALK of a block that is not live counts as Unknown; of a block not
-// registered as an object graph, in Refusals.WalkNotGraph.
+// WALK of a block that is not live counts as Unknown; of a block
+// registered neither as an object graph nor as a cached batch column, or
+// of a column in a state other than WalkDone, in
+// Refusals.WalkNotGraphOrBatch.
 //
 // # Lifecycle
 //

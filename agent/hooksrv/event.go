@@ -36,14 +36,15 @@ const (
 	EventAccess                 // a live block was read or written
 	EventFree                   // a block is gone; its id is dead
 	EventSessionEnd             // the JVM is gone: every block of the session is dead
-	// EventWalk: a complete walk of an object-graph block (every part), or
-	// its STALE mark (Event.Walk).
+	// EventWalk: a complete walk (every part) of an object-graph block, or
+	// its STALE mark, or of a cached batch column's buffers (Event.Walk).
 	EventWalk
-	// EventGC: the hook saw collections end up to Event.GCEpoch; walks of
-	// earlier epochs are unsure until an EventChecked of this epoch.
+	// EventGC: the hook saw collections end up to Event.GCEpoch; object
+	// graphs' walks of earlier epochs are unsure until an EventChecked of
+	// this epoch.
 	EventGC
-	// EventChecked: every walk of the session not marked stale since holds
-	// at Event.GCEpoch.
+	// EventChecked: every object graph's walk of the session not marked
+	// stale since holds at Event.GCEpoch.
 	EventChecked
 )
 
@@ -111,9 +112,12 @@ type Block struct {
 	StageAttempt  int32  // -1 outside a task
 	TaskAttemptID int64  // -1 outside a task
 	SparkBytes    uint64 // Spark's size of the whole Spark block; 0 unknown
-	// CachedBatch: the range is one buffer of a Spark SQL cached batch;
-	// Column is its column (-1: every column), ColumnName the column's name
-	// ("" unknown). Column is -1 for every other block.
+	// CachedBatch: the block is one column of a Spark SQL cached
+	// DataFrame block, Chunk its index among the block's Chunks columns;
+	// the range is the column's buffer in the first batch, and EventWalk
+	// gives every batch's buffer. Column is the column (-1: the buffers of
+	// every column, Arrow batches), ColumnName its name ("" unknown).
+	// Column is -1 for every other block.
 	CachedBatch bool
 	Column      int32
 	ColumnName  string
@@ -131,17 +135,20 @@ func (r *Register) block() Block {
 }
 
 // Walk is one complete walk of an object-graph block's objects, or its
-// STALE mark (State WalkStale, no extents).
+// STALE mark (State WalkStale, no extents), or of a cached batch column's
+// buffers (State WalkDone, holding until the block's next walk).
 type Walk struct {
 	Seq     uint32 // per block, +1 per walk or STALE
 	GCEpoch uint32 // the hook's finished-GC count the walk holds at
 	State   WalkState
 	// The block's objects (shared ones excluded) and their sizes summed;
 	// objects reached that another block's walk holds; objects whose own
-	// references could not be read (counted, not followed).
+	// references could not be read (counted, not followed). A column's
+	// walk: its buffers and their lengths summed, no shared or opaque.
 	Objects, Bytes, SharedObjects, SharedBytes, OpaqueObjects uint64
-	// Extents are the page-aligned ranges holding the objects, ascending
-	// and disjoint; another block's walk may share a page at an edge.
+	// Extents are ascending and disjoint. An object graph's are the
+	// page-aligned ranges holding the objects (another block's walk may
+	// share a page at an edge); a column's are its buffers' bytes exactly.
 	Extents []Extent
 }
 

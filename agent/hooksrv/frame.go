@@ -202,8 +202,10 @@ const (
 	// the objects it points to are elsewhere, and WALK frames give their
 	// ranges when the hook walks (Session.Walk).
 	FlagObjectGraph = 0x01
-	// FlagCachedBatch: the range is one buffer of a Spark SQL cached batch
-	// (Register.Column, Register.Label).
+	// FlagCachedBatch: the block is one column of a Spark SQL cached
+	// DataFrame block (Register.Column, Register.Label); the range is the
+	// column's buffer in the first batch and WALK frames give every
+	// batch's.
 	FlagCachedBatch = 0x02
 	flagsAll        = FlagObjectGraph | FlagCachedBatch
 )
@@ -369,7 +371,7 @@ type Register struct {
 	StageID       int32  // -1: put outside a task
 	StageAttempt  int32  // -1 as above
 	TaskAttemptID int64  // -1 as above
-	Column        int32  // FlagCachedBatch: the buffer's column, -1 every column; else -1
+	Column        int32  // FlagCachedBatch: the column, -1 every column; else -1
 	SparkBytes    uint64 // Spark's size of the whole block; 0 unknown
 	Name          string
 	Label         string // FlagCachedBatch: the column's name, "" unknown

@@ -69,7 +69,7 @@ var goldenFrames = []struct {
 		BlockID: 4, Vaddr: 0x7f1234900010, Length: 40964, PID: gPID, RDDID: 9, Partition: 1,
 		Mode:     stratav1.MemoryMode_MEMORY_MODE_STORAGE,
 		Location: stratav1.MemoryLocation_MEMORY_LOCATION_ON_HEAP, Kind: KindRDD, Flags: FlagCachedBatch,
-		Chunk: 5, Chunks: 6, StageID: 2, TaskAttemptID: 17, Column: 2, SparkBytes: 245000,
+		Chunk: 2, Chunks: 6, StageID: 2, TaskAttemptID: 17, Column: 2, SparkBytes: 245000,
 		Name: "rdd_9_1", Label: "name"}}},
 	{"walk", Frame{gHeader(FrameWalk, 152, 12), &WalkPart{BlockID: 3, Part: 1, Parts: 2,
 		WalkSummary: WalkSummary{GCEpoch: 12, Seq: 2, State: WalkDone, Objects: 30000, Bytes: 1234560,
@@ -79,6 +79,9 @@ var goldenFrames = []struct {
 		WalkSummary: WalkSummary{GCEpoch: 13, Seq: 3, State: WalkStale}}}},
 	{"gc", Frame{gHeader(FrameGC, 40, 14), &GC{GCEpoch: 13}}},
 	{"checked", Frame{gHeader(FrameChecked, 40, 15), &Checked{GCEpoch: 13}}},
+	{"walk_batch", Frame{gHeader(FrameWalk, 152, 16), &WalkPart{BlockID: 4, Parts: 1,
+		WalkSummary: WalkSummary{GCEpoch: 12, Seq: 1, State: WalkDone, Objects: 3, Bytes: 2*40964 + 10240, TotalExtents: 3},
+		Extents:     []Extent{{0x7f1234900010, 40964}, {0x7f1234a00010, 40964}, {0x7f1234b00018, 10240}}}}},
 }
 
 func readGolden(tb testing.TB, name string) []byte {

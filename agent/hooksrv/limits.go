@@ -37,7 +37,7 @@ var (
 	ErrAccessOutside   = errors.New("access outside its block")
 	ErrBlockLimit      = errors.New("live block limit reached")
 	ErrWalkTooLarge    = errors.New("walk over the extent limit")
-	ErrNotObjectGraph  = errors.New("walk of a block that is not an object graph")
+	ErrNotGraphOrBatch = errors.New("walk of a block that is not an object graph or cached batch")
 )
 
 // Refusals count what the server's bounds turned away since Listen.
@@ -52,13 +52,15 @@ type Refusals struct {
 	// REGISTERs of a new block dropped at the uid's or the node's cap.
 	BlocksPerUID, BlocksPerNode uint64
 	// Walks dropped at MaxWalkExtents or the session's or node's extent
-	// cap, and walks of a block not registered as an object graph.
-	WalkTooLarge, WalkNotGraph uint64
+	// cap, and walks of a block registered neither as an object graph nor
+	// as a cached batch column (or of a column, in a state other than
+	// WalkDone).
+	WalkTooLarge, WalkNotGraphOrBatch uint64
 }
 
 type refusalCounters struct {
 	sessionsTotal, sessionsPerUID, sessionsPerPID, helloTimeout, idle,
-	rangeTooLong, accessOutside, blocksPerUID, blocksPerNode, walkTooLarge, walkNotGraph atomic.Uint64
+	rangeTooLong, accessOutside, blocksPerUID, blocksPerNode, walkTooLarge, walkNotGraphOrBatch atomic.Uint64
 }
 
 // Refusals returns a snapshot of the refusal counters.
@@ -69,7 +71,7 @@ func (s *Server) Refusals() Refusals {
 		SessionsPerPID: r.sessionsPerPID.Load(), HelloTimeout: r.helloTimeout.Load(), Idle: r.idle.Load(),
 		RangeTooLong: r.rangeTooLong.Load(), AccessOutside: r.accessOutside.Load(),
 		BlocksPerUID: r.blocksPerUID.Load(), BlocksPerNode: r.blocksPerNode.Load(),
-		WalkTooLarge: r.walkTooLarge.Load(), WalkNotGraph: r.walkNotGraph.Load(),
+		WalkTooLarge: r.walkTooLarge.Load(), WalkNotGraphOrBatch: r.walkNotGraphOrBatch.Load(),
 	}
 }
 

@@ -360,8 +360,13 @@ func (ss *session) walkPart(f Frame, w *WalkPart, received time.Time) {
 		ss.skipWalk(w)
 		return
 	}
-	if !bs.ObjectGraph {
-		ss.refuseFrame(f, &ss.s.refused.walkNotGraph, w.BlockID, ErrNotObjectGraph)
+	switch {
+	case bs.CachedBatch && w.State != WalkDone:
+		ss.refuseFrame(f, &ss.s.refused.walkNotGraphOrBatch, w.BlockID, fmt.Errorf("%w: a cached batch column's walk in state %v", ErrNotGraphOrBatch, w.State))
+		ss.skipWalk(w)
+		return
+	case !bs.ObjectGraph && !bs.CachedBatch:
+		ss.refuseFrame(f, &ss.s.refused.walkNotGraphOrBatch, w.BlockID, ErrNotGraphOrBatch)
 		ss.skipWalk(w)
 		return
 	}

@@ -14,10 +14,13 @@ func graph(id uint64) *Register {
 }
 
 // extents returns n page-sized extents a page apart from base.
-func extents(base uint64, n int) []Extent {
+func extents(base uint64, n int) []Extent { return spaced(base, n, 8192, 4096) }
+
+// spaced returns n extents of length bytes, one every step bytes from base.
+func spaced(base uint64, n int, step, length uint64) []Extent {
 	out := make([]Extent, n)
 	for i := range out {
-		out[i] = Extent{Vaddr: base + uint64(i)*8192, Length: 4096}
+		out[i] = Extent{Vaddr: base + uint64(i)*step, Length: length}
 	}
 	return out
 }
@@ -32,6 +35,13 @@ func (p *peer) sendWalk(id uint64, seq, epoch uint32, state WalkState, ext []Ext
 		p.send(&WalkPart{BlockID: id, Part: uint16(i), Parts: uint16(parts), WalkSummary: sum,
 			Extents: ext[i*per : min(len(ext), (i+1)*per)]})
 	}
+}
+
+// extentsHeld is the extents the node's current walks hold.
+func (ts *testServer) extentsHeld() int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.liveExtents
 }
 
 // walks returns the EventWalk events of app.
@@ -120,9 +130,7 @@ func TestWalkAssembly(t *testing.T) {
 	}
 	// Block 2's walk is stale (0 extents) and block 1 was freed: the node
 	// holds no extents.
-	ts.mu.Lock()
-	n := ts.liveExtents
-	ts.mu.Unlock()
+	n := ts.extentsHeld()
 	if n != 0 {
 		t.Errorf("node holds %d extents after the stale walk and the free, want 0", n)
 	}
@@ -160,15 +168,13 @@ func TestWalkBounds(t *testing.T) {
 		t.Errorf("walks delivered (block*1000+extents) %v, want %v", got, want)
 	}
 	r := ts.Refusals()
-	if r.WalkTooLarge != 2 || r.WalkNotGraph != 1 {
+	if r.WalkTooLarge != 2 || r.WalkNotGraphOrBatch != 1 {
 		t.Errorf("refusals %+v, want 2 too large, 1 not a graph", r)
 	}
 	if s := ts.Stats(); s.WalksIncomplete != 0 || s.Unknown != 1 {
 		t.Errorf("stats %+v: want no incomplete walk (refused parts pass silently), one unknown", s)
 	}
-	ts.mu.Lock()
-	n := ts.liveExtents
-	ts.mu.Unlock()
+	n := ts.extentsHeld()
 	if n != 300 {
 		t.Errorf("node holds %d extents, want 300", n)
 	}
@@ -177,9 +183,7 @@ func TestWalkBounds(t *testing.T) {
 		evs := ts.rec.of("app-b")
 		return evs[len(evs)-1].Kind == EventSessionEnd
 	})
-	ts.mu.Lock()
-	n = ts.liveExtents
-	ts.mu.Unlock()
+	n = ts.extentsHeld()
 	if n != 0 {
 		t.Errorf("node holds %d extents after the session ended, want 0", n)
 	}
@@ -225,10 +229,72 @@ func TestWalkReRegister(t *testing.T) {
 	if n := len(ts.rec.walks("app-r")); n != 2 || ts.Refusals().WalkTooLarge != 0 {
 		t.Errorf("%d walks, %d refused: the second walk must fit once the re-registration gave back the first's extents", n, ts.Refusals().WalkTooLarge)
 	}
-	ts.mu.Lock()
-	n := ts.liveExtents
-	ts.mu.Unlock()
+	n := ts.extentsHeld()
 	if n != 250 {
 		t.Errorf("node holds %d extents, want 250", n)
+	}
+}
+
+// column registers block id as column col (chunk col of 3) of a cached
+// DataFrame block: the range is its first batch's buffer.
+func column(id uint64, col int32) *Register {
+	r := register(id, 0x7f6000000000+id<<20+24, me)
+	r.Length, r.Flags, r.Chunk, r.Chunks, r.Column, r.Label = 40964, FlagCachedBatch, uint32(col), 3, col, "price"
+	return r
+}
+
+// buffers returns n byte-exact buffer ranges from base, 40964 bytes each,
+// 28 bytes of array header and padding between them, as a column's walk
+// has.
+func buffers(base uint64, n int) []Extent { return spaced(base, n, 40992, 40964) }
+
+// TestWalkCachedBatch: a cached batch column's walk (its buffers, state
+// DONE) is assembled and delivered as an object graph's is, with the
+// column's block, and counts against the extent caps; a column's walk in
+// any other state, and a STALE mark, are refused and leave the block its
+// walk.
+func TestWalkCachedBatch(t *testing.T) {
+	ts := startServer(t, Config{})
+	p := dial(t, ts.cfg.Path)
+	p.send(hello("app-c"))
+	p.send(column(1, 1))
+	bufs := buffers(0x7f6000100018, 300)
+	sum := WalkSummary{GCEpoch: 2, Seq: 1, State: WalkDone, Objects: 300, Bytes: 300 * 40964, TotalExtents: 300}
+	p.send(&WalkPart{BlockID: 1, Part: 0, Parts: 2, WalkSummary: sum, Extents: bufs[:WalkExtentsMax]})
+	p.send(&WalkPart{BlockID: 1, Part: 1, Parts: 2, WalkSummary: sum, Extents: bufs[WalkExtentsMax:]})
+	cut := sum
+	cut.Seq, cut.State = 2, WalkCut
+	p.send(&WalkPart{BlockID: 1, Part: 0, Parts: 2, WalkSummary: cut, Extents: bufs[:WalkExtentsMax]})
+	p.send(&WalkPart{BlockID: 1, Part: 1, Parts: 2, WalkSummary: cut, Extents: bufs[WalkExtentsMax:]})
+	p.send(&WalkPart{BlockID: 1, Parts: 1, WalkSummary: WalkSummary{GCEpoch: 3, Seq: 3, State: WalkStale}})
+	moved := buffers(0x7f6000900018, 2)
+	p.send(&Move{BlockID: 1, Vaddr: moved[0].Vaddr, Length: moved[0].Length, PID: me, GCEpoch: 4})
+	p.send(&WalkPart{BlockID: 1, Parts: 1, WalkSummary: WalkSummary{GCEpoch: 4, Seq: 4, State: WalkDone, Objects: 2,
+		Bytes: 2 * 40964, TotalExtents: 2}, Extents: moved})
+	p.send(&Checked{GCEpoch: 4})
+	waitUntil(t, "the checked event", func() bool {
+		evs := ts.rec.of("app-c")
+		return len(evs) > 0 && evs[len(evs)-1].Kind == EventChecked
+	})
+	ws := ts.rec.walks("app-c")
+	if len(ws) != 2 {
+		t.Fatalf("%d walks delivered, want 2: %+v", len(ws), ws)
+	}
+	if w := ws[0]; !w.Block.CachedBatch || w.Block.ObjectGraph || w.Block.Column != 1 || w.Block.Chunk != 1 || w.Block.Chunks != 3 ||
+		w.Block.ColumnName != "price" || w.Vaddr != 0x7f6000100018 || w.Length != 40964 || w.Walk.Seq != 1 || w.Walk.State != WalkDone ||
+		w.Walk.Objects != 300 || w.Walk.Bytes != 300*40964 || !reflect.DeepEqual(w.Walk.Extents, bufs) {
+		t.Errorf("column walk: %+v %+v", w, w.Walk)
+	}
+	if w := ws[1]; w.Walk.Seq != 4 || w.Vaddr != moved[0].Vaddr || w.GCEpoch != 4 || !reflect.DeepEqual(w.Walk.Extents, moved) {
+		t.Errorf("column walk after the move: %+v %+v", w, w.Walk)
+	}
+	if r := ts.Refusals(); r.WalkNotGraphOrBatch != 2 || r.WalkTooLarge != 0 {
+		t.Errorf("refusals %+v, want the cut walk and the STALE mark refused", r)
+	}
+	if s := ts.Stats(); s.WalksIncomplete != 0 || s.Walks != 2 {
+		t.Errorf("stats %+v: want 2 walks, none incomplete (a refused walk's parts pass silently)", s)
+	}
+	if n := ts.extentsHeld(); n != 2 {
+		t.Errorf("node holds %d extents, want the latest walk's 2", n)
 	}
 }

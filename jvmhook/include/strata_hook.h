@@ -10,7 +10,8 @@
  * address ranges of the objects reachable from a block's array, GC and
  * CHECKED frames say which walks still hold after a collection, HELLO says
  * whether the hook walks, and REGISTER carries Spark's size of the block and
- * the column of a cached DataFrame batch's buffer. A receiver accepts
+ * the column of a cached DataFrame block, whose buffers WALK frames carry
+ * too (one hook block per column). A receiver accepts
  * exactly its own version; there is no negotiation (the hook and the agent
  * ship together).
  *
@@ -115,8 +116,9 @@
  *                        the driver put, a block fetched from a peer)
  *    56    4 stage_attempt  signed; that stage's attempt number, -1 as above
  *    60    4 column      signed; with STRATA_BLOCK_CACHED_BATCH the index of
- *                        the column whose values the range holds, -1 for a
- *                        buffer of every column (an Arrow batch); else -1
+ *                        the column whose buffers the hook block stands
+ *                        for, -1 for the buffers of every column (Arrow
+ *                        batches); else -1
  *    64    8 task_attempt_id  signed; Spark's task attempt id (unique per
  *                        application), -1 as above
  *    72    8 spark_bytes the whole Spark block's size as Spark accounts it
@@ -138,10 +140,19 @@
  *   (HELLO walk STRATA_WALK_ON), WALK frames for the block follow with the
  *   ranges of those objects; until the first arrives, and whenever the last
  *   is STALE, only the reference array is known.
- *   With STRATA_BLOCK_CACHED_BATCH the range is one buffer of a Spark SQL
- *   cached batch (df.cache(), Dataset.persist(): a deserialized entry of
- *   CachedBatch objects): one chunk per buffer, every buffer of every batch
- *   of the block, so the chunks' lengths add up to the batches' buffers.
+ *   With STRATA_BLOCK_CACHED_BATCH the hook block is one column of a Spark
+ *   SQL cached DataFrame block (df.cache(), Dataset.persist(): a
+ *   deserialized entry of CachedBatch objects, each holding one buffer per
+ *   column, or one buffer of every column): chunk is the column's index
+ *   among the block's columns and chunks their number (an Arrow block: one
+ *   chunk, column -1). A REGISTER names one range, so the range is the
+ *   column's buffer in the block's first batch (its first batch with a
+ *   buffer of the column); a WALK frame of state STRATA_WALK_DONE follows it
+ *   at once, with nothing between, carrying the buffers of the column in
+ *   every batch, and another after every collection that moved one of them
+ *   (see WALK). A batch whose buffer count differs from the first batch's,
+ *   or a null or empty buffer, is left out of its column (the hook counts
+ *   it and says so on stderr).
  *   Without either flag the range holds the block's data itself (serialized
  *   bytes, a primitive array, a Tungsten page).
  *   A second REGISTER of a live block_id replaces the first (a block that was
@@ -181,16 +192,32 @@
  *     8    8 sent        frames sent, this one not included
  *
  *   WALK (type 7), fixed body 72 bytes, then count extents of 16 bytes
- *   What one walk of a STRATA_BLOCK_OBJECT_GRAPH block's objects found: the
- *   objects reachable from the block's array (the array included), as the
- *   address ranges they occupy at gc_epoch. The walker stops at objects of
- *   the JVM's and Spark's own (classes, class loaders, threads, Spark's
- *   contexts) and at objects another live block's walk holds (counted as
- *   shared, not as the block's). A walk no collection overlapped is the
- *   only kind ever sent. A walk with more extents than one frame holds is
- *   sent as parts 0..parts-1 that share block_id, walk_seq and the summary
- *   fields; the receiver applies a walk once it has every part, and keeps
- *   the block's previous walk when a part is missing (dropped).
+ *   The address ranges of a block's data beyond its REGISTER range, as one
+ *   walk found them at gc_epoch. There are two kinds of walks:
+ *   - of a STRATA_BLOCK_OBJECT_GRAPH block: the objects reachable from the
+ *     block's array (the array included). The walker stops at objects of
+ *     the JVM's and Spark's own (classes, class loaders, threads, Spark's
+ *     contexts) and at objects another live block's walk holds (counted as
+ *     shared, not as the block's). Its extents are page aligned (below). A
+ *     collection may move the objects: the walk holds at gc_epoch, and at
+ *     later epochs only once a CHECKED says so; a STALE mark says it no
+ *     longer holds (see GC and CHECKED).
+ *   - of a STRATA_BLOCK_CACHED_BATCH block: the buffers of its column, one
+ *     heap byte[] per batch, state STRATA_WALK_DONE only. Its extents are
+ *     the byte ranges of the buffers' data, exactly (not page aligned),
+ *     ascending by address; objects is the number of buffers, bytes their
+ *     lengths summed (= the extents' lengths summed), no shared or opaque
+ *     objects. Such a walk holds until the block's next walk: the hook
+ *     re-reads every buffer after each collection, before anything else,
+ *     and sends a new walk (walk_seq + 1) when one moved, right after a
+ *     MOVE of the REGISTER range when the first batch's buffer moved; no
+ *     STALE or CHECKED is ever needed for it, as none is for a MOVE of a
+ *     heap array.
+ *   A walk no collection overlapped is the only kind ever sent. A walk with
+ *   more extents than one frame holds is sent as parts 0..parts-1 that
+ *   share block_id, walk_seq and the summary fields; the receiver applies a
+ *   walk once it has every part, and keeps the block's previous walk when a
+ *   part is missing (dropped).
  *   off size field
  *     0    8 block_id
  *     8    4 gc_epoch      the hook's count of finished GCs while the walk
@@ -202,35 +229,41 @@
  *                          0 for STALE
  *    22    1 state         enum strata_walk_state
  *    23    1 reserved      zero
- *    24    8 objects       objects the walk counted as the block's
- *    32    8 bytes         their sizes as the JVM lays them out, summed
+ *    24    8 objects       objects the walk counted as the block's (a
+ *                          column's walk: its buffers)
+ *    32    8 bytes         their sizes as the JVM lays them out, summed (a
+ *                          column's walk: the buffers' lengths, summed)
  *    40    8 shared_objects  objects reached that another block's walk holds
  *    48    8 shared_bytes    their sizes, summed
  *    56    8 opaque_objects  objects counted whose references the hook cannot
  *                          read (hidden classes, records): not followed
  *    64    4 extents       extents in all parts
  *    68    4 reserved2     zero
- *    72    - extents       count x { u64 vaddr, u64 length }: the runs of
- *                          consecutive pages that hold a byte of one of the
- *                          walk's objects (page aligned), ascending and
- *                          disjoint across all parts, length > 0; an extent
- *                          may also hold other objects (garbage between
- *                          records, another block's objects at its edges)
+ *    72    - extents       count x { u64 vaddr, u64 length }, ascending
+ *                          and disjoint across all parts, length > 0. An
+ *                          object graph's: the runs of consecutive pages
+ *                          that hold a byte of one of the walk's objects
+ *                          (page aligned); an extent may also hold other
+ *                          objects (garbage between records, another
+ *                          block's objects at its edges). A column's: each
+ *                          buffer's data, [first byte, last byte + 1)
  *   The parts of one walk are consecutive frames of the connection: a frame
  *   of any other kind, or of another walk, between two parts leaves the
  *   walk incomplete.
  *
  *   GC (type 8), fixed body 8 bytes
- *   Collections ended: every walk of an earlier epoch may be stale until a
- *   CHECKED of this epoch (or a new walk) says otherwise. The hook thread
+ *   Collections ended: every object graph's walk of an earlier epoch may be
+ *   stale until a CHECKED of this epoch (or a new walk) says otherwise (a
+ *   cached batch column's walk holds until replaced). The hook thread
  *   sends one GC frame per rescan after collections, before their MOVEs.
  *     0    4 gc_epoch      the hook's count of finished GCs now
  *     4    4 reserved      zero
  *
  *   CHECKED (type 9), fixed body 8 bytes
- *   The walker has checked every walk it sent against the collections up to
- *   gc_epoch: each walk it did not mark STALE (or replace) since holds at
- *   gc_epoch. Sent after the STALE frames of those collections.
+ *   The walker has checked every object graph's walk it sent against the
+ *   collections up to gc_epoch: each walk it did not mark STALE (or
+ *   replace) since holds at gc_epoch. Sent after the STALE frames of those
+ *   collections.
  *     0    4 gc_epoch
  *     4    4 reserved      zero
  *
@@ -271,9 +304,14 @@
  * dropped the frame. A hook that reconnects after its connection was closed
  * must send HELLO and REGISTER its live blocks again.
  *
- * Walk bounds: the agent drops a WALK of a block that is not live or not
- * STRATA_BLOCK_OBJECT_GRAPH, and a walk of more than its extent cap (65536
- * extents by default); the block then keeps its previous walk.
+ * Walk bounds: the agent drops a WALK of a block that is not live, of a
+ * block that is neither STRATA_BLOCK_OBJECT_GRAPH nor
+ * STRATA_BLOCK_CACHED_BATCH, of a STRATA_BLOCK_CACHED_BATCH block in a state
+ * other than STRATA_WALK_DONE, and a walk past its extent caps (by default
+ * 65536 extents a walk, 1<<20 for a connection's current walks together):
+ * the block then keeps its previous walk. A cached batch column's walk has
+ * one extent per batch, so a connection reaches its cap at about a million
+ * cached batch buffers.
  *
  * Sizes
  * -----
@@ -313,7 +351,9 @@ enum strata_block_kind {
 
 /* REGISTER flags. */
 #define STRATA_BLOCK_OBJECT_GRAPH 0x01 /* range = reference array; WALK frames give the objects */
-#define STRATA_BLOCK_CACHED_BATCH 0x02 /* range = one buffer of a Spark SQL cached batch */
+#define STRATA_BLOCK_CACHED_BATCH 0x02 /* one column of a cached DataFrame block;
+					* range = its first batch's buffer,
+					* WALK frames give every buffer */
 #define STRATA_BLOCK_FLAGS_ALL (STRATA_BLOCK_OBJECT_GRAPH | STRATA_BLOCK_CACHED_BATCH)
 
 /* HELLO walk: whether the hook walks object graphs, and if not why. */
@@ -329,7 +369,8 @@ enum strata_walk_mode {
 
 /* WALK state. */
 enum strata_walk_state {
-	STRATA_WALK_DONE = 1,  /* every reachable object up to the stops */
+	STRATA_WALK_DONE = 1,  /* every reachable object up to the stops; every
+				* buffer of a cached batch column */
 	STRATA_WALK_CUT = 2,   /* the walk's object budget ended it: part of them */
 	STRATA_WALK_STALE = 3, /* no extents: a GC moved the block's objects since
 				* its last walk; a new walk follows */

@@ -355,7 +355,8 @@ JNIEXPORT jint JNICALL Java_org_stratatrace_hook_Native_start(JNIEnv *env, jclas
 	c.object_class = (*env)->NewGlobalRef(env, cls);
 	c.object_address = (*env)->GetStaticMethodID(env, cls, "objectAddress", "(Ljava/lang/Object;)J");
 	c.walk_wake = (*env)->GetStaticMethodID(env, cls, "walkWake", "()V");
-	if (c.object_class == NULL || c.object_address == NULL || c.walk_wake == NULL ||
+	c.column_buffers = (*env)->GetStaticMethodID(env, cls, "columnBuffers", "([Ljava/lang/Object;I[J)[J");
+	if (c.object_class == NULL || c.object_address == NULL || c.walk_wake == NULL || c.column_buffers == NULL ||
 			(*env)->GetJavaVM(env, &vm) != 0)
 		return -EINVAL;
 	if (setup_error != 0)
@@ -379,7 +380,8 @@ JNIEXPORT void JNICALL Java_org_stratatrace_hook_Native_identify(JNIEnv *env, jc
  *     long length, int rdd, int partition, int mode, int location, int kind,
  *     int flags, int chunk, int chunks, int stage, int stageAttempt,
  *     long taskAttempt, int column, long sparkBytes, String name,
- *     String label) */
+ *     String label): for REG_CACHED_COLUMN, ref is the block's Object[] of
+ *     batches and the registry finds the range (offset and length unused) */
 JNIEXPORT jlong JNICALL Java_org_stratatrace_hook_Native_register(JNIEnv *env, jclass cls,
 		jint source, jobject ref, jlong off, jlong length, jint rdd, jint partition,
 		jint mode, jint location, jint kind, jint flags, jint chunk, jint chunks,
@@ -390,7 +392,8 @@ JNIEXPORT jlong JNICALL Java_org_stratatrace_hook_Native_register(JNIEnv *env, j
 	struct reg_block b;
 
 	(void)cls;
-	if (length <= 0 || source < REG_HEAP_ARRAY || source > REG_ADDRESS)
+	if (source < REG_HEAP_ARRAY || source > REG_CACHED_COLUMN || (length <= 0 && source != REG_CACHED_COLUMN) ||
+			(source == REG_CACHED_COLUMN && (ref == NULL || (flags & STRATA_BLOCK_CACHED_BATCH) == 0)))
 		return 0;
 	utf(env, name, nm, sizeof(nm));
 	utf(env, label, lb, sizeof(lb));

@@ -470,10 +470,127 @@ static uint64_t heap_address(JNIEnv *env, enum reg_source src, jobject obj)
 	return src == REG_HEAP_ARRAY ? array_address(env, obj) : object_array_address(env, obj);
 }
 
+/* The hook thread's array for column_read's answers: a global reference,
+ * replaced by a longer one when a column needs it. */
+static jlongArray column_scratch;
+
+static int by_extent(const void *a, const void *b)
+{
+	uint64_t x = ((const struct strata_extent *)a)->vaddr, y = ((const struct strata_extent *)b)->vaddr;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Reads the buffers of one column of a cached DataFrame block (batches, its
+ * Object[] of batches) through Java, which decodes their references: one
+ * call, no JNI call per buffer. Returns them as a walk (DONE, the buffers'
+ * data ascending, objects = buffers, bytes = their lengths, gc_epoch the
+ * collections finished when Java answered) and the first batch's buffer in
+ * *first; NULL when the column has no buffer, Java failed or memory ran
+ * out. scratch is the caller's reusable array (NULL: none); a longer one
+ * Java had to make replaces it. The caller compares gc_started around the
+ * call: a collection that started meanwhile may have moved some buffers.
+ */
+static struct reg_walk *column_read(JNIEnv *env, jobject batches, int32_t column, jlongArray *scratch,
+				    struct strata_extent *first)
+{
+	jlongArray a;
+	jlong n = 0;
+	jsize len;
+	struct reg_walk *w;
+	uint32_t k = 0;
+
+	a = (jlongArray)(*env)->CallStaticObjectMethod(env, cfg.object_class, cfg.column_buffers, batches,
+						       (jint)column, scratch != NULL ? *scratch : NULL);
+	if ((*env)->ExceptionCheck(env)) {
+		(*env)->ExceptionClear(env);
+		return NULL;
+	}
+	if (a == NULL)
+		return NULL;
+	len = (*env)->GetArrayLength(env, a);
+	if (len > 0)
+		(*env)->GetLongArrayRegion(env, a, 0, 1, &n);
+	/* At most 65535 WALK parts. */
+	if (n <= 0 || n > (len - 1) / 2 || n > 65535 * STRATA_WALK_EXTENTS_MAX || (w = calloc(1, sizeof(*w))) == NULL) {
+		(*env)->DeleteLocalRef(env, a);
+		return NULL;
+	}
+	if ((w->ext = malloc((size_t)n * sizeof(*w->ext))) == NULL) {
+		free(w);
+		(*env)->DeleteLocalRef(env, a);
+		return NULL;
+	}
+	(*env)->GetLongArrayRegion(env, a, 1, (jsize)(2 * n), (jlong *)w->ext);
+	w->gc_epoch = (uint32_t)__atomic_load_n(&gc_finished, __ATOMIC_ACQUIRE);
+	if (scratch != NULL && !(*env)->IsSameObject(env, a, *scratch)) {
+		jlongArray g = (jlongArray)(*env)->NewGlobalRef(env, a);
+
+		if (g != NULL) {
+			if (*scratch != NULL)
+				(*env)->DeleteGlobalRef(env, *scratch);
+			*scratch = g;
+		}
+	}
+	(*env)->DeleteLocalRef(env, a);
+	*first = w->ext[0];
+	qsort(w->ext, (size_t)n, sizeof(*w->ext), by_extent);
+	for (jlong i = 0; i < n; i++) {
+		struct strata_extent x = w->ext[i];
+
+		if (x.length == 0 || x.vaddr + x.length < x.vaddr ||
+		    (k > 0 && x.vaddr < w->ext[k - 1].vaddr + w->ext[k - 1].length)) {
+			if (k > 0 && x.vaddr == w->ext[k - 1].vaddr && x.length == w->ext[k - 1].length)
+				continue; /* one buffer in two batches: its bytes once */
+			free_walk(w);
+			return NULL;
+		}
+		w->ext[k++] = x;
+		w->bytes += x.length;
+	}
+	w->n = k;
+	w->objects = k;
+	w->state = STRATA_WALK_DONE;
+	return w;
+}
+
+/*
+ * Makes *w (first: the first batch's buffer) the buffers of e, a cached
+ * batch column, unless they are where e's latest walk says; mu held. When
+ * they moved it queues a MOVE of the REGISTER range if the first buffer
+ * moved, then the new walk (walk_seq + 1), both after a GC frame of the
+ * walk's epoch. *w becomes the walk to free (the old one, or the new one
+ * when nothing moved). Returns whether it queued a MOVE.
+ */
+static int column_apply(struct entry *e, struct reg_walk **w, struct strata_extent first)
+{
+	struct reg_walk *nw = *w, *old = e->walk;
+	int moved = 0;
+
+	if (old != NULL && old->n == nw->n && memcmp(old->ext, nw->ext, nw->n * sizeof(*nw->ext)) == 0 &&
+	    e->args.vaddr == first.vaddr && e->args.length == first.length)
+		return 0;
+	sync_gc(nw->gc_epoch);
+	if (e->args.vaddr != first.vaddr || e->args.length != first.length) {
+		e->args.vaddr = first.vaddr;
+		e->args.length = first.length;
+		queue_move(e, nw->gc_epoch);
+		moved = 1;
+	}
+	nw->seq = ++e->walk_seq;
+	e->walk = nw;
+	queue_walk(e->id, nw);
+	*w = old;
+	return moved;
+}
+
 uint64_t reg_add(JNIEnv *env, struct reg_block *b)
 {
 	struct entry *e;
-	uint64_t base = 0, started;
+	struct reg_walk *cw = NULL;
+	struct strata_extent first = { 0, 0 };
+	uint64_t base = 0, started, id;
 	jweak ref = NULL;
 	int tries = 0;
 
@@ -508,6 +625,18 @@ uint64_t reg_add(JNIEnv *env, struct reg_block *b)
 		started = __atomic_load_n(&gc_started, __ATOMIC_ACQUIRE);
 		base = heap_address(env, b->source, b->ref);
 		break;
+	case REG_CACHED_COLUMN:
+		e->offset = 0;
+		ref = (*env)->NewWeakGlobalRef(env, b->ref);
+		if (ref == NULL)
+			break;
+		started = __atomic_load_n(&gc_started, __ATOMIC_ACQUIRE);
+		cw = column_read(env, b->ref, b->args.column, NULL, &first);
+		if (cw != NULL) {
+			base = first.vaddr;
+			e->args.length = first.length;
+		}
+		break;
 	}
 	if (base == 0) {
 		if (ref != NULL)
@@ -516,38 +645,57 @@ uint64_t reg_add(JNIEnv *env, struct reg_block *b)
 		return 0;
 	}
 	e->ref = ref;
-	e->args.vaddr = base + b->offset;
+	e->args.vaddr = base + e->offset;
 	pthread_mutex_lock(&mu);
 	if (reserve() != 0) {
 		pthread_mutex_unlock(&mu);
 		if (ref != NULL)
 			(*env)->DeleteWeakGlobalRef(env, ref);
+		free_walk(cw);
 		free(e);
 		return 0;
 	}
-	e->id = next_id++;
+	id = e->id = next_id++;
 	e->args.block_id = e->id;
 	place(slots, cap, e);
 	count++;
+	if (cw != NULL)
+		sync_gc(cw->gc_epoch); /* before the REGISTER: nothing comes between it and its walk */
 	queue_register(e);
+	if (cw != NULL) {
+		cw->seq = ++e->walk_seq;
+		e->walk = cw;
+		queue_walk(id, cw);
+	}
 	pthread_mutex_unlock(&mu);
 	/* A GC that ran between reading the address and inserting the entry may
-	 * have been rescanned before the entry existed: read it again. */
+	 * have been rescanned before the entry existed: read it again. e is
+	 * looked at only under mu, once find says it is still live. */
 	while (ref != NULL && __atomic_load_n(&gc_started, __ATOMIC_ACQUIRE) != started && tries++ < 4) {
-		uint64_t a;
+		uint64_t a = 0;
 
 		started = __atomic_load_n(&gc_started, __ATOMIC_ACQUIRE);
-		a = heap_address(env, b->source, b->ref);
-		if (a == 0)
+		if (b->source == REG_CACHED_COLUMN) {
+			cw = column_read(env, b->ref, b->args.column, NULL, &first);
+			if (cw == NULL)
+				break;
+		} else if ((a = heap_address(env, b->source, b->ref)) == 0) {
 			break;
+		}
 		pthread_mutex_lock(&mu);
-		if (find(e->id) == e && e->args.vaddr != a + b->offset) {
-			e->args.vaddr = a + b->offset;
-			queue_move(e, (uint32_t)__atomic_load_n(&gc_finished, __ATOMIC_RELAXED));
+		if (find(id) == e) {
+			if (cw != NULL)
+				column_apply(e, &cw, first);
+			else if (e->args.vaddr != a + b->offset) {
+				e->args.vaddr = a + b->offset;
+				queue_move(e, (uint32_t)__atomic_load_n(&gc_finished, __ATOMIC_RELAXED));
+			}
 		}
 		pthread_mutex_unlock(&mu);
+		free_walk(cw);
+		cw = NULL;
 	}
-	return e->id;
+	return id;
 }
 
 void reg_free(uint64_t id, uint8_t reason)
@@ -742,9 +890,10 @@ static void try_connect(void)
 		for (size_t i = 0; i < cap; i++)
 			if (slots[i] != NULL)
 				queue_register(slots[i]);
-		/* Then what the walker said of them: the GC epoch they were told
-		 * against (first, so that no frame names an epoch the agent has
-		 * not heard of), each latest walk and what the walker checked. */
+		/* Then their walks: the GC epoch they were told against (first,
+		 * so that no frame names an epoch the agent has not heard of),
+		 * each object graph's latest walk or STALE mark and each cached
+		 * batch column's latest walk, and what the walker checked. */
 		queue_epoch(STRATA_FRAME_GC, gc_reported);
 		for (size_t i = 0; i < cap; i++)
 			if (slots[i] != NULL && slots[i]->walk != NULL)
@@ -777,6 +926,7 @@ struct snap {
 	jweak ref;
 	uint64_t offset;
 	uint64_t vaddr; /* where the range was before this GC */
+	int32_t column; /* REG_CACHED_COLUMN's */
 };
 
 static int by_vaddr(const void *a, const void *b)
@@ -787,8 +937,9 @@ static int by_vaddr(const void *a, const void *b)
 }
 
 /*
- * After a GC: re-read every tracked array and report the moved ones, in the
- * order of their old addresses. A compacting collector slides objects
+ * After a GC: re-read every tracked array, and every cached batch column's
+ * buffers, and report the moved ones, in the order of their old addresses
+ * (a column: of its first buffer; its new walk follows its MOVE). A compacting collector slides objects
  * towards lower addresses, so a block's new range may cover the old range
  * of the block after it; reported lowest first, every MOVE names a range
  * that no block still registered at its old place overlaps (the agent's
@@ -808,7 +959,7 @@ static void rescan(JNIEnv *env)
 		struct entry *e = slots[i];
 
 		if (e != NULL && e->ref != NULL)
-			s[n++] = (struct snap){ e->id, e->source, e->ref, e->offset, e->args.vaddr };
+			s[n++] = (struct snap){ e->id, e->source, e->ref, e->offset, e->args.vaddr, e->args.column };
 	}
 	pthread_mutex_unlock(&mu);
 	if (s == NULL)
@@ -818,10 +969,23 @@ static void rescan(JNIEnv *env)
 	 * which only this thread empties, after this loop. */
 	for (size_t i = 0; i < n; i++) {
 		jobject obj = (*env)->NewLocalRef(env, s[i].ref);
+		struct reg_walk *cw = NULL;
+		struct strata_extent first;
 		uint64_t a = 0;
 		struct entry *e;
 
-		if (obj != NULL) {
+		if (obj != NULL && s[i].source == REG_CACHED_COLUMN) {
+			uint64_t started = __atomic_load_n(&gc_started, __ATOMIC_ACQUIRE);
+
+			cw = column_read(env, obj, s[i].column, &column_scratch, &first);
+			(*env)->DeleteLocalRef(env, obj);
+			/* A collection that started meanwhile may have moved some of
+			 * the buffers read: the rescan after it reads them again. */
+			if (cw == NULL || __atomic_load_n(&gc_started, __ATOMIC_ACQUIRE) != started) {
+				free_walk(cw);
+				continue;
+			}
+		} else if (obj != NULL) {
 			a = heap_address(env, s[i].source, obj);
 			(*env)->DeleteLocalRef(env, obj);
 			if (a == 0)
@@ -836,6 +1000,8 @@ static void rescan(JNIEnv *env)
 				bury(e->ref);
 				collected++;
 				free_entry(e);
+			} else if (cw != NULL) {
+				moves += (uint64_t)column_apply(e, &cw, first);
 			} else if (e->args.vaddr != a + s[i].offset) {
 				e->args.vaddr = a + s[i].offset;
 				moves++;
@@ -843,6 +1009,7 @@ static void rescan(JNIEnv *env)
 			}
 		}
 		pthread_mutex_unlock(&mu);
+		free_walk(cw);
 	}
 	free(s);
 }

@@ -14,19 +14,29 @@
  *     tracked array's data address and sends MOVE for those that moved;
  *     an array found collected while still registered is freed with reason
  *     STRATA_FREE_COLLECTED.
+ *   - A column of a cached DataFrame block (REG_CACHED_COLUMN) is tracked
+ *     through one weak global reference to the block's array of batches
+ *     and the column's index; Java reads the addresses of the column's
+ *     buffers (reg_config.column_buffers: one call per column, no JNI call
+ *     per buffer). Its REGISTER names the first batch's buffer and a WALK
+ *     (DONE, every buffer's bytes) follows it at once; after every GC the
+ *     hook thread reads the buffers again and, when one moved, sends a MOVE
+ *     of that range if the first buffer moved and a new WALK (seq + 1).
+ *     The array collected: FREE, reason STRATA_FREE_COLLECTED.
  *   - After every GC the hook thread also sends one GC frame (the count of
  *     finished GCs) before that rescan's MOVEs, and wakes the walker
  *     (reg_config.walk_wake). Every frame that names a GC epoch (WALK,
  *     CHECKED) is preceded by a GC frame of that epoch on the connection.
- *   - The registry keeps each object-graph block's latest walk (reg_walk),
- *     numbers the walks of a block from 1 (walk_seq), and remembers the
- *     latest CHECKED epoch.
+ *   - The registry keeps each object-graph block's and each cached batch
+ *     column's latest walk (reg_walk), numbers the walks of a block from 1
+ *     (walk_seq), and remembers the latest CHECKED epoch.
  *   - The hook thread reconnects every reconnect_ms while disconnected and,
  *     after each connect, sends HELLO and re-registers every live block,
  *     then sends one GC frame (the latest epoch it sent), each block's
  *     latest walk (or STALE mark) and one CHECKED frame (the walker's
- *     latest), so a restarted agent learns the whole registry again. It connects only once it has the ids (reg_identify) and the
- *     walk mode (reg_set_walk_mode).
+ *     latest), so a restarted agent learns the whole registry again. It
+ *     connects only once it has the ids (reg_identify) and the walk mode
+ *     (reg_set_walk_mode).
  */
 #ifndef STRATA_REGISTRY_H
 #define STRATA_REGISTRY_H
@@ -42,6 +52,9 @@ enum reg_source {
 	REG_OBJECT_ARRAY = 2, /* an Object[]: asked of Java (see reg_config) */
 	REG_DIRECT = 3,       /* a direct ByteBuffer: GetDirectBufferAddress */
 	REG_ADDRESS = 4,      /* a raw native address (Tungsten off-heap page) */
+	REG_CACHED_COLUMN = 5, /* a column of a cached DataFrame block: ref is its
+				* Object[] of batches, args.column the column;
+				* the buffers are asked of Java (see reg_config) */
 };
 
 struct reg_config {
@@ -52,6 +65,12 @@ struct reg_config {
 	 * static long <object_address>(Object) on object_class. */
 	jclass object_class; /* global ref */
 	jmethodID object_address;
+	/* Java's answer for a cached DataFrame column's buffers: static long[]
+	 * <column_buffers>(Object[] batches, int column, long[] reuse) on
+	 * object_class returns {n, vaddr_0, length_0, ...}: the data of the
+	 * column's buffer in each batch that has one, in batch order, in
+	 * reuse when it is long enough, else in a new array. */
+	jmethodID column_buffers;
 	/* static void <walk_wake>() on object_class: called by the hook thread
 	 * after each rescan when the walk mode is STRATA_WALK_ON. */
 	jmethodID walk_wake;
@@ -60,17 +79,20 @@ struct reg_config {
 	uint8_t walk_mode;
 };
 
-/* A block to register; ref/offset/address as enum reg_source says. */
+/* A block to register; ref/offset/address as enum reg_source says (for
+ * REG_CACHED_COLUMN the registry finds the range: offset and args.length
+ * are ignored). */
 struct reg_block {
 	enum reg_source source;
-	jobject ref;      /* the array or buffer; NULL for REG_ADDRESS */
+	jobject ref;      /* the array, buffer or batches; NULL for REG_ADDRESS */
 	uint64_t offset;  /* bytes from the data start (arrays, buffers) */
 	uint64_t address; /* REG_ADDRESS only */
 	struct strata_block_args args; /* block_id, vaddr, pid are filled in */
 };
 
-/* One walk of an object-graph block: what a WALK frame (all its parts)
- * says. ext is malloc'd; the registry owns it once reg_walk accepted it. */
+/* One walk of an object-graph block or a cached batch column: what a WALK
+ * frame (all its parts) says. ext is malloc'd; the registry owns it once
+ * reg_walk accepted it. */
 struct reg_walk {
 	uint32_t gc_epoch;
 	uint32_t seq; /* set by reg_walk */
@@ -94,7 +116,8 @@ int reg_start(JNIEnv *env, JavaVM *vm, const struct reg_config *cfg);
 /* Sets HELLO's application and executor ids and lets the hook connect. */
 void reg_identify(const char *app_id, const char *executor_id);
 /* Registers a block; returns its hook id, or 0 when its address could not be
- * read (a NULL or non-direct buffer) or memory ran out. */
+ * read (a NULL or non-direct buffer, a column without a buffer) or memory
+ * ran out. */
 uint64_t reg_add(JNIEnv *env, struct reg_block *b);
 /* Frees a block (FREE with reason); unknown ids are ignored. */
 void reg_free(uint64_t id, uint8_t reason);

@@ -172,14 +172,17 @@ type cachedRDD struct {
 	id    int
 	loc   string // on_heap or off_heap
 	graph bool   // deserialized: the block is its array of references
-	batch bool   // a cached DataFrame: the block is its batches' column buffers
+	batch bool   // a cached DataFrame: the block is its columns, each with its buffers
 	parts int    // partitions Spark must list; 0: those it lists in memory
 	bytes func(b []byte, part int) error
 }
 
+// dfColumns are the columns of StrataJob's cached DataFrame.
+var dfColumns = []string{"id", "v"}
+
 // cached lists the RDDs the job cached: serialized off and on the heap
-// (stamped bytes), deserialized (references) and the DataFrame (column
-// buffers).
+// (stamped bytes), deserialized (references) and the DataFrame (its
+// columns' buffers).
 func (c *cluster) cached() []cachedRDD {
 	return []cachedRDD{
 		{id: c.s.Deser, loc: "on_heap", graph: true, parts: c.s.Parts, bytes: c.refs}, // first: it tells the reference size
@@ -237,10 +240,13 @@ func (c *cluster) listed(t *testing.T, want cachedRDD) restRDD {
 // strata records, one range per chunk, with its RDD, partition, location and
 // the executor's pid; a serialized block's ranges add up to Spark's
 // memoryUsed exactly (Spark reports the ChunkedByteBuffer's size, and every
-// chunk is reported with its length: no tolerance); and the bytes at the
-// latest address of every range, read through /proc/PID/mem, are the
-// block's. With since set, every range must have been registered after it
-// (the agent restarted then).
+// chunk is reported with its length: no tolerance); a cached DataFrame's
+// chunks are its columns, each latest recorded with every buffer of its
+// batches (coverage BUFFERS with their count, bytes and extents), their
+// bytes adding up to 0.8-1.6 of memoryUsed; and the bytes at the latest
+// address of every range, read through /proc/PID/mem, are the block's.
+// With since set, every range must have been registered after it (the
+// agent restarted then).
 func (c *cluster) checkStorage(t *testing.T, rdds []cachedRDD, since time.Time) {
 	t.Helper()
 	for _, want := range rdds {
@@ -288,7 +294,17 @@ func (c *cluster) checkBlock(t *testing.T, ch []recordLine, again history, want 
 		if !registered {
 			return fmt.Errorf("chunk %d has no ALLOC record since the agent restart", i)
 		}
-		sum += r.Length
+		if want.batch {
+			cov := r.Coverage
+			if !r.CachedBatch || r.Column == nil || int(*r.Column) != i || r.ColumnName != dfColumns[i] || cov == nil ||
+				cov.Resolution != "buffers" || cov.Objects == 0 || uint64(cov.Extents) != cov.Objects || cov.Detail != "" ||
+				cov.Bytes < r.Length {
+				return fmt.Errorf("column %d recorded as %+v, coverage %+v: want its walk's record, every buffer of the column", i, r, cov)
+			}
+			sum += cov.Bytes
+		} else {
+			sum += r.Length
+		}
 		m, err := readMem(int(r.PID), r.addr(t), r.Length)
 		if err != nil {
 			return err

@@ -11,7 +11,7 @@
 //     ranges add up to Spark's memory size exactly and hold the block's
 //     stamped bytes (read through /proc/PID/mem) before and after GCs moved
 //     them, deserialized blocks are flagged as object graphs and a cached
-//     DataFrame is registered as its column buffers, Tungsten pages
+//     DataFrame is registered as its columns with their buffers, Tungsten pages
 //     carry their stage, partition and RDD and are freed, unpersisted and
 //     evicted blocks are freed with their reason.
 //     Before the job ends the hook server stops: the job finishes and the
@@ -33,10 +33,14 @@
 //     records of objects and strings, MEMORY_AND_DISK) are walked, their
 //     pages 0.8-1.6 of Spark's memoryUsed and 90 % of them holding the
 //     partition's markers; cached DataFrames and a Dataset of beans are
-//     registered per column buffer with the column's name, adding up to the
-//     job's own sum of the buffers; before and after full GCs (walks made
-//     again, never used stale), through young GCs (walks hold), across an
-//     agent restart (every walk re-sent), with shared records counted once,
+//     registered per column with the column's name, each column's walk
+//     holding exactly the buffers the job read from the block manager
+//     (every buffer's length and CRC-32 read back at its extent), one
+//     DataFrame in hundreds of batches a partition (walks of several WALK
+//     frames); before and after full GCs (walks made again, never used
+//     stale; columns' walks sent again where buffers moved), through young
+//     GCs (walks hold), across an agent restart (every walk re-sent), with
+//     shared records counted once,
 //     a walk cut at walk-objects, unpersisted blocks freed with no walk
 //     after. Spark 3.5 with G1, Spark 4 with ParallelGC and Arrow batches;
 //     under ZGC the hook says walking is unsupported.

@@ -103,7 +103,7 @@ func runLocal(t *testing.T, c localCase) {
 		checkSerialized(t, rec, s, s.SerHeap, stratav1.MemoryLocation_MEMORY_LOCATION_ON_HEAP)
 	}
 	checkDeserialized(t, rec, s, s.Deser, s.Records)
-	checkBatches(t, rec, s, s.DF, 2, []string{"id", "v"}, nil, nil, "cached")
+	checkColumns(t, rec, s, s.DF, 2, dfColumns, nil, true, "cached")
 	checkPages(t, rec, s, c.offheap)
 
 	movesBefore := count(rec.all(), hooksrv.EventMove)

@@ -141,9 +141,19 @@ type recordLine struct {
 	StageAttempt  int32     `json:"stage_attempt"`
 	TaskAttemptID int64     `json:"task_attempt_id"`
 	ObjectGraph   bool      `json:"object_graph"`
+	CachedBatch   bool      `json:"cached_batch"`
+	Column        *int32    `json:"column"`
+	ColumnName    string    `json:"column_name"`
 	VAddr         string    `json:"vaddr"`
 	Length        uint64    `json:"length"`
 	FreeReason    string    `json:"free_reason"`
+	Coverage      *struct {
+		Resolution string `json:"resolution"`
+		Bytes      uint64 `json:"bytes"`
+		Objects    uint64 `json:"objects"`
+		Extents    uint32 `json:"extents"`
+		Detail     string `json:"detail"`
+	} `json:"coverage"`
 }
 
 // addr is the record's virtual address.

@@ -2,7 +2,11 @@ package spark
 
 import (
 	"fmt"
+	"hash/crc32"
+	"maps"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,10 +24,14 @@ type walkStep struct {
 	sparkjob.Step
 	RDDs    map[string]int      `json:"rdds"`
 	Columns map[string][]string `json:"columns"`
-	Buffers map[string]uint64   `json:"buffers"`
-	Parts   int                 `json:"parts"`
-	Records int                 `json:"records"`
-	Big     int                 `json:"big"`
+	// Buffers: each cached DataFrame block's buffers as the job read them,
+	// per column (Arrow: one), {length, CRC-32} per batch in batch order.
+	Buffers map[string][][][2]uint64 `json:"buffers"`
+	Parts   int                      `json:"parts"`
+	Records int                      `json:"records"`
+	Big     int                      `json:"big"`
+	// ManyBatch: df_many's rows per batch.
+	ManyBatch int `json:"many_batch"`
 	// YoungGCs: the young collections of step young.
 	YoungGCs int `json:"young_gcs"`
 	// arrow: the run caches DataFrames as Arrow batches (set by the test).
@@ -38,22 +46,23 @@ func nextWalkStep(t *testing.T, j *sparkjob.Job, dir, name string) walkStep {
 	return s
 }
 
-// The DataFrames of StrataWalkJob and the tags of their markers.
-var walkTables = []struct {
-	name string
-	tag  int
-}{{"df_ints", 1}, {"df_strings", 2}, {"df_mixed", 3}, {"beans", 4}}
+// The DataFrames of StrataWalkJob; df_many's partitions are hundreds of
+// small batches.
+var walkTables = []string{"df_ints", "df_strings", "df_mixed", "beans", "df_many"}
 
 // TestHookWalk runs StrataWalkJob under the hook (Spark 3.5 with G1, Spark
 // 4 with ParallelGC) and checks that every cached byte of its deserialized
 // blocks is resolved: object graphs walked (byte[] records, records of
 // objects and strings, a MEMORY_AND_DISK RDD), cached DataFrames and a
-// Dataset of beans registered per column buffer, before and after full GCs
-// that move them, against Spark's live REST API, the job's own sums of its
-// batches' buffers and the markers every record carries, read through
-// /proc/PID/mem. Objects two RDDs share count once; a walk over its object
-// budget says it was cut; no stale walk is ever usable; unpersisting frees
-// every range, and no walk follows a FREE.
+// Dataset of beans registered per column with every batch's buffer in the
+// column's walk (a DataFrame of hundreds of batches a partition among
+// them, whose walks take several WALK frames), before and after full GCs
+// that move them and after the agent restarts, against Spark's live REST
+// API, the buffers the job read from the block manager (every buffer's
+// length and CRC-32, per column) and the markers every record carries,
+// read through /proc/PID/mem. Objects two RDDs share count once; a walk
+// over its object budget says it was cut; no stale walk is ever usable;
+// unpersisting frees every range, and no walk follows a FREE.
 func TestHookWalk(t *testing.T) {
 	testenv.RequireJava(t)
 	for _, c := range []walkCase{
@@ -73,9 +82,9 @@ func TestHookWalk(t *testing.T) {
 
 // TestHookWalkUnsupportedGC: under ZGC, which moves objects while Java
 // threads run, the hook says in HELLO that it does not walk, and why; it
-// sends no walk, and still registers cached DataFrames' column buffers
-// (JDK 17's ZGC maps the heap at its coloured addresses, so object arrays
-// are registered too, as their references only).
+// walks no object graph, and still registers cached DataFrames' columns
+// with their buffers (JDK 17's ZGC maps the heap at its coloured addresses,
+// so object arrays are registered too, as their references only).
 func TestHookWalkUnsupportedGC(t *testing.T) {
 	testenv.RequireJava(t)
 	home := testenv.SparkHome(t, "3.5")
@@ -88,12 +97,12 @@ func TestHookWalkUnsupportedGC(t *testing.T) {
 		t.Fatalf("HELLO's walk mode %v, want %v", evs[0].Session.Walk, hooksrv.WalkUnsupportedGC)
 	}
 	for _, e := range evs {
-		if e.Kind == hooksrv.EventWalk {
-			t.Errorf("walk of %s under ZGC", e.Block.Name)
+		if e.Kind == hooksrv.EventWalk && !e.Block.CachedBatch {
+			t.Errorf("walk of object graph %s under ZGC", e.Block.Name)
 		}
 	}
 	for _, tb := range walkTables {
-		checkBatches(t, rec, s.Step, s.RDDs[tb.name], s.Parts, s.Columns[tb.name], s.Buffers, nil, "cached under ZGC")
+		checkColumns(t, rec, s.Step, s.RDDs[tb], s.Parts, s.Columns[tb], s.Buffers, tb != "df_many", "cached under ZGC")
 	}
 }
 
@@ -130,12 +139,13 @@ func runWalk(t *testing.T, c walkCase) {
 	if len(evs) == 0 || evs[0].Session.Walk != hooksrv.WalkOn {
 		t.Fatalf("no session walking object graphs (%v)", evs)
 	}
-	before := checkResolved(t, rec, s, "cached")
+	before, beforeCols := checkResolved(t, rec, s, "cached")
+	checkManyBatches(t, s, beforeCols)
 
 	j.Proceed(t)
 	j.Next(t, "gc")
 	time.Sleep(settle)
-	after := checkResolved(t, rec, s, "after full GCs")
+	after, afterCols := checkResolved(t, rec, s, "after full GCs")
 	if v := rec.walks(); v.stale == 0 {
 		t.Errorf("no STALE walk after full GCs (GC epoch %d)", v.gc)
 	}
@@ -154,6 +164,24 @@ func runWalk(t *testing.T, c walkCase) {
 		t.Errorf("no walked block moved in the full GCs")
 	}
 	t.Logf("%d of %d walked blocks moved in the full GCs", moved, len(before))
+	// A column's walk is sent again when a collection moved one of its
+	// buffers, and only then (a G1 humongous buffer stays).
+	moved = 0
+	for name, w := range beforeCols {
+		a := afterCols[name]
+		switch {
+		case a.Seq < w.Seq || (a.Seq == w.Seq && !sameWalk(a, w)):
+			t.Errorf("column %s: walk %d before the full GCs, %d after and another", name, w.Seq, a.Seq)
+		case a.Seq > w.Seq && sameWalk(a, w):
+			t.Errorf("column %s: walk %d sent again as %d, its buffers where they were", name, w.Seq, a.Seq)
+		case a.Seq > w.Seq:
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Errorf("no column's buffers moved in the full GCs")
+	}
+	t.Logf("%d of %d columns' buffers moved in the full GCs", moved, len(beforeCols))
 
 	// Young collections move no old object: the walks hold (CHECKED), the
 	// markers are where they say (checkResolved reads them again).
@@ -161,7 +189,8 @@ func runWalk(t *testing.T, c walkCase) {
 	y := nextWalkStep(t, j, dir, "young")
 	time.Sleep(settle)
 	kept := 0
-	for name, w := range checkResolved(t, rec, s, "after young GCs") {
+	young, _ := checkResolved(t, rec, s, "after young GCs")
+	for name, w := range young {
 		if w.Seq == after[name].Seq {
 			kept++
 		}
@@ -197,9 +226,9 @@ func runWalk(t *testing.T, c walkCase) {
 
 // checkRestart stops the hook server and starts another on its socket;
 // the hook must connect again and re-send every live block, each
-// object-graph block's latest walk (the same walk, unless a collection
-// made a new one meanwhile), a GC frame and a CHECKED. It returns the new
-// server's recorder.
+// object-graph block's and cached batch column's latest walk (the same
+// walk, unless a collection made a new one meanwhile), a GC frame and a
+// CHECKED. It returns the new server's recorder.
 func checkRestart(t *testing.T, old *recorder, srv *hooksrv.Server) *recorder {
 	t.Helper()
 	was := old.walks()
@@ -229,7 +258,7 @@ func checkRestart(t *testing.T, old *recorder, srv *hooksrv.Server) *recorder {
 	}
 	rec.mu.Unlock()
 	for id, e := range live {
-		if !e.Block.ObjectGraph || was.walks[id] == nil {
+		if (!e.Block.ObjectGraph && !e.Block.CachedBatch) || was.walks[id] == nil {
 			continue
 		}
 		w, before := now.walks[id], was.walks[id].walk
@@ -254,8 +283,9 @@ func sameWalk(a, b *hooksrv.Walk) bool {
 }
 
 // checkResolved checks every cached RDD of the job at one moment; it
-// returns the walks it checked by block.
-func checkResolved(t *testing.T, rec *recorder, s walkStep, when string) map[string]*hooksrv.Walk {
+// returns the walks it checked, of object graphs by block and of cached
+// DataFrame columns by block and column ("rdd_9_0/1").
+func checkResolved(t *testing.T, rec *recorder, s walkStep, when string) (graphs, columns map[string]*hooksrv.Walk) {
 	t.Helper()
 	st := s.Step
 	walks := map[string]*hooksrv.Walk{}
@@ -264,19 +294,37 @@ func checkResolved(t *testing.T, rec *recorder, s walkStep, when string) map[str
 	checkWalks(t, rec, st, s.RDDs["disk"], s.Parts, objMarkers, when, walks)
 	checkShared(t, rec, st, s, when)
 	checkCut(t, rec, st, s.RDDs["big"], when)
+	cols := map[string]*hooksrv.Walk{}
 	for _, tb := range walkTables {
-		tag := tb.tag
-		columns := s.Columns[tb.name]
+		columns := s.Columns[tb]
 		if s.arrow {
 			columns = nil
 		}
-		checkBatches(t, rec, st, s.RDDs[tb.name], s.Parts, columns, s.Buffers,
-			func(part int) [][]byte { return dfMarkers(tag, part) }, when)
+		maps.Copy(cols, checkColumns(t, rec, st, s.RDDs[tb], s.Parts, columns, s.Buffers, tb != "df_many", when))
 	}
 	for _, e := range rec.walks().errors {
 		t.Error(e)
 	}
-	return walks
+	return walks, cols
+}
+
+// checkManyBatches: df_many's partitions hold more batches than one WALK
+// frame holds extents, so its columns' walks came in several parts.
+func checkManyBatches(t *testing.T, s walkStep, cols map[string]*hooksrv.Walk) {
+	t.Helper()
+	n := 0
+	for name, w := range cols {
+		if strings.HasPrefix(name, fmt.Sprintf("rdd_%d_", s.RDDs["df_many"])) {
+			n++
+			if len(w.Extents) <= hooksrv.WalkExtentsMax {
+				t.Errorf("column %s of df_many (batches of %d rows): a walk of %d buffers, want more than a WALK frame's %d",
+					name, s.ManyBatch, len(w.Extents), hooksrv.WalkExtentsMax)
+			}
+		}
+	}
+	if n == 0 {
+		t.Errorf("no column of df_many checked")
+	}
 }
 
 // listedParts waits for Spark to list parts cached partitions of rdd.
@@ -406,51 +454,63 @@ func checkCut(t *testing.T, rec *recorder, s sparkjob.Step, rdd int, when string
 	}
 }
 
-// checkBatches: every partition of a cached DataFrame is registered as its
-// batches' buffers, one chunk each, with its column and the column's name
-// (nil columns: Arrow batches, one buffer of every column, column -1);
-// the chunks add up to the job's own sum of the buffers exactly (when known)
-// and to 0.8-1.6 of Spark's memoryUsed; with markers, 90 % of their pages
-// hold the partition's and every chunk some.
-func checkBatches(t *testing.T, rec *recorder, s sparkjob.Step, rdd, parts int, columns []string, buffers map[string]uint64,
-	markers func(part int) [][]byte, when string) {
+// checkColumns: every partition of a cached DataFrame is registered as its
+// columns (nil columns: Arrow batches, one column -1), each with its
+// column's name and a walk of its buffers: one extent per batch, byte
+// exact, whose count and bytes are the walk's. With the job's buffers
+// (bufs, by block), each column's walk holds exactly its batches' buffers
+// (their lengths summed are the walk's bytes, and the bytes read at the
+// extents through /proc/PID/mem have the lengths and CRC-32s the job
+// read), and its REGISTER range is the first batch's buffer. With ratio,
+// the columns' bytes are 0.8-1.6 of Spark's memoryUsed (a block's batch
+// objects and statistics are the rest; tiny batches have more of them).
+// It returns the walks by block and column ("rdd_9_0/1").
+func checkColumns(t *testing.T, rec *recorder, s sparkjob.Step, rdd, parts int, columns []string, bufs map[string][][][2]uint64,
+	ratio bool, when string) map[string]*hooksrv.Walk {
 	t.Helper()
+	walks := map[string]*hooksrv.Walk{}
 	for _, p := range listedParts(t, s, rdd, parts, when) {
 		part := partitionOf(t, p.BlockName)
+		want, known := bufs[p.BlockName]
 		var err error
-		var sum uint64
-		for try := 0; try < 5; try++ {
-			ch := waitChunks(t, rec, p.BlockName)
-			sum = 0
-			marked, judged := 0, 0
-			err = nil
-			for i, e := range ch {
-				b := e.Block
-				column := b.Column == -1 && b.ColumnName == "" && columns == nil
-				if columns != nil {
-					column = b.Column >= 0 && int(b.Column) < len(columns) && b.ColumnName == columns[b.Column]
+		var sum, buffers uint64
+		var ch []column
+		for try := 0; try < 5; try++ { // a GC may move the buffers between the walk and the read
+			ch = waitColumns(t, rec, p.BlockName)
+			n := len(columns)
+			if columns == nil {
+				n = 1
+			}
+			if len(ch) != n || (known && len(want) != n) {
+				t.Fatalf("%s: block %s registered as %d columns, want %d (the job's batches have %d)", when, p.BlockName, len(ch), n, len(want))
+			}
+			sum, buffers, err = 0, 0, nil
+			for i, c := range ch {
+				b := c.reg.Block
+				col, name := int32(i), ""
+				if columns == nil {
+					col = -1
+				} else {
+					name = columns[i]
 				}
 				if !b.CachedBatch || b.ObjectGraph || int(b.Chunk) != i || int(b.RDDID) != rdd || int(b.Partition) != part ||
-					!column || b.SparkBytes != uint64(p.MemoryUsed) {
-					t.Fatalf("%s: block %s chunk %d registered as %+v (columns %v, Spark's size %d)", when, p.BlockName, i, b, columns, p.MemoryUsed)
+					b.Column != col || b.ColumnName != name || b.SparkBytes != uint64(p.MemoryUsed) {
+					t.Fatalf("%s: block %s column %d registered as %+v (columns %v, Spark's size %d)", when, p.BlockName, i, b, columns, p.MemoryUsed)
 				}
-				sum += e.Length
-				if markers != nil && err == nil {
-					m, j, whole, rerr := pageMarks(s.PID, e.Vaddr, e.Length, uint64(e.Session.PageSize), markers(part), 64)
-					switch {
-					case rerr != nil:
-						err = rerr
-					case !whole:
-						err = fmt.Errorf("chunk %d (column %s) holds no marker of partition %d", i, b.ColumnName, part)
+				w := c.walk
+				sum += w.Bytes
+				buffers += w.Objects
+				walks[fmt.Sprintf("%s/%d", p.BlockName, i)] = w
+				if err == nil {
+					var batches [][2]uint64
+					if known {
+						batches = want[i]
 					}
-					marked, judged = marked+m, judged+j
+					err = checkBuffers(s.PID, c.reg, w, batches)
+					if err != nil {
+						err = fmt.Errorf("column %d (%s): %w", i, name, err)
+					}
 				}
-			}
-			if want, ok := buffers[p.BlockName]; ok && sum != want {
-				t.Errorf("%s: block %s: chunks add up to %d bytes, the job's batches' buffers to %d", when, p.BlockName, sum, want)
-			}
-			if err == nil && markers != nil && marked*10 < judged*9 {
-				err = fmt.Errorf("%d of %d pages hold partition %d's markers", marked, judged, part)
 			}
 			if err == nil {
 				break
@@ -460,10 +520,109 @@ func checkBatches(t *testing.T, rec *recorder, s sparkjob.Step, rdd, parts int, 
 		if err != nil {
 			t.Errorf("%s: block %s: %v", when, p.BlockName, err)
 		}
-		ratio := float64(sum) / float64(p.MemoryUsed)
-		if ratio < 0.8 || ratio > 1.6 {
-			t.Errorf("%s: block %s: buffers %d bytes, %.2f of Spark's %d", when, p.BlockName, sum, ratio, p.MemoryUsed)
+		r := float64(sum) / float64(p.MemoryUsed)
+		if ratio && (r < 0.8 || r > 1.6) {
+			t.Errorf("%s: block %s: buffers %d bytes, %.2f of Spark's %d", when, p.BlockName, sum, r, p.MemoryUsed)
 		}
-		t.Logf("%s: %s: %d buffer bytes, %.2f of Spark's %d", when, p.BlockName, sum, ratio, p.MemoryUsed)
+		t.Logf("%s: %s: %d columns, %d buffers, %d bytes, %.2f of Spark's %d", when, p.BlockName, len(ch), buffers, sum, r, p.MemoryUsed)
 	}
+	return walks
+}
+
+// column is one column of a cached DataFrame block: its latest REGISTER
+// or MOVE and its latest walk.
+type column struct {
+	reg  hooksrv.Event
+	walk *hooksrv.Walk
+}
+
+// waitColumns waits until every column of the cached DataFrame block named
+// name is registered and has a walk, and returns them by column.
+func waitColumns(t *testing.T, rec *recorder, name string) []column {
+	t.Helper()
+	deadline := time.Now().Add(settle)
+	for {
+		ch := waitChunks(t, rec, name)
+		v := rec.walks()
+		out := make([]column, 0, len(ch))
+		for _, e := range ch {
+			if bw := v.walks[e.Block.HookID]; bw != nil {
+				out = append(out, column{e, bw.walk})
+			}
+		}
+		if len(out) == len(ch) {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("block %s: %d of its %d columns have a walk", name, len(out), len(ch))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkBuffers checks a column's walk w (registered as reg): complete, its
+// extents ascending with a buffer each, their count and bytes the walk's,
+// the REGISTER range one of them; with the job's buffers of the column
+// ({length, CRC-32} per batch), the buffers at the extents are those, and
+// the REGISTER range the first batch's.
+func checkBuffers(pid int, reg hooksrv.Event, w *hooksrv.Walk, batches [][2]uint64) error {
+	if w.State != hooksrv.WalkDone || w.SharedObjects != 0 || w.SharedBytes != 0 || w.OpaqueObjects != 0 || w.Objects != uint64(len(w.Extents)) {
+		return fmt.Errorf("walk %+v: want DONE, its buffers as objects, nothing shared or opaque", w)
+	}
+	var bytes uint64
+	first := false
+	for i, x := range w.Extents {
+		if i > 0 && x.Vaddr < w.Extents[i-1].End() {
+			return fmt.Errorf("extent %d %#x+%d not after the one before", i, x.Vaddr, x.Length)
+		}
+		bytes += x.Length
+		first = first || (x.Vaddr == reg.Vaddr && x.Length == reg.Length)
+	}
+	if bytes != w.Bytes || !first {
+		return fmt.Errorf("extents of %d bytes, walk's %d; REGISTER range %#x+%d among them: %v", bytes, w.Bytes, reg.Vaddr, reg.Length, first)
+	}
+	if batches == nil {
+		return nil
+	}
+	var jobBytes uint64
+	want := map[[2]uint64]int{}
+	for _, b := range batches {
+		jobBytes += b[0]
+		want[b]++
+	}
+	if uint64(len(batches)) != w.Objects || jobBytes != w.Bytes {
+		return fmt.Errorf("walk of %d buffers, %d bytes; the job's batches have %d, %d bytes", w.Objects, w.Bytes, len(batches), jobBytes)
+	}
+	got, err := bufferSums(pid, w.Extents)
+	if err != nil {
+		return err
+	}
+	for i, g := range got {
+		if want[g]--; want[g] < 0 {
+			return fmt.Errorf("extent %d %#x+%d holds %d bytes of CRC-32 %#x, no buffer of the column's batches", i, w.Extents[i].Vaddr, w.Extents[i].Length, g[0], g[1])
+		}
+		if w.Extents[i].Vaddr == reg.Vaddr && g != batches[0] {
+			return fmt.Errorf("REGISTER range %#x+%d holds %v, the first batch's buffer %v", reg.Vaddr, reg.Length, g, batches[0])
+		}
+	}
+	return nil
+}
+
+// bufferSums reads every extent of pid's memory and returns its length and
+// CRC-32 (the IEEE polynomial, java.util.zip.CRC32's).
+func bufferSums(pid int, ext []hooksrv.Extent) ([][2]uint64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := make([][2]uint64, len(ext))
+	for i, x := range ext {
+		b := make([]byte, x.Length)
+		if _, err := f.ReadAt(b, int64(x.Vaddr)); err != nil {
+			return nil, fmt.Errorf("read %#x+%d: %w", x.Vaddr, x.Length, err)
+		}
+		out[i] = [2]uint64{x.Length, uint64(crc32.ChecksumIEEE(b))}
+	}
+	return out, nil
 }

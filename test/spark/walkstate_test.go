@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -118,16 +117,6 @@ func objMarkers(rdd, part int) [][]byte {
 // stampMarkers is the stamp prefix of StrataJob's records of (rdd, part).
 func stampMarkers(rdd, part int) [][]byte {
 	return [][]byte{[]byte(fmt.Sprintf("STRATAr%06dp%06d", rdd, part))}
-}
-
-// dfMarkers are the values of a DataFrame row of table tag, partition part
-// (StrataWalkJob): the int, the long, the double and the strings' prefix.
-func dfMarkers(tag, part int) [][]byte {
-	i := uint32(0x53440000 + tag*256 + part)
-	b4 := binary.LittleEndian.AppendUint32(nil, i)
-	b8 := binary.LittleEndian.AppendUint64(nil, uint64(0x5354524144460000+tag*256+part))
-	d8 := binary.LittleEndian.AppendUint64(nil, math.Float64bits(float64(i)))
-	return [][]byte{b4, b8, d8, []byte(fmt.Sprintf("STRATA-DF-t%d-p%d-", tag, part))}
 }
 
 func holdsAny(b []byte, markers [][]byte) bool {

@@ -12,8 +12,12 @@ import (
 // (Record.coverage, SparkBlock.spark_bytes):
 //
 //   - RDD 2, serialized: rdd_2_0 in two buffers, resolved BUFFERS;
-//   - RDD 3, a cached DataFrame: rdd_3_0's two batches of two columns
-//     ("id", "name"), one buffer each, BUFFERS;
+//   - RDD 3, a cached DataFrame: rdd_3_0's two columns ("id", "name"),
+//     one hook block each, over two batches: each column's REGISTER names
+//     its first batch's buffer (BUFFERS, "the first batch's buffer; the
+//     column's buffers follow"), and its walk a nanosecond later both
+//     buffers (a MOVE record whose runs are their pages, BUFFERS with
+//     their bytes, 2 objects and 2 extents);
 //   - RDD 4, deserialized and walked: rdd_4_0's array (REFERENCES, walk
 //     pending), its walk, a STALE mark, a new walk split by the agent into
 //     two records, and a read of it; rdd_4_1's array, a walk its object
@@ -49,9 +53,10 @@ func coverBlock(rdd, part int32, hook uint64, chunk, chunks uint32, spark uint64
 	return b
 }
 
-// columnBlock is buffer chunk of rdd_3_0: column col of a cached batch.
-func columnBlock(chunk uint32, col int32, name string) *stratav1.SparkBlock {
-	b := coverBlock(3, 0, uint64(3+chunk), chunk, 4, CoverRDD3Spark)
+// columnBlock is column col of rdd_3_0, a cached DataFrame block: chunk
+// col of its 2.
+func columnBlock(col int32, name string) *stratav1.SparkBlock {
+	b := coverBlock(3, 0, uint64(3+col), uint32(col), 2, CoverRDD3Spark)
 	b.CachedBatch, b.Column, b.ColumnName = true, proto.Int32(col), name
 	return b
 }
@@ -71,6 +76,19 @@ func coverRec(s int64, access stratav1.AccessKind, blk *stratav1.SparkBlock, vad
 
 func buffers(n uint64) *stratav1.Coverage {
 	return &stratav1.Coverage{Resolution: stratav1.Resolution_RESOLUTION_BUFFERS, Bytes: n}
+}
+
+// firstBuffer is the coverage of a column's record of its first batch's
+// buffer alone (n bytes).
+func firstBuffer(n uint64) *stratav1.Coverage {
+	return &stratav1.Coverage{Resolution: stratav1.Resolution_RESOLUTION_BUFFERS, Bytes: n,
+		Detail: "the first batch's buffer; the column's buffers follow"}
+}
+
+// columnBuffers is the coverage of a column's walk: its two batches'
+// buffers, n bytes.
+func columnBuffers(n uint64) *stratav1.Coverage {
+	return &stratav1.Coverage{Resolution: stratav1.Resolution_RESOLUTION_BUFFERS, Bytes: n, Objects: 2, Extents: 2}
 }
 
 func references(n uint64, why string) *stratav1.Coverage {
@@ -102,7 +120,8 @@ func CoverageBatches() []*stratav1.Batch {
 	thp := p | uint32(stratav1.PageState_PAGE_STATE_THP)
 	swapped := uint32(stratav1.PageState_PAGE_STATE_SWAPPED)
 	s20, s21 := coverBlock(2, 0, 1, 0, 2, CoverRDD2Spark), coverBlock(2, 0, 2, 1, 2, CoverRDD2Spark)
-	cols := []*stratav1.SparkBlock{columnBlock(0, 0, "id"), columnBlock(1, 1, "name"), columnBlock(2, 0, "id"), columnBlock(3, 1, "name")}
+	cols := []*stratav1.SparkBlock{columnBlock(0, "id"), columnBlock(1, "name")}
+	// The buffers of batch 0 then batch 1, of column i%2, at coverAddr(2+i).
 	colLen := []uint64{4096, 4096, 1024, 2048}
 	g40, g41 := graphBlock(4, 0, 7, CoverRDD40Spark), graphBlock(4, 1, 8, CoverRDD41Spark)
 	g50 := graphBlock(5, 0, 9, CoverRDD5Spark)
@@ -117,10 +136,18 @@ func CoverageBatches() []*stratav1.Batch {
 			coverRec(0, alloc, s21, coverAddr(1), 2000, buffers(2000), reportRun(coverAddr(1), 1, p, 1, 0x1100)),
 		},
 	}
-	// t1: rdd_3_0's four column buffers, a page each on node 0.
+	// t1: rdd_3_0's two columns, their first batch's buffers; a
+	// nanosecond later their walks, both batches' buffers: a page each on
+	// node 0.
 	for i, b := range cols {
-		first.Records = append(first.Records, coverRec(1, alloc, b, coverAddr(2+i), colLen[i], buffers(colLen[i]),
+		first.Records = append(first.Records, coverRec(1, alloc, b, coverAddr(2+i), colLen[i], firstBuffer(colLen[i]),
 			reportRun(coverAddr(2+i), 1, p, 0, 0x1200+uint64(i))))
+	}
+	for i, b := range cols {
+		w := coverRec(1, move, b, coverAddr(2+i), colLen[i], columnBuffers(colLen[i]+colLen[2+i]),
+			reportRun(coverAddr(2+i), 1, p, 0, 0x1200+uint64(i)), reportRun(coverAddr(4+i), 1, p, 0, 0x1202+uint64(i)))
+		w.TimeUnixNano++
+		first.Records = append(first.Records, w)
 	}
 	first.Records = append(first.Records,
 		// t2: the deserialized blocks' arrays of references.
@@ -169,8 +196,9 @@ func CoverageBatches() []*stratav1.Batch {
 //
 //   - RDD 2: both buffers at t0 (3 pages on node 0, 1 on node 1), 14,288
 //     bytes of Spark's 14,288: buffers 100 %.
-//   - RDD 3: four column buffers (4 pages on node 0), 11,264 bytes of
-//     Spark's 12,000.
+//   - RDD 3: its two columns' walks, two buffers each (4 pages on node
+//     0), 11,264 bytes of Spark's 12,000, not their first buffers alone;
+//     writes: the columns' allocs; moves: their walks.
 //   - RDD 4: rdd_4_0 as read at t6 with its second walk (3 THP pages on
 //     node 0, 1 swapped; 10,400 bytes, 210 objects, 10 of 400 bytes
 //     shared) — not its STALE array of t4; rdd_4_1 as its cut walk of t3
@@ -196,10 +224,10 @@ func CoverageRDDs(live bool) []*stratav1.RddReport {
 			ResolvedShare: share(1, 1),
 			Parts:         []*stratav1.ResolvedPart{{Resolution: buffers, Blocks: 1, Buffers: 2, Bytes: CoverRDD2Spark}}},
 		{RddId: 3, Blocks: 1, Partitions: 1, Bytes: 11264, Pages: 4, Present: 4,
-			Nodes: []*stratav1.NodePages{{NumaNode: 0, Pages: 4}}, Writes: 1, Faults: none,
+			Nodes: []*stratav1.NodePages{{NumaNode: 0, Pages: 4}}, Writes: 1, Moves: 2, Faults: none,
 			PageSize: PageSize, LiveBlocks: n(1), SparkBytes: CoverRDD3Spark, SizedBlocks: 1, ResolvedBytes: 11264,
 			ResolvedShare: share(11264, CoverRDD3Spark),
-			Parts:         []*stratav1.ResolvedPart{{Resolution: buffers, Blocks: 1, Buffers: 4, Bytes: 11264}}},
+			Parts:         []*stratav1.ResolvedPart{{Resolution: buffers, Blocks: 1, Buffers: 2, Bytes: 11264, Objects: 4}}},
 		{RddId: 4, Blocks: 2, Partitions: 2, Bytes: 16400, Pages: 6, Present: 5, Swapped: 1, Thp: 3,
 			Nodes: []*stratav1.NodePages{{NumaNode: 0, Pages: 5}}, Reads: 1, Writes: 2, Moves: 5, Faults: none,
 			ObjectGraph: true, PageSize: PageSize, LiveBlocks: n(2), SparkBytes: CoverRDD40Spark + CoverRDD41Spark, SizedBlocks: 2,
@@ -257,11 +285,15 @@ func CoverageBlocks(rdd int32) []store.BlockCoverage {
 		colLen := []uint64{4096, 4096, 1024, 2048}
 		b := store.BlockCoverage{ExecutorID: "1", BlockID: "rdd_3_0", SparkBytes: CoverRDD3Spark, Bytes: 11264,
 			ResolvedBytes: 11264, ResolvedShare: share(11264, CoverRDD3Spark),
-			Parts: []*stratav1.ResolvedPart{{Resolution: stratav1.Resolution_RESOLUTION_BUFFERS, Blocks: 1, Buffers: 4, Bytes: 11264}}}
-		for i, name := range []string{"id", "name", "id", "name"} {
-			b.Buffers = append(b.Buffers, store.BufferCoverage{Chunk: uint32(i), Chunks: 4, PID: 100, TimeNs: T0 + 1e9,
-				Coverage: buffers(colLen[i]), CachedBatch: true, Column: proto.Int32(int32(i % 2)), ColumnName: name,
-				Length: colLen[i], Pages: 1})
+			Parts: []*stratav1.ResolvedPart{{Resolution: stratav1.Resolution_RESOLUTION_BUFFERS, Blocks: 1, Buffers: 2, Bytes: 11264,
+				Objects: 4}}}
+		// Each column as its walk left it: its buffers' bytes and pages,
+		// its first buffer's range.
+		for i, name := range []string{"id", "name"} {
+			cov := columnBuffers(colLen[i] + colLen[2+i])
+			cov.Extents = 0 // not listed per buffer
+			b.Buffers = append(b.Buffers, store.BufferCoverage{Chunk: uint32(i), Chunks: 2, PID: 100, TimeNs: T0 + 1e9 + 1,
+				Coverage: cov, CachedBatch: true, Column: proto.Int32(int32(i)), ColumnName: name, Length: colLen[i], Pages: 2})
 		}
 		return []store.BlockCoverage{b}
 	case 4:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,12 +69,24 @@ func testCoverageRoundTrip(t *testing.T, be Backend) {
 	if d := pages[4].GetCoverage().GetDetail(); d != "stale: objects moved by GC 2, walk pending" {
 		t.Errorf("the STALE array's detail %q", d)
 	}
+	// rdd_3_0's pages: each column's first buffer at t1 (coverAddr(2) of
+	// column 0, (3) of column 1), then a nanosecond later its walk's, both
+	// batches' buffers (and coverAddr(4), (5)), every page naming its
+	// column.
 	rdd = 3
-	for i, p := range Trace(t, s, store.TraceQuery{AppID: CoverageApp, RDD: &rdd, Partition: &part}) {
-		b := p.GetBlock()
-		if !b.GetCachedBatch() || b.Column == nil || b.GetColumn() != int32(i%2) || b.GetColumnName() != []string{"id", "name"}[i%2] {
-			t.Errorf("rdd_3_0 page %d: block %v, want column %d", i, b, i%2)
+	got = got[:0]
+	for _, p := range Trace(t, s, store.TraceQuery{AppID: CoverageApp, RDD: &rdd, Partition: &part}) {
+		b, c := p.GetBlock(), p.GetCoverage()
+		col := int32((p.GetVaddr() - coverAddr(2)) >> 20 % 2)
+		if !b.GetCachedBatch() || b.Column == nil || b.GetColumn() != col || b.GetColumnName() != []string{"id", "name"}[col] {
+			t.Errorf("rdd_3_0 page %#x: block %v, want column %d", p.GetVaddr(), b, col)
 		}
+		got = append(got, fmt.Sprintf("%d+%d:%d:%d:%d", (p.GetTimeUnixNano()-T0)/1e9, (p.GetTimeUnixNano()-T0)%1e9,
+			(p.GetVaddr()-coverBase)>>20, c.GetBytes(), c.GetObjects()))
+	}
+	slices.Sort(got)
+	if want := "1+0:2:4096:0 1+0:3:4096:0 1+1:2:5120:2 1+1:3:6144:2 1+1:4:5120:2 1+1:5:6144:2"; strings.Join(got, " ") != want {
+		t.Errorf("rdd_3_0's pages (time:range:bytes:objects):\n%s\nwant\n%s", strings.Join(got, " "), want)
 	}
 }
 

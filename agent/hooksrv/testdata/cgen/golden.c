@@ -293,7 +293,7 @@ static void frames(void)
 		.location = STRATA_LOCATION_ON_HEAP,
 		.kind = STRATA_KIND_RDD,
 		.flags = STRATA_BLOCK_CACHED_BATCH,
-		.chunk = 5,
+		.chunk = 2,
 		.chunks = 6,
 		.stage_id = 2,
 		.stage_attempt = 0,
@@ -315,6 +315,15 @@ static void frames(void)
 	struct strata_walk_args w2 = {
 		.block_id = 3, .gc_epoch = 13, .walk_seq = 3, .part = 0, .parts = 1,
 		.state = STRATA_WALK_STALE,
+	};
+	/* Column 2 of block 4 (r4): its three batches' buffers, byte exact. */
+	struct strata_extent bufs[3] = {
+		{ 0x7f1234900010ull, 40964 }, { 0x7f1234a00010ull, 40964 }, { 0x7f1234b00018ull, 10240 },
+	};
+	struct strata_walk_args w3 = {
+		.block_id = 4, .gc_epoch = 12, .walk_seq = 1, .part = 0, .parts = 1,
+		.state = STRATA_WALK_DONE, .objects = 3, .bytes = 2 * 40964 + 10240, .extents = 3,
+		.ext = bufs, .count = 3,
 	};
 
 	m = meta(0);
@@ -360,6 +369,8 @@ static void frames(void)
 	put("gc", buf, strata_encode_epoch(buf, sizeof(buf), &m, STRATA_FRAME_GC, 13));
 	m = meta(15);
 	put("checked", buf, strata_encode_epoch(buf, sizeof(buf), &m, STRATA_FRAME_CHECKED, 13));
+	m = meta(16);
+	put("walk_batch", buf, strata_encode_walk(buf, sizeof(buf), &m, &w3));
 }
 
 static void errors(void)

@@ -16,6 +16,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.zip.CRC32;
 
 import org.apache.spark.SparkEnv;
 import org.apache.spark.api.java.JavaRDD;
@@ -47,11 +48,15 @@ import scala.Tuple2;
  *   big       RDD[Rec], one partition of --big records (a walk to cut)
  *   df_ints, df_strings, df_mixed   DataFrames cached (df.cache())
  *   beans     a Dataset of Java beans (Encoders.bean) cached
+ *   df_many   a DataFrame cached in batches of --many-batch rows
+ *             (spark.sql.inMemoryColumnarStorage.batchSize, and
+ *             spark.sql.execution.arrow.maxRecordsPerBatch for Arrow
+ *             batches): hundreds of batches a partition
  * </pre>
  *
  * Markers: an object record's strings start "STRATA-OBJ-r%06d-p%06d-" and
  * its long is OBJ_LONG | rdd << 20 | partition; a DataFrame row's values are
- * its table's markers (tag: ints 1, strings 2, mixed 3, beans 4): the int
+ * its table's markers (tag: ints 1, strings 2, mixed 3, beans 4, many 5): the int
  * DF_INT + tag * 256 + partition, the long DF_LONG + tag * 256 + partition,
  * the double of the int, strings starting "STRATA-DF-t<tag>-p<partition>-".
  *
@@ -59,15 +64,19 @@ import scala.Tuple2;
  * "walk"): one JSON line per step, then a line on stdin; the step's details
  * go to the file OUT/STEP.json (--out OUT) as one JSON object. Steps: cached
  * ("rdds": name to RDD id, "columns": DataFrame name to its columns,
- * "buffers": block name to the bytes of its cached batches' buffers, summed
- * from the block manager's own batches, and the flags' values), gc
+ * "buffers": block name to its cached batches' buffers as the block
+ * manager holds them, per column (Arrow batches: one column) the length and
+ * the CRC-32 of each batch's buffer in batch order, and the flags'
+ * values), gc
  * (--gc-steps times: full GCs), young (garbage made until three young
  * collections ran: "young_gcs", how many), unpersisted ("rdds": the RDDs
  * unpersisted: disk and df_ints), done.
  * Flags: --out DIR (required), --parts N (default 2), --records N (object
  * records per partition, default 300), --record BYTES (stamped record
  * size, default 16384), --big N (default 3000), --rows N (DataFrame rows
- * per partition, default 8000), --gc-steps N (default 1).
+ * per partition, default 8000), --many-rows N (df_many's rows per
+ * partition, default 26000), --many-batch N (its rows per batch, default
+ * 100), --gc-steps N (default 1).
  */
 public final class StrataWalkJob {
     static final long OBJ_LONG = 0x4F424A0000000000L;
@@ -119,6 +128,7 @@ public final class StrataWalkJob {
 
     public static void main(String[] args) throws Exception {
         int parts = 2, records = 300, record = 16 << 10, big = 3000, rows = 8000, gcSteps = 1;
+        int manyRows = 26000, manyBatch = 100;
         String outDir = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
@@ -129,6 +139,8 @@ public final class StrataWalkJob {
                 case "--big": big = Integer.parseInt(args[++i]); break;
                 case "--rows": rows = Integer.parseInt(args[++i]); break;
                 case "--gc-steps": gcSteps = Integer.parseInt(args[++i]); break;
+                case "--many-rows": manyRows = Integer.parseInt(args[++i]); break;
+                case "--many-batch": manyBatch = Integer.parseInt(args[++i]); break;
                 default: throw new IllegalArgumentException("unknown flag " + args[i]);
             }
         }
@@ -195,17 +207,30 @@ public final class StrataWalkJob {
         cache(sc, rdds, "beans", beans);
         columns.put("beans", beans.columns());
 
+        // Rows per batch: the default serializer's, and Spark 4's Arrow one's.
+        String[] batchSizes = {"spark.sql.inMemoryColumnarStorage.batchSize", "spark.sql.execution.arrow.maxRecordsPerBatch"};
+        String[] defaults = new String[batchSizes.length];
+        for (int i = 0; i < batchSizes.length; i++) {
+            defaults[i] = spark.conf().get(batchSizes[i]);
+            spark.conf().set(batchSizes[i], Integer.toString(manyBatch));
+        }
+        Dataset<Row> many = cacheTable(spark, sc, rdds, columns, "df_many", parts, manyRows,
+                intMarker(5, pid) + " as m", "cast(" + DF_LONG + " + 1280 + " + pid + " as bigint) as l");
+        for (int i = 0; i < batchSizes.length; i++) {
+            spark.conf().set(batchSizes[i], defaults[i]);
+        }
+
         StringBuilder buffers = new StringBuilder();
-        for (String t : new String[] {"df_ints", "df_strings", "df_mixed", "beans"}) {
+        for (String t : new String[] {"df_ints", "df_strings", "df_mixed", "beans", "df_many"}) {
             for (int p = 0; p < parts; p++) {
                 RDDBlockId id = new RDDBlockId(rdds.get(t), p);
                 buffers.append(buffers.length() == 0 ? "" : ",").append('"').append(id.name()).append("\":")
-                        .append(bufferBytes(id));
+                        .append(buffers(id));
             }
         }
         step(in, outDir, "cached", sc, "\"rdds\":" + json(rdds) + ",\"columns\":" + jsonColumns(columns) + ",\"buffers\":{"
                 + buffers + "},\"parts\":" + parts + ",\"records\":" + records + ",\"record\":" + record
-                + ",\"big\":" + big + ",\"rows\":" + rows);
+                + ",\"big\":" + big + ",\"rows\":" + rows + ",\"many_batch\":" + manyBatch);
 
         for (int g = 0; g < gcSteps; g++) {
             sc.parallelize(List.of(1, 2), 2).foreach(x -> {
@@ -231,6 +256,7 @@ public final class StrataWalkJob {
         Reference.reachabilityFence(strs);
         Reference.reachabilityFence(mixed);
         Reference.reachabilityFence(beans);
+        Reference.reachabilityFence(many);
         spark.stop();
         System.out.println("{\"step\":\"done\"}");
         System.out.flush();
@@ -340,30 +366,50 @@ public final class StrataWalkJob {
         rdds.put(name, found);
     }
 
-    /** The bytes of every buffer of the cached batches of a block, as the block manager holds them. */
-    static long bufferBytes(RDDBlockId id) {
+    /**
+     * The buffers of the cached batches of a block as the block manager
+     * holds them, as JSON: per column (Arrow batches: their one buffer of
+     * every column), [length, CRC-32] of each batch's buffer, in batch order.
+     */
+    static String buffers(RDDBlockId id) {
         // Option<Iterator<?>> in Spark 3.5, Option<Iterator<Object>> in 4.
         Option<?> values = SparkEnv.get().blockManager().memoryStore().getValues(id);
         if (values.isEmpty()) {
-            return -1;
+            return "null";
         }
-        long sum = 0;
+        List<List<byte[]>> cols = new ArrayList<>();
         scala.collection.Iterator<?> it = (scala.collection.Iterator<?>) values.get();
         while (it.hasNext()) {
             Object batch = it.next();
+            byte[][] bufs;
             if (batch instanceof DefaultCachedBatch) {
-                for (byte[] b : ((DefaultCachedBatch) batch).buffers()) {
-                    sum += b.length;
-                }
+                bufs = ((DefaultCachedBatch) batch).buffers();
             } else { // Spark 4's ArrowCachedBatch (spark.sql.cache.serializer), not in 3.5
                 try {
-                    sum += ((byte[]) batch.getClass().getMethod("arrowData").invoke(batch)).length;
+                    bufs = new byte[][] {(byte[]) batch.getClass().getMethod("arrowData").invoke(batch)};
                 } catch (ReflectiveOperationException e) {
                     throw new IllegalStateException("batch " + batch.getClass(), e);
                 }
             }
+            for (int c = 0; c < bufs.length; c++) {
+                if (cols.size() <= c) {
+                    cols.add(new ArrayList<>());
+                }
+                cols.get(c).add(bufs[c]);
+            }
         }
-        return sum;
+        StringBuilder b = new StringBuilder("[");
+        for (int c = 0; c < cols.size(); c++) {
+            b.append(c > 0 ? ",[" : "[");
+            List<byte[]> col = cols.get(c);
+            for (int i = 0; i < col.size(); i++) {
+                CRC32 crc = new CRC32();
+                crc.update(col.get(i));
+                b.append(i > 0 ? ",[" : "[").append(col.get(i).length).append(',').append(crc.getValue()).append(']');
+            }
+            b.append(']');
+        }
+        return b.append(']').toString();
     }
 
     static String json(Map<String, Integer> m) {

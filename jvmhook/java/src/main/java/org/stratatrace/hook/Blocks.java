@@ -16,7 +16,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * State: the hook ids of every tracked storage block (one per range: a
  * ChunkedByteBuffer is one range per chunk, a cached DataFrame one per
- * column buffer) keyed by Spark's BlockId, and of every tracked Tungsten
+ * column) keyed by Spark's BlockId, and of every tracked Tungsten
  * page keyed by its MemoryBlock (identity). A deserialized block's array of
  * references is also handed to the {@link Walker}, which is told when the
  * block ends.

@@ -10,6 +10,7 @@ import java.util.ArrayDeque;
 import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Cached DataFrames and Datasets: a deserialized entry whose values are
@@ -17,10 +18,17 @@ import java.util.concurrent.ConcurrentHashMap;
  * org.apache.spark.sql.execution.columnar.DefaultCachedBatch (Spark 3.5 and
  * 4), holds one byte[] per column of the cached plan's output
  * ({@code buffers()}); Spark 4's ArrowCachedBatch one byte[] for all
- * ({@code arrowData()}). Every buffer of every batch is registered as one
- * chunk of the block (a heap array, followed through GC moves), with its
- * column index (-1 for Arrow) and, when found, the column's name. Batches of
- * any other CachedBatch class are not registered (said once on stderr).
+ * ({@code arrowData()}). Each column of the block is registered as one hook
+ * block (chunk = the column's index, chunks = the columns; an Arrow block is
+ * one, column -1) with, when found, the column's name; the native registry
+ * keeps a weak reference to the block's array of batches and the column,
+ * and asks {@link #buffers} for the addresses of the column's buffers when
+ * it registers the column and after every collection (one call per
+ * column: the references are decoded here, no JNI call per buffer). A
+ * batch whose buffer count differs from the first batch's, or a null or
+ * empty buffer, is left out of its column: counted ({@link #LEFT_OUT}) and
+ * said once on stderr. Batches of any other CachedBatch class are not
+ * registered (said once on stderr).
  *
  * Column names: the block's RDD is the MapPartitionsRDD that Spark's
  * CachedRDDBuilder.buildBuffers makes over the RDD the cache serializer
@@ -76,6 +84,21 @@ final class CachedBatches {
         }
     };
 
+    /** Unsafe's offset of ArrowCachedBatch's arrowData field. */
+    private static final ClassValue<Long> ARROW_SLOT = new ClassValue<>() {
+        @Override
+        protected Long computeValue(Class<?> c) {
+            try {
+                return ObjectAddress.fieldOffset(c.getDeclaredField("arrowData"));
+            } catch (NoSuchFieldException e) {
+                throw new IllegalStateException("Spark member not found: " + c.getName() + ".arrowData", e);
+            }
+        }
+    };
+
+    /** Buffers left out of their column since start (see the class comment). */
+    static final AtomicLong LEFT_OUT = new AtomicLong();
+
     private static boolean implementsBatch(Class<?> c) {
         for (Class<?> k = c; k != null; k = k.getSuperclass()) {
             for (Class<?> i : k.getInterfaces()) {
@@ -98,9 +121,10 @@ final class CachedBatches {
     }
 
     /**
-     * Registers every buffer of every batch as a chunk; returns the hook ids
-     * (some may be 0: not registered). The label of column i is names[i]
-     * when the batch has names.length buffers.
+     * Registers each column of the block as a hook block (an Arrow block as
+     * one, column -1); returns the hook ids (some may be 0: not registered,
+     * a column without a buffer). The label of column i is names[i] when
+     * the batches have names.length buffers.
      */
     static long[] register(Object[] batches, int kind, int rdd, int part, int blockKind, long[] task, long sparkBytes,
             String name, String[] names) throws Throwable {
@@ -109,48 +133,130 @@ final class CachedBatches {
                     + batches[0].getClass().getName() + " are not reported (only " + DEFAULT + " and " + ARROW + ")");
             return new long[0];
         }
-        int n = 0;
-        Object[] got = new Object[batches.length];
-        for (int i = 0; i < batches.length; i++) {
-            Object b = batches[i];
-            if (b == null || KIND.get(b.getClass()) != kind) {
-                continue;
-            }
-            Object buf = (Object) BUFFERS.get(b.getClass()).invokeExact(b);
-            got[i] = buf;
-            if (buf instanceof byte[][]) {
-                for (byte[] c : (byte[][]) buf) {
-                    n += c != null && c.length > 0 ? 1 : 0;
-                }
-            } else if (buf instanceof byte[] && ((byte[]) buf).length > 0) {
-                n++;
-            }
+        int columns = kind == ARROW_BATCH ? 1 : columns(batches, kind);
+        long left = leftOut(batches, kind, columns);
+        if (left > 0) {
+            LEFT_OUT.addAndGet(left);
+            Blocks.note("cached batch buffers left out", "cached batch buffers not reported: a batch of another "
+                    + "column count than the block's first, or a null or empty buffer (counted in left-out=)");
         }
-        long[] ids = new long[n];
-        int chunk = 0;
-        for (Object buf : got) {
-            if (buf instanceof byte[][]) {
-                byte[][] cols = (byte[][]) buf;
-                for (int c = 0; c < cols.length; c++) {
-                    if (cols[c] != null && cols[c].length > 0) {
-                        String label = names != null && names.length == cols.length ? names[c] : "";
-                        ids[chunk] = chunk(cols[c], c, label, chunk, n, rdd, part, blockKind, task, sparkBytes, name);
-                        chunk++;
-                    }
-                }
-            } else if (buf instanceof byte[] && ((byte[]) buf).length > 0) {
-                ids[chunk] = chunk((byte[]) buf, -1, "", chunk, n, rdd, part, blockKind, task, sparkBytes, name);
-                chunk++;
-            }
+        long[] ids = new long[Math.max(columns, 0)];
+        for (int c = 0; c < ids.length; c++) {
+            int column = kind == ARROW_BATCH ? -1 : c;
+            String label = names != null && names.length == columns && column >= 0 ? names[c] : "";
+            ids[c] = Native.register(Native.CACHED_COLUMN, batches, 0, 0, rdd, part, Wire.MODE_STORAGE,
+                    Wire.LOCATION_ON_HEAP, blockKind, Wire.BLOCK_CACHED_BATCH, c, ids.length, (int) task[0],
+                    (int) task[1], task[3], column, sparkBytes, name, label);
         }
         return ids;
     }
 
-    private static long chunk(byte[] buf, int column, String label, int chunk, int chunks, int rdd, int part,
-            int blockKind, long[] task, long sparkBytes, String name) {
-        return Native.register(Native.HEAP_ARRAY, buf, 0, buf.length, rdd, part, Wire.MODE_STORAGE,
-                Wire.LOCATION_ON_HEAP, blockKind, Wire.BLOCK_CACHED_BATCH, chunk, chunks, (int) task[0], (int) task[1],
-                task[3], column, sparkBytes, name, label);
+    /** The buffers no column of the block reports (see {@link #buffers}). */
+    static long leftOut(Object[] batches, int kind, int columns) throws Throwable {
+        long n = 0;
+        for (Object b : batches) {
+            if (b == null) {
+                continue;
+            }
+            if (KIND.get(b.getClass()) != kind) {
+                n++;
+                continue;
+            }
+            Object buf = (Object) BUFFERS.get(b.getClass()).invokeExact(b);
+            if (kind == ARROW_BATCH) {
+                n += buf instanceof byte[] && ((byte[]) buf).length > 0 ? 0 : 1;
+                continue;
+            }
+            byte[][] cols = (byte[][]) buf;
+            if (cols.length != columns) {
+                n += cols.length;
+                continue;
+            }
+            for (byte[] c : cols) {
+                n += c != null && c.length > 0 ? 0 : 1;
+            }
+        }
+        return n;
+    }
+
+    /**
+     * The buffers of one column of a cached DataFrame block (column -1:
+     * Arrow batches' buffer of every column), for the native registry:
+     * {n, vaddr_0, length_0, ...}, the data of the column's buffer in each
+     * batch that has one, in batch order (the batches of another column
+     * count than the first's, and null or empty buffers, left out), written
+     * into reuse when it is long enough, else into a new array. An address
+     * is the reference slot that holds the buffer decoded (ObjectAddress),
+     * read before and after the reference itself: when the two differ a
+     * collection moved the buffer in between, and it is read again. The
+     * native caller tells a collection that moved buffers between two of
+     * them by its count of started collections. Null when the batches are
+     * not of the column's kind.
+     */
+    static long[] buffers(Object[] batches, int column, long[] reuse) throws Throwable {
+        int kind = kind(batches);
+        if (kind != (column < 0 ? ARROW_BATCH : DEFAULT_BATCH)) {
+            return null;
+        }
+        long[] out = reuse != null && reuse.length >= 1 + 2 * batches.length ? reuse : new long[1 + 2 * batches.length];
+        int n = 0, width = -1;
+        for (Object b : batches) {
+            if (b == null || KIND.get(b.getClass()) != kind) {
+                continue;
+            }
+            Object holder = b;
+            long slot;
+            if (kind == DEFAULT_BATCH) {
+                byte[][] cols = (byte[][]) (Object) BUFFERS.get(b.getClass()).invokeExact(b);
+                if (width < 0) {
+                    width = cols.length;
+                }
+                if (cols.length != width || column >= width) {
+                    continue;
+                }
+                holder = cols;
+                slot = ObjectAddress.OBJ_BASE + (long) column * ObjectAddress.REF_SIZE;
+            } else {
+                slot = ARROW_SLOT.get(b.getClass());
+            }
+            if (buffer(holder, slot, out, 1 + 2 * n)) {
+                n++;
+            }
+        }
+        out[0] = n;
+        return out;
+    }
+
+    /**
+     * Writes the data start and length of the byte[] that the reference at
+     * offset of holder refers to into out[at] and out[at + 1]; false when
+     * it is null or empty.
+     */
+    private static boolean buffer(Object holder, long offset, long[] out, int at) {
+        for (;;) {
+            long a = ObjectAddress.available() ? ObjectAddress.addressAt(holder, offset) : 0;
+            Object o = ObjectAddress.reference(holder, offset);
+            if (!(o instanceof byte[]) || ((byte[]) o).length == 0) {
+                return false;
+            }
+            long data;
+            if (ObjectAddress.available()) {
+                if (ObjectAddress.addressAt(holder, offset) != a) {
+                    continue;
+                }
+                data = a + ObjectAddress.BYTE_BASE;
+            } else {
+                // References that are not addresses (generational ZGC):
+                // the JVM's own answer, one JNI call per buffer.
+                data = Native.arrayAddress(o);
+                if (data == 0) {
+                    return false;
+                }
+            }
+            out[at] = data;
+            out[at + 1] = ((byte[]) o).length;
+            return true;
+        }
     }
 
     /** Names found per RDD id; an empty array: searched, none found. */

@@ -12,6 +12,7 @@ final class Native {
     static final int OBJECT_ARRAY = 2; // Object[]: address from objectAddress
     static final int DIRECT = 3;       // direct ByteBuffer
     static final int ADDRESS = 4;      // raw off-heap address
+    static final int CACHED_COLUMN = 5; // a column of a cached DataFrame block: ref is its Object[] of batches
 
     /**
      * Starts the hook thread; 0 or a negative errno. walkMode is HELLO's
@@ -30,7 +31,9 @@ final class Native {
     /**
      * Registers one range and returns its hook id, 0 when its address could
      * not be had. For HEAP_ARRAY/OBJECT_ARRAY/DIRECT {@code offset} counts
-     * bytes from the data start of {@code ref}; for ADDRESS it is the address.
+     * bytes from the data start of {@code ref}; for ADDRESS it is the address;
+     * for CACHED_COLUMN the library finds the range and the column's buffers
+     * ({@link #columnBuffers}): offset and length are not used.
      */
     static native long register(int source, Object ref, long offset, long length, int rdd, int partition,
             int mode, int location, int kind, int flags, int chunk, int chunks, int stage, int stageAttempt,
@@ -73,6 +76,20 @@ final class Native {
     /** Called from native code: the first element's address of an Object[]. */
     static long objectAddress(Object array) {
         return ObjectAddress.dataStart(array);
+    }
+
+    /**
+     * Called from native code (a registering thread, the hook thread after a
+     * collection): the buffers of a cached DataFrame column,
+     * {@link CachedBatches#buffers}; null on failure (counted, said once).
+     */
+    static long[] columnBuffers(Object[] batches, int column, long[] reuse) {
+        try {
+            return CachedBatches.buffers(batches, column, reuse);
+        } catch (Throwable t) {
+            Blocks.fail("cached batch buffers", t);
+            return null;
+        }
     }
 
     /** Called from native code (the hook thread) after a rescan's GC frame. */

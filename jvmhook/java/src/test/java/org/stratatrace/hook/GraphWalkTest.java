@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -30,10 +29,7 @@ class GraphWalkTest {
 
     @BeforeAll
     static void load() {
-        String lib = System.getProperty("strata.lib");
-        assumeTrue(lib != null && !lib.isEmpty(), "skipping: no -Dstrata.lib (make builds the library first)");
-        System.load(lib);
-        ObjectAddress.calibrate();
+        TestLib.load();
         HotSpotDiagnosticMXBean hs = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class);
         align = Integer.parseInt(hs.getVMOption("ObjectAlignmentInBytes").getValue());
         page = ObjectAddress.pageSize();
