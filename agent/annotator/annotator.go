@@ -283,8 +283,14 @@ func (a *Annotator) setPages(rec *stratav1.Record, r *resolver.Result) {
 }
 
 func (a *Annotator) place(ev hooksrv.Event) {
+	// A walking hook's object-graph array moves only with its objects: the
+	// walk's STALE mark and then a new walk follow, so its MOVE makes no
+	// record of its own (the kernel's range still follows it).
+	quiet := ev.Kind == hooksrv.EventMove && ev.Block.ObjectGraph && ev.Session.Walk == hooksrv.WalkOn
 	rec := a.record(ev, ev.Vaddr, ev.Length)
-	a.resolve(ev.Session, rec)
+	if !quiet {
+		a.resolve(ev.Session, rec)
+	}
 	key := blockKey{ev.Session.PID, ev.Block.HookID}
 	a.mu.Lock()
 	ss := a.session(ev.Session)
@@ -308,7 +314,9 @@ func (a *Annotator) place(ev hooksrv.Event) {
 	lb.session, lb.block, lb.vaddr, lb.length = ev.Session, ev.Block, ev.Vaddr, ev.Length
 	mirrored := lb.mirrored
 	rec.Coverage = a.rangeCoverage(ss, lb, rec.GetLength())
-	a.cache(lb, rec.Runs, 0)
+	if !quiet {
+		a.cache(lb, rec.Runs, 0)
+	}
 	a.mu.Unlock()
 	if k := a.cfg.Kernel; k != nil {
 		var err error
@@ -345,7 +353,9 @@ func (a *Annotator) place(ev hooksrv.Event) {
 			a.log.Warn("block not mirrored in kernel; its faults are not attributed", "pid", key.pid, "block", ev.Block.Name, "event", ev.Kind, "err", err)
 		}
 	}
-	a.add(rec)
+	if !quiet {
+		a.add(rec)
+	}
 }
 
 func (a *Annotator) access(ev hooksrv.Event) {

@@ -159,7 +159,10 @@ func pieces(rec *stratav1.Record, groups [][]*stratav1.PageRun) []*stratav1.Reco
 		return []*stratav1.Record{rec}
 	}
 	cov := rec.GetCoverage()
-	walked := cov.GetResolution() == stratav1.Resolution_RESOLUTION_WALKED || cov.GetResolution() == stratav1.Resolution_RESOLUTION_WALK_CUT
+	// Runs that lie outside the record's range (a walk's objects, a cached
+	// batch column's buffers) split by runs, never as sub-ranges.
+	walked := cov.GetResolution() == stratav1.Resolution_RESOLUTION_WALKED ||
+		cov.GetResolution() == stratav1.Resolution_RESOLUTION_WALK_CUT || cov.GetExtents() > 0
 	end := rec.GetVaddr() + rec.GetLength()
 	out := make([]*stratav1.Record, len(groups))
 	for i, g := range groups {

@@ -161,8 +161,19 @@ func TestRecordSplitsIntoSubRanges(t *testing.T) {
 // pages, below and above its range (the array of references). Its pieces
 // all keep the range and the coverage's resolution and epoch; the walk's
 // counts and the faults go with the first, so sums over the pieces are the
-// record's; every page is kept, in order.
+// record's; every page is kept, in order. A cached batch column's record
+// (BUFFERS, its runs the pages of every batch's buffer) splits the same way.
 func TestWalkedRecordSplitsByRuns(t *testing.T) {
+	for _, cov := range []*stratav1.Coverage{
+		{Resolution: stratav1.Resolution_RESOLUTION_WALK_CUT, Bytes: 123456789, Objects: 1e6, SharedObjects: 30,
+			SharedBytes: 960, OpaqueObjects: 2, GcEpoch: 17, Extents: 301},
+		{Resolution: stratav1.Resolution_RESOLUTION_BUFFERS, Bytes: 98765432, Objects: 260, GcEpoch: 17, Extents: 260},
+	} {
+		t.Run(cov.GetResolution().String(), func(t *testing.T) { splitByRuns(t, cov) })
+	}
+}
+
+func splitByRuns(t *testing.T, cov *stratav1.Coverage) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	const array = 0x7f0040000000
 	var runs []*stratav1.PageRun
@@ -174,8 +185,6 @@ func TestWalkedRecordSplitsByRuns(t *testing.T) {
 			runs = append(runs, r)
 		}
 	}
-	cov := &stratav1.Coverage{Resolution: stratav1.Resolution_RESOLUTION_WALK_CUT, Bytes: 123456789, Objects: 1e6, SharedObjects: 30,
-		SharedBytes: 960, OpaqueObjects: 2, GcEpoch: 17, Extents: 301}
 	rec := &stratav1.Record{TimeUnixNano: 42, Access: stratav1.AccessKind_ACCESS_KIND_MOVE, Pid: 7, Block: &stratav1.SparkBlock{BlockId: "rdd_2_0"},
 		Vaddr: array, Length: 8 << 20, PageSize: ps, Runs: runs, Faults: &stratav1.FaultCounts{Write: 3}, Coverage: cov}
 	before := proto.CloneOf(rec)

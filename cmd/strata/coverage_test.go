@@ -128,11 +128,11 @@ func TestRecordsCoverage(t *testing.T) {
 	}
 	cols := strata(t, "records", "--collector", addr, "--app", storetest.CoverageApp, "--rdd", "3", "--access", "alloc")
 	lines := strings.Split(strings.TrimSpace(cols), "\n")
-	if len(lines) != 5 {
+	if len(lines) != 3 {
 		t.Fatalf("records of RDD 3:\n%s", cols)
 	}
-	for i, want := range []string{"0 id", "1 name", "0 id", "1 name"} {
-		if f := strings.Fields(lines[i+1]); len(f) < 8 || f[5] != fmt.Sprintf("%d/4", i) || strings.Join(f[6:8], " ") != want ||
+	for i, want := range []string{"0 id", "1 name"} {
+		if f := strings.Fields(lines[i+1]); len(f) < 8 || f[5] != fmt.Sprintf("%d/2", i) || strings.Join(f[6:8], " ") != want ||
 			!strings.Contains(lines[i+1], "buffers") {
 			t.Errorf("column buffer %d: %q, want column %q", i, lines[i+1], want)
 		}
@@ -154,12 +154,13 @@ func TestTraceCoverage(t *testing.T) {
 		t.Errorf("HOLDS of rdd_4_1's pages %q, want %q\n%s", holds, want, table)
 	}
 	pages := jsonLines[map[string]any](t, strata(t, "trace", "--collector", addr, "--app", storetest.CoverageApp, "--rdd", "3", "-o", "json"))
-	if len(pages) != 4 {
+	if len(pages) != 6 {
 		t.Fatalf("%d pages of RDD 3", len(pages))
 	}
 	for i, p := range pages {
 		cov, _ := p["coverage"].(map[string]any)
-		if p["cached_batch"] != true || p["column"] != float64(i%2) || p["column_name"] != []string{"id", "name"}[i%2] ||
+		col, _ := p["column"].(float64)
+		if p["cached_batch"] != true || p["chunk"] != col || p["column_name"] != []string{"id", "name"}[int(col)] ||
 			cov["resolution"] != "buffers" || p["spark_bytes"] != float64(storetest.CoverRDD3Spark) {
 			t.Errorf("page %d of rdd_3_0: %v", i, p)
 		}

@@ -313,7 +313,10 @@ func bufferLabel(b bufferBytes, holds string) string {
 		name = fmt.Sprintf("chunk %d/%d", b.Chunk, b.Chunks)
 	}
 	s := holds + ", " + bytesLabel(b.Bytes)
-	if b.Objects > 0 {
+	switch {
+	case b.Objects > 0 && b.CachedBatch:
+		s += fmt.Sprintf(" in %d buffers", b.Objects) // a column's buffers, one per batch
+	case b.Objects > 0:
 		s += fmt.Sprintf(" in %d objects", b.Objects)
 	}
 	if b.SharedBytes > 0 {

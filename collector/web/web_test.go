@@ -140,8 +140,8 @@ func TestCoverage(t *testing.T) {
 			`<td data-col="resolved">walked 49.5 % (1 block); walk cut 28.5 % (1 block) <span class="muted">(400 B shared with other blocks)</span></td>`,
 			`<td data-col="resolved">references only: walking off</td>`, `<td class="num" data-col="spark" title="50000 bytes">48.8 KiB</td>`}},
 		{"/apps/" + app + "/rdds/3", 200, []string{
-			`<div class="buffer" data-chunk="0" data-column="0">column 0 id: buffers, 4.0 KiB</div>`,
-			`<div class="buffer" data-chunk="3" data-column="1">column 1 name: buffers, 2.0 KiB</div>`,
+			`<div class="buffer" data-chunk="0" data-column="0">column 0 id: buffers, 5.0 KiB in 2 buffers</div>`,
+			`<div class="buffer" data-chunk="1" data-column="1">column 1 name: buffers, 6.0 KiB in 2 buffers</div>`,
 			`<td data-col="resolved">buffers 93.8 %</td>`}},
 		{"/apps/" + app + "/rdds/4", 200, []string{
 			`<div class="buffer" data-chunk="0">walked objects, 10.2 KiB in 210 objects (400 B shared)</div>`,
@@ -201,11 +201,11 @@ func TestCoverage(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &blocks); err != nil {
 		t.Fatal(err)
 	}
-	if len(blocks) != 1 || len(blocks[0].Buffers) != 4 {
+	if len(blocks) != 1 || len(blocks[0].Buffers) != 2 {
 		t.Fatalf("blocks of RDD 3 = %+v", blocks)
 	}
 	for i, b := range blocks[0].Buffers {
-		if b.Chunk != uint32(i) || b.Column == nil || *b.Column != int32(i%2) || b.ColumnName != []string{"id", "name"}[i%2] ||
+		if b.Chunk != uint32(i) || b.Column == nil || *b.Column != int32(i) || b.ColumnName != []string{"id", "name"}[i] ||
 			b.Resolution != "buffers" {
 			t.Errorf("buffer %d = %+v", i, b)
 		}

@@ -118,8 +118,7 @@ func TestUICoverage(t *testing.T) {
 	b.open(t, appPage+"/rdds/3")
 	var columns [][2]string // data-column, text
 	b.eval(t, `[...document.querySelectorAll('#block-table tr[data-block="rdd_3_0"] .buffer')].map((d) => [d.dataset.column, d.textContent])`, &columns)
-	want := [][2]string{{"0", "column 0 id: buffers, 4.0 KiB"}, {"1", "column 1 name: buffers, 4.0 KiB"},
-		{"0", "column 0 id: buffers, 1.0 KiB"}, {"1", "column 1 name: buffers, 2.0 KiB"}}
+	want := [][2]string{{"0", "column 0 id: buffers, 5.0 KiB in 2 buffers"}, {"1", "column 1 name: buffers, 6.0 KiB in 2 buffers"}}
 	if fmt.Sprint(columns) != fmt.Sprint(want) {
 		t.Errorf("rdd_3_0's buffers %q, want %q", columns, want)
 	}
