@@ -283,15 +283,22 @@ func (a *Annotator) setPages(rec *stratav1.Record, r *resolver.Result) {
 }
 
 func (a *Annotator) place(ev hooksrv.Event) {
-	// A walking hook's object-graph array moves only with its objects: the
-	// walk's STALE mark and then a new walk follow, so its MOVE makes no
-	// record of its own (the kernel's range still follows it).
-	quiet := ev.Kind == hooksrv.EventMove && ev.Block.ObjectGraph && ev.Session.Walk == hooksrv.WalkOn
+	key := blockKey{ev.Session.PID, ev.Block.HookID}
+	// An object-graph array whose walk stands moves only with its objects
+	// (it is its walk's witness of its region): the walk's STALE mark
+	// follows, so the MOVE makes no record of its own (the kernel's range
+	// still follows it).
+	quiet := false
+	if ev.Kind == hooksrv.EventMove && ev.Block.ObjectGraph && ev.Session.Walk == hooksrv.WalkOn {
+		a.mu.Lock()
+		lb := a.blocks[key]
+		quiet = lb != nil && lb.walk != nil && lb.walk.State != hooksrv.WalkStale
+		a.mu.Unlock()
+	}
 	rec := a.record(ev, ev.Vaddr, ev.Length)
 	if !quiet {
 		a.resolve(ev.Session, rec)
 	}
-	key := blockKey{ev.Session.PID, ev.Block.HookID}
 	a.mu.Lock()
 	ss := a.session(ev.Session)
 	if ev.Kind == hooksrv.EventMove {

@@ -60,9 +60,9 @@
 //     walk's numbers, and vaddr/length still the array;
 //   - STALE: a MOVE record of the array's pages, REFERENCES, "stale:
 //     objects moved by GC <epoch>, walk pending";
-//   - the array's own MOVE: no record when the hook walks (the array
-//     moves only with its objects, so a STALE follows), else a MOVE record
-//     of the array's pages;
+//   - the array's own MOVE: no record while the block's walk stands (the
+//     array moves only with its objects, so a STALE follows), else a MOVE
+//     record of the array's pages;
 //   - READ, WRITE: the usable walk's pages, else the array's, REFERENCES,
 //     and why; a record never mixes two walks, and the pages kept for
 //     reuse are a walk's only while that walk is the block's.

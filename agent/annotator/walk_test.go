@@ -733,3 +733,17 @@ func TestWalkNotMirrored(t *testing.T) {
 		t.Fatalf("kernel calls %q, stats %+v: want the next walk asked for", ops, r.a.Stats())
 	}
 }
+
+// TestWalkPendingArrayMoves: an object-graph block with no walk yet (the
+// walker has not reached it) has no STALE to come: its array's MOVE is a
+// record of the array's new pages.
+func TestWalkPendingArrayMoves(t *testing.T) {
+	r := newRig(t, 4, Config{})
+	b := r.graph(1, 0)
+	r.send(b)
+	r.onArray(r.next(1)[0], alloc, r.page(0), "walk pending")
+	mv := on(b, hooksrv.EventMove, move, r.page(2))
+	mv.GCEpoch = 1
+	r.send(r.epoch(hooksrv.EventGC, 1), mv)
+	r.onArray(r.next(1)[0], move, r.page(2), "walk pending")
+}
