@@ -58,6 +58,7 @@ func runCluster(t *testing.T, v string) {
 	// Every block Spark lists, in strata trace and strata records, exactly.
 	c.checkTrace(t)
 	c.checkStorage(t, c.cached(), time.Time{})
+	c.checkWalked(t, time.Time{})
 	t.Logf("executor pid %d, references of %d bytes", c.pid, c.ref)
 	c.checkTungsten(t)
 	c.checkFaults(t)
@@ -66,6 +67,7 @@ func runCluster(t *testing.T, v string) {
 	// Full GCs with the agent up: heap blocks moved (MOVE records) and their
 	// bytes are at the new addresses.
 	moves := len(n.records(t, c.s.App, "--access", "move"))
+	gcs := time.Now()
 	j.Proceed(t)
 	j.Next(t, "gc")
 	eventually(t, "MOVE records after the full GCs", 30*time.Second, func() error {
@@ -75,6 +77,7 @@ func runCluster(t *testing.T, v string) {
 		return nil
 	})
 	c.checkStorage(t, c.cached(), time.Time{})
+	c.checkWalked(t, gcs) // walked again where the GCs moved them
 	c.checkRegistry(t, "after the GCs")
 
 	// The agent stops during the next GCs: the job goes on, the hook drops
@@ -86,6 +89,7 @@ func runCluster(t *testing.T, v string) {
 	restart := time.Now()
 	n.startAgent(t)
 	c.checkStorage(t, c.cached(), restart)
+	c.checkWalked(t, restart) // the restarted agent has every walk again
 	c.checkRegistry(t, "after the agent restart")
 	eventually(t, "drops reported to the restarted agent", 30*time.Second, func() error {
 		if d := n.metric(t, "strata_hook_frames_dropped_by_peer_total"); d == 0 {

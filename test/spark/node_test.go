@@ -83,6 +83,7 @@ type tracePage struct {
 	BlockID    string    `json:"block_id"`
 	ExecutorID string    `json:"executor_id"`
 	PID        uint32    `json:"pid"`
+	VAddr      string    `json:"vaddr"`
 	Present    bool      `json:"present"`
 }
 
