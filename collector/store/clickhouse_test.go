@@ -229,7 +229,11 @@ func TestClickHouseJobClaims(t *testing.T) {
 	db := srv.Database(t)
 	optsA, optsB := chOptions(srv, db, nil), chOptions(srv, db, nil)
 	optsA.Owner, optsB.Owner = "collector-a", "collector-b"
-	optsA.ClaimLease, optsB.ClaimLease = 4*time.Second, 4*time.Second
+	// The server's clock counts whole seconds, so a claim is decided 1-2 s
+	// before ClaimSettle has passed; 3 s keeps "right after claiming"
+	// undecided on a loaded machine.
+	optsA.ClaimSettle, optsB.ClaimSettle = 3*time.Second, 3*time.Second
+	optsA.ClaimLease, optsB.ClaimLease = 6*time.Second, 6*time.Second
 	a, b := openCH(t, optsA), openCH(t, optsB)
 	ctx := context.Background()
 	if err := a.ClaimJobs(ctx, []string{"job_1", "job_2"}); err != nil {
@@ -254,7 +258,7 @@ func TestClickHouseJobClaims(t *testing.T) {
 	if ca["job_1"].Owner != "collector-a" || ca["job_3"].Owner != "collector-b" || ca["job_2"] != cb["job_2"] {
 		t.Fatalf("a sees %+v, b sees %+v", ca, cb)
 	}
-	time.Sleep(5 * time.Second)
+	time.Sleep(7 * time.Second)
 	if c := must(a.JobClaims(ctx)); len(c) != 0 {
 		t.Fatalf("claims after their lease: %+v", c)
 	}
