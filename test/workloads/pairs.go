@@ -122,6 +122,8 @@ type PairsConfig struct {
 	// Storage is the workloads' --storage ("": each cache at its own level).
 	Storage string
 	Pairs   int
+	// HookOptions go to the hook in the traced runs (RunConfig.HookOptions).
+	HookOptions string
 	// Node traces the traced runs; it is down (Down) during the others,
 	// which therefore run on a node without Strata.
 	Node *Node
@@ -151,7 +153,7 @@ func RunPairs(ctx context.Context, e Env, pc PairsConfig) (Paired, error) {
 		for _, traced := range order {
 			rc := RunConfig{Workload: pc.Workload, Size: pc.Size, Storage: pc.Storage, EventLogDir: pc.PlainLogs}
 			if traced {
-				rc.Node, rc.EventLogDir = pc.Node, pc.TracedLogs
+				rc.Node, rc.EventLogDir, rc.HookOptions = pc.Node, pc.TracedLogs, pc.HookOptions
 				if err := pc.Node.Up(); err != nil {
 					return p, err
 				}

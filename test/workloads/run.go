@@ -24,6 +24,9 @@ type RunConfig struct {
 	// Node, when set, traces the run: the hook goes into the driver's
 	// options with the node agent's socket.
 	Node *Node
+	// HookOptions are more of the hook library's options (after its
+	// socket=, comma-separated: walk=off, walk-cpu=10, ...) for traced runs.
+	HookOptions string
 	// EventLogDir receives the run's Spark event log (with block updates,
 	// which say each cached block's size).
 	EventLogDir string
@@ -86,6 +89,9 @@ func Run(ctx context.Context, e Env, rc RunConfig) (Result, error) {
 		opts, err := e.HookOpts(rc.Node.Socket)
 		if err != nil {
 			return Result{}, err
+		}
+		if rc.HookOptions != "" {
+			opts += "," + rc.HookOptions // the library's options end what hook-opts prints
 		}
 		conf = append(conf, "spark.driver.extraJavaOptions="+opts)
 	}

@@ -7,7 +7,8 @@
 // the job heuristics the collector ran on them.
 //
 // Usage: smtt [-spark 3.5,4] [-size small] [-storage LEVEL] [-pairs 2]
-// [-workloads A,B] [-out DIR]; bin/ is $STRATA_BIN or ./bin. Without
+// [-workloads A,B] [-hook-options walk=off,...] [-out DIR]; bin/ is
+// $STRATA_BIN or ./bin. Without
 // -storage each workload caches at its own levels. The untraced runs run
 // with the agent and the collector stopped (nothing of Strata on the node),
 // the traced runs with both started again beforehand. Files written to DIR:
@@ -36,15 +37,16 @@ import (
 )
 
 type config struct {
-	series    []string
-	size      string
-	storage   string
-	pairs     int
-	workloads []string
-	out       string
-	bin       string
-	root      string
-	samples   string
+	series      []string
+	size        string
+	storage     string
+	hookOptions string
+	pairs       int
+	workloads   []string
+	out         string
+	bin         string
+	root        string
+	samples     string
 }
 
 func main() {
@@ -53,6 +55,7 @@ func main() {
 	flag.StringVar(&series, "spark", "3.5", "Spark series to run, comma-separated (3.5, 4)")
 	flag.StringVar(&c.size, "size", "small", "workload input size: small, medium, large or xlarge (1, 4, 16, 64 times the inputs)")
 	flag.StringVar(&c.storage, "storage", "", "storage level of every cache the workloads set up (default: each at its own level)")
+	flag.StringVar(&c.hookOptions, "hook-options", "", "more options for the hook in traced runs, comma-separated (walk=off, walk-cpu=10)")
 	flag.IntVar(&c.pairs, "pairs", 2, "paired runs (one without, one with tracing, order alternating) per workload")
 	flag.StringVar(&names, "workloads", strings.Join(workloads.Names, ","), "workloads to run, comma-separated")
 	flag.StringVar(&c.out, "out", "bin/smtt", "directory for the table, JSON and chart")
@@ -182,7 +185,7 @@ func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writ
 	var rows []*row
 	var apps []string
 	for i, w := range c.workloads {
-		p, err := workloads.RunPairs(ctx, e, workloads.PairsConfig{Workload: w, Size: c.size, Storage: c.storage, Pairs: c.pairs, Node: n,
+		p, err := workloads.RunPairs(ctx, e, workloads.PairsConfig{Workload: w, Size: c.size, Storage: c.storage, Pairs: c.pairs, Node: n, HookOptions: c.hookOptions,
 			PlainLogs: plain, TracedLogs: traced, TracedFirst: i%2 == 1, Progress: stdout})
 		if err != nil {
 			return err
@@ -300,8 +303,12 @@ const (
 
 // writeTable writes the evaluation's table.
 func writeTable(w io.Writer, version string, c config, rows []*row) {
-	fmt.Fprintf(w, "SMTT's evaluation on Spark %s (local[2], size %s, storage %s, %d paired runs, medians)\n\n", version, c.size,
-		storageName(c.storage), c.pairs)
+	hook := ""
+	if c.hookOptions != "" {
+		hook = ", hook options " + c.hookOptions
+	}
+	fmt.Fprintf(w, "SMTT's evaluation on Spark %s (local[2], size %s, storage %s%s, %d paired runs, medians)\n\n", version, c.size,
+		storageName(c.storage), hook, c.pairs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "WORKLOAD\tWALL WITHOUT\tWALL WITH\tOVERHEAD\tNOISE\tPAIRS (95%)\tFIXED\tWORK\tCPU OVERHEAD\tRECORDS\tPAGES RESOLVED\tRDD OCC (RSS / NODE)\tFAULTS/RDD\tPAGE-WALK SHARE\tJOB")
 	var walls, cpus, pairs, works, fixed []float64
