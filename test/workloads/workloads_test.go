@@ -238,6 +238,31 @@ func reportSmoke(t *testing.T, series string) {
 		}
 	}
 
+	// GraphX at its own levels (MEMORY_ONLY edge and vertex partitions):
+	// the hook fails on none of GraphX's RDDs (EdgeRDDImpl and VertexRDDImpl
+	// override getStorageLevel to ask an RDD that is null in a task), walks
+	// their objects, and the report says which RDDs were walked.
+	g, err := Run(ctx, e, RunConfig{Workload: "PageRank", Node: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s on Spark %s: app %s, %.1f s, hook %v", g.Workload, g.Spark, g.App, g.Wall.Seconds(), g.Hook)
+	if g.Hook["errors"] != 0 || g.Hook["walk-errors"] != 0 || g.Hook["walks"] == 0 {
+		t.Errorf("hook counters %v: want walks and no error", g.Hook)
+	}
+	if err := n.Drained(2 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	walked := 0
+	for _, rr := range report(ctx, t, n, g.App).RDDs {
+		if rr.ObjectGraph && rr.ResolvedBytes > 0 && strings.HasPrefix(rr.Resolved, "walked") {
+			walked++
+		}
+	}
+	if walked == 0 {
+		t.Errorf("PageRank: no RDD of objects walked in strata report")
+	}
+
 	// The history server over the same log (and the application whose REST
 	// responses the fetcher tests recorded, when the samples are here).
 	samples := os.Getenv("STRATA_SAMPLES")

@@ -38,7 +38,7 @@ final class Spark {
     final MethodHandle envConf;          // SparkEnv.conf(): SparkConf
     final MethodHandle confGet;          // SparkConf.get(String, String): String
     final MethodHandle rddId;            // rdd.RDD.id(): int
-    final MethodHandle rddStorageLevel;  // rdd.RDD.getStorageLevel(): StorageLevel
+    final MethodHandle rddStorageLevel;  // rdd.RDD.storageLevel (the field: GraphX overrides getStorageLevel)
     final MethodHandle levelUseMemory;   // storage.StorageLevel.useMemory(): boolean
     final MethodHandle levelDeserialized; // storage.StorageLevel.deserialized(): boolean
     // org.apache.spark.memory and org.apache.spark.unsafe.memory
@@ -109,7 +109,7 @@ final class Spark {
         Class<?> rdd = cls("org.apache.spark.rdd.RDD");
         Class<?> level = cls("org.apache.spark.storage.StorageLevel");
         rddId = virtual(rdd, "id", int.class);
-        rddStorageLevel = virtual(rdd, "getStorageLevel", level);
+        rddStorageLevel = field(rdd, "storageLevel", level, Object.class);
         levelUseMemory = virtual(level, "useMemory", boolean.class);
         levelDeserialized = virtual(level, "deserialized", boolean.class);
         Class<?> tmm = cls("org.apache.spark.memory.TaskMemoryManager");
