@@ -223,36 +223,13 @@ func mergeRuns(a, b *stratav1.PageRun, pageSize uint64) *stratav1.PageRun {
 	if f := uint64(b.GetFolioPages()); f != 0 && b.GetPfn()%f == 0 {
 		return nil // b starts a folio
 	}
-	m := &stratav1.PageRun{Vaddr: a.GetVaddr(), Count: a.GetCount() + b.GetCount(), State: a.GetState(), Pfn: a.GetPfn(),
+	deltas, ok := stratav1.JoinPFNs(a, b)
+	if !ok || deltas != nil && a.GetFolioPages() != 0 {
+		return nil // a folio's PFNs never step
+	}
+	return &stratav1.PageRun{Vaddr: a.GetVaddr(), Count: a.GetCount() + b.GetCount(), State: a.GetState(), Pfn: a.GetPfn(),
 		Kpageflags: a.GetKpageflags(), FolioPages: a.GetFolioPages(), Kpagecount: a.GetKpagecount(),
-		NumaNode: a.GetNumaNode(), SwapType: a.GetSwapType(), SwapOffset: a.GetSwapOffset()}
-	da, db := a.GetPfnDeltas(), b.GetPfnDeltas()
-	last := a.GetPfn()
-	for _, d := range da {
-		last += uint64(d)
-	}
-	if len(da) == 0 && a.GetPfn() != 0 {
-		last += n - 1
-	}
-	switch {
-	case len(da) == 0 && len(db) == 0 && (a.GetPfn() == 0 && b.GetPfn() == 0 || a.GetPfn() != 0 && b.GetPfn() == last+1):
-		return m
-	case a.GetFolioPages() == 0 && a.GetPfn() != 0 && b.GetPfn() != 0:
-		m.PfnDeltas = make([]int64, 0, m.Count-1)
-		m.PfnDeltas = append(m.PfnDeltas, ones(da, a.GetCount())...)
-		m.PfnDeltas = append(m.PfnDeltas, int64(b.GetPfn()-last))
-		m.PfnDeltas = append(m.PfnDeltas, ones(db, b.GetCount())...)
-		return m
-	}
-	return nil
-}
-
-// ones returns d, or the count-1 unit steps a run without deltas means.
-func ones(d []int64, count uint32) []int64 {
-	if len(d) > 0 || count < 2 {
-		return d
-	}
-	return slices.Repeat([]int64{1}, int(count)-1)
+		NumaNode: a.GetNumaNode(), SwapType: a.GetSwapType(), SwapOffset: a.GetSwapOffset(), PfnDeltas: deltas}
 }
 
 func (p *Pool) warnOnce(w error) {
