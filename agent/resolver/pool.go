@@ -282,6 +282,10 @@ type fairQueue struct {
 	asked map[uint32]time.Time // last request per uid
 	timer *time.Timer          // re-dispatches when a share may have lapsed
 	now   func() time.Time
+	// afterFunc arms timer: time.AfterFunc (tests fire it themselves).
+	afterFunc func(time.Duration, func()) *time.Timer
+	// took, when set (tests), is told under mu of each Resolver handed out.
+	took func(Tenant)
 }
 
 type uidQueue struct {
@@ -297,7 +301,8 @@ type pidQueue struct {
 }
 
 func newFairQueue() fairQueue {
-	return fairQueue{byUID: map[uint32]*uidQueue{}, busy: map[uint32]int{}, asked: map[uint32]time.Time{}, now: time.Now}
+	return fairQueue{byUID: map[uint32]*uidQueue{}, busy: map[uint32]int{}, asked: map[uint32]time.Time{},
+		now: time.Now, afterFunc: time.AfterFunc}
 }
 
 // add puts r in the free list; call it while building the queue.
@@ -308,6 +313,12 @@ func (q *fairQueue) add(r *Resolver) {
 
 // get returns a Resolver, waiting for t's turn and share.
 func (q *fairQueue) get(t Tenant) *Resolver {
+	return <-q.wait(t)
+}
+
+// wait queues t for a Resolver and returns the channel it comes on: at
+// once, before wait returns, when t's turn and share allow.
+func (q *fairQueue) wait(t Tenant) <-chan *Resolver {
 	ch := make(chan *Resolver, 1)
 	q.mu.Lock()
 	q.asked[t.UID] = q.now()
@@ -326,7 +337,7 @@ func (q *fairQueue) get(t Tenant) *Resolver {
 	pq.waiters = append(pq.waiters, ch)
 	q.dispatch()
 	q.mu.Unlock()
-	return <-ch
+	return ch
 }
 
 // put gives back a Resolver t held.
@@ -349,7 +360,7 @@ func (q *fairQueue) dispatch() {
 		k := q.eligible(now)
 		if k < 0 {
 			if q.timer == nil {
-				q.timer = time.AfterFunc(contendedWindow/4, func() {
+				q.timer = q.afterFunc(contendedWindow/4, func() {
 					q.mu.Lock()
 					q.timer = nil
 					q.dispatch()
@@ -379,6 +390,9 @@ func (q *fairQueue) dispatch() {
 		q.free = q.free[:len(q.free)-1]
 		q.busy[u.uid]++
 		ch <- r
+		if q.took != nil {
+			q.took(Tenant{UID: u.uid, PID: pq.pid})
+		}
 	}
 }
 
