@@ -26,8 +26,10 @@ HOOK_OUT := $(BIN)/jvmhook
 HOOK_JAR := $(HOOK_OUT)/strata-hook.jar
 HOOK_LIB := $(HOOK_OUT)/libstratahook.so
 HOOK_JAVA := $(shell find jvmhook/java/src -name '*.java' 2>/dev/null)
-HOOK_C := jvmhook/native/hook.c jvmhook/native/registry.c jvmhook/native/frame.c
-HOOK_H := jvmhook/include/strata_hook.h jvmhook/native/frame.h jvmhook/native/registry.h
+HOOK_C := jvmhook/native/hook.c jvmhook/native/blocks.c jvmhook/native/sendq.c \
+	jvmhook/native/rescan.c jvmhook/native/walks.c jvmhook/native/frame.c
+HOOK_H := jvmhook/include/strata_hook.h jvmhook/native/frame.h jvmhook/native/registry.h \
+	jvmhook/native/blocks.h jvmhook/native/sendq.h jvmhook/native/rescan.h jvmhook/native/walks.h
 # The same flags as test/workload.CFlags, plus what a JNI library needs.
 HOOK_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O2 -fvisibility=hidden -fPIC -shared \
 	-Ijvmhook/include -Ijvmhook/native -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux

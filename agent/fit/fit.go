@@ -67,43 +67,19 @@ func Runs(runs []*stratav1.PageRun, pageSize uint64) []*stratav1.PageRun {
 
 // SplitRun cuts r after its first at pages (0 < at < r.Count) into two runs
 // that expand to the same pages: the tail's PFN, swap offset and deltas
-// continue where the head's end.
+// continue where the head's end (stratav1's SubPFNs).
 func SplitRun(r *stratav1.PageRun, at uint32, pageSize uint64) (head, tail *stratav1.PageRun) {
 	head = without(r, runDeltasField)
 	tail = without(r, runDeltasField)
 	head.Count = at
 	tail.Count = r.GetCount() - at
 	tail.Vaddr = r.GetVaddr() + uint64(at)*pageSize
-	d := r.GetPfnDeltas()
-	if pfn := r.GetPfn(); pfn != 0 {
-		if len(d) > 0 {
-			for _, x := range d[:at] {
-				pfn += uint64(x)
-			}
-		} else {
-			pfn += uint64(at)
-		}
-		tail.Pfn = pfn
-	}
-	if len(d) > 0 {
-		head.PfnDeltas = consecutiveOrNil(d[:at-1])
-		tail.PfnDeltas = consecutiveOrNil(d[at:])
-	}
+	head.Pfn, head.PfnDeltas = r.SubPFNs(0, at)
+	tail.Pfn, tail.PfnDeltas = r.SubPFNs(at, tail.Count)
 	if r.GetState()&uint32(stratav1.PageState_PAGE_STATE_SWAPPED) != 0 {
 		tail.SwapOffset = r.GetSwapOffset() + uint64(at)
 	}
 	return head, tail
-}
-
-// consecutiveOrNil drops deltas that say "consecutive", as the run rule
-// writes them (no deltas), and copies the rest so pieces share nothing.
-func consecutiveOrNil(d []int64) []int64 {
-	for _, x := range d {
-		if x != 1 {
-			return append([]int64(nil), d...)
-		}
-	}
-	return nil
 }
 
 // Record returns rec split into records over consecutive sub-ranges of its

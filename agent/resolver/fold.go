@@ -1,8 +1,6 @@
 package resolver
 
 import (
-	"slices"
-
 	"github.com/stratatrace/strata/agent/procmem"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -289,23 +287,21 @@ type run struct {
 	folio    uint32
 	swapType uint32
 	node     int32
-	// dstart indexes the run's count-1 PFN steps in runs.deltas; -1 while
-	// the PFNs are consecutive (the common case, no steps kept).
-	dstart int32
+	steps    stratav1.PFNRun // where its PFN steps are in runs.steps
 }
 
 // runs are the runs of one request, built page by page.
 type runs struct {
-	ps      uint64
-	list    []run
-	deltas  []int64 // PFN steps of the runs that need them
-	lastPFN uint64  // PFN of the last page added
+	ps    uint64
+	list  []run
+	steps stratav1.PFNSteps // PFN steps of the runs that need them
 	// The last compound folio found, [folioHead, folioHead+folioN).
 	folioHead, folioN uint64
 }
 
 func (b *runs) reset() {
-	b.list, b.deltas, b.folioN = b.list[:0], b.deltas[:0], 0
+	b.list, b.folioN = b.list[:0], 0
+	b.steps.Reset()
 }
 
 // add appends page p to the last run when it continues it, else starts a
@@ -323,33 +319,17 @@ func (b *runs) add(p *run) {
 			case p.pfn == 0 && c.pfn == 0:
 				c.count++
 				return
-			case p.pfn != 0 && c.pfn != 0 && (p.folio == 0 || c.dstart < 0 && p.pfn == c.pfn+n):
+			case p.pfn != 0 && c.pfn != 0 && (p.folio == 0 || c.steps.Consecutive() && p.pfn == c.pfn+n):
 				// A folio's pages are consecutive; others may step.
-				if c.dstart < 0 && p.pfn != c.pfn+n {
-					b.startSteps(c)
-				}
-				if c.dstart >= 0 {
-					b.deltas = append(b.deltas, int64(p.pfn-b.lastPFN))
-				}
-				b.lastPFN = p.pfn
+				b.steps.Add(&c.steps, c.pfn, c.count, p.pfn)
 				c.count++
 				return
 			}
 		}
 	}
 	p.count = 1
-	p.dstart = -1
-	b.lastPFN = p.pfn
+	p.steps = stratav1.PFNRun{}
 	b.list = append(b.list, *p)
-}
-
-// startSteps gives run c, whose PFNs so far are consecutive, the steps
-// between them, so that PFNs that do not follow can be added.
-func (b *runs) startSteps(c *run) {
-	c.dstart = int32(len(b.deltas))
-	for range c.count - 1 {
-		b.deltas = append(b.deltas, 1)
-	}
 }
 
 // extend adds to the last run the present pages whose entries are ents,
@@ -360,30 +340,10 @@ func (b *runs) startSteps(c *run) {
 func (b *runs) extend(ents []procmem.Entry) int {
 	c := &b.list[len(b.list)-1]
 	n := min(len(ents), int(1<<31-c.count))
-	k := 0
-	if c.dstart < 0 {
-		next := c.pfn + uint64(c.count)
-		for k < n && ents[k].PFN() == next+uint64(k) {
-			k++
-		}
-		c.count += uint32(k)
-		if k == n {
-			b.lastPFN = c.pfn + uint64(c.count) - 1
-			return n
-		}
-		b.startSteps(c)
-		b.lastPFN = c.pfn + uint64(c.count) - 1
+	for _, e := range ents[:n] {
+		b.steps.Add(&c.steps, c.pfn, c.count, e.PFN())
+		c.count++
 	}
-	d := len(b.deltas)
-	b.deltas = slices.Grow(b.deltas, n-k)[:d+n-k]
-	last := b.lastPFN
-	for j, e := range ents[k:n] {
-		pfn := e.PFN()
-		b.deltas[d+j] = int64(pfn - last)
-		last = pfn
-	}
-	b.lastPFN = last
-	c.count += uint32(n - k)
 	return n
 }
 
@@ -392,19 +352,14 @@ func (b *runs) extend(ents []procmem.Entry) int {
 func (b *runs) emit() []*stratav1.PageRun {
 	slab := make([]stratav1.PageRun, len(b.list))
 	out := make([]*stratav1.PageRun, len(b.list))
-	var deltas []int64
-	if len(b.deltas) > 0 {
-		deltas = slices.Clone(b.deltas)
-	}
+	steps := b.steps.Copy()
 	for i := range b.list {
 		x := &b.list[i]
 		m := &slab[i]
 		m.Vaddr, m.Count, m.State, m.Pfn = x.vaddr, x.count, x.state, x.pfn
 		m.Kpageflags, m.FolioPages, m.Kpagecount, m.NumaNode = x.flags, x.folio, x.kcount, x.node
 		m.SwapType, m.SwapOffset = x.swapType, x.swapOff
-		if x.dstart >= 0 {
-			m.PfnDeltas = deltas[x.dstart : int(x.dstart)+int(x.count)-1 : int(x.dstart)+int(x.count)-1]
-		}
+		m.PfnDeltas = x.steps.Deltas(steps, x.count)
 		out[i] = m
 	}
 	return out

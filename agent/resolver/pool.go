@@ -223,36 +223,13 @@ func mergeRuns(a, b *stratav1.PageRun, pageSize uint64) *stratav1.PageRun {
 	if f := uint64(b.GetFolioPages()); f != 0 && b.GetPfn()%f == 0 {
 		return nil // b starts a folio
 	}
-	m := &stratav1.PageRun{Vaddr: a.GetVaddr(), Count: a.GetCount() + b.GetCount(), State: a.GetState(), Pfn: a.GetPfn(),
+	deltas, ok := stratav1.JoinPFNs(a, b)
+	if !ok || deltas != nil && a.GetFolioPages() != 0 {
+		return nil // a folio's PFNs never step
+	}
+	return &stratav1.PageRun{Vaddr: a.GetVaddr(), Count: a.GetCount() + b.GetCount(), State: a.GetState(), Pfn: a.GetPfn(),
 		Kpageflags: a.GetKpageflags(), FolioPages: a.GetFolioPages(), Kpagecount: a.GetKpagecount(),
-		NumaNode: a.GetNumaNode(), SwapType: a.GetSwapType(), SwapOffset: a.GetSwapOffset()}
-	da, db := a.GetPfnDeltas(), b.GetPfnDeltas()
-	last := a.GetPfn()
-	for _, d := range da {
-		last += uint64(d)
-	}
-	if len(da) == 0 && a.GetPfn() != 0 {
-		last += n - 1
-	}
-	switch {
-	case len(da) == 0 && len(db) == 0 && (a.GetPfn() == 0 && b.GetPfn() == 0 || a.GetPfn() != 0 && b.GetPfn() == last+1):
-		return m
-	case a.GetFolioPages() == 0 && a.GetPfn() != 0 && b.GetPfn() != 0:
-		m.PfnDeltas = make([]int64, 0, m.Count-1)
-		m.PfnDeltas = append(m.PfnDeltas, ones(da, a.GetCount())...)
-		m.PfnDeltas = append(m.PfnDeltas, int64(b.GetPfn()-last))
-		m.PfnDeltas = append(m.PfnDeltas, ones(db, b.GetCount())...)
-		return m
-	}
-	return nil
-}
-
-// ones returns d, or the count-1 unit steps a run without deltas means.
-func ones(d []int64, count uint32) []int64 {
-	if len(d) > 0 || count < 2 {
-		return d
-	}
-	return slices.Repeat([]int64{1}, int(count)-1)
+		NumaNode: a.GetNumaNode(), SwapType: a.GetSwapType(), SwapOffset: a.GetSwapOffset(), PfnDeltas: deltas}
 }
 
 func (p *Pool) warnOnce(w error) {
@@ -305,6 +282,10 @@ type fairQueue struct {
 	asked map[uint32]time.Time // last request per uid
 	timer *time.Timer          // re-dispatches when a share may have lapsed
 	now   func() time.Time
+	// afterFunc arms timer: time.AfterFunc (tests fire it themselves).
+	afterFunc func(time.Duration, func()) *time.Timer
+	// took, when set (tests), is told under mu of each Resolver handed out.
+	took func(Tenant)
 }
 
 type uidQueue struct {
@@ -320,7 +301,8 @@ type pidQueue struct {
 }
 
 func newFairQueue() fairQueue {
-	return fairQueue{byUID: map[uint32]*uidQueue{}, busy: map[uint32]int{}, asked: map[uint32]time.Time{}, now: time.Now}
+	return fairQueue{byUID: map[uint32]*uidQueue{}, busy: map[uint32]int{}, asked: map[uint32]time.Time{},
+		now: time.Now, afterFunc: time.AfterFunc}
 }
 
 // add puts r in the free list; call it while building the queue.
@@ -331,6 +313,12 @@ func (q *fairQueue) add(r *Resolver) {
 
 // get returns a Resolver, waiting for t's turn and share.
 func (q *fairQueue) get(t Tenant) *Resolver {
+	return <-q.wait(t)
+}
+
+// wait queues t for a Resolver and returns the channel it comes on: at
+// once, before wait returns, when t's turn and share allow.
+func (q *fairQueue) wait(t Tenant) <-chan *Resolver {
 	ch := make(chan *Resolver, 1)
 	q.mu.Lock()
 	q.asked[t.UID] = q.now()
@@ -349,7 +337,7 @@ func (q *fairQueue) get(t Tenant) *Resolver {
 	pq.waiters = append(pq.waiters, ch)
 	q.dispatch()
 	q.mu.Unlock()
-	return <-ch
+	return ch
 }
 
 // put gives back a Resolver t held.
@@ -372,7 +360,7 @@ func (q *fairQueue) dispatch() {
 		k := q.eligible(now)
 		if k < 0 {
 			if q.timer == nil {
-				q.timer = time.AfterFunc(contendedWindow/4, func() {
+				q.timer = q.afterFunc(contendedWindow/4, func() {
 					q.mu.Lock()
 					q.timer = nil
 					q.dispatch()
@@ -402,6 +390,9 @@ func (q *fairQueue) dispatch() {
 		q.free = q.free[:len(q.free)-1]
 		q.busy[u.uid]++
 		ch <- r
+		if q.took != nil {
+			q.took(Tenant{UID: u.uid, PID: pq.pid})
+		}
 	}
 }
 

@@ -55,6 +55,14 @@ func TestPoolSmallPeerNotStarvedByHugeRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
+	// The small peer arrives once the huge range holds the Resolver.
+	hugeHolds := make(chan struct{})
+	var once sync.Once
+	p.q.took = func(tn Tenant) {
+		if tn.PID == uint32(os.Getpid()) {
+			once.Do(func() { close(hugeHolds) })
+		}
+	}
 
 	var hugeDone atomic.Bool
 	hugeErr := make(chan error, 1)
@@ -67,7 +75,7 @@ func TestPoolSmallPeerNotStarvedByHugeRange(t *testing.T) {
 		hugeDone.Store(true)
 		hugeErr <- err
 	}()
-	time.Sleep(2 * time.Millisecond) // let the huge range take the Resolver first
+	<-hugeHolds
 	var before int
 	for range 5 {
 		out := make([]Result, 1)
@@ -86,40 +94,49 @@ func TestPoolSmallPeerNotStarvedByHugeRange(t *testing.T) {
 	}
 }
 
+// served returns which of waits (nil: already served) holds a Resolver,
+// failing t unless exactly one does: the queue hands a Resolver out before
+// the put or wait that frees it or asks for it returns.
+func served(t *testing.T, waits []<-chan *Resolver) (int, *Resolver) {
+	t.Helper()
+	k, got := -1, (*Resolver)(nil)
+	for i, ch := range waits {
+		if ch == nil {
+			continue
+		}
+		select {
+		case r := <-ch:
+			if k >= 0 {
+				t.Fatalf("waiters %d and %d both served", k, i)
+			}
+			k, got = i, r
+		default:
+		}
+	}
+	if k < 0 {
+		t.Fatal("no waiter served")
+	}
+	return k, got
+}
+
 // TestFairQueueTurns: a free Resolver goes round-robin over uids, then
 // over pids of a uid, FIFO within a pid.
 func TestFairQueueTurns(t *testing.T) {
 	q := newFairQueue()
-	order := make(chan Tenant, 16)
 	// Waiters in arrival order: uid 1 has pids 10 (twice) and 11; uid 2 pid 20.
 	arrivals := []Tenant{{1, 10}, {1, 10}, {1, 11}, {2, 20}}
+	waits := make([]<-chan *Resolver, len(arrivals))
 	for i, tn := range arrivals {
-		go func() {
-			r := q.get(tn)
-			order <- tn
-			q.put(tn, r)
-		}()
-		// Wait until it is queued: arrival order is the test's input.
-		for {
-			q.mu.Lock()
-			n := 0
-			for _, u := range q.uids {
-				for _, pq := range u.pids {
-					n += len(pq.waiters)
-				}
-			}
-			q.mu.Unlock()
-			if n == i+1 {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waits[i] = q.wait(tn) // no Resolver yet: queued in this order
 	}
 	q.n = 1
 	q.put(Tenant{UID: 99}, &Resolver{}) // one Resolver enters; each holder passes it on
 	var seq []Tenant
 	for range arrivals {
-		seq = append(seq, <-order)
+		k, r := served(t, waits)
+		seq = append(seq, arrivals[k])
+		waits[k] = nil
+		q.put(arrivals[k], r)
 	}
 	want := []Tenant{{1, 10}, {2, 20}, {1, 11}, {1, 10}}
 	if !slices.Equal(seq, want) {
@@ -190,36 +207,48 @@ func TestPoolSlicesJoinIntoTheSameRuns(t *testing.T) {
 }
 
 // TestFairQueueShareWhileContended: while another uid asked within a
-// second, a uid holds at most half the Resolvers, even with one free; once
-// the other uid is quiet, it may take them all.
+// second, a uid holds at most half the Resolvers, even with one free, and
+// the queue arms its timer; once the other uid is quiet, the timer's
+// dispatch gives the uid the free one. The test's clock and timer are its
+// own: it fires the timer itself.
 func TestFairQueueShareWhileContended(t *testing.T) {
 	q := newFairQueue()
 	q.add(&Resolver{})
 	q.add(&Resolver{})
-	var mu sync.Mutex
 	now := time.Unix(1000, 0)
-	q.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	q.now = func() time.Time { return now } // read under q.mu, on this goroutine only
+	var fire func()
+	q.afterFunc = func(d time.Duration, f func()) *time.Timer {
+		if d <= 0 || d > contendedWindow {
+			t.Errorf("re-dispatch armed for %v, want within %v", d, contendedWindow)
+		}
+		fire = f
+		tm := time.NewTimer(time.Hour) // stands in for the timer; never fires
+		t.Cleanup(func() { tm.Stop() })
+		return tm
+	}
 	a1, a2, b := Tenant{UID: 1, PID: 10}, Tenant{UID: 1, PID: 11}, Tenant{UID: 2, PID: 20}
 	q.put(b, q.get(b)) // uid 2 asked just now
 	first := q.get(a1)
-	got := make(chan *Resolver, 1)
-	go func() { got <- q.get(a2) }()
+	got := q.wait(a2)
 	select {
 	case <-got:
 		t.Fatal("uid 1 took a second Resolver while uid 2 is active")
-	case <-time.After(400 * time.Millisecond):
+	default:
 	}
-	mu.Lock()
+	if fire == nil {
+		t.Fatal("a waiter was left beside a free Resolver and no re-dispatch was armed")
+	}
 	now = now.Add(2 * contendedWindow) // uid 2 has been quiet since
-	mu.Unlock()
+	fire()
 	select {
 	case r := <-got:
 		q.put(a2, r)
-	case <-time.After(5 * time.Second):
-		t.Fatal("uid 1 alone did not get the free Resolver")
+	default:
+		t.Fatal("uid 1 alone did not get the free Resolver when the timer fired")
 	}
 	q.put(a1, first)
-	if len(q.free) != 2 || len(q.busy) != 0 {
-		t.Fatalf("free %d busy %v, want both back", len(q.free), q.busy)
+	if len(q.free) != 2 || len(q.busy) != 0 || q.timer != nil {
+		t.Fatalf("free %d busy %v timer %v, want both back and no timer", len(q.free), q.busy, q.timer)
 	}
 }

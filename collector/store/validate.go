@@ -214,40 +214,7 @@ func validateRun(run *stratav1.PageRun, ps uint64) error {
 		uint64(n) > maxSwapOffset-run.GetSwapOffset()):
 		return fmt.Errorf("swap entry %d:%#x+%d does not fit pagemap", run.GetSwapType(), run.GetSwapOffset(), n)
 	}
-	return validatePFNs(run, maxPhysAddr/ps)
-}
-
-// validatePFNs checks that the run has count-1 PFN steps or none, steps
-// only on a run with a PFN, and every page's PFN in 1..limit-1.
-func validatePFNs(run *stratav1.PageRun, limit uint64) error {
-	n, pfn, d := run.GetCount(), run.GetPfn(), run.GetPfnDeltas()
-	if len(d) > 0 && len(d) != int(n)-1 {
-		return fmt.Errorf("%d pfn_deltas for %d pages, want %d", len(d), n, n-1)
-	}
-	if pfn == 0 {
-		if len(d) > 0 {
-			return fmt.Errorf("pfn_deltas on a run without a PFN")
-		}
-		return nil
-	}
-	if pfn >= limit {
-		return fmt.Errorf("pfn %#x beyond physical memory", pfn)
-	}
-	if len(d) == 0 {
-		if uint64(n) > limit-pfn {
-			return fmt.Errorf("pfns %#x+%d beyond physical memory", pfn, n)
-		}
-		return nil
-	}
-	for i, x := range d {
-		// pfn and limit are below 2^52 and x is checked before it is
-		// added, so the sum cannot wrap.
-		if x <= -int64(pfn) || x >= int64(limit-pfn) {
-			return fmt.Errorf("pfn_deltas[%d] = %d takes pfn %#x outside physical memory", i, x, pfn)
-		}
-		pfn = uint64(int64(pfn) + x)
-	}
-	return nil
+	return run.ValidatePFNs(maxPhysAddr / ps)
 }
 
 func validateWorkload(w *stratav1.WorkloadCounters) error {

@@ -3,7 +3,7 @@
  * (Agent_OnLoad/Agent_OnUnload, for -agentpath:), JNI_OnLoad (System.load
  * from the Java side) and the natives of org.stratatrace.hook.Native.
  * Nothing else is exported (built with -fvisibility=hidden; JNIEXPORT marks
- * these default). The work is in registry.c.
+ * these default). The work is in the registry (registry.h).
  *
  * Started as -agentpath:libstratahook.so=jar=strata-hook.jar,..., the library
  * is the hook's only agent: it puts the jar on the system class path, calls

@@ -1,7 +1,11 @@
 /*
  * registry.h - the hook's table of live blocks, its connection to the node
  * agent and its GC thread. Internal to libstratahook.so (hidden visibility);
- * hook.c is the only caller and holds every JNI/JVMTI entry point.
+ * hook.c is the only caller and holds every JNI/JVMTI entry point. Behind
+ * it: blocks.c (the table of live blocks), sendq.c (the send queue, the
+ * connection and the hook thread; the table of which thread writes each
+ * shared field under which lock), rescan.c (the rescan after each GC) and
+ * walks.c (the walks kept and re-sent).
  *
  * What callers must know:
  *   - reg_* functions called on a JVM thread make no I/O: they queue the
