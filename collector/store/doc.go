@@ -29,8 +29,9 @@
 // overhead.go, hot.go, report.go, summary.go, held.go, physmap.go, jobs.go,
 // apps.go) with a method on querier, which both backends embed: it builds
 // its SQL once from the backend's dialect, reads the rows the backend
-// selects, and computes the answer in Go. A backend's own files keep its
-// schema, its writes and its dialect (duckdb_select.go,
+// selects, and computes the answer in Go; retention's policy is written
+// once too (retention.go). A backend's own files keep its schema, its
+// writes, its retention steps and its dialect (duckdb_select.go,
 // clickhouse_select.go): how it spells a few functions and the relations
 // its tables hold differently.
 //
