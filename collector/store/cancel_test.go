@@ -145,25 +145,15 @@ func TestAppendFailsAtEachStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	injected := errors.New("injected failure")
 	wantPages := 0
 	for i, step := range store.WriteSteps {
 		seq := uint64(i + 1)
-		store.SetWriteHook(s, func(at string) error {
-			if at == step {
-				return injected
-			}
-			return nil
-		})
-		if _, err := s.Append(context.Background(), storetest.Sample(seq)); !errors.Is(err, injected) {
-			t.Fatalf("step %s: append = %v, want the injected failure", step, err)
-		}
+		injected := storetest.AppendFailing(t, s, storetest.Sample(seq), step, func(h func(string) error) { store.SetWriteHook(s, h) })
 		mu.Lock()
 		if !errors.Is(last, injected) {
 			t.Fatalf("step %s: OnWrite told %v, want the failure", step, last)
 		}
 		mu.Unlock()
-		store.SetWriteHook(s, nil)
 		storetest.MustAppend(t, s, otherNode(seq))
 		mu.Lock()
 		if last != nil {

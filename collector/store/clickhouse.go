@@ -70,6 +70,9 @@ type ClickHouseOptions struct {
 // ClickHouse is the server Store: a ClickHouse database reached over its
 // HTTP interface (see the package doc).
 type ClickHouse struct {
+	querier // the questions, over chDialect
+	chDialect
+
 	c       *chClient
 	log     *slog.Logger
 	onWrite func(error)
@@ -80,7 +83,6 @@ type ClickHouse struct {
 
 	commit     *committer
 	jobVersion jobVersion
-	physMaps   physMapCache // PhysMap's PFN indexes
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -129,8 +131,9 @@ func OpenClickHouse(ctx context.Context, opts ClickHouseOptions) (*ClickHouse, e
 	if onWrite == nil {
 		onWrite = func(error) {}
 	}
-	s := &ClickHouse{c: c, log: log.With("component", "store", "backend", "clickhouse"), onWrite: onWrite,
+	s := &ClickHouse{chDialect: chDialect{chSpelling}, c: c, log: log.With("component", "store", "backend", "clickhouse"), onWrite: onWrite,
 		now: opts.Now, opts: opts, closing: make(chan struct{})}
+	s.querier = querier{src: s, log: s.log}
 	v, err := s.serverVersion(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open clickhouse %s: %w", c.redacted(), err)
@@ -171,25 +174,7 @@ func (s *ClickHouse) Close() error {
 	return s.closeErr
 }
 
-func (s *ClickHouse) closed() bool {
-	select {
-	case <-s.closing:
-		return true
-	default:
-		return false
-	}
-}
-
-// reader checks a query's app id, as DuckDB.reader does.
-func (s *ClickHouse) reader(appID string) error {
-	if s.closed() {
-		return ErrClosed
-	}
-	if appID == "" {
-		return fmt.Errorf("%w: empty app_id", ErrInvalidQuery)
-	}
-	return nil
-}
+func (s *ClickHouse) closed() bool { return isClosed(s.closing) }
 
 // chClient is the HTTP interface of one server: statements go in the POST
 // body, inserts name their table in the query parameter and stream

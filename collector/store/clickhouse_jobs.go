@@ -61,88 +61,11 @@ func (s *ClickHouse) PutJob(ctx context.Context, r *stratav1.JobResult) error {
 	return nil
 }
 
-// HasJob reports whether a result for id is stored.
-func (s *ClickHouse) HasJob(ctx context.Context, id string) (bool, error) {
-	if s.closed() {
-		return false, fmt.Errorf("has job: %w", ErrClosed)
-	}
-	var n uint64
-	err := s.c.query(ctx, "SELECT "+rowSelect+", count() FROM jobs WHERE job_id = "+quote(id), func(r *rowReader) { n = r.u64() })
-	if err != nil {
-		return false, fmt.Errorf("look up job %s: %w", id, err)
-	}
-	return n > 0, nil
-}
-
 // latestJobsSQL is each job's latest result with the columns SearchJobs
 // filters and orders on.
 const latestJobsSQL = `SELECT job_id, argMax(severity, version) AS sev, argMax(finish_ms, version) AS fin,
 	argMax(user_name, version) AS usr, argMax(queue, version) AS que, argMax(job_type, version) AS typ,
 	argMax(app_id, version) AS app, argMax(score, version) AS scr, argMax(result, version) AS res FROM jobs`
-
-// Jobs lists results at or above min, newest finish first; limit 0 = all.
-func (s *ClickHouse) Jobs(ctx context.Context, min stratav1.Severity, limit uint32) ([]*stratav1.JobResult, error) {
-	if s.closed() {
-		return nil, fmt.Errorf("jobs: %w", ErrClosed)
-	}
-	q := `SELECT ` + rowSelect + `, res FROM (` + latestJobsSQL + ` GROUP BY job_id)
-WHERE sev >= ` + strconv.Itoa(int(min)) + ` ORDER BY fin DESC, job_id`
-	if limit > 0 {
-		q += " LIMIT " + strconv.FormatUint(uint64(limit), 10)
-	}
-	out, err := s.queryJobs(ctx, q)
-	if err != nil {
-		return nil, fmt.Errorf("query jobs: %w", err)
-	}
-	return out, nil
-}
-
-// queryJobs runs sel, whose one column after rowSelect is a stored
-// result, and decodes the results.
-func (s *ClickHouse) queryJobs(ctx context.Context, sel string) ([]*stratav1.JobResult, error) {
-	var (
-		out  []*stratav1.JobResult
-		derr error
-	)
-	err := s.c.query(ctx, sel, func(r *rowReader) {
-		blob := r.blob()
-		if r.Err() != nil || derr != nil {
-			return
-		}
-		var j stratav1.JobResult
-		if derr = proto.Unmarshal(blob, &j); derr == nil {
-			out = append(out, &j)
-		}
-	})
-	if err == nil && derr != nil {
-		err = fmt.Errorf("decode job: %w", derr)
-	}
-	return out, err
-}
-
-// Job returns one result, or ErrNotFound.
-func (s *ClickHouse) Job(ctx context.Context, id string) (*stratav1.JobResult, error) {
-	if s.closed() {
-		return nil, fmt.Errorf("job: %w", ErrClosed)
-	}
-	var (
-		blob  []byte
-		found bool
-	)
-	err := s.c.query(ctx, "SELECT "+rowSelect+", argMax(result, version) FROM jobs WHERE job_id = "+quote(id)+" GROUP BY job_id",
-		func(r *rowReader) { blob, found = r.blob(), true })
-	if err != nil {
-		return nil, fmt.Errorf("job %s: %w", id, err)
-	}
-	if !found {
-		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
-	}
-	var j stratav1.JobResult
-	if err := proto.Unmarshal(blob, &j); err != nil {
-		return nil, fmt.Errorf("job %s: decode: %w", id, err)
-	}
-	return &j, nil
-}
 
 // JobClaim is the state of the claims on one job.
 type JobClaim struct {

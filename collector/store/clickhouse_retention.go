@@ -5,63 +5,60 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 )
 
-// Retain drops the day partitions of the retained tables (records, runs,
-// workloads, process_memory, batch_apps, batches, job_claims) that lie
-// wholly before now-MaxAge, then the oldest day at a time while the database's active
-// parts exceed MaxBytes, never the newest day. A dropped day goes from
-// every retained table at once, so a batch's rows and its commit rows
-// leave together. In the cluster layout the drops run ON CLUSTER on the
-// local tables, and the size is what the server the collector talks to
-// holds: a bound per server, which sharding by machine keeps even.
+// Retain applies r (see retain) to the day partitions of the retained
+// tables (records, runs, workloads, process_memory, batch_apps, batches,
+// job_claims), a day of receipt in the server's time zone: MaxAge drops
+// the days wholly before now-MaxAge, and the size is the database's active
+// parts. A dropped day goes from every retained table at once, so a
+// batch's rows and its commit rows leave together. In the cluster layout
+// the drops run ON CLUSTER on the local tables, and the size is what the
+// server the collector talks to holds: a bound per server, which sharding
+// by machine keeps even.
 func (s *ClickHouse) Retain(ctx context.Context, r Retention) (RetainResult, error) {
-	var res RetainResult
 	if s.closed() {
-		return res, fmt.Errorf("retain: %w", ErrClosed)
+		return RetainResult{}, fmt.Errorf("retain: %w", ErrClosed)
 	}
-	days, total, err := s.partitions(ctx)
-	if err != nil {
-		return res, fmt.Errorf("retain: %w", err)
-	}
-	res.BytesBefore = total
-	if r.MaxAge > 0 {
-		var cutoff uint32
-		q := "SELECT " + rowSelect + ", toYYYYMMDD(toDateTime(" + strconv.FormatInt(s.now().Add(-r.MaxAge).Unix(), 10) + "))"
-		if err := s.c.query(ctx, q, func(rr *rowReader) { cutoff = rr.u32() }); err != nil {
-			return res, fmt.Errorf("retain: server date: %w", err)
-		}
-		for len(days) > 0 && days[0].id < strconv.FormatUint(uint64(cutoff), 10) {
-			if err := s.dropDay(ctx, days[0].id); err != nil {
-				return res, err
-			}
-			total -= days[0].bytes
-			days = days[1:]
-			res.Dropped++
-		}
-	}
-	for r.MaxBytes > 0 && total > r.MaxBytes && len(days) > 0 {
-		if len(days) == 1 {
-			res.KeptOverSize = true
-			break
-		}
-		if err := s.dropDay(ctx, days[0].id); err != nil {
-			return res, err
-		}
-		total -= days[0].bytes
-		days = days[1:]
-		res.Dropped++
-	}
-	if res.Dropped > 0 {
-		if _, total, err = s.partitions(ctx); err != nil {
-			return res, fmt.Errorf("retain: %w", err)
-		}
-	}
-	res.BytesAfter = total
+	res, err := retain(ctx, s, r, s.now())
 	if res.Dropped > 0 {
 		s.log.Info("retention dropped days of traces", "days", res.Dropped, "bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter)
 	}
-	return res, nil
+	return res, err
+}
+
+func (s *ClickHouse) traceBytes(ctx context.Context) (int64, error) {
+	_, total, err := s.partitions(ctx)
+	return total, err
+}
+
+// dropBefore drops the days wholly before cutoff's day on the server.
+func (s *ClickHouse) dropBefore(ctx context.Context, cutoff time.Time) (int, error) {
+	days, _, err := s.partitions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var cut uint32
+	q := "SELECT " + rowSelect + ", toYYYYMMDD(toDateTime(" + strconv.FormatInt(cutoff.Unix(), 10) + "))"
+	if err := s.c.query(ctx, q, func(rr *rowReader) { cut = rr.u32() }); err != nil {
+		return 0, fmt.Errorf("server date: %w", err)
+	}
+	n := 0
+	for ; n < len(days) && days[n].id < strconv.FormatUint(uint64(cut), 10); n++ {
+		if err := s.dropDay(ctx, days[n].id); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func (s *ClickHouse) dropOldestDay(ctx context.Context) (dropped, held int, err error) {
+	days, _, err := s.partitions(ctx)
+	if err != nil || len(days) < 2 {
+		return 0, len(days), err
+	}
+	return 1, len(days), s.dropDay(ctx, days[0].id)
 }
 
 // dayPart is one day partition of the retained tables and the bytes its

@@ -118,14 +118,8 @@ type coverageRow struct {
 	detail                                             string
 }
 
-// dest lists where DuckDB scans the columns, in order.
-func (c *coverageRow) dest() []any {
-	return []any{&c.sparkBytes, &c.cachedBatch, &c.column, &c.columnName, &c.resolution, &c.bytes, &c.objects,
-		&c.sharedObjects, &c.sharedBytes, &c.opaque, &c.gcEpoch, &c.extents, &c.detail}
-}
-
-// read reads the columns from a ClickHouse row, in order.
-func (c *coverageRow) read(r *rowReader) {
+// read reads the columns of a row, in order.
+func (c *coverageRow) read(r row) {
 	c.sparkBytes, c.cachedBatch, c.column, c.columnName = r.u64(), r.boolean(), r.i32(), r.str()
 	c.resolution = r.i8()
 	c.bytes, c.objects, c.sharedObjects, c.sharedBytes, c.opaque = r.u64(), r.u64(), r.u64(), r.u64(), r.u64()
@@ -171,23 +165,3 @@ var resolvedSQL = func() string {
 
 // isResolved: r is one of resolvedKinds.
 func isResolved(r stratav1.Resolution) bool { return slices.Contains(resolvedKinds, r) }
-
-// holdsSQL is the one definition, for both backends, of the records that
-// say what a block buffer holds: scope is the condition (on the records
-// table, placeholders or literals as the backend writes them) that selects
-// the records the question is about. A record holds when it is not a free,
-// its pages were resolved (pages > 0), and either it is resolved BUFFERS,
-// WALKED or WALK_CUT, or no record of its registration (the buffer's
-// executor_id, pid, block_id, chunk and hook_block_id) in scope is. So a
-// deserialized block once walked is its walks' objects, never again its
-// array of references — a STALE mark or a pending walk does not replace
-// the latest walk — and a block never walked is its array. "A buffer's
-// latest record with pages", wherever a question takes one (RDDs, Cached,
-// Numa, the physical map, what blocks held over time), is its latest
-// record that holds.
-func holdsSQL(scope string) string {
-	held := fmt.Sprintf("access_kind != %d AND pages > 0", accessFree)
-	return "(" + held + " AND (" + resolvedSQL + " OR (executor_id, pid, block_id, chunk, hook_block_id) NOT IN (" +
-		"SELECT executor_id, pid, block_id, chunk, hook_block_id FROM records WHERE " + scope + " AND " + held +
-		" AND " + resolvedSQL + ")))"
-}

@@ -195,6 +195,9 @@ ALTER TABLE jobs ADD COLUMN IF NOT EXISTS score BIGINT;`
 // DuckDB is the embedded Store. One writer goroutine owns the write
 // connection and its appenders; queries use a separate connection pool.
 type DuckDB struct {
+	querier // the questions, over duckDialect
+	duckDialect
+
 	log       *slog.Logger
 	onWrite   func(error)
 	now       func() time.Time
@@ -205,7 +208,6 @@ type DuckDB struct {
 	done      chan struct{} // closed when the writer has returned
 	closeOnce sync.Once
 	closeErr  error
-	physMaps  physMapCache // PhysMap's PFN indexes
 }
 
 var _ Store = (*DuckDB)(nil)
@@ -292,15 +294,17 @@ func Open(ctx context.Context, opts Options) (*DuckDB, error) {
 		now = time.Now
 	}
 	s := &DuckDB{
-		log:       log.With("component", "store"),
-		onWrite:   onWrite,
-		now:       now,
-		connector: connector,
-		db:        sql.OpenDB(connector),
-		reqs:      make(chan writeReq),
-		quit:      make(chan struct{}),
-		done:      make(chan struct{}),
+		duckDialect: duckDialect{duckSpelling},
+		log:         log.With("component", "store"),
+		onWrite:     onWrite,
+		now:         now,
+		connector:   connector,
+		db:          sql.OpenDB(connector),
+		reqs:        make(chan writeReq),
+		quit:        make(chan struct{}),
+		done:        make(chan struct{}),
 	}
+	s.querier = querier{src: s, log: s.log}
 	w.now = now
 	go s.writeLoop(w)
 	s.log.Info("store open", "path", filepath.Join(opts.Dir, DBFile), "memory_limit", opts.MemoryLimit, "next_batch", w.nextBatch)
@@ -487,14 +491,7 @@ func (s *DuckDB) Close() error {
 	return s.closeErr
 }
 
-func (s *DuckDB) closed() bool {
-	select {
-	case <-s.quit:
-		return true
-	default:
-		return false
-	}
-}
+func (s *DuckDB) closed() bool { return isClosed(s.quit) }
 
 // Append stores b in one transaction: its key row in batches, then its
 // records, runs, workloads and process memory samples through the

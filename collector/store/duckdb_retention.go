@@ -7,16 +7,18 @@ import (
 	"time"
 )
 
-// Retain drops traces received before now-MaxAge, then the oldest day of
-// them at a time while the database's used blocks exceed MaxBytes (never
-// the newest day), each step in one transaction followed by a CHECKPOINT,
-// which frees the deleted rows' blocks for reuse. It runs on the writer,
-// between batches.
+// Retain applies r on the writer, between batches (see retain): each
+// drop is one transaction followed by a CHECKPOINT, which frees the deleted
+// rows' blocks for reuse; the size is the database's used blocks.
 func (s *DuckDB) Retain(ctx context.Context, r Retention) (RetainResult, error) {
 	var res RetainResult
 	err := s.submit(ctx, func(w *writer) error {
+		// What the WAL holds is not in the used blocks until a checkpoint.
+		if _, err := w.exec.ExecContext(writeCtx, "CHECKPOINT", nil); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
 		var err error
-		res, err = w.retain(r, s.now())
+		res, err = retain(writeCtx, w, r, s.now())
 		return err
 	})
 	if err != nil {
@@ -25,58 +27,30 @@ func (s *DuckDB) Retain(ctx context.Context, r Retention) (RetainResult, error) 
 	return res, nil
 }
 
-func (w *writer) retain(r Retention, now time.Time) (RetainResult, error) {
-	var res RetainResult
-	var err error
-	// What the WAL holds is not in the used blocks until a checkpoint.
-	if _, err := w.exec.ExecContext(writeCtx, "CHECKPOINT", nil); err != nil {
-		return res, fmt.Errorf("checkpoint: %w", err)
+func (w *writer) traceBytes(context.Context) (int64, error) { return w.usedBytes() }
+
+// dropOldestDay drops the batches received on the oldest day of receipt.
+func (w *writer) dropOldestDay(ctx context.Context) (dropped, held int, err error) {
+	var oldest, newest sql.NullInt64
+	if err := w.scanOne(writeCtx, "SELECT min(received_ns), max(received_ns) FROM batches", nil, &oldest, &newest); err != nil {
+		return 0, 0, fmt.Errorf("read batch times: %w", err)
 	}
-	if res.BytesBefore, err = w.usedBytes(); err != nil {
-		return res, err
+	if !oldest.Valid {
+		return 0, 0, nil
 	}
-	if r.MaxAge > 0 {
-		n, err := w.dropBefore(now.Add(-r.MaxAge))
-		if err != nil {
-			return res, err
-		}
-		res.Dropped += n
+	first := day(time.Unix(0, oldest.Int64))
+	if first.Equal(day(time.Unix(0, newest.Int64))) {
+		return 0, 1, nil
 	}
-	size, err := w.usedBytes()
-	if err != nil {
-		return res, err
-	}
-	for r.MaxBytes > 0 && size > r.MaxBytes {
-		var oldest, newest sql.NullInt64
-		if err := w.scanOne(writeCtx, "SELECT min(received_ns), max(received_ns) FROM batches", nil, &oldest, &newest); err != nil {
-			return res, fmt.Errorf("read batch times: %w", err)
-		}
-		if !oldest.Valid {
-			break
-		}
-		first := day(time.Unix(0, oldest.Int64))
-		if first.Equal(day(time.Unix(0, newest.Int64))) {
-			res.KeptOverSize = true
-			break
-		}
-		n, err := w.dropBefore(first.Add(24 * time.Hour))
-		if err != nil {
-			return res, err
-		}
-		res.Dropped += n
-		if size, err = w.usedBytes(); err != nil {
-			return res, err
-		}
-	}
-	res.BytesAfter = size
-	return res, nil
+	n, err := w.dropBefore(ctx, first.Add(24*time.Hour))
+	return n, 2, err
 }
 
 // dropBefore deletes, in one transaction, the batches received before
 // cutoff with their records, runs, workloads and process memory samples,
 // then checkpoints. It
 // returns the batches dropped.
-func (w *writer) dropBefore(cutoff time.Time) (n int, err error) {
+func (w *writer) dropBefore(_ context.Context, cutoff time.Time) (n int, err error) {
 	ctx := writeCtx
 	c := cutoff.UnixNano()
 	var cnt sql.NullInt64

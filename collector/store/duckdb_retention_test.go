@@ -1,10 +1,7 @@
 package store_test
 
 import (
-	"context"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stratatrace/strata/collector/store"
 	"github.com/stratatrace/strata/collector/store/storetest"
@@ -18,21 +15,7 @@ func TestDuckDBRetentionBytes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping: stores 800,000 runs (-short)")
 	}
-	ctx := context.Background()
-	base := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
-	var now atomic.Int64
-	s, _ := duckBackend.New(t, storetest.Env{Now: func() time.Time { return time.Unix(0, now.Load()) }})
-	const days, perDay, recs = 3, 2, 2800
-	storetest.RetentionDays(s, t, days, perDay, recs, base, &now)
-	now.Store(base.UnixNano())
-	r0, err := s.Retain(ctx, store.Retention{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r1, err := s.Retain(ctx, store.Retention{MaxBytes: r0.BytesBefore - 1})
-	if err != nil || r1.BytesAfter > r0.BytesBefore-1 || r1.KeptOverSize {
-		t.Fatalf("retain to %d bytes = %+v, %v", r0.BytesBefore-1, r1, err)
-	}
-	storetest.WantDays(t, s, days, perDay*recs, 1, "size one byte less")
+	open := func(env storetest.Env) store.Store { s, _ := duckBackend.New(t, env); return s }
+	_, r0, r1 := storetest.RetainOneByteLess(t, open, 2800)
 	t.Logf("%d bytes before, %d after dropping the oldest of 3 days", r0.BytesBefore, r1.BytesAfter)
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -21,13 +22,11 @@ import (
 // inside it, in time proportional to those segments plus the buckets,
 // whatever the size of the executor.
 //
-// Both backends build it (physMap, pfnIndexBuilder) from the runs their
-// physMapSource returns. The index is kept for the latest few (app,
-// machine) pairs and rebuilt when a batch may have been stored since: the
-// backend's stamp changed (DuckDB: the highest batch id; ClickHouse: the
-// count and uids of the app's commit rows). An index over
-// maxCachedSegments segments (24 bytes each) is not kept: it is rebuilt for
-// every window.
+// The index is built (pfnIndexBuilder) from the runs physRuns selects,
+// kept for the latest few (app, machine) pairs and rebuilt when a batch
+// may have been stored since: the backend's stamp changed (source.physStamp).
+// An index over maxCachedSegments segments (24 bytes each) is not kept: it
+// is rebuilt for every window.
 
 const (
 	physMapCacheEntries = 4
@@ -103,33 +102,73 @@ func (c *physMapCache) put(key [2]string, idx *pfnIndex) {
 	}
 }
 
-// physRunsSQL lists the runs of app $1's live blocks on machine $7 that
-// hold pages: present or swapped.
-var physRunsSQL = withStates(latestLifecycleCTE + `
-SELECT r.rdd_id, r.executor_id, r.block_id, r.state, r.pfn, r.pages, r.pfn_deltas, r.numa_node
-FROM runs r JOIN latest USING (batch_id, rec_idx) JOIN batches b USING (batch_id)
-WHERE r.app_id = $1 AND b.node_name = $7 AND r.state & ({PRESENT} | {SWAPPED}) <> 0
-	AND r.pages BETWEEN 1 AND {MAX_RUN_PAGES}`)
-
-// hotSamplesSQL counts app $1's sampled page faults on machine $2 per PFN
-// in [$4, $5) ($3 = FAULT records without counters: one page each).
-var hotSamplesSQL = withStates(`
-SELECT r.pfn, count(*)::UBIGINT
-FROM runs r JOIN records rec USING (batch_id, rec_idx)
-WHERE rec.app_id = $1 AND rec.node_name = $2 AND rec.access_kind = $3 AND NOT rec.has_faults
-	AND r.state & {PRESENT} <> 0 AND r.state & {PFN_HIDDEN} = 0 AND r.pfn >= $4 AND r.pfn < $5
-GROUP BY r.pfn`)
-
-// physMapSource is what a backend gives physMap: its machines, a stamp
-// that changes whenever a batch of the app may have been stored, the runs
-// of the app's live blocks on one machine, and the sampled faults per PFN.
-type physMapSource interface {
-	Machines(ctx context.Context, appID string) ([]Machine, error)
-	physStamp(ctx context.Context, app string) (int64, error)
-	// physRuns calls fn with each run of app's live blocks on machine
-	// that holds pages (present or swapped), as physRunsSQL selects them.
-	physRuns(ctx context.Context, app, machine string, fn func(physRun)) error
-	hotSamples(ctx context.Context, app, machine string, from, to uint64) (map[uint64]uint64, error)
+// PhysMap returns the app's physical memory map on one machine; see
+// PhysMapQuery and the comment at the top of this file.
+func (q *querier) PhysMap(ctx context.Context, pq PhysMapQuery) (*PhysMap, error) {
+	if err := q.check(pq.AppID); err != nil {
+		return nil, fmt.Errorf("physical map: %w", err)
+	}
+	if pq.Buckets > maxMapBuckets {
+		return nil, fmt.Errorf("physical map: %w: %d buckets (at most %d)", ErrInvalidQuery, pq.Buckets, maxMapBuckets)
+	}
+	machines, err := q.Machines(ctx, pq.AppID)
+	if err != nil {
+		return nil, err
+	}
+	if len(machines) == 0 {
+		return nil, fmt.Errorf("physical map %s: %w: no records", pq.AppID, ErrNotFound)
+	}
+	m := machines[0]
+	names := make([]string, 0, len(machines))
+	found := pq.Machine == ""
+	for _, mm := range machines {
+		names = append(names, mm.NodeName)
+		if mm.NodeName == pq.Machine && !found {
+			m, found = mm, true
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("physical map %s: %w: no records from machine %q", pq.AppID, ErrInvalidQuery, pq.Machine)
+	}
+	names = slices.Compact(names) // a machine rebooted is listed once per boot
+	stamp, err := q.src.physStamp(ctx, pq.AppID)
+	if err != nil {
+		return nil, fmt.Errorf("physical map %s: %w", pq.AppID, err)
+	}
+	key := [2]string{pq.AppID, m.NodeName}
+	idx := q.physMaps.get(key, stamp)
+	if idx == nil {
+		b := newPFNIndexBuilder(q.log, pq.AppID)
+		if err := q.physRuns(ctx, pq.AppID, m.NodeName, b.add); err != nil {
+			return nil, fmt.Errorf("query physical map %s: %w", pq.AppID, err)
+		}
+		idx = b.finish()
+		idx.stamp = stamp
+		q.physMaps.put(key, idx)
+	}
+	out := &PhysMap{Machine: m.NodeName, Machines: names, PageSize: m.PageSize, Nodes: idx.nodes, RDDs: idx.rdds,
+		Pages: idx.pages, Runs: idx.runs, Hidden: idx.hidden, Limit: idx.maxPFN}
+	if m.PageSize > 0 {
+		out.Limit = max(out.Limit, m.MemTotalBytes/uint64(m.PageSize))
+	}
+	out.From, out.To = pq.From, pq.To
+	if out.To == 0 {
+		out.To = max(out.Limit, out.From+1)
+	}
+	if out.To <= out.From {
+		return nil, fmt.Errorf("physical map: %w: window [%d, %d) is empty", ErrInvalidQuery, pq.From, pq.To)
+	}
+	n := uint64(pq.Buckets)
+	if n == 0 {
+		n = defaultMapBuckets
+	}
+	out.BucketPages = max((out.To-out.From+n-1)/n, 1)
+	hot, err := q.hotSamples(ctx, pq.AppID, m.NodeName, out.From, out.To)
+	if err != nil {
+		return nil, fmt.Errorf("query fault samples %s: %w", pq.AppID, err)
+	}
+	out.Buckets = idx.bucket(out.From, out.To, out.BucketPages, hot)
+	return out, nil
 }
 
 // physRun is one stored run of a live block.
@@ -141,124 +180,24 @@ type physRun struct {
 	node         int32
 }
 
-// PhysMap returns the app's physical memory map on one machine; see
-// PhysMapQuery and the comment at the top of this file.
-func (s *DuckDB) PhysMap(ctx context.Context, q PhysMapQuery) (*PhysMap, error) {
-	if err := s.reader(q.AppID); err != nil {
-		return nil, fmt.Errorf("physical map: %w", err)
-	}
-	return physMap(ctx, s, &s.physMaps, s.log, q)
-}
-
-// physMap answers q from src, with the PFN index from cache when src's
-// stamp has not changed since it was built.
-func physMap(ctx context.Context, src physMapSource, cache *physMapCache, log *slog.Logger, q PhysMapQuery) (*PhysMap, error) {
-	if q.Buckets > maxMapBuckets {
-		return nil, fmt.Errorf("physical map: %w: %d buckets (at most %d)", ErrInvalidQuery, q.Buckets, maxMapBuckets)
-	}
-	machines, err := src.Machines(ctx, q.AppID)
-	if err != nil {
-		return nil, err
-	}
-	if len(machines) == 0 {
-		return nil, fmt.Errorf("physical map %s: %w: no records", q.AppID, ErrNotFound)
-	}
-	m := machines[0]
-	names := make([]string, 0, len(machines))
-	found := q.Machine == ""
-	for _, mm := range machines {
-		names = append(names, mm.NodeName)
-		if mm.NodeName == q.Machine && !found {
-			m, found = mm, true
+// physRuns calls fn with each run of app's live blocks on machine (their
+// buffers' latest records that hold, as Numa takes them) that holds pages:
+// present or swapped.
+func (q *querier) physRuns(ctx context.Context, app, machine string, fn func(physRun)) error {
+	d := q.src
+	cols := "rdd_id, executor_id, block_id, state, pfn, pages, pfn_deltas, numa_node"
+	sel := d.sel(cols) + ` FROM (` + runsOf(d, app, cols,
+		` AND `+d.bit("state", int(pgPresent|pgSwapped))+` != 0`+
+			` AND pages BETWEEN 1 AND `+strconv.Itoa(stratav1.MaxRunPages),
+		liveRecsWhere(d, lifecycleScope(d, app))+` AND node_name = `+d.lit(machine)) + `)`
+	return q.each(ctx, sel, func(r row) {
+		var p physRun
+		p.ref.RDDID, p.ref.ExecutorID, p.ref.BlockID = r.i32(), r.str(), r.str()
+		p.state, p.pfn, p.pages, p.deltas, p.node = r.u32(), r.u64(), r.u32(), r.blob(), r.i32()
+		if r.Err() == nil {
+			fn(p)
 		}
-	}
-	if !found {
-		return nil, fmt.Errorf("physical map %s: %w: no records from machine %q", q.AppID, ErrInvalidQuery, q.Machine)
-	}
-	names = slices.Compact(names) // a machine rebooted is listed once per boot
-	stamp, err := src.physStamp(ctx, q.AppID)
-	if err != nil {
-		return nil, fmt.Errorf("physical map %s: %w", q.AppID, err)
-	}
-	key := [2]string{q.AppID, m.NodeName}
-	idx := cache.get(key, stamp)
-	if idx == nil {
-		b := newPFNIndexBuilder(log, q.AppID)
-		if err := src.physRuns(ctx, q.AppID, m.NodeName, b.add); err != nil {
-			return nil, fmt.Errorf("query physical map %s: %w", q.AppID, err)
-		}
-		idx = b.finish()
-		idx.stamp = stamp
-		cache.put(key, idx)
-	}
-	out := &PhysMap{Machine: m.NodeName, Machines: names, PageSize: m.PageSize, Nodes: idx.nodes, RDDs: idx.rdds,
-		Pages: idx.pages, Runs: idx.runs, Hidden: idx.hidden, Limit: idx.maxPFN}
-	if m.PageSize > 0 {
-		out.Limit = max(out.Limit, m.MemTotalBytes/uint64(m.PageSize))
-	}
-	out.From, out.To = q.From, q.To
-	if out.To == 0 {
-		out.To = max(out.Limit, out.From+1)
-	}
-	if out.To <= out.From {
-		return nil, fmt.Errorf("physical map: %w: window [%d, %d) is empty", ErrInvalidQuery, q.From, q.To)
-	}
-	n := uint64(q.Buckets)
-	if n == 0 {
-		n = defaultMapBuckets
-	}
-	out.BucketPages = max((out.To-out.From+n-1)/n, 1)
-	hot, err := src.hotSamples(ctx, q.AppID, m.NodeName, out.From, out.To)
-	if err != nil {
-		return nil, fmt.Errorf("query fault samples %s: %w", q.AppID, err)
-	}
-	out.Buckets = idx.bucket(out.From, out.To, out.BucketPages, hot)
-	return out, nil
-}
-
-func (s *DuckDB) hotSamples(ctx context.Context, app, machine string, from, to uint64) (map[uint64]uint64, error) {
-	rows, err := s.db.QueryContext(ctx, hotSamplesSQL, app, machine, int8(stratav1.AccessKind_ACCESS_KIND_FAULT), from, to)
-	if err != nil {
-		return nil, err
-	}
-	type hit struct{ pfn, n uint64 }
-	hits, err := collect(rows, func(sc func(...any) error) (hit, error) {
-		var h hit
-		return h, sc(&h.pfn, &h.n)
 	})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[uint64]uint64, len(hits))
-	for _, h := range hits {
-		out[h.pfn] = h.n
-	}
-	return out, nil
-}
-
-// physStamp is the highest batch id: any batch stored since changes it.
-func (s *DuckDB) physStamp(ctx context.Context, _ string) (int64, error) {
-	var stamp int64
-	if err := s.db.QueryRowContext(ctx, "SELECT coalesce(max(batch_id), 0) FROM batches").Scan(&stamp); err != nil {
-		return 0, fmt.Errorf("read last batch id: %w", err)
-	}
-	return stamp, nil
-}
-
-func (s *DuckDB) physRuns(ctx context.Context, app, machine string, fn func(physRun)) error {
-	rows, err := s.db.QueryContext(ctx, physRunsSQL, app, accessAlloc, accessRead, accessWrite, accessFree, accessMove, machine)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var r physRun
-		if err := rows.Scan(&r.ref.RDDID, &r.ref.ExecutorID, &r.ref.BlockID, &r.state, &r.pfn, &r.pages, &r.deltas, &r.node); err != nil {
-			return fmt.Errorf("scan physical map row: %w", err)
-		}
-		fn(r)
-	}
-	return rows.Err()
 }
 
 // pfnIndexBuilder builds a pfnIndex from the runs of live blocks.
@@ -286,10 +225,10 @@ func (bd *pfnIndexBuilder) add(r physRun) {
 		bd.rdds[r.ref.RDDID] = rp
 	}
 	switch {
-	case r.state&uint32(stratav1.PageState_PAGE_STATE_SWAPPED) != 0:
+	case r.state&uint32(pgSwapped) != 0:
 		rp.Swapped += uint64(r.pages)
 		return
-	case r.state&uint32(stratav1.PageState_PAGE_STATE_PFN_HIDDEN) != 0 || r.pfn == 0:
+	case r.state&uint32(pgHidden) != 0 || r.pfn == 0:
 		idx.hidden += uint64(r.pages)
 		return
 	}
@@ -301,7 +240,7 @@ func (bd *pfnIndexBuilder) add(r physRun) {
 	}
 	rp.Present += uint64(r.pages)
 	idx.pages += uint64(r.pages)
-	thp := r.state&uint32(stratav1.PageState_PAGE_STATE_THP) != 0
+	thp := r.state&uint32(pgTHP) != 0
 	add := func(start uint64, n uint32) {
 		idx.segs = append(idx.segs, segment{pfn: start, n: n, block: b, node: int16(r.node), thp: thp})
 		idx.maxSeg = max(idx.maxSeg, uint64(n))

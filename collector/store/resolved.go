@@ -10,12 +10,12 @@ import (
 
 // What Strata resolved of an RDD's blocks against what Spark accounts for
 // them (RddReport's spark_bytes, resolved_bytes, parts; the UI's Blocks):
-// both backends list each buffer of the cached blocks as last resolved
-// while live (lastBuffer), and the Go here sums them.
+// each buffer of the cached blocks as last resolved while live
+// (lastBuffer, report.go's lastBuffers), summed here.
 
 // lastBuffer is one buffer of a cached block as last resolved while it
-// was live (DuckDB's lastLiveCTE, ClickHouse's chLastRecsWhere): its
-// latest records that hold (holdsSQL), taken together. An agent splits a
+// was live (lastRecsWhere): its latest records that hold (holdsSQL), taken
+// together. An agent splits a
 // record too large for one batch into pieces over sub-ranges, each
 // carrying the record's whole coverage and Spark size: those are read
 // once (max), lengths and pages are summed.
@@ -41,26 +41,15 @@ type lastBuffer struct {
 	columnName     string
 }
 
-// lastBufferCols are the aggregates both backends select after a
-// buffer's key (rdd_id, partition_id, executor_id, pid, block_id, chunk,
-// hook_block_id), from the columns of records named with prefix p; sum
-// wraps a sum as the backend needs it typed.
-func lastBufferCols(p string, sum func(string) string) string {
-	return "max(" + p + "time_ns), max(" + p + "chunks), max(" + p + "resolution), max(" + p + "cov_bytes), max(" + p +
-		"cov_objects), max(" + p + "cov_shared_objects), max(" + p + "cov_shared_bytes), max(" + p + "cov_opaque_objects), max(" +
-		p + "cov_detail), " + sum(p+"length") + ", " + sum(p+"pages") + ", max(" + p + "spark_bytes), max(" + p +
-		"cached_batch), max(" + p + "column_index), max(" + p + "column_name)"
-}
+// lastBufferCols are the aggregates lastBuffers selects after a buffer's
+// key (rdd_id, partition_id, executor_id, pid, block_id, chunk,
+// hook_block_id), in read's order.
+const lastBufferCols = `max(time_ns), max(chunks), max(resolution), max(cov_bytes), max(cov_objects),
+	max(cov_shared_objects), max(cov_shared_bytes), max(cov_opaque_objects), max(cov_detail), sum(length), sum(pages),
+	max(spark_bytes), max(cached_batch), max(column_index), max(column_name)`
 
-// dest lists where DuckDB scans a lastBuffer, in the order selected.
-func (b *lastBuffer) dest() []any {
-	return []any{&b.rdd, &b.partition, &b.exec, &b.pid, &b.block, &b.chunk, &b.hook, &b.time, &b.chunks, &b.resolution,
-		&b.bytes, &b.objects, &b.sharedObjects, &b.sharedBytes, &b.opaque, &b.detail, &b.length, &b.pages, &b.sparkBytes,
-		&b.cachedBatch, &b.column, &b.columnName}
-}
-
-// read reads a lastBuffer from a ClickHouse row, in the order selected.
-func (b *lastBuffer) read(r *rowReader) {
+// read reads a lastBuffer, in the order selected.
+func (b *lastBuffer) read(r row) {
 	b.rdd, b.partition, b.exec, b.pid, b.block, b.chunk, b.hook = r.i32(), r.i32(), r.str(), r.u32(), r.str(), r.u32(), r.u64()
 	b.time, b.chunks, b.resolution = r.i64(), r.u32(), r.i8()
 	b.bytes, b.objects, b.sharedObjects, b.sharedBytes, b.opaque = r.u64(), r.u64(), r.u64(), r.u64(), r.u64()
@@ -252,34 +241,15 @@ func blocksOf(bufs []lastBuffer) []BlockCoverage {
 	return out
 }
 
-// lastBufferSource is what a backend gives Blocks.
-type lastBufferSource interface {
-	lastBuffers(ctx context.Context, appID string, rdd *int32) ([]lastBuffer, error)
-}
-
-// blocks answers UIReader.Blocks from src.
-func blocks(ctx context.Context, src lastBufferSource, appID string, rdd int32) ([]BlockCoverage, error) {
-	bufs, err := src.lastBuffers(ctx, appID, &rdd)
+// Blocks returns the Spark blocks of one of an app's RDDs and what Strata
+// resolved of each; see BlockCoverage.
+func (q *querier) Blocks(ctx context.Context, appID string, rdd int32) ([]BlockCoverage, error) {
+	if err := q.check(appID); err != nil {
+		return nil, err
+	}
+	bufs, err := q.lastBuffers(ctx, appID, &rdd)
 	if err != nil {
 		return nil, err
 	}
 	return blocksOf(bufs), nil
-}
-
-// Blocks returns the Spark blocks of one of an app's RDDs and what Strata
-// resolved of each; see BlockCoverage.
-func (s *DuckDB) Blocks(ctx context.Context, appID string, rdd int32) ([]BlockCoverage, error) {
-	if err := s.reader(appID); err != nil {
-		return nil, err
-	}
-	return blocks(ctx, s, appID, rdd)
-}
-
-// Blocks returns the Spark blocks of one of an app's RDDs and what Strata
-// resolved of each, as DuckDB.Blocks does.
-func (s *ClickHouse) Blocks(ctx context.Context, appID string, rdd int32) ([]BlockCoverage, error) {
-	if err := s.reader(appID); err != nil {
-		return nil, err
-	}
-	return blocks(ctx, s, appID, rdd)
 }

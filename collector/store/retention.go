@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -45,4 +46,58 @@ type Retainer interface {
 // day is the start of t's day in UTC.
 func day(t time.Time) time.Time {
 	return t.UTC().Truncate(24 * time.Hour)
+}
+
+// traceDays is what a backend gives retain: its traces by day of receipt.
+type traceDays interface {
+	// traceBytes is the store's size on disk.
+	traceBytes(ctx context.Context) (int64, error)
+	// dropBefore drops the traces received before cutoff (ClickHouse: the
+	// days wholly before it) and returns how many it dropped (DuckDB:
+	// batches; ClickHouse: days).
+	dropBefore(ctx context.Context, cutoff time.Time) (int, error)
+	// dropOldestDay drops the oldest day of traces unless it is the only
+	// one; held is how many days there were (0: none, 1: only the newest,
+	// which it kept).
+	dropOldestDay(ctx context.Context) (dropped, held int, err error)
+}
+
+// retain applies r to d, the one policy of both backends: the traces
+// received before now-MaxAge go, then the oldest day at a time while the
+// store is over MaxBytes, never the newest day.
+func retain(ctx context.Context, d traceDays, r Retention, now time.Time) (RetainResult, error) {
+	var res RetainResult
+	size, err := d.traceBytes(ctx)
+	if err != nil {
+		return res, fmt.Errorf("retain: %w", err)
+	}
+	res.BytesBefore = size
+	if r.MaxAge > 0 {
+		n, err := d.dropBefore(ctx, now.Add(-r.MaxAge))
+		res.Dropped += n
+		if err != nil {
+			return res, fmt.Errorf("retain: %w", err)
+		}
+		if n > 0 {
+			if size, err = d.traceBytes(ctx); err != nil {
+				return res, fmt.Errorf("retain: %w", err)
+			}
+		}
+	}
+	for r.MaxBytes > 0 && size > r.MaxBytes {
+		n, held, err := d.dropOldestDay(ctx)
+		if err != nil {
+			return res, fmt.Errorf("retain: %w", err)
+		}
+		if held <= 1 {
+			res.KeptOverSize = held == 1
+			break
+		}
+		res.Dropped += n
+		if size, err = d.traceBytes(ctx); err != nil {
+			return res, fmt.Errorf("retain: %w", err)
+		}
+	}
+	res.BytesAfter = size
+	return res, nil
 }

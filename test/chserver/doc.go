@@ -8,8 +8,8 @@
 //     the server still dies with the test binary (PR_SET_PDEATHSIG), but
 //     its directory stays in $TMPDIR.
 //   - Every test takes its own database (Server.Database): never TRUNCATE
-//     and reuse a table — ClickHouse 18.16 was seen to bring truncated parts
-//     back after a restart (see shared/research/storage.md).
+//     and reuse a table — ClickHouse 18.16 can bring truncated parts back
+//     after a restart.
 //   - $STRATA_CLICKHOUSE_URL (e.g. http://user:pass@host:8123) runs the
 //     tests against that server instead, e.g. a current release; nothing is
 //     started then, and each test's database is dropped at its end.

@@ -82,6 +82,7 @@ func Contract(t *testing.T, be Backend) {
 		{"ProcessMemoryValidated", testProcessMemoryValidated},
 		{"CoverageRoundTrip", testCoverageRoundTrip},
 		{"CoverageReport", testCoverageReport},
+		{"Quoting", testQuoting},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel() // each has a store of its own; the server's round trips overlap
@@ -941,6 +942,53 @@ func RetentionDays(s store.BatchAppender, tb testing.TB, days, perDay, recs int,
 	return batches
 }
 
+// RetainOneByteLess stores three days of RetentionDays (two batches of
+// recs records a day) in the store open returns for a clock of its own,
+// then retains to one byte below the store's size: it fails tb unless that
+// drops the oldest day alone and leaves the store within the bound. It
+// returns the store, and what a Retain without bounds and the bounded one
+// said.
+func RetainOneByteLess(tb testing.TB, open func(Env) store.Store, recs int) (s store.Store, r0, r1 store.RetainResult) {
+	tb.Helper()
+	ctx := context.Background()
+	base := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+	var now atomic.Int64
+	s = open(Env{Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	const days, perDay = 3, 2
+	RetentionDays(s, tb, days, perDay, recs, base, &now)
+	now.Store(base.UnixNano())
+	r0, err := s.Retain(ctx, store.Retention{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r1, err = s.Retain(ctx, store.Retention{MaxBytes: r0.BytesBefore - 1})
+	if err != nil || r1.BytesAfter > r0.BytesBefore-1 || r1.KeptOverSize {
+		tb.Fatalf("retain to %d bytes = %+v, %v", r0.BytesBefore-1, r1, err)
+	}
+	WantDays(tb, s, days, perDay*recs, 1, "size one byte less")
+	return s, r0, r1
+}
+
+// AppendFailing appends b while the write hook that set installs fails
+// the write at step, and fails tb unless Append returns that failure,
+// which it returns; the hook is removed before it returns.
+func AppendFailing(tb testing.TB, s store.BatchAppender, b *stratav1.Batch, step string, set func(hook func(string) error)) error {
+	tb.Helper()
+	injected := fmt.Errorf("injected failure at %s", step)
+	set(func(at string) error {
+		if at == step {
+			return injected
+		}
+		return nil
+	})
+	_, err := s.Append(context.Background(), b)
+	set(nil)
+	if !errors.Is(err, injected) {
+		tb.Fatalf("step %s: append = %v, want the injected failure", step, err)
+	}
+	return injected
+}
+
 // WantDays fails tb unless the store holds recs records of "app-bench"
 // and the memory samples of RetentionDays for each day from first on
 // (machine "day-d") and none of the days before.
@@ -1348,5 +1396,38 @@ func testProcessMemoryValidated(t *testing.T, be Backend) {
 		if _, err := s.Append(context.Background(), b); !errors.Is(err, store.ErrInvalidBatch) {
 			t.Errorf("append of %v: %v, want ErrInvalidBatch", bad, err)
 		}
+	}
+}
+
+// testQuoting: names the questions take from their caller (a block, an
+// application, a job) are literals, whatever quotes and backslashes they
+// hold, never SQL.
+func testQuoting(t *testing.T, be Backend) {
+	st := be.open(t)
+	ctx := context.Background()
+	b := Sample(1)
+	const odd = `rdd_7_3' OR '1'='1 \' \\`
+	b.Records[0].Block.BlockId = odd
+	MustAppend(t, st, b)
+	var got []*stratav1.RecordRow
+	if err := st.Records(ctx, store.RecordsQuery{AppID: App, BlockID: odd}, func(r *stratav1.RecordRow) error {
+		got = append(got, r)
+		return nil
+	}); err != nil || len(got) != 1 || got[0].GetBlock().GetBlockId() != odd {
+		t.Fatalf("records of %q = %v, %v", odd, got, err)
+	}
+	if n := len(Trace(t, st, store.TraceQuery{AppID: App + `' OR '1'='1`})); n != 0 {
+		t.Fatalf("%d pages for a quoted app id", n)
+	}
+	if err := st.PutJob(ctx, &stratav1.JobResult{JobId: "job_1", Severity: stratav1.Severity_SEVERITY_LOW}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"job_1' OR '1'='1", `job_1\`, odd} {
+		if has, err := st.HasJob(ctx, id); err != nil || has {
+			t.Fatalf("HasJob(%q) = %v, %v; want false", id, has, err)
+		}
+	}
+	if has, err := st.HasJob(ctx, "job_1"); err != nil || !has {
+		t.Fatalf("HasJob(job_1) = %v, %v; want true", has, err)
 	}
 }
