@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stratatrace/strata/agent/annotator"
+	"github.com/stratatrace/strata/agent/config"
+	"github.com/stratatrace/strata/agent/faults"
 	"github.com/stratatrace/strata/agent/hooksrv"
 	"github.com/stratatrace/strata/agent/procmem"
 	"github.com/stratatrace/strata/agent/ratelog"
@@ -18,24 +20,17 @@ import (
 	"github.com/stratatrace/strata/agent/spool"
 	"github.com/stratatrace/strata/agent/streamer"
 	"github.com/stratatrace/strata/profiling"
-	"golang.org/x/sys/unix"
 )
 
 // Run runs the agent until ctx ends.
-func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	// One limit for every per-event warning: a flood of one message (a
-	// hostile peer's refused sessions, a full kernel block table) logs a
+	// One limit for every per-event warning: a flood of one message logs a
 	// few lines per interval and counts the rest.
 	limited := ratelog.New(log.Handler(), ratelog.Options{Burst: cfg.LogBurst, Interval: cfg.LogInterval})
 	log = slog.New(limited).With("node", cfg.NodeName)
-	warnFDs(cfg, log)
-	if err := setCPUPolicy(cfg.CPUPolicy); err != nil {
-		// Only what the agent costs the node changes: not a reason to stop.
-		log.Warn("threads keep their scheduling policy", "err", err)
-	}
 	fs := procmem.FS{Proc: cfg.ProcRoot, Sys: cfg.SysRoot}
 	bootID, err := fs.BootID()
 	if err != nil {
@@ -43,11 +38,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	node := nodeInfo(fs, log)
 
-	res, err := resolver.NewPool(fs, runtime.GOMAXPROCS(0), resolver.Options{NoFlags: cfg.PageFlags == "sampled"}, log.With("component", "resolver"),
+	pool, err := resolver.NewPool(fs, runtime.GOMAXPROCS(0), resolver.Options{NoFlags: cfg.PageFlags == "sampled"}, log.With("component", "resolver"),
 		resolver.WithSlicePages(cfg.ResolveSlicePages))
 	if err != nil {
 		return err
 	}
+	res := resolver.NewTimed(pool)
 	defer res.Close()
 	if os.Geteuid() != 0 {
 		log.Warn("not running as root: PFNs and kpageflags need CAP_SYS_ADMIN; pages will say pfn_hidden")
@@ -61,7 +57,6 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if st := sp.Stats(); st.Pending > 0 {
 		log.Info("spool holds batches from an earlier run; they will be sent first", "batches", st.Pending, "bytes", st.PendingBytes)
 	}
-
 	dial, err := collectorCredentials(cfg)
 	if err != nil {
 		return err
@@ -76,33 +71,18 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer prof.Stop()
-	if cfg.HookInstallDir != "" {
-		if err := installHook(cfg.HookFilesDir, cfg.HookInstallDir); err != nil {
-			return err
-		}
-		log.Info("JVM hook files installed", "dir", cfg.HookInstallDir)
-	}
 
 	kern, err := openFaults(cfg, fs, log)
 	if err != nil {
 		return err
 	}
 	defer kern.Close()
+	ann := annotator.New(res, sp, annotator.Config{NodeName: cfg.NodeName, BootID: bootID, Node: node, PageSize: uint32(procmem.PageSize()),
+		FlushInterval: cfg.FlushInterval, MaxCacheBytes: cfg.PageCacheBytes, Kernel: kern.Kernel(), Logger: log})
 
-	timed := newTimedResolver(res, uint64(procmem.PageSize()))
-	ann := annotator.New(timed, sp, annotator.Config{
-		NodeName:      cfg.NodeName,
-		BootID:        bootID,
-		Node:          node,
-		PageSize:      uint32(procmem.PageSize()),
-		FlushInterval: cfg.FlushInterval,
-		MaxCacheBytes: cfg.PageCacheBytes,
-		Kernel:        kern.Kernel(),
-		Logger:        log,
-	})
-
-	hcfg := cfg.hookConfig()
-	hcfg.FS = fs
+	hcfg := cfg.Hook
+	hcfg.GID, _ = cfg.SocketGroup() // checked by Validate
+	hcfg.GID, hcfg.FS = max(hcfg.GID, 0), fs
 	hs, err := hooksrv.Listen(hcfg, ann, log)
 	if err != nil {
 		return err
@@ -110,10 +90,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	log.Info("agent started", "hook_socket", hs.Path(), "collector", cfg.Collector, "spool", cfg.SpoolDir, "boot_id", bootID,
 		"numa_nodes", node.GetNumaNodes(), "mem_total_bytes", node.GetMemTotalBytes(), "faults", kern.Status(), "damon", damonStatus(fs))
 
-	m := &parts{hook: hs, ann: ann, sp: sp, st: st, kern: kern, log: limited}
 	var httpSrv *http.Server
 	if cfg.HTTPAddr != "" {
-		if httpSrv, err = serveHTTP(cfg, newRegistry(m, timed), log); err != nil {
+		reg := newRegistry(limited, hooksrv.NewCollector(hs), annotator.NewCollector(ann), spool.NewCollector(sp),
+			streamer.NewCollector(st), faults.NewCollector(kern), res)
+		if httpSrv, err = serveHTTP(cfg, reg, log); err != nil {
 			hs.Close()
 			return err
 		}
@@ -123,17 +104,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	// are then in the annotator), let the fault side send its last
 	// counters, flush the annotator into the spool, and give the streamer
 	// DrainTimeout to get it acknowledged.
-	streamCtx, stopStream := context.WithCancel(context.Background())
-	streamDone := make(chan struct{})
-	go func() { defer close(streamDone); st.Run(streamCtx) }()
-	faultCtx, stopFaults := context.WithCancel(context.Background())
-	faultDone := make(chan struct{})
-	go func() { defer close(faultDone); kern.Run(faultCtx, ann) }()
-	annCtx, stopAnn := context.WithCancel(context.Background())
-	annDone := make(chan struct{})
-	go func() { defer close(annDone); ann.Run(annCtx) }()
+	stopStream, streamDone := start(func(ctx context.Context) { st.Run(ctx) })
+	stopFaults, faultDone := start(func(ctx context.Context) { kern.Run(ctx, ann) })
+	stopAnn, annDone := start(func(ctx context.Context) { ann.Run(ctx) })
+	line := func() string {
+		h, a, s, t := hs.Stats(), ann.Stats(), sp.Stats(), st.Stats()
+		return fmt.Sprintf("sessions=%d frames=%d rejected=%d malformed=%d %s spool_pending=%d sent=%d acked=%d reconnects=%d",
+			h.Sessions, h.Frames, h.Rejected, h.Malformed, a, s.Pending, t.Sent, t.Acked, t.Reconnects)
+	}
 	if cfg.StatsInterval > 0 {
-		go m.logEvery(ctx, cfg.StatsInterval, log)
+		go every(ctx, cfg.StatsInterval, func() { log.Info("agent stats", "stats", line()) })
 	}
 	go sampleMemory(ctx, fs, ann, cfg.CountersInterval, log)
 
@@ -156,43 +136,32 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		httpSrv.Shutdown(sctx)
 		cancel()
 	}
-	log.Info("agent stopped", "stats", m.line())
+	log.Info("agent stopped", "stats", line())
 	if serveErr != nil && !errors.Is(serveErr, context.Canceled) {
 		return serveErr
 	}
 	return nil
 }
 
-// warnFDs says when the hook session cap leaves too few file descriptors
-// for the spool, the collector stream and /proc reads.
-func warnFDs(cfg Config, log *slog.Logger) {
-	const reserve = 256
-	var lim unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
-		return
-	}
-	if lim.Cur < uint64(cfg.HookMaxSessions)+reserve {
-		log.Warn("open file limit is close to the hook session cap; lower --hook-max-sessions or raise RLIMIT_NOFILE",
-			"nofile", lim.Cur, "hook_max_sessions", cfg.HookMaxSessions, "reserve", reserve)
-	}
+// start runs f in a goroutine with a context of its own; stop cancels it
+// and done closes when f has returned.
+func start(f func(context.Context)) (stop context.CancelFunc, done <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan struct{})
+	go func() { defer close(ch); f(ctx) }()
+	return cancel, ch
 }
 
-// line is the counters' summary the agent logs every --stats-interval.
-func (m *parts) line() string {
-	h, a, s, t := m.hook.Stats(), m.ann.Stats(), m.sp.Stats(), m.st.Stats()
-	return fmt.Sprintf("sessions=%d frames=%d rejected=%d malformed=%d %s spool_pending=%d sent=%d acked=%d reconnects=%d",
-		h.Sessions, h.Frames, h.Rejected, h.Malformed, a, s.Pending, t.Sent, t.Acked, t.Reconnects)
-}
-
-func (m *parts) logEvery(ctx context.Context, every time.Duration, log *slog.Logger) {
-	t := time.NewTicker(every)
+// every calls f each interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, f func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			log.Info("agent stats", "stats", m.line())
+			f()
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratatrace/strata/agent/config"
 	"github.com/stratatrace/strata/agent/perfstat"
 	"github.com/stratatrace/strata/agent/procmem"
 	"github.com/stratatrace/strata/agent/spool"
@@ -33,7 +34,7 @@ const twoNodes = "testdata/sys-2node"
 // it spools must describe the node: 2 NUMA nodes, this system's page size
 // and its memory as sysinfo(2) counts it.
 func TestBatchesCarryNodeInfo(t *testing.T) {
-	pid, batches := spoolRun(t, "app-node", func(cfg *Config) { cfg.SysRoot = twoNodes })
+	pid, batches := spoolRun(t, "app-node", func(cfg *config.Config) { cfg.SysRoot = twoNodes })
 	var si unix.Sysinfo_t
 	if err := unix.Sysinfo(&si); err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func TestPageFlagsSampled(t *testing.T) {
 	present := uint32(stratav1.PageState_PAGE_STATE_PRESENT)
 	for _, mode := range []string{"all", "sampled"} {
 		t.Run(mode, func(t *testing.T) {
-			_, batches := spoolRun(t, "app-flags", func(cfg *Config) { cfg.PageFlags = mode })
+			_, batches := spoolRun(t, "app-flags", func(cfg *config.Config) { cfg.PageFlags = mode })
 			var pages uint32
 			for _, b := range batches {
 				for _, r := range b.GetRecords() {
@@ -99,13 +100,13 @@ func TestPageFlagsSampled(t *testing.T) {
 // after tweak adjusted its configuration, while the regions workload
 // reports its three blocks as app; it returns the workload's pid and the
 // spooled batches.
-func spoolRun(t *testing.T, app string, tweak func(*Config)) (int, []*stratav1.Batch) {
+func spoolRun(t *testing.T, app string, tweak func(*config.Config)) (int, []*stratav1.Batch) {
 	t.Helper()
 	bin := workload.Build(t)
 	dir := t.TempDir()
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.NodeName = "node-a"
-	cfg.HookSocket = filepath.Join(dir, "hook.sock")
+	cfg.Hook.Path = filepath.Join(dir, "hook.sock")
 	cfg.Collector = "127.0.0.1:1" // nobody: batches stay in the spool
 	cfg.SpoolDir = filepath.Join(dir, "spool")
 	cfg.Faults = "off"
@@ -123,7 +124,7 @@ func spoolRun(t *testing.T, app string, tweak func(*Config)) (int, []*stratav1.B
 	go func() { runErr <- Run(ctx, cfg, slog.New(ended)) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := os.Stat(cfg.HookSocket); err == nil {
+		if _, err := os.Stat(cfg.Hook.Path); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -131,7 +132,7 @@ func spoolRun(t *testing.T, app string, tweak func(*Config)) (int, []*stratav1.B
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	p := workload.Start(t, bin, workload.Options{Socket: cfg.HookSocket, AppID: app, ExecutorID: "1"})
+	p := workload.Start(t, bin, workload.Options{Socket: cfg.Hook.Path, AppID: app, ExecutorID: "1"})
 	// The workload's three blocks, each registered, written and read, are
 	// resolved while it lives: wait for their nine records in the spool.
 	for deadline := time.Now().Add(10 * time.Second); recordsSpooled(cfg.HTTPAddr) < 9; time.Sleep(10 * time.Millisecond) {
@@ -220,7 +221,7 @@ func (s *sessionEnds) WithGroup(string) slog.Handler      { return s }
 // and PMUs under --proc and --sys, not the running system's files.
 func TestFaultsConfigReadsUnderRoots(t *testing.T) {
 	proc := t.TempDir() // lists no process at all
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.ProcRoot, cfg.SysRoot = proc, twoNodes
 	fc := faultsConfig(cfg, procmem.FS{Proc: proc, Sys: twoNodes}, slog.New(slog.DiscardHandler))
 	if !slices.Equal(fc.CPUNodes, []int32{0, 1}) {
@@ -242,7 +243,7 @@ func TestWorkloadCountersSource(t *testing.T) {
 	testenv.RequireRoot(t)
 	for mode, want := range map[string]perfstat.Software{"auto": perfstat.SoftwareProcfs, "procfs": perfstat.SoftwareProcfs,
 		"perf": perfstat.SoftwarePerf} {
-		cfg := DefaultConfig()
+		cfg := config.Default()
 		cfg.WorkloadCounters = mode
 		fc := faultsConfig(cfg, procmem.FS{Proc: "/proc", Sys: twoNodes}, slog.New(slog.DiscardHandler))
 		w, err := fc.OpenWorkload(uint32(os.Getpid()))
@@ -254,7 +255,7 @@ func TestWorkloadCountersSource(t *testing.T) {
 		}
 		w.Close()
 	}
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.WorkloadCounters = "pmu"
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "workload counters") {
 		t.Errorf("--workload-counters pmu: %v, want refused", err)

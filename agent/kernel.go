@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/stratatrace/strata/agent/config"
 	"github.com/stratatrace/strata/agent/faults"
 	"github.com/stratatrace/strata/agent/perfstat"
 	"github.com/stratatrace/strata/agent/procmem"
@@ -16,7 +17,7 @@ import (
 // every traced process and the NUMA node of each CPU, all read under fs.
 // With --faults auto a tracer that cannot load (not root, no BPF) leaves
 // the agent running without it; with on it is an error.
-func openFaults(cfg Config, fs procmem.FS, log *slog.Logger) (*faults.Faults, error) {
+func openFaults(cfg config.Config, fs procmem.FS, log *slog.Logger) (*faults.Faults, error) {
 	mode := strings.ToLower(cfg.Faults)
 	if mode == "off" {
 		return faults.Unavailable("disabled (--faults off)"), nil
@@ -40,7 +41,7 @@ func openFaults(cfg Config, fs procmem.FS, log *slog.Logger) (*faults.Faults, er
 }
 
 // faultsConfig reads what the fault side needs to know of the node.
-func faultsConfig(cfg Config, fs procmem.FS, log *slog.Logger) faults.Config {
+func faultsConfig(cfg config.Config, fs procmem.FS, log *slog.Logger) faults.Config {
 	fc := faults.Config{Interval: cfg.CountersInterval, Logger: log} // Faults adds its component
 	log = log.With("component", "faults")
 	var err error

@@ -23,16 +23,9 @@ type memorySink interface {
 // probes: it runs whether or not the fault tracer loaded. A process that
 // exited between the listing and the read is skipped; any other read error
 // is logged (rate-limited by the agent's logger).
-func sampleMemory(ctx context.Context, fs procmem.FS, sink memorySink, every time.Duration, log *slog.Logger) {
+func sampleMemory(ctx context.Context, fs procmem.FS, sink memorySink, interval time.Duration, log *slog.Logger) {
 	log = log.With("component", "memory")
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, interval, func() {
 		for _, p := range sink.Processes() {
 			if m, err := readMemory(fs, p, time.Now()); err == nil {
 				sink.AddMemory(m)
@@ -40,7 +33,7 @@ func sampleMemory(ctx context.Context, fs procmem.FS, sink memorySink, every tim
 				log.Warn("read resident memory", "pid", p.PID, "err", err)
 			}
 		}
-	}
+	})
 }
 
 // readMemory reads one process's resident memory as a ProcessMemory.

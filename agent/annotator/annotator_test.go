@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stratatrace/strata/agent/hooksrv"
@@ -220,65 +221,73 @@ func TestDeadProcessRecordSaysWhy(t *testing.T) {
 	}
 }
 
+// TestBatchesCutBySizeAndTime: a batch is cut at MaxRecords, and Run
+// flushes the rest once it is FlushInterval old (on synctest's clock:
+// exactly then); a batch the sink refuses is counted as dropped.
 func TestBatchesCutBySizeAndTime(t *testing.T) {
-	sink := &memSink{}
-	a := New(&rangeResolver{}, sink, Config{MaxRecords: 3, FlushInterval: 20 * time.Millisecond})
-	s := &hooksrv.Session{PID: 1}
-	for i := uint64(1); i <= 7; i++ {
-		a.HandleEvent(context.Background(), ev(s, hooksrv.EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, i, i<<20, 4096))
-	}
-	sink.mu.Lock()
-	n := len(sink.batches)
-	sink.mu.Unlock()
-	if n != 2 {
-		t.Fatalf("batches by size = %d, want 2", n)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { a.Run(ctx); close(done) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(sink.records()) != 7 {
-		if time.Now().After(deadline) {
-			t.Fatalf("time flush did not happen: %d records", len(sink.records()))
+	synctest.Test(t, func(t *testing.T) {
+		sink := &memSink{}
+		const every = 20 * time.Millisecond
+		a := New(&rangeResolver{}, sink, Config{MaxRecords: 3, FlushInterval: every})
+		s := &hooksrv.Session{PID: 1}
+		for i := uint64(1); i <= 7; i++ {
+			a.HandleEvent(context.Background(), ev(s, hooksrv.EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, i, i<<20, 4096))
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	<-done
-	sink.refuse = true
-	a.HandleEvent(context.Background(), ev(s, hooksrv.EventFree, stratav1.AccessKind_ACCESS_KIND_FREE, 1, 1<<20, 4096))
-	a.Flush()
-	if st := a.Stats(); st.Dropped != 1 || st.Records != 7 {
-		t.Fatalf("stats = %+v", st)
-	}
+		sink.mu.Lock()
+		n := len(sink.batches)
+		sink.mu.Unlock()
+		if n != 2 {
+			t.Fatalf("batches by size = %d, want 2", n)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { a.Run(ctx); close(done) }()
+		time.Sleep(every)
+		synctest.Wait()
+		if n := len(sink.records()); n != 7 {
+			t.Fatalf("%d records after the flush interval, want 7", n)
+		}
+		cancel()
+		<-done
+		sink.refuse = true
+		a.HandleEvent(context.Background(), ev(s, hooksrv.EventFree, stratav1.AccessKind_ACCESS_KIND_FREE, 1, 1<<20, 4096))
+		a.Flush()
+		if st := a.Stats(); st.Dropped != 1 || st.Records != 7 {
+			t.Fatalf("stats = %+v", st)
+		}
+	})
 }
 
 // TestTimeFlushWhileRunning: with Run already waiting (nothing pending, no
-// timer), each batch is flushed once it is FlushInterval old — not before,
-// and the second as well as the first.
+// timer), each batch is flushed once it is FlushInterval old: not a
+// nanosecond before on synctest's clock, and at that instant, the second
+// as well as the first.
 func TestTimeFlushWhileRunning(t *testing.T) {
-	sink := &memSink{}
-	const every = 100 * time.Millisecond
-	a := New(&rangeResolver{}, sink, Config{FlushInterval: every})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { a.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	s := &hooksrv.Session{PID: 1}
-	for i := uint64(1); i <= 2; i++ {
-		time.Sleep(30 * time.Millisecond) // Run idles
-		start := time.Now()
-		a.HandleEvent(context.Background(), ev(s, hooksrv.EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, i, i<<20, 4096))
-		for len(sink.records()) != int(i) {
-			if time.Since(start) > 5*time.Second {
-				t.Fatalf("record %d not flushed in 5 s", i)
+	synctest.Test(t, func(t *testing.T) {
+		sink := &memSink{}
+		const every = 100 * time.Millisecond
+		a := New(&rangeResolver{}, sink, Config{FlushInterval: every})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { a.Run(ctx); close(done) }()
+		s := &hooksrv.Session{PID: 1}
+		for i := 1; i <= 2; i++ {
+			synctest.Wait() // Run waits for a batch to start
+			a.HandleEvent(context.Background(), ev(s, hooksrv.EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, uint64(i), uint64(i)<<20, 4096))
+			time.Sleep(every - time.Nanosecond)
+			synctest.Wait()
+			if n := len(sink.records()); n != i-1 {
+				t.Fatalf("record %d flushed before the %v flush interval (%d records)", i, every, n)
 			}
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(time.Nanosecond)
+			synctest.Wait()
+			if n := len(sink.records()); n != i {
+				t.Fatalf("record %d not flushed at the %v flush interval (%d records)", i, every, n)
+			}
 		}
-		if took := time.Since(start); took < every {
-			t.Fatalf("record %d flushed after %v, before the %v flush interval", i, took, every)
-		}
-	}
+		cancel()
+		<-done
+	})
 }
 
 func TestFaultSamplesAndCounters(t *testing.T) {

@@ -36,5 +36,5 @@
 //   - Sampled faults are drained in batches of up to 1024, so the annotator
 //     resolves their pages once per process per batch.
 //   - Without a tracer (Unavailable: not root, no BPF, --faults off) Kernel
-//     is nil, Run only waits, and Status and WriteMetrics say so.
+//     is nil, Run only waits, and Status and the Collector say so.
 package faults

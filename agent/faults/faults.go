@@ -520,32 +520,6 @@ func (f *Faults) flush(sink Sink) {
 	}
 }
 
-// WriteMetrics writes the fault side's gauges and counters through p.
-func (f *Faults) WriteMetrics(p func(name, help string, v any)) {
-	if f.t == nil {
-		p("strata_faults_available", "1 when page-fault attribution is loaded.", 0)
-		return
-	}
-	p("strata_faults_available", "1 when page-fault attribution is loaded.", 1)
-	st, err := f.t.Stats()
-	if err != nil {
-		return
-	}
-	p("strata_faults_traced_total", "Page faults of traced processes.", st.TracedFaults)
-	p("strata_faults_matched_total", "Faults inside a registered block.", st.MatchedFaults)
-	p("strata_faults_events_total", "Sampled fault events submitted by the kernel.", st.KernelEvents)
-	p("strata_faults_kernel_drops_total", "Fault events lost to a full ring buffer.", st.KernelDrops)
-	p("strata_faults_user_drops_total", "Fault events dropped because the agent fell behind.", st.UserDrops)
-	p("strata_faults_delivered_total", "Fault events read from the ring and handed on.", st.Delivered)
-	p("strata_faults_bad_records_total", "Ring records that did not decode.", st.BadRecords)
-	p("strata_faults_blocks", "Blocks registered in the kernel.", st.Blocks)
-	p("strata_faults_weak_ranges", "Ranges of walked objects counting into their blocks in the kernel (as left after giving way to other blocks).", st.WeakRanges)
-	p("strata_faults_index_cells", "Address-index cells (2 MiB buckets, 64 KiB granules) in the kernel.", st.RangeSets)
-	p("strata_faults_index_run_entries", "Entries of the kernel's runs array in use by granules of more than 8 blocks.", st.RunEntries)
-	p("strata_faults_perf_events", "Per-CPU perf events open (they follow CPU hotplug).", st.PerfEvents)
-	p("strata_faults_walk_samples_total", "Page-walk data-address samples inside a registered block.", st.WalkSamples)
-}
-
 // Close stops every workload's counting and closes the tracer. Call it
 // after Run has returned.
 func (f *Faults) Close() error {

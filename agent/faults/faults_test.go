@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/stratatrace/strata/agent/annotator"
 	"github.com/stratatrace/strata/agent/perfstat"
 	"github.com/stratatrace/strata/agent/tracer"
@@ -438,9 +440,9 @@ func TestUnavailable(t *testing.T) {
 	if f.Status() != "unavailable: disabled (--faults off)" {
 		t.Fatalf("status %q", f.Status())
 	}
-	metrics := map[string]any{}
-	f.WriteMetrics(func(name, _ string, v any) { metrics[name] = v })
-	if len(metrics) != 1 || metrics["strata_faults_available"] != 0 {
+	metrics := scrape(t, f)
+	if len(metrics) != 3 || metrics["strata_faults_available"] != 0 ||
+		metrics["strata_dropped_total{kernel,ring_full}"] != 0 || metrics["strata_dropped_total{agent,fault_events_behind}"] != 0 {
 		t.Fatalf("metrics %v", metrics)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -456,9 +458,8 @@ func TestUnavailable(t *testing.T) {
 	if r.f.Kernel() == nil {
 		t.Fatal("Kernel of a loaded Faults is nil")
 	}
-	metrics = map[string]any{}
-	r.f.WriteMetrics(func(name, _ string, v any) { metrics[name] = v })
-	if metrics["strata_faults_available"] != 1 || metrics["strata_faults_traced_total"] != uint64(7) {
+	metrics = scrape(t, r.f)
+	if metrics["strata_faults_available"] != 1 || metrics["strata_faults_traced_total"] != 7 {
 		t.Fatalf("metrics %v", metrics)
 	}
 }
@@ -480,15 +481,7 @@ func TestWeakRanges(t *testing.T) {
 	if got := r.t.weak[blockKey{5, 1}]; !slices.Equal(got, want) {
 		t.Fatalf("tracer holds %v for block 1, want %v", got, want)
 	}
-	metric := func() any {
-		var v any
-		r.f.WriteMetrics(func(name, _ string, x any) {
-			if name == "strata_faults_weak_ranges" {
-				v = x
-			}
-		})
-		return v
-	}
+	metric := func() float64 { return scrape(t, r.f)["strata_faults_weak_ranges"] }
 	if m := metric(); m != 3 {
 		t.Fatalf("strata_faults_weak_ranges = %v, want 3", m)
 	}
@@ -504,4 +497,31 @@ func TestWeakRanges(t *testing.T) {
 	if m := metric(); m != 1 {
 		t.Fatalf("after replacing block 1's and freeing block 2: %v weak ranges, want 1", m)
 	}
+}
+
+// scrape gathers f's Collector through a pedantic registry: every series
+// by name, strata_dropped_total's as strata_dropped_total{stage,reason}.
+func scrape(t *testing.T, f *Faults) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(f))
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, fam := range fams {
+		for _, m := range fam.GetMetric() {
+			name := fam.GetName()
+			if name == "strata_dropped_total" {
+				l := map[string]string{}
+				for _, p := range m.GetLabel() {
+					l[p.GetName()] = p.GetValue()
+				}
+				name += "{" + l["stage"] + "," + l["reason"] + "}"
+			}
+			out[name] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	return out
 }

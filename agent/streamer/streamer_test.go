@@ -117,11 +117,14 @@ func TestCollectorVanishesNothingLostNothingTwice(t *testing.T) {
 
 	appendBatches(t, sp, 20, 3)
 	waitFor(t, "first 20 batches stored", func() bool { b, _ := k.count(); return b == 20 })
+	waitFor(t, "first 20 batches acknowledged", func() bool { return sp.Stats().Pending == 0 })
 
-	// The collector goes away; batches accepted meanwhile wait in the spool.
+	// The collector goes away; batches accepted meanwhile wait in the
+	// spool while the streamer tries, and fails, to reconnect twice.
 	srv.Stop()
 	appendBatches(t, sp, 10, 5)
-	time.Sleep(200 * time.Millisecond)
+	tries := st.Stats().Reconnects
+	waitFor(t, "two reconnects while the collector is down", func() bool { return st.Stats().Reconnects >= tries+2 })
 	if got := sp.Stats().Pending; got != 10 {
 		t.Fatalf("pending while collector is down = %d, want 10", got)
 	}

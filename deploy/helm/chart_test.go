@@ -21,7 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/stratatrace/strata/agent"
+	"github.com/stratatrace/strata/agent/config"
 	"github.com/stratatrace/strata/collector/server"
 	"github.com/stratatrace/strata/test/testenv"
 )
@@ -270,21 +270,27 @@ func TestAgentDaemonSet(t *testing.T) {
 		t.Errorf("image %q", c.Image)
 	}
 
-	// The variables mean to the agent what the chart means by them.
+	// The variables mean to the agent what the chart means by them, and
+	// the agent reads every one of them.
 	env := envOf(c)
+	for k := range env {
+		if !slices.Contains(config.Variables(), k) {
+			t.Errorf("the chart sets %s, which the agent does not read", k)
+		}
+	}
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	cfg := agent.DefaultConfig()
-	if err := cfg.FromEnv(); err != nil {
+	cfg, err := config.Load(flag.NewFlagSet("strata-agent", flag.ContinueOnError), nil, os.Getenv)
+	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.NodeName = "node-1" // the downward API's
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("the agent refuses the chart's settings: %v", err)
 	}
-	got := []any{cfg.Collector, cfg.HookSocket, cfg.HookInstallDir, cfg.SpoolDir, cfg.HTTPAddr, cfg.TLSCA, cfg.TLSCert, cfg.TLSKey,
-		cfg.TLSServerName, cfg.HTTPTokenFile, cfg.HookSocketMode, cfg.Faults, cfg.SpoolMaxBytes}
+	got := []any{cfg.Collector, cfg.Hook.Path, cfg.HookInstallDir, cfg.SpoolDir, cfg.HTTPAddr, cfg.TLSCA, cfg.TLSCert, cfg.TLSKey,
+		cfg.TLSServerName, cfg.HTTPTokenFile, cfg.Hook.Mode, cfg.Faults, cfg.SpoolMaxBytes}
 	want := []any{"strata-collector.strata.svc:7070", "/run/strata/hook.sock", "/opt/strata/jvmhook", "/var/lib/strata/spool", "0.0.0.0:9464",
 		"/etc/strata/tls/ca.crt", "/etc/strata/tls/tls.crt", "/etc/strata/tls/tls.key", "strata-collector.strata.svc",
 		"/etc/strata/tokens/tokens", os.FileMode(0o666), "auto", int64(1 << 30)}

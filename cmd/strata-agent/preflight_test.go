@@ -1,13 +1,16 @@
-package agent
+package main
 
 import (
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/stratatrace/strata/agent/config"
 )
 
 // lockedThread runs a goroutine on an OS thread of its own until the test
@@ -59,7 +62,7 @@ func TestCPUPolicyBatch(t *testing.T) {
 		}
 	})
 
-	if err := setCPUPolicy(CPUBatch); err != nil {
+	if err := setCPUPolicy(config.CPUBatch); err != nil {
 		t.Fatal(err)
 	}
 	for _, tid := range tids(t) {
@@ -84,14 +87,13 @@ func TestCPUPolicyBatch(t *testing.T) {
 	}
 }
 
-// TestCPUPolicyNormal: "normal" changes no thread; anything else is
-// refused by Validate.
+// TestCPUPolicyNormal: "normal" changes no thread; "batch" is the default.
 func TestCPUPolicyNormal(t *testing.T) {
 	before := map[int]uint32{}
 	for _, tid := range tids(t) {
 		before[tid], _ = threadPolicy(t, tid)
 	}
-	if err := setCPUPolicy(CPUNormal); err != nil {
+	if err := setCPUPolicy(config.CPUNormal); err != nil {
 		t.Fatal(err)
 	}
 	for tid, want := range before {
@@ -99,13 +101,8 @@ func TestCPUPolicyNormal(t *testing.T) {
 			t.Errorf("thread %d: policy %d after normal, was %d", tid, a.Policy, want)
 		}
 	}
-	cfg := DefaultConfig()
-	if cfg.CPUPolicy != CPUBatch {
-		t.Errorf("default cpu policy %q, want %q", cfg.CPUPolicy, CPUBatch)
-	}
-	cfg.CPUPolicy = "idle"
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `cpu policy = "idle"`) {
-		t.Errorf("cpu policy idle: %v, want refused", err)
+	if cfg := config.Default(); cfg.CPUPolicy != config.CPUBatch {
+		t.Errorf("default cpu policy %q, want %q", cfg.CPUPolicy, config.CPUBatch)
 	}
 }
 
@@ -129,5 +126,30 @@ func tids(t *testing.T) []int {
 func setThreadBack(tid int) {
 	if a, err := unix.SchedGetAttr(tid, 0); err == nil && a.Policy == unix.SCHED_BATCH {
 		_ = unix.SchedSetAttr(tid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL, Nice: a.Nice}, 0)
+	}
+}
+
+// installHook copies both hook files and replaces older copies; a missing
+// file is an error naming it.
+func TestInstallHook(t *testing.T) {
+	src, dst := t.TempDir(), filepath.Join(t.TempDir(), "jvmhook")
+	for _, f := range hookFiles {
+		os.WriteFile(filepath.Join(src, f), []byte("v2 "+f), 0o600)
+	}
+	os.MkdirAll(dst, 0o755)
+	os.WriteFile(filepath.Join(dst, hookFiles[0]), []byte("v1"), 0o644)
+	if err := installHook(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range hookFiles {
+		b, err := os.ReadFile(filepath.Join(dst, f))
+		st, _ := os.Stat(filepath.Join(dst, f))
+		if err != nil || string(b) != "v2 "+f || st.Mode().Perm() != 0o644 {
+			t.Errorf("%s = %q (%v), mode %v", f, b, err, st.Mode())
+		}
+	}
+	os.Remove(filepath.Join(src, hookFiles[1]))
+	if err := installHook(src, dst); err == nil || !strings.Contains(err.Error(), hookFiles[1]) {
+		t.Fatalf("missing source file: %v", err)
 	}
 }
