@@ -5,7 +5,6 @@ package main
 // output.
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stratatrace/strata/authn"
+	"github.com/stratatrace/strata/collector/query/jsonform"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -160,24 +160,27 @@ func rpcError(verb string, err error) error {
 	return fmt.Errorf("%s: %w", verb, err)
 }
 
-// output writes rows either as an aligned table or as JSON lines.
+// output writes rows either as an aligned table or as JSON lines, each
+// line a collector/query/jsonform form written by its Encoder: the
+// collector's /api/v1 writes the same objects.
 type output struct {
 	json bool
-	enc  *json.Encoder
+	enc  *jsonform.Encoder
 	tw   *tabwriter.Writer
 }
 
 // newOutput starts an output in format; header is the table's first line.
 func newOutput(w io.Writer, format string, header ...string) *output {
 	if format == "json" {
-		return &output{json: true, enc: json.NewEncoder(w)}
+		return &output{json: true, enc: jsonform.NewEncoder(w)}
 	}
 	o := &output{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
 	fmt.Fprintln(o.tw, strings.Join(header, "\t"))
 	return o
 }
 
-// row writes obj as one JSON line, or cells as one table line.
+// row writes obj (a jsonform form) as one JSON line, or cells as one
+// table line.
 func (o *output) row(obj any, cells ...any) error {
 	if o.json {
 		return o.enc.Encode(obj)
@@ -198,13 +201,4 @@ func (o *output) flush() error {
 		return o.tw.Flush()
 	}
 	return nil
-}
-
-// hex formats an address the way the kernel's tools do.
-func hex(v uint64) string { return fmt.Sprintf("%#x", v) }
-
-// enumName is a proto enum's value name without its prefix, lowercased:
-// ACCESS_KIND_READ -> read.
-func enumName(full, prefix string) string {
-	return strings.ToLower(strings.TrimPrefix(full, prefix))
 }

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
-
+	"github.com/stratatrace/strata/collector/query"
+	"github.com/stratatrace/strata/collector/query/jsonform"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -19,33 +19,10 @@ func init() {
 }
 
 // parseSeverity accepts NONE, low, Severe, SEVERITY_CRITICAL, ...
-func parseSeverity(s string) (stratav1.Severity, error) {
-	name := strings.ToUpper(strings.TrimSpace(s))
-	if !strings.HasPrefix(name, "SEVERITY_") {
-		name = "SEVERITY_" + name
-	}
-	v, ok := stratav1.Severity_value[name]
-	if !ok {
-		return 0, fmt.Errorf("parse severity %q: want none, low, moderate, severe or critical", s)
-	}
-	return stratav1.Severity(v), nil
-}
+func parseSeverity(s string) (stratav1.Severity, error) { return query.ParseSeverity(s) }
 
-func severityName(s stratav1.Severity) string { return enumName(s.String(), "SEVERITY_") }
-
-// jobRow is one line of `strata jobs -o json`: the job and its heuristics'
-// results, details and their long text included.
-type jobRow struct {
-	JobID      string         `json:"job_id"`
-	Severity   string         `json:"severity"`
-	Score      int64          `json:"score"`
-	Type       string         `json:"type"`
-	User       string         `json:"user"`
-	AppID      string         `json:"app_id"`
-	Finished   string         `json:"finished"`
-	Name       string         `json:"name"`
-	Heuristics []heuristicRow `json:"heuristics"`
-}
+// severityName is "none" … "critical", as the JSON says it.
+func severityName(s stratav1.Severity) string { return jsonform.Severity(s) }
 
 func msTime(ms int64) string {
 	if ms == 0 {
@@ -80,10 +57,8 @@ func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	out := newOutput(stdout, cf.output, "JOB", "SEVERITY", "SCORE", "TYPE", "USER", "APP", "FINISHED", "NAME")
 	for _, j := range resp.GetJobs() {
-		r := jobRow{JobID: j.GetJobId(), Severity: severityName(j.GetSeverity()), Score: j.GetScore(), Type: j.GetType(),
-			User: j.GetUser(), AppID: j.GetAppId(), Finished: msTime(j.GetFinishUnixMs()), Name: j.GetName(),
-			Heuristics: heuristicRows(j)}
-		if err := out.row(r, r.JobID, r.Severity, r.Score, r.Type, r.User, r.AppID, r.Finished, r.Name); err != nil {
+		r := jsonform.NewJob(j)
+		if err := out.row(r, r.JobID, r.Severity, r.Score, r.Type, r.User, r.AppID, msTime(j.GetFinishUnixMs()), r.Name); err != nil {
 			return fmt.Errorf("write jobs: %w", err)
 		}
 	}
@@ -125,12 +100,7 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return rpcError("job", err)
 	}
 	if cf.output == "json" {
-		b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(j)
-		if err != nil {
-			return fmt.Errorf("encode job: %w", err)
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
-		return err
+		return newOutput(stdout, "json").row(jsonform.NewJob(j))
 	}
 	return writeJob(stdout, j)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratatrace/strata/collector/query/jsonform"
 	"github.com/stratatrace/strata/collector/store/storetest"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -12,17 +13,17 @@ import (
 func TestJobs(t *testing.T) {
 	addr := collector(t)
 	jobs := storetest.Jobs()
-	got := jsonLines[jobRow](t, strata(t, "jobs", "--collector", addr, "--severity", "MODERATE", "-o", "json"))
+	got := jsonLines[jsonform.Job](t, strata(t, "jobs", "--collector", addr, "--severity", "MODERATE", "-o", "json"))
 	if len(got) != 2 || got[0].JobID != jobs[2].GetJobId() || got[0].Severity != "critical" ||
 		got[1].JobID != jobs[1].GetJobId() || got[1].Severity != "moderate" {
 		t.Fatalf("jobs >= MODERATE = %v", got)
 	}
-	if all := jsonLines[jobRow](t, strata(t, "jobs", "--collector", addr, "-o", "json")); len(all) != 3 {
+	if all := jsonLines[jsonform.Job](t, strata(t, "jobs", "--collector", addr, "-o", "json")); len(all) != 3 {
 		t.Fatalf("all jobs: %v", all)
 	}
 	// The heuristics come with the jobs, each detail's long text included.
 	h := got[0].Heuristics
-	if len(h) != 1 || len(h[0].Details) != 2 || h[0].Details[1] != (detailRow{Name: "spark.serializer",
+	if len(h) != 1 || len(h[0].Details) != 2 || h[0].Details[1] != (jsonform.Detail{Name: "spark.serializer",
 		Value: "org.apache.spark.serializer.JavaSerializer", Details: storetest.JobAdvice}) || h[0].Details[0].Details != "" {
 		t.Fatalf("jobs JSON heuristics %+v", h)
 	}
@@ -40,6 +41,11 @@ func TestJobs(t *testing.T) {
 	d := one["heuristics"].([]any)[0].(map[string]any)["details"].([]any)[1].(map[string]any)
 	if d["details"] != storetest.JobAdvice {
 		t.Errorf("job -o json detail %v, want the long text under \"details\"", d)
+	}
+	// The job's own figures: score a number, severity and times in words.
+	if one["score"] != 0.0 || one["severity"] != "low" || one["started"] != "1970-01-01T00:00:01Z" ||
+		one["finished"] != "1970-01-01T00:00:02Z" || one["metrics"].(map[string]any)["runtime_ms"] != 60000.0 {
+		t.Errorf("job -o json = %v", one)
 	}
 }
 

@@ -9,19 +9,12 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/stratatrace/strata/collector/query/jsonform"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
 func init() {
 	register(command{name: "numa", summary: "pages of an app per NUMA node per RDD", run: runNuma})
-}
-
-// numaRow is one line of `strata numa -o json`.
-type numaRow struct {
-	RDD      int32  `json:"rdd"`
-	NumaNode int32  `json:"numa_node"` // -1 = unknown (not present, or PFN hidden)
-	Pages    uint64 `json:"pages"`
-	Bytes    uint64 `json:"bytes"`
 }
 
 // appClient is a per-app command's parsed flags and connection.
@@ -66,7 +59,7 @@ func runNuma(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	out := newOutput(stdout, c.output, "RDD", "NODE", "PAGES", "BYTES")
 	for _, r := range resp.GetRows() {
-		row := numaRow{RDD: r.GetRddId(), NumaNode: r.GetNumaNode(), Pages: r.GetPages(), Bytes: r.GetBytes()}
+		row := jsonform.NewNuma(r)
 		node := fmt.Sprint(row.NumaNode)
 		if row.NumaNode < 0 {
 			node = "unknown"

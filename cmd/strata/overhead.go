@@ -6,35 +6,12 @@ import (
 	"io"
 	"strings"
 
+	"github.com/stratatrace/strata/collector/query/jsonform"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
 func init() {
 	register(command{name: "overhead", summary: "fault rates and page-walk share per workload of an app", run: runOverhead})
-}
-
-// overheadRow is one line of `strata overhead -o json`. The walk fields are
-// absent unless the PMU measured them; pmu_status then says why.
-type overheadRow struct {
-	ExecutorID      string     `json:"executor_id"`
-	PID             uint32     `json:"pid"`
-	Seconds         float64    `json:"seconds"`
-	MinorFaults     uint64     `json:"minor_faults"`
-	MajorFaults     uint64     `json:"major_faults"`
-	FaultRatePerSec float64    `json:"fault_rate_per_sec"`
-	RDDFaults       faultCount `json:"rdd_faults"`
-	WalkPct         *float64   `json:"walk_pct,omitempty"`
-	WalkPctRead     *float64   `json:"walk_pct_read,omitempty"`
-	WalkPctWrite    *float64   `json:"walk_pct_write,omitempty"`
-	WalkPctRDD      *float64   `json:"walk_pct_rdd,omitempty"`
-	PMUStatus       string     `json:"pmu_status"`
-}
-
-type faultCount struct {
-	Read  uint64 `json:"read"`
-	Write uint64 `json:"write"`
-	Exec  uint64 `json:"exec"`
-	Major uint64 `json:"major"`
 }
 
 func runOverhead(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -49,27 +26,28 @@ func runOverhead(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	out := newOutput(stdout, c.output, "EXECUTOR", "PID", "SECONDS", "MINOR", "MAJOR", "FAULTS/S", "RDD FAULTS R/W/X/MAJ", "PAGE WALK")
 	for _, r := range resp.GetRows() {
-		w, f := r.GetCounters(), r.GetRddFaults()
-		row := overheadRow{
-			ExecutorID: w.GetExecutorId(), PID: w.GetPid(),
-			Seconds:     float64(w.GetEndUnixNano()-w.GetStartUnixNano()) / 1e9,
-			MinorFaults: w.GetMinorFaults(), MajorFaults: w.GetMajorFaults(), FaultRatePerSec: r.GetFaultRatePerSec(),
-			RDDFaults: faultCount{f.GetRead(), f.GetWrite(), f.GetExec(), f.GetMajor()},
-			WalkPct:   r.WalkPct, WalkPctRead: r.WalkPctRead, WalkPctWrite: r.WalkPctWrite, WalkPctRDD: r.WalkPctRdd,
-			PMUStatus: w.GetPmuStatus(),
-		}
-		rf := fmt.Sprintf("%d/%d/%d/%d", f.GetRead(), f.GetWrite(), f.GetExec(), f.GetMajor())
+		row := jsonform.NewOverhead(r)
+		f := row.RDDFaults
+		rf := fmt.Sprintf("%d/%d/%d/%d", f.Read, f.Write, f.Exec, f.Major)
+		cell := walkCell(walkShares{row.WalkPct, row.WalkPctRead, row.WalkPctWrite, row.WalkPctRDD, row.PMUStatus})
 		if err := out.row(row, row.ExecutorID, row.PID, fmt.Sprintf("%.1f", row.Seconds), row.MinorFaults, row.MajorFaults,
-			fmt.Sprintf("%.1f", row.FaultRatePerSec), rf, walkCell(row)); err != nil {
+			fmt.Sprintf("%.1f", row.FaultRatePerSec), rf, cell); err != nil {
 			return fmt.Errorf("write overhead: %w", err)
 		}
 	}
 	return out.flush()
 }
 
+// walkShares are one process's page-walk shares of cycles (percent; nil
+// unmeasured) and the PMU status that says why they are absent.
+type walkShares struct {
+	WalkPct, WalkPctRead, WalkPctWrite, WalkPctRDD *float64
+	PMUStatus                                      string
+}
+
 // walkCell shows the measured walk share, split when the parts were
 // measured, or the PMU status that says why there is no number.
-func walkCell(r overheadRow) string {
+func walkCell(r walkShares) string {
 	if r.WalkPct == nil {
 		switch {
 		case r.PMUStatus == "":

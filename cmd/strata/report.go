@@ -8,12 +8,12 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/stratatrace/strata/collector/query"
+	"github.com/stratatrace/strata/collector/query/jsonform"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -21,122 +21,15 @@ func init() {
 	register(command{name: "report", summary: "an app's RDDs, their memory occupation and page-walk share (table, JSON, chart)", run: runReport})
 }
 
-// appReport is what `strata report` says of one application; one JSON line.
-type appReport struct {
-	App      string `json:"app"`
-	Name     string `json:"name,omitempty"`     // from the collector's job analysis, when it has one
-	Severity string `json:"severity,omitempty"` // the analysis's overall severity
-	// Occupation is the application's RDD memory occupation: the sum over
-	// its executors of each one's peak RDD bytes, over the sum of their
-	// peak resident sets and over their nodes' memory (each node once).
-	Occupation occupationShare `json:"occupation"`
-	RDDs       []rddReport     `json:"rdds"`
-	Executors  []execOccupancy `json:"executors"`
-	PageWalk   []pageWalk      `json:"page_walk"`
-}
-
-type occupationShare struct {
-	PeakRDDBytes  uint64   `json:"peak_rdd_bytes"`
-	PeakRSSBytes  uint64   `json:"peak_rss_bytes"`
-	MemTotalBytes uint64   `json:"mem_total_bytes"`
-	OfRSS         *float64 `json:"of_rss,omitempty"`  // absent: no resident-memory samples
-	OfNode        *float64 `json:"of_node,omitempty"` // absent: node memory unknown
-}
-
-type rddReport struct {
-	RDD        int32  `json:"rdd"`
-	Blocks     uint64 `json:"blocks"`
-	Partitions uint64 `json:"partitions"`
-	// Bytes: of the blocks' data as Strata resolved it (buffers, walked
-	// objects, arrays of references not walked); SparkBytes: Spark's own
-	// size of the blocks (0 unknown); Resolved says what Bytes hold against
-	// it (docs/objectgraph.md).
-	Bytes         uint64     `json:"bytes"`
-	SparkBytes    uint64     `json:"spark_bytes"`
-	SizedBlocks   uint64     `json:"sized_blocks"`   // blocks whose Spark size is known
-	ResolvedBytes uint64     `json:"resolved_bytes"` // buffers, walked and cut-walk bytes
-	SharedBytes   uint64     `json:"shared_bytes"`   // objects another block's walk holds
-	ResolvedShare *float64   `json:"resolved_share"` // resolved_bytes / spark_bytes; absent unknown
-	Resolved      string     `json:"resolved"`       // in words: "walked 97.2 %", "references only: walk pending"
-	Parts         []rddPart  `json:"parts"`
-	PageSize      uint32     `json:"page_size"`
-	Pages         uint64     `json:"pages"`
-	Present       uint64     `json:"present"`
-	Swapped       uint64     `json:"swapped"`
-	THP           uint64     `json:"thp"`
-	THPShare      float64    `json:"thp_share"` // of present pages
-	Nodes         []nodePage `json:"numa"`
-	Reads         uint64     `json:"reads"`
-	Writes        uint64     `json:"writes"`
-	Evicted       uint64     `json:"evicted"`
-	LiveBlocks    uint64     `json:"live_blocks"` // not freed now
-	Moves         uint64     `json:"moves"`       // a GC relocated a block's buffer
-	Faults        faultKinds `json:"faults"`
-	SampledFaults uint64     `json:"sampled_faults"`
-	// ObjectGraph: some blocks are deserialized (arrays of references to
-	// objects the JVM hook walks); Parts say how far they were walked.
-	ObjectGraph bool `json:"object_graph,omitempty"`
-}
-
-// rddPart is what an RDD's buffers of one resolution hold (RddReport's
-// parts).
-type rddPart struct {
-	Resolution    string   `json:"resolution"` // buffers, walked, walk_cut, references, unspecified
-	Blocks        uint64   `json:"blocks"`
-	Buffers       uint64   `json:"buffers"`
-	Bytes         uint64   `json:"bytes"`
-	Objects       uint64   `json:"objects,omitempty"`
-	SharedObjects uint64   `json:"shared_objects,omitempty"`
-	SharedBytes   uint64   `json:"shared_bytes,omitempty"`
-	OpaqueObjects uint64   `json:"opaque_objects,omitempty"`
-	Details       []string `json:"details,omitempty"`
-}
-
-type nodePage struct {
-	Node  int32  `json:"node"` // -1: PFN hidden
-	Pages uint64 `json:"pages"`
-}
-
-type faultKinds struct {
-	Read         uint64 `json:"read"`
-	Write        uint64 `json:"write"`
-	Exec         uint64 `json:"exec"`
-	Major        uint64 `json:"major"`
-	Unclassified uint64 `json:"unclassified"`
-}
-
-func (f faultKinds) total() uint64 { return f.Read + f.Write + f.Exec + f.Major + f.Unclassified }
-
-type execOccupancy struct {
-	ExecutorID     string   `json:"executor_id"`
-	PID            uint32   `json:"pid"`
-	Node           string   `json:"node"`
-	PeakRDDBytes   uint64   `json:"peak_rdd_bytes"`
-	PeakTime       string   `json:"peak_time,omitempty"`
-	PeakRSSBytes   uint64   `json:"peak_rss_bytes"`
-	RSSAtPeakBytes uint64   `json:"rss_at_peak_bytes"`
-	MemTotalBytes  uint64   `json:"mem_total_bytes"`
-	OfRSS          *float64 `json:"of_rss,omitempty"`
-	OfNode         *float64 `json:"of_node,omitempty"`
-	RSSSamples     uint32   `json:"rss_samples"`
-}
-
-// pageWalk is one executor's page-walk share of cycles, when a PMU
-// measured it, and always the fault-based figures beside it.
-type pageWalk struct {
-	ExecutorID   string   `json:"executor_id"`
-	PID          uint32   `json:"pid"`
-	PMUStatus    string   `json:"pmu_status"`
-	WalkPct      *float64 `json:"walk_pct,omitempty"`
-	WalkPctRead  *float64 `json:"walk_pct_read,omitempty"`
-	WalkPctWrite *float64 `json:"walk_pct_write,omitempty"`
-	WalkPctRDD   *float64 `json:"walk_pct_rdd,omitempty"`
-	MinorFaults  uint64   `json:"minor_faults"`
-	MajorFaults  uint64   `json:"major_faults"`
-	RDDFaults    uint64   `json:"rdd_faults"`    // faults inside the executor's registered blocks
-	RDDFaultPct  *float64 `json:"rdd_fault_pct"` // of all its faults; absent without faults
-	FaultsPerSec float64  `json:"faults_per_sec"`
-}
+// The report's objects are jsonform's: `strata report -o json` prints a
+// jsonform.Report per application, as /api/v1/apps/{app}/report answers.
+type (
+	appReport  = jsonform.Report
+	rddReport  = jsonform.RDD
+	pageWalk   = jsonform.PageWalk
+	nodePage   = jsonform.NodePages
+	faultKinds = jsonform.FaultCounts
+)
 
 // appList is the repeatable --app flag.
 type appList []string
@@ -205,107 +98,26 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// fetchReport asks the collector everything one application's report shows.
+// fetchReport asks the collector everything one application's report
+// shows: its report and overhead and, when the history poller analysed
+// the application as a job, that job (its absence is no error).
 func fetchReport(ctx context.Context, q stratav1.QueryServiceClient, app string) (appReport, error) {
-	r := appReport{App: app, RDDs: []rddReport{}, Executors: []execOccupancy{}, PageWalk: []pageWalk{}}
 	rep, err := q.Report(ctx, &stratav1.ReportRequest{AppId: app})
 	if err != nil {
-		return r, rpcError("report "+app, err)
+		return appReport{}, rpcError("report "+app, err)
 	}
 	ov, err := q.Overhead(ctx, &stratav1.OverheadRequest{AppId: app})
 	if err != nil {
-		return r, rpcError("overhead "+app, err)
+		return appReport{}, rpcError("overhead "+app, err)
 	}
-	// The job analysis of the same application, when the history poller
-	// made one; its absence is no error.
-	if j, err := q.Job(ctx, &stratav1.JobRequest{JobId: app}); err == nil {
-		r.Name, r.Severity = j.GetName(), severityName(j.GetSeverity())
-	} else if status.Code(err) != codes.NotFound {
-		return r, rpcError("job "+app, err)
+	j, err := q.Job(ctx, &stratav1.JobRequest{JobId: app})
+	switch {
+	case status.Code(err) == codes.NotFound:
+		j = nil
+	case err != nil:
+		return appReport{}, rpcError("job "+app, err)
 	}
-	for _, x := range rep.GetRdds() {
-		r.RDDs = append(r.RDDs, newRDDReport(x))
-	}
-	nodes := map[string]uint64{}
-	for _, o := range rep.GetOccupation() {
-		e := execOccupancy{
-			ExecutorID: o.GetExecutorId(), PID: o.GetPid(), Node: o.GetNodeName(), PeakRDDBytes: o.GetPeakRddBytes(),
-			PeakRSSBytes: o.GetPeakRssBytes(), RSSAtPeakBytes: o.GetRssAtPeakBytes(), MemTotalBytes: o.GetMemTotalBytes(),
-			OfRSS: o.OfRss, OfNode: o.OfNode, RSSSamples: o.GetRssSamples(),
-		}
-		if o.GetPeakTimeUnixNano() > 0 {
-			e.PeakTime = nsTime(o.GetPeakTimeUnixNano())
-		}
-		r.Executors = append(r.Executors, e)
-		r.Occupation.PeakRDDBytes += e.PeakRDDBytes
-		r.Occupation.PeakRSSBytes += e.PeakRSSBytes
-		nodes[e.Node] = max(nodes[e.Node], e.MemTotalBytes)
-	}
-	known := true
-	for _, m := range nodes {
-		r.Occupation.MemTotalBytes += m
-		known = known && m > 0
-	}
-	r.Occupation.OfRSS = share(r.Occupation.PeakRDDBytes, r.Occupation.PeakRSSBytes)
-	if known {
-		r.Occupation.OfNode = share(r.Occupation.PeakRDDBytes, r.Occupation.MemTotalBytes)
-	}
-	for _, row := range ov.GetRows() {
-		w, f := row.GetCounters(), row.GetRddFaults()
-		pw := pageWalk{
-			ExecutorID: w.GetExecutorId(), PID: w.GetPid(), PMUStatus: w.GetPmuStatus(),
-			WalkPct: row.WalkPct, WalkPctRead: row.WalkPctRead, WalkPctWrite: row.WalkPctWrite, WalkPctRDD: row.WalkPctRdd,
-			MinorFaults: w.GetMinorFaults(), MajorFaults: w.GetMajorFaults(),
-			RDDFaults:    f.GetRead() + f.GetWrite() + f.GetExec() + f.GetUnclassified(),
-			FaultsPerSec: row.GetFaultRatePerSec(),
-		}
-		if all := pw.MinorFaults + pw.MajorFaults; all > 0 {
-			v := 100 * float64(min(pw.RDDFaults, all)) / float64(all)
-			pw.RDDFaultPct = &v
-		}
-		r.PageWalk = append(r.PageWalk, pw)
-	}
-	return r, nil
-}
-
-func newRDDReport(x *stratav1.RddReport) rddReport {
-	f := x.GetFaults()
-	r := rddReport{
-		RDD: x.GetRddId(), Blocks: x.GetBlocks(), Partitions: x.GetPartitions(), Bytes: x.GetBytes(),
-		Pages: x.GetPages(), Present: x.GetPresent(), Swapped: x.GetSwapped(), THP: x.GetThp(),
-		Reads: x.GetReads(), Writes: x.GetWrites(), Evicted: x.GetEvicted(), SampledFaults: x.GetSampledFaults(),
-		LiveBlocks: x.GetLiveBlocks(), Moves: x.GetMoves(),
-		Faults:      faultKinds{f.GetRead(), f.GetWrite(), f.GetExec(), f.GetMajor(), f.GetUnclassified()},
-		ObjectGraph: x.GetObjectGraph(), Nodes: []nodePage{},
-		SparkBytes: x.GetSparkBytes(), SizedBlocks: x.GetSizedBlocks(), ResolvedBytes: x.GetResolvedBytes(),
-		SharedBytes: x.GetSharedBytes(), ResolvedShare: x.ResolvedShare, Parts: []rddPart{}, PageSize: x.GetPageSize(),
-	}
-	spark := uint64(0) // shares only when every block's Spark size is known
-	if x.ResolvedShare != nil {
-		spark = x.GetSparkBytes()
-	}
-	r.Resolved = query.ResolvedWords(x.GetParts(), spark)
-	for _, p := range x.GetParts() {
-		r.Parts = append(r.Parts, rddPart{Resolution: enumName(p.GetResolution().String(), "RESOLUTION_"), Blocks: p.GetBlocks(),
-			Buffers: p.GetBuffers(), Bytes: p.GetBytes(), Objects: p.GetObjects(), SharedObjects: p.GetSharedObjects(),
-			SharedBytes: p.GetSharedBytes(), OpaqueObjects: p.GetOpaqueObjects(), Details: p.GetDetails()})
-	}
-	if r.Present > 0 {
-		r.THPShare = float64(r.THP) / float64(r.Present)
-	}
-	for _, n := range x.GetNodes() {
-		r.Nodes = append(r.Nodes, nodePage{n.GetNumaNode(), n.GetPages()})
-	}
-	return r
-}
-
-// share is a/b, absent when b is 0.
-func share(a, b uint64) *float64 {
-	if b == 0 {
-		return nil
-	}
-	v := float64(a) / float64(b)
-	return &v
+	return jsonform.NewReport(app, rep, ov, j), nil
 }
 
 // pct formats a share as a percentage, or what makes it unknown.
@@ -341,17 +153,21 @@ func walkSummary(pws []pageWalk) string {
 	var measured []string
 	for _, w := range pws {
 		if w.WalkPct != nil {
-			measured = append(measured, fmt.Sprintf("executor %s: %s", w.ExecutorID,
-				walkCell(overheadRow{WalkPct: w.WalkPct, WalkPctRead: w.WalkPctRead, WalkPctWrite: w.WalkPctWrite, WalkPctRDD: w.WalkPctRDD})))
+			measured = append(measured, fmt.Sprintf("executor %s: %s", w.ExecutorID, walkCell(walkSharesOf(w))))
 		}
 	}
 	if len(measured) > 0 {
 		return strings.Join(measured, "; ")
 	}
 	for _, w := range pws {
-		return walkCell(overheadRow{PMUStatus: w.PMUStatus})
+		return walkCell(walkShares{PMUStatus: w.PMUStatus})
 	}
 	return "unavailable: no workload counters (the agent's probes were not loaded)"
+}
+
+// walkSharesOf is a process's walk shares and PMU status in the report.
+func walkSharesOf(p pageWalk) walkShares {
+	return walkShares{p.WalkPct, p.WalkPctRead, p.WalkPctWrite, p.WalkPctRDD, p.PMUStatus}
 }
 
 // appWalkPct is the application's page-walk share split read/write: the
@@ -416,8 +232,7 @@ func writeAppReport(w io.Writer, r appReport) error {
 	fmt.Fprintln(w)
 	out = newOutput(w, "table", "EXECUTOR", "PID", "PAGE WALK", "FAULTS", "IN RDD BLOCKS", "FAULTS/S")
 	for _, p := range r.PageWalk {
-		cell := walkCell(overheadRow{WalkPct: p.WalkPct, WalkPctRead: p.WalkPctRead, WalkPctWrite: p.WalkPctWrite,
-			WalkPctRDD: p.WalkPctRDD, PMUStatus: p.PMUStatus})
+		cell := walkCell(walkSharesOf(p))
 		in := fmt.Sprint(p.RDDFaults)
 		if p.RDDFaultPct != nil {
 			in += fmt.Sprintf(" (%.1f%%)", *p.RDDFaultPct)
@@ -512,10 +327,4 @@ func sortedRDDs(r appReport) []rddReport {
 	out := append([]rddReport(nil), r.RDDs...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Bytes > out[j].Bytes })
 	return out
-}
-
-// nsTime formats a time in nanoseconds since the epoch, UTC, to the
-// millisecond.
-func nsTime(ns int64) string {
-	return time.Unix(0, ns).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }

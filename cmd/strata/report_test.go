@@ -18,6 +18,12 @@ import (
 // "app-pmu", whose second executor measured page walks.
 func reportCollector(t *testing.T) string {
 	t.Helper()
+	return servertest.Start(t, reportBatches(), []*stratav1.JobResult{reportJob()}).Addr
+}
+
+// reportBatches are the report scenario and the storetest sample as app
+// "app-pmu".
+func reportBatches() []*stratav1.Batch {
 	sample := storetest.Sample(10)
 	for _, r := range sample.Records {
 		r.Block.AppId = "app-pmu"
@@ -25,9 +31,13 @@ func reportCollector(t *testing.T) string {
 	for _, w := range sample.Workloads {
 		w.AppId = "app-pmu"
 	}
-	job := &stratav1.JobResult{JobId: storetest.App, AppId: storetest.App, Type: "spark", Name: "LogisticRegression",
-		Severity: stratav1.Severity_SEVERITY_MODERATE}
-	return servertest.Start(t, append(storetest.ReportBatches(), sample), []*stratav1.JobResult{job}).Addr
+	return append(storetest.ReportBatches(), sample)
+}
+
+// reportJob is the analysis of the report scenario's application.
+func reportJob() *stratav1.JobResult {
+	return &stratav1.JobResult{JobId: storetest.App, AppId: storetest.App, Type: "spark", Name: "LogisticRegression",
+		Severity: stratav1.Severity_SEVERITY_MODERATE, FinishUnixMs: 9000}
 }
 
 func TestReport(t *testing.T) {
@@ -42,7 +52,7 @@ func TestReport(t *testing.T) {
 	}
 	x := r.RDDs[0]
 	if x.RDD != 7 || x.Blocks != 2 || x.Bytes != 9*storetest.PageSize || x.Present != 6 || x.THP != 2 || x.THPShare != 2.0/6 ||
-		len(x.Nodes) != 2 || x.Nodes[1] != (nodePage{1, 2}) || x.Reads != 2 || x.Writes != 3 || x.Evicted != 1 ||
+		len(x.Nodes) != 2 || x.Nodes[1] != (nodePage{Node: 1, Pages: 2}) || x.Reads != 2 || x.Writes != 3 || x.Evicted != 1 ||
 		x.Faults != (faultKinds{Read: 6, Write: 7}) || x.SampledFaults != 1 || x.ObjectGraph || x.Moves != 1 || x.LiveBlocks != 0 {
 		t.Errorf("RDD 7 = %+v", x)
 	}
@@ -56,7 +66,7 @@ func TestReport(t *testing.T) {
 		o.OfRSS == nil || *o.OfRSS != float64(9*storetest.PageSize)/float64(120<<10+2<<20) || o.OfNode == nil {
 		t.Errorf("occupation = %+v", o)
 	}
-	if len(r.Executors) != 2 || r.Executors[0].PeakTime != "2023-11-14T22:13:25.000Z" || r.Executors[0].RSSAtPeakBytes != 80<<10 {
+	if len(r.Executors) != 2 || r.Executors[0].PeakTime != "2023-11-14T22:13:25Z" || r.Executors[0].RSSAtPeakBytes != 80<<10 {
 		t.Errorf("executors = %+v", r.Executors)
 	}
 	if len(r.PageWalk) != 0 {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratatrace/strata/collector/query/jsonform"
 	"github.com/stratatrace/strata/collector/store/storetest"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -34,7 +35,12 @@ func TestTraceJSON(t *testing.T) {
 	}
 	for i, w := range want {
 		w["rdd"], w["partition"], w["block_id"], w["executor_id"], w["pid"] = 7.0, 3.0, "rdd_7_3", "1", 100.0
+		w["hook_block_id"], w["mode"], w["location"] = 11.0, "storage", "on_heap"
 		w["access"], w["time"] = "alloc", "2023-11-14T22:13:20Z"
+		w["kpagecount"] = 1.0
+		if i == 5 {
+			w["kpagecount"] = 0.0
+		}
 		if !reflect.DeepEqual(got[i], w) {
 			t.Errorf("page %d =\n%v\nwant\n%v", i, got[i], w)
 		}
@@ -53,7 +59,7 @@ func TestTraceTable(t *testing.T) {
 
 // A page of a block the JVM hook reported carries the hook's words for it.
 func TestTracePageHookFields(t *testing.T) {
-	p := newTracePage(&stratav1.TracePage{Block: &stratav1.SparkBlock{BlockId: "page_42_0",
+	p := jsonform.NewPage(&stratav1.TracePage{Block: &stratav1.SparkBlock{BlockId: "page_42_0",
 		Kind: stratav1.BlockKind_BLOCK_KIND_TUNGSTEN_PAGE, Chunk: 0, Chunks: 1, StageId: 3, StageAttempt: 1, TaskAttemptId: 42},
 		State: uint32(stratav1.PageState_PAGE_STATE_PRESENT | stratav1.PageState_PAGE_STATE_FLAGS_UNKNOWN | stratav1.PageState_PAGE_STATE_FLAGS_NOT_READ)})
 	b, err := json.Marshal(p)

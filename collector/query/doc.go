@@ -1,12 +1,22 @@
-// Package query implements strata.v1.QueryService over the store: traces
-// streamed page by page, NUMA spread, fault counters, workload overhead and
-// analysed jobs. It only registers itself; collector/server owns the
-// grpc.Server it shares with ingest, whose interceptors map the store's
-// errors to codes:
+// Package query is Strata's one read edge: Service answers every question
+// a user asks of the store. It implements strata.v1.QueryService (traces
+// streamed page by page, records, NUMA spread, fault counters, hot pages,
+// workload overhead, the RDD report, analysed jobs), which `strata` asks
+// over gRPC; TraceEach and RecordsEach give the same streams to a Go
+// caller, and the Go methods SearchJobs, JobTimeline, Apps, App, RDDs,
+// Occupancy, PhysMap, Blocks and BlockLife answer what the web UI asks
+// beyond the protocol. collector/web holds a Service and asks it
+// everything; it never reads the store itself.
+//
+// Service only registers itself; collector/server owns the grpc.Server it
+// shares with ingest, whose interceptors map the store's errors to codes:
 // a missing app_id is InvalidArgument, an unknown job NotFound, a closed
 // store Unavailable. The store's doc says what each answer means.
 //
-// ResolvedWords, ShareWords, ResolutionWord and HoldsWords say what Strata
-// resolved of blocks (RddReport's parts, a record's Coverage) in the words
-// both `strata` and the web UI print, so the two never differ.
+// ParseAccess and ParseSeverity read the names users type (`strata
+// records --access`, the API's access= and severity=). ResolvedWords,
+// ShareWords, ResolutionWord and HoldsWords say what Strata resolved of
+// blocks (RddReport's parts, a record's Coverage) in the words both
+// `strata` and the web UI print, so the two never differ. The JSON form of
+// every answer is collector/query/jsonform's.
 package query

@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"google.golang.org/grpc"
 
@@ -10,14 +11,17 @@ import (
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
-// Reader is the part of the store the query service needs.
+// Reader is the part of the store the query service needs: the trace
+// questions, the UI's own (store.UIReader) and the analysed jobs.
 type Reader interface {
 	store.TraceReader
+	store.UIReader
 	Jobs(ctx context.Context, min stratav1.Severity, limit uint32) ([]*stratav1.JobResult, error)
 	Job(ctx context.Context, id string) (*stratav1.JobResult, error)
 }
 
-// Service implements strata.v1.QueryService.
+// Service implements strata.v1.QueryService, and answers the web UI's
+// questions beyond it (SearchJobs … BlockLife) as Go methods.
 type Service struct {
 	stratav1.UnimplementedQueryServiceServer
 	store Reader
@@ -31,15 +35,27 @@ func (s *Service) Register(srv grpc.ServiceRegistrar) { stratav1.RegisterQuerySe
 
 // Trace streams one TracePage per page, paddr = pfn * page size.
 func (s *Service) Trace(req *stratav1.TraceRequest, stream grpc.ServerStreamingServer[stratav1.TracePage]) error {
+	return s.TraceEach(stream.Context(), req, stream.Send)
+}
+
+// TraceEach calls fn for each page Trace streams, in the same order; it
+// stops at fn's first error.
+func (s *Service) TraceEach(ctx context.Context, req *stratav1.TraceRequest, fn func(*stratav1.TracePage) error) error {
 	q := store.TraceQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, Limit: req.GetLimit()}
-	return s.store.Trace(stream.Context(), q, stream.Send)
+	return s.store.Trace(ctx, q, fn)
 }
 
 // Records streams an application's records without pages.
 func (s *Service) Records(req *stratav1.RecordsRequest, stream grpc.ServerStreamingServer[stratav1.RecordRow]) error {
+	return s.RecordsEach(stream.Context(), req, stream.Send)
+}
+
+// RecordsEach calls fn for each record Records streams, in the same
+// order; it stops at fn's first error.
+func (s *Service) RecordsEach(ctx context.Context, req *stratav1.RecordsRequest, fn func(*stratav1.RecordRow) error) error {
 	q := store.RecordsQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, BlockID: req.GetBlockId(),
 		Access: req.GetAccess(), Limit: req.GetLimit()}
-	return s.store.Records(stream.Context(), q, stream.Send)
+	return s.store.Records(ctx, q, fn)
 }
 
 // Numa returns pages per NUMA node per RDD.
@@ -85,7 +101,7 @@ func (s *Service) Overhead(ctx context.Context, req *stratav1.OverheadRequest) (
 
 // Report summarises an app's RDDs and its RDD memory occupation.
 func (s *Service) Report(ctx context.Context, req *stratav1.ReportRequest) (*stratav1.ReportResponse, error) {
-	rdds, err := s.store.RDDs(ctx, req.GetAppId())
+	rdds, err := s.RDDs(ctx, req.GetAppId())
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +110,12 @@ func (s *Service) Report(ctx context.Context, req *stratav1.ReportRequest) (*str
 		return nil, err
 	}
 	return &stratav1.ReportResponse{Rdds: rdds, Occupation: occ}, nil
+}
+
+// RDDs is Report's RDDs alone: an app's cached RDDs, each block buffer as
+// last resolved while it was live, ordered by RDD.
+func (s *Service) RDDs(ctx context.Context, app string) ([]*stratav1.RddReport, error) {
+	return s.store.RDDs(ctx, app)
 }
 
 // Jobs lists analysed jobs at or above the requested severity.
@@ -114,4 +136,73 @@ func (s *Service) Job(ctx context.Context, req *stratav1.JobRequest) (*stratav1.
 		return nil, fmt.Errorf("%w: empty job_id", store.ErrInvalidQuery)
 	}
 	return s.store.Job(ctx, req.GetJobId())
+}
+
+// SearchJobs returns the page of analysed jobs q selects, and how many it
+// selects in all.
+func (s *Service) SearchJobs(ctx context.Context, q store.JobQuery) (store.JobPage, error) {
+	return s.store.SearchJobs(ctx, q)
+}
+
+// JobTimeline counts the jobs q selects by severity per bucketMs of
+// finish time, oldest first, buckets without a job left out.
+func (s *Service) JobTimeline(ctx context.Context, q store.JobQuery, bucketMs int64) ([]store.SeverityBucket, error) {
+	return s.store.JobTimeline(ctx, q, bucketMs)
+}
+
+// Apps lists the applications holding records, latest record first.
+func (s *Service) Apps(ctx context.Context) ([]store.AppSummary, error) { return s.store.Apps(ctx) }
+
+// App returns the summary of one application, or store.ErrNotFound.
+func (s *Service) App(ctx context.Context, id string) (store.AppSummary, error) {
+	apps, err := s.store.Apps(ctx)
+	if err != nil {
+		return store.AppSummary{}, err
+	}
+	for _, a := range apps {
+		if a.AppID == id {
+			return a, nil
+		}
+	}
+	return store.AppSummary{}, fmt.Errorf("application %s: %w: no records", id, store.ErrNotFound)
+}
+
+// RDDSeries is one RDD's resident memory over time: a point at the end of
+// each time bucket in which it changed (the value holds until the next).
+type RDDSeries struct {
+	RDD    int32
+	Points []store.OccupancyPoint
+}
+
+// Occupancy returns each RDD's resident memory over up to buckets equal
+// time buckets of the app's life, ordered by RDD.
+func (s *Service) Occupancy(ctx context.Context, app string, buckets uint32) ([]RDDSeries, error) {
+	pts, err := s.store.Occupancy(ctx, app, buckets)
+	if err != nil {
+		return nil, err
+	}
+	byRDD := map[int32]int{}
+	var out []RDDSeries
+	for _, p := range pts {
+		i, ok := byRDD[p.RDDID]
+		if !ok {
+			i = len(out)
+			byRDD[p.RDDID] = i
+			out = append(out, RDDSeries{RDD: p.RDDID})
+		}
+		out[i].Points = append(out[i].Points, p)
+	}
+	slices.SortFunc(out, func(a, b RDDSeries) int { return int(a.RDD) - int(b.RDD) })
+	return out, nil
+}
+
+// PhysMap returns the app's physical memory map on one machine.
+func (s *Service) PhysMap(ctx context.Context, q store.PhysMapQuery) (*store.PhysMap, error) {
+	return s.store.PhysMap(ctx, q)
+}
+
+// Blocks returns the Spark blocks of one RDD of an app and what Strata
+// resolved of each, ordered by partition, executor and block.
+func (s *Service) Blocks(ctx context.Context, app string, rdd int32) ([]store.BlockCoverage, error) {
+	return s.store.Blocks(ctx, app, rdd)
 }

@@ -2,64 +2,32 @@ package web
 
 import (
 	"bufio"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/stratatrace/strata/collector/query"
+	"github.com/stratatrace/strata/collector/query/jsonform"
 	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
-var pj = protojson.MarshalOptions{UseProtoNames: true}
+// The API's handlers read a request's parameters into the query service's
+// request, ask the service, and return the answer's jsonform: every
+// answer is the form `strata … -o json` prints for the same question.
 
-// protoJSON writes m as the query service's clients see it.
-func protoJSON(m proto.Message) (json.RawMessage, error) {
-	b, err := pj.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("encode %T: %w", m, err)
-	}
-	return append(b, '\n'), nil
-}
-
-// jobsPage is /api/v1/jobs.
-type jobsPage struct {
-	Total  uint64            `json:"total"`
-	Offset uint32            `json:"offset"`
-	Limit  uint32            `json:"limit"`
-	Jobs   []json.RawMessage `json:"jobs"` // JobResult, protojson
-}
-
-func (h *Handler) apiJobs(_ http.ResponseWriter, r *http.Request) (any, error) {
+func (h *Handler) apiJobs(r *http.Request) (any, error) {
 	q, err := jobQuery(r)
 	if err != nil {
 		return nil, err
 	}
-	page, err := h.r.SearchJobs(r.Context(), q)
+	page, err := h.q.SearchJobs(r.Context(), q)
 	if err != nil {
 		return nil, err
 	}
-	out := jobsPage{Total: page.Total, Offset: q.Offset, Limit: q.Limit, Jobs: []json.RawMessage{}}
-	for _, j := range page.Jobs {
-		b, err := pj.Marshal(j)
-		if err != nil {
-			return nil, fmt.Errorf("encode job: %w", err)
-		}
-		out.Jobs = append(out.Jobs, b)
-	}
-	return out, nil
-}
-
-// timelineBucket is one bucket of /api/v1/jobs/timeline.
-type timelineBucket struct {
-	StartMs int64             `json:"start_ms"`
-	Counts  map[string]uint64 `json:"counts"` // severity name -> jobs
+	return jsonform.NewJobsPage(page, q), nil
 }
 
 // timelineBucketMs picks the bucket of a timeline: a query's "bucket"
@@ -76,105 +44,111 @@ func timelineBucketMs(r *http.Request) (int64, error) {
 	return d.Milliseconds(), nil
 }
 
-func (h *Handler) timeline(r *http.Request) ([]timelineBucket, int64, error) {
+func (h *Handler) apiTimeline(r *http.Request) (any, error) {
 	q, err := jobQuery(r)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	b, err := timelineBucketMs(r)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	tl, err := h.r.JobTimeline(r.Context(), q, b)
-	if err != nil {
-		return nil, 0, err
-	}
-	out := make([]timelineBucket, 0, len(tl))
-	for _, t := range tl {
-		tb := timelineBucket{StartMs: t.StartMs, Counts: map[string]uint64{}}
-		for sev, n := range t.Counts {
-			tb.Counts[severityName(stratav1.Severity(sev))] = n
-		}
-		out = append(out, tb)
-	}
-	return out, b, nil
-}
-
-func (h *Handler) apiTimeline(_ http.ResponseWriter, r *http.Request) (any, error) {
-	tl, b, err := h.timeline(r)
+	tl, err := h.q.JobTimeline(r.Context(), q, b)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"bucket_ms": b, "buckets": tl}, nil
+	return jsonform.NewTimeline(tl, b), nil
 }
 
-func (h *Handler) apiJob(_ http.ResponseWriter, r *http.Request) (any, error) {
-	j, err := h.r.Job(r.Context(), r.PathValue("id"))
+func (h *Handler) apiJob(r *http.Request) (any, error) {
+	j, err := h.q.Job(r.Context(), &stratav1.JobRequest{JobId: r.PathValue("id")})
 	if err != nil {
 		return nil, err
 	}
-	return protoJSON(j)
+	return jsonform.NewJob(j), nil
 }
 
-// appRow is one line of /api/v1/apps.
-type appRow struct {
-	AppID     string   `json:"app_id"`
-	Machines  []string `json:"machines"`
-	Executors uint32   `json:"executors"`
-	Records   uint64   `json:"records"`
-	First     string   `json:"first"`
-	Last      string   `json:"last"`
-}
-
-func nsTime(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
-
-func (h *Handler) apiApps(_ http.ResponseWriter, r *http.Request) (any, error) {
-	apps, err := h.r.Apps(r.Context())
+func (h *Handler) apiApps(r *http.Request) (any, error) {
+	apps, err := h.q.Apps(r.Context())
 	if err != nil {
 		return nil, err
 	}
-	out := make([]appRow, 0, len(apps))
-	for _, a := range apps {
-		out = append(out, appRow{AppID: a.AppID, Machines: a.Machines, Executors: a.Executors, Records: a.Records,
-			First: nsTime(a.FirstNs), Last: nsTime(a.LastNs)})
+	return jsonform.NewApps(apps), nil
+}
+
+// apiReport is `strata report`'s answer: the app's report and overhead,
+// and its job analysis when the collector made one.
+func (h *Handler) apiReport(r *http.Request) (any, error) {
+	ctx, app := r.Context(), r.PathValue("app")
+	rep, err := h.q.Report(ctx, &stratav1.ReportRequest{AppId: app})
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	over, err := h.q.Overhead(ctx, &stratav1.OverheadRequest{AppId: app})
+	if err != nil {
+		return nil, err
+	}
+	job, err := h.q.Job(ctx, &stratav1.JobRequest{JobId: app})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		job = nil
+	case err != nil:
+		return nil, err
+	}
+	return jsonform.NewReport(app, rep, over, job), nil
 }
 
-func (h *Handler) apiRDDs(_ http.ResponseWriter, r *http.Request) (any, error) {
-	return h.rddRows(r.Context(), r.PathValue("app"))
+func (h *Handler) apiRDDs(r *http.Request) (any, error) {
+	rdds, err := h.q.RDDs(r.Context(), r.PathValue("app"))
+	if err != nil {
+		return nil, err
+	}
+	return jsonform.NewRDDs(rdds), nil
 }
 
-func (h *Handler) apiBlocks(_ http.ResponseWriter, r *http.Request) (any, error) {
+// pathRDD reads the {rdd} of a path.
+func pathRDD(r *http.Request) (int32, error) {
 	rdd, err := strconv.ParseInt(r.PathValue("rdd"), 10, 32)
 	if err != nil {
-		return nil, fmt.Errorf("%w: rdd %q", errBadRequest, r.PathValue("rdd"))
+		return 0, fmt.Errorf("%w: rdd %q", errBadRequest, r.PathValue("rdd"))
 	}
-	return h.blockBytes(r.Context(), r.PathValue("app"), int32(rdd))
+	return int32(rdd), nil
 }
 
-func (h *Handler) apiNuma(_ http.ResponseWriter, r *http.Request) (any, error) {
-	rows, err := h.r.Numa(r.Context(), r.PathValue("app"))
+func (h *Handler) apiBlocks(r *http.Request) (any, error) {
+	rdd, err := pathRDD(r)
 	if err != nil {
 		return nil, err
 	}
-	return protoJSON(&stratav1.NumaResponse{Rows: rows})
-}
-
-func (h *Handler) apiFaults(_ http.ResponseWriter, r *http.Request) (any, error) {
-	rows, err := h.r.Faults(r.Context(), r.PathValue("app"))
+	blocks, err := h.q.Blocks(r.Context(), r.PathValue("app"), rdd)
 	if err != nil {
 		return nil, err
 	}
-	return protoJSON(&stratav1.FaultsResponse{Rows: rows})
+	return jsonform.NewResolvedBlocks(blocks), nil
 }
 
-func (h *Handler) apiOverhead(_ http.ResponseWriter, r *http.Request) (any, error) {
-	rows, err := h.r.Overhead(r.Context(), r.PathValue("app"))
+func (h *Handler) apiNuma(r *http.Request) (any, error) {
+	resp, err := h.q.Numa(r.Context(), &stratav1.NumaRequest{AppId: r.PathValue("app")})
 	if err != nil {
 		return nil, err
 	}
-	return protoJSON(&stratav1.OverheadResponse{Rows: rows})
+	return jsonform.List(resp.GetRows(), jsonform.NewNuma), nil
+}
+
+func (h *Handler) apiFaults(r *http.Request) (any, error) {
+	resp, err := h.q.Faults(r.Context(), &stratav1.FaultsRequest{AppId: r.PathValue("app")})
+	if err != nil {
+		return nil, err
+	}
+	return jsonform.List(resp.GetRows(), jsonform.NewFaults), nil
+}
+
+func (h *Handler) apiOverhead(r *http.Request) (any, error) {
+	resp, err := h.q.Overhead(r.Context(), &stratav1.OverheadRequest{AppId: r.PathValue("app")})
+	if err != nil {
+		return nil, err
+	}
+	return jsonform.List(resp.GetRows(), jsonform.NewOverhead), nil
 }
 
 // optInt32 reads an optional int32 parameter.
@@ -191,7 +165,7 @@ func optInt32(r *http.Request, name string) (*int32, error) {
 	return &i, nil
 }
 
-func (h *Handler) apiHot(_ http.ResponseWriter, r *http.Request) (any, error) {
+func (h *Handler) apiHot(r *http.Request) (any, error) {
 	rdd, err := optInt32(r, "rdd")
 	if err != nil {
 		return nil, err
@@ -200,54 +174,75 @@ func (h *Handler) apiHot(_ http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	pages, err := h.r.Hot(r.Context(), store.HotQuery{AppID: r.PathValue("app"), RDD: rdd, Limit: uint32(limit)})
+	resp, err := h.q.Hot(r.Context(), &stratav1.HotRequest{AppId: r.PathValue("app"), RddId: rdd, Limit: uint32(limit)})
 	if err != nil {
 		return nil, err
 	}
-	return protoJSON(&stratav1.HotResponse{Pages: pages, Method: query.HotMethod})
+	return jsonform.NewHotPages(resp), nil
 }
 
-func (h *Handler) apiOccupancy(_ http.ResponseWriter, r *http.Request) (any, error) {
+func (h *Handler) apiOccupancy(r *http.Request) (any, error) {
 	b, err := parseUint("buckets", r.URL.Query().Get("buckets"), 200, 10000)
 	if err != nil {
 		return nil, err
 	}
-	return h.occupancy(r.Context(), r.PathValue("app"), uint32(max(b, 1)))
+	series, err := h.q.Occupancy(r.Context(), r.PathValue("app"), uint32(max(b, 1)))
+	if err != nil {
+		return nil, err
+	}
+	return jsonform.NewOccupancy(series, rddColor), nil
 }
 
-func (h *Handler) apiMemMap(_ http.ResponseWriter, r *http.Request) (any, error) {
-	return h.memMap(r.Context(), r.PathValue("app"), r)
+func (h *Handler) apiMemMap(r *http.Request) (any, error) {
+	v := r.URL.Query()
+	q := store.PhysMapQuery{AppID: r.PathValue("app"), Machine: v.Get("machine")}
+	var err error
+	if q.From, err = parseUint("from", v.Get("from"), 0, 1<<52); err != nil {
+		return nil, err
+	}
+	if q.To, err = parseUint("to", v.Get("to"), 0, 1<<52); err != nil {
+		return nil, err
+	}
+	b, err := parseUint("buckets", v.Get("buckets"), 0, 4096)
+	if err != nil {
+		return nil, err
+	}
+	q.Buckets = uint32(b)
+	m, err := h.q.PhysMap(r.Context(), q)
+	if err != nil {
+		return nil, err
+	}
+	return jsonform.NewMemMap(m, rddColor), nil
 }
 
-func (h *Handler) apiBlock(_ http.ResponseWriter, r *http.Request) (any, error) {
-	return h.blockLife(r.Context(), r.PathValue("app"), r.PathValue("exec"), r.PathValue("block"))
+func (h *Handler) apiBlock(r *http.Request) (any, error) {
+	life, err := h.q.BlockLife(r.Context(), r.PathValue("app"), r.PathValue("exec"), r.PathValue("block"))
+	if err != nil {
+		return nil, err
+	}
+	return jsonform.NewBlockLife(life), nil
 }
 
-// ndjson streams one protojson object per line, as `strata … -o json`
-// prints them; an error after the first line ends the stream with a last
-// line {"error": "..."}.
-func (h *Handler) ndjson(w http.ResponseWriter, r *http.Request, run func(send func(proto.Message) error) error) {
+// ndjson streams one form per line, the lines `strata … -o json` prints;
+// an error after the first line ends the stream with a last line
+// {"error": "..."}.
+func (h *Handler) ndjson(w http.ResponseWriter, r *http.Request, run func(send func(any) error) error) {
 	bw := bufio.NewWriter(w)
+	enc := jsonform.NewEncoder(bw)
 	started := false
-	err := run(func(m proto.Message) error {
-		b, err := pj.Marshal(m)
-		if err != nil {
-			return fmt.Errorf("encode %T: %w", m, err)
-		}
+	err := run(func(v any) error {
 		if !started {
 			w.Header().Set("Content-Type", "application/x-ndjson")
 			started = true
 		}
-		bw.Write(b)
-		return bw.WriteByte('\n')
+		return enc.Encode(v)
 	})
 	switch {
 	case err != nil && !started:
 		h.fail(w, r, err, true)
 		return
 	case err != nil:
-		msg, _ := json.Marshal(map[string]string{"error": err.Error()})
-		bw.Write(append(msg, '\n'))
+		enc.Encode(jsonform.Error{Message: err.Error()})
 	case !started:
 		w.Header().Set("Content-Type", "application/x-ndjson")
 	}
@@ -258,53 +253,48 @@ func (h *Handler) ndjson(w http.ResponseWriter, r *http.Request, run func(send f
 // page through the CLI.
 const maxStreamLimit = 1 << 20
 
+// streamLimit reads a stream's limit: 10,000 by default, at most
+// maxStreamLimit.
+func streamLimit(r *http.Request) (uint32, error) {
+	limit, err := parseUint("limit", r.URL.Query().Get("limit"), 10000, maxStreamLimit)
+	return uint32(max(limit, 1)), err
+}
+
 func (h *Handler) apiRecords(w http.ResponseWriter, r *http.Request) {
-	v := r.URL.Query()
-	q := store.RecordsQuery{AppID: r.PathValue("app"), BlockID: v.Get("block")}
+	req := &stratav1.RecordsRequest{AppId: r.PathValue("app"), BlockId: r.URL.Query().Get("block")}
 	var err error
-	if q.RDD, err = optInt32(r, "rdd"); err == nil {
-		q.Partition, err = optInt32(r, "partition")
+	if req.RddId, err = optInt32(r, "rdd"); err == nil {
+		req.Partition, err = optInt32(r, "partition")
 	}
-	var limit uint64
 	if err == nil {
-		limit, err = parseUint("limit", v.Get("limit"), 10000, maxStreamLimit)
+		req.Limit, err = streamLimit(r)
 	}
-	if err == nil && v.Get("access") != "" {
-		for _, name := range strings.Split(v.Get("access"), ",") {
-			k, ok := stratav1.AccessKind_value["ACCESS_KIND_"+strings.ToUpper(strings.TrimSpace(name))]
-			if !ok || k == 0 {
-				err = fmt.Errorf("%w: access %q: want alloc, read, write, free, fault or move", errBadRequest, name)
-				break
-			}
-			q.Access = append(q.Access, stratav1.AccessKind(k))
-		}
+	if err == nil {
+		req.Access, err = query.ParseAccess(r.URL.Query().Get("access"))
 	}
 	if err != nil {
 		h.fail(w, r, err, true)
 		return
 	}
-	q.Limit = uint32(max(limit, 1))
-	h.ndjson(w, r, func(send func(proto.Message) error) error {
-		return h.r.Records(r.Context(), q, func(row *stratav1.RecordRow) error { return send(row) })
+	h.ndjson(w, r, func(send func(any) error) error {
+		return h.q.RecordsEach(r.Context(), req, func(row *stratav1.RecordRow) error { return send(jsonform.NewRecord(row)) })
 	})
 }
 
 func (h *Handler) apiTrace(w http.ResponseWriter, r *http.Request) {
-	q := store.TraceQuery{AppID: r.PathValue("app")}
+	req := &stratav1.TraceRequest{AppId: r.PathValue("app")}
 	var err error
-	if q.RDD, err = optInt32(r, "rdd"); err == nil {
-		q.Partition, err = optInt32(r, "partition")
+	if req.RddId, err = optInt32(r, "rdd"); err == nil {
+		req.Partition, err = optInt32(r, "partition")
 	}
-	var limit uint64
 	if err == nil {
-		limit, err = parseUint("limit", r.URL.Query().Get("limit"), 10000, maxStreamLimit)
+		req.Limit, err = streamLimit(r)
 	}
 	if err != nil {
 		h.fail(w, r, err, true)
 		return
 	}
-	q.Limit = uint32(max(limit, 1))
-	h.ndjson(w, r, func(send func(proto.Message) error) error {
-		return h.r.Trace(r.Context(), q, func(p *stratav1.TracePage) error { return send(p) })
+	h.ndjson(w, r, func(send func(any) error) error {
+		return h.q.TraceEach(r.Context(), req, func(p *stratav1.TracePage) error { return send(jsonform.NewPage(p)) })
 	})
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratatrace/strata/collector/query"
+	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -74,7 +76,7 @@ func formatMs(ms int64, bucketMs int64) string {
 }
 
 // severityChart draws jobs per bucket as bars stacked by severity.
-func severityChart(tl []timelineBucket, bucketMs int64) template.HTML {
+func severityChart(tl []store.SeverityBucket, bucketMs int64) template.HTML {
 	const w, h, left, bottom, top = 900, 220, 50, 30, 10
 	s := newSVG(w, h, "chart severity-chart")
 	if len(tl) == 0 {
@@ -105,7 +107,7 @@ func severityChart(tl []timelineBucket, bucketMs int64) template.HTML {
 		y := float64(top) + plotH
 		for sev := range 5 {
 			name := severityName(stratav1.Severity(sev))
-			c := b.Counts[name]
+			c := b.Counts[sev]
 			if c == 0 {
 				continue
 			}
@@ -161,7 +163,7 @@ func numaChart(rows []rddRow) template.HTML {
 }
 
 // occupancyChart draws each RDD's resident bytes over time as steps.
-func occupancyChart(series []occupancySeries) template.HTML {
+func occupancyChart(series []query.RDDSeries) template.HTML {
 	const w, h, left, bottom, top = 900, 240, 70, 30, 10
 	s := newSVG(w, h, "chart occupancy-chart")
 	var t0, t1 int64 = math.MaxInt64, math.MinInt64
@@ -200,7 +202,7 @@ func occupancyChart(series []occupancySeries) template.HTML {
 		pts = append(pts, fmt.Sprintf("%.1f,%.1f", xOf(t1), yOf(prev)))
 		last := se.Points[len(se.Points)-1]
 		s.add(`<polyline points="%s" fill="none" stroke="%s" stroke-width="2" class="series" data-rdd="%d" data-last-bytes="%d"><title>RDD %d: %s at the end</title></polyline>`,
-			strings.Join(pts, " "), se.Color, se.RDD, last.Bytes, se.RDD, bytesLabel(last.Bytes))
+			strings.Join(pts, " "), rddColor(se.RDD), se.RDD, last.Bytes, se.RDD, bytesLabel(last.Bytes))
 	}
 	s.text(left, h-10, "start", "axis", time.Unix(0, t0).UTC().Format("15:04:05.000"))
 	s.text(w-20, h-10, "end", "axis", time.Unix(0, t1).UTC().Format("15:04:05.000"))
@@ -214,7 +216,7 @@ var accessColors = map[string]string{"alloc": "#2ca02c", "write": "#ff7f0e", "re
 	"fault": "#d62728", "free": "#7f7f7f"}
 
 // lifeChart draws a block's steps on lanes by access kind over time.
-func lifeChart(steps []lifeStep) template.HTML {
+func lifeChart(steps []query.LifeStep) template.HTML {
 	const w, laneH, left, top = 900, 24, 60, 10
 	h := top + laneH*len(accessLanes) + 30
 	s := newSVG(w, h, "chart life-chart")

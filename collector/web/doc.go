@@ -1,5 +1,8 @@
 // Package web is the collector's web UI and the JSON API under it, an
-// http.Handler built by New from the same store the query service reads.
+// http.Handler built by New over the store. Every page and every API
+// answer asks collector/query's Service (its gRPC methods and the Go
+// methods it adds for the UI: SearchJobs, Apps, Occupancy, PhysMap,
+// Blocks, BlockLife …); this package only reads requests and draws.
 //
 // Pages (HTML from html/template, charts drawn as SVG on the server; one
 // script, memmap.js, zooms the physical memory map through the API):
@@ -14,10 +17,10 @@
 //	/apps/{app}/blocks/{exec}/{block}  a block's life: every record with the pages it held
 //	/apps/{app}/overhead               fault rates per RDD and process, page-walk share or why not
 //
-// The JSON API (/api/v1/…) is described in the README; proto messages are
-// written with protojson (proto field names; 64-bit integers as strings),
-// the UI's own shapes with encoding/json. Errors are {"error": "..."} with
-// 400 for ErrInvalidQuery, 404 for ErrNotFound, 503 for ErrClosed.
+// The JSON API (/api/v1/…, docs/api.md) writes every answer in the form of
+// collector/query/jsonform with its Encoder: the objects `strata … -o json`
+// prints. Errors are {"error": "..."} with 400 for ErrInvalidQuery or a
+// bad parameter, 404 for ErrNotFound, 503 for ErrClosed.
 //
 // Everything the pages need is embedded (go:embed); nothing is fetched at
 // run time. The handler does no authentication: collector/server mounts it

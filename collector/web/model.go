@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/stratatrace/strata/collector/query"
+	"github.com/stratatrace/strata/collector/query/jsonform"
 	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -37,20 +37,7 @@ func rddColor(rdd int32) string {
 // them, by Severity number.
 var severityColors = [5]string{"#4caf50", "#8bc34a", "#f2c12e", "#ef8a17", "#d64545"}
 
-func severityName(s stratav1.Severity) string {
-	return strings.ToLower(strings.TrimPrefix(s.String(), "SEVERITY_"))
-}
-
-func parseSeverity(s string) (stratav1.Severity, error) {
-	if s == "" {
-		return stratav1.Severity_SEVERITY_NONE, nil
-	}
-	v, ok := stratav1.Severity_value["SEVERITY_"+strings.ToUpper(strings.TrimSpace(s))]
-	if !ok {
-		return 0, fmt.Errorf("%w: severity %q: want none, low, moderate, severe or critical", errBadRequest, s)
-	}
-	return stratav1.Severity(v), nil
-}
+func severityName(s stratav1.Severity) string { return jsonform.Severity(s) }
 
 // parseTime reads a time bound: unix milliseconds, RFC 3339, a
 // datetime-local value (2006-01-02T15:04, UTC) or a date (UTC midnight).
@@ -91,7 +78,7 @@ func jobQuery(r *http.Request) (store.JobQuery, error) {
 	q := store.JobQuery{User: strings.TrimSpace(v.Get("user")), Queue: strings.TrimSpace(v.Get("queue")),
 		Type: strings.TrimSpace(v.Get("type")), AppID: strings.TrimSpace(v.Get("app"))}
 	var err error
-	if q.MinSeverity, err = parseSeverity(v.Get("severity")); err != nil {
+	if q.MinSeverity, err = query.ParseSeverity(v.Get("severity")); err != nil {
 		return q, err
 	}
 	if q.FinishedFrom, err = parseTime("from", v.Get("from")); err != nil {
@@ -126,172 +113,91 @@ func jobQuery(r *http.Request) (store.JobQuery, error) {
 
 // nodePages is an RDD's present pages on one NUMA node (-1: unknown).
 type nodePages struct {
-	Node  int32   `json:"node"`
-	Pages uint64  `json:"pages"`
-	Share float64 `json:"share"` // of the RDD's present pages
+	Node  int32
+	Pages uint64
+	Share float64 // of the RDD's present pages
 }
 
-// faultSums are an RDD's page faults, summed over its blocks.
-type faultSums struct {
-	Read         uint64 `json:"read"`
-	Write        uint64 `json:"write"`
-	Exec         uint64 `json:"exec"`
-	Major        uint64 `json:"major"`
-	Unclassified uint64 `json:"unclassified"`
-}
-
-func (f faultSums) Total() uint64 { return f.Read + f.Write + f.Exec + f.Major + f.Unclassified }
-
-// rddRow is one line of an application's RDD table (and of
-// /api/v1/apps/{app}/rdds): the store's RDDs answer, which `strata report`
-// prints too, with each RDD's colour and shares.
+// rddRow is one line of an application's RDD table: the RDD's jsonform
+// (the answer `strata report` prints) with its colour, its resolved share
+// in words and its NUMA shares.
 type rddRow struct {
-	RDD        int32  `json:"rdd"`
-	Color      string `json:"color"`
-	Blocks     uint64 `json:"blocks"`
-	LiveBlocks uint64 `json:"live_blocks"`
-	// Bytes: of the blocks' data as Strata resolved it, each block buffer
-	// as last resolved while live; the rest say what they hold against
-	// Spark's own size of the blocks (see resolvedOf).
-	Bytes uint64 `json:"bytes"`
-	resolvedOf
-	Pages    uint64      `json:"pages"` // of those ranges, holes excluded
-	Present  uint64      `json:"present"`
-	Swapped  uint64      `json:"swapped"`
-	THP      uint64      `json:"thp"`
-	THPShare float64     `json:"thp_share"` // of present pages
-	Nodes    []nodePages `json:"nodes"`     // NUMA spread of present pages
-	Reads    uint64      `json:"reads"`
-	Writes   uint64      `json:"writes"`
-	Moves    uint64      `json:"moves"`
-	Evicted  uint64      `json:"evicted"`
-	Faults   faultSums   `json:"faults"`
+	RDD                            int32
+	Color                          string
+	Blocks, LiveBlocks             uint64
+	Bytes, SparkBytes, SharedBytes uint64
+	Share                          string // the resolved share as printed, "93.8 %"
+	Resolved                       string // in words: "walked 97.2 %"
+	Pages, Present, Swapped        uint64
+	THPShare                       float64
+	Nodes                          []nodePages
+	Reads, Writes, Moves           uint64
+	Faults                         jsonform.FaultCounts
 }
 
-// rddRows is the store's RDDs answer for app, ordered by RDD.
+// shareOf is resolved over spark as printed beside the words, "-" when
+// the share is unknown (share nil: some block's Spark size unknown).
+func shareOf(resolved, spark uint64, share *float64) string {
+	if share == nil {
+		spark = 0
+	}
+	return query.ShareWords(resolved, spark)
+}
+
+// rddRows is the app's RDD table, ordered by RDD.
 func (h *Handler) rddRows(ctx context.Context, app string) ([]rddRow, error) {
-	rdds, err := h.r.RDDs(ctx, app)
+	rdds, err := h.q.RDDs(ctx, app)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]rddRow, 0, len(rdds))
-	for _, x := range rdds {
-		f := x.GetFaults()
-		r := rddRow{RDD: x.GetRddId(), Color: rddColor(x.GetRddId()), Blocks: x.GetBlocks(), LiveBlocks: x.GetLiveBlocks(),
-			Bytes: x.GetBytes(), resolvedOf: newResolvedOf(x.GetSparkBytes(), x.GetResolvedBytes(), x.GetSharedBytes(),
-				x.ResolvedShare, x.GetParts()),
-			Pages: x.GetPages(), Present: x.GetPresent(), Swapped: x.GetSwapped(), THP: x.GetThp(),
-			Nodes: []nodePages{}, Reads: x.GetReads(), Writes: x.GetWrites(), Moves: x.GetMoves(), Evicted: x.GetEvicted(),
-			Faults: faultSums{Read: f.GetRead(), Write: f.GetWrite(), Exec: f.GetExec(), Major: f.GetMajor(),
-				Unclassified: f.GetUnclassified()}}
-		for _, n := range x.GetNodes() {
-			np := nodePages{Node: n.GetNumaNode(), Pages: n.GetPages()}
+	for _, f := range jsonform.NewRDDs(rdds) {
+		r := rddRow{RDD: f.RDD, Color: rddColor(f.RDD), Blocks: f.Blocks, LiveBlocks: f.LiveBlocks, Bytes: f.Bytes,
+			SparkBytes: f.SparkBytes, SharedBytes: f.SharedBytes, Share: shareOf(f.ResolvedBytes, f.SparkBytes, f.ResolvedShare),
+			Resolved: f.Resolved, Pages: f.Pages, Present: f.Present, Swapped: f.Swapped, THPShare: f.THPShare,
+			Reads: f.Reads, Writes: f.Writes, Moves: f.Moves, Faults: f.Faults}
+		for _, n := range f.Nodes {
+			np := nodePages{Node: n.Node, Pages: n.Pages}
 			if r.Present > 0 {
 				np.Share = float64(np.Pages) / float64(r.Present)
 			}
 			r.Nodes = append(r.Nodes, np)
-		}
-		if r.Present > 0 {
-			r.THPShare = float64(r.THP) / float64(r.Present)
 		}
 		out = append(out, r)
 	}
 	return out, nil
 }
 
-// resolvedOf is what an RDD's or a block's buffers hold against Spark's
-// size of its blocks, as RddReport and store.BlockCoverage say it, with
-// the words `strata report` prints (query.ResolvedWords).
-type resolvedOf struct {
-	SparkBytes    uint64       `json:"spark_bytes"`    // Spark's size; 0 unknown
-	ResolvedBytes uint64       `json:"resolved_bytes"` // buffers, walked and cut-walk bytes
-	SharedBytes   uint64       `json:"shared_bytes"`   // objects another block's walk holds
-	ResolvedShare *float64     `json:"resolved_share"` // resolved_bytes / spark_bytes; null unknown
-	Share         string       `json:"-"`              // the share as the page prints it, "93.8 %"
-	Resolved      string       `json:"resolved"`       // in words: "walked 97.2 %", "references only: walk pending"
-	Parts         []resolvedPt `json:"parts"`
+// blockView is what an RDD's page shows of what Strata resolved of one
+// block: the block's jsonform (ResolvedBlock) in words.
+type blockView struct {
+	ExecutorID, BlockID string
+	SparkBytes, Bytes   uint64
+	Share, Resolved     string
+	Buffers             []bufferView // by chunk
 }
 
-// resolvedPt is one part of resolvedOf: the buffers of one resolution.
-type resolvedPt struct {
-	Resolution    string   `json:"resolution"` // buffers, walked, walk_cut, references, unspecified
-	Blocks        uint64   `json:"blocks"`
-	Buffers       uint64   `json:"buffers"`
-	Bytes         uint64   `json:"bytes"`
-	Objects       uint64   `json:"objects"`
-	SharedObjects uint64   `json:"shared_objects"`
-	SharedBytes   uint64   `json:"shared_bytes"`
-	OpaqueObjects uint64   `json:"opaque_objects"`
-	Details       []string `json:"details"`
+// bufferView is one buffer of a block, named with what it holds.
+type bufferView struct {
+	Chunk  uint32
+	Column *int32
+	Label  string
 }
 
-func newResolvedOf(spark, resolved, shared uint64, share *float64, parts []*stratav1.ResolvedPart) resolvedOf {
-	r := resolvedOf{SparkBytes: spark, ResolvedBytes: resolved, SharedBytes: shared, ResolvedShare: share, Parts: []resolvedPt{}}
-	known := uint64(0) // Spark's bytes, when every block's is known
-	if share != nil {
-		known = spark
-	}
-	r.Share, r.Resolved = query.ShareWords(resolved, known), query.ResolvedWords(parts, known)
-	for _, p := range parts {
-		r.Parts = append(r.Parts, resolvedPt{Resolution: enumName(p.GetResolution().String(), "RESOLUTION_"), Blocks: p.GetBlocks(),
-			Buffers: p.GetBuffers(), Bytes: p.GetBytes(), Objects: p.GetObjects(), SharedObjects: p.GetSharedObjects(),
-			SharedBytes: p.GetSharedBytes(), OpaqueObjects: p.GetOpaqueObjects(), Details: append([]string{}, p.GetDetails()...)})
-	}
-	return r
-}
-
-// blockBytes is one Spark block of an RDD and what Strata resolved of it
-// (/api/v1/apps/{app}/rdds/{rdd}/blocks and the RDD's page): the store's
-// Blocks answer, its buffers each as last resolved while live.
-type blockBytes struct {
-	ExecutorID string `json:"executor_id"`
-	BlockID    string `json:"block_id"`
-	Partition  int32  `json:"partition"`
-	Bytes      uint64 `json:"bytes"` // of its data as Strata resolved it
-	resolvedOf
-	Buffers []bufferBytes `json:"buffers"` // by chunk
-}
-
-// bufferBytes is one buffer of a block: a serialized block's buffer, a
-// cached batch's column buffer, a deserialized block's array and objects.
-type bufferBytes struct {
-	Chunk       uint32 `json:"chunk"`
-	Chunks      uint32 `json:"chunks"`
-	TimeNs      int64  `json:"time_ns"`    // of the record(s) that resolved it
-	Resolution  string `json:"resolution"` // buffers, walked, walk_cut, references, unspecified
-	Bytes       uint64 `json:"bytes"`      // coverage bytes (the range's length without coverage)
-	Objects     uint64 `json:"objects"`
-	SharedBytes uint64 `json:"shared_bytes"`
-	Detail      string `json:"detail"`
-	CachedBatch bool   `json:"cached_batch"`
-	Column      *int32 `json:"column"` // a cached batch's column; null: every column (Arrow) or not a column buffer
-	ColumnName  string `json:"column_name"`
-	Pages       uint64 `json:"pages"`
-	Label       string `json:"-"` // the page's words for it
-}
-
-// blockBytes returns the store's Blocks answer for one RDD of app.
-func (h *Handler) blockBytes(ctx context.Context, app string, rdd int32) ([]blockBytes, error) {
-	blocks, err := h.r.Blocks(ctx, app, rdd)
+// blockViews returns what Strata resolved of each block of one RDD.
+func (h *Handler) blockViews(ctx context.Context, app string, rdd int32) ([]blockView, error) {
+	blocks, err := h.q.Blocks(ctx, app, rdd)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]blockBytes, 0, len(blocks))
-	for _, b := range blocks {
-		bb := blockBytes{ExecutorID: b.ExecutorID, BlockID: b.BlockID, Partition: b.Partition, Bytes: b.Bytes,
-			resolvedOf: newResolvedOf(b.SparkBytes, b.ResolvedBytes, b.SharedBytes, b.ResolvedShare, b.Parts), Buffers: []bufferBytes{}}
+	out := make([]blockView, 0, len(blocks))
+	for _, b := range jsonform.NewResolvedBlocks(blocks) {
+		v := blockView{ExecutorID: b.ExecutorID, BlockID: b.BlockID, SparkBytes: b.SparkBytes, Bytes: b.Bytes,
+			Share: shareOf(b.ResolvedBytes, b.SparkBytes, b.ResolvedShare), Resolved: b.Resolved}
 		for _, x := range b.Buffers {
-			c := x.Coverage
-			buf := bufferBytes{Chunk: x.Chunk, Chunks: x.Chunks, TimeNs: x.TimeNs, Bytes: x.Length, CachedBatch: x.CachedBatch,
-				Column: x.Column, ColumnName: x.ColumnName, Pages: x.Pages,
-				Resolution: enumName(c.GetResolution().String(), "RESOLUTION_")}
-			if c != nil {
-				buf.Bytes, buf.Objects, buf.SharedBytes, buf.Detail = c.GetBytes(), c.GetObjects(), c.GetSharedBytes(), c.GetDetail()
-			}
-			buf.Label = bufferLabel(buf, query.HoldsWords(c))
-			bb.Buffers = append(bb.Buffers, buf)
+			v.Buffers = append(v.Buffers, bufferView{Chunk: x.Chunk, Column: x.Column, Label: bufferLabel(x)})
 		}
-		out = append(out, bb)
+		out = append(out, v)
 	}
 	return out, nil
 }
@@ -299,7 +205,7 @@ func (h *Handler) blockBytes(ctx context.Context, app string, rdd int32) ([]bloc
 // bufferLabel is how the RDD's page names one buffer and what it holds:
 // "column 1 name: buffers, 4.0 KiB", "chunk 0/2: buffers, 12.0 KiB",
 // "walked objects, 10.2 KiB in 210 objects (400 B shared)".
-func bufferLabel(b bufferBytes, holds string) string {
+func bufferLabel(b jsonform.Buffer) string {
 	var name string
 	switch {
 	case b.CachedBatch && b.Column != nil:
@@ -312,7 +218,7 @@ func bufferLabel(b bufferBytes, holds string) string {
 	case b.Chunks > 1:
 		name = fmt.Sprintf("chunk %d/%d", b.Chunk, b.Chunks)
 	}
-	s := holds + ", " + bytesLabel(b.Bytes)
+	s := b.Holds + ", " + bytesLabel(b.Bytes)
 	switch {
 	case b.Objects > 0 && b.CachedBatch:
 		s += fmt.Sprintf(" in %d buffers", b.Objects) // a column's buffers, one per batch
@@ -326,90 +232,4 @@ func bufferLabel(b bufferBytes, holds string) string {
 		s = name + ": " + s
 	}
 	return s
-}
-
-// app returns the summary of one application, or ErrNotFound.
-func (h *Handler) app(ctx context.Context, id string) (store.AppSummary, error) {
-	apps, err := h.r.Apps(ctx)
-	if err != nil {
-		return store.AppSummary{}, err
-	}
-	for _, a := range apps {
-		if a.AppID == id {
-			return a, nil
-		}
-	}
-	return store.AppSummary{}, fmt.Errorf("application %s: %w: no records", id, store.ErrNotFound)
-}
-
-// occupancySeries is one RDD's resident memory over time.
-type occupancySeries struct {
-	RDD    int32      `json:"rdd"`
-	Color  string     `json:"color"`
-	Points []occPoint `json:"points"`
-}
-
-type occPoint struct {
-	TimeNs int64  `json:"time_ns"`
-	Pages  uint64 `json:"pages"`
-	Bytes  uint64 `json:"bytes"`
-}
-
-// occupancy returns each RDD's series; a bucket the store left out (no
-// change) is not repeated: the value holds until the next point.
-func (h *Handler) occupancy(ctx context.Context, app string, buckets uint32) ([]occupancySeries, error) {
-	pts, err := h.r.Occupancy(ctx, app, buckets)
-	if err != nil {
-		return nil, err
-	}
-	byRDD := map[int32]*occupancySeries{}
-	var order []int32
-	for _, p := range pts {
-		s := byRDD[p.RDDID]
-		if s == nil {
-			s = &occupancySeries{RDD: p.RDDID, Color: rddColor(p.RDDID)}
-			byRDD[p.RDDID] = s
-			order = append(order, p.RDDID)
-		}
-		s.Points = append(s.Points, occPoint{TimeNs: p.TimeNs, Pages: p.Pages, Bytes: p.Bytes})
-	}
-	slices.Sort(order)
-	out := make([]occupancySeries, 0, len(order))
-	for _, r := range order {
-		out = append(out, *byRDD[r])
-	}
-	return out, nil
-}
-
-// memMap is /api/v1/apps/{app}/memmap: store.PhysMap with each RDD's
-// colour.
-type memMap struct {
-	*store.PhysMap
-	Colors map[string]string `json:"colors"` // RDD id -> colour
-}
-
-func (h *Handler) memMap(ctx context.Context, app string, r *http.Request) (memMap, error) {
-	v := r.URL.Query()
-	q := store.PhysMapQuery{AppID: app, Machine: v.Get("machine")}
-	var err error
-	if q.From, err = parseUint("from", v.Get("from"), 0, 1<<52); err != nil {
-		return memMap{}, err
-	}
-	if q.To, err = parseUint("to", v.Get("to"), 0, 1<<52); err != nil {
-		return memMap{}, err
-	}
-	b, err := parseUint("buckets", v.Get("buckets"), 0, 4096)
-	if err != nil {
-		return memMap{}, err
-	}
-	q.Buckets = uint32(b)
-	m, err := h.r.PhysMap(ctx, q)
-	if err != nil {
-		return memMap{}, err
-	}
-	out := memMap{PhysMap: m, Colors: map[string]string{}}
-	for _, rp := range m.RDDs {
-		out.Colors[strconv.Itoa(int(rp.RDDID))] = rddColor(rp.RDDID)
-	}
-	return out, nil
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratatrace/strata/collector/query/jsonform"
 	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -89,7 +90,7 @@ const day = int64(24 * time.Hour / time.Millisecond)
 
 func (h *Handler) pageDashboard(r *http.Request) (string, any, error) {
 	ctx := r.Context()
-	newest, err := h.r.SearchJobs(ctx, store.JobQuery{Limit: 1})
+	newest, err := h.q.SearchJobs(ctx, store.JobQuery{Limit: 1})
 	if err != nil {
 		return "", nil, err
 	}
@@ -101,29 +102,25 @@ func (h *Handler) pageDashboard(r *http.Request) (string, any, error) {
 	// The timeline shows the 60 days up to the latest finished job, a bar
 	// per day; the worst jobs are those of its last 7 days.
 	from := max(end-60*day, 0)
-	tl, err := h.r.JobTimeline(ctx, store.JobQuery{FinishedFrom: from}, day)
+	tl, err := h.q.JobTimeline(ctx, store.JobQuery{FinishedFrom: from}, day)
 	if err != nil {
 		return "", nil, err
 	}
 	var counts [5]uint64
-	var rows []timelineBucket
 	for _, b := range tl {
-		tb := timelineBucket{StartMs: b.StartMs, Counts: map[string]uint64{}}
 		for i, c := range b.Counts {
 			counts[i] += c
-			tb.Counts[severityName(stratav1.Severity(i))] = c
 		}
-		rows = append(rows, tb)
 	}
-	worst, err := h.r.SearchJobs(ctx, store.JobQuery{FinishedFrom: max(end-7*day, 0), Order: store.JobsWorst, Limit: 10})
+	worst, err := h.q.SearchJobs(ctx, store.JobQuery{FinishedFrom: max(end-7*day, 0), Order: store.JobsWorst, Limit: 10})
 	if err != nil {
 		return "", nil, err
 	}
-	apps, err := h.r.Apps(ctx)
+	apps, err := h.q.Apps(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	data["Chart"] = severityChart(rows, day)
+	data["Chart"] = severityChart(tl, day)
 	data["Counts"] = counts
 	data["Worst"] = worst.Jobs
 	data["Apps"] = apps[:min(len(apps), 10)]
@@ -143,7 +140,7 @@ func (h *Handler) pageJobs(r *http.Request) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	page, err := h.r.SearchJobs(r.Context(), q)
+	page, err := h.q.SearchJobs(r.Context(), q)
 	if err != nil {
 		return "", nil, err
 	}
@@ -179,7 +176,7 @@ func (h *Handler) pageJobs(r *http.Request) (string, any, error) {
 }
 
 func (h *Handler) pageJob(r *http.Request) (string, any, error) {
-	j, err := h.r.Job(r.Context(), r.PathValue("id"))
+	j, err := h.q.Job(r.Context(), &stratav1.JobRequest{JobId: r.PathValue("id")})
 	if err != nil {
 		return "", nil, err
 	}
@@ -193,7 +190,7 @@ func (h *Handler) pageJob(r *http.Request) (string, any, error) {
 	}
 	traced := false
 	if j.GetAppId() != "" {
-		if _, err := h.app(r.Context(), j.GetAppId()); err == nil {
+		if _, err := h.q.App(r.Context(), j.GetAppId()); err == nil {
 			traced = true
 		}
 	}
@@ -201,7 +198,7 @@ func (h *Handler) pageJob(r *http.Request) (string, any, error) {
 }
 
 func (h *Handler) pageApps(r *http.Request) (string, any, error) {
-	apps, err := h.r.Apps(r.Context())
+	apps, err := h.q.Apps(r.Context())
 	if err != nil {
 		return "", nil, err
 	}
@@ -211,7 +208,7 @@ func (h *Handler) pageApps(r *http.Request) (string, any, error) {
 func (h *Handler) pageApp(r *http.Request) (string, any, error) {
 	ctx := r.Context()
 	id := r.PathValue("app")
-	a, err := h.app(ctx, id)
+	a, err := h.q.App(ctx, id)
 	if err != nil {
 		return "", nil, err
 	}
@@ -219,11 +216,11 @@ func (h *Handler) pageApp(r *http.Request) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	occ, err := h.occupancy(ctx, id, 300)
+	occ, err := h.q.Occupancy(ctx, id, 300)
 	if err != nil {
 		return "", nil, err
 	}
-	jobs, err := h.r.SearchJobs(ctx, store.JobQuery{AppID: id, Limit: 10})
+	jobs, err := h.q.SearchJobs(ctx, store.JobQuery{AppID: id, Limit: 10})
 	if err != nil {
 		return "", nil, err
 	}
@@ -232,7 +229,7 @@ func (h *Handler) pageApp(r *http.Request) (string, any, error) {
 }
 
 func (h *Handler) pageMemory(r *http.Request) (string, any, error) {
-	a, err := h.app(r.Context(), r.PathValue("app"))
+	a, err := h.q.App(r.Context(), r.PathValue("app"))
 	if err != nil {
 		return "", nil, err
 	}
@@ -247,8 +244,8 @@ type blockRow struct {
 	Records             uint64
 	First, Last         int64
 	LastAccess          string
-	Pages               uint64      // of its latest record
-	Resolved            *blockBytes // what Strata resolved of it; nil: no record with pages
+	Pages               uint64     // of its latest record
+	Resolved            *blockView // what Strata resolved of it; nil: no record with pages
 }
 
 // maxRDDRecords bounds the records an RDD's page reads.
@@ -256,14 +253,14 @@ const maxRDDRecords = 200000
 
 func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 	id := r.PathValue("app")
-	rdd64, err := strconv.ParseInt(r.PathValue("rdd"), 10, 32)
+	rdd, err := pathRDD(r)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: rdd %q", errBadRequest, r.PathValue("rdd"))
+		return "", nil, err
 	}
-	rdd := int32(rdd64)
 	blocks := map[[2]string]*blockRow{}
 	var n uint64
-	err = h.r.Records(r.Context(), store.RecordsQuery{AppID: id, RDD: &rdd, Limit: maxRDDRecords}, func(rec *stratav1.RecordRow) error {
+	req := &stratav1.RecordsRequest{AppId: id, RddId: &rdd, Limit: maxRDDRecords}
+	err = h.q.RecordsEach(r.Context(), req, func(rec *stratav1.RecordRow) error {
 		n++
 		b := rec.GetBlock()
 		k := [2]string{b.GetExecutorId(), b.GetBlockId()}
@@ -278,7 +275,7 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 				row.Pages = 0
 			}
 			row.Last = rec.GetTimeUnixNano()
-			row.LastAccess = enumName(rec.GetAccess().String(), "ACCESS_KIND_")
+			row.LastAccess = jsonform.Access(rec.GetAccess())
 			row.Pages += rec.GetPages()
 		}
 		return nil
@@ -286,7 +283,7 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	resolved, err := h.blockBytes(r.Context(), id, rdd)
+	resolved, err := h.blockViews(r.Context(), id, rdd)
 	if err != nil {
 		return "", nil, err
 	}
@@ -310,7 +307,7 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 }
 
 func (h *Handler) pageBlock(r *http.Request) (string, any, error) {
-	life, err := h.blockLife(r.Context(), r.PathValue("app"), r.PathValue("exec"), r.PathValue("block"))
+	life, err := h.q.BlockLife(r.Context(), r.PathValue("app"), r.PathValue("exec"), r.PathValue("block"))
 	if err != nil {
 		return "", nil, err
 	}
@@ -321,7 +318,7 @@ func (h *Handler) pageBlock(r *http.Request) (string, any, error) {
 type rddRate struct {
 	RDD     int32
 	Color   string
-	Faults  faultSums
+	Faults  jsonform.FaultCounts
 	PerSec  float64 // over the app's traced time
 	PerGiB  float64 // per GiB of its cached blocks (as last resolved while live)
 	Present uint64
@@ -330,7 +327,7 @@ type rddRate struct {
 func (h *Handler) pageOverhead(r *http.Request) (string, any, error) {
 	ctx := r.Context()
 	id := r.PathValue("app")
-	a, err := h.app(ctx, id)
+	a, err := h.q.App(ctx, id)
 	if err != nil {
 		return "", nil, err
 	}
@@ -350,15 +347,15 @@ func (h *Handler) pageOverhead(r *http.Request) (string, any, error) {
 		}
 		rates = append(rates, rr)
 	}
-	over, err := h.r.Overhead(ctx, id)
+	over, err := h.q.Overhead(ctx, &stratav1.OverheadRequest{AppId: id})
 	if err != nil {
 		return "", nil, err
 	}
-	hot, err := h.r.Hot(ctx, store.HotQuery{AppID: id, Limit: 20})
+	hot, err := h.q.Hot(ctx, &stratav1.HotRequest{AppId: id, Limit: 20})
 	if err != nil {
 		return "", nil, err
 	}
-	return "overhead", map[string]any{"App": a, "Seconds": secs, "Rates": rates, "Overhead": over, "Hot": hot,
+	return "overhead", map[string]any{"App": a, "Seconds": secs, "Rates": rates, "Overhead": over.GetRows(), "Hot": hot.GetPages(),
 		"HotMethod": "sampled page faults per page; REFERENCED/ACTIVE flags are LRU bookkeeping, not access recency"}, nil
 }
 

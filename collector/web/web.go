@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"errors"
 	"html/template"
 	"io/fs"
@@ -12,14 +11,13 @@ import (
 
 	"github.com/stratatrace/strata/collector/heuristics"
 	"github.com/stratatrace/strata/collector/query"
+	"github.com/stratatrace/strata/collector/query/jsonform"
 	"github.com/stratatrace/strata/collector/store"
 )
 
-// Reader is what the UI reads: the query service's questions (its RDD
-// table is the query service's RDDs) and the UI's own (store.UIReader).
+// Reader is the store the UI reads, through the query service over it.
 type Reader interface {
 	query.Reader
-	store.UIReader
 }
 
 //go:embed templates/*.html
@@ -30,7 +28,7 @@ var staticFS embed.FS
 
 // Handler serves the UI and its API.
 type Handler struct {
-	r          Reader
+	q          *query.Service
 	log        *slog.Logger
 	mux        *http.ServeMux
 	pages      map[string]*template.Template
@@ -43,7 +41,7 @@ func New(r Reader, log *slog.Logger) (*Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{r: r, log: log.With("component", "web"), mux: http.NewServeMux(), crossLayer: map[string]bool{}}
+	h := &Handler{q: query.New(r), log: log.With("component", "web"), mux: http.NewServeMux(), crossLayer: map[string]bool{}}
 	eng, err := heuristics.NewEngine(heuristics.DefaultConfig())
 	if err != nil {
 		return nil, err
@@ -78,11 +76,12 @@ func cacheable(next http.Handler) http.Handler {
 }
 
 func (h *Handler) routes() {
-	api := map[string]func(http.ResponseWriter, *http.Request) (any, error){
+	api := map[string]func(*http.Request) (any, error){
 		"GET /api/v1/jobs":                             h.apiJobs,
 		"GET /api/v1/jobs/timeline":                    h.apiTimeline,
 		"GET /api/v1/jobs/{id}":                        h.apiJob,
 		"GET /api/v1/apps":                             h.apiApps,
+		"GET /api/v1/apps/{app}/report":                h.apiReport,
 		"GET /api/v1/apps/{app}/rdds":                  h.apiRDDs,
 		"GET /api/v1/apps/{app}/rdds/{rdd}/blocks":     h.apiBlocks,
 		"GET /api/v1/apps/{app}/numa":                  h.apiNuma,
@@ -95,7 +94,7 @@ func (h *Handler) routes() {
 	}
 	for pattern, fn := range api {
 		h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-			v, err := fn(w, r)
+			v, err := fn(r)
 			if err != nil {
 				h.fail(w, r, err, true)
 				return
@@ -153,19 +152,15 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, api bo
 		h.log.Warn("request failed", "path", r.URL.Path, "status", code, "error", err)
 	}
 	if api {
-		writeJSON(w, code, map[string]string{"error": err.Error()})
+		writeJSON(w, code, jsonform.Error{Message: err.Error()})
 		return
 	}
 	h.render(w, r, code, "error", map[string]any{"Status": code, "StatusText": http.StatusText(code), "Error": err.Error()})
 }
 
+// writeJSON writes v, a jsonform answer, as the API's answer.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	if raw, ok := v.(json.RawMessage); ok {
-		w.Write(raw)
-		return
-	}
-	enc := json.NewEncoder(w)
-	enc.Encode(v)
+	jsonform.NewEncoder(w).Encode(v)
 }

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stratatrace/strata/collector/server"
+	"github.com/stratatrace/strata/collector/server/servertest"
+	"github.com/stratatrace/strata/collector/store/storetest"
+	"github.com/stratatrace/strata/collector/web"
+)
+
+// apiCollector starts one real collector that serves the query service
+// over gRPC and the web UI's /api/v1 over HTTP from one store, holding the
+// report scenario (storetest.App, analysed as a job), the sample as app
+// "app-pmu", the coverage scenario and the fixture jobs.
+func apiCollector(t *testing.T) *servertest.Collector {
+	t.Helper()
+	cover := storetest.CoverageBatches()
+	for i, b := range cover {
+		b.Seq = 100 + uint64(i) // the report scenario's batches took 1 and 2
+	}
+	batches := append(reportBatches(), cover...)
+	jobs := append(storetest.Jobs(), reportJob())
+	c := servertest.StartWith(t, batches, jobs, func(c *server.Config) { c.HTTP = "127.0.0.1:0" },
+		server.WithHTTPHandler("/", func(d server.HTTPDeps) (http.Handler, error) { return web.New(d.Store, d.Logger) }))
+	if c.HTTPAddr == "" {
+		t.Fatal("the collector serves no HTTP")
+	}
+	return c
+}
+
+// apiGet returns the body of /api/v1/path, which must answer 200.
+func apiGet(t *testing.T, c *servertest.Collector, path string) []byte {
+	t.Helper()
+	resp, err := http.Get("http://" + c.HTTPAddr + "/api/v1" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s\n%s", path, resp.Status, b)
+	}
+	return b
+}
+
+// lines splits JSON lines (the CLI's output, an NDJSON answer).
+func lines(b []byte) [][]byte {
+	var out [][]byte
+	for _, l := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+		if len(l) > 0 {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// elements are the elements of a JSON array answer, or of the array under
+// key of an object answer, as the answer wrote them.
+func elements(t *testing.T, b []byte, key string) [][]byte {
+	t.Helper()
+	var arr []json.RawMessage
+	if key == "" {
+		if err := json.Unmarshal(b, &arr); err != nil {
+			t.Fatalf("decode %s: %v", b, err)
+		}
+	} else {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(b, &obj); err != nil {
+			t.Fatalf("decode %s: %v", b, err)
+		}
+		if err := json.Unmarshal(obj[key], &arr); err != nil {
+			t.Fatalf("decode %s of %s: %v", key, b, err)
+		}
+	}
+	out := make([][]byte, len(arr))
+	for i, e := range arr {
+		out[i] = e
+	}
+	return out
+}
+
+// Every line `strata … -o json` prints is, byte for byte, the /api/v1
+// element of the same answer: one record, page, report, RDD … in one
+// form, from one encoder.
+func TestCLILinesAreAPIElements(t *testing.T) {
+	c := apiCollector(t)
+	app, pmu, cover := url.PathEscape(storetest.App), "app-pmu", url.PathEscape(storetest.CoverageApp)
+	jobs := storetest.Jobs()
+	for _, tc := range []struct {
+		name string
+		cli  []string // after --collector ADDR -o json
+		api  string   // /api/v1 path
+		// how the API holds the elements: "lines" (NDJSON), "object"
+		// (the answer is the one element), "" (an array) or a key of an
+		// object holding an array
+		form string
+	}{
+		{"records", []string{"records", "--app", storetest.App}, "/apps/" + app + "/records", "lines"},
+		{"records of a block", []string{"records", "--app", pmu, "--block", "rdd_7_3", "--access", "read"},
+			"/apps/" + pmu + "/records?block=rdd_7_3&access=read", "lines"},
+		{"records with coverage", []string{"records", "--app", storetest.CoverageApp}, "/apps/" + cover + "/records", "lines"},
+		{"trace", []string{"trace", "--app", pmu}, "/apps/" + pmu + "/trace", "lines"},
+		{"trace of a partition", []string{"trace", "--app", pmu, "--rdd", "7", "--partition", "3", "--limit", "4"},
+			"/apps/" + pmu + "/trace?rdd=7&partition=3&limit=4", "lines"},
+		{"trace with coverage", []string{"trace", "--app", storetest.CoverageApp}, "/apps/" + cover + "/trace", "lines"},
+		{"report", []string{"report", "--app", storetest.App}, "/apps/" + app + "/report", "object"},
+		{"report with page walks", []string{"report", "--app", pmu}, "/apps/" + pmu + "/report", "object"},
+		{"report with coverage", []string{"report", "--app", storetest.CoverageApp}, "/apps/" + cover + "/report", "object"},
+		{"numa", []string{"numa", "--app", pmu}, "/apps/" + pmu + "/numa", ""},
+		{"faults", []string{"faults", "--app", pmu}, "/apps/" + pmu + "/faults", ""},
+		{"overhead", []string{"overhead", "--app", pmu}, "/apps/" + pmu + "/overhead", ""},
+		{"hot", []string{"hot", "--app", storetest.App, "--limit", "20"}, "/apps/" + app + "/hot?limit=20", "pages"},
+		{"jobs", []string{"jobs"}, "/jobs?limit=100", "jobs"},
+		{"job", []string{"job", jobs[2].GetJobId()}, "/jobs/" + jobs[2].GetJobId(), "object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cli := lines([]byte(strata(t, append(append(tc.cli[:1:1], "--collector", c.Addr, "-o", "json"), tc.cli[1:]...)...)))
+			body := apiGet(t, c, tc.api)
+			var api [][]byte
+			switch tc.form {
+			case "lines":
+				api = lines(body)
+			case "object":
+				api = [][]byte{bytes.TrimSuffix(body, []byte("\n"))}
+			default:
+				api = elements(t, body, tc.form)
+			}
+			if len(cli) == 0 {
+				t.Fatalf("strata %s printed nothing", strings.Join(tc.cli, " "))
+			}
+			if len(cli) != len(api) {
+				t.Fatalf("strata %s: %d lines, %s: %d elements\n%s\n%s", strings.Join(tc.cli, " "), len(cli), tc.api, len(api),
+					bytes.Join(cli, []byte("\n")), body)
+			}
+			for i := range cli {
+				if !bytes.Equal(cli[i], api[i]) {
+					t.Errorf("line %d:\nstrata %s\n%s\n%s\n%s", i, strings.Join(tc.cli, " "), cli[i], tc.api, api[i])
+				}
+			}
+		})
+	}
+}
