@@ -134,7 +134,7 @@ func TestNUMABalanceEndToEnd(t *testing.T) {
 	if numa == nil {
 		t.Fatalf("job has no NUMA balance result: %+v", job.Heuristics)
 	}
-	if numa.Severity != "SEVERITY_CRITICAL" {
+	if numa.Severity != "critical" {
 		t.Fatalf("NUMA balance severity %s, want CRITICAL: %+v", numa.Severity, numa.Details)
 	}
 	var nodes, rdd string

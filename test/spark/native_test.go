@@ -13,7 +13,7 @@ import (
 
 // TestHookExports: libstratahook.so exports the JVMTI and JNI entry points
 // and the natives of org.stratatrace.hook.Native, nothing else (it is built
-// with -fvisibility=hidden; frame.c and registry.c stay internal).
+// with -fvisibility=hidden; frame.c and the registry's files (blocks.c, sendq.c, rescan.c, walks.c) stay internal).
 func TestHookExports(t *testing.T) {
 	lib := testenv.Built(t, "jvmhook/libstratahook.so")
 	nm, err := exec.LookPath("nm")

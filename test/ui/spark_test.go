@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -12,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
-
-	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+	"github.com/stratatrace/strata/collector/query/jsonform"
 	"github.com/stratatrace/strata/test/sparkjob"
 	"github.com/stratatrace/strata/test/testenv"
 )
@@ -27,8 +26,9 @@ type sparkRDD struct {
 	MemoryUsed          int64 `json:"memoryUsed"`
 }
 
-// records reads an app's records through the UI's JSON API.
-func records(t *testing.T, api, app string, query url.Values) []*stratav1.RecordRow {
+// records reads an app's records through the UI's JSON API (Record
+// lines, docs/api.md).
+func records(t *testing.T, api, app string, query url.Values) []jsonform.Record {
 	t.Helper()
 	resp, err := http.Get(api + "/apps/" + url.PathEscape(app) + "/records?" + query.Encode())
 	if err != nil {
@@ -38,12 +38,12 @@ func records(t *testing.T, api, app string, query url.Values) []*stratav1.Record
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("records: %s", resp.Status)
 	}
-	var out []*stratav1.RecordRow
+	var out []jsonform.Record
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		r := &stratav1.RecordRow{}
-		if err := protojson.Unmarshal(sc.Bytes(), r); err != nil {
+		var r jsonform.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("records line %s: %v", sc.Bytes(), err)
 		}
 		out = append(out, r)
@@ -155,18 +155,23 @@ func TestUISpark(t *testing.T) {
 	// pages, counted in the executor's pagemap, are the table's.
 	allocs := records(t, api, s.App, url.Values{"rdd": {strconv.Itoa(s.Ser)}, "access": {"alloc"}})
 	var truth uint64
-	var first *stratav1.RecordRow // chunk 0 of partition 0
-	for _, r := range allocs {
-		truth += presentPages(t, int(r.Pid), r.Vaddr, r.Length)
-		if r.Block.GetPartition() == 0 && r.Block.GetChunk() == 0 {
-			first = r
+	var first *jsonform.Record // chunk 0 of partition 0
+	var firstVaddr uint64
+	for i, r := range allocs {
+		vaddr, err := strconv.ParseUint(strings.TrimPrefix(r.VAddr, "0x"), 16, 64)
+		if err != nil {
+			t.Fatalf("record vaddr %q: %v", r.VAddr, err)
+		}
+		truth += presentPages(t, int(r.PID), vaddr, r.Length)
+		if r.Partition == 0 && r.Hook != nil && r.Hook.Chunk == 0 {
+			first, firstVaddr = &allocs[i], vaddr
 		}
 	}
 	if first == nil {
 		t.Fatalf("no record of rdd_%d_0 chunk 0 among %d allocations", s.Ser, len(allocs))
 	}
-	if int(first.Pid) != s.PID {
-		t.Errorf("rdd_%d_0 reported by pid %d, the job's JVM is %d", s.Ser, first.Pid, s.PID)
+	if int(first.PID) != s.PID {
+		t.Errorf("rdd_%d_0 reported by pid %d, the job's JVM is %d", s.Ser, first.PID, s.PID)
 	}
 
 	t.Run("application", func(t *testing.T) {
@@ -203,7 +208,7 @@ func TestUISpark(t *testing.T) {
 		b.open(t, appPage+"/memory")
 		b.shot(t, "spark-memory")
 		legend := b.legend(t)
-		pfn := pfnOf(t, s.PID, (first.Vaddr+4095)&^4095) // the chunk's first whole page
+		pfn := pfnOf(t, s.PID, (firstVaddr+4095)&^4095) // the chunk's first whole page
 		got := b.bucketAt(t, appPage, pfn)
 		rdd := strconv.Itoa(s.Ser)
 		if got.RDD != rdd || got.Fill == "" || got.Fill != legend[rdd] {

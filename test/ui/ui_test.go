@@ -89,7 +89,7 @@ type apiJob struct {
 	User     string `json:"user"`
 	Severity string `json:"severity"`
 	Type     string `json:"type"`
-	Score    string `json:"score"`
+	Score    int64  `json:"score"`
 	Heur     []struct {
 		Name     string `json:"name"`
 		Severity string `json:"severity"`
