@@ -94,6 +94,10 @@ type Config struct {
 	MaxWalkExtents, MaxSessionExtents, MaxLiveExtents int
 }
 
+// DefaultConfig is the configuration a zero Config stands for: every
+// limit at its default.
+func DefaultConfig() Config { return Config{}.withDefaults() }
+
 func (c Config) withDefaults() Config {
 	if c.Path == "" {
 		c.Path = DefaultPath

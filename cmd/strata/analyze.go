@@ -12,6 +12,7 @@ import (
 	"github.com/stratatrace/strata/collector/fetcher"
 	"github.com/stratatrace/strata/collector/heuristics"
 	"github.com/stratatrace/strata/collector/job"
+	"github.com/stratatrace/strata/collector/query/jsonform"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -24,68 +25,6 @@ var errUnreadable = errors.New("unreadable input")
 
 // errNoJobs is returned when a source was read but held no job.
 var errNoJobs = errors.New("no jobs found")
-
-// analyzeRow is one line of `strata analyze -o json`.
-type analyzeRow struct {
-	JobID      string         `json:"job_id"`
-	Type       string         `json:"type"`
-	AppID      string         `json:"app_id,omitempty"`
-	Name       string         `json:"name,omitempty"`
-	Source     string         `json:"source,omitempty"`
-	Metrics    analyzeMetrics `json:"metrics"`
-	Heuristics []heuristicRow `json:"heuristics"`
-	Severity   string         `json:"severity"`
-	Score      int64          `json:"score"`
-	Warnings   []string       `json:"warnings,omitempty"`
-}
-
-type analyzeMetrics struct {
-	UsedGBHours   float64 `json:"used_gb_hours"`
-	WastedGBHours float64 `json:"wasted_gb_hours"`
-	RuntimeMs     int64   `json:"runtime_ms"`
-	WaitMs        int64   `json:"wait_ms"`
-}
-
-// heuristicRow is one heuristic's result in the JSON of `strata analyze`
-// and `strata jobs`.
-type heuristicRow struct {
-	Name     string      `json:"name"`
-	Severity string      `json:"severity"`
-	Score    int64       `json:"score"`
-	Details  []detailRow `json:"details"`
-}
-
-// detailRow is one line of a result: name, value and, when there is one,
-// the long text shown below it (advice, a stack trace).
-type detailRow struct {
-	Name    string `json:"name"`
-	Value   string `json:"value"`
-	Details string `json:"details,omitempty"`
-}
-
-func heuristicRows(r *stratav1.JobResult) []heuristicRow {
-	out := []heuristicRow{}
-	for _, h := range r.GetHeuristics() {
-		hr := heuristicRow{Name: h.GetName(), Severity: severityName(h.GetSeverity()), Score: h.GetScore(),
-			Details: []detailRow{}}
-		for _, d := range h.GetDetails() {
-			hr.Details = append(hr.Details, detailRow{Name: d.GetName(), Value: d.GetValue(), Details: d.GetDetails()})
-		}
-		out = append(out, hr)
-	}
-	return out
-}
-
-func toAnalyzeRow(r *stratav1.JobResult) analyzeRow {
-	row := analyzeRow{JobID: r.GetJobId(), Type: r.GetType(), AppID: r.GetAppId(), Name: r.GetName(),
-		Source: r.GetSource(), Severity: severityName(r.GetSeverity()), Score: r.GetScore(),
-		Warnings: r.GetWarnings(), Heuristics: heuristicRows(r)}
-	if m := r.GetMetrics(); m != nil {
-		row.Metrics = analyzeMetrics{UsedGBHours: m.GetUsedGbHours(), WastedGBHours: m.GetWastedGbHours(),
-			RuntimeMs: m.GetRuntimeMs(), WaitMs: m.GetWaitMs()}
-	}
-	return row
-}
 
 // flagged lists the heuristics at MODERATE or above: "Mapper Time=critical".
 func flagged(r *stratav1.JobResult) string {
@@ -198,7 +137,7 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 			printed++
 			m := res.GetMetrics()
-			if err := out.row(toAnalyzeRow(res), res.GetJobId(), res.GetType(), severityName(res.GetSeverity()),
+			if err := out.row(jsonform.NewJob(res), res.GetJobId(), res.GetType(), severityName(res.GetSeverity()),
 				res.GetScore(), fmt.Sprintf("%.3f", m.GetUsedGbHours()), fmt.Sprintf("%.3f", m.GetWastedGbHours()),
 				time.Duration(m.GetRuntimeMs())*time.Millisecond, time.Duration(m.GetWaitMs())*time.Millisecond,
 				flagged(res)); err != nil {

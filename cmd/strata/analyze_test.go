@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratatrace/strata/collector/query/jsonform"
 	"github.com/stratatrace/strata/test/gen"
 	"github.com/stratatrace/strata/test/testenv"
 )
@@ -100,7 +101,7 @@ func TestAnalyzeJSONLongText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := jsonLines[analyzeRow](t, out)
+	rows := jsonLines[jsonform.Job](t, out)
 	if len(rows) != 1 || len(rows[0].Heuristics) != 1 || rows[0].Heuristics[0].Name != "Exception" {
 		t.Fatalf("failed job: %+v", rows)
 	}
@@ -179,7 +180,7 @@ func TestAnalyzeSamples(t *testing.T) {
 	}
 	sev := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		var r analyzeRow
+		var r jsonform.Job
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatal(err)
 		}

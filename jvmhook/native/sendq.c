@@ -56,10 +56,9 @@
  * addresses are read before taking it, weak references of freed blocks are
  * deleted by the hook thread outside it. drain_mu keeps one consumer at a
  * time: drain only tries it (the hook thread, and reg_report at exit) and
- * takes reg_mu inside it to end a broken connection; discard_queue (the
- * hook thread's reconnect) waits for it inside reg_mu. The two orders meet
- * only if reg_report's drain fails a send while the hook thread
- * reconnects, and then each waits for the other.
+ * takes reg_mu to end a broken connection only after letting it go;
+ * discard_queue (the hook thread's reconnect) waits for it inside reg_mu.
+ * So the order is always reg_mu, then drain_mu.
  *
  * Sending: a producer never writes the socket. It encodes its frame into a
  * byte ring (RING_BYTES; a full ring drops the frame and counts it) and the
@@ -292,7 +291,7 @@ static int drain(int wait_ms)
 	struct mmsghdr msgs[SEND_BATCH];
 	struct iovec iov[SEND_BATCH];
 	uint64_t head, tail, next;
-	int n = 0, done = 0, fd;
+	int n = 0, done = 0, fd, broken = 0;
 
 	if (pthread_mutex_trylock(&drain_mu) != 0)
 		return 0;
@@ -330,18 +329,22 @@ static int drain(int wait_ms)
 			if (poll(&p, 1, wait_ms) > 0 && (p.revents & POLLOUT))
 				continue;
 		}
-		if (k < 0 && errno != EAGAIN) {
-			pthread_mutex_lock(&reg_mu);
-			if (conn.fd == fd)
-				disconnect();
-			pthread_mutex_unlock(&reg_mu);
-		}
+		if (k < 0 && errno != EAGAIN)
+			broken = 1;
 		break;
 	}
 	if (n > done)
 		__atomic_fetch_add(&conn.dropped, (uint64_t)(n - done), __ATOMIC_RELAXED);
 	__atomic_store_n(&ring_head, next, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&drain_mu);
+	/* reg_mu only after drain_mu is let go: discard_queue takes them in the
+	 * other order. */
+	if (broken) {
+		pthread_mutex_lock(&reg_mu);
+		if (conn.fd == fd)
+			disconnect();
+		pthread_mutex_unlock(&reg_mu);
+	}
 	return n;
 }
 
