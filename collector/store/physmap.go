@@ -260,22 +260,11 @@ func (bd *pfnIndexBuilder) add(r physRun) {
 		bd.log.Warn("physical map skipped a stored run that cannot be expanded", "app_id", bd.app, "block", r.ref.BlockID, "error", err)
 		return
 	}
-	if len(steps) == 0 {
-		add(r.pfn, r.pages)
-		return
-	}
-	start, n, cur := r.pfn, uint32(1), r.pfn
-	for _, d := range steps {
-		next := cur + uint64(d)
-		if next == cur+1 {
-			n++
-		} else {
-			add(start, n)
-			start, n = next, 1
-		}
-		cur = next
-	}
-	add(start, n)
+	run := stratav1.PageRun{Pfn: r.pfn, Count: r.pages, PfnDeltas: steps}
+	run.ForEachPFNSpan(func(first uint64, n uint32) bool {
+		add(first, n)
+		return true
+	})
 }
 
 // finish sorts the segments and lists the RDDs and nodes.
