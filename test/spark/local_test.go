@@ -109,6 +109,11 @@ func runLocal(t *testing.T, c localCase) {
 	movesBefore := count(rec.all(), hooksrv.EventMove)
 	j.Proceed(t)
 	j.Next(t, "gc")
+	// The GCs' MOVEs: the first, however loaded the machine, then the
+	// rest of the hook's rescans.
+	_ = testenv.WaitFor("MOVE frames after the job's GCs", 30*time.Second, nil, func() bool {
+		return count(rec.all(), hooksrv.EventMove) > movesBefore
+	})
 	time.Sleep(settle)
 	moves := count(rec.all(), hooksrv.EventMove)
 	if moves == movesBefore {
@@ -340,8 +345,17 @@ func checkGone(t *testing.T, rec *recorder, s sparkjob.Step, rdd int, reason hoo
 	if r, ok := storageUntil(t, s, rdd, func(r restRDD, ok bool) bool { return !ok || len(r.Partitions) == 0 }); ok && len(r.Partitions) > 0 {
 		t.Errorf("Spark still lists %d partitions of RDD %d", len(r.Partitions), rdd)
 	}
-	time.Sleep(settle / 4)
 	prefix := fmt.Sprintf("rdd_%d_", rdd)
+	_ = testenv.WaitFor("the FREEs of "+prefix+"*", 30*time.Second, nil, func() bool {
+		registered, freed := 0, 0
+		for _, e := range rec.all() {
+			if strings.HasPrefix(e.Block.Name, prefix) {
+				registered += b2i(e.Kind == hooksrv.EventRegister)
+				freed += b2i(e.Kind == hooksrv.EventFree)
+			}
+		}
+		return registered > 0 && freed >= registered
+	})
 	registered, freed := 0, 0
 	for _, e := range rec.all() {
 		if !strings.HasPrefix(e.Block.Name, prefix) {
@@ -407,4 +421,11 @@ func checkEvicted(t *testing.T, rec *recorder, s sparkjob.Step, loc stratav1.Mem
 		}
 	}
 	t.Logf("%d blocks evicted, %d of the evicting RDD in memory", len(evicted), len(inMemory))
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
