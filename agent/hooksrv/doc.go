@@ -38,6 +38,6 @@
 // sessions per pid, uid and node, HelloTimeout and IdleTimeout, range
 // length, live blocks per session, uid and node, walk extents per walk,
 // session and node — is a Config field (DefaultConfig holds the defaults),
-// and each refusal is counted in Refusals. docs/agent.md ("agent/hooksrv") says what
-// happens at each.
+// and each refusal is counted in Refusals. docs/agent.md ("agent/hooksrv")
+// says what happens at each.
 package hooksrv
