@@ -11,7 +11,8 @@ import (
 )
 
 // Bounds of Config, so that no one peer can deny hook service to the
-// others; doc.go ("Bounds") says what happens at each.
+// others; docs/agent.md ("agent/hooksrv", "Bounds") says what happens at
+// each.
 const (
 	DefaultMaxSessions       = 1024
 	DefaultMaxSessionsPerUID = 256

@@ -2,6 +2,7 @@
 // not acknowledged yet. The annotator appends; the streamer reads, sends and
 // acknowledges. A batch that Append returned nil for survives an agent crash
 // or restart and a collector that is away for as long as the disk holds it.
+// A Spool is safe for concurrent use; Example shows both ends.
 //
 // # On-disk format
 //
@@ -36,9 +37,10 @@
 // the epoch at Open): the clock term keeps numbers fresh even if the spool
 // directory itself is lost, as long as the wall clock does not step back.
 //
-// A spooled batch is not always sent under its own number: when the
-// collector refuses it, or it is over the wire limits, the streamer sends
-// it as pieces numbered with the top bit set (agent/streamer, "Wire limits
-// and refused batches"), a range these numbers never reach, and Acks it
-// here only when every piece is stored or dropped. Ack is cumulative.
+// Ack is cumulative and kept in memory: the disk learns of it only when a
+// segment is deleted, so after a restart the acknowledged batches of a
+// segment still present are pending again, resent, and acked by the
+// collector as duplicates. The streamer may send a batch as pieces numbered
+// with the top bit set, a range these numbers never reach, and Acks it here
+// when every piece is stored or dropped (docs/agent.md, "agent/streamer").
 package spool
