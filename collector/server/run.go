@@ -102,8 +102,8 @@ func (c Config) collectorID() string {
 	return fmt.Sprintf("%s-%x", host, b)
 }
 
-// Run serves the collector until ctx ends or serving fails; see the package
-// doc for the shutdown order. It prints "listening ADDR" to out when ready,
+// Run serves the collector until ctx ends or serving fails; the package
+// doc gives the shutdown order. It prints "listening ADDR" to out when ready,
 // then "http ADDR" when the HTTP endpoint is on.
 func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer, opts ...Option) (err error) {
 	if err := c.Validate(); err != nil {
