@@ -142,9 +142,11 @@ func runWalk(t *testing.T, c walkCase) {
 	before, beforeCols := checkResolved(t, rec, s, "cached")
 	checkManyBatches(t, s, beforeCols)
 
+	gc0 := rec.walks().gc
 	j.Proceed(t)
 	j.Next(t, "gc")
-	time.Sleep(settle)
+	settledAfter(t, rec, gc0)
+	time.Sleep(settle / 4) // the moved columns' walks, sent again
 	after, afterCols := checkResolved(t, rec, s, "after full GCs")
 	if v := rec.walks(); v.stale == 0 {
 		t.Errorf("no STALE walk after full GCs (GC epoch %d)", v.gc)
@@ -185,9 +187,11 @@ func runWalk(t *testing.T, c walkCase) {
 
 	// Young collections move no old object: the walks hold (CHECKED), the
 	// markers are where they say (checkResolved reads them again).
+	gc1 := rec.walks().gc
 	j.Proceed(t)
 	y := nextWalkStep(t, j, dir, "young")
-	time.Sleep(settle)
+	settledAfter(t, rec, gc1)
+	time.Sleep(settle / 4)
 	kept := 0
 	young, _ := checkResolved(t, rec, s, "after young GCs")
 	for name, w := range young {

@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stratatrace/strata/agent/hooksrv"
 	"github.com/stratatrace/strata/test/sparkjob"
+	"github.com/stratatrace/strata/test/testenv"
 )
 
 // ---- StrataWalkJob's steps
@@ -102,6 +104,29 @@ func (v *walkView) usable(id uint64) *hooksrv.Walk {
 		return nil
 	}
 	return w.walk
+}
+
+// settledAfter waits, up to a minute, until the hook has sent a GC frame
+// past epoch and every live object-graph block's latest walk is usable at
+// the latest epoch: what the checks after a collection read. A timeout is
+// logged; the checks that follow say what is missing.
+func settledAfter(t *testing.T, rec *recorder, epoch uint32) {
+	t.Helper()
+	err := testenv.WaitFor(fmt.Sprintf("every walk usable after GC epoch %d", epoch), time.Minute, nil, func() bool {
+		v := rec.walks()
+		if v.gc <= epoch {
+			return false
+		}
+		for id, w := range v.walks {
+			if w.block.Block.ObjectGraph && !v.freed[id] && v.usable(id) == nil {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		t.Log(err)
+	}
 }
 
 // ---- markers
