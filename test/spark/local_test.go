@@ -347,14 +347,14 @@ func checkGone(t *testing.T, rec *recorder, s sparkjob.Step, rdd int, reason hoo
 	}
 	prefix := fmt.Sprintf("rdd_%d_", rdd)
 	_ = testenv.WaitFor("the FREEs of "+prefix+"*", 30*time.Second, nil, func() bool {
-		registered, freed := 0, 0
+		var mine []hooksrv.Event
 		for _, e := range rec.all() {
 			if strings.HasPrefix(e.Block.Name, prefix) {
-				registered += b2i(e.Kind == hooksrv.EventRegister)
-				freed += b2i(e.Kind == hooksrv.EventFree)
+				mine = append(mine, e)
 			}
 		}
-		return registered > 0 && freed >= registered
+		registered := count(mine, hooksrv.EventRegister)
+		return registered > 0 && count(mine, hooksrv.EventFree) >= registered
 	})
 	registered, freed := 0, 0
 	for _, e := range rec.all() {
@@ -421,11 +421,4 @@ func checkEvicted(t *testing.T, rec *recorder, s sparkjob.Step, loc stratav1.Mem
 		}
 	}
 	t.Logf("%d blocks evicted, %d of the evicting RDD in memory", len(evicted), len(inMemory))
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
