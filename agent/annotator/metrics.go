@@ -1,6 +1,10 @@
 package annotator
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stratatrace/strata/agent/dropped"
+)
 
 // Collector exports an Annotator's Stats, and the series of
 // strata_dropped_total its losses are, read at every scrape.
@@ -15,12 +19,8 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)
 }
 
-// dropDesc is one series of strata_dropped_total, the family every stage
-// of the agent adds its losses to.
-func dropDesc(stage, reason string) *prometheus.Desc {
-	return prometheus.NewDesc("strata_dropped_total", "Everything lost on the way, by stage (kernel, hook, agent, collector) and reason.",
-		nil, prometheus.Labels{"stage": stage, "reason": reason})
-}
+// dropDesc is a series of strata_dropped_total.
+func dropDesc(stage, reason string) *prometheus.Desc { return dropped.Desc(stage, reason) }
 
 var (
 	eventsDesc         = desc("strata_events_total", "Hook events and fault samples the annotator handled.")

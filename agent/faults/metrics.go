@@ -3,6 +3,7 @@ package faults
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/stratatrace/strata/agent/dropped"
 	"github.com/stratatrace/strata/agent/tracer"
 )
 
@@ -31,12 +32,8 @@ func gauge(name, help string, read func(tracer.Stats) int) faultStat {
 	return faultStat{prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, func(s tracer.Stats) float64 { return float64(read(s)) }}
 }
 
-// dropDesc is one series of strata_dropped_total, the family every stage
-// of the agent adds its losses to.
-func dropDesc(stage, reason string) *prometheus.Desc {
-	return prometheus.NewDesc("strata_dropped_total", "Everything lost on the way, by stage (kernel, hook, agent, collector) and reason.",
-		nil, prometheus.Labels{"stage": stage, "reason": reason})
-}
+// dropDesc is a series of strata_dropped_total.
+func dropDesc(stage, reason string) *prometheus.Desc { return dropped.Desc(stage, reason) }
 
 var (
 	availableDesc = prometheus.NewDesc("strata_faults_available", "1 when page-fault attribution is loaded.", nil, nil)

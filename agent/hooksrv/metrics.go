@@ -1,6 +1,10 @@
 package hooksrv
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stratatrace/strata/agent/dropped"
+)
 
 // Collector exports a Server's Stats and Refusals as strata_hook_* and
 // the hook stage's series of strata_dropped_total, read at every scrape.
@@ -15,12 +19,8 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)
 }
 
-// dropDesc is one series of strata_dropped_total, the family every stage
-// of the agent adds its losses to.
-func dropDesc(reason string) *prometheus.Desc {
-	return prometheus.NewDesc("strata_dropped_total", "Everything lost on the way, by stage (kernel, hook, agent, collector) and reason.",
-		nil, prometheus.Labels{"stage": "hook", "reason": reason})
-}
+// dropDesc is this stage's series of strata_dropped_total.
+func dropDesc(reason string) *prometheus.Desc { return dropped.Desc("hook", reason) }
 
 var (
 	sessionsDesc      = desc("strata_hook_sessions_total", "Hook connections accepted.")

@@ -1,6 +1,10 @@
 package streamer
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stratatrace/strata/agent/dropped"
+)
 
 // Collector exports a Streamer's Stats, and the collector stage's series
 // of strata_dropped_total, read at every scrape.
@@ -15,12 +19,8 @@ func desc(name, help string, constLabels prometheus.Labels) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, nil, constLabels)
 }
 
-// dropDesc is one series of strata_dropped_total, the family every stage
-// of the agent adds its losses to.
-func dropDesc(reason string) *prometheus.Desc {
-	return desc("strata_dropped_total", "Everything lost on the way, by stage (kernel, hook, agent, collector) and reason.",
-		prometheus.Labels{"stage": "collector", "reason": reason})
-}
+// dropDesc is this stage's series of strata_dropped_total.
+func dropDesc(reason string) *prometheus.Desc { return dropped.Desc("collector", reason) }
 
 var (
 	sentDesc           = desc("strata_stream_batches_sent_total", "Batches sent, resends included.", nil)
