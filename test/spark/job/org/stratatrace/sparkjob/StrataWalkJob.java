@@ -68,8 +68,9 @@ import scala.Tuple2;
  * manager holds them, per column (Arrow batches: one column) the length and
  * the CRC-32 of each batch's buffer in batch order, and the flags'
  * values), gc
- * (--gc-steps times: full GCs), young (garbage made until three young
- * collections ran: "young_gcs", how many), unpersisted ("rdds": the RDDs
+ * (--gc-steps times: full GCs), young (an RDD of object records cached,
+ * "rdds": {"fresh": id}, then garbage made until eight young collections
+ * ran: "young_gcs", how many), unpersisted ("rdds": the RDDs
  * unpersisted: disk and df_ints), done.
  * Flags: --out DIR (required), --parts N (default 2), --records N (object
  * records per partition, default 300), --record BYTES (stamped record
@@ -240,7 +241,12 @@ public final class StrataWalkJob {
             step(in, outDir, "gc", sc, "");
         }
 
-        step(in, outDir, "young", sc, "\"young_gcs\":" + youngCollections(3));
+        // A block young collections keep moving: cached just before them.
+        JavaRDD<Rec> fresh = recs(sc, parts, n);
+        fresh.setName("fresh").persist(StorageLevel.MEMORY_ONLY()).count();
+        Map<String, Integer> young = new LinkedHashMap<>();
+        young.put("fresh", fresh.id());
+        step(in, outDir, "young", sc, "\"young_gcs\":" + youngCollections(8) + ",\"rdds\":" + json(young));
 
         disk.unpersist(true);
         ints.unpersist(true);
@@ -257,6 +263,7 @@ public final class StrataWalkJob {
         Reference.reachabilityFence(mixed);
         Reference.reachabilityFence(beans);
         Reference.reachabilityFence(many);
+        Reference.reachabilityFence(fresh);
         spark.stop();
         System.out.println("{\"step\":\"done\"}");
         System.out.flush();

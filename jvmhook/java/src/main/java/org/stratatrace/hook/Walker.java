@@ -34,6 +34,14 @@ import com.sun.management.HotSpotDiagnosticMXBean;
  * are sent as STALE and walked again; then CHECKED says every other walk
  * holds at the collections' epoch.
  *
+ * <p>When a stale block is walked again: at once after a full collection
+ * (its objects are old now), and after a young one when a walk of the block
+ * once held across a young collection (its objects are old; a mixed
+ * collection moved them). A block whose objects are still young, which
+ * every young collection moves until they are promoted, waits after its
+ * k-th move in a row for 2^k - 1 more young collections (1, 3, 7, then 15),
+ * or until no collection ran for QUIET_NS, whichever comes first.
+ *
  * <p>Cost: the thread spends at most walk-cpu percent of one CPU (thread CPU
  * time against wall time, with a 200 ms burst) and sleeps when over. Spark
  * threads only queue a block or its end (a concurrent queue, and an unpark
@@ -55,6 +63,10 @@ final class Walker {
     private static final long IDLE_NS = TimeUnit.SECONDS.toNanos(5);
     private static final long FAILED_NS = TimeUnit.MILLISECONDS.toNanos(100);
     private static final int DEFAULT_REGION = 64 << 10;
+    /** Young moves in a row after which the wait stops growing (2^4 - 1 = 15 collections). */
+    private static final int MAX_BACKOFF = 4;
+    /** A waiting block is walked once no collection ran for this long. */
+    static final long QUIET_NS = TimeUnit.SECONDS.toNanos(1);
 
     // Options (Agent's walk=, walk-cpu=, walk-objects=), set before start.
     private static volatile boolean requested = true;
@@ -80,6 +92,12 @@ final class Walker {
         volatile boolean dead;
         boolean queued, valid;
         int tries;
+        /** Young collections in a row that moved the block's walk. */
+        int youngMoves;
+        /** A walk of the block held across a young collection: its objects are old. */
+        boolean old;
+        /** Young collections the walker must have seen before the block's next walk. */
+        long dueYoung;
         PageSet pages;
         Object[] witnessObj;
         long[] witnessAddr;
@@ -237,7 +255,7 @@ final class Walker {
     static String counters() {
         Walker w = running;
         if (w == null) {
-            return " walks=0 objects=0 stale=0 cut=0 walk-cpu-ms=0 overlapped=0 walk-errors=0";
+            return " walks=0 objects=0 stale=0 postponed=0 cut=0 walk-cpu-ms=0 overlapped=0 walk-errors=0";
         }
         long cpu = 0;
         try {
@@ -246,7 +264,8 @@ final class Walker {
         } catch (Throwable e) {
             // unknown: 0
         }
-        return " walks=" + w.walks + " objects=" + w.walkedObjects + " stale=" + w.staleMarks + " cut=" + w.cuts
+        return " walks=" + w.walks + " objects=" + w.walkedObjects + " stale=" + w.staleMarks + " postponed="
+                + w.postponed + " cut=" + w.cuts
                 + " walk-cpu-ms=" + Math.max(cpu, 0) + " overlapped=" + w.overlapped + " walk-errors=" + w.errors;
     }
 
@@ -263,12 +282,16 @@ final class Walker {
     private final TreeMap<Long, Block> pending = new TreeMap<>();
     private final Set<Block> known = new HashSet<>();
     private final List<Block> deferred = new ArrayList<>();
+    /** Blocks young collections keep moving, waiting for their next walk. */
+    private final List<Block> waiting = new ArrayList<>();
     private int checkedEpoch;
+    /** Young collections seen; when the latest collection was seen (nanoTime). */
+    private long youngs, lastCollection = System.nanoTime();
     private final Object[] holder = new Object[1];
     // budget
     private long credit = BURST_NS, lastWall, lastCpu;
     // counters (read by the exit thread: plain longs, approximate at worst)
-    volatile long walks, walkedObjects, staleMarks, cuts, overlapped, errors;
+    volatile long walks, walkedObjects, staleMarks, cuts, overlapped, errors, postponed;
 
     private Walker(ClassLoader sparkLoader) {
         beans = ManagementFactory.getGarbageCollectorMXBeans();
@@ -341,11 +364,16 @@ final class Walker {
             try {
                 drain();
                 checkCollections();
+                wakeWaiting(false);
                 Map.Entry<Long, Block> e = pending.pollFirstEntry();
                 if (e == null) {
                     idle = true;
                     if (EVENTS.isEmpty() && Native.gcEpoch() == checkedEpoch) {
-                        LockSupport.parkNanos(this, IDLE_NS);
+                        long park = IDLE_NS;
+                        if (!waiting.isEmpty()) {
+                            park = Math.max(1, Math.min(park, lastCollection + QUIET_NS - System.nanoTime()));
+                        }
+                        LockSupport.parkNanos(this, park);
                         parked();
                     }
                     idle = false;
@@ -395,6 +423,31 @@ final class Walker {
         b.release();
         known.remove(b);
         deferred.remove(b);
+        waiting.remove(b);
+    }
+
+    /**
+     * Queues the waiting blocks that are due: every one after a full
+     * collection or QUIET_NS without a collection, else those whose young
+     * collections are counted.
+     */
+    private void wakeWaiting(boolean all) {
+        if (waiting.isEmpty()) {
+            return;
+        }
+        boolean quiet = System.nanoTime() - lastCollection >= QUIET_NS;
+        for (Iterator<Block> it = waiting.iterator(); it.hasNext();) {
+            Block b = it.next();
+            if (all || quiet || youngs >= b.dueYoung) {
+                it.remove();
+                enqueue(b);
+            }
+        }
+    }
+
+    /** Young collections a block waits after its k-th young move in a row: 2^k - 1, k from 1. */
+    static long backoff(int k) {
+        return (1L << Math.min(Math.max(k, 1), MAX_BACKOFF)) - 1;
     }
 
     private void walk(Block b) {
@@ -477,13 +530,16 @@ final class Walker {
         int e = Native.gcEpoch();
         while (e != checkedEpoch) {
             boolean full = false, young = false;
+            lastCollection = System.nanoTime();
             for (int i = 0; i < gcCounts.length; i++) {
                 long c = beans.get(i).getCollectionCount();
                 if (c != gcCounts[i]) {
+                    long n = c - gcCounts[i];
                     gcCounts[i] = c;
                     switch (kind(beans.get(i).getName())) {
                         case YOUNG:
                             young = true;
+                            youngs += n;
                             break;
                         case NONE:
                             break;
@@ -500,8 +556,13 @@ final class Walker {
                     drop(b);
                     continue;
                 }
-                if (b.valid && (full || (young && moved(b)))) {
+                if (!b.valid) {
+                    continue;
+                }
+                if (full || (young && moved(b))) {
                     stale.add(b);
+                } else if (young) {
+                    b.old = true; // held across a young collection: its objects are old
                 }
             }
             stale.sort((x, y) -> Long.compare(x.seq, y.seq));
@@ -510,8 +571,16 @@ final class Walker {
                 b.release();
                 Native.walk(b.id, e, Wire.WALK_STALE, 0, 0, 0, 0, 0, null, 0);
                 staleMarks++;
-                enqueue(b);
+                if (full || b.old) {
+                    b.youngMoves = 0;
+                    enqueue(b);
+                } else {
+                    b.dueYoung = youngs + backoff(++b.youngMoves);
+                    waiting.add(b);
+                    postponed++;
+                }
             }
+            wakeWaiting(full);
             for (Block b : deferred) {
                 enqueue(b);
             }
