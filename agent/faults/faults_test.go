@@ -256,6 +256,43 @@ func TestSessionEndsBeforeExit(t *testing.T) {
 	}
 }
 
+// TestExitThroughOwner: a process exits before its session ends, with the
+// annotator as the sink. The exit records the final counters that changed,
+// and the session's end gives every block a FREE record with its final
+// counters and leaves no block whose counters are recorded later.
+func TestExitThroughOwner(t *testing.T) {
+	r := newRig(t, Config{})
+	o := newOwner(r)
+	o.event(app5, hooksrv.EventRegister, 1)
+	o.event(app5, hooksrv.EventRegister, 2)
+	r.f.flush(o.a)
+	if got, _ := o.records(); len(got) != 2 {
+		t.Fatalf("first flush recorded %v, want both blocks", got)
+	}
+	r.t.fault(5, 1, tracer.Counters{Write: 1024})
+
+	r.t.exit(5)
+	r.f.sendEnded(o.a, time.Now())
+	if got, _ := o.records(); len(got) != 1 || got[0].id != 1 || got[0].fc.GetWrite() != 1024 {
+		t.Fatalf("exit recorded %v, want the changed block 1 with 1024 writes", got)
+	}
+	o.event(app5, hooksrv.EventSessionEnd, 0)
+	got, frees := o.records()
+	if len(got) != 0 || len(frees) != 2 {
+		t.Fatalf("session end recorded counters %v and %d FREE records, want none and 2", got, len(frees))
+	}
+	for _, rec := range frees {
+		id, want := rec.GetBlock().GetHookBlockId(), map[uint64]uint64{1: 1024, 2: 0}
+		if rec.GetFreeReason() != stratav1.FreeReason_FREE_REASON_SESSION_END || rec.GetFaults() == nil || rec.GetFaults().GetWrite() != want[id] {
+			t.Fatalf("FREE of block %d = %v, want session end with %d writes", id, rec, want[id])
+		}
+	}
+	r.f.flush(o.a)
+	if got, _ := o.records(); len(got) != 0 || len(r.f.finals) != 0 || o.a.Stats().LiveBlocks != 0 {
+		t.Fatalf("after the session: recorded %v, finals %v, live %d", got, r.f.finals, o.a.Stats().LiveBlocks)
+	}
+}
+
 // TestExitFinalsForgottenWithSession: a session ending without freeing a
 // block (it was never registered in the annotator) drops its final.
 func TestExitFinalsForgottenWithSession(t *testing.T) {
