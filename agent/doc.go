@@ -14,7 +14,9 @@
 // PFN_HIDDEN; with --faults auto a BPF side that cannot load leaves the
 // agent running without fault attribution (strata_faults_available 0),
 // with --faults on it is an error. Every batch carries the node's NodeInfo,
-// read once at start. The settings, their variables and the config file
-// are package agent/config's; docs/agent.md describes operation and
-// measurements.
+// read once at start. The annotator's registry is the one owner of the live
+// blocks: the fault side follows and asks it, the hook server keeps only
+// its admission state (agent/annotator's doc says who does what). The
+// settings, their variables and the config file are package agent/config's;
+// docs/agent.md describes operation and measurements.
 package agent

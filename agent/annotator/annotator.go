@@ -37,7 +37,9 @@ type Sink interface {
 	Append(*stratav1.Batch) error
 }
 
-// Kernel mirrors the registry into the kernel's fault attribution;
+// Kernel mirrors the registry into the kernel's fault attribution: each
+// change of a block's liveness, range or walk is one call, which is how the
+// kernel side follows the registry without a list of its own;
 // *faults.Faults satisfies it. It is optional: a nil Kernel means no probes
 // are loaded. The annotator calls it and never the other way round: what
 // the kernel side records reaches the annotator through AddFaults,
@@ -115,9 +117,12 @@ type Stats struct {
 	ProcessWalkExtents map[uint32]int
 }
 
-type blockKey struct {
-	pid uint32
-	id  uint64
+// BlockKey names a live block: its process and the hook's id of it. It
+// keys the annotator's registry and whatever the kernel side keeps per
+// block.
+type BlockKey struct {
+	PID uint32
+	ID  uint64
 }
 
 type liveBlock struct {
@@ -145,6 +150,9 @@ type liveBlock struct {
 	// the block's next move; a refused move leaves the block where it was
 	// in the kernel, so the next one is a move again.
 	mirrored bool
+	// counters are the block's fault counters last recorded (AddCounters),
+	// nil before the first.
+	counters *stratav1.FaultCounts
 }
 
 // Annotator builds records; see the package comment.
@@ -155,7 +163,7 @@ type Annotator struct {
 	log  *slog.Logger
 
 	mu       sync.Mutex
-	blocks   map[blockKey]*liveBlock
+	blocks   map[BlockKey]*liveBlock
 	perPID   map[uint32]int
 	sessions map[*hooksrv.Session]*session
 	extents  map[uint32]int // walk extents kept per process
@@ -206,7 +214,7 @@ func New(res Resolver, sink Sink, cfg Config) *Annotator {
 	return &Annotator{
 		res: res, sink: sink, cfg: cfg,
 		log:      cfg.Logger.With("component", "annotator"),
-		blocks:   map[blockKey]*liveBlock{},
+		blocks:   map[BlockKey]*liveBlock{},
 		perPID:   map[uint32]int{},
 		sessions: map[*hooksrv.Session]*session{},
 		extents:  map[uint32]int{},
@@ -283,7 +291,7 @@ func (a *Annotator) setPages(rec *stratav1.Record, r *resolver.Result) {
 }
 
 func (a *Annotator) place(ev hooksrv.Event) {
-	key := blockKey{ev.Session.PID, ev.Block.HookID}
+	key := BlockKey{ev.Session.PID, ev.Block.HookID}
 	// An object-graph array whose walk stands moves only with its objects
 	// (it is its walk's witness of its region): the walk's STALE mark
 	// follows, so the MOVE makes no record of its own (the kernel's range
@@ -308,7 +316,7 @@ func (a *Annotator) place(ev hooksrv.Event) {
 	if !existed {
 		lb = &liveBlock{}
 		a.blocks[key] = lb
-		a.perPID[key.pid]++
+		a.perPID[key.PID]++
 	}
 	a.uncache(lb)
 	// A registration starts without a walk: a block registered again is
@@ -328,13 +336,13 @@ func (a *Annotator) place(ev hooksrv.Event) {
 	if k := a.cfg.Kernel; k != nil {
 		var err error
 		if dropWeak {
-			err = k.SetWeakRanges(key.pid, key.id, nil)
+			err = k.SetWeakRanges(key.PID, key.ID, nil)
 		}
 		if mirrored {
-			err = errors.Join(err, k.MoveBlock(key.pid, key.id, ev.Vaddr, ev.Vaddr+ev.Length))
+			err = errors.Join(err, k.MoveBlock(key.PID, key.ID, ev.Vaddr, ev.Vaddr+ev.Length))
 		} else {
-			p := Process{PID: key.pid, AppID: ev.Session.AppID, ExecutorID: ev.Session.ExecutorID}
-			if errReg := k.RegisterBlock(p, key.id, ev.Vaddr, ev.Vaddr+ev.Length); errReg != nil {
+			p := Process{PID: key.PID, AppID: ev.Session.AppID, ExecutorID: ev.Session.ExecutorID}
+			if errReg := k.RegisterBlock(p, key.ID, ev.Vaddr, ev.Vaddr+ev.Length); errReg != nil {
 				err = errors.Join(err, errReg)
 			} else {
 				// A walk that holds already (a cached batch column's, which
@@ -357,7 +365,7 @@ func (a *Annotator) place(ev hooksrv.Event) {
 			// Once the kernel's block table is full this happens for every
 			// block: counted, and the log line is rate limited (ratelog).
 			a.kernelErr.Add(1)
-			a.log.Warn("block not mirrored in kernel; its faults are not attributed", "pid", key.pid, "block", ev.Block.Name, "event", ev.Kind, "err", err)
+			a.log.Warn("block not mirrored in kernel; its faults are not attributed", "pid", key.PID, "block", ev.Block.Name, "event", ev.Kind, "err", err)
 		}
 	}
 	if !quiet {
@@ -366,7 +374,7 @@ func (a *Annotator) place(ev hooksrv.Event) {
 }
 
 func (a *Annotator) access(ev hooksrv.Event) {
-	key := blockKey{ev.Session.PID, ev.Block.HookID}
+	key := BlockKey{ev.Session.PID, ev.Block.HookID}
 	a.mu.Lock()
 	ss := a.session(ev.Session)
 	lb := a.blocks[key]
@@ -431,7 +439,7 @@ func (a *Annotator) fresh(lb *liveBlock, of uint32) bool {
 }
 
 func (a *Annotator) free(ev hooksrv.Event) {
-	key := blockKey{ev.Session.PID, ev.Block.HookID}
+	key := BlockKey{ev.Session.PID, ev.Block.HookID}
 	a.mu.Lock()
 	if lb, ok := a.blocks[key]; ok {
 		a.forget(key, lb)
@@ -444,25 +452,25 @@ func (a *Annotator) free(ev hooksrv.Event) {
 }
 
 // freeInKernel returns the block's final fault counters, nil without probes.
-func (a *Annotator) freeInKernel(key blockKey, name string) *stratav1.FaultCounts {
+func (a *Annotator) freeInKernel(key BlockKey, name string) *stratav1.FaultCounts {
 	k := a.cfg.Kernel
 	if k == nil {
 		return nil
 	}
-	fc, err := k.FreeBlock(key.pid, key.id)
+	fc, err := k.FreeBlock(key.PID, key.ID)
 	if err != nil {
-		a.log.Debug("free block in kernel", "pid", key.pid, "block", name, "err", err)
+		a.log.Debug("free block in kernel", "pid", key.PID, "block", name, "err", err)
 		return nil
 	}
 	return fc
 }
 
 // forget removes a block from the registry; the caller holds mu.
-func (a *Annotator) forget(key blockKey, lb *liveBlock) {
+func (a *Annotator) forget(key BlockKey, lb *liveBlock) {
 	a.uncache(lb)
 	a.setWalk(a.sessions[lb.session], key, lb, nil)
 	delete(a.blocks, key)
-	a.dropPID(key.pid)
+	a.dropPID(key.PID)
 }
 
 func (a *Annotator) dropPID(pid uint32) {
@@ -478,7 +486,7 @@ func (a *Annotator) endSession(ev hooksrv.Event) {
 	var gone []*liveBlock
 	a.mu.Lock()
 	for key, lb := range a.blocks {
-		if key.pid == pid && lb.session == ev.Session {
+		if key.PID == pid && lb.session == ev.Session {
 			gone = append(gone, lb)
 			a.forget(key, lb)
 		}
@@ -496,7 +504,7 @@ func (a *Annotator) endSession(ev hooksrv.Event) {
 		fe := hooksrv.Event{Kind: hooksrv.EventFree, Session: lb.session, Access: stratav1.AccessKind_ACCESS_KIND_FREE, Time: ev.Time, Block: lb.block}
 		rec := a.record(fe, lb.vaddr, lb.length)
 		rec.FreeReason = stratav1.FreeReason_FREE_REASON_SESSION_END
-		rec.Faults = a.freeInKernel(blockKey{pid, lb.block.HookID}, lb.block.Name)
+		rec.Faults = a.freeInKernel(BlockKey{pid, lb.block.HookID}, lb.block.Name)
 		a.add(rec)
 	}
 	if k := a.cfg.Kernel; k != nil && last {
@@ -530,7 +538,7 @@ func (a *Annotator) AddFaults(fs []Fault) int {
 	var pids []uint32
 	a.mu.Lock()
 	for _, f := range fs {
-		lb, ok := a.blocks[blockKey{f.PID, f.BlockID}]
+		lb, ok := a.blocks[BlockKey{f.PID, f.BlockID}]
 		if !ok {
 			continue
 		}
@@ -565,12 +573,17 @@ func (a *Annotator) AddFaults(fs []Fault) int {
 	return n
 }
 
-// AddCounters records a block's cumulative fault counters.
+// AddCounters records a live block's cumulative fault counters when they
+// differ from the last it recorded for the block, or are its first; it
+// returns whether it recorded them. Counters of a block not live are
+// dropped: the registry, not the caller, says which blocks are.
 func (a *Annotator) AddCounters(pid uint32, blockID uint64, fc *stratav1.FaultCounts, when time.Time) bool {
 	a.mu.Lock()
-	lb, ok := a.blocks[blockKey{pid, blockID}]
+	lb, ok := a.blocks[BlockKey{pid, blockID}]
+	ok = ok && !sameCounts(lb.counters, fc)
 	var rec *stratav1.Record
 	if ok {
+		lb.counters = fc
 		rec = &stratav1.Record{
 			TimeUnixNano: when.UnixNano(), Access: stratav1.AccessKind_ACCESS_KIND_FAULT,
 			Pid: pid, Block: sparkBlock(lb.session, lb.block), Vaddr: lb.vaddr, Length: lb.length,
@@ -583,6 +596,13 @@ func (a *Annotator) AddCounters(pid uint32, blockID uint64, fc *stratav1.FaultCo
 	}
 	a.add(rec)
 	return true
+}
+
+// sameCounts reports whether last, the counters recorded before (nil for
+// none), equal fc.
+func sameCounts(last, fc *stratav1.FaultCounts) bool {
+	return last != nil && last.GetRead() == fc.GetRead() && last.GetWrite() == fc.GetWrite() && last.GetExec() == fc.GetExec() &&
+		last.GetMajor() == fc.GetMajor() && last.GetUnclassified() == fc.GetUnclassified()
 }
 
 // AddWorkload queues perf-stat style counters of a traced process.

@@ -305,6 +305,11 @@ func TestFaultSamplesAndCounters(t *testing.T) {
 	if !a.AddCounters(5, 3, &stratav1.FaultCounts{Read: 7, Write: 9}, now) {
 		t.Fatal("counters of a live block were dropped")
 	}
+	// The registry keeps the block's last counters: the same again, or a
+	// block it does not have, make no record.
+	if a.AddCounters(5, 3, &stratav1.FaultCounts{Read: 7, Write: 9}, now) || a.AddCounters(5, 4, &stratav1.FaultCounts{Read: 1}, now) {
+		t.Fatal("unchanged counters, or a dead block's, recorded")
+	}
 	a.Flush()
 	recs := sink.records()
 	if len(recs) != 3 {

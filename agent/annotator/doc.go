@@ -9,10 +9,19 @@
 //	srv, _ := hooksrv.Listen(cfg, a, log)
 //
 // It keeps the registry of live blocks per process (REGISTER adds, MOVE
-// moves, FREE and the session's end remove) and, when Config.Kernel is set,
-// mirrors it into the kernel's fault attribution; the kernel side never calls
-// back, its faults and counters come in through AddFaults, AddCounters and
-// AddWorkload and become records of blocks still registered.
+// moves, FREE and the session's end remove), keyed by BlockKey, and, when
+// Config.Kernel is set, mirrors it into the kernel's fault attribution; the
+// kernel side never calls back, its faults and counters come in through
+// AddFaults, AddCounters and AddWorkload and become records of blocks still
+// registered.
+//
+// The registry is the agent's one owner of live-block state: which blocks
+// are live in which session, their current range, latest walk and last
+// recorded fault counters. agent/faults subscribes to it through Kernel (each
+// change is one call) and asks it through AddFaults and AddCounters, which
+// decide whose faults and which changed counters become records;
+// agent/hooksrv keeps only the admission state it checks frames against and
+// reads nothing back from it.
 //
 // What callers get: every block event becomes one record; ALLOC, MOVE, READ
 // and WRITE carry the pages of their range as resolved when the event is

@@ -146,7 +146,7 @@ func walkCoverage(b hooksrv.Block, w *hooksrv.Walk, holds uint32) *stratav1.Cove
 
 // setWalk makes w lb's walk, counting the extents kept, under ss, the
 // session whose walk it is (nil for none); the caller holds mu.
-func (a *Annotator) setWalk(ss *session, key blockKey, lb *liveBlock, w *hooksrv.Walk) {
+func (a *Annotator) setWalk(ss *session, key BlockKey, lb *liveBlock, w *hooksrv.Walk) {
 	d := 0
 	if lb.walk != nil {
 		d -= len(lb.walk.Extents)
@@ -156,8 +156,8 @@ func (a *Annotator) setWalk(ss *session, key blockKey, lb *liveBlock, w *hooksrv
 	}
 	if d != 0 {
 		a.nExtents += d
-		if a.extents[key.pid] += d; a.extents[key.pid] == 0 {
-			delete(a.extents, key.pid)
+		if a.extents[key.PID] += d; a.extents[key.PID] == 0 {
+			delete(a.extents, key.PID)
 		}
 	}
 	lb.walk, lb.holds, lb.weak, lb.refused = w, 0, false, false
@@ -165,9 +165,9 @@ func (a *Annotator) setWalk(ss *session, key blockKey, lb *liveBlock, w *hooksrv
 	case ss == nil:
 	case w != nil && w.State != hooksrv.WalkStale && !lb.block.CachedBatch:
 		lb.holds = w.GCEpoch
-		ss.walked[key.id] = lb
+		ss.walked[key.ID] = lb
 	default:
-		delete(ss.walked, key.id)
+		delete(ss.walked, key.ID)
 	}
 }
 
@@ -176,7 +176,7 @@ func (a *Annotator) setWalk(ss *session, key blockKey, lb *liveBlock, w *hooksrv
 // kernel once it holds (a cached batch column's at once).
 func (a *Annotator) walk(ev hooksrv.Event) {
 	w := ev.Walk
-	key := blockKey{ev.Session.PID, ev.Block.HookID}
+	key := BlockKey{ev.Session.PID, ev.Block.HookID}
 	a.mu.Lock()
 	a.session(ev.Session).saw(w.GCEpoch)
 	lb := a.blocks[key]
@@ -229,7 +229,7 @@ func (a *Annotator) walk(ev hooksrv.Event) {
 // mirrorWalk makes w's extents (none for nil) the kernel's weak ranges of
 // the block. When the kernel refuses, the block counts faults in its array
 // alone until its next walk.
-func (a *Annotator) mirrorWalk(key blockKey, w *hooksrv.Walk) {
+func (a *Annotator) mirrorWalk(key BlockKey, w *hooksrv.Walk) {
 	k := a.cfg.Kernel
 	if k == nil {
 		return
@@ -241,14 +241,14 @@ func (a *Annotator) mirrorWalk(key blockKey, w *hooksrv.Walk) {
 			ranges[i] = Range{e.Vaddr, e.End()}
 		}
 	}
-	if err := k.SetWeakRanges(key.pid, key.id, ranges); err != nil {
+	if err := k.SetWeakRanges(key.PID, key.ID, ranges); err != nil {
 		a.mu.Lock()
 		if lb := a.blocks[key]; lb != nil && lb.walk == w {
 			lb.weak, lb.refused = false, true
 		}
 		a.mu.Unlock()
 		a.walkKernelErr.Add(1)
-		a.log.Warn("walk not mirrored in kernel; faults on its objects are not attributed", "pid", key.pid, "block", key.id, "extents", len(ranges), "err", err)
+		a.log.Warn("walk not mirrored in kernel; faults on its objects are not attributed", "pid", key.PID, "block", key.ID, "extents", len(ranges), "err", err)
 	}
 }
 
@@ -256,7 +256,7 @@ func (a *Annotator) mirrorWalk(key blockKey, w *hooksrv.Walk) {
 // epoch, and mirrors into the kernel those that hold again.
 func (a *Annotator) checked(ev hooksrv.Event) {
 	type mirror struct {
-		key blockKey
+		key BlockKey
 		w   *hooksrv.Walk
 	}
 	var todo []mirror
@@ -267,11 +267,11 @@ func (a *Annotator) checked(ev hooksrv.Event) {
 		lb.holds = max(lb.holds, ev.GCEpoch)
 		if lb.mirrored && !lb.weak && !lb.refused && ss.usable(lb) {
 			lb.weak = true
-			todo = append(todo, mirror{blockKey{ev.Session.PID, id}, lb.walk})
+			todo = append(todo, mirror{BlockKey{ev.Session.PID, id}, lb.walk})
 		}
 	}
 	a.mu.Unlock()
-	slices.SortFunc(todo, func(x, y mirror) int { return cmp.Compare(x.key.id, y.key.id) })
+	slices.SortFunc(todo, func(x, y mirror) int { return cmp.Compare(x.key.ID, y.key.ID) })
 	for _, m := range todo {
 		a.mirrorWalk(m.key, m.w)
 	}

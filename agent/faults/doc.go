@@ -4,22 +4,24 @@
 // kernel reports into records: sampled faults, per-block fault counters and
 // per-process workload counters.
 //
-// The two directions are kept apart. The annotator calls Faults only
-// through its Kernel interface (RegisterBlock, MoveBlock, SetWeakRanges,
-// FreeBlock, ForgetProcess), and a registration names the Spark
-// application and executor of the process, so Faults never asks the
-// annotator anything.
-// Records go the other way only from Run, into a Sink (the annotator's
-// AddFaults, AddCounters and AddWorkload).
+// The annotator owns which blocks are live; Faults keeps no list of its
+// own. The annotator calls Faults through its Kernel interface at each
+// change of its registry (RegisterBlock, MoveBlock, SetWeakRanges,
+// FreeBlock, ForgetProcess), and a registration names the Spark application
+// and executor of the process, so Faults never asks the annotator for
+// them. Records go the other way only from Run, into a Sink (the
+// annotator's AddFaults, AddCounters and AddWorkload), which keeps what
+// concerns the blocks it still has.
 //
 // What callers must know:
 //   - A walked block's objects (SetWeakRanges) count into the block's
 //     counters as weak ranges: they never make another block's
 //     registration or move fail, they give way to it (agent/tracer says
 //     how). FreeBlock drops them with the block.
-//   - Block counters are sent when they changed since the last send (every
-//     Config.Interval, and once more when Run ends); a block's FREE record
-//     carries its final counters.
+//   - Every Config.Interval, and once more when Run ends, Run hands the
+//     counters of every block the tracer holds to the Sink, which records
+//     those that changed since it last did; a block's FREE record carries
+//     its final counters.
 //   - A process can exit before its hook session ends (a forked child holds
 //     the socket, or the session's goroutine is late). The tracer then
 //     forgets its blocks at once and reports their final counters: Run sends

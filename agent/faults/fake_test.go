@@ -19,8 +19,8 @@ type fakeTracer struct {
 	mu        sync.Mutex
 	onExit    func(tracer.ExitReport)
 	tracked   map[uint32]bool
-	blocks    map[blockKey]*tracer.BlockSnapshot
-	weak      map[blockKey][]tracer.Range
+	blocks    map[annotator.BlockKey]*tracer.BlockSnapshot
+	weak      map[annotator.BlockKey][]tracer.Range
 	walk      map[uint32][2]uint64 // total, matched
 	events    chan tracer.Event
 	sampled   []tracer.SampleEvent
@@ -30,7 +30,7 @@ type fakeTracer struct {
 }
 
 func newFakeTracer() *fakeTracer {
-	return &fakeTracer{tracked: map[uint32]bool{}, blocks: map[blockKey]*tracer.BlockSnapshot{}, weak: map[blockKey][]tracer.Range{},
+	return &fakeTracer{tracked: map[uint32]bool{}, blocks: map[annotator.BlockKey]*tracer.BlockSnapshot{}, weak: map[annotator.BlockKey][]tracer.Range{},
 		walk: map[uint32][2]uint64{}, events: make(chan tracer.Event, 4096)}
 }
 
@@ -60,7 +60,7 @@ func (t *fakeTracer) Untrack(pid uint32) error {
 func (t *fakeTracer) forgetLocked(pid uint32) tracer.ExitReport {
 	rep := tracer.ExitReport{TGID: pid, WalkSamples: t.walk[pid][0], WalkSamplesMatched: t.walk[pid][1]}
 	for k, b := range t.blocks {
-		if k.pid == pid {
+		if k.PID == pid {
 			rep.Blocks = append(rep.Blocks, *b)
 			delete(t.blocks, k)
 			delete(t.weak, k)
@@ -77,17 +77,17 @@ func (t *fakeTracer) RegisterBlock(pid uint32, id, start, end uint64) error {
 	if !t.tracked[pid] {
 		return tracer.ErrNotTracked
 	}
-	if _, ok := t.blocks[blockKey{pid, id}]; ok {
+	if _, ok := t.blocks[annotator.BlockKey{PID: pid, ID: id}]; ok {
 		return tracer.ErrBlockExists
 	}
-	t.blocks[blockKey{pid, id}] = &tracer.BlockSnapshot{TGID: pid, BlockID: id, Start: start, End: end}
+	t.blocks[annotator.BlockKey{PID: pid, ID: id}] = &tracer.BlockSnapshot{TGID: pid, BlockID: id, Start: start, End: end}
 	return nil
 }
 
 func (t *fakeTracer) MoveBlock(pid uint32, id, start, end uint64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b, ok := t.blocks[blockKey{pid, id}]
+	b, ok := t.blocks[annotator.BlockKey{PID: pid, ID: id}]
 	if !ok {
 		return tracer.ErrUnknownBlock
 	}
@@ -98,13 +98,13 @@ func (t *fakeTracer) MoveBlock(pid uint32, id, start, end uint64) error {
 func (t *fakeTracer) SetWeakRanges(pid uint32, id uint64, ranges []tracer.Range) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.blocks[blockKey{pid, id}]; !ok {
+	if _, ok := t.blocks[annotator.BlockKey{PID: pid, ID: id}]; !ok {
 		return tracer.ErrUnknownBlock
 	}
 	if len(ranges) == 0 {
-		delete(t.weak, blockKey{pid, id})
+		delete(t.weak, annotator.BlockKey{PID: pid, ID: id})
 	} else {
-		t.weak[blockKey{pid, id}] = ranges
+		t.weak[annotator.BlockKey{PID: pid, ID: id}] = ranges
 	}
 	return nil
 }
@@ -115,12 +115,12 @@ func (t *fakeTracer) FreeBlock(pid uint32, id uint64) (tracer.Counters, error) {
 	if !t.tracked[pid] {
 		return tracer.Counters{}, fmt.Errorf("free block: %w", tracer.ErrNotTracked)
 	}
-	b, ok := t.blocks[blockKey{pid, id}]
+	b, ok := t.blocks[annotator.BlockKey{PID: pid, ID: id}]
 	if !ok {
 		return tracer.Counters{}, tracer.ErrUnknownBlock
 	}
-	delete(t.blocks, blockKey{pid, id})
-	delete(t.weak, blockKey{pid, id})
+	delete(t.blocks, annotator.BlockKey{PID: pid, ID: id})
+	delete(t.weak, annotator.BlockKey{PID: pid, ID: id})
 	return b.Counters, nil
 }
 
@@ -178,7 +178,7 @@ func (t *fakeTracer) Close() error {
 func (t *fakeTracer) fault(pid uint32, id uint64, c tracer.Counters) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b := t.blocks[blockKey{pid, id}]
+	b := t.blocks[annotator.BlockKey{PID: pid, ID: id}]
 	b.Read += c.Read
 	b.Write += c.Write
 	b.Major += c.Major

@@ -45,7 +45,9 @@ type Workload interface {
 type Sink interface {
 	// AddFaults records sampled faults of registered blocks.
 	AddFaults([]annotator.Fault) int
-	// AddCounters records a registered block's cumulative counters.
+	// AddCounters records a registered block's cumulative counters when
+	// they changed since the last it recorded; it drops those of blocks
+	// it no longer has.
 	AddCounters(pid uint32, blockID uint64, fc *stratav1.FaultCounts, when time.Time) bool
 	// AddWorkload queues the perf-stat counters of a process.
 	AddWorkload(*stratav1.WorkloadCounters)
@@ -53,9 +55,9 @@ type Sink interface {
 
 // Config of Open; zero values take defaults.
 type Config struct {
-	// Interval is how often changed block counters and the counters of
-	// every workload are sent (default 2 s). Exits and ended sessions are
-	// sent as soon as they happen.
+	// Interval is how often the block counters (the Sink records those
+	// that changed) and the counters of every workload are sent (default
+	// 2 s). Exits and ended sessions are sent as soon as they happen.
 	Interval time.Duration
 	// CPUNodes is the NUMA node of each CPU (procmem.FS.LoadCPUNodes);
 	// nil leaves sampled faults without a CPU node.
@@ -93,18 +95,14 @@ type Faults struct {
 
 	mu        sync.Mutex
 	workloads map[uint32]*workload
-	last      map[blockKey]tracer.Counters // last counters sent per block
-	exits     []tracer.ExitReport          // not yet sent
-	// finals holds the last counters of blocks whose process exited before
-	// its hook session ended: the tracer has already forgotten them, and the
-	// session's end claims them in FreeBlock.
-	finals map[blockKey]tracer.Counters
+	exits     []tracer.ExitReport // not yet sent
+	// finals holds what the tracer reported of blocks whose process exited
+	// before its hook session ended: the tracer has already forgotten them,
+	// and the session's end claims them in FreeBlock (or drops them in
+	// ForgetProcess). It is the kernel's last word on those blocks, not a
+	// record of which are live: that is the annotator's.
+	finals map[annotator.BlockKey]tracer.Counters
 	ended  []*stratav1.WorkloadCounters // last counters of closed workloads, not yet sent
-}
-
-type blockKey struct {
-	pid uint32
-	id  uint64
 }
 
 // workload is one process's perf-stat counting; w is nil when it could not
@@ -130,7 +128,7 @@ func newFaults(cfg Config) *Faults {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Faults{cfg: cfg, log: cfg.Logger.With("component", "faults"), wake: make(chan struct{}, 1),
-		workloads: map[uint32]*workload{}, last: map[blockKey]tracer.Counters{}, finals: map[blockKey]tracer.Counters{}}
+		workloads: map[uint32]*workload{}, finals: map[annotator.BlockKey]tracer.Counters{}}
 }
 
 // Unavailable returns a Faults without a tracer: Kernel is nil, Run only
@@ -224,9 +222,8 @@ func (f *Faults) SetWeakRanges(pid uint32, id uint64, ranges []annotator.Range) 
 // report answer instead.
 func (f *Faults) FreeBlock(pid uint32, id uint64) (*stratav1.FaultCounts, error) {
 	c, err := f.t.FreeBlock(pid, id)
-	key := blockKey{pid, id}
+	key := annotator.BlockKey{PID: pid, ID: id}
 	f.mu.Lock()
-	delete(f.last, key)
 	if final, ok := f.finals[key]; ok && errors.Is(err, tracer.ErrNotTracked) {
 		c, err = final, nil
 	}
@@ -244,7 +241,7 @@ func (f *Faults) FreeBlock(pid uint32, id uint64) (*stratav1.FaultCounts, error)
 func (f *Faults) ForgetProcess(pid uint32) error {
 	f.mu.Lock()
 	for key := range f.finals {
-		if key.pid == pid {
+		if key.PID == pid {
 			delete(f.finals, key)
 		}
 	}
@@ -264,7 +261,7 @@ func (f *Faults) onExit(rep tracer.ExitReport) {
 	f.mu.Lock()
 	f.exits = append(f.exits, rep)
 	for _, b := range rep.Blocks {
-		f.finals[blockKey{b.TGID, b.BlockID}] = b.Counters
+		f.finals[annotator.BlockKey{PID: b.TGID, ID: b.BlockID}] = b.Counters
 	}
 	f.mu.Unlock()
 	f.poke()
@@ -379,8 +376,8 @@ func attributeWalkCycles(walkCycles, samples, matched uint64) (rdd uint64, ok bo
 
 // Run turns sampled faults into records as they come, sends the counters
 // of exited processes and ended sessions at once, and every Interval sends
-// changed block counters and every workload's counters. It returns when ctx
-// ends, after sending once more.
+// every block's counters (the sink records those that changed) and every
+// workload's counters. It returns when ctx ends, after sending once more.
 func (f *Faults) Run(ctx context.Context, sink Sink) {
 	if f.t == nil {
 		<-ctx.Done()
@@ -448,24 +445,10 @@ func (f *Faults) cpuNode(cpu uint16) int32 {
 	return -1
 }
 
-// sendChanged sends the blocks whose counters differ from the last sent
-// (or were never sent); forget drops them from that memory afterwards.
-func (f *Faults) sendChanged(sink Sink, blocks []tracer.BlockSnapshot, now time.Time, forget bool) {
-	var changed []tracer.BlockSnapshot
-	f.mu.Lock()
+// sendCounters hands every block's cumulative counters to the sink, which
+// records those that changed since it last did for a block it still has.
+func sendCounters(sink Sink, blocks []tracer.BlockSnapshot, now time.Time) {
 	for _, b := range blocks {
-		k := blockKey{b.TGID, b.BlockID}
-		if prev, seen := f.last[k]; !seen || prev != b.Counters {
-			changed = append(changed, b)
-		}
-		if forget {
-			delete(f.last, k)
-		} else {
-			f.last[k] = b.Counters
-		}
-	}
-	f.mu.Unlock()
-	for _, b := range changed {
 		sink.AddCounters(b.TGID, b.BlockID, faultCounts(b.Counters), now)
 	}
 }
@@ -482,7 +465,7 @@ func (f *Faults) sendEnded(sink Sink, now time.Time) {
 	for _, rep := range exits {
 		blocks = append(blocks, rep.Blocks...)
 	}
-	f.sendChanged(sink, blocks, now, true)
+	sendCounters(sink, blocks, now)
 	for _, rep := range exits {
 		f.closeWorkload(rep.TGID, walkShare{rep.WalkSamples, rep.WalkSamplesMatched, f.walkSampling})
 	}
@@ -495,7 +478,7 @@ func (f *Faults) sendEnded(sink Sink, now time.Time) {
 	}
 }
 
-// flush sends every block's counters that changed since the last flush,
+// flush sends every block's counters (the sink keeps those that changed),
 // what ended, and the counters of every workload still open.
 func (f *Faults) flush(sink Sink) {
 	now := time.Now()
@@ -503,7 +486,7 @@ func (f *Faults) flush(sink Sink) {
 	if err != nil {
 		f.log.Warn("read block counters", "err", err)
 	}
-	f.sendChanged(sink, snap, now, false)
+	sendCounters(sink, snap, now)
 	f.sendEnded(sink, now)
 	f.mu.Lock()
 	open := make(map[uint32]*workload, len(f.workloads))

@@ -3,15 +3,19 @@ package faults
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stratatrace/strata/agent/annotator"
+	"github.com/stratatrace/strata/agent/hooksrv"
 	"github.com/stratatrace/strata/agent/perfstat"
+	"github.com/stratatrace/strata/agent/resolver"
 	"github.com/stratatrace/strata/agent/tracer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -64,46 +68,118 @@ func sortCounters(cs []counterRec) []counterRec {
 	return cs
 }
 
+// owner is a real annotator over a rig's Faults, as the agent wires them:
+// the registry that says which blocks are live and which of their counters
+// become records.
+type owner struct {
+	a     *annotator.Annotator
+	out   *batches
+	procs map[uint32]*hooksrv.Session
+}
+
+func newOwner(r *rig) *owner {
+	out := &batches{}
+	return &owner{a: annotator.New(noPages{}, out, annotator.Config{Kernel: r.f.Kernel()}), out: out, procs: map[uint32]*hooksrv.Session{}}
+}
+
+// event hands the annotator a hook event of block id of p, 1 MiB at id MiB.
+func (o *owner) event(p annotator.Process, kind hooksrv.EventKind, id uint64) {
+	s := o.procs[p.PID]
+	if s == nil {
+		s = &hooksrv.Session{ID: uint64(len(o.procs) + 1), PID: p.PID, AppID: p.AppID, ExecutorID: p.ExecutorID}
+		o.procs[p.PID] = s
+	}
+	access := stratav1.AccessKind_ACCESS_KIND_ALLOC
+	if kind == hooksrv.EventFree {
+		access = stratav1.AccessKind_ACCESS_KIND_FREE
+	}
+	o.a.HandleEvent(context.Background(), hooksrv.Event{Kind: kind, Access: access, Session: s, Time: time.Now(),
+		Block: hooksrv.Block{HookID: id, Name: fmt.Sprintf("rdd_1_%d", id)}, Vaddr: id << 20, Length: 1 << 20})
+}
+
+// records returns the records flushed since the last call: counter records
+// as counterRec, sorted, and the FREE records.
+func (o *owner) records() (counters []counterRec, frees []*stratav1.Record) {
+	o.a.Flush()
+	o.out.mu.Lock()
+	defer o.out.mu.Unlock()
+	for _, b := range o.out.b {
+		for _, rec := range b.GetRecords() {
+			switch rec.GetAccess() {
+			case stratav1.AccessKind_ACCESS_KIND_FAULT:
+				counters = append(counters, counterRec{rec.GetPid(), rec.GetBlock().GetHookBlockId(), rec.GetFaults()})
+			case stratav1.AccessKind_ACCESS_KIND_FREE:
+				frees = append(frees, rec)
+			}
+		}
+	}
+	o.out.b = nil
+	return sortCounters(counters), frees
+}
+
+// noPages resolves every range to no pages.
+type noPages struct{}
+
+func (noPages) ResolveFor(_ resolver.Tenant, _ []resolver.Request, _ []resolver.Result) error {
+	return nil
+}
+
+// batches keeps what the annotator flushes.
+type batches struct {
+	mu sync.Mutex
+	b  []*stratav1.Batch
+}
+
+func (s *batches) Append(b *stratav1.Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b = append(s.b, b)
+	return nil
+}
+
+// TestCounterDiffing: what reaches the records from Faults' flushes through
+// the annotator, the owner of the live blocks.
 func TestCounterDiffing(t *testing.T) {
 	r := newRig(t, Config{})
-	r.register(t, app5, 2)
-	r.register(t, app6, 1)
+	o := newOwner(r)
+	o.event(app5, hooksrv.EventRegister, 1)
+	o.event(app5, hooksrv.EventRegister, 2)
+	o.event(app6, hooksrv.EventRegister, 1)
 	r.t.fault(5, 1, tracer.Counters{Write: 3})
 
 	// First sight: every block, zero counters included.
-	r.f.flush(r.s)
-	got, _ := r.s.take()
-	sortCounters(got)
+	r.f.flush(o.a)
+	got, _ := o.records()
 	if len(got) != 3 || got[0].fc.GetWrite() != 3 || got[1].fc.GetWrite() != 0 || got[2].pid != 6 {
-		t.Fatalf("first flush sent %v, want 3 blocks, block 5/1 with 3 writes", got)
+		t.Fatalf("first flush recorded %v, want 3 blocks, block 5/1 with 3 writes", got)
 	}
-	// Nothing changed: nothing sent.
-	r.f.flush(r.s)
-	if got, _ := r.s.take(); len(got) != 0 {
-		t.Fatalf("unchanged counters sent again: %v", got)
+	// Nothing changed: nothing recorded.
+	r.f.flush(o.a)
+	if got, _ := o.records(); len(got) != 0 {
+		t.Fatalf("unchanged counters recorded again: %v", got)
 	}
 	// One block changed: that block, with its cumulative counters.
 	r.t.fault(5, 2, tracer.Counters{Read: 4, Major: 1})
-	r.f.flush(r.s)
-	got, _ = r.s.take()
+	r.f.flush(o.a)
+	got, _ = o.records()
 	if len(got) != 1 || got[0].pid != 5 || got[0].id != 2 || got[0].fc.GetRead() != 4 || got[0].fc.GetMajor() != 1 {
-		t.Fatalf("after a change sent %v, want block 5/2 read 4 major 1", got)
+		t.Fatalf("after a change recorded %v, want block 5/2 read 4 major 1", got)
 	}
 	r.t.fault(5, 2, tracer.Counters{Read: 1})
-	r.f.flush(r.s)
-	if got, _ := r.s.take(); len(got) != 1 || got[0].fc.GetRead() != 5 {
+	r.f.flush(o.a)
+	if got, _ := o.records(); len(got) != 1 || got[0].fc.GetRead() != 5 {
 		t.Fatalf("cumulative counters: %v, want read 5", got)
 	}
-	// A freed block is forgotten: registered again, it is new.
-	if fc, err := r.f.FreeBlock(5, 2); err != nil || fc.GetRead() != 5 || fc.GetMajor() != 1 {
-		t.Fatalf("free = %v, %v", fc, err)
+	// A freed block's FREE carries its final counters, and the block is
+	// forgotten: registered again, it is new.
+	o.event(app5, hooksrv.EventFree, 2)
+	if _, frees := o.records(); len(frees) != 1 || frees[0].GetFaults().GetRead() != 5 || frees[0].GetFaults().GetMajor() != 1 {
+		t.Fatalf("FREE records %v, want block 5/2's with read 5 major 1", frees)
 	}
-	if err := r.f.RegisterBlock(app5, 2, 9<<20, 10<<20); err != nil {
-		t.Fatal(err)
-	}
-	r.f.flush(r.s)
-	if got, _ := r.s.take(); len(got) != 1 || got[0].id != 2 || got[0].fc.GetRead() != 0 {
-		t.Fatalf("re-registered block: %v, want it sent with zero counters", got)
+	o.event(app5, hooksrv.EventRegister, 2)
+	r.f.flush(o.a)
+	if got, _ := o.records(); len(got) != 1 || got[0].id != 2 || got[0].fc.GetRead() != 0 {
+		t.Fatalf("re-registered block: %v, want it recorded with zero counters", got)
 	}
 }
 
@@ -121,8 +197,9 @@ func TestProcessExitsBeforeSessionEnds(t *testing.T) {
 	r.t.exit(5)
 	r.f.sendEnded(r.s, time.Now())
 	got, wls := r.s.take()
-	if len(got) != 1 || got[0].id != 1 || got[0].fc.GetWrite() != 1024 {
-		t.Fatalf("exit sent %v, want the changed block 1 with 1024 writes", got)
+	sortCounters(got)
+	if len(got) != 2 || got[0].id != 1 || got[0].fc.GetWrite() != 1024 || got[1].id != 2 || got[1].fc.GetWrite() != 0 {
+		t.Fatalf("exit sent %v, want the final counters of block 1 (1024 writes) and block 2 (none)", got)
 	}
 	if len(wls) != 1 || wls[0].GetPid() != 5 || wls[0].GetMinorFaults() != 2048 || wls[0].GetAppId() != "app-1" || wls[0].GetExecutorId() != "3" {
 		t.Fatalf("exit sent workloads %v, want pid 5's last counters named app-1/3", wls)
@@ -176,6 +253,43 @@ func TestSessionEndsBeforeExit(t *testing.T) {
 	// A FREE the tracer cannot answer, with no exit report, is an error.
 	if _, err := r.f.FreeBlock(5, 1); !errors.Is(err, tracer.ErrNotTracked) {
 		t.Fatalf("free after forget: %v", err)
+	}
+}
+
+// TestExitThroughOwner: a process exits before its session ends, with the
+// annotator as the sink. The exit records the final counters that changed,
+// and the session's end gives every block a FREE record with its final
+// counters and leaves no block whose counters are recorded later.
+func TestExitThroughOwner(t *testing.T) {
+	r := newRig(t, Config{})
+	o := newOwner(r)
+	o.event(app5, hooksrv.EventRegister, 1)
+	o.event(app5, hooksrv.EventRegister, 2)
+	r.f.flush(o.a)
+	if got, _ := o.records(); len(got) != 2 {
+		t.Fatalf("first flush recorded %v, want both blocks", got)
+	}
+	r.t.fault(5, 1, tracer.Counters{Write: 1024})
+
+	r.t.exit(5)
+	r.f.sendEnded(o.a, time.Now())
+	if got, _ := o.records(); len(got) != 1 || got[0].id != 1 || got[0].fc.GetWrite() != 1024 {
+		t.Fatalf("exit recorded %v, want the changed block 1 with 1024 writes", got)
+	}
+	o.event(app5, hooksrv.EventSessionEnd, 0)
+	got, frees := o.records()
+	if len(got) != 0 || len(frees) != 2 {
+		t.Fatalf("session end recorded counters %v and %d FREE records, want none and 2", got, len(frees))
+	}
+	for _, rec := range frees {
+		id, want := rec.GetBlock().GetHookBlockId(), map[uint64]uint64{1: 1024, 2: 0}
+		if rec.GetFreeReason() != stratav1.FreeReason_FREE_REASON_SESSION_END || rec.GetFaults() == nil || rec.GetFaults().GetWrite() != want[id] {
+			t.Fatalf("FREE of block %d = %v, want session end with %d writes", id, rec, want[id])
+		}
+	}
+	r.f.flush(o.a)
+	if got, _ := o.records(); len(got) != 0 || len(r.f.finals) != 0 || o.a.Stats().LiveBlocks != 0 {
+		t.Fatalf("after the session: recorded %v, finals %v, live %d", got, r.f.finals, o.a.Stats().LiveBlocks)
 	}
 }
 
@@ -478,7 +592,7 @@ func TestWeakRanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []tracer.Range{{Start: 1<<30 + 4096, End: 1<<30 + 8192}, {Start: 1<<30 + 3*4096, End: 1<<30 + 5*4096}}
-	if got := r.t.weak[blockKey{5, 1}]; !slices.Equal(got, want) {
+	if got := r.t.weak[annotator.BlockKey{PID: 5, ID: 1}]; !slices.Equal(got, want) {
 		t.Fatalf("tracer holds %v for block 1, want %v", got, want)
 	}
 	metric := func() float64 { return scrape(t, r.f)["strata_faults_weak_ranges"] }

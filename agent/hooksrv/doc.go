@@ -32,6 +32,16 @@
 // waits on the agent: a slow Handler costs frames (Stats.DroppedByPeer),
 // never JVM time.
 //
+// # Admission state
+//
+// A session keeps, per live block id, what it checks the block's later
+// frames against and what it fills their events with: the block as
+// registered, its current range and its current walk's extent count (for
+// the caps below). That is the edge's admission state: private to the
+// session, dropped with it, read by nobody else. Which blocks are live for
+// the agent, with their ranges and walks, is the Handler's to keep (the
+// annotator's registry), built from these events.
+//
 // # Bounds
 //
 // Every limit that keeps one peer from denying service to the others —

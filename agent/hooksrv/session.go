@@ -13,8 +13,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// blockState is a live block of a session.
-type blockState struct {
+// admitted is a block the session took in: what its later frames are
+// checked against and their events carry (the package comment's admission
+// state; the Handler's registry, not this, is the agent's record of it).
+type admitted struct {
 	Block
 	vaddr, length uint64
 	extents       int // of its current walk, counted against the extent caps
@@ -38,10 +40,10 @@ type session struct {
 	log     *slog.Logger
 	info    *Session // nil until HELLO
 	pids    *pidPolicy
-	blocks  map[uint64]*blockState
-	extents int          // the current walks' extents of every block
-	pending *pendingWalk // a walk whose parts are arriving
-	dropped uint64       // last DROPPED report
+	blocks  map[uint64]*admitted // by hook block id; see admitted
+	extents int                  // the current walks' extents of every block
+	pending *pendingWalk         // a walk whose parts are arriving
+	dropped uint64               // last DROPPED report
 	sent    uint64
 	// rejected counts this session's foreign-pid frames; only the first is
 	// logged at warn level.
@@ -76,7 +78,7 @@ func (s *Server) serveConn(conn *net.UnixConn, cred *unix.Ucred) {
 		conn:   conn,
 		log:    s.log.With("peer_pid", cred.Pid, "peer_uid", cred.Uid),
 		pids:   newPIDPolicy(s.cfg.FS, uint32(cred.Pid)),
-		blocks: map[uint64]*blockState{},
+		blocks: map[uint64]*admitted{},
 	}
 	cause := ss.run(cred, accepted)
 	s.putBlocks(cred.Uid, len(ss.blocks))
@@ -240,7 +242,7 @@ func (ss *session) frame(f Frame, received time.Time) error {
 				return nil
 			}
 		}
-		bs := &blockState{Block: b.block(), vaddr: b.Vaddr, length: b.Length}
+		bs := &admitted{Block: b.block(), vaddr: b.Vaddr, length: b.Length}
 		ss.blocks[b.BlockID] = bs
 		ss.s.c.frames.Add(1)
 		ss.emitBlock(f, received, EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, bs, Event{})
@@ -400,7 +402,7 @@ func (ss *session) skipWalk(w *WalkPart) {
 // checkExtents says whether bs may hold a walk of n extents under the
 // walk's, the session's and the node's caps (the node's is only looked at
 // here; setExtents takes it).
-func (ss *session) checkExtents(bs *blockState, n int) error {
+func (ss *session) checkExtents(bs *admitted, n int) error {
 	cfg := &ss.s.cfg
 	switch {
 	case n > cfg.MaxWalkExtents:
@@ -413,7 +415,7 @@ func (ss *session) checkExtents(bs *blockState, n int) error {
 
 // setExtents makes n the extents bs's current walk holds, against the
 // node's cap.
-func (ss *session) setExtents(bs *blockState, n int) error {
+func (ss *session) setExtents(bs *admitted, n int) error {
 	if err := ss.s.takeExtents(n - bs.extents); err != nil {
 		return err
 	}
@@ -440,7 +442,7 @@ func (ss *session) deliverWalk(f Frame, received time.Time, blockID uint64, sum 
 	}})
 }
 
-func (ss *session) emitBlock(f Frame, received time.Time, kind EventKind, access stratav1.AccessKind, bs *blockState, ev Event) {
+func (ss *session) emitBlock(f Frame, received time.Time, kind EventKind, access stratav1.AccessKind, bs *admitted, ev Event) {
 	ev.Kind, ev.Access, ev.Block, ev.Vaddr, ev.Length = kind, access, bs.Block, bs.vaddr, bs.length
 	ss.emit(f, received, ev)
 }
