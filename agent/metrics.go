@@ -15,7 +15,7 @@ var Version = "dev"
 
 // newRegistry registers the parts' collectors, the log limit's count, the
 // build, the Go runtime and the process (process_resident_memory_bytes is
-// the RSS the README's bounds speak of).
+// the RSS docs/reliability.md's bounds speak of).
 func newRegistry(log *ratelog.Handler, parts ...prometheus.Collector) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "strata_build_info",

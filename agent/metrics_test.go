@@ -62,7 +62,7 @@ func parseScrape(t *testing.T, text string) map[string]*dto.MetricFamily {
 }
 
 // dashboardRuntime are the families of client_golang's process and Go
-// collectors that the dashboards and the README read.
+// collectors that the dashboards and docs/agent.md read.
 var dashboardRuntime = []string{"process_cpu_seconds_total", "process_resident_memory_bytes", "go_goroutines"}
 
 // exposition describes a scrape as the golden file does, sorted: for

@@ -12,7 +12,7 @@ import (
 
 // The bounds below keep a hostile or broken history input from crashing the
 // process (stack) or swelling it (heap). Each is far above what Hadoop or
-// Spark write; the README's Reliability section lists them.
+// Spark write; docs/reliability.md lists them.
 
 // maxNesting bounds the nesting of arrays and objects in one JSON value
 // (an event line, a rumen task, a REST response). Real inputs nest fewer
