@@ -46,6 +46,9 @@ type Config struct {
 	// CPUPolicy is the scheduling policy of the agent's threads: CPUBatch
 	// or CPUNormal.
 	CPUPolicy        string
+	// Nice is the nice value of the agent's threads (0 to 19); a thread
+	// started with a higher one keeps it.
+	Nice int
 	SampleEvery      uint32        // emit one fault event in N (0 = tracer default, 64)
 	CountersInterval time.Duration // send changed fault and workload counters, and hooked processes' resident memory, this often
 	StatsInterval    time.Duration // log counters this often (0 = never)
@@ -96,6 +99,10 @@ const (
 	CPUNormal = "normal"
 )
 
+// DefaultNice is Config.Nice's default: the agent's work waits for the
+// workload's when both want a CPU, and takes the CPU the workload leaves.
+const DefaultNice = 10
+
 // DefaultHookFilesDir is where the agent's image puts the JVM hook files.
 const DefaultHookFilesDir = "/usr/share/strata/jvmhook"
 
@@ -115,6 +122,7 @@ func Default() Config {
 		PageFlags:         "all",
 		WorkloadCounters:  "auto",
 		CPUPolicy:         CPUBatch,
+		Nice:              DefaultNice,
 		CountersInterval:  2 * time.Second,
 		StatsInterval:     time.Minute,
 		Hook:              hooksrv.DefaultConfig(),
@@ -172,6 +180,9 @@ func (c Config) Validate() error {
 		if b.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", b.name))
 		}
+	}
+	if c.Nice < 0 || c.Nice > 19 {
+		errs = append(errs, fmt.Errorf("nice = %d, want 0 to 19", c.Nice))
 	}
 	if err := c.Hook.Validate(); err != nil {
 		errs = append(errs, err)

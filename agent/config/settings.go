@@ -39,6 +39,8 @@ var settings = []setting{
 		func(c *Config) any { return &c.WorkloadCounters }},
 	{"cpu-policy", "", "scheduling of the agent's threads: batch (SCHED_BATCH: its fair share, without preempting the workload each time it wakes) or normal",
 		func(c *Config) any { return &c.CPUPolicy }},
+	{"nice", "", "nice value of the agent's threads, 0 to 19: when the workload and the agent both want a CPU, the workload goes first",
+		func(c *Config) any { return &c.Nice }},
 	{"page-flags", "", "pages that get kpageflags: all, or sampled (block pages without flags, several times faster)", func(c *Config) any { return &c.PageFlags }},
 	{"sample-every", "", "emit one sampled fault event per N faults in a block (0: the tracer's 64)", func(c *Config) any { return &c.SampleEvery }},
 	{"counters-interval", "", "send changed fault and workload counters, and hooked processes' resident memory (VmRSS, VmHWM), this often",

@@ -43,13 +43,14 @@ func threadPolicy(t *testing.T, tid int) (policy uint32, nice int32) {
 }
 
 // TestCPUPolicyBatch: every thread of the process that ran under
-// SCHED_NORMAL runs under SCHED_BATCH with its nice value, a thread started
-// under another policy keeps it, and threads started afterwards inherit
-// SCHED_BATCH.
+// SCHED_NORMAL runs under SCHED_BATCH at nice 12 or its own higher nice, a
+// thread started under another policy keeps it, and threads started
+// afterwards inherit SCHED_BATCH and nice 12 (above the agent's default 10, which
+// the package's other tests may have set).
 func TestCPUPolicyBatch(t *testing.T) {
 	idle := lockedThread(t, unix.SCHED_IDLE)
 	niced := lockedThread(t, unix.SCHED_NORMAL)
-	if err := unix.Setpriority(unix.PRIO_PROCESS, niced, 5); err != nil {
+	if err := unix.Setpriority(unix.PRIO_PROCESS, niced, 15); err != nil {
 		t.Fatal(err)
 	}
 	before := map[int]uint32{}
@@ -62,7 +63,7 @@ func TestCPUPolicyBatch(t *testing.T) {
 		}
 	})
 
-	if err := setCPUPolicy(config.CPUBatch); err != nil {
+	if err := setCPUPolicy(config.CPUBatch, 12); err != nil {
 		t.Fatal(err)
 	}
 	for _, tid := range tids(t) {
@@ -75,14 +76,17 @@ func TestCPUPolicyBatch(t *testing.T) {
 		case before[tid] == unix.SCHED_NORMAL && p != unix.SCHED_BATCH:
 			t.Errorf("thread %d: policy %d, want SCHED_BATCH (%d)", tid, p, unix.SCHED_BATCH)
 		}
-		if tid == niced && nice != 5 {
-			t.Errorf("thread %d had nice 5: %d after", tid, nice)
+		switch {
+		case tid == niced && nice != 15:
+			t.Errorf("thread %d had nice 15: %d after, want it kept", tid, nice)
+		case tid != idle && tid != niced && before[tid] == unix.SCHED_NORMAL && nice != 12:
+			t.Errorf("thread %d: nice %d, want 12", tid, nice)
 		}
 	}
 	for i := range 3 {
 		tid := lockedThread(t, unix.SCHED_NORMAL)
-		if p, _ := threadPolicy(t, tid); p != unix.SCHED_BATCH {
-			t.Errorf("thread %d started after (%d): policy %d, want SCHED_BATCH", tid, i, p)
+		if p, nice := threadPolicy(t, tid); p != unix.SCHED_BATCH || nice != 12 {
+			t.Errorf("thread %d started after (%d): policy %d nice %d, want SCHED_BATCH at 12", tid, i, p, nice)
 		}
 	}
 }
@@ -93,7 +97,7 @@ func TestCPUPolicyNormal(t *testing.T) {
 	for _, tid := range tids(t) {
 		before[tid], _ = threadPolicy(t, tid)
 	}
-	if err := setCPUPolicy(config.CPUNormal); err != nil {
+	if err := setCPUPolicy(config.CPUNormal, 0); err != nil {
 		t.Fatal(err)
 	}
 	for tid, want := range before {
@@ -101,8 +105,8 @@ func TestCPUPolicyNormal(t *testing.T) {
 			t.Errorf("thread %d: policy %d after normal, was %d", tid, a.Policy, want)
 		}
 	}
-	if cfg := config.Default(); cfg.CPUPolicy != config.CPUBatch {
-		t.Errorf("default cpu policy %q, want %q", cfg.CPUPolicy, config.CPUBatch)
+	if cfg := config.Default(); cfg.CPUPolicy != config.CPUBatch || cfg.Nice != 10 {
+		t.Errorf("default cpu policy %q nice %d, want %q at 10", cfg.CPUPolicy, cfg.Nice, config.CPUBatch)
 	}
 }
 

@@ -28,6 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <jni.h>
 #include <jvmti.h>
@@ -474,6 +477,24 @@ JNIEXPORT void JNICALL Java_org_stratatrace_hook_Native_walkMode(JNIEnv *env, jc
 	(void)cls;
 	if (mode >= STRATA_WALK_ON && mode <= STRATA_WALK_MODE_MAX)
 		reg_set_walk_mode((uint8_t)mode);
+}
+
+/* static native int lowerPriority(int nice): the calling thread's nice value
+ * raised to nice (Linux keeps it per thread); 0 or a negative errno */
+JNIEXPORT jint JNICALL Java_org_stratatrace_hook_Native_lowerPriority(JNIEnv *env, jclass cls, jint nice)
+{
+	id_t tid = (id_t)syscall(SYS_gettid);
+	int now;
+
+	(void)env;
+	(void)cls;
+	errno = 0;
+	now = getpriority(PRIO_PROCESS, tid);
+	if (now == -1 && errno != 0)
+		return -errno;
+	if (now >= nice)
+		return 0;
+	return setpriority(PRIO_PROCESS, tid, nice) == 0 ? 0 : -errno;
 }
 
 /* static native int gcEpoch(): GCs finished */

@@ -1,10 +1,12 @@
 package spark
 
 import (
+	"bytes"
 	"fmt"
 	"hash/crc32"
 	"maps"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -141,6 +143,9 @@ func runWalk(t *testing.T, c walkCase) {
 	}
 	before, beforeCols := checkResolved(t, rec, s, "cached")
 	checkManyBatches(t, s, beforeCols)
+	if n := threadNice(t, s.PID, "strata-walk"); n != 10 {
+		t.Errorf("the walker thread runs at nice %d, want walk-nice's default 10", n)
+	}
 
 	gc0 := rec.walks().gc
 	j.Proceed(t)
@@ -228,6 +233,36 @@ func runWalk(t *testing.T, c walkCase) {
 		counters["stale"] < 1 || counters["postponed"] < 1 || counters["objects"] == 0 || counters["connects"] != 2 {
 		t.Errorf("hook counters %v: want no errors, walks, a cut walk, stale and postponed walks, two connects", counters)
 	}
+}
+
+// threadNice is the nice value of pid's thread named comm (field 19 of
+// /proc/PID/task/TID/stat); the test fails when there is none.
+func threadNice(t *testing.T, pid int, comm string) int {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		c, err := os.ReadFile(filepath.Join(dir, e.Name(), "comm"))
+		if err != nil || strings.TrimSpace(string(c)) != comm {
+			continue
+		}
+		st, err := os.ReadFile(filepath.Join(dir, e.Name(), "stat"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The fields after the command's closing parenthesis: state is 3.
+		f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+		n, err := strconv.Atoi(f[19-3])
+		if err != nil {
+			t.Fatalf("%s/%s/stat: %v", dir, e.Name(), err)
+		}
+		return n
+	}
+	t.Fatalf("no thread %q in process %d", comm, pid)
+	return 0
 }
 
 // walkCount is what the hook sent of one block's walks: complete walks and

@@ -64,6 +64,12 @@ final class Native {
     static native int walk(long id, int gcEpoch, int state, long objects, long bytes, long sharedObjects,
             long sharedBytes, long opaqueObjects, long[] extents, int n);
 
+    /**
+     * Raises the calling thread's nice value to nice (Linux keeps it per
+     * thread); a higher one stays. 0 or a negative errno.
+     */
+    static native int lowerPriority(int nice);
+
     /** Sends CHECKED: every walk not marked STALE since holds at gcEpoch. */
     static native void checked(int gcEpoch);
 

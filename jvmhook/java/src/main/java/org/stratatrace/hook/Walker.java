@@ -43,7 +43,9 @@ import com.sun.management.HotSpotDiagnosticMXBean;
  * or until no collection ran for QUIET_NS, whichever comes first.
  *
  * <p>Cost: the thread spends at most walk-cpu percent of one CPU (thread CPU
- * time against wall time, with a 200 ms burst) and sleeps when over. Spark
+ * time against wall time, with a 200 ms burst) and sleeps when over; it
+ * runs at nice walk-nice (10), so that Spark's threads go first when both
+ * want a CPU. Spark
  * threads only queue a block or its end (a concurrent queue, and an unpark
  * when the walker is idle); everything else happens on strata-walk.
  *
@@ -58,6 +60,7 @@ import com.sun.management.HotSpotDiagnosticMXBean;
 final class Walker {
     static final long DEFAULT_OBJECTS = 16L << 20;
     static final int DEFAULT_CPU = 5;
+    static final int DEFAULT_NICE = 10;
     private static final long BURST_NS = 200_000_000L;
     private static final int TRIES = 3;
     private static final long IDLE_NS = TimeUnit.SECONDS.toNanos(5);
@@ -72,6 +75,7 @@ final class Walker {
     private static volatile boolean requested = true;
     private static volatile int cpuPercent = DEFAULT_CPU;
     private static volatile long objectLimit = DEFAULT_OBJECTS;
+    private static volatile int nice = DEFAULT_NICE;
 
     /** Blocks announced by Spark threads, and blocks that ended. */
     private static final ConcurrentLinkedQueue<Block> EVENTS = new ConcurrentLinkedQueue<>();
@@ -126,7 +130,7 @@ final class Walker {
 
     // ---- options and start-up (any thread)
 
-    /** Reads walk=, walk-cpu=, walk-objects=; throws on a bad value. */
+    /** Reads walk=, walk-cpu=, walk-objects=, walk-nice=; throws on a bad value. */
     static void configure(Map<String, String> opt) {
         String w = opt.getOrDefault("walk", "on");
         if (!w.equals("on") && !w.equals("off")) {
@@ -143,6 +147,11 @@ final class Walker {
             throw new IllegalArgumentException("walk-objects=" + n + ": want at least 1");
         }
         objectLimit = n;
+        int ni = Integer.parseInt(opt.getOrDefault("walk-nice", Integer.toString(DEFAULT_NICE)));
+        if (ni < 0 || ni > 19) {
+            throw new IllegalArgumentException("walk-nice=" + ni + ": want 0..19");
+        }
+        nice = ni;
     }
 
     /**
@@ -184,6 +193,10 @@ final class Walker {
         public void run() {
             Walker w = null;
             int mode = Wire.WALK_NO_LAYOUT;
+            int rc = Native.lowerPriority(nice);
+            if (rc != 0) {
+                Blocks.note("walk-nice", "walker thread keeps its priority: errno " + (-rc));
+            }
             try {
                 w = new Walker(loader);
                 mode = w.mode;
