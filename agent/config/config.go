@@ -45,10 +45,10 @@ type Config struct {
 	WorkloadCounters string
 	// CPUPolicy is the scheduling policy of the agent's threads: CPUBatch
 	// or CPUNormal.
-	CPUPolicy        string
+	CPUPolicy string
 	// Nice is the nice value of the agent's threads (0 to 19); a thread
 	// started with a higher one keeps it.
-	Nice int
+	Nice             int
 	SampleEvery      uint32        // emit one fault event in N (0 = tracer default, 64)
 	CountersInterval time.Duration // send changed fault and workload counters, and hooked processes' resident memory, this often
 	StatsInterval    time.Duration // log counters this often (0 = never)
