@@ -23,6 +23,7 @@ const UserHZ = 100
 type ProcStat struct {
 	MinorFaults, MajorFaults uint64 // minflt, majflt
 	UTime, STime             uint64 // clock ticks (UserHZ) in user and kernel mode
+	Nice                     int    // nice value, -20 to 19
 }
 
 // ProcStat reads /proc/PID/stat. A process that does not exist is
@@ -35,16 +36,27 @@ func (f FS) ProcStat(pid int) (ProcStat, error) {
 	return parseProcStat(b)
 }
 
+// TaskStat reads /proc/PID/task/TID/stat: one thread's counts and nice
+// value. A thread that does not exist is ErrProcessGone.
+func (f FS) TaskStat(pid, tid int) (ProcStat, error) {
+	b, err := os.ReadFile(f.pidPath(pid, "task/"+strconv.Itoa(tid)+"/stat"))
+	if err != nil {
+		return ProcStat{}, fmt.Errorf("read task stat: %w", gone(err))
+	}
+	return parseProcStat(b)
+}
+
 // parseProcStat reads "pid (comm) state ppid ..." (proc(5)): the command
 // may hold spaces and parentheses, so fields are counted after its last
-// ')'. minflt, majflt, utime and stime are fields 10, 12, 14 and 15.
+// ')'. minflt, majflt, utime and stime are fields 10, 12, 14 and 15, nice
+// field 19.
 func parseProcStat(b []byte) (ProcStat, error) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return ProcStat{}, fmt.Errorf("parse stat: no command: %w", ErrBadStat)
 	}
 	f := bytes.Fields(b[i+1:]) // f[0] is field 3, state
-	if len(f) < 13 {
+	if len(f) < 17 {
 		return ProcStat{}, fmt.Errorf("parse stat: %d fields: %w", len(f)+2, ErrBadStat)
 	}
 	var v [4]uint64
@@ -55,7 +67,11 @@ func parseProcStat(b []byte) (ProcStat, error) {
 		}
 		v[k] = n
 	}
-	return ProcStat{MinorFaults: v[0], MajorFaults: v[1], UTime: v[2], STime: v[3]}, nil
+	nice, err := strconv.Atoi(string(f[19-3]))
+	if err != nil {
+		return ProcStat{}, fmt.Errorf("parse stat: field 19: %w: %w", ErrBadStat, err)
+	}
+	return ProcStat{MinorFaults: v[0], MajorFaults: v[1], UTime: v[2], STime: v[3], Nice: nice}, nil
 }
 
 // TaskSched holds the scheduler counts of one thread.

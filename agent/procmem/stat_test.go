@@ -3,18 +3,22 @@ package procmem
 import (
 	"errors"
 	"os"
+	"runtime"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParseProcStat(t *testing.T) {
 	// A command with spaces and a ')' of its own, as a JVM thread may name itself.
-	b := []byte("4242 (java (main) x) S 1 4242 4242 0 -1 4194560 1500 30 7 2 250 40 5 1 20 0 61 0 12345 0 0\n")
+	b := []byte("4242 (java (main) x) S 1 4242 4242 0 -1 4194560 1500 30 7 2 250 40 5 1 30 10 61 0 12345 0 0\n")
 	got, err := parseProcStat(b)
-	want := ProcStat{MinorFaults: 1500, MajorFaults: 7, UTime: 250, STime: 40}
+	want := ProcStat{MinorFaults: 1500, MajorFaults: 7, UTime: 250, STime: 40, Nice: 10}
 	if err != nil || got != want {
 		t.Fatalf("parseProcStat = %+v, %v; want %+v", got, err, want)
 	}
-	for _, bad := range []string{"", "4242 java S 1", "1 (x) S 1 2 3", "1 (x) S 1 1 1 0 -1 0 a 0 0 0 0 0 0"} {
+	for _, bad := range []string{"", "4242 java S 1", "1 (x) S 1 2 3", "1 (x) S 1 1 1 0 -1 0 a 0 0 0 0 0 0 0 0 0 0",
+		"1 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 z 1"} {
 		if _, err := parseProcStat([]byte(bad)); !errors.Is(err, ErrBadStat) {
 			t.Errorf("parseProcStat(%q): %v, want ErrBadStat", bad, err)
 		}
@@ -54,6 +58,22 @@ func TestProcStatSelf(t *testing.T) {
 	}
 	if _, err := fs.TaskSched(os.Getpid(), os.Getpid()); err != nil {
 		t.Errorf("TaskSched(self): %v", err)
+	}
+	// A thread's own nice value (Linux keeps it per thread).
+	tid, done := make(chan int), make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // the thread ends with the goroutine
+		if err := unix.Setpriority(unix.PRIO_PROCESS, 0, 7); err != nil {
+			t.Error(err)
+		}
+		tid <- unix.Gettid()
+		<-done
+	}()
+	id := <-tid
+	st, err := fs.TaskStat(os.Getpid(), id)
+	close(done)
+	if err != nil || st.Nice != 7 {
+		t.Errorf("TaskStat of a thread at nice 7: %+v, %v", st, err)
 	}
 	if _, err := fixture.ProcStat(os.Getpid()); !errors.Is(err, ErrProcessGone) {
 		t.Errorf("ProcStat(self) under the fixture: %v, want ErrProcessGone", err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/stratatrace/strata/agent/config"
-	"github.com/stratatrace/strata/agent/procmem"
+	"github.com/stratatrace/strata/cpupolicy"
 )
 
 // preflight prepares the node for the agent before Run: the threads'
@@ -19,7 +18,7 @@ import (
 // file descriptors, and the JVM hook files copied where executors load
 // them (--install-hook).
 func preflight(cfg config.Config, log *slog.Logger) error {
-	if err := setCPUPolicy(cfg.CPUPolicy, cfg.Nice); err != nil {
+	if err := cpupolicy.Set(cfg.CPUPolicy == config.CPUBatch, cfg.Nice); err != nil {
 		log.Warn("threads keep their scheduling policy", "err", err) // only what the agent costs changes
 	}
 	warnFDs(cfg, log)
@@ -31,60 +30,6 @@ func preflight(cfg config.Config, log *slog.Logger) error {
 	}
 	log.Info("JVM hook files installed", "dir", cfg.HookInstallDir)
 	return nil
-}
-
-// setCPUPolicy puts every thread of this process that runs under
-// SCHED_NORMAL under policy (config.CPUBatch; config.CPUNormal keeps
-// SCHED_NORMAL) and gives every SCHED_NORMAL or SCHED_BATCH thread at least
-// nice; another policy the agent was started with (chrt) and a higher nice
-// value stay. Linux keeps the policy and the
-// nice value per thread and a new thread inherits its creator's, so once
-// every thread has them, the threads the Go runtime starts later have them
-// too; the thread list is read again until it shows no thread not yet set.
-func setCPUPolicy(policy string, nice int) error {
-	want := uint32(unix.SCHED_NORMAL)
-	if policy == config.CPUBatch {
-		want = unix.SCHED_BATCH
-	}
-	done := map[int]bool{}
-	for {
-		tids, err := procmem.Default().Tasks(os.Getpid())
-		if err != nil {
-			return fmt.Errorf("cpu policy: %w", err)
-		}
-		set := 0
-		for _, tid := range tids {
-			if done[tid] {
-				continue
-			}
-			done[tid] = true
-			set++
-			if err := setThreadPolicy(tid, want, nice); err != nil && !errors.Is(err, unix.ESRCH) {
-				return fmt.Errorf("cpu policy %s, nice %d for thread %d: %w", policy, nice, tid, err)
-			}
-		}
-		if set == 0 {
-			return nil
-		}
-	}
-}
-
-func setThreadPolicy(tid int, policy uint32, nice int) error {
-	a, err := unix.SchedGetAttr(tid, 0)
-	if err != nil {
-		return err
-	}
-	if a.Policy != unix.SCHED_NORMAL && a.Policy != unix.SCHED_BATCH {
-		return nil // started under another policy (chrt): kept
-	}
-	p, n := a.Policy, max(a.Nice, int32(nice))
-	if p == unix.SCHED_NORMAL {
-		p = policy
-	}
-	if p == a.Policy && n == a.Nice {
-		return nil
-	}
-	return unix.SchedSetAttr(tid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: p, Nice: n}, 0)
 }
 
 // warnFDs says when the hook session cap leaves too few file descriptors

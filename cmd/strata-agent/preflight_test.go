@@ -3,133 +3,17 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/stratatrace/strata/agent/config"
 )
 
-// lockedThread runs a goroutine on an OS thread of its own until the test
-// ends; policy, if not SCHED_NORMAL, is set on that thread first. It
-// returns the thread's id.
-func lockedThread(t *testing.T, policy uint32) int {
-	t.Helper()
-	tid, stop := make(chan int), make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // exits with the goroutine: the thread ends
-		if policy != unix.SCHED_NORMAL {
-			if err := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: policy}, 0); err != nil {
-				t.Error(err)
-			}
-		}
-		tid <- unix.Gettid()
-		<-stop
-	}()
-	t.Cleanup(func() { close(stop) })
-	return <-tid
-}
-
-func threadPolicy(t *testing.T, tid int) (policy uint32, nice int32) {
-	t.Helper()
-	a, err := unix.SchedGetAttr(tid, 0)
-	if err != nil {
-		t.Fatalf("thread %d: %v", tid, err)
-	}
-	return a.Policy, a.Nice
-}
-
-// TestCPUPolicyBatch: every thread of the process that ran under
-// SCHED_NORMAL runs under SCHED_BATCH at nice 12 or its own higher nice, a
-// thread started under another policy keeps it, and threads started
-// afterwards inherit SCHED_BATCH and nice 12 (above the agent's default 10, which
-// the package's other tests may have set).
-func TestCPUPolicyBatch(t *testing.T) {
-	idle := lockedThread(t, unix.SCHED_IDLE)
-	niced := lockedThread(t, unix.SCHED_NORMAL)
-	if err := unix.Setpriority(unix.PRIO_PROCESS, niced, 15); err != nil {
-		t.Fatal(err)
-	}
-	before := map[int]uint32{}
-	for _, tid := range tids(t) {
-		before[tid], _ = threadPolicy(t, tid)
-	}
-	t.Cleanup(func() {
-		for _, tid := range tids(t) {
-			setThreadBack(tid)
-		}
-	})
-
-	if err := setCPUPolicy(config.CPUBatch, 12); err != nil {
-		t.Fatal(err)
-	}
-	for _, tid := range tids(t) {
-		p, nice := threadPolicy(t, tid)
-		switch {
-		case tid == idle:
-			if p != unix.SCHED_IDLE {
-				t.Errorf("thread %d started under SCHED_IDLE: policy %d after, want it kept", tid, p)
-			}
-		case before[tid] == unix.SCHED_NORMAL && p != unix.SCHED_BATCH:
-			t.Errorf("thread %d: policy %d, want SCHED_BATCH (%d)", tid, p, unix.SCHED_BATCH)
-		}
-		switch {
-		case tid == niced && nice != 15:
-			t.Errorf("thread %d had nice 15: %d after, want it kept", tid, nice)
-		case tid != idle && tid != niced && before[tid] == unix.SCHED_NORMAL && nice != 12:
-			t.Errorf("thread %d: nice %d, want 12", tid, nice)
-		}
-	}
-	for i := range 3 {
-		tid := lockedThread(t, unix.SCHED_NORMAL)
-		if p, nice := threadPolicy(t, tid); p != unix.SCHED_BATCH || nice != 12 {
-			t.Errorf("thread %d started after (%d): policy %d nice %d, want SCHED_BATCH at 12", tid, i, p, nice)
-		}
-	}
-}
-
-// TestCPUPolicyNormal: "normal" changes no thread; "batch" is the default.
-func TestCPUPolicyNormal(t *testing.T) {
-	before := map[int]uint32{}
-	for _, tid := range tids(t) {
-		before[tid], _ = threadPolicy(t, tid)
-	}
-	if err := setCPUPolicy(config.CPUNormal, 0); err != nil {
-		t.Fatal(err)
-	}
-	for tid, want := range before {
-		if a, err := unix.SchedGetAttr(tid, 0); err == nil && a.Policy != want {
-			t.Errorf("thread %d: policy %d after normal, was %d", tid, a.Policy, want)
-		}
-	}
+// TestDefaultCPUPolicy: the agent runs under SCHED_BATCH at nice 10 unless
+// told otherwise.
+func TestDefaultCPUPolicy(t *testing.T) {
 	if cfg := config.Default(); cfg.CPUPolicy != config.CPUBatch || cfg.Nice != 10 {
 		t.Errorf("default cpu policy %q nice %d, want %q at 10", cfg.CPUPolicy, cfg.Nice, config.CPUBatch)
-	}
-}
-
-func tids(t *testing.T) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range ents {
-		if tid, err := strconv.Atoi(e.Name()); err == nil {
-			out = append(out, tid)
-		}
-	}
-	return out
-}
-
-// setThreadBack returns a SCHED_BATCH thread to SCHED_NORMAL (the other
-// tests of the package run in this process).
-func setThreadBack(tid int) {
-	if a, err := unix.SchedGetAttr(tid, 0); err == nil && a.Policy == unix.SCHED_BATCH {
-		_ = unix.SchedSetAttr(tid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL, Nice: a.Nice}, 0)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/stratatrace/strata/collector/server"
 	"github.com/stratatrace/strata/collector/web"
+	"github.com/stratatrace/strata/cpupolicy"
 )
 
 func main() {
@@ -58,6 +59,9 @@ func main() {
 	if err := server.Preflight(cfg); err != nil {
 		log.Error("preflight failed", "error", err)
 		os.Exit(1)
+	}
+	if err := cpupolicy.Set(false, cfg.Nice); err != nil {
+		log.Warn("threads keep their priority", "err", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err = server.Run(ctx, cfg, log, os.Stdout, server.WithHTTPHandler("/", func(d server.HTTPDeps) (http.Handler, error) {

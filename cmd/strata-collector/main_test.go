@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/stratatrace/strata/agent/procmem"
 	"github.com/stratatrace/strata/collector/store/storetest"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -84,6 +85,13 @@ func TestBinary(t *testing.T) {
 		t.Fatalf("ack = %v, %v", ack, err)
 	}
 
+	// Every thread, DuckDB's among them, yields to the work on the node.
+	for tid, nice := range threadNices(t, cmd.Process.Pid) {
+		if nice != 10 {
+			t.Errorf("thread %d of the collector at nice %d, want the default 10", tid, nice)
+		}
+	}
+
 	// SIGTERM with the Push stream still open.
 	stopAt := time.Now()
 	cmd.Process.Signal(syscall.SIGTERM)
@@ -121,4 +129,26 @@ func TestBinary(t *testing.T) {
 	if out, err := exec.Command(bin, "--version").Output(); err != nil || !strings.HasPrefix(string(out), "strata-collector ") {
 		t.Fatalf("--version: %q, %v", out, err)
 	}
+}
+
+// threadNices reads the nice value of each thread of pid.
+func threadNices(t *testing.T, pid int) map[int]int {
+	t.Helper()
+	fs := procmem.Default()
+	tids, err := fs.Tasks(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]int{}
+	for _, tid := range tids {
+		st, err := fs.TaskStat(pid, tid)
+		if errors.Is(err, procmem.ErrProcessGone) {
+			continue // the thread ended
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[tid] = st.Nice
+	}
+	return out
 }

@@ -30,6 +30,9 @@ type Config struct {
 	MemoryLimit string `json:"memory_limit"`
 	// Threads caps DuckDB's worker threads; 0 = one per core.
 	Threads int `json:"threads"`
+	// Nice is the nice value of the collector's threads (0 to 19): on a
+	// node it shares with the work it observes, that work goes first.
+	Nice int `json:"nice"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `json:"log_level"`
 	// ShutdownGrace bounds GracefulStop before open streams are cut.
@@ -118,6 +121,7 @@ func Defaults() Config {
 		StoreDir:        "/var/lib/strata/collector",
 		MemoryLimit:     "1GB",
 		LogLevel:        "info",
+		Nice:            10,
 		ShutdownGrace:   Duration(10 * time.Second),
 		HistoryInterval: Duration(time.Minute),
 
@@ -171,6 +175,7 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.StoreDir, "store-dir", c.StoreDir, "directory of the embedded database")
 	fs.StringVar(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "DuckDB memory limit, e.g. 512MB or 2GB")
 	fs.IntVar(&c.Threads, "threads", c.Threads, "DuckDB worker threads (0 = one per core)")
+	fs.IntVar(&c.Nice, "nice", c.Nice, "nice value of the collector's threads, 0 to 19: work sharing its machine goes first")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	replaced := false // a list set here replaces the file's, then repeats append
 	fs.Func("history", "job-history source to poll: a directory or a history-server URL (repeat, or separate with commas)", func(s string) error {
@@ -299,6 +304,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: listen %q is neither host:port nor unix:PATH", ErrInvalidConfig, c.Listen)
 	case c.Store != StoreDuckDB && c.Store != StoreClickHouse:
 		return fmt.Errorf("%w: store %q: want duckdb or clickhouse", ErrInvalidConfig, c.Store)
+	case c.Nice < 0 || c.Nice > 19:
+		return fmt.Errorf("%w: nice %d: want 0 to 19", ErrInvalidConfig, c.Nice)
 	case c.Store == StoreDuckDB && c.StoreDir == "":
 		return fmt.Errorf("%w: empty store dir", ErrInvalidConfig)
 	case c.Store == StoreClickHouse && !strings.HasPrefix(c.ClickHouseURL, "http://") && !strings.HasPrefix(c.ClickHouseURL, "https://"):

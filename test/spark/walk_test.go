@@ -1,18 +1,17 @@
 package spark
 
 import (
-	"bytes"
 	"fmt"
 	"hash/crc32"
 	"maps"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stratatrace/strata/agent/hooksrv"
+	"github.com/stratatrace/strata/agent/procmem"
 	"github.com/stratatrace/strata/test/sparkjob"
 	"github.com/stratatrace/strata/test/testenv"
 )
@@ -235,31 +234,25 @@ func runWalk(t *testing.T, c walkCase) {
 	}
 }
 
-// threadNice is the nice value of pid's thread named comm (field 19 of
-// /proc/PID/task/TID/stat); the test fails when there is none.
+// threadNice is the nice value of pid's thread named comm; the test fails
+// when there is none.
 func threadNice(t *testing.T, pid int, comm string) int {
 	t.Helper()
-	dir := fmt.Sprintf("/proc/%d/task", pid)
-	ents, err := os.ReadDir(dir)
+	fs := procmem.Default()
+	tids, err := fs.Tasks(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range ents {
-		c, err := os.ReadFile(filepath.Join(dir, e.Name(), "comm"))
+	for _, tid := range tids {
+		c, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
 		if err != nil || strings.TrimSpace(string(c)) != comm {
 			continue
 		}
-		st, err := os.ReadFile(filepath.Join(dir, e.Name(), "stat"))
+		st, err := fs.TaskStat(pid, tid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The fields after the command's closing parenthesis: state is 3.
-		f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
-		n, err := strconv.Atoi(f[19-3])
-		if err != nil {
-			t.Fatalf("%s/%s/stat: %v", dir, e.Name(), err)
-		}
-		return n
+		return st.Nice
 	}
 	t.Fatalf("no thread %q in process %d", comm, pid)
 	return 0
