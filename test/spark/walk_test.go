@@ -284,8 +284,9 @@ func youngMoves(rec *recorder, rdd int) map[string]walkCount {
 
 // checkPostponed: the fresh RDD, cached just before young collections,
 // was moved by them (its objects were young), and the walker did not walk
-// it after every move: a block young collections keep moving waits for
-// more of them (1, 3, 7, 15) before its next walk. G1 keeps a young block
+// it after every move: a new block waits for the next young collection,
+// and one young collections keep moving for more of them (1, 3, 7, 15),
+// before its next walk. G1 keeps a young block
 // in survivor regions for several collections (moved at least twice is
 // required); ParallelGC here promotes it at its first scavenge (moved at
 // least once). Once collections stopped it was walked again, and its walk
@@ -302,8 +303,11 @@ func checkPostponed(t *testing.T, rec *recorder, y walkStep, parts int, moves ma
 		if c.stale >= want {
 			moved++
 		}
-		if c.stale >= 2 && c.walks > c.stale {
-			t.Errorf("young: block %s: %d walks for %d moves by young GCs: walked again after every move", name, c.walks, c.stale)
+		// Walked after young collections 1, 3 and 7 when each moves it;
+		// walked after every move, it would be 9 times in 8 collections.
+		if c.stale >= 2 && 2*c.walks > y.YoungGCs {
+			t.Errorf("young: block %s: %d walks in %d young GCs that moved it %d times: walked again after most moves",
+				name, c.walks, y.YoungGCs, c.stale)
 		}
 	}
 	if len(moves) == 0 || moved == 0 {

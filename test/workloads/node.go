@@ -263,18 +263,22 @@ const drainPoll = 500 * time.Millisecond
 // CPU is the CPU time the agent and the collector have used since they
 // were last started (0 when the node is down).
 func (n *Node) CPU() (time.Duration, error) {
+	agent, collector, err := n.CPUs()
+	return agent + collector, err
+}
+
+// CPUs is CPU's two parts: the agent's and the collector's.
+func (n *Node) CPUs() (agent, collector time.Duration, err error) {
 	if !n.IsUp() {
-		return 0, nil
+		return 0, 0, nil
 	}
-	var sum time.Duration
-	for _, p := range []*testenv.Proc{n.agent, n.collector} {
-		c, err := p.CPU()
-		if err != nil {
-			return 0, err
-		}
-		sum += c
+	if agent, err = n.agent.CPU(); err != nil {
+		return 0, 0, err
 	}
-	return sum, nil
+	if collector, err = n.collector.CPU(); err != nil {
+		return 0, 0, err
+	}
+	return agent, collector, nil
 }
 
 // Strata runs the strata CLI against the node's collector.

@@ -161,7 +161,7 @@ func RunPairs(ctx context.Context, e Env, pc PairsConfig) (Paired, error) {
 				return p, fmt.Errorf("%s: %w\n%s", pc.Workload, err, pc.Node.Logs())
 			}
 			quiesce()
-			before, err := pc.Node.CPU()
+			agent0, coll0, err := pc.Node.CPUs()
 			if err != nil {
 				return p, err
 			}
@@ -178,11 +178,12 @@ func RunPairs(ctx context.Context, e Env, pc PairsConfig) (Paired, error) {
 					return p, fmt.Errorf("%s: %w\n%s", pc.Workload, err, pc.Node.Logs())
 				}
 			}
-			after, err := pc.Node.CPU()
+			agent1, coll1, err := pc.Node.CPUs()
 			if err != nil {
 				return p, err
 			}
-			cpu := r.CPU + after - before
+			agent, coll := agent1-agent0, coll1-coll0
+			cpu := r.CPU + agent + coll
 			if traced {
 				p.WallWith, p.CPUWith, p.Traced = append(p.WallWith, r.Wall), append(p.CPUWith, cpu), r
 				p.PhasesWith = append(p.PhasesWith, r.Phases)
@@ -195,8 +196,13 @@ func RunPairs(ctx context.Context, e Env, pc PairsConfig) (Paired, error) {
 				if traced {
 					kind = "traced"
 				}
-				fmt.Fprintf(pc.Progress, "  %-18s %-6s wall %5.1f s  cpu %5.1f s  (%s)  %s\n", pc.Workload, kind,
-					r.Wall.Seconds(), cpu.Seconds(), r.Phases, r.App)
+				hook := ""
+				if traced {
+					hook = fmt.Sprintf("  hook: sent %d dropped %d walks %d stale %d postponed %d walk-cpu %d ms", r.Hook["sent"], r.Hook["dropped"],
+						r.Hook["walks"], r.Hook["stale"], r.Hook["postponed"], r.Hook["walk-cpu-ms"])
+				}
+				fmt.Fprintf(pc.Progress, "  %-18s %-6s wall %5.1f s  cpu %5.1f s (agent %.2f, collector %.2f)  (%s)  %s%s\n", pc.Workload, kind,
+					r.Wall.Seconds(), cpu.Seconds(), agent.Seconds(), coll.Seconds(), r.Phases, r.App, hook)
 			}
 		}
 	}

@@ -34,7 +34,9 @@ import com.sun.management.HotSpotDiagnosticMXBean;
  * are sent as STALE and walked again; then CHECKED says every other walk
  * holds at the collections' epoch.
  *
- * <p>When a stale block is walked again: at once after a full collection
+ * <p>A new block is first walked after the next young collection (which
+ * moves its new objects) or once no collection ran for QUIET_NS, whichever
+ * comes first. When a stale block is walked again: at once after a full collection
  * (its objects are old now), and after a young one when a walk of the block
  * once held across a young collection (its objects are old; a mixed
  * collection moved them). A block whose objects are still young, which
@@ -412,7 +414,9 @@ final class Walker {
             if (b.dead) {
                 drop(b);
             } else if (known.add(b)) {
-                enqueue(b);
+                // Its objects are new: the next young collection moves them.
+                b.dueYoung = youngs + 1;
+                waiting.add(b);
             }
         }
     }
