@@ -77,6 +77,7 @@ func Contract(t *testing.T, be Backend) {
 		{"SearchJobs", testSearchJobs},
 		{"AppsRDDsOccupancy", testAppsRDDsOccupancy},
 		{"PhysMap", testPhysMap},
+		{"Moment", testMoment},
 		{"UIChunksAndSplits", testUIChunksAndSplits},
 		{"Report", testReport},
 		{"ProcessMemoryValidated", testProcessMemoryValidated},
