@@ -120,7 +120,7 @@ func (h *Handler) apiBlocks(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	blocks, err := h.q.Blocks(r.Context(), r.PathValue("app"), rdd)
+	blocks, err := h.q.Blocks(r.Context(), r.PathValue("app"), rdd, 0)
 	if err != nil {
 		return nil, err
 	}

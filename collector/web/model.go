@@ -184,9 +184,11 @@ type bufferView struct {
 	Label  string
 }
 
-// blockViews returns what Strata resolved of each block of one RDD.
-func (h *Handler) blockViews(ctx context.Context, app string, rdd int32) ([]blockView, error) {
-	blocks, err := h.q.Blocks(ctx, app, rdd)
+// blockViews returns what Strata resolved of each block of one RDD: of
+// those live at the moment atNs, or with 0 each as last resolved while
+// live.
+func (h *Handler) blockViews(ctx context.Context, app string, rdd int32, atNs int64) ([]blockView, error) {
+	blocks, err := h.q.Blocks(ctx, app, rdd, atNs)
 	if err != nil {
 		return nil, err
 	}

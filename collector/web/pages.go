@@ -283,7 +283,7 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	resolved, err := h.blockViews(r.Context(), id, rdd)
+	resolved, err := h.blockViews(r.Context(), id, rdd, 0)
 	if err != nil {
 		return "", nil, err
 	}
