@@ -18,10 +18,10 @@ import (
 // Users name the moment as ParseMoment reads it; MomentWords says which
 // moment is shown and why.
 
-// AtMetadata is the gRPC request metadata key that asks Trace for one
-// moment (its value as ParseMoment reads it), and MomentMetadata the
-// response header key Trace then answers with MomentWords: TraceRequest
-// has no field for it.
+// AtMetadata is the gRPC request metadata key that asks Trace or Numa for
+// one moment (its value as ParseMoment reads it), and MomentMetadata the
+// response header key they then answer with MomentWords: their requests
+// have no field for it.
 const (
 	AtMetadata     = "strata-at"
 	MomentMetadata = "strata-moment"
@@ -81,13 +81,12 @@ func MomentWords(m store.Moment) string {
 			s += ": the application is running"
 		}
 		s += ", its RDDs hold " + ByteSize(m.Bytes)
-		return s
 	case store.MomentPeak:
 		s = "the moment its RDDs held the most: " + momentTime(m) + ", " + ByteSize(m.Bytes)
 	default:
 		s = momentTime(m) + ": its RDDs held " + ByteSize(m.Bytes)
 		if m.PeakNs != 0 {
-			s += " (at most " + ByteSize(m.PeakBytes) + ", at +" + time.Duration(m.PeakNs-m.FirstNs).String() + ")"
+			s += " (at most " + ByteSize(m.PeakBytes) + ", at " + sinceStart(m.PeakNs-m.FirstNs) + ")"
 		}
 	}
 	if m.Ended {
@@ -98,7 +97,18 @@ func MomentWords(m store.Moment) string {
 
 // momentTime is m's time in UTC and after the app's first record.
 func momentTime(m store.Moment) string {
-	return time.Unix(0, m.AtNs).UTC().Format("2006-01-02 15:04:05.000 MST") + " (+" + time.Duration(m.AtNs-m.FirstNs).String() + ")"
+	return time.Unix(0, m.AtNs).UTC().Format("2006-01-02 15:04:05.000 MST") + " (" + sinceStart(m.AtNs-m.FirstNs) + ")"
+}
+
+// sinceStart is an offset from the app's first record to the millisecond,
+// as ParseMoment reads it back: "+4.5s", "-1ms" (before the start). It is
+// ASCII, as a gRPC or HTTP header value must be.
+func sinceStart(ns int64) string {
+	d := time.Duration(ns).Round(time.Millisecond)
+	if d < 0 {
+		return d.String()
+	}
+	return "+" + d.String()
 }
 
 // ByteSize is b in binary units as `strata` and the web UI print them:
@@ -116,35 +126,17 @@ func ByteSize(b uint64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
 }
 
-// TraceAtEach calls fn for each page of the records the blocks live at
-// the moment at (ParseMoment; "" is the app's default moment) hold then,
-// in Trace's order, and returns the moment. Now (a running app's default)
-// is the state after the app's last lifecycle record.
-func (s *Service) TraceAtEach(ctx context.Context, req *stratav1.TraceRequest, at string, fn func(*stratav1.TracePage) error) (store.Moment, error) {
-	m, q, err := s.traceQueryAt(ctx, req, at)
-	if err != nil {
-		return m, err
-	}
-	return m, s.store.Trace(ctx, q, fn)
+// TraceMomentEach calls fn for each page of the records the blocks live
+// at moment m (from Moment) hold then, in Trace's order. Now (a running
+// app's default) is the state after the app's last lifecycle record.
+func (s *Service) TraceMomentEach(ctx context.Context, req *stratav1.TraceRequest, m store.Moment, fn func(*stratav1.TracePage) error) error {
+	q := store.TraceQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, Limit: req.GetLimit(), At: m.Time()}
+	return s.store.Trace(ctx, q, fn)
 }
 
-// traceQueryAt resolves the moment at of req's app and returns it with
-// the trace question at it.
-func (s *Service) traceQueryAt(ctx context.Context, req *stratav1.TraceRequest, at string) (store.Moment, store.TraceQuery, error) {
-	m, err := s.Moment(ctx, req.GetAppId(), at)
-	if err != nil {
-		return m, store.TraceQuery{}, err
-	}
-	q := store.TraceQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, Limit: req.GetLimit(), At: m.AtNs}
-	if q.At == 0 {
-		q.At = m.LastNs
-	}
-	return m, q, nil
-}
-
-// traceAt is the moment a Trace call asks for in its metadata
-// (AtMetadata), and whether it asks for one.
-func traceAt(ctx context.Context) (string, bool) {
+// askedMoment is the moment a call asks for in its metadata (AtMetadata),
+// and whether it asks for one.
+func askedMoment(ctx context.Context) (string, bool) {
 	md, ok := metadata.FromIncomingContext(ctx)
 	if !ok {
 		return "", false
@@ -160,12 +152,21 @@ func traceAt(ctx context.Context) (string, bool) {
 // sending MomentWords as the response header MomentMetadata.
 func (s *Service) traceMoment(req *stratav1.TraceRequest, at string, stream grpc.ServerStreamingServer[stratav1.TracePage]) error {
 	ctx := stream.Context()
-	m, q, err := s.traceQueryAt(ctx, req, at)
+	m, err := s.Moment(ctx, req.GetAppId(), at)
 	if err != nil {
 		return err
 	}
 	if err := stream.SendHeader(metadata.Pairs(MomentMetadata, MomentWords(m))); err != nil {
 		return err
 	}
-	return s.store.Trace(ctx, q, stream.Send)
+	return s.TraceMomentEach(ctx, req, m, stream.Send)
+}
+
+// NumaMoment counts the pages of the blocks live at moment m (from
+// Moment) per RDD per NUMA node; now is Numa's answer.
+func (s *Service) NumaMoment(ctx context.Context, app string, m store.Moment) ([]*stratav1.NumaRow, error) {
+	if m.AtNs == 0 {
+		return s.store.Numa(ctx, app)
+	}
+	return s.store.NumaAt(ctx, app, m.AtNs)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -38,7 +39,7 @@ func (s *Service) Register(srv grpc.ServiceRegistrar) { stratav1.RegisterQuerySe
 // records the blocks live then hold, with MomentWords in the response
 // header (MomentMetadata).
 func (s *Service) Trace(req *stratav1.TraceRequest, stream grpc.ServerStreamingServer[stratav1.TracePage]) error {
-	if at, ok := traceAt(stream.Context()); ok {
+	if at, ok := askedMoment(stream.Context()); ok {
 		return s.traceMoment(req, at, stream)
 	}
 	return s.TraceEach(stream.Context(), req, stream.Send)
@@ -64,9 +65,21 @@ func (s *Service) RecordsEach(ctx context.Context, req *stratav1.RecordsRequest,
 	return s.store.Records(ctx, q, fn)
 }
 
-// Numa returns pages per NUMA node per RDD.
+// Numa returns pages per NUMA node per RDD of the blocks live now, or
+// when the call's metadata names a moment (AtMetadata) of those live
+// then, with MomentWords in the response header (MomentMetadata).
 func (s *Service) Numa(ctx context.Context, req *stratav1.NumaRequest) (*stratav1.NumaResponse, error) {
-	rows, err := s.store.Numa(ctx, req.GetAppId())
+	m := store.Moment{Kind: store.MomentNow}
+	if at, ok := askedMoment(ctx); ok {
+		var err error
+		if m, err = s.Moment(ctx, req.GetAppId(), at); err != nil {
+			return nil, err
+		}
+		if err := grpc.SetHeader(ctx, metadata.Pairs(MomentMetadata, MomentWords(m))); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := s.NumaMoment(ctx, req.GetAppId(), m)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // Looking back: what an application's blocks held at one moment of its
@@ -75,6 +76,15 @@ type Moment struct {
 	Bytes, Pages uint64
 }
 
+// Time is the moment in unix nanoseconds: AtNs, or for now the app's
+// last lifecycle record (what is live now is the state after it).
+func (m Moment) Time() int64 {
+	if m.AtNs == 0 {
+		return m.LastNs
+	}
+	return m.AtNs
+}
+
 // Moment resolves mq to a moment of the app's life; see MomentQuery and
 // the comment at the top of this file. An app without lifecycle records
 // is ErrNotFound; a moment asked for before the app's first record or
@@ -83,37 +93,12 @@ func (q *querier) Moment(ctx context.Context, mq MomentQuery) (Moment, error) {
 	if err := q.check(mq.AppID); err != nil {
 		return Moment{}, fmt.Errorf("moment: %w", err)
 	}
-	d := q.src
-	scope := lifecycleScope(d, mq.AppID)
-	var m Moment
-	var n uint64
-	err := q.each(ctx, d.sel("min(time_ns), max(time_ns), count(*)")+" FROM records WHERE "+scope,
-		func(r row) { m.FirstNs, m.LastNs, n = r.i64(), r.i64(), r.u64() })
-	if err != nil {
-		return Moment{}, fmt.Errorf("query moment %s: %w", mq.AppID, err)
-	}
-	if n == 0 {
-		return Moment{}, fmt.Errorf("moment %s: %w: no lifecycle records", mq.AppID, ErrNotFound)
-	}
-	// Live buffers now, as RDDs counts live blocks: a buffer's latest
-	// records do not include a free.
-	free := "access_kind = " + itoa(accessFree)
-	live := d.sel("count(*)") + ` FROM (
-	SELECT executor_id, pid, block_id, chunk, ` + d.argMax() + `(f, time_ns) AS freed FROM (
-		SELECT executor_id, pid, block_id, chunk, time_ns, max(CASE WHEN ` + free + ` THEN 1 ELSE 0 END) AS f
-		FROM records WHERE ` + scope + ` GROUP BY executor_id, pid, block_id, chunk, time_ns
-	)` + d.as("bt") + ` GROUP BY executor_id, pid, block_id, chunk
-)` + d.as("bf") + ` WHERE freed = 0`
-	var liveBufs uint64
-	if err := q.each(ctx, live, func(r row) { liveBufs = r.u64() }); err != nil {
-		return Moment{}, fmt.Errorf("query live buffers %s: %w", mq.AppID, err)
-	}
-	m.Ended = liveBufs == 0
-	steps, _, _, _, err := q.heldSteps(ctx, mq.AppID)
+	base, err := q.momentBase(ctx, mq.AppID)
 	if err != nil {
 		return Moment{}, err
 	}
-	held := heldTotals(steps)
+	m := Moment{FirstNs: base.first, LastNs: base.last, Ended: base.ended}
+	held := base.held
 	for _, h := range held {
 		if h.bytes > int64(m.PeakBytes) {
 			m.PeakNs, m.PeakBytes, m.PeakPages = h.t, uint64(h.bytes), uint64(max(h.pages, 0))
@@ -154,6 +139,81 @@ func (q *querier) Moment(ctx context.Context, mq MomentQuery) (Moment, error) {
 		m.Bytes, m.Pages = uint64(max(held[i-1].bytes, 0)), uint64(max(held[i-1].pages, 0))
 	}
 	return m, nil
+}
+
+// momentBase is what Moment reads of an app, whatever the moment asked:
+// its first and last lifecycle record, whether it has ended, and what its
+// cached blocks held over time. It is kept per app until a batch of the
+// app may have been stored (the physical map's stamp), so a map redrawn
+// at each zoom or moment does not read it again.
+type momentBase struct {
+	stamp       int64
+	first, last int64
+	ended       bool
+	held        []heldTotal
+}
+
+// momentCache keeps the latest momentBases.
+type momentCache struct {
+	mu   sync.Mutex
+	apps map[string]*momentBase
+}
+
+// momentCacheApps bounds the apps momentCache keeps.
+const momentCacheApps = 8
+
+// momentBase returns app's momentBase, read again when a batch of it may
+// have been stored since it was kept.
+func (q *querier) momentBase(ctx context.Context, app string) (*momentBase, error) {
+	stamp, err := q.src.physStamp(ctx, app)
+	if err != nil {
+		return nil, fmt.Errorf("moment %s: %w", app, err)
+	}
+	c := &q.moments
+	c.mu.Lock()
+	b := c.apps[app]
+	c.mu.Unlock()
+	if b != nil && b.stamp == stamp {
+		return b, nil
+	}
+	d := q.src
+	scope := lifecycleScope(d, app)
+	b = &momentBase{stamp: stamp}
+	var n uint64
+	err = q.each(ctx, d.sel("min(time_ns), max(time_ns), count(*)")+" FROM records WHERE "+scope,
+		func(r row) { b.first, b.last, n = r.i64(), r.i64(), r.u64() })
+	if err != nil {
+		return nil, fmt.Errorf("query moment %s: %w", app, err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("moment %s: %w: no lifecycle records", app, ErrNotFound)
+	}
+	// Live buffers now, as RDDs counts live blocks: a buffer's latest
+	// records do not include a free.
+	free := "access_kind = " + itoa(accessFree)
+	live := d.sel("count(*)") + ` FROM (
+	SELECT executor_id, pid, block_id, chunk, ` + d.argMax() + `(f, time_ns) AS freed FROM (
+		SELECT executor_id, pid, block_id, chunk, time_ns, max(CASE WHEN ` + free + ` THEN 1 ELSE 0 END) AS f
+		FROM records WHERE ` + scope + ` GROUP BY executor_id, pid, block_id, chunk, time_ns
+	)` + d.as("bt") + ` GROUP BY executor_id, pid, block_id, chunk
+)` + d.as("bf") + ` WHERE freed = 0`
+	var liveBufs uint64
+	if err := q.each(ctx, live, func(r row) { liveBufs = r.u64() }); err != nil {
+		return nil, fmt.Errorf("query live buffers %s: %w", app, err)
+	}
+	b.ended = liveBufs == 0
+	steps, _, _, _, err := q.heldSteps(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	b.held = heldTotals(steps)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.apps == nil || len(c.apps) >= momentCacheApps {
+		c.apps = map[string]*momentBase{}
+	}
+	c.apps[app] = b
+	return b, nil
 }
 
 // heldTotal is what every cached block of an app held together from time

@@ -191,6 +191,9 @@ type UIReader interface {
 	// the blocks live then, each buffer as its latest record that holds
 	// by then resolved it.
 	BlocksAt(ctx context.Context, appID string, rdd int32, at int64) ([]BlockCoverage, error)
+	// NumaAt is TraceReader.Numa at one moment (unix nanoseconds, see
+	// Moment): the pages of the blocks live then.
+	NumaAt(ctx context.Context, appID string, at int64) ([]*stratav1.NumaRow, error)
 	// Moment resolves a moment of an application's life: the one asked
 	// for, or its default (its peak once it has ended, else now), with
 	// what its cached RDD blocks held then and at their peak.

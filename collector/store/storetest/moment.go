@@ -177,6 +177,22 @@ func testMoment(t *testing.T, be Backend) {
 		if !reflect.DeepEqual(gotBlocks, wantBlocks) {
 			t.Errorf("blocks of rdd 1 at T0%+d: %v, want %v", dt, gotBlocks, wantBlocks)
 		}
+		// NumaAt: every page on node 0, counted per RDD.
+		numa, err := s.NumaAt(ctx, MomentApp, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		perRDD := map[int32]uint64{}
+		for _, id := range wantPFNs {
+			perRDD[int32(id[4]-'0')]++
+		}
+		var wantNuma []*stratav1.NumaRow
+		for _, rdd := range []int32{1, 2} {
+			if n := perRDD[rdd]; n > 0 {
+				wantNuma = append(wantNuma, &stratav1.NumaRow{RddId: rdd, NumaNode: 0, Pages: n, Bytes: n * PageSize})
+			}
+		}
+		EqualRows(t, numa, wantNuma)
 	}
 	// Now the ended app holds nothing: the map without a moment is empty.
 	pm, err := s.PhysMap(ctx, store.PhysMapQuery{AppID: MomentApp})
@@ -207,6 +223,9 @@ func testMoment(t *testing.T, be Backend) {
 	}
 	if _, err := s.BlocksAt(ctx, MomentApp, 1, 0); !errors.Is(err, store.ErrInvalidQuery) {
 		t.Errorf("blocks at 0: %v, want ErrInvalidQuery", err)
+	}
+	if _, err := s.NumaAt(ctx, MomentApp, 0); !errors.Is(err, store.ErrInvalidQuery) {
+		t.Errorf("numa at 0: %v, want ErrInvalidQuery", err)
 	}
 
 	// A running app's default moment is now; a peak it cannot name (its
