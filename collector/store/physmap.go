@@ -170,7 +170,7 @@ func (q *querier) PhysMap(ctx context.Context, pq PhysMapQuery) (*PhysMap, error
 		n = defaultMapBuckets
 	}
 	out.BucketPages = max((out.To-out.From+n-1)/n, 1)
-	hot, err := q.hotSamples(ctx, pq.AppID, m.NodeName, out.From, out.To)
+	hot, err := q.hotSamples(ctx, pq.AppID, m.NodeName, out.From, out.To, pq.At)
 	if err != nil {
 		return nil, fmt.Errorf("query fault samples %s: %w", pq.AppID, err)
 	}
