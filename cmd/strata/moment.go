@@ -21,7 +21,7 @@ type momentFlag struct {
 }
 
 // momentUsage is --at's help.
-const momentUsage = "show the blocks live at this moment of the app's life: now, peak (when its RDDs held the most), " +
+const momentUsage = "show the blocks live at moment `TIME` of the app's life: now, peak (when its RDDs held the most), " +
 	"an RFC 3339 time, or +DURATION after its start (+42s); which moment is printed to stderr"
 
 func (m *momentFlag) String() string { return m.v }
