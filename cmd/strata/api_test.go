@@ -18,14 +18,15 @@ import (
 // apiCollector starts one real collector that serves the query service
 // over gRPC and the web UI's /api/v1 over HTTP from one store, holding the
 // report scenario (storetest.App, analysed as a job), the sample as app
-// "app-pmu", the coverage scenario and the fixture jobs.
+// "app-pmu", the coverage scenario, the looking-back scenario
+// (storetest.MomentApp) and the fixture jobs.
 func apiCollector(t *testing.T) *servertest.Collector {
 	t.Helper()
 	cover := storetest.CoverageBatches()
 	for i, b := range cover {
 		b.Seq = 100 + uint64(i) // the report scenario's batches took 1 and 2
 	}
-	batches := append(reportBatches(), cover...)
+	batches := append(append(reportBatches(), cover...), storetest.MomentBatch(900))
 	jobs := append(storetest.Jobs(), reportJob())
 	c := servertest.StartWith(t, batches, jobs, func(c *server.Config) { c.HTTP = "127.0.0.1:0" },
 		server.WithHTTPHandler("/", func(d server.HTTPDeps) (http.Handler, error) { return web.New(d.Store, d.Logger) }))
@@ -113,10 +114,16 @@ func TestCLILinesAreAPIElements(t *testing.T) {
 		{"trace of a partition", []string{"trace", "--app", pmu, "--rdd", "7", "--partition", "3", "--limit", "4"},
 			"/apps/" + pmu + "/trace?rdd=7&partition=3&limit=4", "lines"},
 		{"trace with coverage", []string{"trace", "--app", storetest.CoverageApp}, "/apps/" + cover + "/trace", "lines"},
+		{"trace at a moment", []string{"trace", "--app", storetest.MomentApp, "--at", "+5s"},
+			"/apps/" + url.PathEscape(storetest.MomentApp) + "/trace?at=%2B5s", "lines"},
+		{"trace at the peak", []string{"trace", "--app", storetest.MomentApp, "--rdd", "1", "--at", "peak"},
+			"/apps/" + url.PathEscape(storetest.MomentApp) + "/trace?rdd=1&at=peak", "lines"},
 		{"report", []string{"report", "--app", storetest.App}, "/apps/" + app + "/report", "object"},
 		{"report with page walks", []string{"report", "--app", pmu}, "/apps/" + pmu + "/report", "object"},
 		{"report with coverage", []string{"report", "--app", storetest.CoverageApp}, "/apps/" + cover + "/report", "object"},
 		{"numa", []string{"numa", "--app", pmu}, "/apps/" + pmu + "/numa", ""},
+		{"numa at a moment", []string{"numa", "--app", storetest.MomentApp, "--at", "+3s"},
+			"/apps/" + url.PathEscape(storetest.MomentApp) + "/numa?at=%2B3s", ""},
 		{"faults", []string{"faults", "--app", pmu}, "/apps/" + pmu + "/faults", ""},
 		{"overhead", []string{"overhead", "--app", pmu}, "/apps/" + pmu + "/overhead", ""},
 		{"hot", []string{"hot", "--app", storetest.App, "--limit", "20"}, "/apps/" + app + "/hot?limit=20", "pages"},

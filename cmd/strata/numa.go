@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/stratatrace/strata/collector/query/jsonform"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -26,11 +27,15 @@ type appClient struct {
 }
 
 // appCommand parses the flags the per-app commands share (--collector,
-// --app, -o) and dials. It returns nil and nil after -h.
-func appCommand(name string, args []string, stderr io.Writer) (*appClient, error) {
+// --app, -o), and those extra adds, and dials. It returns nil and nil
+// after -h.
+func appCommand(name string, args []string, stderr io.Writer, extra ...func(*flag.FlagSet)) (*appClient, error) {
 	fs := flag.NewFlagSet("strata "+name, flag.ContinueOnError)
 	c := &appClient{clientFlags: addClientFlags(fs, true)}
 	fs.StringVar(&c.app, "app", "", "Spark application id (required)")
+	for _, add := range extra {
+		add(fs)
+	}
 	if ok, err := parseFlags(fs, args, stderr); !ok {
 		return nil, err
 	}
@@ -48,15 +53,18 @@ func appCommand(name string, args []string, stderr io.Writer) (*appClient, error
 }
 
 func runNuma(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, err := appCommand("numa", args, stderr)
+	var at momentFlag
+	c, err := appCommand("numa", args, stderr, func(fs *flag.FlagSet) { fs.Var(&at, "at", momentUsage+"; without it, now") })
 	if c == nil {
 		return err
 	}
 	defer c.cc.Close()
-	resp, err := c.q.Numa(ctx, &stratav1.NumaRequest{AppId: c.app})
+	var header metadata.MD
+	resp, err := c.q.Numa(at.ask(ctx), &stratav1.NumaRequest{AppId: c.app}, grpc.Header(&header))
 	if err != nil {
 		return rpcError("numa", err)
 	}
+	at.say(stderr, "numa", header)
 	out := newOutput(stdout, c.output, "RDD", "NODE", "PAGES", "BYTES")
 	for _, r := range resp.GetRows() {
 		row := jsonform.NewNuma(r)

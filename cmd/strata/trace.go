@@ -46,6 +46,8 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&rdd, "rdd", "only this RDD id")
 	fs.Var(&part, "partition", "only this partition")
 	limit := fs.Uint("limit", 0, "stop after this many pages (0 = all)")
+	var at momentFlag
+	fs.Var(&at, "at", momentUsage+"; without it, every record's pages")
 	if ok, err := parseFlags(fs, args, stderr); !ok {
 		return err
 	}
@@ -60,9 +62,16 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer cc.Close()
-	stream, err := q.Trace(ctx, &stratav1.TraceRequest{AppId: *app, RddId: rdd.v, Partition: part.v, Limit: uint32(*limit)})
+	stream, err := q.Trace(at.ask(ctx), &stratav1.TraceRequest{AppId: *app, RddId: rdd.v, Partition: part.v, Limit: uint32(*limit)})
 	if err != nil {
 		return rpcError("trace", err)
+	}
+	if at.set {
+		md, err := stream.Header()
+		if err != nil {
+			return rpcError("trace", err)
+		}
+		at.say(stderr, "trace", md)
 	}
 	out := newOutput(stdout, cf.output, "TIME", "ACCESS", "RDD", "PART", "BLOCK", "HOLDS", "PID", "VADDR", "PFN", "PADDR", "NODE", "STATE",
 		"FLAGS")

@@ -4,8 +4,16 @@
 // workload overhead, the RDD report, analysed jobs), which `strata` asks
 // over gRPC; TraceEach and RecordsEach give the same streams to a Go
 // caller, and the Go methods SearchJobs, JobTimeline, Apps, App, RDDs,
-// Occupancy, PhysMap, Blocks and BlockLife answer what the web UI asks
-// beyond the protocol. collector/web holds a Service and asks it
+// Occupancy, PhysMap, Blocks, Moment, TraceMomentEach, NumaMoment and
+// BlockLife answer what the web UI asks beyond the protocol.
+//
+// Looking back (moment.go): the map, an RDD's blocks, Trace and Numa show
+// the blocks live at one moment of an application's life, named as
+// ParseMoment reads it (now, peak, an RFC 3339 time, +DURATION after the
+// app's start) and said in MomentWords' words. Over gRPC, whose requests
+// have no field for it, Trace and Numa take the moment from the call's
+// metadata (AtMetadata) and answer which moment in the response header
+// (MomentMetadata). collector/web holds a Service and asks it
 // everything; it never reads the store itself.
 //
 // Service only registers itself; collector/server owns the grpc.Server it

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -33,8 +34,14 @@ func New(r Reader) *Service { return &Service{store: r} }
 // Register adds the service to srv.
 func (s *Service) Register(srv grpc.ServiceRegistrar) { stratav1.RegisterQueryServiceServer(srv, s) }
 
-// Trace streams one TracePage per page, paddr = pfn * page size.
+// Trace streams one TracePage per page, paddr = pfn * page size: every
+// record's, or when the call's metadata names a moment (AtMetadata) the
+// records the blocks live then hold, with MomentWords in the response
+// header (MomentMetadata).
 func (s *Service) Trace(req *stratav1.TraceRequest, stream grpc.ServerStreamingServer[stratav1.TracePage]) error {
+	if at, ok := askedMoment(stream.Context()); ok {
+		return s.traceMoment(req, at, stream)
+	}
 	return s.TraceEach(stream.Context(), req, stream.Send)
 }
 
@@ -58,9 +65,21 @@ func (s *Service) RecordsEach(ctx context.Context, req *stratav1.RecordsRequest,
 	return s.store.Records(ctx, q, fn)
 }
 
-// Numa returns pages per NUMA node per RDD.
+// Numa returns pages per NUMA node per RDD of the blocks live now, or
+// when the call's metadata names a moment (AtMetadata) of those live
+// then, with MomentWords in the response header (MomentMetadata).
 func (s *Service) Numa(ctx context.Context, req *stratav1.NumaRequest) (*stratav1.NumaResponse, error) {
-	rows, err := s.store.Numa(ctx, req.GetAppId())
+	m := store.Moment{Kind: store.MomentNow}
+	if at, ok := askedMoment(ctx); ok {
+		var err error
+		if m, err = s.Moment(ctx, req.GetAppId(), at); err != nil {
+			return nil, err
+		}
+		if err := grpc.SetHeader(ctx, metadata.Pairs(MomentMetadata, MomentWords(m))); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := s.NumaMoment(ctx, req.GetAppId(), m)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +221,12 @@ func (s *Service) PhysMap(ctx context.Context, q store.PhysMapQuery) (*store.Phy
 }
 
 // Blocks returns the Spark blocks of one RDD of an app and what Strata
-// resolved of each, ordered by partition, executor and block.
-func (s *Service) Blocks(ctx context.Context, app string, rdd int32) ([]store.BlockCoverage, error) {
+// resolved of each, ordered by partition, executor and block: at the
+// moment atNs (unix nanoseconds) the blocks live then, with 0 each block
+// as last resolved while it was live.
+func (s *Service) Blocks(ctx context.Context, app string, rdd int32, atNs int64) ([]store.BlockCoverage, error) {
+	if atNs != 0 {
+		return s.store.BlocksAt(ctx, app, rdd, atNs)
+	}
 	return s.store.Blocks(ctx, app, rdd)
 }

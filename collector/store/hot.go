@@ -83,12 +83,17 @@ FROM ` + d.sampleRuns(appID) + ` WHERE ` + cachedCond + ` AND ` + stateBit(d, pg
 	return local, remote, nil
 }
 
-// hotSamples counts app's sampled faults on machine per PFN in [from, to).
-func (q *querier) hotSamples(ctx context.Context, app, machine string, from, to uint64) (map[uint64]uint64, error) {
+// hotSamples counts app's sampled faults on machine per PFN in [from, to):
+// those up to the moment at (unix nanoseconds), or with 0 every one.
+func (q *querier) hotSamples(ctx context.Context, app, machine string, from, to uint64, at int64) (map[uint64]uint64, error) {
 	d := q.src
+	upTo := ""
+	if at != 0 {
+		upTo = ` AND time_ns <= ` + strconv.FormatInt(at, 10)
+	}
 	sel := d.sel("pfn, count(*)") + ` FROM ` + d.sampleRuns(app) + ` WHERE node_name = ` + d.lit(machine) +
 		` AND ` + stateBit(d, pgPresent) + ` != 0 AND ` + stateBit(d, pgHidden) + ` = 0` +
-		` AND pfn >= ` + strconv.FormatUint(from, 10) + ` AND pfn < ` + strconv.FormatUint(to, 10) + ` GROUP BY pfn`
+		` AND pfn >= ` + strconv.FormatUint(from, 10) + ` AND pfn < ` + strconv.FormatUint(to, 10) + upTo + ` GROUP BY pfn`
 	out := map[uint64]uint64{}
 	err := q.each(ctx, sel, func(r row) {
 		pfn, n := r.u64(), r.u64()

@@ -7,8 +7,9 @@ import (
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
-// Numa: for each live buffer of the app's blocks (liveRecsWhere), its
-// latest records that hold are taken; a freed buffer holds nothing. Its
+// Numa: for each live buffer of the app's blocks (liveRecsWhere; at a
+// moment, atRecsWhere), its latest records that hold are taken; a freed
+// buffer holds nothing. Its
 // pages are counted once per (executor, pid, page address) under their
 // NUMA node, -1 when not known (not present, or the PFN hidden). Fault
 // records are not life-cycle records: they cover one page, not the block.
@@ -19,13 +20,27 @@ import (
 
 // Numa counts an app's distinct resident pages per RDD per NUMA node.
 func (q *querier) Numa(ctx context.Context, appID string) ([]*stratav1.NumaRow, error) {
+	return q.numaAt(ctx, appID, 0)
+}
+
+// NumaAt is Numa at a moment (unix nanoseconds, see Moment): the pages of
+// the blocks live then, each buffer's latest records that hold by then.
+func (q *querier) NumaAt(ctx context.Context, appID string, at int64) ([]*stratav1.NumaRow, error) {
+	if at <= 0 {
+		return nil, fmt.Errorf("numa of %s at %d: %w: a moment is after 1970", appID, at, ErrInvalidQuery)
+	}
+	return q.numaAt(ctx, appID, at)
+}
+
+// numaAt counts the pages of the blocks live at moment at (0: now).
+func (q *querier) numaAt(ctx context.Context, appID string, at int64) ([]*stratav1.NumaRow, error) {
 	if err := q.check(appID); err != nil {
 		return nil, fmt.Errorf("numa: %w", err)
 	}
 	d := q.src
 	sel := d.sel("rdd_id, node, executor_id, pid, page_size, vaddr, pages") + ` FROM (` +
 		runsOf(d, appID, "rdd_id, "+nodeExpr(d)+" AS node, executor_id, pid, page_size, vaddr, pages", validRun,
-			liveRecsWhere(d, lifecycleScope(d, appID))) + `)
+			momentRecsWhere(d, lifecycleScope(d, appID), at)) + `)
 ORDER BY rdd_id, node, executor_id, pid, page_size, vaddr`
 	type proc struct {
 		rdd, node int32

@@ -62,11 +62,18 @@ type pfnIndex struct {
 // physMapCache keeps the latest pfnIndexes.
 type physMapCache struct {
 	mu      sync.Mutex
-	entries map[[2]string]*pfnIndex
+	entries map[physMapKey]*pfnIndex
 	clock   uint64
 }
 
-func (c *physMapCache) get(key [2]string, stamp int64) *pfnIndex {
+// physMapKey names one cached index: an app's map on one machine at one
+// moment (0: now).
+type physMapKey struct {
+	app, machine string
+	at           int64
+}
+
+func (c *physMapCache) get(key physMapKey, stamp int64) *pfnIndex {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	idx := c.entries[key]
@@ -78,20 +85,20 @@ func (c *physMapCache) get(key [2]string, stamp int64) *pfnIndex {
 	return idx
 }
 
-func (c *physMapCache) put(key [2]string, idx *pfnIndex) {
+func (c *physMapCache) put(key physMapKey, idx *pfnIndex) {
 	if len(idx.segs) > maxCachedSegments {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries == nil {
-		c.entries = map[[2]string]*pfnIndex{}
+		c.entries = map[physMapKey]*pfnIndex{}
 	}
 	c.clock++
 	idx.touched = c.clock
 	c.entries[key] = idx
 	for len(c.entries) > physMapCacheEntries {
-		var oldest [2]string
+		var oldest physMapKey
 		first := true
 		for k, e := range c.entries {
 			if first || e.touched < c.entries[oldest].touched {
@@ -135,11 +142,11 @@ func (q *querier) PhysMap(ctx context.Context, pq PhysMapQuery) (*PhysMap, error
 	if err != nil {
 		return nil, fmt.Errorf("physical map %s: %w", pq.AppID, err)
 	}
-	key := [2]string{pq.AppID, m.NodeName}
+	key := physMapKey{app: pq.AppID, machine: m.NodeName, at: pq.At}
 	idx := q.physMaps.get(key, stamp)
 	if idx == nil {
 		b := newPFNIndexBuilder(q.log, pq.AppID)
-		if err := q.physRuns(ctx, pq.AppID, m.NodeName, b.add); err != nil {
+		if err := q.physRuns(ctx, pq.AppID, m.NodeName, pq.At, b.add); err != nil {
 			return nil, fmt.Errorf("query physical map %s: %w", pq.AppID, err)
 		}
 		idx = b.finish()
@@ -163,7 +170,7 @@ func (q *querier) PhysMap(ctx context.Context, pq PhysMapQuery) (*PhysMap, error
 		n = defaultMapBuckets
 	}
 	out.BucketPages = max((out.To-out.From+n-1)/n, 1)
-	hot, err := q.hotSamples(ctx, pq.AppID, m.NodeName, out.From, out.To)
+	hot, err := q.hotSamples(ctx, pq.AppID, m.NodeName, out.From, out.To, pq.At)
 	if err != nil {
 		return nil, fmt.Errorf("query fault samples %s: %w", pq.AppID, err)
 	}
@@ -180,16 +187,16 @@ type physRun struct {
 	node         int32
 }
 
-// physRuns calls fn with each run of app's live blocks on machine (their
-// buffers' latest records that hold, as Numa takes them) that holds pages:
-// present or swapped.
-func (q *querier) physRuns(ctx context.Context, app, machine string, fn func(physRun)) error {
+// physRuns calls fn with each run of app's blocks live at moment at on
+// machine (their buffers' records that hold then: momentRecsWhere; at 0,
+// now, as Numa takes them) that holds pages: present or swapped.
+func (q *querier) physRuns(ctx context.Context, app, machine string, at int64, fn func(physRun)) error {
 	d := q.src
 	cols := "rdd_id, executor_id, block_id, state, pfn, pages, pfn_deltas, numa_node"
 	sel := d.sel(cols) + ` FROM (` + runsOf(d, app, cols,
 		` AND `+d.bit("state", int(pgPresent|pgSwapped))+` != 0`+
 			` AND pages BETWEEN 1 AND `+strconv.Itoa(stratav1.MaxRunPages),
-		liveRecsWhere(d, lifecycleScope(d, app))+` AND node_name = `+d.lit(machine)) + `)`
+		momentRecsWhere(d, lifecycleScope(d, app), at)+` AND node_name = `+d.lit(machine)) + `)`
 	return q.each(ctx, sel, func(r row) {
 		var p physRun
 		p.ref.RDDID, p.ref.ExecutorID, p.ref.BlockID = r.i32(), r.str(), r.str()

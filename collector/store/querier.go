@@ -16,6 +16,7 @@ type querier struct {
 	src      source
 	log      *slog.Logger
 	physMaps physMapCache // PhysMap's PFN indexes
+	moments  momentCache  // what Moment reads of each app
 }
 
 // source is what a backend gives the querier: its dialect, a way to run a

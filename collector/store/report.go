@@ -80,7 +80,7 @@ FROM records WHERE ` + cached + ` GROUP BY rdd_id ORDER BY rdd_id`
 	if err := q.rddFaults(ctx, appID, byRDD); err != nil {
 		return nil, err
 	}
-	bufs, err := q.lastBuffers(ctx, appID, nil)
+	bufs, err := q.lastBuffers(ctx, appID, nil, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -90,15 +90,21 @@ FROM records WHERE ` + cached + ` GROUP BY rdd_id ORDER BY rdd_id`
 
 // lastBuffers returns the buffers of app's cached blocks (of one RDD when
 // rdd is set) as last resolved (lastRecsWhere, split records taken
-// together), ordered by RDD, partition, executor, block, pid and chunk.
-func (q *querier) lastBuffers(ctx context.Context, app string, rdd *int32) ([]lastBuffer, error) {
+// together), or with at not 0 the buffers live at that moment as their
+// latest records that hold by then resolved them (atRecsWhere), ordered by
+// RDD, partition, executor, block, pid and chunk.
+func (q *querier) lastBuffers(ctx context.Context, app string, rdd *int32, at int64) ([]lastBuffer, error) {
 	d := q.src
 	scope := cachedScope(d, app)
 	if rdd != nil {
 		scope += " AND rdd_id = " + itoa(*rdd)
 	}
+	recs := lastRecsWhere(d, scope)
+	if at != 0 {
+		recs = atRecsWhere(d, scope, at)
+	}
 	sel := d.sel(`rdd_id, partition_id, executor_id, pid, block_id, chunk, hook_block_id, `+lastBufferCols) + `
-FROM records WHERE ` + lastRecsWhere(d, scope) + `
+FROM records WHERE ` + recs + `
 GROUP BY rdd_id, partition_id, executor_id, pid, block_id, chunk, hook_block_id
 ORDER BY rdd_id, partition_id, executor_id, block_id, pid, chunk`
 	var out []lastBuffer

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -247,7 +248,23 @@ func (q *querier) Blocks(ctx context.Context, appID string, rdd int32) ([]BlockC
 	if err := q.check(appID); err != nil {
 		return nil, err
 	}
-	bufs, err := q.lastBuffers(ctx, appID, &rdd)
+	bufs, err := q.lastBuffers(ctx, appID, &rdd, 0)
+	if err != nil {
+		return nil, err
+	}
+	return blocksOf(bufs), nil
+}
+
+// BlocksAt returns the Spark blocks of one of an app's RDDs live at a
+// moment (unix nanoseconds) and what Strata resolved of each then.
+func (q *querier) BlocksAt(ctx context.Context, appID string, rdd int32, at int64) ([]BlockCoverage, error) {
+	if err := q.check(appID); err != nil {
+		return nil, err
+	}
+	if at <= 0 {
+		return nil, fmt.Errorf("blocks of %s at %d: %w: a moment is after 1970", appID, at, ErrInvalidQuery)
+	}
+	bufs, err := q.lastBuffers(ctx, appID, &rdd, at)
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,10 @@ type TraceQuery struct {
 	RDD       *int32 // nil = every RDD
 	Partition *int32 // nil = every partition
 	Limit     uint32 // pages; 0 = no limit
+	// At, when not 0, is a moment (unix nanoseconds, see Moment): only
+	// the records the blocks live then hold at it, each buffer's latest
+	// record that holds by then.
+	At int64
 }
 
 // BatchAppender stores agents' batches.

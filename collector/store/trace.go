@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -13,7 +14,8 @@ import (
 // of every matching record, oldest record first (records of one time in
 // the order their batches were stored), each run expanded with
 // PageRun.Page and carrying its record's coverage; a page covered by three
-// records appears three times. A stored run that cannot be expanded (left
+// records appears three times. At a moment (TraceQuery.At) it lists only
+// the records the blocks live then hold (atRecsWhere): one snapshot. A stored run that cannot be expanded (left
 // by a collector that validated less) is skipped, and one warning per
 // query counts the skipped runs: one corrupt row never fails every trace
 // of its application.
@@ -37,6 +39,14 @@ func (q *querier) Trace(ctx context.Context, tq TraceQuery, fn func(*stratav1.Tr
 		}
 		if tq.Partition != nil {
 			w += " AND " + p + "partition_id = " + itoa(*tq.Partition)
+		}
+		if tq.At != 0 {
+			key := strings.Split(q.src.key(), ", ")
+			for i := range key {
+				key[i] = p + key[i]
+			}
+			w += " AND (" + strings.Join(key, ", ") + ") IN (SELECT " + q.src.key() + " FROM records WHERE " +
+				atRecsWhere(q.src, lifecycleScope(q.src, tq.AppID), tq.At) + ")"
 		}
 		return w
 	}

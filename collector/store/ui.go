@@ -78,11 +78,15 @@ type PhysMapQuery struct {
 	// Buckets is at most how many buckets the window is cut into (1..4096);
 	// 0 = 1024. A bucket is never narrower than one page.
 	Buckets uint32
+	// At is the moment whose live blocks the map shows, unix nanoseconds
+	// (see Moment); 0 = now.
+	At int64
 }
 
 // PhysMap is the physical memory map of PhysMapQuery: the pages the app's
-// live blocks hold (each buffer as its latest record that holds saw it:
-// a walked block's objects, not a STALE mark's array), by PFN.
+// blocks live at its moment hold (each buffer as its latest record that
+// holds by then saw it: a walked block's objects, not a STALE mark's
+// array), by PFN.
 type PhysMap struct {
 	Machine  string   `json:"machine"`
 	Machines []string `json:"machines"` // every machine holding the app's records
@@ -183,4 +187,15 @@ type UIReader interface {
 	// resolved of each (BlockCoverage), ordered by partition, executor
 	// and block.
 	Blocks(ctx context.Context, appID string, rdd int32) ([]BlockCoverage, error)
+	// BlocksAt is Blocks at one moment (unix nanoseconds, see Moment):
+	// the blocks live then, each buffer as its latest record that holds
+	// by then resolved it.
+	BlocksAt(ctx context.Context, appID string, rdd int32, at int64) ([]BlockCoverage, error)
+	// NumaAt is TraceReader.Numa at one moment (unix nanoseconds, see
+	// Moment): the pages of the blocks live then.
+	NumaAt(ctx context.Context, appID string, at int64) ([]*stratav1.NumaRow, error)
+	// Moment resolves a moment of an application's life: the one asked
+	// for, or its default (its peak once it has ended, else now), with
+	// what its cached RDD blocks held then and at their peak.
+	Moment(ctx context.Context, q MomentQuery) (Moment, error)
 }

@@ -115,24 +115,76 @@ func pathRDD(r *http.Request) (int32, error) {
 	return int32(rdd), nil
 }
 
+// apiBlocks lists an RDD's blocks, each as last resolved while it was
+// live, or with at= those live at that moment.
 func (h *Handler) apiBlocks(r *http.Request) (any, error) {
 	rdd, err := pathRDD(r)
 	if err != nil {
 		return nil, err
 	}
-	blocks, err := h.q.Blocks(r.Context(), r.PathValue("app"), rdd)
+	m, err := h.askedMoment(r)
+	if err != nil {
+		return nil, err
+	}
+	var at int64
+	if m != nil {
+		at = m.Time()
+	}
+	blocks, err := h.q.Blocks(r.Context(), r.PathValue("app"), rdd, at)
 	if err != nil {
 		return nil, err
 	}
 	return jsonform.NewResolvedBlocks(blocks), nil
 }
 
-func (h *Handler) apiNuma(r *http.Request) (any, error) {
-	resp, err := h.q.Numa(r.Context(), &stratav1.NumaRequest{AppId: r.PathValue("app")})
+// apiMoment resolves at= (ParseMoment; absent: the app's default).
+func (h *Handler) apiMoment(r *http.Request) (any, error) {
+	m, err := h.q.Moment(r.Context(), r.PathValue("app"), r.URL.Query().Get("at"))
 	if err != nil {
 		return nil, err
 	}
-	return jsonform.List(resp.GetRows(), jsonform.NewNuma), nil
+	return jsonform.NewMoment(m), nil
+}
+
+// askedMoment resolves the moment at= of r names, nil when r names none.
+func (h *Handler) askedMoment(r *http.Request) (*store.Moment, error) {
+	v := r.URL.Query()
+	if !v.Has("at") {
+		return nil, nil
+	}
+	m, err := h.q.Moment(r.Context(), r.PathValue("app"), v.Get("at"))
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// momentOf resolves the moment a page or the map shows: at (as
+// query.ParseMoment reads it; "" the app's default). An app without
+// lifecycle records has no moment but now.
+func (h *Handler) momentOf(r *http.Request, app, at string) (store.Moment, error) {
+	m, err := h.q.Moment(r.Context(), app, at)
+	if errors.Is(err, store.ErrNotFound) && at == "" {
+		return store.Moment{Kind: store.MomentNow, Default: true}, nil
+	}
+	return m, err
+}
+
+// apiNuma counts the pages of the blocks live now, or with at= of those
+// live at that moment.
+func (h *Handler) apiNuma(r *http.Request) (any, error) {
+	m, err := h.askedMoment(r)
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		m = &store.Moment{Kind: store.MomentNow}
+	}
+	rows, err := h.q.NumaMoment(r.Context(), r.PathValue("app"), *m)
+	if err != nil {
+		return nil, err
+	}
+	return jsonform.List(rows, jsonform.NewNuma), nil
 }
 
 func (h *Handler) apiFaults(r *http.Request) (any, error) {
@@ -208,11 +260,16 @@ func (h *Handler) apiMemMap(r *http.Request) (any, error) {
 		return nil, err
 	}
 	q.Buckets = uint32(b)
+	mo, err := h.momentOf(r, q.AppID, v.Get("at"))
+	if err != nil {
+		return nil, err
+	}
+	q.At = mo.AtNs
 	m, err := h.q.PhysMap(r.Context(), q)
 	if err != nil {
 		return nil, err
 	}
-	return jsonform.NewMemMap(m, rddColor), nil
+	return jsonform.NewMemMap(m, mo, rddColor), nil
 }
 
 func (h *Handler) apiBlock(r *http.Request) (any, error) {
@@ -281,6 +338,9 @@ func (h *Handler) apiRecords(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// apiTrace streams the pages of every record, or with at= those the
+// blocks live at that moment hold then, saying which moment in the
+// Strata-Moment header (query.MomentWords).
 func (h *Handler) apiTrace(w http.ResponseWriter, r *http.Request) {
 	req := &stratav1.TraceRequest{AppId: r.PathValue("app")}
 	var err error
@@ -290,11 +350,25 @@ func (h *Handler) apiTrace(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		req.Limit, err = streamLimit(r)
 	}
+	var m *store.Moment
+	if err == nil {
+		m, err = h.askedMoment(r)
+	}
 	if err != nil {
 		h.fail(w, r, err, true)
 		return
 	}
-	h.ndjson(w, r, func(send func(any) error) error {
-		return h.q.TraceEach(r.Context(), req, func(p *stratav1.TracePage) error { return send(jsonform.NewPage(p)) })
-	})
+	page := func(send func(any) error) func(*stratav1.TracePage) error {
+		return func(p *stratav1.TracePage) error { return send(jsonform.NewPage(p)) }
+	}
+	if m != nil {
+		w.Header().Set(momentHeader, query.MomentWords(*m))
+		h.ndjson(w, r, func(send func(any) error) error { return h.q.TraceMomentEach(r.Context(), req, *m, page(send)) })
+		return
+	}
+	h.ndjson(w, r, func(send func(any) error) error { return h.q.TraceEach(r.Context(), req, page(send)) })
 }
+
+// momentHeader is the response header of a trace at a moment: which
+// moment, in words.
+const momentHeader = "Strata-Moment"

@@ -253,15 +253,4 @@ func lifeChart(steps []query.LifeStep) template.HTML {
 }
 
 // bytesLabel prints a size in binary units.
-func bytesLabel(b uint64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%d B", b)
-	}
-	div, exp := uint64(unit), 0
-	for n := b / unit; n >= unit; n /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
-}
+func bytesLabel(b uint64) string { return query.ByteSize(b) }

@@ -173,8 +173,30 @@ func (h *Handler) rddRows(ctx context.Context, app string) ([]rddRow, error) {
 type blockView struct {
 	ExecutorID, BlockID string
 	SparkBytes, Bytes   uint64
+	Pages               uint64 // its buffers' pages
 	Share, Resolved     string
 	Buffers             []bufferView // by chunk
+}
+
+// momentView is the time control of a page that shows one moment of an
+// application's life (the RDD page; the memory map draws its own from
+// the API's moment).
+type momentView struct {
+	Says  string // query.MomentWords
+	Input string // at= as asked; "" the app's default
+	// SpanMs is the app's life from its first to its last lifecycle
+	// record and AtMs the moment in it, in ms (the slider); AtMs is the
+	// end for now.
+	SpanMs, AtMs int64
+}
+
+func newMomentView(m store.Moment, asked string) momentView {
+	v := momentView{Says: query.MomentWords(m), Input: asked, SpanMs: (m.LastNs - m.FirstNs) / 1e6}
+	v.AtMs = v.SpanMs
+	if m.AtNs != 0 {
+		v.AtMs = min(max((m.AtNs-m.FirstNs)/1e6, 0), v.SpanMs)
+	}
+	return v
 }
 
 // bufferView is one buffer of a block, named with what it holds.
@@ -184,9 +206,11 @@ type bufferView struct {
 	Label  string
 }
 
-// blockViews returns what Strata resolved of each block of one RDD.
-func (h *Handler) blockViews(ctx context.Context, app string, rdd int32) ([]blockView, error) {
-	blocks, err := h.q.Blocks(ctx, app, rdd)
+// blockViews returns what Strata resolved of each block of one RDD: of
+// those live at the moment atNs, or with 0 each as last resolved while
+// live.
+func (h *Handler) blockViews(ctx context.Context, app string, rdd int32, atNs int64) ([]blockView, error) {
+	blocks, err := h.q.Blocks(ctx, app, rdd, atNs)
 	if err != nil {
 		return nil, err
 	}
@@ -196,6 +220,7 @@ func (h *Handler) blockViews(ctx context.Context, app string, rdd int32) ([]bloc
 			Share: shareOf(b.ResolvedBytes, b.SparkBytes, b.ResolvedShare), Resolved: b.Resolved}
 		for _, x := range b.Buffers {
 			v.Buffers = append(v.Buffers, bufferView{Chunk: x.Chunk, Column: x.Column, Label: bufferLabel(x)})
+			v.Pages += x.Pages
 		}
 		out = append(out, v)
 	}

@@ -88,30 +88,51 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, name 
 
 const day = int64(24 * time.Hour / time.Millisecond)
 
+// The dashboard's window: the days up to the latest finished job whose
+// jobs its badges and timeline count (days=).
+const (
+	defaultWindowDays = 60
+	maxWindowDays     = 3650
+)
+
 func (h *Handler) pageDashboard(r *http.Request) (string, any, error) {
 	ctx := r.Context()
 	newest, err := h.q.SearchJobs(ctx, store.JobQuery{Limit: 1})
 	if err != nil {
 		return "", nil, err
 	}
+	days, err := parseUint("days", r.URL.Query().Get("days"), defaultWindowDays, maxWindowDays)
+	if err != nil {
+		return "", nil, err
+	}
+	days = max(days, 1)
 	data := map[string]any{"Total": newest.Total}
 	var end int64
 	if len(newest.Jobs) > 0 {
 		end = newest.Jobs[0].GetFinishUnixMs()
 	}
-	// The timeline shows the 60 days up to the latest finished job, a bar
-	// per day; the worst jobs are those of its last 7 days.
-	from := max(end-60*day, 0)
+	// The timeline and the badges count the jobs that finished in the
+	// window of days up to the latest finished job, a bar per day; the
+	// worst jobs are those of its last 7 days.
+	from := max(end-int64(days)*day, 0)
 	tl, err := h.q.JobTimeline(ctx, store.JobQuery{FinishedFrom: from}, day)
 	if err != nil {
 		return "", nil, err
 	}
 	var counts [5]uint64
+	var inWindow uint64
 	for _, b := range tl {
 		for i, c := range b.Counts {
 			counts[i] += c
+			inWindow += c
 		}
 	}
+	windows := []uint64{7, 30, 60, 90, 365}
+	if !slices.Contains(windows, days) {
+		windows = append(windows, days)
+		slices.Sort(windows)
+	}
+	data["Days"], data["Windows"], data["InWindow"] = days, windows, inWindow
 	worst, err := h.q.SearchJobs(ctx, store.JobQuery{FinishedFrom: max(end-7*day, 0), Order: store.JobsWorst, Limit: 10})
 	if err != nil {
 		return "", nil, err
@@ -234,7 +255,8 @@ func (h *Handler) pageMemory(r *http.Request) (string, any, error) {
 		return "", nil, err
 	}
 	v := r.URL.Query()
-	return "memory", map[string]any{"App": a, "Machine": v.Get("machine"), "From": v.Get("from"), "To": v.Get("to")}, nil
+	return "memory", map[string]any{"App": a, "Machine": v.Get("machine"), "From": v.Get("from"), "To": v.Get("to"),
+		"At": v.Get("at")}, nil
 }
 
 // blockRow is one block of an RDD's page.
@@ -244,12 +266,16 @@ type blockRow struct {
 	Records             uint64
 	First, Last         int64
 	LastAccess          string
-	Pages               uint64     // of its latest record
-	Resolved            *blockView // what Strata resolved of it; nil: no record with pages
+	Pages               uint64     // of its latest record; at a moment, what it held then
+	Resolved            *blockView // what Strata resolved of it; nil: no record with pages (at a moment: not live)
 }
 
 // maxRDDRecords bounds the records an RDD's page reads.
 const maxRDDRecords = 200000
+
+// lastResolved is the RDD page's at= that shows each block as last
+// resolved while it was live rather than at one moment.
+const lastResolved = "last"
 
 func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 	id := r.PathValue("app")
@@ -257,11 +283,37 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	// A running app's blocks each as last resolved while live; an ended
+	// app's at its peak; or the moment asked for (at=): the blocks as
+	// their records up to it say, and what those live then held. at=last
+	// asks for each block as last resolved while it was live, as the
+	// app's RDD table counts it.
+	asked := r.URL.Query().Get("at")
+	last, want := asked == lastResolved, asked
+	if last {
+		want = "" // the default moment, for the time control's span
+	}
+	mo, err := h.momentOf(r, id, want)
+	if err != nil {
+		return "", nil, err
+	}
+	at := mo.AtNs // a running app's default: 0, each block as last resolved
+	if !mo.Default {
+		at = mo.Time()
+	}
+	view := newMomentView(mo, asked)
+	if last {
+		at = 0
+		view.Says, view.AtMs = "each block as last resolved while it was live", view.SpanMs
+	}
 	blocks := map[[2]string]*blockRow{}
 	var n uint64
 	req := &stratav1.RecordsRequest{AppId: id, RddId: &rdd, Limit: maxRDDRecords}
 	err = h.q.RecordsEach(r.Context(), req, func(rec *stratav1.RecordRow) error {
 		n++
+		if at != 0 && rec.GetTimeUnixNano() > at {
+			return nil
+		}
 		b := rec.GetBlock()
 		k := [2]string{b.GetExecutorId(), b.GetBlockId()}
 		row := blocks[k]
@@ -283,15 +335,23 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	resolved, err := h.blockViews(r.Context(), id, rdd)
+	resolved, err := h.blockViews(r.Context(), id, rdd, at)
 	if err != nil {
 		return "", nil, err
 	}
 	rows := make([]blockRow, 0, len(blocks))
+	var live uint64
 	for k, b := range blocks {
+		if at != 0 {
+			b.Pages = 0 // only what it held at the moment
+		}
 		for i := range resolved {
 			if resolved[i].ExecutorID == k[0] && resolved[i].BlockID == k[1] {
 				b.Resolved = &resolved[i]
+				if at != 0 {
+					b.Pages = resolved[i].Pages
+					live++
+				}
 			}
 		}
 		rows = append(rows, *b)
@@ -303,7 +363,8 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 		return strings.Compare(a.ExecutorID+"/"+a.BlockID, b.ExecutorID+"/"+b.BlockID)
 	})
 	return "rdd", map[string]any{"App": id, "RDD": rdd, "Color": rddColor(rdd), "Blocks": rows,
-		"Truncated": n >= maxRDDRecords}, nil
+		"Truncated": n >= maxRDDRecords, "Moment": view, "AtMoment": at != 0,
+		"Live": live}, nil
 }
 
 func (h *Handler) pageBlock(r *http.Request) (string, any, error) {

@@ -90,6 +90,7 @@ func (h *Handler) routes() {
 		"GET /api/v1/apps/{app}/hot":                   h.apiHot,
 		"GET /api/v1/apps/{app}/occupancy":             h.apiOccupancy,
 		"GET /api/v1/apps/{app}/memmap":                h.apiMemMap,
+		"GET /api/v1/apps/{app}/moment":                h.apiMoment,
 		"GET /api/v1/apps/{app}/blocks/{exec}/{block}": h.apiBlock,
 	}
 	for pattern, fn := range api {

@@ -155,10 +155,16 @@ func TestCoverage(t *testing.T) {
 			`<div class="buffer" data-chunk="0" data-column="0">column 0 id: buffers, 5.0 KiB in 2 buffers</div>`,
 			`<div class="buffer" data-chunk="1" data-column="1">column 1 name: buffers, 6.0 KiB in 2 buffers</div>`,
 			`<td data-col="resolved">buffers 93.8 %</td>`}},
-		{"/apps/" + app + "/rdds/4", 200, []string{
+		// Each block as last resolved while live: rdd_4_0's second walk.
+		{"/apps/" + app + "/rdds/4?at=last", 200, []string{
 			`<div class="buffer" data-chunk="0">walked objects, 10.2 KiB in 210 objects (400 B shared)</div>`,
 			`<div class="buffer" data-chunk="0">walk cut: its objects, 5.9 KiB in 100 objects</div>`,
 			`<td class="num" data-col="share">86.6 %</td>`}},
+		// The ended app's default is its peak, at t3: rdd_4_0's first walk.
+		{"/apps/" + app + "/rdds/4", 200, []string{
+			`<div class="buffer" data-chunk="0">walked objects, 9.8 KiB in 200 objects (400 B shared)</div>`,
+			`<div class="buffer" data-chunk="0">walk cut: its objects, 5.9 KiB in 100 objects</div>`,
+			`<td class="num" data-col="share">83.3 %</td>`}},
 		{"/apps/" + app + "/blocks/1/rdd_4_0", 200, []string{
 			`<td data-col="holds">references only: walk pending <span class="muted">3.9 KiB</span></td>`,
 			`<td data-col="holds">references only: stale: objects moved by GC 2, walk pending <span class="muted">3.9 KiB</span></td>`,

@@ -281,5 +281,32 @@ func TestUISpark(t *testing.T) {
 				t.Errorf("RDD %d blocks cell %v after the job, want none live", r.RDD, got)
 			}
 		}
+		// Looking back: the ended job's map is not empty by default; it
+		// shows the moment its RDDs held the most, and says so.
+		var m struct {
+			Pages  uint64 `json:"pages"`
+			Hidden uint64 `json:"hidden"`
+			Moment struct {
+				Kind  string `json:"kind"`
+				Ended bool   `json:"ended"`
+				Says  string `json:"says"`
+				Pages uint64 `json:"pages"`
+			} `json:"moment"`
+		}
+		if err := getJSON(api+"/apps/"+url.PathEscape(s.App)+"/memmap", &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Moment.Kind != "peak" || !m.Moment.Ended || !strings.HasPrefix(m.Moment.Says, "the moment its RDDs held the most: ") ||
+			m.Moment.Pages == 0 || m.Pages+m.Hidden < m.Moment.Pages {
+			t.Errorf("the ended job's default map: %d pages (%d hidden), moment %+v", m.Pages, m.Hidden, m.Moment)
+		}
+		b.open(t, appPage+"/memory")
+		if bars := b.texts(t, "rect.bucket"); len(bars) == 0 {
+			t.Error("the ended job's memory map draws no bar")
+		}
+		if says := b.texts(t, ".memmap .moment-says"); len(says) != 1 || !strings.Contains(says[0], "the moment its RDDs held the most") {
+			t.Errorf("the memory page says %q", says)
+		}
+		b.shot(t, "spark-memory-after")
 	})
 }

@@ -69,6 +69,8 @@ func examples() map[string]any {
 			Faults: &stratav1.FaultCounts{Read: 5, Write: 2, Major: 1},
 			Holds:  "references only: walk pending", CoverageBytes: 4000}}}
 	color := func(int32) string { return "#1f77b4" }
+	peak := store.Moment{Kind: store.MomentPeak, Default: true, AtNs: t0, Ended: true, FirstNs: t0, LastNs: t0 + 3e9,
+		PeakNs: t0, PeakBytes: 20480, PeakPages: 5, Bytes: 20480, Pages: 5}
 	return map[string]any{
 		"page": jsonform.NewPage(&stratav1.TracePage{TimeUnixNano: t0 + 5e8, Access: stratav1.AccessKind_ACCESS_KIND_MOVE,
 			Block: exampleBlock(), Pid: 100, Vaddr: 0x7f0000003000, Pfn: 0x2000, Paddr: 0x2000000, NumaNode: 1,
@@ -107,7 +109,9 @@ func examples() map[string]any {
 			Buckets: []store.PFNBucket{{Start: 4096, End: 4104, RDDs: []store.RDDCount{{RDDID: 4, Pages: 3}}, Nodes: 1,
 				Block: &store.BlockRef{ExecutorID: "1", BlockID: "rdd_4_0", RDDID: 4}}},
 			RDDs:  []store.RDDPages{{RDDID: 4, Present: 3, Swapped: 1}},
-			Pages: 3, Runs: 1}, color),
+			Pages: 3, Runs: 1}, peak, color),
+		"moment": jsonform.NewMoment(store.Moment{Kind: store.MomentAt, AtNs: t0 + 15e8, Ended: true, FirstNs: t0, LastNs: t0 + 3e9,
+			PeakNs: t0, PeakBytes: 20480, PeakPages: 5, Bytes: 20480, Pages: 5}),
 		"life":  jsonform.NewBlockLife(life),
 		"error": jsonform.Error{Message: "application nope: not found: no records"},
 	}

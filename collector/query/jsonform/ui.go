@@ -116,17 +116,64 @@ func NewOccupancy(series []query.RDDSeries, color func(rdd int32) string) []Occu
 }
 
 // MemMap is /api/v1/apps/{app}/memmap: store.PhysMap (PFNs as numbers)
-// with the colour the UI draws each RDD in, by RDD id.
+// with the colour the UI draws each RDD in, by RDD id, and the moment of
+// the app's life it shows.
 type MemMap struct {
 	*store.PhysMap
 	Colors map[string]string `json:"colors"`
+	Moment Moment            `json:"moment"`
 }
 
-// NewMemMap is m's form, each RDD coloured by color.
-func NewMemMap(m *store.PhysMap, color func(rdd int32) string) MemMap {
-	out := MemMap{PhysMap: m, Colors: map[string]string{}}
+// NewMemMap is m's form at moment mo, each RDD coloured by color.
+func NewMemMap(m *store.PhysMap, mo store.Moment, color func(rdd int32) string) MemMap {
+	out := MemMap{PhysMap: m, Colors: map[string]string{}, Moment: NewMoment(mo)}
 	for _, r := range m.RDDs {
 		out.Colors[strconv.Itoa(int(r.RDDID))] = color(r.RDDID)
+	}
+	return out
+}
+
+// Moment is the moment of an application's life an answer shows (the
+// memory map's, an RDD's blocks', a trace's): /api/v1/apps/{app}/moment.
+type Moment struct {
+	// At is the moment; "" is now.
+	At string `json:"at"`
+	// Kind is "now", "peak" (the first time the app's cached RDD blocks
+	// held the most bytes) or "at" (a time asked for); Default says it
+	// is the app's default moment, not one asked for.
+	Kind    string `json:"kind"`
+	Default bool   `json:"default"`
+	// Says is which moment it is and why, as `strata` and the UI print it.
+	Says string `json:"says"`
+	// Ended: none of the app's blocks is live any more.
+	Ended bool `json:"ended"`
+	// First and Last are the app's first and last lifecycle record.
+	First string `json:"first"`
+	Last  string `json:"last"`
+	// Peak is when its cached RDD blocks held the most ("" never a page),
+	// PeakBytes what they held then.
+	Peak      string `json:"peak"`
+	PeakBytes uint64 `json:"peak_bytes"`
+	// Bytes and Pages are what its cached RDD blocks held at the moment.
+	Bytes uint64 `json:"bytes"`
+	Pages uint64 `json:"pages"`
+}
+
+// NewMoment is m's form.
+func NewMoment(m store.Moment) Moment {
+	out := Moment{Kind: "at", Default: m.Default, Says: query.MomentWords(m), Ended: m.Ended, First: Time(m.FirstNs),
+		Last: Time(m.LastNs), PeakBytes: m.PeakBytes, Bytes: m.Bytes, Pages: m.Pages}
+	switch m.Kind {
+	case store.MomentNow:
+		out.Kind = "now"
+	case store.MomentPeak:
+		out.Kind = "peak"
+	}
+	if m.AtNs != 0 {
+		out.At = Time(m.AtNs)
+	}
+	if m.PeakNs != 0 {
+		out.Peak = Time(m.PeakNs)
 	}
 	return out
 }

@@ -77,6 +77,7 @@ func Contract(t *testing.T, be Backend) {
 		{"SearchJobs", testSearchJobs},
 		{"AppsRDDsOccupancy", testAppsRDDsOccupancy},
 		{"PhysMap", testPhysMap},
+		{"Moment", testMoment},
 		{"UIChunksAndSplits", testUIChunksAndSplits},
 		{"Report", testReport},
 		{"ProcessMemoryValidated", testProcessMemoryValidated},
@@ -1221,6 +1222,16 @@ func testPhysMap(t *testing.T, be Backend) {
 	}
 	if want := []uint64{0x5000, 0x5001, 0x500b, 0x500c}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("pages at %x, want %x", got, want)
+	}
+	// At a moment, the faults sampled up to it: none before T0+4s.
+	for at, hot := range map[int64]uint64{T0 + 35e8: 0, T0 + 4e9: 1} {
+		m, err = s.PhysMap(ctx, store.PhysMapQuery{AppID: App, From: 0x500b, To: 0x500c, At: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Buckets) != 1 || m.Buckets[0].Hot != hot {
+			t.Fatalf("at T0%+d: buckets %+v, want one with %d sampled faults", at-T0, m.Buckets, hot)
+		}
 	}
 
 	// Two RDDs in one bucket: most pages first.

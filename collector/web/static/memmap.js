@@ -2,7 +2,12 @@
 // /api/v1/apps/{app}/memmap: PFN buckets aggregated by the collector,
 // coloured by RDD, with NUMA node spans, sampled faults and swapped pages.
 // Every element with class "memmap" gets one; its data-* attributes give
-// the app and the initial window (machine, from, to in PFNs, buckets).
+// the app and the initial window (machine, from, to in PFNs, buckets) and
+// moment (at: "" the app's default, now, peak, an RFC 3339 time or
+// +DURATION after its start). The map shows the blocks live at that
+// moment; a slider over the application's life and a text field pick
+// another.
+
 "use strict";
 (function () {
   const SVGNS = "http://www.w3.org/2000/svg";
@@ -35,6 +40,7 @@
     this.from = parsePFN(root.dataset.from);
     this.to = parsePFN(root.dataset.to);
     this.buckets = parseInt(root.dataset.buckets || "1024", 10);
+    this.at = root.dataset.at || "";
     this.deepLink = document.body.dataset.page === "memory";
     this.controls = html("div", { class: "memmap-controls" });
     this.status = html("p", { class: "memmap-status muted" });
@@ -50,6 +56,7 @@
     if (this.from !== null) p.set("from", String(this.from));
     if (this.to !== null) p.set("to", String(this.to));
     p.set("buckets", String(this.buckets));
+    if (this.at) p.set("at", this.at);
     return "/api/v1/apps/" + encodeURIComponent(this.app) + "/memmap?" + p.toString();
   };
 
@@ -76,14 +83,52 @@
     if (to <= from) to = from + 1;
     this.from = from;
     this.to = to;
-    if (this.deepLink) {
-      const p = new URLSearchParams(location.search);
-      p.set("machine", m.machine);
-      p.set("from", String(from));
-      p.set("to", String(to));
-      history.replaceState(null, "", location.pathname + "?" + p.toString());
-    }
+    this.link();
     this.load();
+  };
+
+  // link puts the window and the moment in the memory page's address.
+  MemMap.prototype.link = function () {
+    if (!this.deepLink || !this.map) return;
+    const p = new URLSearchParams(location.search);
+    p.set("machine", this.map.machine);
+    p.set("from", String(this.from));
+    p.set("to", String(this.to));
+    if (this.at) p.set("at", this.at);
+    else p.delete("at");
+    history.replaceState(null, "", location.pathname + "?" + p.toString());
+  };
+
+  // show moves the map to moment at, keeping the window.
+  MemMap.prototype.show = function (at) {
+    this.at = at;
+    this.link();
+    this.load();
+  };
+
+  // renderMoment draws the time control: what the map shows and why, a
+  // slider over the application's life (first to last lifecycle record),
+  // a field for a time, and the peak and now.
+  MemMap.prototype.renderMoment = function (mo) {
+    const c = html("div", { class: "memmap-moment" });
+    const says = html("p", { class: "moment-says" }, "Showing " + mo.says + ".");
+    const first = Date.parse(mo.first), last = Date.parse(mo.last);
+    const span = Math.max(last - first, 0);
+    const atMs = mo.at ? Math.min(Math.max(Date.parse(mo.at) - first, 0), span) : span;
+    const slider = html("input", { type: "range", class: "moment-slider", min: "0", max: String(span), value: String(atMs),
+      "aria-label": "moment after the application's start, ms" });
+    const field = html("input", { class: "moment-at", value: this.at, size: "28", placeholder: "now, peak, RFC 3339 or +42s",
+      "aria-label": "moment" });
+    slider.addEventListener("input", () => { field.value = "+" + Number(slider.value) / 1000 + "s"; });
+    slider.addEventListener("change", () => this.show("+" + Number(slider.value) / 1000 + "s"));
+    const go = html("button", { type: "button", class: "moment-go" }, "show");
+    go.addEventListener("click", () => this.show(field.value.trim()));
+    const peak = html("button", { type: "button", class: "moment-peak" }, "peak");
+    peak.addEventListener("click", () => this.show("peak"));
+    const now = html("button", { type: "button", class: "moment-now" }, "now");
+    now.addEventListener("click", () => this.show("now"));
+    c.append(says, "Moment ", slider, " ", field, go, " ", peak, now);
+    return c;
   };
 
   MemMap.prototype.renderControls = function (m) {
@@ -124,6 +169,7 @@
       if (a !== null && b !== null && b > a) this.zoom(a, b);
     });
     c.append(" PFN ", f, " – ", t, go);
+    if (m.moment) c.append(this.renderMoment(m.moment));
   };
 
   MemMap.prototype.render = function (m, ms) {
@@ -228,6 +274,7 @@
       li.append((r.rdd < 0 ? "not RDD blocks" : "RDD " + r.rdd) + ": " + r.present + " pages with a frame, " + r.swapped + " swapped");
       this.legend.append(li);
     }
+    this.root.dataset.moment = m.moment ? (m.moment.at || "now") : "";
     this.root.dataset.state = "ready";
     this.root.dataset.renderMs = String(Math.round(ms));
   };

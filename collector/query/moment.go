@@ -1,0 +1,172 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/stratatrace/strata/collector/store"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// Looking back: the physical map, an RDD's blocks and Trace show the
+// blocks live at one moment of an application's life (store.Moment).
+// Users name the moment as ParseMoment reads it; MomentWords says which
+// moment is shown and why.
+
+// AtMetadata is the gRPC request metadata key that asks Trace or Numa for
+// one moment (its value as ParseMoment reads it), and MomentMetadata the
+// response header key they then answer with MomentWords: their requests
+// have no field for it.
+const (
+	AtMetadata     = "strata-at"
+	MomentMetadata = "strata-moment"
+)
+
+// ParseMoment reads a moment as users name it (`strata trace --at`, the
+// API's at=): "" the app's default (its peak once it has ended, else
+// now), "now", "peak", an RFC 3339 time ("2023-11-14T22:13:22Z"), or a
+// duration after the app's first record ("+42s", "+1m30s"). The result
+// names no app. Anything else is store.ErrInvalidQuery.
+func ParseMoment(s string) (store.MomentQuery, error) {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "":
+		return store.MomentQuery{Want: store.MomentDefault}, nil
+	case "now":
+		return store.MomentQuery{Want: store.MomentNow}, nil
+	case "peak":
+		return store.MomentQuery{Want: store.MomentPeak}, nil
+	}
+	if rest, ok := strings.CutPrefix(s, "+"); ok {
+		d, err := time.ParseDuration(rest)
+		if err != nil || d < 0 {
+			return store.MomentQuery{}, fmt.Errorf("%w: at %q: want a duration after the app's start, e.g. +42s", store.ErrInvalidQuery, s)
+		}
+		return store.MomentQuery{Want: store.MomentAt, At: int64(d), SinceStart: true}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return store.MomentQuery{}, fmt.Errorf("%w: at %q: want now, peak, an RFC 3339 time or +DURATION after the app's start", store.ErrInvalidQuery, s)
+	}
+	if t.UnixNano() <= 0 {
+		return store.MomentQuery{}, fmt.Errorf("%w: at %q: before 1970", store.ErrInvalidQuery, s)
+	}
+	return store.MomentQuery{Want: store.MomentAt, At: t.UnixNano()}, nil
+}
+
+// Moment resolves the moment at (as ParseMoment reads it) of app.
+func (s *Service) Moment(ctx context.Context, app, at string) (store.Moment, error) {
+	mq, err := ParseMoment(at)
+	if err != nil {
+		return store.Moment{}, err
+	}
+	mq.AppID = app
+	return s.store.Moment(ctx, mq)
+}
+
+// MomentWords says which moment m is and why it is shown, in the words
+// `strata` and the web UI print: "the moment its RDDs held the most:
+// 2023-11-14 22:13:22.000 UTC (+2s), 1.2 GiB; the application has ended".
+func MomentWords(m store.Moment) string {
+	var s string
+	switch m.Kind {
+	case store.MomentNow:
+		s = "now"
+		if m.Default {
+			s += ": the application is running"
+		}
+		s += ", its RDDs hold " + ByteSize(m.Bytes)
+	case store.MomentPeak:
+		s = "the moment its RDDs held the most: " + momentTime(m) + ", " + ByteSize(m.Bytes)
+	default:
+		s = momentTime(m) + ": its RDDs held " + ByteSize(m.Bytes)
+		if m.PeakNs != 0 {
+			s += " (at most " + ByteSize(m.PeakBytes) + ", at " + sinceStart(m.PeakNs-m.FirstNs) + ")"
+		}
+	}
+	if m.Ended {
+		s += "; the application has ended"
+	}
+	return s
+}
+
+// momentTime is m's time in UTC and after the app's first record.
+func momentTime(m store.Moment) string {
+	return time.Unix(0, m.AtNs).UTC().Format("2006-01-02 15:04:05.000 MST") + " (" + sinceStart(m.AtNs-m.FirstNs) + ")"
+}
+
+// sinceStart is an offset from the app's first record to the millisecond,
+// as ParseMoment reads it back: "+4.5s", "-1ms" (before the start). It is
+// ASCII, as a gRPC or HTTP header value must be.
+func sinceStart(ns int64) string {
+	d := time.Duration(ns).Round(time.Millisecond)
+	if d < 0 {
+		return d.String()
+	}
+	return "+" + d.String()
+}
+
+// ByteSize is b in binary units as `strata` and the web UI print them:
+// "512 B", "4.0 KiB", "1.2 GiB".
+func ByteSize(b uint64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+	div, exp := uint64(unit), 0
+	for n := b / unit; n >= unit; n /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
+}
+
+// TraceMomentEach calls fn for each page of the records the blocks live
+// at moment m (from Moment) hold then, in Trace's order. Now (a running
+// app's default) is the state after the app's last lifecycle record.
+func (s *Service) TraceMomentEach(ctx context.Context, req *stratav1.TraceRequest, m store.Moment, fn func(*stratav1.TracePage) error) error {
+	q := store.TraceQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, Limit: req.GetLimit(), At: m.Time()}
+	return s.store.Trace(ctx, q, fn)
+}
+
+// askedMoment is the moment a call asks for in its metadata (AtMetadata),
+// and whether it asks for one.
+func askedMoment(ctx context.Context) (string, bool) {
+	md, ok := metadata.FromIncomingContext(ctx)
+	if !ok {
+		return "", false
+	}
+	v := md.Get(AtMetadata)
+	if len(v) == 0 {
+		return "", false
+	}
+	return v[0], true
+}
+
+// traceMoment streams Trace at the moment its metadata asks for, first
+// sending MomentWords as the response header MomentMetadata.
+func (s *Service) traceMoment(req *stratav1.TraceRequest, at string, stream grpc.ServerStreamingServer[stratav1.TracePage]) error {
+	ctx := stream.Context()
+	m, err := s.Moment(ctx, req.GetAppId(), at)
+	if err != nil {
+		return err
+	}
+	if err := stream.SendHeader(metadata.Pairs(MomentMetadata, MomentWords(m))); err != nil {
+		return err
+	}
+	return s.TraceMomentEach(ctx, req, m, stream.Send)
+}
+
+// NumaMoment counts the pages of the blocks live at moment m (from
+// Moment) per RDD per NUMA node; now is Numa's answer.
+func (s *Service) NumaMoment(ctx context.Context, app string, m store.Moment) ([]*stratav1.NumaRow, error) {
+	if m.AtNs == 0 {
+		return s.store.Numa(ctx, app)
+	}
+	return s.store.NumaAt(ctx, app, m.AtNs)
+}
