@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 
@@ -12,9 +11,9 @@ import (
 
 // momentFlag is --at: the moment of an application's life a command
 // shows (`strata trace`, `strata numa`), as query.ParseMoment reads it.
-// The requests have no field for it: it travels to the collector as the
-// call's metadata (query.AtMetadata), and the collector says which moment
-// it showed in the response header (query.MomentMetadata).
+// It travels in the request (TraceRequest.at, NumaRequest.at); the
+// collector says which moment it showed in the trace's response header
+// (query.MomentMetadata) or the numa response.
 type momentFlag struct {
 	v   string
 	set bool
@@ -34,21 +33,26 @@ func (m *momentFlag) Set(s string) error {
 	return nil
 }
 
-// ask returns ctx carrying the moment asked for, if one is.
-func (m *momentFlag) ask(ctx context.Context) context.Context {
+// at is the request's at field: the moment asked for, nil when none is.
+func (m *momentFlag) at() *string {
 	if !m.set {
-		return ctx
+		return nil
 	}
-	return metadata.AppendToOutgoingContext(ctx, query.AtMetadata, m.v)
+	return &m.v
 }
 
-// say prints to stderr which moment the collector showed, from the
-// response header md, when one was asked for.
-func (m *momentFlag) say(stderr io.Writer, cmd string, md metadata.MD) {
-	if !m.set {
-		return
+// say prints to stderr which moment the collector showed (words), when
+// one was asked for.
+func (m *momentFlag) say(stderr io.Writer, cmd, words string) {
+	if m.set && words != "" {
+		fmt.Fprintf(stderr, "strata %s: showing %s\n", cmd, words)
 	}
+}
+
+// headerWords is the moment a trace's response header says.
+func headerWords(md metadata.MD) string {
 	if says := md.Get(query.MomentMetadata); len(says) > 0 {
-		fmt.Fprintf(stderr, "strata %s: showing %s\n", cmd, says[0])
+		return says[0]
 	}
+	return ""
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 
 	"github.com/stratatrace/strata/collector/query/jsonform"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -59,12 +58,11 @@ func runNuma(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer c.cc.Close()
-	var header metadata.MD
-	resp, err := c.q.Numa(at.ask(ctx), &stratav1.NumaRequest{AppId: c.app}, grpc.Header(&header))
+	resp, err := c.q.Numa(ctx, &stratav1.NumaRequest{AppId: c.app, At: at.at()})
 	if err != nil {
 		return rpcError("numa", err)
 	}
-	at.say(stderr, "numa", header)
+	at.say(stderr, "numa", resp.GetMoment())
 	out := newOutput(stdout, c.output, "RDD", "NODE", "PAGES", "BYTES")
 	for _, r := range resp.GetRows() {
 		row := jsonform.NewNuma(r)

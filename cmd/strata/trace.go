@@ -62,7 +62,7 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer cc.Close()
-	stream, err := q.Trace(at.ask(ctx), &stratav1.TraceRequest{AppId: *app, RddId: rdd.v, Partition: part.v, Limit: uint32(*limit)})
+	stream, err := q.Trace(ctx, &stratav1.TraceRequest{AppId: *app, RddId: rdd.v, Partition: part.v, Limit: uint32(*limit), At: at.at()})
 	if err != nil {
 		return rpcError("trace", err)
 	}
@@ -71,7 +71,7 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return rpcError("trace", err)
 		}
-		at.say(stderr, "trace", md)
+		at.say(stderr, "trace", headerWords(md))
 	}
 	out := newOutput(stdout, cf.output, "TIME", "ACCESS", "RDD", "PART", "BLOCK", "HOLDS", "PID", "VADDR", "PFN", "PADDR", "NODE", "STATE",
 		"FLAGS")

@@ -10,10 +10,9 @@
 // Looking back (moment.go): the map, an RDD's blocks, Trace and Numa show
 // the blocks live at one moment of an application's life, named as
 // ParseMoment reads it (now, peak, an RFC 3339 time, +DURATION after the
-// app's start) and said in MomentWords' words. Over gRPC, whose requests
-// have no field for it, Trace and Numa take the moment from the call's
-// metadata (AtMetadata) and answer which moment in the response header
-// (MomentMetadata). collector/web holds a Service and asks it
+// app's start) and said in MomentWords' words. Over gRPC, TraceRequest
+// and NumaRequest name the moment (at); Trace says which moment in the
+// response header (MomentMetadata), Numa in its response. collector/web holds a Service and asks it
 // everything; it never reads the store itself.
 //
 // Service only registers itself; collector/server owns the grpc.Server it

@@ -18,14 +18,10 @@ import (
 // Users name the moment as ParseMoment reads it; MomentWords says which
 // moment is shown and why.
 
-// AtMetadata is the gRPC request metadata key that asks Trace or Numa for
-// one moment (its value as ParseMoment reads it), and MomentMetadata the
-// response header key they then answer with MomentWords: their requests
-// have no field for it.
-const (
-	AtMetadata     = "strata-at"
-	MomentMetadata = "strata-moment"
-)
+// MomentMetadata is the response header in which Trace says, with
+// MomentWords, which moment it streams (TraceRequest.at); Numa says it in
+// its response.
+const MomentMetadata = "strata-moment"
 
 // ParseMoment reads a moment as users name it (`strata trace --at`, the
 // API's at=): "" the app's default (its peak once it has ended, else
@@ -134,21 +130,7 @@ func (s *Service) TraceMomentEach(ctx context.Context, req *stratav1.TraceReques
 	return s.store.Trace(ctx, q, fn)
 }
 
-// askedMoment is the moment a call asks for in its metadata (AtMetadata),
-// and whether it asks for one.
-func askedMoment(ctx context.Context) (string, bool) {
-	md, ok := metadata.FromIncomingContext(ctx)
-	if !ok {
-		return "", false
-	}
-	v := md.Get(AtMetadata)
-	if len(v) == 0 {
-		return "", false
-	}
-	return v[0], true
-}
-
-// traceMoment streams Trace at the moment its metadata asks for, first
+// traceMoment streams Trace at the moment its request asks for, first
 // sending MomentWords as the response header MomentMetadata.
 func (s *Service) traceMoment(req *stratav1.TraceRequest, at string, stream grpc.ServerStreamingServer[stratav1.TracePage]) error {
 	ctx := stream.Context()

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 
 	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -35,12 +34,12 @@ func New(r Reader) *Service { return &Service{store: r} }
 func (s *Service) Register(srv grpc.ServiceRegistrar) { stratav1.RegisterQueryServiceServer(srv, s) }
 
 // Trace streams one TracePage per page, paddr = pfn * page size: every
-// record's, or when the call's metadata names a moment (AtMetadata) the
-// records the blocks live then hold, with MomentWords in the response
-// header (MomentMetadata).
+// record's, or when the request names a moment (at) the records the blocks
+// live then hold, with MomentWords in the response header
+// (MomentMetadata).
 func (s *Service) Trace(req *stratav1.TraceRequest, stream grpc.ServerStreamingServer[stratav1.TracePage]) error {
-	if at, ok := askedMoment(stream.Context()); ok {
-		return s.traceMoment(req, at, stream)
+	if req.At != nil {
+		return s.traceMoment(req, req.GetAt(), stream)
 	}
 	return s.TraceEach(stream.Context(), req, stream.Send)
 }
@@ -66,24 +65,23 @@ func (s *Service) RecordsEach(ctx context.Context, req *stratav1.RecordsRequest,
 }
 
 // Numa returns pages per NUMA node per RDD of the blocks live now, or
-// when the call's metadata names a moment (AtMetadata) of those live
-// then, with MomentWords in the response header (MomentMetadata).
+// when the request names a moment (at) of those live then, saying which
+// moment in the response's moment.
 func (s *Service) Numa(ctx context.Context, req *stratav1.NumaRequest) (*stratav1.NumaResponse, error) {
 	m := store.Moment{Kind: store.MomentNow}
-	if at, ok := askedMoment(ctx); ok {
+	words := ""
+	if req.At != nil {
 		var err error
-		if m, err = s.Moment(ctx, req.GetAppId(), at); err != nil {
+		if m, err = s.Moment(ctx, req.GetAppId(), req.GetAt()); err != nil {
 			return nil, err
 		}
-		if err := grpc.SetHeader(ctx, metadata.Pairs(MomentMetadata, MomentWords(m))); err != nil {
-			return nil, err
-		}
+		words = MomentWords(m)
 	}
 	rows, err := s.NumaMoment(ctx, req.GetAppId(), m)
 	if err != nil {
 		return nil, err
 	}
-	return &stratav1.NumaResponse{Rows: rows}, nil
+	return &stratav1.NumaResponse{Rows: rows, Moment: words}, nil
 }
 
 // Faults returns fault counters per block.

@@ -22,11 +22,16 @@ const (
 )
 
 type TraceRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AppId         string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
-	RddId         *int32                 `protobuf:"varint,2,opt,name=rdd_id,json=rddId,proto3,oneof" json:"rdd_id,omitempty"`
-	Partition     *int32                 `protobuf:"varint,3,opt,name=partition,proto3,oneof" json:"partition,omitempty"`
-	Limit         uint32                 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"` // pages; 0 = no limit
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	AppId     string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
+	RddId     *int32                 `protobuf:"varint,2,opt,name=rdd_id,json=rddId,proto3,oneof" json:"rdd_id,omitempty"`
+	Partition *int32                 `protobuf:"varint,3,opt,name=partition,proto3,oneof" json:"partition,omitempty"`
+	Limit     uint32                 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"` // pages; 0 = no limit
+	// at asks for the pages of the blocks live at one moment of the app's
+	// life: "now", "peak" (when its RDDs held the most), an RFC 3339 time or
+	// "+DURATION" after its start. Unset: every record's pages. The moment
+	// shown is said in the response header strata-moment.
+	At            *string `protobuf:"bytes,5,opt,name=at,proto3,oneof" json:"at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -87,6 +92,13 @@ func (x *TraceRequest) GetLimit() uint32 {
 		return x.Limit
 	}
 	return 0
+}
+
+func (x *TraceRequest) GetAt() string {
+	if x != nil && x.At != nil {
+		return *x.At
+	}
+	return ""
 }
 
 type RecordsRequest struct {
@@ -459,8 +471,10 @@ func (x *TracePage) GetCoverage() *Coverage {
 }
 
 type NumaRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AppId         string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	AppId string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
+	// at: the blocks live at this moment (as TraceRequest.at); unset: now.
+	At            *string `protobuf:"bytes,2,opt,name=at,proto3,oneof" json:"at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -498,6 +512,13 @@ func (*NumaRequest) Descriptor() ([]byte, []int) {
 func (x *NumaRequest) GetAppId() string {
 	if x != nil {
 		return x.AppId
+	}
+	return ""
+}
+
+func (x *NumaRequest) GetAt() string {
+	if x != nil && x.At != nil {
+		return *x.At
 	}
 	return ""
 }
@@ -571,8 +592,11 @@ func (x *NumaRow) GetBytes() uint64 {
 }
 
 type NumaResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Rows          []*NumaRow             `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Rows  []*NumaRow             `protobuf:"bytes,1,rep,name=rows,proto3" json:"rows,omitempty"`
+	// moment says which moment the rows are of, when the request named one
+	// ("the moment its RDDs held the most: ...").
+	Moment        string `protobuf:"bytes,2,opt,name=moment,proto3" json:"moment,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -612,6 +636,13 @@ func (x *NumaResponse) GetRows() []*NumaRow {
 		return x.Rows
 	}
 	return nil
+}
+
+func (x *NumaResponse) GetMoment() string {
+	if x != nil {
+		return x.Moment
+	}
+	return ""
 }
 
 type FaultsRequest struct {
@@ -1991,15 +2022,17 @@ var File_strata_v1_query_proto protoreflect.FileDescriptor
 
 const file_strata_v1_query_proto_rawDesc = "" +
 	"\n" +
-	"\x15strata/v1/query.proto\x12\tstrata.v1\x1a\x16strata/v1/record.proto\x1a\x13strata/v1/job.proto\"\x93\x01\n" +
+	"\x15strata/v1/query.proto\x12\tstrata.v1\x1a\x16strata/v1/record.proto\x1a\x13strata/v1/job.proto\"\xaf\x01\n" +
 	"\fTraceRequest\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1a\n" +
 	"\x06rdd_id\x18\x02 \x01(\x05H\x00R\x05rddId\x88\x01\x01\x12!\n" +
 	"\tpartition\x18\x03 \x01(\x05H\x01R\tpartition\x88\x01\x01\x12\x14\n" +
-	"\x05limit\x18\x04 \x01(\rR\x05limitB\t\n" +
+	"\x05limit\x18\x04 \x01(\rR\x05limit\x12\x13\n" +
+	"\x02at\x18\x05 \x01(\tH\x02R\x02at\x88\x01\x01B\t\n" +
 	"\a_rdd_idB\f\n" +
 	"\n" +
-	"_partition\"\xdf\x01\n" +
+	"_partitionB\x05\n" +
+	"\x03_at\"\xdf\x01\n" +
 	"\x0eRecordsRequest\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1a\n" +
 	"\x06rdd_id\x18\x02 \x01(\x05H\x00R\x05rddId\x88\x01\x01\x12!\n" +
@@ -2045,16 +2078,19 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	" \x01(\x04R\n" +
 	"kpagecount\x12\x1b\n" +
 	"\tnuma_node\x18\v \x01(\x05R\bnumaNode\x12/\n" +
-	"\bcoverage\x18\f \x01(\v2\x13.strata.v1.CoverageR\bcoverage\"$\n" +
+	"\bcoverage\x18\f \x01(\v2\x13.strata.v1.CoverageR\bcoverage\"@\n" +
 	"\vNumaRequest\x12\x15\n" +
-	"\x06app_id\x18\x01 \x01(\tR\x05appId\"i\n" +
+	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x13\n" +
+	"\x02at\x18\x02 \x01(\tH\x00R\x02at\x88\x01\x01B\x05\n" +
+	"\x03_at\"i\n" +
 	"\aNumaRow\x12\x15\n" +
 	"\x06rdd_id\x18\x01 \x01(\x05R\x05rddId\x12\x1b\n" +
 	"\tnuma_node\x18\x02 \x01(\x05R\bnumaNode\x12\x14\n" +
 	"\x05pages\x18\x03 \x01(\x04R\x05pages\x12\x14\n" +
-	"\x05bytes\x18\x04 \x01(\x04R\x05bytes\"6\n" +
+	"\x05bytes\x18\x04 \x01(\x04R\x05bytes\"N\n" +
 	"\fNumaResponse\x12&\n" +
-	"\x04rows\x18\x01 \x03(\v2\x12.strata.v1.NumaRowR\x04rows\"&\n" +
+	"\x04rows\x18\x01 \x03(\v2\x12.strata.v1.NumaRowR\x04rows\x12\x16\n" +
+	"\x06moment\x18\x02 \x01(\tR\x06moment\"&\n" +
 	"\rFaultsRequest\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\"\xbd\x01\n" +
 	"\bFaultRow\x12\x1f\n" +
@@ -2310,6 +2346,7 @@ func file_strata_v1_query_proto_init() {
 	file_strata_v1_job_proto_init()
 	file_strata_v1_query_proto_msgTypes[0].OneofWrappers = []any{}
 	file_strata_v1_query_proto_msgTypes[1].OneofWrappers = []any{}
+	file_strata_v1_query_proto_msgTypes[4].OneofWrappers = []any{}
 	file_strata_v1_query_proto_msgTypes[11].OneofWrappers = []any{}
 	file_strata_v1_query_proto_msgTypes[16].OneofWrappers = []any{}
 	file_strata_v1_query_proto_msgTypes[21].OneofWrappers = []any{}
