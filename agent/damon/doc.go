@@ -27,8 +27,10 @@
 //
 // Run reads every period (Config.ReadInterval, at least one aggregation
 // interval): the update command blocks in the kernel until the next
-// aggregation interval ends, holding DAMON's sysfs lock (other writers get
-// EBUSY meanwhile). It then joins each region with the live blocks' pages
+// aggregation interval ends, holding DAMON's sysfs lock: meanwhile the
+// kernel gives EBUSY to other writers, and to readers of a kdamond's state
+// and pid, so every read and write here waits EBUSY out, 15 s at most
+// (Open too, when another agent's read is under way). It then joins each region with the live blocks' pages
 // (Block: their runs at their latest resolution, from the annotator, which
 // owns live-block state) and hands the annotator one stratav1.HeatSample
 // per block with resolved pages: bytes resolved, monitored, covered by the

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Sysfs is DAMON's sysfs admin interface, kernel/mm/damon/admin under Root
@@ -37,20 +38,52 @@ func kdamondDir(k int) string { return "kdamonds/" + strconv.Itoa(k) }
 // contextDir is the directory of context c of kdamond k.
 func contextDir(k, c int) string { return kdamondDir(k) + "/contexts/" + strconv.Itoa(c) }
 
+// busyWait bounds how long a read or write waits out EBUSY: the kernel
+// gives it, to readers of a kdamond's state and pid too, while another
+// writer holds DAMON's sysfs lock, which update_schemes_tried_regions
+// holds for up to one aggregation interval.
+const busyWait = 15 * time.Second
+
+// retryBusy runs op until it does not fail with EBUSY, for busyWait at
+// most.
+func retryBusy(op func() error) error {
+	deadline := time.Now().Add(busyWait)
+	for {
+		err := op()
+		if !busy(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// readFile reads a file, waiting out EBUSY.
+func (s Sysfs) readFile(rel string) ([]byte, error) {
+	var b []byte
+	err := retryBusy(func() (err error) {
+		b, err = os.ReadFile(s.path(rel))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read damon %s: %w", rel, err)
+	}
+	return b, nil
+}
+
 // read returns the file's contents with surrounding space trimmed.
 func (s Sysfs) read(rel string) (string, error) {
-	b, err := os.ReadFile(s.path(rel))
+	b, err := s.readFile(rel)
 	if err != nil {
-		return "", fmt.Errorf("read damon %s: %w", rel, err)
+		return "", err
 	}
 	return strings.TrimSpace(string(b)), nil
 }
 
 // readUint reads a file holding one unsigned decimal number.
 func (s Sysfs) readUint(rel string) (uint64, error) {
-	b, err := os.ReadFile(s.path(rel))
+	b, err := s.readFile(rel)
 	if err != nil {
-		return 0, fmt.Errorf("read damon %s: %w", rel, err)
+		return 0, err
 	}
 	v, err := parseUint(b)
 	if err != nil {
@@ -59,17 +92,21 @@ func (s Sysfs) readUint(rel string) (uint64, error) {
 	return v, nil
 }
 
-// write writes value to an existing file in one write, as sysfs wants it;
-// a path the kernel has not made is an error, never a new file.
+// write writes value to an existing file in one write, as sysfs wants it,
+// waiting out EBUSY; a path the kernel has not made is an error, never a
+// new file.
 func (s Sysfs) write(rel, value string) error {
-	f, err := os.OpenFile(s.path(rel), os.O_WRONLY|os.O_TRUNC, 0)
-	if err != nil {
-		return fmt.Errorf("write damon %s: %w", rel, err)
-	}
-	_, err = f.Write([]byte(value))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err := retryBusy(func() error {
+		f, err := os.OpenFile(s.path(rel), os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			return err
+		}
+		_, err = f.Write([]byte(value))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("write damon %s %q: %w", rel, value, err)
 	}

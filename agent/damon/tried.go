@@ -3,7 +3,6 @@ package damon
 import (
 	"cmp"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 )
@@ -32,8 +31,8 @@ func (s Sysfs) TriedRegions(k, c, sc int, addrUnit uint64) ([]Region, error) {
 		rd := dir + "/" + strconv.Itoa(i)
 		var files [4][]byte
 		for j, name := range regionFiles {
-			if files[j], err = os.ReadFile(s.path(rd + "/" + name)); err != nil {
-				return nil, fmt.Errorf("read damon %s: %w", rd, err)
+			if files[j], err = s.readFile(rd + "/" + name); err != nil {
+				return nil, err
 			}
 		}
 		r, err := parseRegion(files[0], files[1], files[2], files[3], addrUnit)
