@@ -12,6 +12,7 @@ import (
 
 	"github.com/stratatrace/strata/agent/annotator"
 	"github.com/stratatrace/strata/agent/config"
+	"github.com/stratatrace/strata/agent/damon"
 	"github.com/stratatrace/strata/agent/faults"
 	"github.com/stratatrace/strata/agent/hooksrv"
 	"github.com/stratatrace/strata/agent/procmem"
@@ -79,6 +80,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	defer kern.Close()
 	ann := annotator.New(res, sp, annotator.Config{NodeName: cfg.NodeName, BootID: bootID, Node: node, PageSize: uint32(procmem.PageSize()),
 		FlushInterval: cfg.FlushInterval, MaxCacheBytes: cfg.PageCacheBytes, Kernel: kern.Kernel(), Logger: log})
+	heat, err := openHeat(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer heat.Close()
 
 	hcfg := cfg.Hook
 	hcfg.GID, _ = cfg.SocketGroup() // checked by Validate
@@ -88,12 +94,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 	log.Info("agent started", "hook_socket", hs.Path(), "collector", cfg.Collector, "spool", cfg.SpoolDir, "boot_id", bootID,
-		"numa_nodes", node.GetNumaNodes(), "mem_total_bytes", node.GetMemTotalBytes(), "faults", kern.Status(), "damon", damonStatus(fs))
+		"numa_nodes", node.GetNumaNodes(), "mem_total_bytes", node.GetMemTotalBytes(), "faults", kern.Status(), "damon", heat.Status())
 
 	var httpSrv *http.Server
 	if cfg.HTTPAddr != "" {
 		reg := newRegistry(limited, hooksrv.NewCollector(hs), annotator.NewCollector(ann), spool.NewCollector(sp),
-			streamer.NewCollector(st), faults.NewCollector(kern), res)
+			streamer.NewCollector(st), faults.NewCollector(kern), damon.NewCollector(heat), res)
 		if httpSrv, err = serveHTTP(cfg, reg, log); err != nil {
 			hs.Close()
 			return err
@@ -102,11 +108,13 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 
 	// Shutdown order: stop taking hook frames (every session's FREE records
 	// are then in the annotator), let the fault side send its last
-	// counters, flush the annotator into the spool, and give the streamer
-	// DrainTimeout to get it acknowledged.
+	// counters and the heat sampler its last samples, flush the annotator
+	// into the spool, and give the streamer DrainTimeout to get it
+	// acknowledged; the agent's own kdamond, if any, is removed last.
 	stopStream, streamDone := start(func(ctx context.Context) { st.Run(ctx) })
 	stopFaults, faultDone := start(func(ctx context.Context) { kern.Run(ctx, ann) })
 	stopAnn, annDone := start(func(ctx context.Context) { ann.Run(ctx) })
+	stopHeat, heatDone := start(func(ctx context.Context) { heat.Run(ctx, liveBlocks(ann), ann) })
 	line := func() string {
 		h, a, s, t := hs.Stats(), ann.Stats(), sp.Stats(), st.Stats()
 		return fmt.Sprintf("sessions=%d frames=%d rejected=%d malformed=%d %s spool_pending=%d sent=%d acked=%d reconnects=%d",
@@ -120,6 +128,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	serveErr := hs.Serve(ctx)
 	stopFaults()
 	<-faultDone
+	stopHeat()
+	<-heatDone
 	stopAnn()
 	<-annDone // Run flushes once more as it returns
 	deadline := time.Now().Add(cfg.DrainTimeout)

@@ -1,11 +1,12 @@
 package agent
 
 import (
-	"fmt"
 	"log/slog"
 	"strings"
 
+	"github.com/stratatrace/strata/agent/annotator"
 	"github.com/stratatrace/strata/agent/config"
+	"github.com/stratatrace/strata/agent/damon"
 	"github.com/stratatrace/strata/agent/faults"
 	"github.com/stratatrace/strata/agent/perfstat"
 	"github.com/stratatrace/strata/agent/procmem"
@@ -96,12 +97,22 @@ func nodeInfo(fs procmem.FS, log *slog.Logger) *stratav1.NodeInfo {
 	return n
 }
 
-// damonStatus says whether DAMON could add per-process hotness here; the
-// agent does not use it yet, and logs it with its other capabilities.
-func damonStatus(fs procmem.FS) string {
-	d, err := fs.DAMON()
-	if err != nil {
-		return fmt.Sprintf("unknown: %v", err)
+// openHeat opens access heat from DAMON under cfg.SysRoot (agent/damon).
+func openHeat(cfg config.Config, log *slog.Logger) (*damon.Heat, error) {
+	dc := cfg.Damon
+	dc.PageSize, dc.Logger = procmem.PageSize(), log
+	return damon.Open(damon.Sysfs{Root: cfg.SysRoot}, dc)
+}
+
+// liveBlocks lists the annotator's live blocks with their pages, as the
+// heat sampler takes them.
+func liveBlocks(ann *annotator.Annotator) func() []damon.Block {
+	return func() []damon.Block {
+		live := ann.LiveRuns()
+		out := make([]damon.Block, len(live))
+		for i, b := range live {
+			out[i] = damon.Block(b)
+		}
+		return out
 	}
-	return d.Status()
 }

@@ -612,6 +612,39 @@ func (a *Annotator) AddWorkload(w *stratav1.WorkloadCounters) {
 	})
 }
 
+// AddHeat queues a block's access heat sample (agent/damon).
+func (a *Annotator) AddHeat(h *stratav1.HeatSample) {
+	a.addSide(protowire.SizeTag(8)+protowire.SizeBytes(proto.Size(h)), func(b *stratav1.Batch) {
+		b.Heat = append(b.Heat, h)
+	})
+}
+
+// BlockRuns is a live block with the pages of its latest resolution.
+type BlockRuns struct {
+	PID   uint32
+	Block *stratav1.SparkBlock
+	// Runs are the pages of the block's range, or of its walk's objects,
+	// as last resolved; nil when the annotator does not keep them (its
+	// page cache full, or the block moved and has not been resolved since).
+	Runs     []*stratav1.PageRun
+	Resolved time.Time
+}
+
+// LiveRuns lists every live block, by pid and hook id, with the runs it
+// keeps for the block. The runs are shared: callers must not modify them.
+func (a *Annotator) LiveRuns() []BlockRuns {
+	a.mu.Lock()
+	out := make([]BlockRuns, 0, len(a.blocks))
+	for key, lb := range a.blocks {
+		out = append(out, BlockRuns{PID: key.PID, Block: sparkBlock(lb.session, lb.block), Runs: lb.runs, Resolved: lb.resolved})
+	}
+	a.mu.Unlock()
+	slices.SortFunc(out, func(x, y BlockRuns) int {
+		return cmp.Or(cmp.Compare(x.PID, y.PID), cmp.Compare(x.Block.GetHookBlockId(), y.Block.GetHookBlockId()))
+	})
+	return out
+}
+
 // Processes lists the processes with an open hook session, one entry per
 // pid, named after their latest session's application and executor.
 func (a *Annotator) Processes() []Process {

@@ -13,7 +13,10 @@
 // Config.Kernel is set, mirrors it into the kernel's fault attribution; the
 // kernel side never calls back, its faults and counters come in through
 // AddFaults, AddCounters and AddWorkload and become records of blocks still
-// registered.
+// registered. LiveRuns lists the live blocks with the pages it keeps for
+// each (agent/damon joins them with DAMON's regions), and AddHeat queues
+// the heat samples that come back, which ride in batches beside the
+// records like workload counters.
 //
 // The registry is the agent's one owner of live-block state: which blocks
 // are live in which session, their current range, latest walk and last

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stratatrace/strata/agent/annotator"
+	"github.com/stratatrace/strata/agent/damon"
 	"github.com/stratatrace/strata/agent/hooksrv"
 	"github.com/stratatrace/strata/agent/resolver"
 	"github.com/stratatrace/strata/agent/tracer"
@@ -21,7 +22,8 @@ import (
 
 // Config of a node agent. Each field is a setting of the table in
 // settings.go, but for Hook's GID and FS (Run sets them) and its walk
-// extent caps (hooksrv's defaults).
+// extent caps (hooksrv's defaults), and Damon's PageSize and Logger (Run
+// sets them).
 type Config struct {
 	NodeName      string        // defaults to the host name
 	Collector     string        // collector gRPC address
@@ -63,6 +65,9 @@ type Config struct {
 	ResolveSlicePages int    // resolve in slices of this many pages, taking turns between peers
 	PageCacheBytes    int64  // pages kept for reuse by accesses, over all blocks
 	KernelMaxBlocks   uint32 // blocks the kernel's fault tracer can count (BPF map slots)
+	// Damon is the access-heat sampler's configuration (agent/damon); Run
+	// sets its PageSize and Logger.
+	Damon damon.Config
 
 	LogLevel    string // debug, info, warn or error
 	LogBurst    int    // lines of one message logged per LogInterval; the rest are counted
@@ -129,6 +134,7 @@ func Default() Config {
 		ResolveSlicePages: resolver.DefaultSlicePages,
 		PageCacheBytes:    annotator.DefaultMaxCacheBytes,
 		KernelMaxBlocks:   tracer.DefaultMaxBlocks,
+		Damon:             damon.DefaultConfig(),
 		LogLevel:          "info",
 		LogBurst:          5,
 		LogInterval:       10 * time.Second,
@@ -185,6 +191,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("nice = %d, want 0 to 19", c.Nice))
 	}
 	if err := c.Hook.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Damon.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.validateOps()...)

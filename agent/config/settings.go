@@ -66,6 +66,14 @@ var settings = []setting{
 	{"page-cache-bytes", "", "memory for pages kept for reuse by accesses, over all blocks", func(c *Config) any { return &c.PageCacheBytes }},
 	{"kernel-max-blocks", "", "blocks the kernel fault tracer counts at once", func(c *Config) any { return &c.KernelMaxBlocks }},
 
+	{"damon", "", "access heat from DAMON: auto (own kdamond, or share a running one, else none), on (must work) or off", func(c *Config) any { return &c.Damon.Mode }},
+	{"damon-sample", "", "DAMON sampling interval of the agent's own kdamond: one access check per region this often", func(c *Config) any { return &c.Damon.Sample }},
+	{"damon-aggr", "", "DAMON aggregation interval of the agent's own kdamond: nr_accesses counts checks within it", func(c *Config) any { return &c.Damon.Aggr }},
+	{"damon-update", "", "DAMON regions-update interval of the agent's own kdamond", func(c *Config) any { return &c.Damon.Update }},
+	{"damon-min-regions", "", "fewest regions the agent's own kdamond splits the blocks' memory into (3 or more)", func(c *Config) any { return &c.Damon.MinRegions }},
+	{"damon-max-regions", "", "most regions of the agent's own kdamond; its cost grows with them", func(c *Config) any { return &c.Damon.MaxRegions }},
+	{"damon-read-interval", "", "read DAMON's regions and send heat samples this often (at least one aggregation interval)", func(c *Config) any { return &c.Damon.ReadInterval }},
+
 	{"log-level", "", "debug, info, warn or error", func(c *Config) any { return &c.LogLevel }},
 	{"log-burst", "", "lines of one log message per --log-interval; the rest are counted", func(c *Config) any { return &c.LogBurst }},
 	{"log-interval", "", "window of --log-burst", func(c *Config) any { return &c.LogInterval }},

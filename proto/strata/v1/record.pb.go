@@ -529,6 +529,60 @@ func (FaultKind) EnumDescriptor() ([]byte, []int) {
 	return file_strata_v1_record_proto_rawDescGZIP(), []int{7}
 }
 
+// HeatSourceKind says whose DAMON monitoring a heat sample comes from.
+type HeatSourceKind int32
+
+const (
+	HeatSourceKind_HEAT_SOURCE_KIND_UNSPECIFIED HeatSourceKind = 0
+	// The agent's own kdamond, monitoring the live blocks' physical ranges
+	// with a scheme that lists every region.
+	HeatSourceKind_HEAT_SOURCE_KIND_OWN HeatSourceKind = 1
+	// A kdamond something else runs on the node, read through one of its
+	// schemes: only the regions that scheme matched are seen.
+	HeatSourceKind_HEAT_SOURCE_KIND_SHARED HeatSourceKind = 2
+)
+
+// Enum value maps for HeatSourceKind.
+var (
+	HeatSourceKind_name = map[int32]string{
+		0: "HEAT_SOURCE_KIND_UNSPECIFIED",
+		1: "HEAT_SOURCE_KIND_OWN",
+		2: "HEAT_SOURCE_KIND_SHARED",
+	}
+	HeatSourceKind_value = map[string]int32{
+		"HEAT_SOURCE_KIND_UNSPECIFIED": 0,
+		"HEAT_SOURCE_KIND_OWN":         1,
+		"HEAT_SOURCE_KIND_SHARED":      2,
+	}
+)
+
+func (x HeatSourceKind) Enum() *HeatSourceKind {
+	p := new(HeatSourceKind)
+	*p = x
+	return p
+}
+
+func (x HeatSourceKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (HeatSourceKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_strata_v1_record_proto_enumTypes[8].Descriptor()
+}
+
+func (HeatSourceKind) Type() protoreflect.EnumType {
+	return &file_strata_v1_record_proto_enumTypes[8]
+}
+
+func (x HeatSourceKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use HeatSourceKind.Descriptor instead.
+func (HeatSourceKind) EnumDescriptor() ([]byte, []int) {
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{8}
+}
+
 // SparkBlock names a block the way Spark does.
 type SparkBlock struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -1414,7 +1468,9 @@ type Batch struct {
 	// it (a few bytes), so the collector knows each node without a handshake.
 	Node *NodeInfo `protobuf:"bytes,6,opt,name=node,proto3" json:"node,omitempty"`
 	// Resident memory of hooked processes, sampled by the agent.
-	Processes     []*ProcessMemory `protobuf:"bytes,7,rep,name=processes,proto3" json:"processes,omitempty"`
+	Processes []*ProcessMemory `protobuf:"bytes,7,rep,name=processes,proto3" json:"processes,omitempty"`
+	// Access heat of live blocks from DAMON, joined by the agent.
+	Heat          []*HeatSample `protobuf:"bytes,8,rep,name=heat,proto3" json:"heat,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1498,6 +1554,233 @@ func (x *Batch) GetProcesses() []*ProcessMemory {
 	return nil
 }
 
+func (x *Batch) GetHeat() []*HeatSample {
+	if x != nil {
+		return x.Heat
+	}
+	return nil
+}
+
+// HeatSample is how often the pages of one live block were accessed in one
+// DAMON aggregation interval: the agent joins the physical-address regions
+// DAMON (the kernel's Data Access MONitor) reports, each with the number of
+// sampling intervals in which it was seen accessed and its age, with the
+// PFNs of the block's pages at their latest resolution. The byte counts
+// nest: resolved >= monitored >= covered >= cold. What cannot be known
+// (a rate or an age when the kernel tunes DAMON's intervals) is absent,
+// never estimated.
+type HeatSample struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	AppId            string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
+	ExecutorId       string                 `protobuf:"bytes,2,opt,name=executor_id,json=executorId,proto3" json:"executor_id,omitempty"`
+	Pid              uint32                 `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
+	RddId            int32                  `protobuf:"varint,4,opt,name=rdd_id,json=rddId,proto3" json:"rdd_id,omitempty"`                                     // -1 when the block is not an RDD block
+	Partition        int32                  `protobuf:"varint,5,opt,name=partition,proto3" json:"partition,omitempty"`                                          // -1 when not applicable
+	BlockId          string                 `protobuf:"bytes,6,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`                                // Spark's BlockId name
+	HookBlockId      uint64                 `protobuf:"varint,7,opt,name=hook_block_id,json=hookBlockId,proto3" json:"hook_block_id,omitempty"`                 // the hook's numeric id, unique per process
+	TimeUnixNano     int64                  `protobuf:"varint,8,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`              // when the regions were read, just after the interval they describe
+	IntervalNs       int64                  `protobuf:"varint,9,opt,name=interval_ns,json=intervalNs,proto3" json:"interval_ns,omitempty"`                      // DAMON's aggregation interval: what nr_accesses count over
+	SampleIntervalNs int64                  `protobuf:"varint,10,opt,name=sample_interval_ns,json=sampleIntervalNs,proto3" json:"sample_interval_ns,omitempty"` // DAMON's sampling interval: one access check per region
+	// Bytes of the block's pages with a known PFN at their latest resolution.
+	ResolvedBytes uint64 `protobuf:"varint,11,opt,name=resolved_bytes,json=resolvedBytes,proto3" json:"resolved_bytes,omitempty"`
+	// Of those, bytes inside the ranges the kdamond monitors; absent when its
+	// target lists no ranges (the kernel's choice then, not readable).
+	MonitoredBytes *uint64 `protobuf:"varint,12,opt,name=monitored_bytes,json=monitoredBytes,proto3,oneof" json:"monitored_bytes,omitempty"`
+	// Of those, bytes inside the regions read (every monitored region for
+	// OWN; for SHARED only the regions its scheme matched).
+	CoveredBytes uint64 `protobuf:"varint,13,opt,name=covered_bytes,json=coveredBytes,proto3" json:"covered_bytes,omitempty"`
+	// Mean over the covered bytes of each region's nr_accesses divided by
+	// the sampling intervals per aggregation interval: 0 never seen
+	// accessed, 1 accessed at every check; absent when nothing is covered.
+	AccessRate *float64 `protobuf:"fixed64,14,opt,name=access_rate,json=accessRate,proto3,oneof" json:"access_rate,omitempty"`
+	// Covered bytes in regions with nr_accesses 0, and how long those
+	// regions have kept their access pattern (DAMON's age): the mean over
+	// the cold bytes and the youngest, in seconds (absent without cold bytes).
+	ColdBytes         uint64         `protobuf:"varint,15,opt,name=cold_bytes,json=coldBytes,proto3" json:"cold_bytes,omitempty"`
+	ColdAgeSeconds    *float64       `protobuf:"fixed64,16,opt,name=cold_age_seconds,json=coldAgeSeconds,proto3,oneof" json:"cold_age_seconds,omitempty"`
+	ColdMinAgeSeconds *float64       `protobuf:"fixed64,17,opt,name=cold_min_age_seconds,json=coldMinAgeSeconds,proto3,oneof" json:"cold_min_age_seconds,omitempty"`
+	SourceKind        HeatSourceKind `protobuf:"varint,18,opt,name=source_kind,json=sourceKind,proto3,enum=strata.v1.HeatSourceKind" json:"source_kind,omitempty"`
+	// partial: the covered regions are only those a scheme matched, so a
+	// monitored byte outside them is known to be neither cold nor hot.
+	Partial bool `protobuf:"varint,19,opt,name=partial,proto3" json:"partial,omitempty"`
+	// Which kdamond, scheme and access pattern, in words: "own: kdamond 0
+	// scheme 0 stat, every region", "shared: kdamond 0 scheme 0 pageout,
+	// regions nr_accesses <= 1 age >= 12 (1m0s) (within a quota)".
+	Source        string `protobuf:"bytes,20,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeatSample) Reset() {
+	*x = HeatSample{}
+	mi := &file_strata_v1_record_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeatSample) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeatSample) ProtoMessage() {}
+
+func (x *HeatSample) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_record_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeatSample.ProtoReflect.Descriptor instead.
+func (*HeatSample) Descriptor() ([]byte, []int) {
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *HeatSample) GetAppId() string {
+	if x != nil {
+		return x.AppId
+	}
+	return ""
+}
+
+func (x *HeatSample) GetExecutorId() string {
+	if x != nil {
+		return x.ExecutorId
+	}
+	return ""
+}
+
+func (x *HeatSample) GetPid() uint32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *HeatSample) GetRddId() int32 {
+	if x != nil {
+		return x.RddId
+	}
+	return 0
+}
+
+func (x *HeatSample) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *HeatSample) GetBlockId() string {
+	if x != nil {
+		return x.BlockId
+	}
+	return ""
+}
+
+func (x *HeatSample) GetHookBlockId() uint64 {
+	if x != nil {
+		return x.HookBlockId
+	}
+	return 0
+}
+
+func (x *HeatSample) GetTimeUnixNano() int64 {
+	if x != nil {
+		return x.TimeUnixNano
+	}
+	return 0
+}
+
+func (x *HeatSample) GetIntervalNs() int64 {
+	if x != nil {
+		return x.IntervalNs
+	}
+	return 0
+}
+
+func (x *HeatSample) GetSampleIntervalNs() int64 {
+	if x != nil {
+		return x.SampleIntervalNs
+	}
+	return 0
+}
+
+func (x *HeatSample) GetResolvedBytes() uint64 {
+	if x != nil {
+		return x.ResolvedBytes
+	}
+	return 0
+}
+
+func (x *HeatSample) GetMonitoredBytes() uint64 {
+	if x != nil && x.MonitoredBytes != nil {
+		return *x.MonitoredBytes
+	}
+	return 0
+}
+
+func (x *HeatSample) GetCoveredBytes() uint64 {
+	if x != nil {
+		return x.CoveredBytes
+	}
+	return 0
+}
+
+func (x *HeatSample) GetAccessRate() float64 {
+	if x != nil && x.AccessRate != nil {
+		return *x.AccessRate
+	}
+	return 0
+}
+
+func (x *HeatSample) GetColdBytes() uint64 {
+	if x != nil {
+		return x.ColdBytes
+	}
+	return 0
+}
+
+func (x *HeatSample) GetColdAgeSeconds() float64 {
+	if x != nil && x.ColdAgeSeconds != nil {
+		return *x.ColdAgeSeconds
+	}
+	return 0
+}
+
+func (x *HeatSample) GetColdMinAgeSeconds() float64 {
+	if x != nil && x.ColdMinAgeSeconds != nil {
+		return *x.ColdMinAgeSeconds
+	}
+	return 0
+}
+
+func (x *HeatSample) GetSourceKind() HeatSourceKind {
+	if x != nil {
+		return x.SourceKind
+	}
+	return HeatSourceKind_HEAT_SOURCE_KIND_UNSPECIFIED
+}
+
+func (x *HeatSample) GetPartial() bool {
+	if x != nil {
+		return x.Partial
+	}
+	return false
+}
+
+func (x *HeatSample) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
 // ProcessMemory is the resident memory of one hooked process at one time,
 // read by the agent from /proc/PID/status whether or not its probes are
 // loaded. The RDD memory occupation of an executor is measured against it.
@@ -1518,7 +1801,7 @@ type ProcessMemory struct {
 
 func (x *ProcessMemory) Reset() {
 	*x = ProcessMemory{}
-	mi := &file_strata_v1_record_proto_msgTypes[7]
+	mi := &file_strata_v1_record_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1530,7 +1813,7 @@ func (x *ProcessMemory) String() string {
 func (*ProcessMemory) ProtoMessage() {}
 
 func (x *ProcessMemory) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_record_proto_msgTypes[7]
+	mi := &file_strata_v1_record_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1543,7 +1826,7 @@ func (x *ProcessMemory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessMemory.ProtoReflect.Descriptor instead.
 func (*ProcessMemory) Descriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{7}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ProcessMemory) GetAppId() string {
@@ -1622,7 +1905,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_strata_v1_record_proto_msgTypes[8]
+	mi := &file_strata_v1_record_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1917,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_record_proto_msgTypes[8]
+	mi := &file_strata_v1_record_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +1930,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{8}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NodeInfo) GetNumaNodes() uint32 {
@@ -1682,7 +1965,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_strata_v1_record_proto_msgTypes[9]
+	mi := &file_strata_v1_record_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1694,7 +1977,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_strata_v1_record_proto_msgTypes[9]
+	mi := &file_strata_v1_record_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1707,7 +1990,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_strata_v1_record_proto_rawDescGZIP(), []int{9}
+	return file_strata_v1_record_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -1846,7 +2129,7 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\f_dtlb_missesB\x13\n" +
 	"\x11_walk_cycles_loadB\x14\n" +
 	"\x12_walk_cycles_storeB\x12\n" +
-	"\x10_walk_cycles_rdd\"\x98\x02\n" +
+	"\x10_walk_cycles_rdd\"\xc3\x02\n" +
 	"\x05Batch\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12\x17\n" +
 	"\aboot_id\x18\x02 \x01(\tR\x06bootId\x12\x10\n" +
@@ -1854,7 +2137,40 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\arecords\x18\x04 \x03(\v2\x11.strata.v1.RecordR\arecords\x129\n" +
 	"\tworkloads\x18\x05 \x03(\v2\x1b.strata.v1.WorkloadCountersR\tworkloads\x12'\n" +
 	"\x04node\x18\x06 \x01(\v2\x13.strata.v1.NodeInfoR\x04node\x126\n" +
-	"\tprocesses\x18\a \x03(\v2\x18.strata.v1.ProcessMemoryR\tprocesses\"\xad\x02\n" +
+	"\tprocesses\x18\a \x03(\v2\x18.strata.v1.ProcessMemoryR\tprocesses\x12)\n" +
+	"\x04heat\x18\b \x03(\v2\x15.strata.v1.HeatSampleR\x04heat\"\xa3\x06\n" +
+	"\n" +
+	"HeatSample\x12\x15\n" +
+	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1f\n" +
+	"\vexecutor_id\x18\x02 \x01(\tR\n" +
+	"executorId\x12\x10\n" +
+	"\x03pid\x18\x03 \x01(\rR\x03pid\x12\x15\n" +
+	"\x06rdd_id\x18\x04 \x01(\x05R\x05rddId\x12\x1c\n" +
+	"\tpartition\x18\x05 \x01(\x05R\tpartition\x12\x19\n" +
+	"\bblock_id\x18\x06 \x01(\tR\ablockId\x12\"\n" +
+	"\rhook_block_id\x18\a \x01(\x04R\vhookBlockId\x12$\n" +
+	"\x0etime_unix_nano\x18\b \x01(\x03R\ftimeUnixNano\x12\x1f\n" +
+	"\vinterval_ns\x18\t \x01(\x03R\n" +
+	"intervalNs\x12,\n" +
+	"\x12sample_interval_ns\x18\n" +
+	" \x01(\x03R\x10sampleIntervalNs\x12%\n" +
+	"\x0eresolved_bytes\x18\v \x01(\x04R\rresolvedBytes\x12,\n" +
+	"\x0fmonitored_bytes\x18\f \x01(\x04H\x00R\x0emonitoredBytes\x88\x01\x01\x12#\n" +
+	"\rcovered_bytes\x18\r \x01(\x04R\fcoveredBytes\x12$\n" +
+	"\vaccess_rate\x18\x0e \x01(\x01H\x01R\n" +
+	"accessRate\x88\x01\x01\x12\x1d\n" +
+	"\n" +
+	"cold_bytes\x18\x0f \x01(\x04R\tcoldBytes\x12-\n" +
+	"\x10cold_age_seconds\x18\x10 \x01(\x01H\x02R\x0ecoldAgeSeconds\x88\x01\x01\x124\n" +
+	"\x14cold_min_age_seconds\x18\x11 \x01(\x01H\x03R\x11coldMinAgeSeconds\x88\x01\x01\x12:\n" +
+	"\vsource_kind\x18\x12 \x01(\x0e2\x19.strata.v1.HeatSourceKindR\n" +
+	"sourceKind\x12\x18\n" +
+	"\apartial\x18\x13 \x01(\bR\apartial\x12\x16\n" +
+	"\x06source\x18\x14 \x01(\tR\x06sourceB\x12\n" +
+	"\x10_monitored_bytesB\x0e\n" +
+	"\f_access_rateB\x13\n" +
+	"\x11_cold_age_secondsB\x17\n" +
+	"\x15_cold_min_age_seconds\"\xad\x02\n" +
 	"\rProcessMemory\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1f\n" +
 	"\vexecutor_id\x18\x02 \x01(\tR\n" +
@@ -1940,7 +2256,11 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\x10FAULT_KIND_WRITE\x10\x02\x12\x13\n" +
 	"\x0fFAULT_KIND_EXEC\x10\x03\x12\x14\n" +
 	"\x10FAULT_KIND_MAJOR\x10\x04\x12\x1b\n" +
-	"\x17FAULT_KIND_UNCLASSIFIED\x10\x05B8Z6github.com/stratatrace/strata/proto/strata/v1;stratav1b\x06proto3"
+	"\x17FAULT_KIND_UNCLASSIFIED\x10\x05*i\n" +
+	"\x0eHeatSourceKind\x12 \n" +
+	"\x1cHEAT_SOURCE_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14HEAT_SOURCE_KIND_OWN\x10\x01\x12\x1b\n" +
+	"\x17HEAT_SOURCE_KIND_SHARED\x10\x02B8Z6github.com/stratatrace/strata/proto/strata/v1;stratav1b\x06proto3"
 
 var (
 	file_strata_v1_record_proto_rawDescOnce sync.Once
@@ -1954,8 +2274,8 @@ func file_strata_v1_record_proto_rawDescGZIP() []byte {
 	return file_strata_v1_record_proto_rawDescData
 }
 
-var file_strata_v1_record_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_strata_v1_record_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_strata_v1_record_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_strata_v1_record_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_strata_v1_record_proto_goTypes = []any{
 	(AccessKind)(0),          // 0: strata.v1.AccessKind
 	(MemoryMode)(0),          // 1: strata.v1.MemoryMode
@@ -1965,16 +2285,18 @@ var file_strata_v1_record_proto_goTypes = []any{
 	(Resolution)(0),          // 5: strata.v1.Resolution
 	(PageState)(0),           // 6: strata.v1.PageState
 	(FaultKind)(0),           // 7: strata.v1.FaultKind
-	(*SparkBlock)(nil),       // 8: strata.v1.SparkBlock
-	(*Coverage)(nil),         // 9: strata.v1.Coverage
-	(*PageRun)(nil),          // 10: strata.v1.PageRun
-	(*FaultCounts)(nil),      // 11: strata.v1.FaultCounts
-	(*Record)(nil),           // 12: strata.v1.Record
-	(*WorkloadCounters)(nil), // 13: strata.v1.WorkloadCounters
-	(*Batch)(nil),            // 14: strata.v1.Batch
-	(*ProcessMemory)(nil),    // 15: strata.v1.ProcessMemory
-	(*NodeInfo)(nil),         // 16: strata.v1.NodeInfo
-	(*Ack)(nil),              // 17: strata.v1.Ack
+	(HeatSourceKind)(0),      // 8: strata.v1.HeatSourceKind
+	(*SparkBlock)(nil),       // 9: strata.v1.SparkBlock
+	(*Coverage)(nil),         // 10: strata.v1.Coverage
+	(*PageRun)(nil),          // 11: strata.v1.PageRun
+	(*FaultCounts)(nil),      // 12: strata.v1.FaultCounts
+	(*Record)(nil),           // 13: strata.v1.Record
+	(*WorkloadCounters)(nil), // 14: strata.v1.WorkloadCounters
+	(*Batch)(nil),            // 15: strata.v1.Batch
+	(*HeatSample)(nil),       // 16: strata.v1.HeatSample
+	(*ProcessMemory)(nil),    // 17: strata.v1.ProcessMemory
+	(*NodeInfo)(nil),         // 18: strata.v1.NodeInfo
+	(*Ack)(nil),              // 19: strata.v1.Ack
 }
 var file_strata_v1_record_proto_depIdxs = []int32{
 	1,  // 0: strata.v1.SparkBlock.mode:type_name -> strata.v1.MemoryMode
@@ -1982,21 +2304,23 @@ var file_strata_v1_record_proto_depIdxs = []int32{
 	3,  // 2: strata.v1.SparkBlock.kind:type_name -> strata.v1.BlockKind
 	5,  // 3: strata.v1.Coverage.resolution:type_name -> strata.v1.Resolution
 	0,  // 4: strata.v1.Record.access:type_name -> strata.v1.AccessKind
-	8,  // 5: strata.v1.Record.block:type_name -> strata.v1.SparkBlock
-	10, // 6: strata.v1.Record.runs:type_name -> strata.v1.PageRun
-	11, // 7: strata.v1.Record.faults:type_name -> strata.v1.FaultCounts
+	9,  // 5: strata.v1.Record.block:type_name -> strata.v1.SparkBlock
+	11, // 6: strata.v1.Record.runs:type_name -> strata.v1.PageRun
+	12, // 7: strata.v1.Record.faults:type_name -> strata.v1.FaultCounts
 	7,  // 8: strata.v1.Record.fault_kind:type_name -> strata.v1.FaultKind
 	4,  // 9: strata.v1.Record.free_reason:type_name -> strata.v1.FreeReason
-	9,  // 10: strata.v1.Record.coverage:type_name -> strata.v1.Coverage
-	12, // 11: strata.v1.Batch.records:type_name -> strata.v1.Record
-	13, // 12: strata.v1.Batch.workloads:type_name -> strata.v1.WorkloadCounters
-	16, // 13: strata.v1.Batch.node:type_name -> strata.v1.NodeInfo
-	15, // 14: strata.v1.Batch.processes:type_name -> strata.v1.ProcessMemory
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	10, // 10: strata.v1.Record.coverage:type_name -> strata.v1.Coverage
+	13, // 11: strata.v1.Batch.records:type_name -> strata.v1.Record
+	14, // 12: strata.v1.Batch.workloads:type_name -> strata.v1.WorkloadCounters
+	18, // 13: strata.v1.Batch.node:type_name -> strata.v1.NodeInfo
+	17, // 14: strata.v1.Batch.processes:type_name -> strata.v1.ProcessMemory
+	16, // 15: strata.v1.Batch.heat:type_name -> strata.v1.HeatSample
+	8,  // 16: strata.v1.HeatSample.source_kind:type_name -> strata.v1.HeatSourceKind
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_record_proto_init() }
@@ -2006,13 +2330,14 @@ func file_strata_v1_record_proto_init() {
 	}
 	file_strata_v1_record_proto_msgTypes[0].OneofWrappers = []any{}
 	file_strata_v1_record_proto_msgTypes[5].OneofWrappers = []any{}
+	file_strata_v1_record_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_record_proto_rawDesc), len(file_strata_v1_record_proto_rawDesc)),
-			NumEnums:      8,
-			NumMessages:   10,
+			NumEnums:      9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

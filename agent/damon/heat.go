@@ -1,0 +1,344 @@
+package damon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
+
+// Config of the heat sampler: the mode to take and the agent's own
+// kdamond's monitoring attributes (a shared kdamond keeps its own).
+type Config struct {
+	// Mode is "auto" (own or shared as Detect finds, else none), "on"
+	// (Open fails when neither is possible) or "off".
+	Mode string
+	// Sample and Aggr are DAMON's sampling interval (one access check per
+	// region) and aggregation interval (nr_accesses counts the checks
+	// that found an access within it); Update is its regions-update
+	// interval.
+	Sample, Aggr, Update time.Duration
+	// MinRegions and MaxRegions bound the regions DAMON splits its
+	// targets into (DAMON wants at least 3). The agent gives it at most
+	// MaxRegions/2 target regions, leaving it room to split them.
+	MinRegions, MaxRegions int
+	// ReadInterval is how often the tried regions are read; the
+	// aggregation interval when longer.
+	ReadInterval time.Duration
+	PageSize     uint64 // base page size (default 4096)
+	Logger       *slog.Logger
+}
+
+// DefaultConfig is the cheap default: one check per region every 200 ms,
+// at most 1000 regions, read every 10 s.
+func DefaultConfig() Config {
+	return Config{Mode: "auto", Sample: 200 * time.Millisecond, Aggr: 4 * time.Second, Update: time.Minute,
+		MinRegions: 10, MaxRegions: 1000, ReadInterval: 10 * time.Second}
+}
+
+// Validate reports settings DAMON would refuse.
+func (c Config) Validate() error {
+	var errs []error
+	if m := strings.ToLower(c.Mode); m != "auto" && m != "on" && m != "off" {
+		errs = append(errs, fmt.Errorf("damon = %q, want one of auto, on, off", c.Mode))
+	}
+	if c.Sample < time.Microsecond || c.Update < time.Microsecond {
+		errs = append(errs, errors.New("damon sample and update intervals must be at least 1us"))
+	}
+	if c.Aggr < c.Sample {
+		errs = append(errs, fmt.Errorf("damon aggregation interval %s is shorter than the sampling interval %s", c.Aggr, c.Sample))
+	}
+	if c.MinRegions < 3 || c.MaxRegions < c.MinRegions {
+		errs = append(errs, fmt.Errorf("damon regions %d..%d: want 3 <= min <= max", c.MinRegions, c.MaxRegions))
+	}
+	if c.ReadInterval < 0 {
+		errs = append(errs, errors.New("damon read interval must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// ErrUnavailable is Open's error with Mode "on" when DAMON cannot be used.
+var ErrUnavailable = errors.New("DAMON unavailable")
+
+// Sink takes heat samples; *annotator.Annotator satisfies it, sending
+// them in its batches.
+type Sink interface {
+	AddHeat(*stratav1.HeatSample)
+}
+
+// Heat samples the access heat of live blocks from DAMON; see the package
+// comment.
+type Heat struct {
+	cfg   Config
+	sys   Sysfs
+	log   *slog.Logger
+	det   Detection
+	own   *ownKdamond
+	views []view
+	// pending counts tried-region updates still waiting in the kernel,
+	// which Close waits for in Own mode.
+	pending sync.WaitGroup
+
+	reads, regions, samples, commits, errs atomic.Uint64
+	noPages                                atomic.Int64
+}
+
+// Open detects the mode (Sysfs.Detect) and, for Own, makes the agent's
+// kdamond, which stays off until Run has blocks to monitor; Status says
+// the mode, for the caller to log once. With Mode "on" a DAMON it cannot use is an error wrapping
+// ErrUnavailable; with "auto" the Heat is Unavailable and Run returns at
+// once.
+func Open(sys Sysfs, cfg Config) (*Heat, error) {
+	if cfg.PageSize == 0 {
+		cfg.PageSize = 4096
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Heat{cfg: cfg, sys: sys, log: cfg.Logger.With("component", "damon")}
+	mode := strings.ToLower(cfg.Mode)
+	if mode == "off" {
+		h.det = Detection{Reason: "disabled (--damon off)"}
+	} else {
+		h.det = sys.Detect()
+	}
+	switch h.det.Mode {
+	case Own:
+		o, err := sys.makeOwn(cfg)
+		if err != nil {
+			reason := fmt.Sprintf("cannot make a kdamond: %v", err)
+			if denied(err) {
+				reason = "not root: DAMON's sysfs files are root's"
+			}
+			h.det = Detection{Reason: reason}
+			break
+		}
+		h.own = o
+		h.views = []view{newView(true, o.ctx, o.ctx.Schemes[0])}
+	case Shared:
+		h.views = sharedViews(h.det.Kdamonds)
+	}
+	if h.det.Mode == Unavailable && mode == "on" {
+		return nil, fmt.Errorf("%w: %s", ErrUnavailable, h.det.Reason)
+	}
+	return h, nil
+}
+
+// Mode is the mode Open took.
+func (h *Heat) Mode() Mode { return h.det.Mode }
+
+// Status says the mode and what it reads, or why there is no heat:
+// "unavailable: no DAMON sysfs interface (/sys/kernel/mm/damon/admin)".
+func (h *Heat) Status() string {
+	switch h.det.Mode {
+	case Own:
+		c := h.own.ctx
+		return fmt.Sprintf("%s (sampling %s, aggregation %s, %d..%d regions)", h.views[0].source, c.Sample, c.Aggr,
+			h.cfg.MinRegions, h.cfg.MaxRegions)
+	case Shared:
+		var parts []string
+		partial := false
+		for _, v := range h.views {
+			parts = append(parts, v.source)
+			partial = partial || v.partial
+		}
+		s := strings.Join(parts, "; ")
+		if partial {
+			s += "; partial: only the regions a scheme matched are seen"
+		}
+		return s
+	}
+	return "unavailable: " + h.det.Reason
+}
+
+// Run reads DAMON's regions every period until ctx ends, joins them with
+// blocks' pages and hands each live block's sample to sink. In Own mode it
+// also commits the blocks' physical ranges as the kdamond's target regions
+// when they changed (the first commit turns the kdamond on). It returns at
+// once when Unavailable.
+func (h *Heat) Run(ctx context.Context, blocks func() []Block, sink Sink) {
+	if h.det.Mode == Unavailable {
+		return
+	}
+	t := time.NewTicker(h.period())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		h.round(ctx, blocks, sink)
+	}
+}
+
+// period is how often Run reads: ReadInterval, or the longest aggregation
+// interval read when that is longer.
+func (h *Heat) period() time.Duration {
+	p := h.cfg.ReadInterval
+	for _, v := range h.views {
+		p = max(p, v.ctx.Aggr)
+	}
+	return max(p, 100*time.Millisecond)
+}
+
+// snapshot is the live blocks with their extents, read once per round.
+type snapshot struct {
+	blocks   []Block
+	exts     [][]Range
+	resolved []uint64
+}
+
+func (h *Heat) snapshot(blocks func() []Block) snapshot {
+	s := snapshot{blocks: blocks()}
+	s.exts, s.resolved = make([][]Range, len(s.blocks)), make([]uint64, len(s.blocks))
+	noPages := 0
+	for i, b := range s.blocks {
+		if b.Runs == nil {
+			noPages++
+		}
+		s.exts[i], s.resolved[i] = extents(b.Runs, h.cfg.PageSize)
+	}
+	h.noPages.Store(int64(noPages))
+	return s
+}
+
+// round is one read (and, Own, one commit).
+func (h *Heat) round(ctx context.Context, blocks func() []Block, sink Sink) {
+	if h.own != nil {
+		var snap snapshot
+		if h.own.on {
+			v := h.views[0]
+			v.ctx.Ranges = h.own.ranges
+			snap = h.read(ctx, ownIndex, []view{v}, blocks, sink)
+		} else {
+			snap = h.snapshot(blocks)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if rs := targetRanges(snap.exts, h.cfg.MaxRegions/2); len(rs) > 0 && !slices.Equal(rs, h.own.ranges) {
+			if err := h.own.commit(rs); err != nil {
+				h.fail("commit target regions", err)
+				return
+			}
+			h.commits.Add(1)
+		}
+		return
+	}
+	for i := 0; i < len(h.views); {
+		k := h.views[i].ctx.Kdamond
+		j := i
+		for j < len(h.views) && h.views[j].ctx.Kdamond == k {
+			j++
+		}
+		h.read(ctx, k, h.views[i:j], blocks, sink)
+		if ctx.Err() != nil {
+			return
+		}
+		i = j
+	}
+}
+
+// read has kdamond k fill its tried regions, then joins each view's with
+// the blocks live then and hands on their samples; it returns the
+// snapshot of the blocks (taken all the same when the update failed).
+func (h *Heat) read(ctx context.Context, k int, views []view, blocks func() []Block, sink Sink) snapshot {
+	if err := h.update(ctx, k); err != nil {
+		if ctx.Err() == nil {
+			h.fail("update tried regions", err)
+		}
+		return h.snapshot(blocks)
+	}
+	at := time.Now()
+	snap := h.snapshot(blocks)
+	for _, v := range views {
+		regions, err := h.sys.TriedRegions(k, v.ctx.Index, v.scheme.Index, v.ctx.AddrUnit)
+		if err != nil {
+			h.fail("read tried regions", err)
+			continue
+		}
+		h.reads.Add(1)
+		h.regions.Add(uint64(len(regions)))
+		for i, b := range snap.blocks {
+			if snap.resolved[i] == 0 {
+				continue
+			}
+			sink.AddHeat(v.sample(b, joinBlock(snap.exts[i], snap.resolved[i], v.ctx.Ranges, regions), at))
+			h.samples.Add(1)
+		}
+	}
+	return snap
+}
+
+// update runs UpdateTried(k), which blocks in the kernel until the next
+// aggregation interval ends, and stops waiting when ctx ends (Close waits
+// for it).
+func (h *Heat) update(ctx context.Context, k int) error {
+	done := make(chan error, 1)
+	h.pending.Add(1)
+	go func() {
+		defer h.pending.Done()
+		done <- h.sys.UpdateTried(k)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// fail counts an error; EBUSY (another writer holds DAMON's sysfs lock)
+// is expected now and then and logged at debug level only.
+func (h *Heat) fail(what string, err error) {
+	h.errs.Add(1)
+	if busy(err) {
+		h.log.Debug(what, "err", err)
+		return
+	}
+	h.log.Warn(what, "err", err)
+}
+
+// Close, in Own mode, waits for an update still in the kernel (it holds
+// DAMON's sysfs lock), then turns the agent's kdamond off and removes it,
+// logging a failure as well as returning it; in the other modes it has
+// nothing to undo and returns at once. Run must have returned.
+func (h *Heat) Close() error {
+	if h.own == nil {
+		return nil
+	}
+	h.pending.Wait()
+	err := h.own.remove()
+	h.own = nil
+	if err != nil {
+		h.log.Warn("could not remove the agent's kdamond", "err", err)
+	}
+	return err
+}
+
+// Stats are counters since Open.
+type Stats struct {
+	Mode    Mode
+	Reads   uint64 // tried-region lists read
+	Regions uint64 // regions in them
+	Samples uint64 // heat samples handed on
+	Commits uint64 // target-region sets committed to the agent's kdamond
+	Errors  uint64 // updates, reads and commits that failed
+	// NoPages is the live blocks at the last read whose pages the
+	// annotator does not keep (its page cache full), which get no sample.
+	NoPages int64
+}
+
+// Stats returns a snapshot of the counters.
+func (h *Heat) Stats() Stats {
+	return Stats{Mode: h.det.Mode, Reads: h.reads.Load(), Regions: h.regions.Load(), Samples: h.samples.Load(),
+		Commits: h.commits.Load(), Errors: h.errs.Load(), NoPages: h.noPages.Load()}
+}
