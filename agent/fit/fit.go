@@ -172,29 +172,45 @@ func pieces(rec *stratav1.Record, groups [][]*stratav1.PageRun) []*stratav1.Reco
 	return out
 }
 
-// Items is the number of records and workloads b carries.
-func Items(b *stratav1.Batch) int { return len(b.GetRecords()) + len(b.GetWorkloads()) }
+// Items is the number of records, workloads, process memory samples and
+// heat samples b carries.
+func Items(b *stratav1.Batch) int {
+	return len(b.GetRecords()) + len(b.GetWorkloads()) + len(b.GetProcesses()) + len(b.GetHeat())
+}
 
-// Halve splits b's records and workloads, in order, into two batches with
-// b's header (node, boot id, node info; seq left to the caller). ok is
-// false when b carries fewer than two items.
+// Halve splits b's items (records, workloads, process memory samples,
+// heat samples, in that order) into two batches with b's header (node,
+// boot id, node info; seq left to the caller), the first half of the
+// sequence in x. ok is false when b carries fewer than two items.
 func Halve(b *stratav1.Batch) (x, y *stratav1.Batch, ok bool) {
 	n := Items(b)
 	if n < 2 {
 		return nil, nil, false
 	}
 	x, y = header(b), header(b)
-	recs, wls := b.GetRecords(), b.GetWorkloads()
-	for i := 0; i < n; i++ {
-		dst := x
-		if i >= n/2 {
-			dst = y
+	i := 0
+	dst := func() *stratav1.Batch {
+		i++
+		if i > n/2 {
+			return y
 		}
-		if i < len(recs) {
-			dst.Records = append(dst.Records, recs[i])
-		} else {
-			dst.Workloads = append(dst.Workloads, wls[i-len(recs)])
-		}
+		return x
+	}
+	for _, r := range b.GetRecords() {
+		d := dst()
+		d.Records = append(d.Records, r)
+	}
+	for _, w := range b.GetWorkloads() {
+		d := dst()
+		d.Workloads = append(d.Workloads, w)
+	}
+	for _, p := range b.GetProcesses() {
+		d := dst()
+		d.Processes = append(d.Processes, p)
+	}
+	for _, h := range b.GetHeat() {
+		d := dst()
+		d.Heat = append(d.Heat, h)
 	}
 	return x, y, true
 }

@@ -253,6 +253,14 @@ func TestHalveAndRepair(t *testing.T) {
 	if _, _, ok := Halve(&stratav1.Batch{Records: b.Records[:1]}); ok {
 		t.Fatal("one item cannot be halved")
 	}
+	// Process memory and heat samples ride along: none is lost in halves.
+	all := &stratav1.Batch{Records: b.Records[:2], Workloads: b.Workloads,
+		Processes: []*stratav1.ProcessMemory{{Pid: 1}, {Pid: 2}}, Heat: []*stratav1.HeatSample{{Pid: 3}, {Pid: 4}, {Pid: 5}}}
+	x, y, ok = Halve(all)
+	if !ok || Items(all) != 8 || Items(x) != 4 || Items(y) != 4 || len(x.Processes) != 1 || len(y.Processes) != 1 ||
+		len(y.Heat) != 3 || y.Heat[0].GetPid() != 3 {
+		t.Fatalf("halves of records, workloads, processes and heat = %v / %v", x, y)
+	}
 	if Repair(b, BatchBudget) != b {
 		t.Fatal("a batch that fits must come back as is")
 	}

@@ -4,8 +4,9 @@
 // links) and the few other files the agent needs: /proc/PID/status and
 // /proc/PID/task (hook pid checks, perf counters per thread), the NUMA node
 // lists, the online CPU list (polled for CPU hotplug), /proc/meminfo, the
-// boot id, /proc/cpuinfo, the perf event sources (PMUs) of
-// /sys/bus/event_source, and DAMON's sysfs directory with /proc/config.gz.
+// boot id, /proc/cpuinfo and the perf event sources (PMUs) of
+// /sys/bus/event_source. DAMON's admin directory, which is written as well
+// as read, belongs to agent/damon.
 // It is a set of pure readers rooted at a configurable /proc and /sys (see
 // FS; the agent's --proc and --sys): exported methods open the files and
 // private parseX([]byte) functions decode them, so that every parser also

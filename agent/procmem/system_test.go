@@ -2,12 +2,10 @@ package procmem
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -217,14 +215,6 @@ func TestEventSources(t *testing.T) {
 	}
 }
 
-func gz(s string) []byte {
-	var b bytes.Buffer
-	w := gzip.NewWriter(&b)
-	w.Write([]byte(s))
-	w.Close()
-	return b.Bytes()
-}
-
 func writeTree(t *testing.T, files map[string][]byte) string {
 	t.Helper()
 	root := t.TempDir()
@@ -240,56 +230,3 @@ func writeTree(t *testing.T, files map[string][]byte) string {
 	return root
 }
 
-func TestDAMON(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		files    map[string][]byte
-		want     string
-		kdamonds int
-	}{
-		{"no damon", map[string][]byte{"proc/config.gz": gz("CONFIG_DAMON=y\n")}, "unavailable: no DAMON sysfs interface", 0},
-		{"paddr only (this VM)", map[string][]byte{
-			"sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds": []byte("1\n"),
-			"proc/config.gz": gz("CONFIG_DAMON=y\n# CONFIG_DAMON_VADDR is not set\nCONFIG_DAMON_PADDR=y\n"),
-		}, "unavailable: DAMON has physical-address operations only (CONFIG_DAMON_VADDR not set)", 1},
-		{"vaddr", map[string][]byte{
-			"sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds": []byte("0\n"),
-			"proc/config.gz": gz("CONFIG_DAMON_VADDR=y\nCONFIG_DAMON_PADDR=y\n"),
-		}, "available", 0},
-		{"sysfs, config hidden", map[string][]byte{
-			"sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds": []byte("0\n"),
-		}, "available", 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			root := writeTree(t, tc.files)
-			d, err := FS{Proc: filepath.Join(root, "proc"), Sys: filepath.Join(root, "sys")}.DAMON()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d.Status() != tc.want || d.Kdamonds != tc.kdamonds {
-				t.Errorf("%+v: %q, want %q and %d kdamonds", d, d.Status(), tc.want, tc.kdamonds)
-			}
-		})
-	}
-	root := writeTree(t, map[string][]byte{"proc/config.gz": []byte("not gzip")})
-	if _, err := (FS{Proc: filepath.Join(root, "proc"), Sys: root}).DAMON(); err == nil {
-		t.Error("corrupt config.gz accepted")
-	}
-	d, err := Default().DAMON()
-	if err != nil {
-		t.Logf("this node: %v", err) // nr_kdamonds is root-only
-		return
-	}
-	t.Logf("this node: %+v: %s", d, d.Status())
-}
-
-func FuzzParseKernelConfig(f *testing.F) {
-	f.Add([]byte("CONFIG_DAMON=y\n# CONFIG_DAMON_VADDR is not set\nCONFIG_HZ=250\n"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		for k := range parseKernelConfig(b) {
-			if !strings.HasPrefix(k, "CONFIG_") {
-				t.Fatalf("key %q", k)
-			}
-		}
-	})
-}
