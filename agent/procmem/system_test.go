@@ -229,4 +229,3 @@ func writeTree(t *testing.T, files map[string][]byte) string {
 	}
 	return root
 }
-
