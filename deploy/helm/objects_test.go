@@ -138,8 +138,12 @@ func TestAlertMetricsExist(t *testing.T) {
 	if !named["strata_dropped_total"] || !named["strata_spool_pending_bytes"] || !named["strata_collector_store_writes_total"] {
 		t.Errorf("alerts name %v", keys(named))
 	}
-	if !strings.Contains(fmt.Sprint(dig(rules[2], "expr")), "> 858993459") {
-		t.Errorf("spool alert %v, want 80 %% of 1 GiB", dig(rules[2], "expr"))
+	for _, values := range []string{"monitoring: {prometheusRule: {enabled: true}}", "agent: {spoolMaxBytes: 0}\nmonitoring: {prometheusRule: {enabled: true}}"} {
+		// 0 is the agent's 1 GiB.
+		r := dig(mustRender(t, values).monitoring["PrometheusRule/strata"], "spec", "groups", 0, "rules", 2, "expr")
+		if !strings.HasSuffix(fmt.Sprint(r), "(strata_spool_pending_bytes) > 858993459") {
+			t.Errorf("%s: spool alert %v, want 80 %% of 1 GiB", values, r)
+		}
 	}
 	// strata_collector_* are the collector's; the others the agent's.
 	t.Run("agent", func(t *testing.T) {
