@@ -19,6 +19,8 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/stratatrace/strata/agent/config"
@@ -36,8 +38,14 @@ type objects struct {
 	configMaps  map[string]*corev1.ConfigMap
 	pvcs        map[string]*corev1.PersistentVolumeClaim
 	accounts    map[string]*corev1.ServiceAccount
-	text        string // every document, in file order, as rendered
-	notes       string
+	pdbs        map[string]*policyv1.PodDisruptionBudget
+	ingresses   map[string]*networkingv1.Ingress
+	policies    map[string]*networkingv1.NetworkPolicy
+	// monitoring holds the Prometheus Operator's objects, by "Kind/name",
+	// as decoded JSON (their Go types are not among the chart's imports).
+	monitoring map[string]map[string]any
+	text       string // every document, in file order, as rendered
+	notes      string
 }
 
 var docSep = regexp.MustCompile(`(?m)^---\s*$`)
@@ -65,7 +73,9 @@ func render(t *testing.T, values string) (*objects, error) {
 	}
 	o := &objects{daemonSets: map[string]*appsv1.DaemonSet{}, deployments: map[string]*appsv1.Deployment{},
 		services: map[string]*corev1.Service{}, configMaps: map[string]*corev1.ConfigMap{},
-		pvcs: map[string]*corev1.PersistentVolumeClaim{}, accounts: map[string]*corev1.ServiceAccount{}}
+		pvcs: map[string]*corev1.PersistentVolumeClaim{}, accounts: map[string]*corev1.ServiceAccount{},
+		pdbs: map[string]*policyv1.PodDisruptionBudget{}, ingresses: map[string]*networkingv1.Ingress{},
+		policies: map[string]*networkingv1.NetworkPolicy{}, monitoring: map[string]map[string]any{}}
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
@@ -128,31 +138,36 @@ func (o *objects) decode(t *testing.T, file, doc string) error {
 	name := meta.Metadata.Name
 	switch meta.APIVersion + "/" + meta.Kind {
 	case "apps/v1/DaemonSet":
-		v := &appsv1.DaemonSet{}
-		o.daemonSets[name] = v
-		return strict(v)
+		return into(o.daemonSets, name, strict)
 	case "apps/v1/Deployment":
-		v := &appsv1.Deployment{}
-		o.deployments[name] = v
-		return strict(v)
+		return into(o.deployments, name, strict)
 	case "v1/Service":
-		v := &corev1.Service{}
-		o.services[name] = v
-		return strict(v)
+		return into(o.services, name, strict)
 	case "v1/ConfigMap":
-		v := &corev1.ConfigMap{}
-		o.configMaps[name] = v
-		return strict(v)
+		return into(o.configMaps, name, strict)
 	case "v1/PersistentVolumeClaim":
-		v := &corev1.PersistentVolumeClaim{}
-		o.pvcs[name] = v
-		return strict(v)
+		return into(o.pvcs, name, strict)
 	case "v1/ServiceAccount":
-		v := &corev1.ServiceAccount{}
-		o.accounts[name] = v
-		return strict(v)
+		return into(o.accounts, name, strict)
+	case "policy/v1/PodDisruptionBudget":
+		return into(o.pdbs, name, strict)
+	case "networking.k8s.io/v1/Ingress":
+		return into(o.ingresses, name, strict)
+	case "networking.k8s.io/v1/NetworkPolicy":
+		return into(o.policies, name, strict)
+	case "monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PodMonitor", "monitoring.coreos.com/v1/PrometheusRule":
+		v := map[string]any{}
+		o.monitoring[meta.Kind+"/"+name] = v
+		return json.Unmarshal(js, &v)
 	}
 	return fmt.Errorf("unexpected kind %s %s", meta.APIVersion, meta.Kind)
+}
+
+// into decodes a document with strict into a new T, kept in m under name.
+func into[T any](m map[string]*T, name string, strict func(any) error) error {
+	v := new(T)
+	m[name] = v
+	return strict(v)
 }
 
 func mustRender(t *testing.T, values string) *objects {
@@ -413,7 +428,7 @@ func TestChartRefuses(t *testing.T) {
 		{"tls: {enabled: false}", "needs insecure=true"},
 		{"tokens: {secret: ''}", "tokens.secret is empty"},
 		{"collector: {replicas: 2}", "one replica"},
-		{"collector: {store: mysql}", "want duckdb or clickhouse"},
+		{"collector: {store: mysql}", "value must be one of 'duckdb', 'clickhouse'"},
 	} {
 		if _, err := render(t, tc.values); err == nil || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s: %v; want an error saying %q", tc.values, err, tc.says)
@@ -444,8 +459,8 @@ func TestSparkSettings(t *testing.T) {
 	}
 	conf := cm.Data["spark-defaults.conf"]
 	for _, want := range []string{
-		"spark.executor.extraJavaOptions " + cm.Data["hook-opts"],
-		"spark.driver.extraJavaOptions " + cm.Data["hook-opts"],
+		"spark.executor.defaultJavaOptions " + cm.Data["hook-opts"],
+		"spark.driver.defaultJavaOptions " + cm.Data["hook-opts"],
 		"spark.kubernetes.executor.volumes.hostPath.strata-socket.options.path /run/strata-test",
 		"spark.kubernetes.executor.volumes.hostPath.strata-hook.options.path " + dir,
 	} {

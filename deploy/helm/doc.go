@@ -1,12 +1,19 @@
 // Package helm holds the tests of Strata's Helm chart (deploy/helm/strata):
-// they render it with Helm's Go library, as `helm template` would, decode
-// every object strictly into the Kubernetes API types (an unknown or
-// misspelt field fails), and check what an operator relies on: the agent's
-// hostPID, capabilities, host mounts (hook socket, hook files, spool,
-// /sys/kernel/btf), probes and resources; the collector's probes, store and
-// credentials; and that the STRATA_* variables the chart sets are the ones
-// the agent's and the collector's configuration loaders read. The plain
-// manifests in deploy/kubernetes/strata.yaml are the chart rendered with its
-// defaults (release "strata", namespace "strata"); TestManifestsRendered
-// keeps them so (go test ./deploy/helm -update rewrites them).
+// they render it with Helm's Go library, as `helm template` would (which
+// also checks the values against values.schema.json), decode every object
+// strictly into the Kubernetes API types (an unknown or misspelt field
+// fails; the Prometheus Operator's objects as plain JSON), and check what an
+// operator relies on: the agent's hostPID, capabilities, host mounts (hook
+// socket, hook files, spool, /sys/kernel/btf), probes and resources; the
+// collector's probes, store, retention, heuristics and credentials; that
+// the STRATA_* variables the chart sets are the ones the agent's and the
+// collector's configuration loaders read; that the ServiceMonitor and
+// PodMonitor select their targets and send the token Secret those mount;
+// that every metric an alert names is exposed; and that the optional
+// objects are absent by default.
+//
+// Two files are generated and kept so (go test ./deploy/helm -update
+// rewrites them): deploy/kubernetes/strata.yaml, the chart rendered with
+// its defaults (release "strata", namespace "strata"), and the values table
+// of strata/README.md, made from the "# --" comments of values.yaml.
 package helm
