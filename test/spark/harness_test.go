@@ -248,6 +248,11 @@ func (r *recorder) all() []hooksrv.Event {
 // freeFramePeriod is how long the tests give a frame to arrive.
 const settle = 2 * time.Second
 
+// agreeWithin is how long a check of the process's memory at the latest
+// reported ranges tries again (every 200 ms) before it fails: a collection
+// may move the data, and its MOVE or walk comes after.
+const agreeWithin = 10 * time.Second
+
 func freePort(t *testing.T) int {
 	t.Helper()
 	p, err := testenv.FreePort()
