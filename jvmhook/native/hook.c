@@ -505,6 +505,14 @@ JNIEXPORT jint JNICALL Java_org_stratatrace_hook_Native_gcEpoch(JNIEnv *env, jcl
 	return (jint)reg_gc_epoch();
 }
 
+/* static native int rescannedEpoch(): the GC epoch of the latest rescan */
+JNIEXPORT jint JNICALL Java_org_stratatrace_hook_Native_rescannedEpoch(JNIEnv *env, jclass cls)
+{
+	(void)env;
+	(void)cls;
+	return (jint)reg_rescanned_epoch();
+}
+
 /* static native long objectSize(Object o): JVMTI GetObjectSize, 0 on error */
 JNIEXPORT jlong JNICALL Java_org_stratatrace_hook_Native_objectSize(JNIEnv *env, jclass cls, jobject o)
 {

@@ -30,7 +30,9 @@
  *   - After every GC the hook thread also sends one GC frame (the count of
  *     finished GCs) before that rescan's MOVEs, and wakes the walker
  *     (reg_config.walk_wake). Every frame that names a GC epoch (WALK,
- *     CHECKED) is preceded by a GC frame of that epoch on the connection.
+ *     CHECKED) is preceded by a GC frame of that epoch on the connection,
+ *     and a CHECKED of an epoch by every frame of that epoch's rescan
+ *     (the walker checks only epochs rescanned: reg_rescanned_epoch).
  *   - The registry keeps each object-graph block's and each cached batch
  *     column's latest walk (reg_walk), numbers the walks of a block from 1
  *     (walk_seq), and remembers the latest CHECKED epoch.
@@ -140,6 +142,9 @@ void reg_checked(uint32_t gc_epoch);
 void reg_set_walk_mode(uint8_t mode);
 /* GCs the hook has seen finish (the epoch of MOVE, WALK, GC, CHECKED). */
 uint32_t reg_gc_epoch(void);
+/* The GC epoch the hook thread's latest rescan ran for: every frame of
+ * that rescan is queued. */
+uint32_t reg_rescanned_epoch(void);
 void reg_stats(struct reg_stats *s);
 /* Sends a DROPPED report now (before exit). */
 void reg_report(void);

@@ -52,6 +52,14 @@ uint32_t reg_gc_epoch(void)
 	return (uint32_t)gc_finished_count();
 }
 
+/* The GC epoch the hook thread's latest rescan ran for. */
+static uint64_t rescanned_epoch;
+
+uint32_t reg_rescanned_epoch(void)
+{
+	return (uint32_t)__atomic_load_n(&rescanned_epoch, __ATOMIC_ACQUIRE);
+}
+
 void rescan_counts(uint64_t *m, uint64_t *c)
 {
 	*m = moves;
@@ -312,7 +320,9 @@ void rescan_after_gc(uint64_t *rescanned)
 	if (gcs != *rescanned && (env = attach()) != NULL) {
 		*rescanned = gcs;
 		rescan(env);
-		/* The GC frame is queued: the walker may check its walks now. */
+		/* The GC frame, the MOVEs and the columns' walks are queued: the
+		 * walker may check its walks now, and its CHECKED follows them. */
+		__atomic_store_n(&rescanned_epoch, gcs, __ATOMIC_RELEASE);
 		if (sq_walk_mode() == STRATA_WALK_ON && reg_cfg.walk_wake != NULL) {
 			(*env)->CallStaticVoidMethod(env, reg_cfg.object_class, reg_cfg.walk_wake);
 			if ((*env)->ExceptionCheck(env))

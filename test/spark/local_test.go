@@ -106,18 +106,12 @@ func runLocal(t *testing.T, c localCase) {
 	checkColumns(t, rec, s, s.DF, 2, dfColumns, nil, true, "cached")
 	checkPages(t, rec, s, c.offheap)
 
-	movesBefore := count(rec.all(), hooksrv.EventMove)
+	movesBefore, gcBefore := count(rec.all(), hooksrv.EventMove), rec.walks().gc
 	j.Proceed(t)
 	j.Next(t, "gc")
-	// The GCs' MOVEs: the first, however loaded the machine, then the
-	// rest.
-	_ = testenv.WaitFor("MOVE frames after the job's GCs", 30*time.Second, nil, func() bool {
-		return count(rec.all(), hooksrv.EventMove) > movesBefore
-	})
-	// The rest of the hook's rescans: nothing on the connection says when
-	// they are done, and a moved chunk's old copy still holds its bytes,
-	// so checking sooner could pass at the old address.
-	time.Sleep(settle)
+	// The GCs' MOVEs: a moved chunk's old copy still holds its bytes, so
+	// the checks wait for the CHECKED that follows the latest rescan.
+	rescannedAfter(t, rec, gcBefore)
 	moves := count(rec.all(), hooksrv.EventMove)
 	if moves == movesBefore {
 		t.Errorf("no MOVE after the job's full GCs (%d before)", movesBefore)

@@ -149,11 +149,9 @@ func runWalk(t *testing.T, c walkCase) {
 	gc0 := rec.walks().gc
 	j.Proceed(t)
 	j.Next(t, "gc")
+	// Every walk usable at the latest epoch: its CHECKED came, after the
+	// rescan's frames (the moved columns' walks).
 	settledAfter(t, rec, gc0)
-	// The moved columns' walks: the hook's rescan sends them, and nothing
-	// on the connection says when it is done; meanwhile a buffer's old copy
-	// still holds its bytes, so checking sooner could pass on the old walk.
-	time.Sleep(settle / 4)
 	after, afterCols := checkResolved(t, rec, s, "after full GCs")
 	if v := rec.walks(); v.stale == 0 {
 		t.Errorf("no STALE walk after full GCs (GC epoch %d)", v.gc)
@@ -199,7 +197,6 @@ func runWalk(t *testing.T, c walkCase) {
 	y := nextWalkStep(t, j, dir, "young")
 	moves := youngMoves(rec, y.RDDs["fresh"])
 	settledAfter(t, rec, gc1)
-	time.Sleep(settle / 4) // as after the full GCs
 	checkPostponed(t, rec, y, s.Parts, moves, c.gc == "G1")
 	kept := 0
 	young, _ := checkResolved(t, rec, s, "after young GCs")

@@ -47,6 +47,9 @@ type walkView struct {
 	freed   map[uint64]bool
 	stale   int      // STALE marks seen
 	checked bool     // a CHECKED came
+	// checkedAt is the latest CHECKED's epoch: every frame of that epoch's
+	// rescan (MOVEs, cached columns' walks) came before it.
+	checkedAt uint32
 	errors  []string // frames that broke the protocol's promises
 }
 
@@ -69,6 +72,7 @@ func (r *recorder) walks() *walkView {
 				v.errors = append(v.errors, fmt.Sprintf("CHECKED %d before its GC frame (latest %d)", e.GCEpoch, v.gc))
 			}
 			v.checked = true
+			v.checkedAt = e.GCEpoch
 			for _, w := range v.walks {
 				if w.walk.State != hooksrv.WalkStale && w.holds < e.GCEpoch {
 					w.holds = e.GCEpoch
@@ -104,6 +108,20 @@ func (v *walkView) usable(id uint64) *hooksrv.Walk {
 		return nil
 	}
 	return w.walk
+}
+
+// rescannedAfter waits, up to a minute, until the hook has sent a GC frame
+// past epoch and a CHECKED of the latest GC frame's epoch: the hook
+// thread's rescan for it (its MOVEs, the cached columns' walks) has come.
+func rescannedAfter(t *testing.T, rec *recorder, epoch uint32) {
+	t.Helper()
+	err := testenv.WaitFor(fmt.Sprintf("the rescan after GC epoch %d", epoch), time.Minute, nil, func() bool {
+		v := rec.walks()
+		return v.gc > epoch && v.checkedAt == v.gc
+	})
+	if err != nil {
+		t.Log(err)
+	}
 }
 
 // settledAfter waits, up to a minute, until the hook has sent a GC frame

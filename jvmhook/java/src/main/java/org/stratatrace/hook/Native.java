@@ -70,6 +70,13 @@ final class Native {
      */
     static native int lowerPriority(int nice);
 
+    /**
+     * The GC epoch the hook thread's latest rescan after collections ran
+     * for: the GC frame, MOVEs and column walks of every epoch up to it are
+     * queued.
+     */
+    static native int rescannedEpoch();
+
     /** Sends CHECKED: every walk not marked STALE since holds at gcEpoch. */
     static native void checked(int gcEpoch);
 

@@ -26,8 +26,10 @@ import com.sun.management.HotSpotDiagnosticMXBean;
  *
  * <p>Epochs: a walk reads the count of finished GCs before and after it
  * runs and is thrown away when they differ (three tries, then the block
- * waits for the next collection). After collections (the hook thread wakes
- * it once the GC frame is queued) the walker decides which walks still
+ * waits for the next collection). After the hook thread's rescan for
+ * collections (it wakes the walker once the rescan's GC frame, MOVEs and
+ * column walks are queued; the walker checks only rescanned epochs, so
+ * its CHECKED comes after them) the walker decides which walks still
  * hold: a full collection (or one it does not know) makes every walk stale;
  * a young one only the walks one of whose witnesses (the first object met in
  * each heap region) moved; pauses of no moving collection none. Stale walks
@@ -325,7 +327,7 @@ final class Walker {
             c = false;
         }
         cpuTime = c;
-        checkedEpoch = Native.gcEpoch();
+        checkedEpoch = Native.rescannedEpoch();
         String unsupported = null;
         for (GarbageCollectorMXBean b : beans) {
             String n = b.getName();
@@ -383,7 +385,7 @@ final class Walker {
                 Map.Entry<Long, Block> e = pending.pollFirstEntry();
                 if (e == null) {
                     idle = true;
-                    if (EVENTS.isEmpty() && Native.gcEpoch() == checkedEpoch) {
+                    if (EVENTS.isEmpty() && Native.rescannedEpoch() == checkedEpoch) {
                         long park = IDLE_NS;
                         if (!waiting.isEmpty()) {
                             park = Math.max(1, Math.min(park, lastCollection + QUIET_NS - System.nanoTime()));
@@ -544,7 +546,7 @@ final class Walker {
      * for the epoch every other walk holds at.
      */
     private void checkCollections() {
-        int e = Native.gcEpoch();
+        int e = Native.rescannedEpoch();
         while (e != checkedEpoch) {
             boolean full = false, young = false;
             lastCollection = System.nanoTime();
@@ -602,7 +604,7 @@ final class Walker {
                 enqueue(b);
             }
             deferred.clear();
-            int now = Native.gcEpoch();
+            int now = Native.rescannedEpoch();
             if (now != e) {
                 e = now; // another collection meanwhile: check again for it
                 continue;
