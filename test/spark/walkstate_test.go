@@ -45,12 +45,12 @@ type walkView struct {
 	gc      uint32 // the latest GC frame's epoch
 	walks   map[uint64]*blockWalk
 	freed   map[uint64]bool
-	stale   int      // STALE marks seen
-	checked bool     // a CHECKED came
+	stale   int  // STALE marks seen
+	checked bool // a CHECKED came
 	// checkedAt is the latest CHECKED's epoch: every frame of that epoch's
 	// rescan (MOVEs, cached columns' walks) came before it.
 	checkedAt uint32
-	errors  []string // frames that broke the protocol's promises
+	errors    []string // frames that broke the protocol's promises
 }
 
 // walks replays rec's events: GC frames, walks, CHECKED and FREE; a new
