@@ -30,11 +30,24 @@ const (
 	DefaultMaxLiveExtents    = 1 << 22
 )
 
+// UserSpaceEnd bounds every range a hook may name (REGISTER, MOVE, walk
+// extents): it must end at or below it. It is the end of x86-64 user space
+// with 5-level paging (2^56); every kernel address is above it, with 4 or 5
+// levels, so no hook can have the agent resolve or count kernel memory.
+const UserSpaceEnd = 1 << 56
+
+// inUserSpace says whether [vaddr, vaddr+length) ends at or below
+// UserSpaceEnd.
+func inUserSpace(vaddr, length uint64) bool {
+	return vaddr <= UserSpaceEnd && length <= UserSpaceEnd-vaddr
+}
+
 // Errors that end or refuse a session, or refuse one frame.
 var (
 	ErrTooManySessions = errors.New("too many hook sessions")
 	ErrIdle            = errors.New("no frame within the idle timeout")
 	ErrRangeTooLong    = errors.New("range longer than the limit")
+	ErrOutsideUser     = errors.New("range outside user space")
 	ErrAccessOutside   = errors.New("access outside its block")
 	ErrBlockLimit      = errors.New("live block limit reached")
 	ErrWalkTooLarge    = errors.New("walk over the extent limit")
@@ -49,7 +62,10 @@ type Refusals struct {
 	HelloTimeout                                  uint64 // closed before HELLO (HelloTimeout)
 	Idle                                          uint64 // closed after IdleTimeout without a frame
 	RangeTooLong                                  uint64 // REGISTER or MOVE over MaxRangeBytes, dropped
-	AccessOutside                                 uint64 // ACCESS not inside its block, dropped
+	// REGISTERs, MOVEs and walks naming an address above UserSpaceEnd
+	// (a kernel address), dropped.
+	OutsideUserSpace uint64
+	AccessOutside    uint64 // ACCESS not inside its block, dropped
 	// REGISTERs of a new block dropped at the uid's or the node's cap.
 	BlocksPerUID, BlocksPerNode uint64
 	// Walks dropped at MaxWalkExtents or the session's or node's extent
@@ -61,7 +77,7 @@ type Refusals struct {
 
 type refusalCounters struct {
 	sessionsTotal, sessionsPerUID, sessionsPerPID, helloTimeout, idle,
-	rangeTooLong, accessOutside, blocksPerUID, blocksPerNode, walkTooLarge, walkNotGraphOrBatch atomic.Uint64
+	rangeTooLong, outsideUser, accessOutside, blocksPerUID, blocksPerNode, walkTooLarge, walkNotGraphOrBatch atomic.Uint64
 }
 
 // Refusals returns a snapshot of the refusal counters.
@@ -70,7 +86,7 @@ func (s *Server) Refusals() Refusals {
 	return Refusals{
 		SessionsTotal: r.sessionsTotal.Load(), SessionsPerUID: r.sessionsPerUID.Load(),
 		SessionsPerPID: r.sessionsPerPID.Load(), HelloTimeout: r.helloTimeout.Load(), Idle: r.idle.Load(),
-		RangeTooLong: r.rangeTooLong.Load(), AccessOutside: r.accessOutside.Load(),
+		RangeTooLong: r.rangeTooLong.Load(), OutsideUserSpace: r.outsideUser.Load(), AccessOutside: r.accessOutside.Load(),
 		BlocksPerUID: r.blocksPerUID.Load(), BlocksPerNode: r.blocksPerNode.Load(),
 		WalkTooLarge: r.walkTooLarge.Load(), WalkNotGraphOrBatch: r.walkNotGraphOrBatch.Load(),
 	}

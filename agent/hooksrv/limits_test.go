@@ -1,6 +1,7 @@
 package hooksrv
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,48 @@ func TestRangeAndAccessBounds(t *testing.T) {
 	}
 	if r := ts.Refusals(); r.RangeTooLong != 2 || r.AccessOutside != 2 {
 		t.Fatalf("refusals = %+v, want 2 ranges too long, 2 accesses outside", r)
+	}
+}
+
+// TestKernelAddressesRefused: a REGISTER, a MOVE or a walk naming memory
+// above UserSpaceEnd (here the kernel's direct map) is dropped and counted
+// at the socket; a moved block keeps its last range, and the session goes
+// on.
+func TestKernelAddressesRefused(t *testing.T) {
+	ts := startServer(t, Config{})
+	p := dial(t, ts.Path())
+	p.send(hello("app-k"))
+	p.send(register(1, 0xffff888000000000, me))
+	wrap := register(2, UserSpaceEnd-4096, me)
+	wrap.Length = 8192 // ends past UserSpaceEnd
+	p.send(wrap)
+	p.send(graph(3))
+	p.send(&Move{BlockID: 3, Vaddr: 0xffffffff81000000, Length: 4096, PID: me})
+	p.sendWalk(3, 1, 0, WalkDone, []Extent{{Vaddr: 0x7f0000001000, Length: 4096}, {Vaddr: 0xffff888000010000, Length: 4096}}, 8)
+	p.sendWalk(3, 2, 0, WalkDone, extents(0x7f1000000000, 2), 8)
+	p.send(&Access{BlockID: 3, Offset: 0, Length: 8, Kind: stratav1.AccessKind_ACCESS_KIND_READ})
+	waitUntil(t, "the access", func() bool {
+		evs := ts.rec.of("app-k")
+		return len(evs) > 0 && evs[len(evs)-1].Kind == EventAccess
+	})
+	var kinds []EventKind
+	for _, ev := range ts.rec.of("app-k")[1:] {
+		kinds = append(kinds, ev.Kind)
+		if ev.Vaddr >= UserSpaceEnd || (ev.Kind == EventAccess && ev.Vaddr != graph(3).Vaddr) {
+			t.Errorf("event %+v: a kernel address got through, or the block lost its range", ev)
+		}
+		if ev.Walk != nil && ev.Walk.Seq != 2 {
+			t.Errorf("walk %+v with a kernel extent got through", ev.Walk)
+		}
+	}
+	if want := []EventKind{EventRegister, EventWalk, EventAccess}; !slices.Equal(kinds, want) {
+		t.Errorf("events %v, want %v", kinds, want)
+	}
+	if r := ts.Refusals(); r.OutsideUserSpace != 4 {
+		t.Errorf("refusals = %+v, want 4 outside user space", r)
+	}
+	if !inUserSpace(UserSpaceEnd-4096, 4096) || inUserSpace(UserSpaceEnd-4096, 4097) || inUserSpace(1<<63, 0) || inUserSpace(4096, 1<<64-1) {
+		t.Error("inUserSpace's bound is off")
 	}
 }
 

@@ -38,6 +38,7 @@ var (
 	walksIncomplete   = desc("strata_hook_walks_incomplete_total", "Walks lost because one of their parts did not arrive (the hook dropped it): their blocks kept their previous walk.")
 	dropSocketFull    = dropDesc("socket_full")
 	dropRangeLength   = dropDesc("range_length")
+	dropOutsideUser   = dropDesc("user_space")
 	dropAccessOutside = dropDesc("access_outside")
 	dropBlocksUID     = dropDesc("blocks_uid")
 	dropBlocksNode    = dropDesc("blocks_node")
@@ -69,6 +70,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	count(sessionsClosed, r.HelloTimeout, "hello_timeout")
 	count(sessionsClosed, r.Idle, "idle")
 	count(framesRefused, r.RangeTooLong, "range_length")
+	count(framesRefused, r.OutsideUserSpace, "user_space")
 	count(framesRefused, r.AccessOutside, "access_outside")
 	count(framesRefused, r.BlocksPerUID, "blocks_uid")
 	count(framesRefused, r.BlocksPerNode, "blocks_node")
@@ -79,6 +81,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 	count(dropSocketFull, st.DroppedByPeer)
 	count(dropRangeLength, r.RangeTooLong)
+	count(dropOutsideUser, r.OutsideUserSpace)
 	count(dropAccessOutside, r.AccessOutside)
 	count(dropBlocksUID, r.BlocksPerUID)
 	count(dropBlocksNode, r.BlocksPerNode)

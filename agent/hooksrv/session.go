@@ -231,6 +231,10 @@ func (ss *session) frame(f Frame, received time.Time) error {
 			ss.refuseFrame(f, &ss.s.refused.rangeTooLong, b.BlockID, fmt.Errorf("%w: %d bytes (max %d)", ErrRangeTooLong, b.Length, ss.s.cfg.MaxRangeBytes))
 			return nil
 		}
+		if !inUserSpace(b.Vaddr, b.Length) {
+			ss.refuseFrame(f, &ss.s.refused.outsideUser, b.BlockID, fmt.Errorf("%w: %#x, %d bytes", ErrOutsideUser, b.Vaddr, b.Length))
+			return nil
+		}
 		if old, live := ss.blocks[b.BlockID]; live {
 			_ = ss.setExtents(old, 0) // a block put again starts without a walk; giving back never fails
 		} else {
@@ -260,6 +264,10 @@ func (ss *session) frame(f Frame, received time.Time) error {
 			// The block keeps its last range, as if the hook had dropped
 			// the frame.
 			ss.refuseFrame(f, &ss.s.refused.rangeTooLong, b.BlockID, fmt.Errorf("%w: %d bytes (max %d)", ErrRangeTooLong, b.Length, ss.s.cfg.MaxRangeBytes))
+			return nil
+		}
+		if !inUserSpace(b.Vaddr, b.Length) {
+			ss.refuseFrame(f, &ss.s.refused.outsideUser, b.BlockID, fmt.Errorf("%w: %#x, %d bytes", ErrOutsideUser, b.Vaddr, b.Length))
 			return nil
 		}
 		bs.vaddr, bs.length = b.Vaddr, b.Length
@@ -426,6 +434,12 @@ func (ss *session) setExtents(bs *admitted, n int) error {
 
 func (ss *session) deliverWalk(f Frame, received time.Time, blockID uint64, sum WalkSummary, extents []Extent) {
 	bs := ss.blocks[blockID] // live: a FREE between two parts would have ended the walk
+	for _, x := range extents {
+		if !inUserSpace(x.Vaddr, x.Length) {
+			ss.refuseFrame(f, &ss.s.refused.outsideUser, blockID, fmt.Errorf("%w: walk extent %#x, %d bytes", ErrOutsideUser, x.Vaddr, x.Length))
+			return
+		}
+	}
 	err := ss.checkExtents(bs, len(extents))
 	if err == nil {
 		err = ss.setExtents(bs, len(extents))
