@@ -32,6 +32,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	// few lines per interval and counts the rest.
 	limited := ratelog.New(log.Handler(), ratelog.Options{Burst: cfg.LogBurst, Interval: cfg.LogInterval})
 	log = slog.New(limited).With("node", cfg.NodeName)
+	go limited.Run(ctx) // a flood that stops says how many lines it held back
 	fs := procmem.FS{Proc: cfg.ProcRoot, Sys: cfg.SysRoot}
 	bootID, err := fs.BootID()
 	if err != nil {

@@ -2,8 +2,10 @@
 // else: Handler wraps a slog.Handler and passes each distinct message (its
 // level and text, attributes aside) at most Burst times per Interval. The
 // lines it holds back are counted, and the next line of that message that
-// passes carries the count as suppressed=N, so nothing goes unsaid: the log
-// says how often it happened, the metrics say exactly (Handler.Suppressed).
+// passes carries the count as suppressed=N; when no such line comes, Run
+// (Flush) writes one with the count once the window has ended. So nothing
+// goes unsaid: the log says how often it happened, the metrics say exactly
+// (Handler.Suppressed).
 //
 // The agent wraps its one logger at start, so every per-event warning
 // (a refused session, a block the kernel's map has no room for, a record

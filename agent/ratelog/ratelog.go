@@ -119,6 +119,57 @@ func (s *state) admit(k key) (uint64, bool) {
 	return held, true
 }
 
+// Flush passes, for each message whose window has ended with lines held
+// back, one line of that message with suppressed=N and burst_ended=true,
+// so that a flood that stops still says how many lines it held back; it
+// forgets the messages whose window ended with nothing held back. The
+// line carries the message's level and text, not the attributes of the
+// lines held back. Run calls it every Interval.
+func (h *Handler) Flush(ctx context.Context) error {
+	type held struct {
+		k key
+		n uint64
+	}
+	now := h.st.opts.Now()
+	var out []held
+	h.st.mu.Lock()
+	for k, w := range h.st.windows {
+		if now.Sub(w.start) < h.st.opts.Interval {
+			continue
+		}
+		if w.suppressed == 0 {
+			delete(h.st.windows, k)
+			continue
+		}
+		out = append(out, held{k, w.suppressed})
+		w.suppressed = 0
+	}
+	h.st.mu.Unlock()
+	for _, d := range out {
+		r := slog.NewRecord(now, d.k.level, d.k.msg, 0)
+		r.AddAttrs(slog.Uint64("suppressed", d.n), slog.Bool("burst_ended", true))
+		if err := h.next.Handle(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run calls Flush every Interval, and once more when ctx ends.
+func (h *Handler) Run(ctx context.Context) {
+	t := time.NewTicker(h.st.opts.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			_ = h.Flush(context.WithoutCancel(ctx))
+			return
+		case <-t.C:
+			_ = h.Flush(ctx)
+		}
+	}
+}
+
 // WithAttrs implements slog.Handler; the result shares h's limits.
 func (h *Handler) WithAttrs(as []slog.Attr) slog.Handler {
 	return &Handler{next: h.next.WithAttrs(as), st: h.st}

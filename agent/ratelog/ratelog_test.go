@@ -64,3 +64,35 @@ func TestLevelsAreSeparateKeys(t *testing.T) {
 		t.Fatalf("%d lines, want one per level:\n%s", n, buf.String())
 	}
 }
+
+// TestFlushAfterBurst: a flood that stops within its window still says how
+// many lines it held back, once the window has ended, and only once.
+func TestFlushAfterBurst(t *testing.T) {
+	var buf bytes.Buffer
+	c := &clock{t: time.Unix(1000, 0)}
+	h := New(slog.NewTextHandler(&buf, nil), Options{Burst: 5, Interval: 10 * time.Second, Now: c.now})
+	log := slog.New(h)
+	for i := range 19987 {
+		log.Warn("hook connection refused", "n", i)
+	}
+	log.Warn("quiet message")
+	if err := h.Flush(t.Context()); err != nil || strings.Count(buf.String(), "suppressed") != 0 {
+		t.Fatalf("flush inside the window wrote %q (%v)", buf.String(), err)
+	}
+	c.t = c.t.Add(10 * time.Second)
+	if err := h.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c.t = c.t.Add(10 * time.Second)
+	if err := h.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	last := lines[len(lines)-1]
+	if len(lines) != 7 || !strings.Contains(last, `msg="hook connection refused" suppressed=19982 burst_ended=true`) {
+		t.Fatalf("lines %d, last %q: want 5 + 1 + one line saying 19982 held back", len(lines), last)
+	}
+	if h.Suppressed() != 19982 || len(h.st.windows) != 0 {
+		t.Errorf("suppressed %d, windows kept %d: want 19982 and none", h.Suppressed(), len(h.st.windows))
+	}
+}
