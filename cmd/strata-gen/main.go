@@ -20,9 +20,15 @@ import (
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "strata-gen:", err)
+		if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
+
+// errUsage marks arguments strata-gen refuses (exit status 2).
+var errUsage = errors.New("usage")
 
 func run(_ context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("strata-gen", flag.ContinueOnError)
@@ -40,11 +46,32 @@ func run(_ context.Context, args []string, stdout io.Writer) error {
 	failed := fs.Bool("failed", false, "make MapReduce jobs fail")
 	codec := fs.String("codec", "", "compress Spark event logs: lz4, snappy or zstd (as Spark writes them)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if *out == "" {
 		fs.Usage()
-		return errors.New("missing -out")
+		return fmt.Errorf("%w: missing -out", errUsage)
+	}
+	for _, c := range []struct {
+		bad  bool
+		what string
+	}{
+		{fs.NArg() > 0, fmt.Sprintf("unexpected arguments %q", fs.Args())},
+		{*kind != "mr" && *kind != "spark", fmt.Sprintf("-kind %q: want mr or spark", *kind)},
+		{*jobs < 1, fmt.Sprintf("-jobs %d: want at least 1", *jobs)},
+		{*maps < 1, fmt.Sprintf("-maps %d: want at least 1", *maps)},
+		{*reduces < 0, fmt.Sprintf("-reduces %d: want 0 or more", *reduces)},
+		{*tasks < 1, fmt.Sprintf("-tasks %d: want at least 1", *tasks)},
+		{*stages < 1, fmt.Sprintf("-stages %d: want at least 1", *stages)},
+		{*skew < 0, fmt.Sprintf("-skew %g: want 0 (none) or more", *skew)},
+		{*gc < 0, fmt.Sprintf("-gc %g: want 0 or more", *gc)},
+		{*container < 0 || *used < 0, fmt.Sprintf("-container-mb %d, -used-mb %d: want 0 or more", *container, *used)},
+		{*codec != "" && *kind != "spark", "-codec compresses Spark event logs: use it with -kind spark"},
+		{*codec != "" && *codec != "lz4" && *codec != "snappy" && *codec != "zstd", fmt.Sprintf("-codec %q: want lz4, snappy or zstd", *codec)},
+	} {
+		if c.bad {
+			return fmt.Errorf("%w: %s", errUsage, c.what)
+		}
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("create output dir: %w", err)
