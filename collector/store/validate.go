@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"unicode/utf8"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -86,6 +87,11 @@ func ValidateBatch(b *stratav1.Batch) error {
 	for i, m := range b.GetProcesses() {
 		if err := validateProcessMemory(m); err != nil {
 			return fmt.Errorf("%w: process memory %d: %w", ErrInvalidBatch, i, err)
+		}
+	}
+	for i, h := range b.GetHeat() {
+		if err := validateHeat(h); err != nil {
+			return fmt.Errorf("%w: heat sample %d: %w", ErrInvalidBatch, i, err)
 		}
 	}
 	return nil
@@ -243,6 +249,44 @@ func validateProcessMemory(m *stratav1.ProcessMemory) error {
 		if !utf8.ValidString(s) {
 			return fmt.Errorf("string %q is not UTF-8", s)
 		}
+	}
+	return nil
+}
+
+// validateHeat refuses a heat sample the questions could not use: no
+// application, strings that are not UTF-8, an unknown source kind, byte
+// counts that do not nest (resolved >= monitored >= covered >= cold), or
+// a rate or age that is not a finite number in range.
+func validateHeat(h *stratav1.HeatSample) error {
+	if h.GetAppId() == "" {
+		return fmt.Errorf("missing app_id")
+	}
+	for _, s := range []string{h.GetAppId(), h.GetExecutorId(), h.GetBlockId(), h.GetSource()} {
+		if !utf8.ValidString(s) {
+			return fmt.Errorf("string %q is not UTF-8", s)
+		}
+	}
+	if _, ok := stratav1.HeatSourceKind_name[int32(h.GetSourceKind())]; !ok {
+		return fmt.Errorf("heat source kind %d unknown", h.GetSourceKind())
+	}
+	monitored := h.GetResolvedBytes()
+	if h.MonitoredBytes != nil {
+		monitored = h.GetMonitoredBytes()
+	}
+	if monitored > h.GetResolvedBytes() || h.GetCoveredBytes() > monitored || h.GetColdBytes() > h.GetCoveredBytes() {
+		return fmt.Errorf("byte counts do not nest: resolved %d, monitored %d, covered %d, cold %d",
+			h.GetResolvedBytes(), h.GetMonitoredBytes(), h.GetCoveredBytes(), h.GetColdBytes())
+	}
+	if r := h.AccessRate; r != nil && !(*r >= 0 && *r <= 1) {
+		return fmt.Errorf("access_rate %v outside 0..1", *r)
+	}
+	for _, a := range []*float64{h.ColdAgeSeconds, h.ColdMinAgeSeconds} {
+		if a != nil && !(*a >= 0 && !math.IsInf(*a, 1)) {
+			return fmt.Errorf("cold age %v is not a finite non-negative number", *a)
+		}
+	}
+	if h.GetIntervalNs() < 0 || h.GetSampleIntervalNs() < 0 {
+		return fmt.Errorf("negative DAMON interval (aggregation %d ns, sampling %d ns)", h.GetIntervalNs(), h.GetSampleIntervalNs())
 	}
 	return nil
 }
