@@ -33,3 +33,21 @@ func TestHeatAPI(t *testing.T) {
 		{"/api/v1/apps/other/heat", 200, []string{`{"app":"other","cold_for_seconds":60,"rdds":[]}`}},
 	})
 }
+
+// An RDD's page says its heat over each block's latest sample, and each
+// block's; by a moment before any sample, none.
+func TestRDDPageHeat(t *testing.T) {
+	srv := serve(t, []*stratav1.Batch{storetest.HeatBatch(1)}, nil)
+	app := storetest.App
+	shared := strings.Replace(storetest.HeatShared, "shared: ", "shared ", 1)
+	wantPages(t, srv, []page{
+		{"/apps/" + app + "/rdds/7", 200, []string{`<span data-col="rdd-heat">1.25 acc/s/GiB, 50.0% cold &gt;= 1m0s</span>`,
+			`<td data-col="heat">1.25 acc/s/GiB, 50.0% cold &gt;= 1m0s</td>`}},
+		{"/apps/" + app + "/rdds/8", 200, []string{`<span data-col="rdd-heat">partial: ` +
+			strings.NewReplacer("<", "&lt;", ">", "&gt;").Replace(shared) + `: 0.0% cold &gt;= 1m0s</span>`}},
+		{"/apps/" + app + "/rdds/7?at=" + url.QueryEscape("+1s"), 200, []string{
+			`<span data-col="rdd-heat">` + jsonform.NoHeat + `</span>`, `<td data-col="heat"><span class="muted">no sample</span></td>`}},
+	})
+	srv = newServer(t)
+	wantPages(t, srv, []page{{"/apps/" + app + "/rdds/7", 200, []string{`<span data-col="rdd-heat">` + jsonform.NoHeat + `</span>`}}})
+}
