@@ -175,6 +175,19 @@ func testHeat(t *testing.T, be Backend) {
 	}
 	wantHeat(t, s, store.HeatQuery{AppID: App}, want)
 
+	// A batch of heat samples alone is stored and read as well.
+	only := &stratav1.Batch{NodeName: Node, BootId: Boot, Seq: 2, Heat: []*stratav1.HeatSample{heatCopy(HeatSamples()[2])}}
+	only.Heat[0].TimeUnixNano = T0 + 30e9
+	if got := MustAppend(t, s, only); got != (store.AppendResult{}) {
+		t.Fatalf("append of heat alone = %+v", got)
+	}
+	want = WantHeat()
+	want.RDDs = want.RDDs[1:]
+	r := &want.RDDs[0]
+	r.Points = append(r.Points, store.HeatPoint{TimeUnixNano: T0 + 30e9, HeatFigures: r.Latest})
+	r.Blocks[0].Samples = append(r.Blocks[0].Samples, only.Heat[0])
+	wantHeat(t, s, store.HeatQuery{AppID: App, RDD: &rdd8, ColdFor: time.Minute}, want)
+
 	if got, err := s.Heat(context.Background(), store.HeatQuery{AppID: "application_0_0"}); err != nil || len(got.RDDs) != 0 {
 		t.Fatalf("heat of an app without samples = %+v, %v; want none", got, err)
 	}
