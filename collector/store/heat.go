@@ -33,8 +33,9 @@ import (
 //     cold region (cold_min_age_seconds) is at least ColdFor old: bytes
 //     known cold for at least ColdFor, a lower bound, since a sample's
 //     older cold regions are not told apart from its younger ones.
-//     ColdShare is ColdForBytes over the monitored bytes (monitored_bytes,
-//     or covered_bytes when the kdamond's target lists no ranges).
+//     ColdShare is ColdForBytes over the monitored bytes: per sample the
+//     larger of monitored_bytes (0 when absent: the kdamond's target lists
+//     no ranges) and covered_bytes.
 //   - ColdAgeSeconds is the mean of cold_age_seconds weighted by
 //     cold_bytes.
 //   - Partial is set when any sample is partial (a shared kdamond's
@@ -234,11 +235,7 @@ func HeatFiguresOf(samples []*stratav1.HeatSample, coldFor time.Duration) HeatFi
 	for _, h := range samples {
 		cov := h.GetCoveredBytes()
 		f.CoveredBytes = satAdd(f.CoveredBytes, cov)
-		if h.MonitoredBytes != nil {
-			f.MonitoredBytes = satAdd(f.MonitoredBytes, h.GetMonitoredBytes())
-		} else {
-			f.MonitoredBytes = satAdd(f.MonitoredBytes, cov)
-		}
+		f.MonitoredBytes = satAdd(f.MonitoredBytes, max(h.GetMonitoredBytes(), cov))
 		f.ColdBytes = satAdd(f.ColdBytes, h.GetColdBytes())
 		if h.ColdMinAgeSeconds != nil && h.GetColdMinAgeSeconds() >= coldFor.Seconds() {
 			f.ColdForBytes = satAdd(f.ColdForBytes, h.GetColdBytes())

@@ -255,8 +255,13 @@ func validateProcessMemory(m *stratav1.ProcessMemory) error {
 
 // validateHeat refuses a heat sample the questions could not use: no
 // application, strings that are not UTF-8, an unknown source kind, byte
-// counts that do not nest (resolved >= monitored >= covered >= cold), or
-// a rate or age that is not a finite number in range.
+// counts beyond the block's resolved bytes or cold bytes beyond the
+// covered ones, a rate or an age that is negative or not a finite
+// number, a negative interval. Covered bytes beyond the monitored ones
+// are taken as they come: the agent measures the two against different
+// lists (the regions read, the target's ranges), which a kdamond may
+// change between them. A rate above 1 is DAMON's (nr_accesses over
+// its nominal maximum) and is kept.
 func validateHeat(h *stratav1.HeatSample) error {
 	if h.GetAppId() == "" {
 		return fmt.Errorf("missing app_id")
@@ -269,20 +274,14 @@ func validateHeat(h *stratav1.HeatSample) error {
 	if _, ok := stratav1.HeatSourceKind_name[int32(h.GetSourceKind())]; !ok {
 		return fmt.Errorf("heat source kind %d unknown", h.GetSourceKind())
 	}
-	monitored := h.GetResolvedBytes()
-	if h.MonitoredBytes != nil {
-		monitored = h.GetMonitoredBytes()
-	}
-	if monitored > h.GetResolvedBytes() || h.GetCoveredBytes() > monitored || h.GetColdBytes() > h.GetCoveredBytes() {
-		return fmt.Errorf("byte counts do not nest: resolved %d, monitored %d, covered %d, cold %d",
+	if h.GetMonitoredBytes() > h.GetResolvedBytes() || h.GetCoveredBytes() > h.GetResolvedBytes() ||
+		h.GetColdBytes() > h.GetCoveredBytes() {
+		return fmt.Errorf("byte counts beyond their whole: resolved %d, monitored %d, covered %d, cold %d",
 			h.GetResolvedBytes(), h.GetMonitoredBytes(), h.GetCoveredBytes(), h.GetColdBytes())
 	}
-	if r := h.AccessRate; r != nil && !(*r >= 0 && *r <= 1) {
-		return fmt.Errorf("access_rate %v outside 0..1", *r)
-	}
-	for _, a := range []*float64{h.ColdAgeSeconds, h.ColdMinAgeSeconds} {
-		if a != nil && !(*a >= 0 && !math.IsInf(*a, 1)) {
-			return fmt.Errorf("cold age %v is not a finite non-negative number", *a)
+	for _, v := range []*float64{h.AccessRate, h.ColdAgeSeconds, h.ColdMinAgeSeconds} {
+		if v != nil && !(*v >= 0 && !math.IsInf(*v, 1)) {
+			return fmt.Errorf("rate or age %v is not a finite non-negative number", *v)
 		}
 	}
 	if h.GetIntervalNs() < 0 || h.GetSampleIntervalNs() < 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -206,7 +207,11 @@ func testHeatValidated(t *testing.T, be Backend) {
 		"monitored > resolved": func(h *stratav1.HeatSample) {
 			h.MonitoredBytes = u64p(h.ResolvedBytes + 1)
 		},
-		"rate > 1":     func(h *stratav1.HeatSample) { h.AccessRate = f64p(1.5) },
+		"rate NaN":     func(h *stratav1.HeatSample) { h.AccessRate = f64p(math.NaN()) },
+		"negative age": func(h *stratav1.HeatSample) { h.ColdAgeSeconds = f64p(-1) },
+		"covered > resolved": func(h *stratav1.HeatSample) {
+			h.CoveredBytes = h.ResolvedBytes + 1
+		},
 		"unknown kind": func(h *stratav1.HeatSample) { h.SourceKind = 9 },
 	}
 	for name, bad := range bads {
@@ -218,5 +223,19 @@ func testHeatValidated(t *testing.T, be Backend) {
 	}
 	if got, err := s.Heat(context.Background(), store.HeatQuery{AppID: App}); err != nil || len(got.RDDs) != 0 {
 		t.Fatalf("after refused batches: heat %+v, %v; want none", got, err)
+	}
+	// What DAMON may say is kept: more bytes covered than monitored (the
+	// target's ranges changed between the two), a rate above 1. The
+	// monitored bytes are then at least the covered ones.
+	b := &stratav1.Batch{NodeName: Node, BootId: Boot, Seq: 3, Heat: []*stratav1.HeatSample{heatCopy(HeatSamples()[1])}}
+	b.Heat[0].MonitoredBytes, b.Heat[0].AccessRate = u64p(gib), f64p(1.25)
+	MustAppend(t, s, b)
+	got, err := s.Heat(context.Background(), store.HeatQuery{AppID: App, ColdFor: time.Minute})
+	if err != nil || len(got.RDDs) != 1 {
+		t.Fatalf("heat = %+v, %v", got, err)
+	}
+	l := got.RDDs[0].Latest
+	if l.MonitoredBytes != 2*gib || *l.ColdShare != 0.5 || *l.AccessRate != 1.25 || *l.AccessesPerSecGiB != 6.25 {
+		t.Fatalf("latest = %s, want 2 GiB monitored, cold share 0.5, rate 1.25, 6.25 acc/s/GiB", figures(got.RDDs[0]))
 	}
 }
