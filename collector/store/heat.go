@@ -153,12 +153,13 @@ func (q *querier) Heat(ctx context.Context, hq HeatQuery) (*Heat, error) {
 	heat_mask, source_kind, partial, source`) + ` FROM heat WHERE ` + where + d.visible(hq.AppID) + `
 ORDER BY rdd_id, node_name, executor_id, pid, block_id, hook_block_id, time_ns, ` + d.batchOrder()
 	out := &Heat{ColdFor: hq.ColdFor}
-	var cur *HeatRDD
-	var prev struct {
+	type blockKey struct {
 		node, exec, block string
 		pid               uint32
 		hook              uint64
 	}
+	var cur *HeatRDD
+	var prev blockKey
 	err := q.each(ctx, sel, func(r row) {
 		rdd, node, exec, pid, block, hook := r.i32(), r.str(), r.str(), r.u32(), r.str(), r.u64()
 		h := &stratav1.HeatSample{AppId: hq.AppID, ExecutorId: exec, Pid: pid, RddId: rdd, Partition: r.i32(),
@@ -186,14 +187,14 @@ ORDER BY rdd_id, node_name, executor_id, pid, block_id, hook_block_id, time_ns, 
 		if mask&heatColdMinAge != 0 {
 			h.ColdMinAgeSeconds = &coldMinAge
 		}
+		k := blockKey{node, exec, block, pid, hook}
 		if cur == nil || cur.RDD != rdd {
 			out.RDDs = append(out.RDDs, HeatRDD{RDD: rdd})
 			cur = &out.RDDs[len(out.RDDs)-1]
-			prev.block = "\x00" // no block yet
 		}
-		if node != prev.node || exec != prev.exec || pid != prev.pid || block != prev.block || hook != prev.hook {
+		if len(cur.Blocks) == 0 || k != prev {
 			cur.Blocks = append(cur.Blocks, HeatBlock{NodeName: node})
-			prev.node, prev.exec, prev.pid, prev.block, prev.hook = node, exec, pid, block, hook
+			prev = k
 		}
 		b := &cur.Blocks[len(cur.Blocks)-1]
 		b.Samples = append(b.Samples, h)
