@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -227,4 +228,14 @@ func (s *Service) Blocks(ctx context.Context, app string, rdd int32, atNs int64)
 		return s.store.BlocksAt(ctx, app, rdd, atNs)
 	}
 	return s.store.Blocks(ctx, app, rdd)
+}
+
+// DefaultColdFor is N of "cold for at least N seconds" when a heat
+// question names none: the report's and the API's default.
+const DefaultColdFor = 60 * time.Second
+
+// Heat returns an app's DAMON access heat per RDD (store.Heat), the
+// share cold counted for at least coldFor.
+func (s *Service) Heat(ctx context.Context, app string, rdd *int32, coldFor time.Duration) (*store.Heat, error) {
+	return s.store.Heat(ctx, store.HeatQuery{AppID: app, RDD: rdd, ColdFor: coldFor})
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // Retain applies r (see retain) to the day partitions of the retained
-// tables (records, runs, workloads, process_memory, batch_apps, batches,
+// tables (records, runs, workloads, process_memory, heat, batch_apps, batches,
 // job_claims), a day of receipt in the server's time zone: MaxAge drops
 // the days wholly before now-MaxAge, and the size is the database's active
 // parts. A dropped day goes from every retained table at once, so a

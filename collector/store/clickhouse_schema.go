@@ -71,6 +71,17 @@ var chTables = []chTable{
 		"rss_bytes UInt64", "rss_anon_bytes UInt64", "rss_file_bytes UInt64", "rss_shmem_bytes UInt64", "hwm_bytes UInt64",
 	}, engine: "MergeTree", partitionBy: "toDate(received)", orderBy: "(app_id, executor_id, pid, time_ns)",
 		shardKey: "cityHash64(node_name)", retained: true},
+	// heat: one row per HeatSample, a block's DAMON access heat at one
+	// read (see heatRow for heat_mask and the absent values).
+	{name: "heat", columns: []string{
+		"received DateTime", "uid UInt64", "node_name String", "boot_id String", "seq UInt64",
+		"app_id String", "executor_id String", "pid UInt32", "rdd_id Int32", "partition_id Int32", "block_id String",
+		"hook_block_id UInt64", "time_ns Int64", "interval_ns Int64", "sample_interval_ns Int64",
+		"resolved_bytes UInt64", "monitored_bytes UInt64", "covered_bytes UInt64", "access_rate Float64",
+		"cold_bytes UInt64", "cold_age_s Float64", "cold_min_age_s Float64", "heat_mask UInt8",
+		"source_kind Int8", "partial UInt8", "source String",
+	}, engine: "MergeTree", partitionBy: "toDate(received)", orderBy: traceOrder,
+		shardKey: "cityHash64(node_name)", retained: true},
 	// batch_apps is the commit record: one row per application of a
 	// stored batch, written after all the batch's rows. A batch's rows are
 	// read only through it (see visibleSQL).

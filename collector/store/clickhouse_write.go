@@ -24,9 +24,9 @@ type chEntry struct {
 	records  uint32
 	apps     []string
 	node     nodeInfo // zero: the batch carried none
-	// rows are RowBinary rows for records, runs, workloads and
-	// process_memory.
-	rows [4][]byte
+	// rows are RowBinary rows for records, runs, workloads,
+	// process_memory and heat.
+	rows [5][]byte
 	size int64
 
 	res  AppendResult
@@ -35,7 +35,7 @@ type chEntry struct {
 }
 
 // Tables written per entry, in the order of chEntry.rows.
-var entryTables = [4]string{"records", "runs", "workloads", "process_memory"}
+var entryTables = [5]string{"records", "runs", "workloads", "process_memory", "heat"}
 
 // Workload hardware counters present, as bits of workloads.hw_mask.
 const (
@@ -56,7 +56,7 @@ func encodeBatch(b *stratav1.Batch, uid uint64, received uint32) *chEntry {
 	ni := b.GetNode()
 	e.node = nodeInfo{ni.GetNumaNodes(), ni.GetPageSize(), ni.GetMemTotalBytes()}
 	apps := map[string]bool{}
-	var rec, run, wl, mem, prefix, runPrefix rowWriter
+	var rec, run, wl, mem, ht, prefix, runPrefix rowWriter
 	for i, r := range b.GetRecords() {
 		blk := r.GetBlock()
 		f := r.GetFaults()
@@ -164,11 +164,37 @@ func encodeBatch(b *stratav1.Batch, uid uint64, received uint32) *chEntry {
 		mem.u64(m.GetRssShmemBytes())
 		mem.u64(m.GetHwmBytes())
 	}
-	e.rows = [4][]byte{rec.b, run.b, wl.b, mem.b}
+	for _, h := range b.GetHeat() {
+		apps[h.GetAppId()] = true
+		v := heatValuesOf(h)
+		ht.batch(received, uid, e.key)
+		ht.str(h.GetAppId())
+		ht.str(h.GetExecutorId())
+		ht.u32(h.GetPid())
+		ht.i32(h.GetRddId())
+		ht.i32(h.GetPartition())
+		ht.str(h.GetBlockId())
+		ht.u64(h.GetHookBlockId())
+		ht.i64(h.GetTimeUnixNano())
+		ht.i64(h.GetIntervalNs())
+		ht.i64(h.GetSampleIntervalNs())
+		ht.u64(h.GetResolvedBytes())
+		ht.u64(v.monitored)
+		ht.u64(h.GetCoveredBytes())
+		ht.f64(v.rate)
+		ht.u64(h.GetColdBytes())
+		ht.f64(v.coldAge)
+		ht.f64(v.coldMinAge)
+		ht.u8(v.mask)
+		ht.i8(int8(h.GetSourceKind()))
+		ht.boolean(h.GetPartial())
+		ht.str(h.GetSource())
+	}
+	e.rows = [5][]byte{rec.b, run.b, wl.b, mem.b, ht.b}
 	for a := range apps {
 		e.apps = append(e.apps, a)
 	}
-	e.size = int64(len(rec.b) + len(run.b) + len(wl.b) + len(mem.b) + 256)
+	e.size = int64(len(rec.b) + len(run.b) + len(wl.b) + len(mem.b) + len(ht.b) + 256)
 	return e
 }
 
@@ -381,7 +407,7 @@ func (c *committer) lookup(ctx context.Context, es []*chEntry) (map[batchKey]uin
 	return out, nil
 }
 
-// writeRows writes the entries' rows (the four tables at once), the
+// writeRows writes the entries' rows (the five tables at once), the
 // machines' NodeInfo that changed, the commit rows, and the keys.
 func (c *committer) writeRows(ctx context.Context, es []*chEntry) error {
 	if err := c.step("rows"); err != nil {

@@ -27,7 +27,7 @@
 //
 // Each question is one file (trace.go, records.go, numa.go, faults.go,
 // overhead.go, hot.go, report.go, summary.go, held.go, physmap.go,
-// moment.go, jobs.go, apps.go) with a method on querier, which both backends embed: it builds
+// moment.go, heat.go, jobs.go, apps.go) with a method on querier, which both backends embed: it builds
 // its SQL once from the backend's dialect, reads the rows the backend
 // selects, and computes the answer in Go; retention's policy is written
 // once too (retention.go). A backend's own files keep its schema, its

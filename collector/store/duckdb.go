@@ -145,6 +145,31 @@ CREATE TABLE IF NOT EXISTS process_memory (
 	rss_shmem_bytes UBIGINT NOT NULL,
 	hwm_bytes       UBIGINT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS heat (
+	batch_id           BIGINT NOT NULL,
+	node_name          VARCHAR NOT NULL,
+	app_id             VARCHAR NOT NULL,
+	executor_id        VARCHAR NOT NULL,
+	pid                UINTEGER NOT NULL,
+	rdd_id             INTEGER NOT NULL,
+	partition_id       INTEGER NOT NULL,
+	block_id           VARCHAR NOT NULL,
+	hook_block_id      UBIGINT NOT NULL,
+	time_ns            BIGINT NOT NULL,
+	interval_ns        BIGINT NOT NULL,
+	sample_interval_ns BIGINT NOT NULL,
+	resolved_bytes     UBIGINT NOT NULL,
+	monitored_bytes    UBIGINT NOT NULL,
+	covered_bytes      UBIGINT NOT NULL,
+	access_rate        DOUBLE NOT NULL,
+	cold_bytes         UBIGINT NOT NULL,
+	cold_age_s         DOUBLE NOT NULL,
+	cold_min_age_s     DOUBLE NOT NULL,
+	heat_mask          UTINYINT NOT NULL,
+	source_kind        TINYINT NOT NULL,
+	partial            BOOLEAN NOT NULL,
+	source             VARCHAR NOT NULL
+);
 CREATE TABLE IF NOT EXISTS nodes (
 	node_name       VARCHAR NOT NULL,
 	boot_id         VARCHAR NOT NULL,
@@ -227,6 +252,7 @@ type writer struct {
 	runs      *duckdb.Appender
 	workloads *duckdb.Appender
 	memory    *duckdb.Appender // process_memory
+	heat      *duckdb.Appender
 	// nextBatch is the batch_id the next batch gets. It comes from the
 	// database: read (max(batch_id)+1) at Open and again inside the first
 	// transaction after any failed write, whose COMMIT may have gone
@@ -345,7 +371,7 @@ func openWriter(ctx context.Context, connector *duckdb.Connector) (w *writer, er
 	for _, a := range []struct {
 		dst   **duckdb.Appender
 		table string
-	}{{&w.records, "records"}, {&w.runs, "runs"}, {&w.workloads, "workloads"}, {&w.memory, "process_memory"}} {
+	}{{&w.records, "records"}, {&w.runs, "runs"}, {&w.workloads, "workloads"}, {&w.memory, "process_memory"}, {&w.heat, "heat"}} {
 		if *a.dst, err = duckdb.NewAppenderFromConn(conn, "", a.table); err != nil {
 			return nil, fmt.Errorf("create %s appender: %w", a.table, err)
 		}
@@ -355,7 +381,7 @@ func openWriter(ctx context.Context, connector *duckdb.Connector) (w *writer, er
 
 // appenders are the writer's appenders, every one a table a batch fills.
 func (w *writer) appenders() []*duckdb.Appender {
-	return []*duckdb.Appender{w.records, w.runs, w.workloads, w.memory}
+	return []*duckdb.Appender{w.records, w.runs, w.workloads, w.memory, w.heat}
 }
 
 // readNextBatch sets nextBatch from the batches table.
@@ -494,7 +520,7 @@ func (s *DuckDB) Close() error {
 func (s *DuckDB) closed() bool { return isClosed(s.quit) }
 
 // Append stores b in one transaction: its key row in batches, then its
-// records, runs, workloads and process memory samples through the
+// records, runs, workloads, process memory and heat samples through the
 // appenders. It returns after
 // COMMIT, or when ctx ends; see submit for what a caller that stopped
 // waiting may assume.
@@ -689,6 +715,16 @@ func (w *writer) appendRows(id int64, b *stratav1.Batch) error {
 			m.GetRssBytes(), m.GetRssAnonBytes(), m.GetRssFileBytes(), m.GetRssShmemBytes(), m.GetHwmBytes())
 		if err != nil {
 			return fmt.Errorf("append process memory %d: %w", i, err)
+		}
+	}
+	for i, h := range b.GetHeat() {
+		v := heatValuesOf(h)
+		err := w.heat.AppendRow(id, node, h.GetAppId(), h.GetExecutorId(), h.GetPid(), h.GetRddId(), h.GetPartition(),
+			h.GetBlockId(), h.GetHookBlockId(), h.GetTimeUnixNano(), h.GetIntervalNs(), h.GetSampleIntervalNs(),
+			h.GetResolvedBytes(), v.monitored, h.GetCoveredBytes(), v.rate, h.GetColdBytes(), v.coldAge, v.coldMinAge,
+			v.mask, int8(h.GetSourceKind()), h.GetPartial(), h.GetSource())
+		if err != nil {
+			return fmt.Errorf("append heat sample %d: %w", i, err)
 		}
 	}
 	return nil

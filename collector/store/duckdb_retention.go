@@ -47,7 +47,8 @@ func (w *writer) dropOldestDay(ctx context.Context) (dropped, held int, err erro
 }
 
 // dropBefore deletes, in one transaction, the batches received before
-// cutoff with their records, runs, workloads and process memory samples,
+// cutoff with their records, runs, workloads, process memory and heat
+// samples,
 // then checkpoints. It
 // returns the batches dropped.
 func (w *writer) dropBefore(_ context.Context, cutoff time.Time) (n int, err error) {
@@ -69,7 +70,7 @@ func (w *writer) dropBefore(_ context.Context, cutoff time.Time) (n int, err err
 		}
 	}()
 	old := fmt.Sprintf("(SELECT batch_id FROM batches WHERE received_ns < %d)", c)
-	for _, t := range []string{"records", "runs", "workloads", "process_memory"} {
+	for _, t := range []string{"records", "runs", "workloads", "process_memory", "heat"} {
 		if _, err := w.exec.ExecContext(ctx, "DELETE FROM "+t+" WHERE batch_id IN "+old, nil); err != nil {
 			return 0, fmt.Errorf("delete old %s: %w", t, err)
 		}

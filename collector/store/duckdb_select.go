@@ -190,6 +190,19 @@ func (r *duckRow) u32() uint32   { return uint32(r.unsigned()) }
 func (r *duckRow) i64() int64    { return r.signed() }
 func (r *duckRow) u64() uint64   { return r.unsigned() }
 func (r *duckRow) boolean() bool { return r.signed() != 0 }
+func (r *duckRow) f64() float64 {
+	switch v := r.next().(type) {
+	case nil:
+		return 0
+	case float64:
+		return v
+	case float32:
+		return float64(v)
+	default:
+		r.i--
+		return float64(r.signed())
+	}
+}
 func (r *duckRow) str() string {
 	switch v := r.next().(type) {
 	case nil:

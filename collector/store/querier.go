@@ -40,6 +40,7 @@ type row interface {
 	u32() uint32
 	i64() int64
 	u64() uint64
+	f64() float64
 	boolean() bool
 	str() string
 	blob() []byte

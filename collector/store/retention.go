@@ -7,7 +7,7 @@ import (
 )
 
 // Retention bounds what a store keeps of agents' traces (records, runs,
-// workloads, process memory samples and the batches' keys). Analysed jobs and machines' NodeInfo
+// workloads, process memory and heat samples and the batches' keys). Analysed jobs and machines' NodeInfo
 // are small and kept. Time is the collector's time of receipt, not the
 // agents' clocks, so an agent with a wrong clock neither loses its data
 // nor pins it forever.

@@ -18,12 +18,13 @@ import (
 // rowWriter appends RowBinary values to a buffer.
 type rowWriter struct{ b []byte }
 
-func (w *rowWriter) u8(v uint8)   { w.b = append(w.b, v) }
-func (w *rowWriter) i8(v int8)    { w.b = append(w.b, byte(v)) }
-func (w *rowWriter) u32(v uint32) { w.b = binary.LittleEndian.AppendUint32(w.b, v) }
-func (w *rowWriter) i32(v int32)  { w.u32(uint32(v)) }
-func (w *rowWriter) u64(v uint64) { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
-func (w *rowWriter) i64(v int64)  { w.u64(uint64(v)) }
+func (w *rowWriter) u8(v uint8)    { w.b = append(w.b, v) }
+func (w *rowWriter) i8(v int8)     { w.b = append(w.b, byte(v)) }
+func (w *rowWriter) u32(v uint32)  { w.b = binary.LittleEndian.AppendUint32(w.b, v) }
+func (w *rowWriter) i32(v int32)   { w.u32(uint32(v)) }
+func (w *rowWriter) u64(v uint64)  { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
+func (w *rowWriter) i64(v int64)   { w.u64(uint64(v)) }
+func (w *rowWriter) f64(v float64) { w.u64(math.Float64bits(v)) }
 
 func (w *rowWriter) boolean(v bool) {
 	if v {

@@ -87,6 +87,9 @@ type TraceReader interface {
 	// bytes are counted as UIReader.Occupancy counts them per RDD over
 	// time: Occupation is their peak per process.
 	Occupation(ctx context.Context, appID string) ([]*stratav1.OccupationRow, error)
+	// Heat returns an app's DAMON access heat per RDD: every stored
+	// sample of its RDD blocks and the figures heat.go defines.
+	Heat(ctx context.Context, q HeatQuery) (*Heat, error)
 }
 
 // SummaryReader answers what the cross-layer job heuristics ask of one

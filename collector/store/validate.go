@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"unicode/utf8"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -86,6 +87,11 @@ func ValidateBatch(b *stratav1.Batch) error {
 	for i, m := range b.GetProcesses() {
 		if err := validateProcessMemory(m); err != nil {
 			return fmt.Errorf("%w: process memory %d: %w", ErrInvalidBatch, i, err)
+		}
+	}
+	for i, h := range b.GetHeat() {
+		if err := validateHeat(h); err != nil {
+			return fmt.Errorf("%w: heat sample %d: %w", ErrInvalidBatch, i, err)
 		}
 	}
 	return nil
@@ -243,6 +249,43 @@ func validateProcessMemory(m *stratav1.ProcessMemory) error {
 		if !utf8.ValidString(s) {
 			return fmt.Errorf("string %q is not UTF-8", s)
 		}
+	}
+	return nil
+}
+
+// validateHeat refuses a heat sample the questions could not use: no
+// application, strings that are not UTF-8, an unknown source kind, byte
+// counts beyond the block's resolved bytes or cold bytes beyond the
+// covered ones, a rate or an age that is negative or not a finite
+// number, a negative interval. Covered bytes beyond the monitored ones
+// are taken as they come: the agent measures the two against different
+// lists (the regions read, the target's ranges), which a kdamond may
+// change between them. A rate above 1 is DAMON's (nr_accesses over
+// its nominal maximum) and is kept.
+func validateHeat(h *stratav1.HeatSample) error {
+	if h.GetAppId() == "" {
+		return fmt.Errorf("missing app_id")
+	}
+	for _, s := range []string{h.GetAppId(), h.GetExecutorId(), h.GetBlockId(), h.GetSource()} {
+		if !utf8.ValidString(s) {
+			return fmt.Errorf("string %q is not UTF-8", s)
+		}
+	}
+	if _, ok := stratav1.HeatSourceKind_name[int32(h.GetSourceKind())]; !ok {
+		return fmt.Errorf("heat source kind %d unknown", h.GetSourceKind())
+	}
+	if h.GetMonitoredBytes() > h.GetResolvedBytes() || h.GetCoveredBytes() > h.GetResolvedBytes() ||
+		h.GetColdBytes() > h.GetCoveredBytes() {
+		return fmt.Errorf("byte counts beyond their whole: resolved %d, monitored %d, covered %d, cold %d",
+			h.GetResolvedBytes(), h.GetMonitoredBytes(), h.GetCoveredBytes(), h.GetColdBytes())
+	}
+	for _, v := range []*float64{h.AccessRate, h.ColdAgeSeconds, h.ColdMinAgeSeconds} {
+		if v != nil && !(*v >= 0 && !math.IsInf(*v, 1)) {
+			return fmt.Errorf("rate or age %v is not a finite non-negative number", *v)
+		}
+	}
+	if h.GetIntervalNs() < 0 || h.GetSampleIntervalNs() < 0 {
+		return fmt.Errorf("negative DAMON interval (aggregation %d ns, sampling %d ns)", h.GetIntervalNs(), h.GetSampleIntervalNs())
 	}
 	return nil
 }

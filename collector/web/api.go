@@ -233,6 +233,38 @@ func (h *Handler) apiHot(r *http.Request) (any, error) {
 	return jsonform.NewHotPages(resp), nil
 }
 
+// coldFor reads a heat question's cold_for (a Go duration, at least 0),
+// query.DefaultColdFor when absent.
+func coldFor(r *http.Request) (time.Duration, error) {
+	s := r.URL.Query().Get("cold_for")
+	if s == "" {
+		return query.DefaultColdFor, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%w: cold_for %q: want a duration of at least 0, e.g. 60s", errBadRequest, s)
+	}
+	return d, nil
+}
+
+// apiHeat is an app's DAMON access heat per RDD.
+func (h *Handler) apiHeat(r *http.Request) (any, error) {
+	rdd, err := optInt32(r, "rdd")
+	if err != nil {
+		return nil, err
+	}
+	cf, err := coldFor(r)
+	if err != nil {
+		return nil, err
+	}
+	app := r.PathValue("app")
+	heat, err := h.q.Heat(r.Context(), app, rdd, cf)
+	if err != nil {
+		return nil, err
+	}
+	return jsonform.NewHeat(app, heat), nil
+}
+
 func (h *Handler) apiOccupancy(r *http.Request) (any, error) {
 	b, err := parseUint("buckets", r.URL.Query().Get("buckets"), 200, 10000)
 	if err != nil {

@@ -13,7 +13,7 @@
 //	/apps                              applications holding traces
 //	/apps/{app}                        RDD table, pages per NUMA node, occupation over time, memory map overview
 //	/apps/{app}/memory                 the physical memory map (?machine=&from=&to= in PFNs)
-//	/apps/{app}/rdds/{rdd}             an RDD's blocks and what Strata resolved of each, buffer by buffer
+//	/apps/{app}/rdds/{rdd}             an RDD's blocks and what Strata resolved of each, buffer by buffer, and their DAMON heat
 //	/apps/{app}/blocks/{exec}/{block}  a block's life: every record with the pages it held
 //	/apps/{app}/overhead               fault rates per RDD and process, page-walk share or why not
 //

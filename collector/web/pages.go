@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/query/jsonform"
 	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -268,6 +269,7 @@ type blockRow struct {
 	LastAccess          string
 	Pages               uint64     // of its latest record; at a moment, what it held then
 	Resolved            *blockView // what Strata resolved of it; nil: no record with pages (at a moment: not live)
+	Heat                string     // its latest DAMON heat sample (by the moment) in words; "" without one
 }
 
 // maxRDDRecords bounds the records an RDD's page reads.
@@ -339,9 +341,25 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	heat, err := h.q.Heat(r.Context(), id, &rdd, query.DefaultColdFor)
+	if err != nil {
+		return "", nil, err
+	}
+	blockHeat := latestHeat(heat, at)
+	latest := make([]*stratav1.HeatSample, 0, len(blockHeat))
+	for _, s := range blockHeat {
+		latest = append(latest, s)
+	}
+	slices.SortFunc(latest, func(a, b *stratav1.HeatSample) int {
+		return strings.Compare(a.GetExecutorId()+"/"+a.GetBlockId(), b.GetExecutorId()+"/"+b.GetBlockId())
+	})
+	rddHeat := jsonform.HeatWords(store.HeatFiguresOf(latest, heat.ColdFor), heat.ColdFor)
 	rows := make([]blockRow, 0, len(blocks))
 	var live uint64
 	for k, b := range blocks {
+		if s := blockHeat[k]; s != nil {
+			b.Heat = jsonform.HeatWords(store.HeatFiguresOf([]*stratav1.HeatSample{s}, heat.ColdFor), heat.ColdFor)
+		}
 		if at != 0 {
 			b.Pages = 0 // only what it held at the moment
 		}
@@ -364,7 +382,27 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 	})
 	return "rdd", map[string]any{"App": id, "RDD": rdd, "Color": rddColor(rdd), "Blocks": rows,
 		"Truncated": n >= maxRDDRecords, "Moment": view, "AtMoment": at != 0,
-		"Live": live}, nil
+		"Live": live, "Heat": rddHeat}, nil
+}
+
+// latestHeat is each block's (executor, block id) latest heat sample, at
+// or before at when at is not 0.
+func latestHeat(heat *store.Heat, at int64) map[[2]string]*stratav1.HeatSample {
+	out := map[[2]string]*stratav1.HeatSample{}
+	for _, r := range heat.RDDs {
+		for _, b := range r.Blocks {
+			for _, s := range b.Samples {
+				if at != 0 && s.GetTimeUnixNano() > at {
+					break
+				}
+				k := [2]string{s.GetExecutorId(), s.GetBlockId()}
+				if prev := out[k]; prev == nil || s.GetTimeUnixNano() >= prev.GetTimeUnixNano() {
+					out[k] = s
+				}
+			}
+		}
+	}
+	return out
 }
 
 func (h *Handler) pageBlock(r *http.Request) (string, any, error) {

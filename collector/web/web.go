@@ -88,6 +88,7 @@ func (h *Handler) routes() {
 		"GET /api/v1/apps/{app}/faults":                h.apiFaults,
 		"GET /api/v1/apps/{app}/overhead":              h.apiOverhead,
 		"GET /api/v1/apps/{app}/hot":                   h.apiHot,
+		"GET /api/v1/apps/{app}/heat":                  h.apiHeat,
 		"GET /api/v1/apps/{app}/occupancy":             h.apiOccupancy,
 		"GET /api/v1/apps/{app}/memmap":                h.apiMemMap,
 		"GET /api/v1/apps/{app}/moment":                h.apiMoment,

@@ -34,6 +34,19 @@ func exampleCoverage() *stratav1.Coverage {
 		SharedBytes: 400, OpaqueObjects: 1, GcEpoch: 2, Extents: 3}
 }
 
+// exampleHeat is RDD 4's heat from one own-kdamond sample of rdd_4_0.
+func exampleHeat() *store.Heat {
+	s := &stratav1.HeatSample{AppId: app, ExecutorId: "1", Pid: 100, RddId: 4, Partition: 0, BlockId: "rdd_4_0",
+		HookBlockId: 17, TimeUnixNano: t0 + 10e9, IntervalNs: 4e9, SampleIntervalNs: 2e8, ResolvedBytes: 16 << 20,
+		MonitoredBytes: ptr(uint64(16 << 20)), CoveredBytes: 16 << 20, AccessRate: ptr(0.25), ColdBytes: 4 << 20,
+		ColdAgeSeconds: ptr(90.0), ColdMinAgeSeconds: ptr(70.0), SourceKind: stratav1.HeatSourceKind_HEAT_SOURCE_KIND_OWN,
+		Source: "own: kdamond 0 scheme 0 stat, every region"}
+	f := store.HeatFiguresOf([]*stratav1.HeatSample{s}, 60e9)
+	return &store.Heat{ColdFor: 60e9, RDDs: []store.HeatRDD{{RDD: 4, Latest: f,
+		Points: []store.HeatPoint{{TimeUnixNano: t0 + 10e9, HeatFigures: f}},
+		Blocks: []store.HeatBlock{{NodeName: "node-a", Samples: []*stratav1.HeatSample{s}}}}}}
+}
+
 func examples() map[string]any {
 	report := &stratav1.ReportResponse{
 		Rdds: []*stratav1.RddReport{{RddId: 4, Blocks: 2, Partitions: 2, Bytes: 16400, Pages: 6, Present: 5, Swapped: 1, Thp: 2,
@@ -113,6 +126,7 @@ func examples() map[string]any {
 		"moment": jsonform.NewMoment(store.Moment{Kind: store.MomentAt, AtNs: t0 + 15e8, Ended: true, FirstNs: t0, LastNs: t0 + 3e9,
 			PeakNs: t0, PeakBytes: 20480, PeakPages: 5, Bytes: 20480, Pages: 5}),
 		"life":  jsonform.NewBlockLife(life),
+		"heat":  jsonform.NewHeat(app, exampleHeat()),
 		"error": jsonform.Error{Message: "application nope: not found: no records"},
 	}
 }

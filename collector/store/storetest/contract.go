@@ -84,6 +84,8 @@ func Contract(t *testing.T, be Backend) {
 		{"CoverageRoundTrip", testCoverageRoundTrip},
 		{"CoverageReport", testCoverageReport},
 		{"Quoting", testQuoting},
+		{"Heat", testHeat},
+		{"HeatValidated", testHeatValidated},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel() // each has a store of its own; the server's round trips overlap
@@ -938,6 +940,8 @@ func RetentionDays(s store.BatchAppender, tb testing.TB, days, perDay, recs int,
 		b.NodeName = fmt.Sprintf("day-%d", d)
 		b.Processes = []*stratav1.ProcessMemory{{AppId: "app-bench", ExecutorId: "mem", Pid: uint32(1000 + d),
 			TimeUnixNano: int64(i), RssBytes: 1 << 20, HwmBytes: 1 << 20}}
+		b.Heat = []*stratav1.HeatSample{{AppId: "app-bench", ExecutorId: "heat", Pid: uint32(1000 + d), RddId: 0,
+			BlockId: fmt.Sprintf("rdd_0_%d", d), TimeUnixNano: int64(i), ResolvedBytes: 1 << 20, CoveredBytes: 1 << 20}}
 		MustAppend(tb, s, b)
 	}
 	return batches
@@ -991,7 +995,7 @@ func AppendFailing(tb testing.TB, s store.BatchAppender, b *stratav1.Batch, step
 }
 
 // WantDays fails tb unless the store holds recs records of "app-bench"
-// and the memory samples of RetentionDays for each day from first on
+// and the memory and heat samples of RetentionDays for each day from first on
 // (machine "day-d") and none of the days before.
 func WantDays(tb testing.TB, s store.TraceReader, days, recs, first int, step string) {
 	tb.Helper()
@@ -1026,6 +1030,19 @@ func WantDays(tb testing.TB, s store.TraceReader, days, recs, first int, step st
 	}
 	if !reflect.DeepEqual(pids, want) {
 		tb.Fatalf("%s: processes with memory samples %v, want %v", step, pids, want)
+	}
+	heat, err := s.Heat(context.Background(), store.HeatQuery{AppID: "app-bench"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var heatPids []uint32
+	for _, r := range heat.RDDs {
+		for _, b := range r.Blocks {
+			heatPids = append(heatPids, b.Latest().GetPid())
+		}
+	}
+	if !reflect.DeepEqual(heatPids, want) {
+		tb.Fatalf("%s: processes with heat samples %v, want %v", step, heatPids, want)
 	}
 }
 
