@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/stratatrace/strata/collector/query/jsonform"
 	"github.com/stratatrace/strata/collector/server"
 	"github.com/stratatrace/strata/collector/server/servertest"
 	"github.com/stratatrace/strata/collector/store/storetest"
@@ -26,7 +28,9 @@ func apiCollector(t *testing.T) *servertest.Collector {
 	for i, b := range cover {
 		b.Seq = 100 + uint64(i) // the report scenario's batches took 1 and 2
 	}
-	batches := append(append(reportBatches(), cover...), storetest.MomentBatch(900))
+	heat := storetest.HeatBatch(950) // its heat samples only: App's other answers stay the report scenario's
+	heat.Records, heat.Workloads, heat.Processes = nil, nil, nil
+	batches := append(append(reportBatches(), cover...), storetest.MomentBatch(900), heat)
 	jobs := append(storetest.Jobs(), reportJob())
 	c := servertest.StartWith(t, batches, jobs, func(c *server.Config) { c.HTTP = "127.0.0.1:0" },
 		server.WithHTTPHandler("/", func(d server.HTTPDeps) (http.Handler, error) { return web.New(d.Store, d.Logger) }))
@@ -122,6 +126,10 @@ func TestCLILinesAreAPIElements(t *testing.T) {
 		{"report with page walks", []string{"report", "--app", pmu}, "/apps/" + pmu + "/report", "object"},
 		{"report with coverage", []string{"report", "--app", storetest.CoverageApp}, "/apps/" + cover + "/report", "object"},
 		{"numa", []string{"numa", "--app", pmu}, "/apps/" + pmu + "/numa", ""},
+		{"heat", []string{"heat", "--app", storetest.App}, "/apps/" + app + "/heat", "object"},
+		{"heat of an RDD, cold for 0s", []string{"heat", "--app", storetest.App, "--rdd", "8", "--cold-for", "0s"},
+			"/apps/" + app + "/heat?rdd=8&cold_for=0s", "object"},
+		{"heat of an app without samples", []string{"heat", "--app", pmu}, "/apps/" + pmu + "/heat", "object"},
 		{"numa at a moment", []string{"numa", "--app", storetest.MomentApp, "--at", "+3s"},
 			"/apps/" + url.PathEscape(storetest.MomentApp) + "/numa?at=%2B3s", ""},
 		{"faults", []string{"faults", "--app", pmu}, "/apps/" + pmu + "/faults", ""},
@@ -155,5 +163,26 @@ func TestCLILinesAreAPIElements(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHeatCommand: `strata heat` prints each RDD's heat in the words the
+// API and the report use, over the samples stored (storetest.WantHeat),
+// and says so when an app has none.
+func TestHeatCommand(t *testing.T) {
+	c := apiCollector(t)
+	out := strata(t, "heat", "--collector", c.Addr, "--app", storetest.App)
+	want := storetest.WantHeat()
+	if len(want.RDDs) == 0 {
+		t.Fatal("the fixture has no heat")
+	}
+	for _, r := range want.RDDs {
+		says := jsonform.HeatWords(r.Latest, want.ColdFor)
+		if !strings.Contains(out, fmt.Sprintf("%d", r.RDD)) || !strings.Contains(out, says) {
+			t.Errorf("strata heat: no line for RDD %d saying %q:\n%s", r.RDD, says, out)
+		}
+	}
+	if out := strata(t, "heat", "--collector", c.Addr, "--app", "app-pmu"); strings.Count(out, "\n") != 1 {
+		t.Errorf("strata heat of an app without samples printed rows:\n%s", out)
 	}
 }

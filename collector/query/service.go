@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -234,8 +235,26 @@ func (s *Service) Blocks(ctx context.Context, app string, rdd int32, atNs int64)
 // question names none: the report's and the API's default.
 const DefaultColdFor = 60 * time.Second
 
-// Heat returns an app's DAMON access heat per RDD (store.Heat), the
+// HeatOf returns an app's DAMON access heat per RDD (store.Heat), the
 // share cold counted for at least coldFor.
-func (s *Service) Heat(ctx context.Context, app string, rdd *int32, coldFor time.Duration) (*store.Heat, error) {
+func (s *Service) HeatOf(ctx context.Context, app string, rdd *int32, coldFor time.Duration) (*store.Heat, error) {
 	return s.store.Heat(ctx, store.HeatQuery{AppID: app, RDD: rdd, ColdFor: coldFor})
+}
+
+// Heat answers HeatOf over gRPC: cold_for_seconds absent is
+// DefaultColdFor, negative an InvalidArgument.
+func (s *Service) Heat(ctx context.Context, req *stratav1.HeatRequest) (*stratav1.HeatResponse, error) {
+	coldFor := DefaultColdFor
+	if req.ColdForSeconds != nil {
+		v := req.GetColdForSeconds()
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%w: cold_for_seconds %v: want 0 or more", store.ErrInvalidQuery, v)
+		}
+		coldFor = time.Duration(v * float64(time.Second))
+	}
+	h, err := s.HeatOf(ctx, req.GetAppId(), req.RddId, coldFor)
+	if err != nil {
+		return nil, err
+	}
+	return HeatToProto(h), nil
 }

@@ -258,7 +258,7 @@ func (h *Handler) apiHeat(r *http.Request) (any, error) {
 		return nil, err
 	}
 	app := r.PathValue("app")
-	heat, err := h.q.Heat(r.Context(), app, rdd, cf)
+	heat, err := h.q.HeatOf(r.Context(), app, rdd, cf)
 	if err != nil {
 		return nil, err
 	}

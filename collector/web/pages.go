@@ -341,7 +341,7 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	heat, err := h.q.Heat(r.Context(), id, &rdd, query.DefaultColdFor)
+	heat, err := h.q.HeatOf(r.Context(), id, &rdd, query.DefaultColdFor)
 	if err != nil {
 		return "", nil, err
 	}

@@ -2018,6 +2018,418 @@ func (x *ReportResponse) GetOccupation() []*OccupationRow {
 	return nil
 }
 
+type HeatRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	AppId string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
+	RddId *int32                 `protobuf:"varint,2,opt,name=rdd_id,json=rddId,proto3,oneof" json:"rdd_id,omitempty"` // absent = every RDD
+	// N of "cold for at least N", in seconds; absent = 60.
+	ColdForSeconds *float64 `protobuf:"fixed64,3,opt,name=cold_for_seconds,json=coldForSeconds,proto3,oneof" json:"cold_for_seconds,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *HeatRequest) Reset() {
+	*x = HeatRequest{}
+	mi := &file_strata_v1_query_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeatRequest) ProtoMessage() {}
+
+func (x *HeatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeatRequest.ProtoReflect.Descriptor instead.
+func (*HeatRequest) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *HeatRequest) GetAppId() string {
+	if x != nil {
+		return x.AppId
+	}
+	return ""
+}
+
+func (x *HeatRequest) GetRddId() int32 {
+	if x != nil && x.RddId != nil {
+		return *x.RddId
+	}
+	return 0
+}
+
+func (x *HeatRequest) GetColdForSeconds() float64 {
+	if x != nil && x.ColdForSeconds != nil {
+		return *x.ColdForSeconds
+	}
+	return 0
+}
+
+// HeatFigures are the heat of a set of samples; an absent figure is one no
+// sample holds what it needs for.
+type HeatFigures struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Samples           uint32                 `protobuf:"varint,1,opt,name=samples,proto3" json:"samples,omitempty"`
+	CoveredBytes      uint64                 `protobuf:"varint,2,opt,name=covered_bytes,json=coveredBytes,proto3" json:"covered_bytes,omitempty"`
+	MonitoredBytes    uint64                 `protobuf:"varint,3,opt,name=monitored_bytes,json=monitoredBytes,proto3" json:"monitored_bytes,omitempty"`
+	ColdBytes         uint64                 `protobuf:"varint,4,opt,name=cold_bytes,json=coldBytes,proto3" json:"cold_bytes,omitempty"`
+	ColdForBytes      uint64                 `protobuf:"varint,5,opt,name=cold_for_bytes,json=coldForBytes,proto3" json:"cold_for_bytes,omitempty"`
+	AccessRate        *float64               `protobuf:"fixed64,6,opt,name=access_rate,json=accessRate,proto3,oneof" json:"access_rate,omitempty"`
+	AccessesPerSecGib *float64               `protobuf:"fixed64,7,opt,name=accesses_per_sec_gib,json=accessesPerSecGib,proto3,oneof" json:"accesses_per_sec_gib,omitempty"`
+	ColdShare         *float64               `protobuf:"fixed64,8,opt,name=cold_share,json=coldShare,proto3,oneof" json:"cold_share,omitempty"`
+	ColdAgeSeconds    *float64               `protobuf:"fixed64,9,opt,name=cold_age_seconds,json=coldAgeSeconds,proto3,oneof" json:"cold_age_seconds,omitempty"`
+	Partial           bool                   `protobuf:"varint,10,opt,name=partial,proto3" json:"partial,omitempty"`
+	Sources           []string               `protobuf:"bytes,11,rep,name=sources,proto3" json:"sources,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *HeatFigures) Reset() {
+	*x = HeatFigures{}
+	mi := &file_strata_v1_query_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeatFigures) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeatFigures) ProtoMessage() {}
+
+func (x *HeatFigures) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeatFigures.ProtoReflect.Descriptor instead.
+func (*HeatFigures) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *HeatFigures) GetSamples() uint32 {
+	if x != nil {
+		return x.Samples
+	}
+	return 0
+}
+
+func (x *HeatFigures) GetCoveredBytes() uint64 {
+	if x != nil {
+		return x.CoveredBytes
+	}
+	return 0
+}
+
+func (x *HeatFigures) GetMonitoredBytes() uint64 {
+	if x != nil {
+		return x.MonitoredBytes
+	}
+	return 0
+}
+
+func (x *HeatFigures) GetColdBytes() uint64 {
+	if x != nil {
+		return x.ColdBytes
+	}
+	return 0
+}
+
+func (x *HeatFigures) GetColdForBytes() uint64 {
+	if x != nil {
+		return x.ColdForBytes
+	}
+	return 0
+}
+
+func (x *HeatFigures) GetAccessRate() float64 {
+	if x != nil && x.AccessRate != nil {
+		return *x.AccessRate
+	}
+	return 0
+}
+
+func (x *HeatFigures) GetAccessesPerSecGib() float64 {
+	if x != nil && x.AccessesPerSecGib != nil {
+		return *x.AccessesPerSecGib
+	}
+	return 0
+}
+
+func (x *HeatFigures) GetColdShare() float64 {
+	if x != nil && x.ColdShare != nil {
+		return *x.ColdShare
+	}
+	return 0
+}
+
+func (x *HeatFigures) GetColdAgeSeconds() float64 {
+	if x != nil && x.ColdAgeSeconds != nil {
+		return *x.ColdAgeSeconds
+	}
+	return 0
+}
+
+func (x *HeatFigures) GetPartial() bool {
+	if x != nil {
+		return x.Partial
+	}
+	return false
+}
+
+func (x *HeatFigures) GetSources() []string {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+type HeatPoint struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TimeUnixNano  int64                  `protobuf:"varint,1,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`
+	Figures       *HeatFigures           `protobuf:"bytes,2,opt,name=figures,proto3" json:"figures,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeatPoint) Reset() {
+	*x = HeatPoint{}
+	mi := &file_strata_v1_query_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeatPoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeatPoint) ProtoMessage() {}
+
+func (x *HeatPoint) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeatPoint.ProtoReflect.Descriptor instead.
+func (*HeatPoint) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *HeatPoint) GetTimeUnixNano() int64 {
+	if x != nil {
+		return x.TimeUnixNano
+	}
+	return 0
+}
+
+func (x *HeatPoint) GetFigures() *HeatFigures {
+	if x != nil {
+		return x.Figures
+	}
+	return nil
+}
+
+// HeatBlock is one block buffer's samples, in time order.
+type HeatBlock struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeName      string                 `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	Samples       []*HeatSample          `protobuf:"bytes,2,rep,name=samples,proto3" json:"samples,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeatBlock) Reset() {
+	*x = HeatBlock{}
+	mi := &file_strata_v1_query_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeatBlock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeatBlock) ProtoMessage() {}
+
+func (x *HeatBlock) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeatBlock.ProtoReflect.Descriptor instead.
+func (*HeatBlock) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *HeatBlock) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *HeatBlock) GetSamples() []*HeatSample {
+	if x != nil {
+		return x.Samples
+	}
+	return nil
+}
+
+type RddHeat struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RddId         int32                  `protobuf:"varint,1,opt,name=rdd_id,json=rddId,proto3" json:"rdd_id,omitempty"`
+	Latest        *HeatFigures           `protobuf:"bytes,2,opt,name=latest,proto3" json:"latest,omitempty"` // over each block's latest sample
+	Points        []*HeatPoint           `protobuf:"bytes,3,rep,name=points,proto3" json:"points,omitempty"` // per read time
+	Blocks        []*HeatBlock           `protobuf:"bytes,4,rep,name=blocks,proto3" json:"blocks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RddHeat) Reset() {
+	*x = RddHeat{}
+	mi := &file_strata_v1_query_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RddHeat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RddHeat) ProtoMessage() {}
+
+func (x *RddHeat) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RddHeat.ProtoReflect.Descriptor instead.
+func (*RddHeat) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *RddHeat) GetRddId() int32 {
+	if x != nil {
+		return x.RddId
+	}
+	return 0
+}
+
+func (x *RddHeat) GetLatest() *HeatFigures {
+	if x != nil {
+		return x.Latest
+	}
+	return nil
+}
+
+func (x *RddHeat) GetPoints() []*HeatPoint {
+	if x != nil {
+		return x.Points
+	}
+	return nil
+}
+
+func (x *RddHeat) GetBlocks() []*HeatBlock {
+	if x != nil {
+		return x.Blocks
+	}
+	return nil
+}
+
+type HeatResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ColdForSeconds float64                `protobuf:"fixed64,1,opt,name=cold_for_seconds,json=coldForSeconds,proto3" json:"cold_for_seconds,omitempty"`
+	Rdds           []*RddHeat             `protobuf:"bytes,2,rep,name=rdds,proto3" json:"rdds,omitempty"` // by RDD; only RDDs with samples
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *HeatResponse) Reset() {
+	*x = HeatResponse{}
+	mi := &file_strata_v1_query_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeatResponse) ProtoMessage() {}
+
+func (x *HeatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_strata_v1_query_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeatResponse.ProtoReflect.Descriptor instead.
+func (*HeatResponse) Descriptor() ([]byte, []int) {
+	return file_strata_v1_query_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *HeatResponse) GetColdForSeconds() float64 {
+	if x != nil {
+		return x.ColdForSeconds
+	}
+	return 0
+}
+
+func (x *HeatResponse) GetRdds() []*RddHeat {
+	if x != nil {
+		return x.Rdds
+	}
+	return nil
+}
+
 var File_strata_v1_query_proto protoreflect.FileDescriptor
 
 const file_strata_v1_query_proto_rawDesc = "" +
@@ -2223,7 +2635,47 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"\x04rdds\x18\x01 \x03(\v2\x14.strata.v1.RddReportR\x04rdds\x128\n" +
 	"\n" +
 	"occupation\x18\x02 \x03(\v2\x18.strata.v1.OccupationRowR\n" +
-	"occupation2\xa5\x04\n" +
+	"occupation\"\x8f\x01\n" +
+	"\vHeatRequest\x12\x15\n" +
+	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1a\n" +
+	"\x06rdd_id\x18\x02 \x01(\x05H\x00R\x05rddId\x88\x01\x01\x12-\n" +
+	"\x10cold_for_seconds\x18\x03 \x01(\x01H\x01R\x0ecoldForSeconds\x88\x01\x01B\t\n" +
+	"\a_rdd_idB\x13\n" +
+	"\x11_cold_for_seconds\"\xea\x03\n" +
+	"\vHeatFigures\x12\x18\n" +
+	"\asamples\x18\x01 \x01(\rR\asamples\x12#\n" +
+	"\rcovered_bytes\x18\x02 \x01(\x04R\fcoveredBytes\x12'\n" +
+	"\x0fmonitored_bytes\x18\x03 \x01(\x04R\x0emonitoredBytes\x12\x1d\n" +
+	"\n" +
+	"cold_bytes\x18\x04 \x01(\x04R\tcoldBytes\x12$\n" +
+	"\x0ecold_for_bytes\x18\x05 \x01(\x04R\fcoldForBytes\x12$\n" +
+	"\vaccess_rate\x18\x06 \x01(\x01H\x00R\n" +
+	"accessRate\x88\x01\x01\x124\n" +
+	"\x14accesses_per_sec_gib\x18\a \x01(\x01H\x01R\x11accessesPerSecGib\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"cold_share\x18\b \x01(\x01H\x02R\tcoldShare\x88\x01\x01\x12-\n" +
+	"\x10cold_age_seconds\x18\t \x01(\x01H\x03R\x0ecoldAgeSeconds\x88\x01\x01\x12\x18\n" +
+	"\apartial\x18\n" +
+	" \x01(\bR\apartial\x12\x18\n" +
+	"\asources\x18\v \x03(\tR\asourcesB\x0e\n" +
+	"\f_access_rateB\x17\n" +
+	"\x15_accesses_per_sec_gibB\r\n" +
+	"\v_cold_shareB\x13\n" +
+	"\x11_cold_age_seconds\"c\n" +
+	"\tHeatPoint\x12$\n" +
+	"\x0etime_unix_nano\x18\x01 \x01(\x03R\ftimeUnixNano\x120\n" +
+	"\afigures\x18\x02 \x01(\v2\x16.strata.v1.HeatFiguresR\afigures\"Y\n" +
+	"\tHeatBlock\x12\x1b\n" +
+	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12/\n" +
+	"\asamples\x18\x02 \x03(\v2\x15.strata.v1.HeatSampleR\asamples\"\xac\x01\n" +
+	"\aRddHeat\x12\x15\n" +
+	"\x06rdd_id\x18\x01 \x01(\x05R\x05rddId\x12.\n" +
+	"\x06latest\x18\x02 \x01(\v2\x16.strata.v1.HeatFiguresR\x06latest\x12,\n" +
+	"\x06points\x18\x03 \x03(\v2\x14.strata.v1.HeatPointR\x06points\x12,\n" +
+	"\x06blocks\x18\x04 \x03(\v2\x14.strata.v1.HeatBlockR\x06blocks\"`\n" +
+	"\fHeatResponse\x12(\n" +
+	"\x10cold_for_seconds\x18\x01 \x01(\x01R\x0ecoldForSeconds\x12&\n" +
+	"\x04rdds\x18\x02 \x03(\v2\x12.strata.v1.RddHeatR\x04rdds2\xde\x04\n" +
 	"\fQueryService\x128\n" +
 	"\x05Trace\x12\x17.strata.v1.TraceRequest\x1a\x14.strata.v1.TracePage0\x01\x12<\n" +
 	"\aRecords\x12\x19.strata.v1.RecordsRequest\x1a\x14.strata.v1.RecordRow0\x01\x127\n" +
@@ -2232,6 +2684,7 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"\bOverhead\x12\x1a.strata.v1.OverheadRequest\x1a\x1b.strata.v1.OverheadResponse\x124\n" +
 	"\x03Hot\x12\x15.strata.v1.HotRequest\x1a\x16.strata.v1.HotResponse\x12=\n" +
 	"\x06Report\x12\x18.strata.v1.ReportRequest\x1a\x19.strata.v1.ReportResponse\x127\n" +
+	"\x04Heat\x12\x16.strata.v1.HeatRequest\x1a\x17.strata.v1.HeatResponse\x127\n" +
 	"\x04Jobs\x12\x16.strata.v1.JobsRequest\x1a\x17.strata.v1.JobsResponse\x122\n" +
 	"\x03Job\x12\x15.strata.v1.JobRequest\x1a\x14.strata.v1.JobResultB8Z6github.com/stratatrace/strata/proto/strata/v1;stratav1b\x06proto3"
 
@@ -2247,7 +2700,7 @@ func file_strata_v1_query_proto_rawDescGZIP() []byte {
 	return file_strata_v1_query_proto_rawDescData
 }
 
-var file_strata_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_strata_v1_query_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_strata_v1_query_proto_goTypes = []any{
 	(*TraceRequest)(nil),     // 0: strata.v1.TraceRequest
 	(*RecordsRequest)(nil),   // 1: strata.v1.RecordsRequest
@@ -2274,67 +2727,82 @@ var file_strata_v1_query_proto_goTypes = []any{
 	(*ResolvedPart)(nil),     // 22: strata.v1.ResolvedPart
 	(*OccupationRow)(nil),    // 23: strata.v1.OccupationRow
 	(*ReportResponse)(nil),   // 24: strata.v1.ReportResponse
-	(AccessKind)(0),          // 25: strata.v1.AccessKind
-	(*SparkBlock)(nil),       // 26: strata.v1.SparkBlock
-	(FreeReason)(0),          // 27: strata.v1.FreeReason
-	(*FaultCounts)(nil),      // 28: strata.v1.FaultCounts
-	(FaultKind)(0),           // 29: strata.v1.FaultKind
-	(*Coverage)(nil),         // 30: strata.v1.Coverage
-	(*WorkloadCounters)(nil), // 31: strata.v1.WorkloadCounters
-	(Severity)(0),            // 32: strata.v1.Severity
-	(*JobResult)(nil),        // 33: strata.v1.JobResult
-	(Resolution)(0),          // 34: strata.v1.Resolution
+	(*HeatRequest)(nil),      // 25: strata.v1.HeatRequest
+	(*HeatFigures)(nil),      // 26: strata.v1.HeatFigures
+	(*HeatPoint)(nil),        // 27: strata.v1.HeatPoint
+	(*HeatBlock)(nil),        // 28: strata.v1.HeatBlock
+	(*RddHeat)(nil),          // 29: strata.v1.RddHeat
+	(*HeatResponse)(nil),     // 30: strata.v1.HeatResponse
+	(AccessKind)(0),          // 31: strata.v1.AccessKind
+	(*SparkBlock)(nil),       // 32: strata.v1.SparkBlock
+	(FreeReason)(0),          // 33: strata.v1.FreeReason
+	(*FaultCounts)(nil),      // 34: strata.v1.FaultCounts
+	(FaultKind)(0),           // 35: strata.v1.FaultKind
+	(*Coverage)(nil),         // 36: strata.v1.Coverage
+	(*WorkloadCounters)(nil), // 37: strata.v1.WorkloadCounters
+	(Severity)(0),            // 38: strata.v1.Severity
+	(*JobResult)(nil),        // 39: strata.v1.JobResult
+	(Resolution)(0),          // 40: strata.v1.Resolution
+	(*HeatSample)(nil),       // 41: strata.v1.HeatSample
 }
 var file_strata_v1_query_proto_depIdxs = []int32{
-	25, // 0: strata.v1.RecordsRequest.access:type_name -> strata.v1.AccessKind
-	25, // 1: strata.v1.RecordRow.access:type_name -> strata.v1.AccessKind
-	26, // 2: strata.v1.RecordRow.block:type_name -> strata.v1.SparkBlock
-	27, // 3: strata.v1.RecordRow.free_reason:type_name -> strata.v1.FreeReason
-	28, // 4: strata.v1.RecordRow.faults:type_name -> strata.v1.FaultCounts
-	29, // 5: strata.v1.RecordRow.fault_kind:type_name -> strata.v1.FaultKind
-	30, // 6: strata.v1.RecordRow.coverage:type_name -> strata.v1.Coverage
-	25, // 7: strata.v1.TracePage.access:type_name -> strata.v1.AccessKind
-	26, // 8: strata.v1.TracePage.block:type_name -> strata.v1.SparkBlock
-	30, // 9: strata.v1.TracePage.coverage:type_name -> strata.v1.Coverage
+	31, // 0: strata.v1.RecordsRequest.access:type_name -> strata.v1.AccessKind
+	31, // 1: strata.v1.RecordRow.access:type_name -> strata.v1.AccessKind
+	32, // 2: strata.v1.RecordRow.block:type_name -> strata.v1.SparkBlock
+	33, // 3: strata.v1.RecordRow.free_reason:type_name -> strata.v1.FreeReason
+	34, // 4: strata.v1.RecordRow.faults:type_name -> strata.v1.FaultCounts
+	35, // 5: strata.v1.RecordRow.fault_kind:type_name -> strata.v1.FaultKind
+	36, // 6: strata.v1.RecordRow.coverage:type_name -> strata.v1.Coverage
+	31, // 7: strata.v1.TracePage.access:type_name -> strata.v1.AccessKind
+	32, // 8: strata.v1.TracePage.block:type_name -> strata.v1.SparkBlock
+	36, // 9: strata.v1.TracePage.coverage:type_name -> strata.v1.Coverage
 	5,  // 10: strata.v1.NumaResponse.rows:type_name -> strata.v1.NumaRow
-	28, // 11: strata.v1.FaultRow.faults:type_name -> strata.v1.FaultCounts
+	34, // 11: strata.v1.FaultRow.faults:type_name -> strata.v1.FaultCounts
 	8,  // 12: strata.v1.FaultsResponse.rows:type_name -> strata.v1.FaultRow
-	31, // 13: strata.v1.OverheadRow.counters:type_name -> strata.v1.WorkloadCounters
-	28, // 14: strata.v1.OverheadRow.rdd_faults:type_name -> strata.v1.FaultCounts
+	37, // 13: strata.v1.OverheadRow.counters:type_name -> strata.v1.WorkloadCounters
+	34, // 14: strata.v1.OverheadRow.rdd_faults:type_name -> strata.v1.FaultCounts
 	11, // 15: strata.v1.OverheadResponse.rows:type_name -> strata.v1.OverheadRow
-	32, // 16: strata.v1.JobsRequest.min_severity:type_name -> strata.v1.Severity
-	33, // 17: strata.v1.JobsResponse.jobs:type_name -> strata.v1.JobResult
-	26, // 18: strata.v1.HotPage.block:type_name -> strata.v1.SparkBlock
+	38, // 16: strata.v1.JobsRequest.min_severity:type_name -> strata.v1.Severity
+	39, // 17: strata.v1.JobsResponse.jobs:type_name -> strata.v1.JobResult
+	32, // 18: strata.v1.HotPage.block:type_name -> strata.v1.SparkBlock
 	17, // 19: strata.v1.HotResponse.pages:type_name -> strata.v1.HotPage
 	20, // 20: strata.v1.RddReport.nodes:type_name -> strata.v1.NodePages
-	28, // 21: strata.v1.RddReport.faults:type_name -> strata.v1.FaultCounts
+	34, // 21: strata.v1.RddReport.faults:type_name -> strata.v1.FaultCounts
 	22, // 22: strata.v1.RddReport.parts:type_name -> strata.v1.ResolvedPart
-	34, // 23: strata.v1.ResolvedPart.resolution:type_name -> strata.v1.Resolution
+	40, // 23: strata.v1.ResolvedPart.resolution:type_name -> strata.v1.Resolution
 	21, // 24: strata.v1.ReportResponse.rdds:type_name -> strata.v1.RddReport
 	23, // 25: strata.v1.ReportResponse.occupation:type_name -> strata.v1.OccupationRow
-	0,  // 26: strata.v1.QueryService.Trace:input_type -> strata.v1.TraceRequest
-	1,  // 27: strata.v1.QueryService.Records:input_type -> strata.v1.RecordsRequest
-	4,  // 28: strata.v1.QueryService.Numa:input_type -> strata.v1.NumaRequest
-	7,  // 29: strata.v1.QueryService.Faults:input_type -> strata.v1.FaultsRequest
-	10, // 30: strata.v1.QueryService.Overhead:input_type -> strata.v1.OverheadRequest
-	16, // 31: strata.v1.QueryService.Hot:input_type -> strata.v1.HotRequest
-	19, // 32: strata.v1.QueryService.Report:input_type -> strata.v1.ReportRequest
-	13, // 33: strata.v1.QueryService.Jobs:input_type -> strata.v1.JobsRequest
-	15, // 34: strata.v1.QueryService.Job:input_type -> strata.v1.JobRequest
-	3,  // 35: strata.v1.QueryService.Trace:output_type -> strata.v1.TracePage
-	2,  // 36: strata.v1.QueryService.Records:output_type -> strata.v1.RecordRow
-	6,  // 37: strata.v1.QueryService.Numa:output_type -> strata.v1.NumaResponse
-	9,  // 38: strata.v1.QueryService.Faults:output_type -> strata.v1.FaultsResponse
-	12, // 39: strata.v1.QueryService.Overhead:output_type -> strata.v1.OverheadResponse
-	18, // 40: strata.v1.QueryService.Hot:output_type -> strata.v1.HotResponse
-	24, // 41: strata.v1.QueryService.Report:output_type -> strata.v1.ReportResponse
-	14, // 42: strata.v1.QueryService.Jobs:output_type -> strata.v1.JobsResponse
-	33, // 43: strata.v1.QueryService.Job:output_type -> strata.v1.JobResult
-	35, // [35:44] is the sub-list for method output_type
-	26, // [26:35] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	26, // 26: strata.v1.HeatPoint.figures:type_name -> strata.v1.HeatFigures
+	41, // 27: strata.v1.HeatBlock.samples:type_name -> strata.v1.HeatSample
+	26, // 28: strata.v1.RddHeat.latest:type_name -> strata.v1.HeatFigures
+	27, // 29: strata.v1.RddHeat.points:type_name -> strata.v1.HeatPoint
+	28, // 30: strata.v1.RddHeat.blocks:type_name -> strata.v1.HeatBlock
+	29, // 31: strata.v1.HeatResponse.rdds:type_name -> strata.v1.RddHeat
+	0,  // 32: strata.v1.QueryService.Trace:input_type -> strata.v1.TraceRequest
+	1,  // 33: strata.v1.QueryService.Records:input_type -> strata.v1.RecordsRequest
+	4,  // 34: strata.v1.QueryService.Numa:input_type -> strata.v1.NumaRequest
+	7,  // 35: strata.v1.QueryService.Faults:input_type -> strata.v1.FaultsRequest
+	10, // 36: strata.v1.QueryService.Overhead:input_type -> strata.v1.OverheadRequest
+	16, // 37: strata.v1.QueryService.Hot:input_type -> strata.v1.HotRequest
+	19, // 38: strata.v1.QueryService.Report:input_type -> strata.v1.ReportRequest
+	25, // 39: strata.v1.QueryService.Heat:input_type -> strata.v1.HeatRequest
+	13, // 40: strata.v1.QueryService.Jobs:input_type -> strata.v1.JobsRequest
+	15, // 41: strata.v1.QueryService.Job:input_type -> strata.v1.JobRequest
+	3,  // 42: strata.v1.QueryService.Trace:output_type -> strata.v1.TracePage
+	2,  // 43: strata.v1.QueryService.Records:output_type -> strata.v1.RecordRow
+	6,  // 44: strata.v1.QueryService.Numa:output_type -> strata.v1.NumaResponse
+	9,  // 45: strata.v1.QueryService.Faults:output_type -> strata.v1.FaultsResponse
+	12, // 46: strata.v1.QueryService.Overhead:output_type -> strata.v1.OverheadResponse
+	18, // 47: strata.v1.QueryService.Hot:output_type -> strata.v1.HotResponse
+	24, // 48: strata.v1.QueryService.Report:output_type -> strata.v1.ReportResponse
+	30, // 49: strata.v1.QueryService.Heat:output_type -> strata.v1.HeatResponse
+	14, // 50: strata.v1.QueryService.Jobs:output_type -> strata.v1.JobsResponse
+	39, // 51: strata.v1.QueryService.Job:output_type -> strata.v1.JobResult
+	42, // [42:52] is the sub-list for method output_type
+	32, // [32:42] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_query_proto_init() }
@@ -2351,13 +2819,15 @@ func file_strata_v1_query_proto_init() {
 	file_strata_v1_query_proto_msgTypes[16].OneofWrappers = []any{}
 	file_strata_v1_query_proto_msgTypes[21].OneofWrappers = []any{}
 	file_strata_v1_query_proto_msgTypes[23].OneofWrappers = []any{}
+	file_strata_v1_query_proto_msgTypes[25].OneofWrappers = []any{}
+	file_strata_v1_query_proto_msgTypes[26].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_strata_v1_query_proto_rawDesc), len(file_strata_v1_query_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

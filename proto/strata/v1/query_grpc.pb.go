@@ -26,6 +26,7 @@ const (
 	QueryService_Overhead_FullMethodName = "/strata.v1.QueryService/Overhead"
 	QueryService_Hot_FullMethodName      = "/strata.v1.QueryService/Hot"
 	QueryService_Report_FullMethodName   = "/strata.v1.QueryService/Report"
+	QueryService_Heat_FullMethodName     = "/strata.v1.QueryService/Heat"
 	QueryService_Jobs_FullMethodName     = "/strata.v1.QueryService/Jobs"
 	QueryService_Job_FullMethodName      = "/strata.v1.QueryService/Job"
 )
@@ -53,6 +54,9 @@ type QueryServiceClient interface {
 	// Report summarises an application's RDDs (blocks, bytes, pages, NUMA
 	// spread, accesses, faults) and its RDD memory occupation per executor.
 	Report(ctx context.Context, in *ReportRequest, opts ...grpc.CallOption) (*ReportResponse, error)
+	// An app's DAMON access heat per RDD: the figures docs/storage.md
+	// defines ("Heat"), over each block's latest sample and per read time.
+	Heat(ctx context.Context, in *HeatRequest, opts ...grpc.CallOption) (*HeatResponse, error)
 	// Jobs lists analysed jobs, optionally at or above a severity.
 	Jobs(ctx context.Context, in *JobsRequest, opts ...grpc.CallOption) (*JobsResponse, error)
 	// Job returns one analysed job in full.
@@ -155,6 +159,16 @@ func (c *queryServiceClient) Report(ctx context.Context, in *ReportRequest, opts
 	return out, nil
 }
 
+func (c *queryServiceClient) Heat(ctx context.Context, in *HeatRequest, opts ...grpc.CallOption) (*HeatResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HeatResponse)
+	err := c.cc.Invoke(ctx, QueryService_Heat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *queryServiceClient) Jobs(ctx context.Context, in *JobsRequest, opts ...grpc.CallOption) (*JobsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(JobsResponse)
@@ -198,6 +212,9 @@ type QueryServiceServer interface {
 	// Report summarises an application's RDDs (blocks, bytes, pages, NUMA
 	// spread, accesses, faults) and its RDD memory occupation per executor.
 	Report(context.Context, *ReportRequest) (*ReportResponse, error)
+	// An app's DAMON access heat per RDD: the figures docs/storage.md
+	// defines ("Heat"), over each block's latest sample and per read time.
+	Heat(context.Context, *HeatRequest) (*HeatResponse, error)
 	// Jobs lists analysed jobs, optionally at or above a severity.
 	Jobs(context.Context, *JobsRequest) (*JobsResponse, error)
 	// Job returns one analysed job in full.
@@ -232,6 +249,9 @@ func (UnimplementedQueryServiceServer) Hot(context.Context, *HotRequest) (*HotRe
 }
 func (UnimplementedQueryServiceServer) Report(context.Context, *ReportRequest) (*ReportResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Report not implemented")
+}
+func (UnimplementedQueryServiceServer) Heat(context.Context, *HeatRequest) (*HeatResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Heat not implemented")
 }
 func (UnimplementedQueryServiceServer) Jobs(context.Context, *JobsRequest) (*JobsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Jobs not implemented")
@@ -372,6 +392,24 @@ func _QueryService_Report_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _QueryService_Heat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HeatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QueryServiceServer).Heat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QueryService_Heat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QueryServiceServer).Heat(ctx, req.(*HeatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _QueryService_Jobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(JobsRequest)
 	if err := dec(in); err != nil {
@@ -434,6 +472,10 @@ var QueryService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Report",
 			Handler:    _QueryService_Report_Handler,
+		},
+		{
+			MethodName: "Heat",
+			Handler:    _QueryService_Heat_Handler,
 		},
 		{
 			MethodName: "Jobs",
