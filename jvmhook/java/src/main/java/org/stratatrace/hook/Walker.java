@@ -24,9 +24,11 @@ import com.sun.management.HotSpotDiagnosticMXBean;
  * block's objects ({@link GraphWalk}) and sends their address ranges in
  * WALK frames (Native.walk), in the order Spark stored the blocks.
  *
- * <p>Epochs: a walk reads the count of finished GCs before and after it
- * runs and is thrown away when they differ (three tries, then the block
- * waits for the next collection). After the hook thread's rescan for
+ * <p>Epochs: a walk starts only once the hook thread has rescanned every
+ * finished collection (so its frame follows the MOVEs of its array), reads
+ * the count of finished GCs before and after it runs and is thrown away
+ * when they differ (three tries, then the block waits for the next
+ * collection). After the hook thread's rescan for
  * collections (it wakes the walker once the rescan's GC frame, MOVEs and
  * column walks are queued; the walker checks only rescanned epochs, so
  * its CHECKED comes after them) the walker decides which walks still
@@ -70,6 +72,8 @@ final class Walker {
     private static final long IDLE_NS = TimeUnit.SECONDS.toNanos(5);
     private static final long FAILED_NS = TimeUnit.MILLISECONDS.toNanos(100);
     private static final int DEFAULT_REGION = 64 << 10;
+    /** Longest sleep while a collection awaits the hook thread's rescan. */
+    private static final long RESCAN_WAIT_NS = TimeUnit.MILLISECONDS.toNanos(20);
     /** Young moves in a row after which the wait stops growing (2^4 - 1 = 15 collections). */
     private static final int MAX_BACKOFF = 4;
     /** A waiting block is walked once no collection ran for this long. */
@@ -382,6 +386,15 @@ final class Walker {
                 drain();
                 checkCollections();
                 wakeWaiting(false);
+                if (Native.gcEpoch() != Native.rescannedEpoch()) {
+                    // A collection the hook thread has not rescanned yet:
+                    // a walk now could reach the agent before the MOVEs of
+                    // its array, which would then look like the array's
+                    // own. The hook thread wakes the walker after its rescan.
+                    LockSupport.parkNanos(this, RESCAN_WAIT_NS);
+                    parked();
+                    continue;
+                }
                 Map.Entry<Long, Block> e = pending.pollFirstEntry();
                 if (e == null) {
                     idle = true;
