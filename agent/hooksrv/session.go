@@ -227,12 +227,7 @@ func (ss *session) frame(f Frame, received time.Time) error {
 			ss.reject(f, b.PID, b.BlockID)
 			return nil
 		}
-		if b.Length > ss.s.cfg.MaxRangeBytes {
-			ss.refuseFrame(f, &ss.s.refused.rangeTooLong, b.BlockID, fmt.Errorf("%w: %d bytes (max %d)", ErrRangeTooLong, b.Length, ss.s.cfg.MaxRangeBytes))
-			return nil
-		}
-		if !inUserSpace(b.Vaddr, b.Length) {
-			ss.refuseFrame(f, &ss.s.refused.outsideUser, b.BlockID, fmt.Errorf("%w: %#x, %d bytes", ErrOutsideUser, b.Vaddr, b.Length))
+		if ss.refuseRange(f, b.BlockID, b.Vaddr, b.Length) {
 			return nil
 		}
 		if old, live := ss.blocks[b.BlockID]; live {
@@ -260,15 +255,8 @@ func (ss *session) frame(f Frame, received time.Time) error {
 			ss.unknown(f, b.BlockID)
 			return nil
 		}
-		if b.Length > ss.s.cfg.MaxRangeBytes {
-			// The block keeps its last range, as if the hook had dropped
-			// the frame.
-			ss.refuseFrame(f, &ss.s.refused.rangeTooLong, b.BlockID, fmt.Errorf("%w: %d bytes (max %d)", ErrRangeTooLong, b.Length, ss.s.cfg.MaxRangeBytes))
-			return nil
-		}
-		if !inUserSpace(b.Vaddr, b.Length) {
-			ss.refuseFrame(f, &ss.s.refused.outsideUser, b.BlockID, fmt.Errorf("%w: %#x, %d bytes", ErrOutsideUser, b.Vaddr, b.Length))
-			return nil
+		if ss.refuseRange(f, b.BlockID, b.Vaddr, b.Length) {
+			return nil // the block keeps its last range, as if the hook had dropped the frame
 		}
 		bs.vaddr, bs.length = b.Vaddr, b.Length
 		ss.s.c.frames.Add(1)
@@ -397,6 +385,20 @@ func (ss *session) walkPart(f Frame, w *WalkPart, received time.Time) {
 		extents: make([]Extent, 0, w.TotalExtents)}
 	p.extents = append(p.extents, w.Extents...)
 	ss.pending = p
+}
+
+// refuseRange drops (and counts) a REGISTER's or MOVE's range that is
+// longer than MaxRangeBytes or not in user space; true when it did.
+func (ss *session) refuseRange(f Frame, blockID, vaddr, length uint64) bool {
+	switch {
+	case length > ss.s.cfg.MaxRangeBytes:
+		ss.refuseFrame(f, &ss.s.refused.rangeTooLong, blockID, fmt.Errorf("%w: %d bytes (max %d)", ErrRangeTooLong, length, ss.s.cfg.MaxRangeBytes))
+	case !inUserSpace(vaddr, length):
+		ss.refuseFrame(f, &ss.s.refused.outsideUser, blockID, fmt.Errorf("%w: %#x, %d bytes", ErrOutsideUser, vaddr, length))
+	default:
+		return false
+	}
+	return true
 }
 
 // skipWalk makes the later parts of a walk whose first part was not taken
