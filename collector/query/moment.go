@@ -147,8 +147,15 @@ func (s *Service) traceMoment(req *stratav1.TraceRequest, at string, stream grpc
 // NumaMoment counts the pages of the blocks live at moment m (from
 // Moment) per RDD per NUMA node; now is Numa's answer.
 func (s *Service) NumaMoment(ctx context.Context, app string, m store.Moment) ([]*stratav1.NumaRow, error) {
+	var rows []*stratav1.NumaRow
+	var err error
 	if m.AtNs == 0 {
-		return s.store.Numa(ctx, app)
+		rows, err = s.store.Numa(ctx, app)
+	} else {
+		rows, err = s.store.NumaAt(ctx, app, m.AtNs)
 	}
-	return s.store.NumaAt(ctx, app, m.AtNs)
+	if err := s.emptyOf(ctx, app, len(rows), err); err != nil {
+		return nil, err
+	}
+	return rows, nil
 }

@@ -50,7 +50,9 @@ func (s *Service) Trace(req *stratav1.TraceRequest, stream grpc.ServerStreamingS
 // stops at fn's first error.
 func (s *Service) TraceEach(ctx context.Context, req *stratav1.TraceRequest, fn func(*stratav1.TracePage) error) error {
 	q := store.TraceQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, Limit: req.GetLimit()}
-	return s.store.Trace(ctx, q, fn)
+	n := 0
+	err := s.store.Trace(ctx, q, func(p *stratav1.TracePage) error { n++; return fn(p) })
+	return s.emptyOf(ctx, q.AppID, n, err)
 }
 
 // Records streams an application's records without pages.
@@ -63,7 +65,9 @@ func (s *Service) Records(req *stratav1.RecordsRequest, stream grpc.ServerStream
 func (s *Service) RecordsEach(ctx context.Context, req *stratav1.RecordsRequest, fn func(*stratav1.RecordRow) error) error {
 	q := store.RecordsQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, BlockID: req.GetBlockId(),
 		Access: req.GetAccess(), Limit: req.GetLimit()}
-	return s.store.Records(ctx, q, fn)
+	n := 0
+	err := s.store.Records(ctx, q, func(r *stratav1.RecordRow) error { n++; return fn(r) })
+	return s.emptyOf(ctx, q.AppID, n, err)
 }
 
 // Numa returns pages per NUMA node per RDD of the blocks live now, or
@@ -89,7 +93,7 @@ func (s *Service) Numa(ctx context.Context, req *stratav1.NumaRequest) (*stratav
 // Faults returns fault counters per block.
 func (s *Service) Faults(ctx context.Context, req *stratav1.FaultsRequest) (*stratav1.FaultsResponse, error) {
 	rows, err := s.store.Faults(ctx, req.GetAppId())
-	if err != nil {
+	if err := s.emptyOf(ctx, req.GetAppId(), len(rows), err); err != nil {
 		return nil, err
 	}
 	return &stratav1.FaultsResponse{Rows: rows}, nil
@@ -103,7 +107,7 @@ const HotMethod = "sampled page faults per page (one fault in the agent's --samp
 // Hot ranks pages by sampled faults.
 func (s *Service) Hot(ctx context.Context, req *stratav1.HotRequest) (*stratav1.HotResponse, error) {
 	pages, err := s.store.Hot(ctx, store.HotQuery{AppID: req.GetAppId(), RDD: req.RddId, Limit: req.GetLimit()})
-	if err != nil {
+	if err := s.emptyOf(ctx, req.GetAppId(), len(pages), err); err != nil {
 		return nil, err
 	}
 	return &stratav1.HotResponse{Pages: pages, Method: HotMethod}, nil
@@ -112,7 +116,7 @@ func (s *Service) Hot(ctx context.Context, req *stratav1.HotRequest) (*stratav1.
 // Overhead returns per-workload counters, fault rates and walk shares.
 func (s *Service) Overhead(ctx context.Context, req *stratav1.OverheadRequest) (*stratav1.OverheadResponse, error) {
 	rows, err := s.store.Overhead(ctx, req.GetAppId())
-	if err != nil {
+	if err := s.emptyOf(ctx, req.GetAppId(), len(rows), err); err != nil {
 		return nil, err
 	}
 	return &stratav1.OverheadResponse{Rows: rows}, nil
@@ -134,7 +138,11 @@ func (s *Service) Report(ctx context.Context, req *stratav1.ReportRequest) (*str
 // RDDs is Report's RDDs alone: an app's cached RDDs, each block buffer as
 // last resolved while it was live, ordered by RDD.
 func (s *Service) RDDs(ctx context.Context, app string) ([]*stratav1.RddReport, error) {
-	return s.store.RDDs(ctx, app)
+	rdds, err := s.store.RDDs(ctx, app)
+	if err := s.emptyOf(ctx, app, len(rdds), err); err != nil {
+		return nil, err
+	}
+	return rdds, nil
 }
 
 // Jobs lists analysed jobs at or above the requested severity.
@@ -197,7 +205,7 @@ type RDDSeries struct {
 // time buckets of the app's life, ordered by RDD.
 func (s *Service) Occupancy(ctx context.Context, app string, buckets uint32) ([]RDDSeries, error) {
 	pts, err := s.store.Occupancy(ctx, app, buckets)
-	if err != nil {
+	if err := s.emptyOf(ctx, app, len(pts), err); err != nil {
 		return nil, err
 	}
 	byRDD := map[int32]int{}
@@ -225,10 +233,17 @@ func (s *Service) PhysMap(ctx context.Context, q store.PhysMapQuery) (*store.Phy
 // moment atNs (unix nanoseconds) the blocks live then, with 0 each block
 // as last resolved while it was live.
 func (s *Service) Blocks(ctx context.Context, app string, rdd int32, atNs int64) ([]store.BlockCoverage, error) {
+	var blocks []store.BlockCoverage
+	var err error
 	if atNs != 0 {
-		return s.store.BlocksAt(ctx, app, rdd, atNs)
+		blocks, err = s.store.BlocksAt(ctx, app, rdd, atNs)
+	} else {
+		blocks, err = s.store.Blocks(ctx, app, rdd)
 	}
-	return s.store.Blocks(ctx, app, rdd)
+	if err := s.emptyOf(ctx, app, len(blocks), err); err != nil {
+		return nil, err
+	}
+	return blocks, nil
 }
 
 // DefaultColdFor is N of "cold for at least N seconds" when a heat
@@ -238,7 +253,14 @@ const DefaultColdFor = 60 * time.Second
 // HeatOf returns an app's DAMON access heat per RDD (store.Heat), the
 // share cold counted for at least coldFor.
 func (s *Service) HeatOf(ctx context.Context, app string, rdd *int32, coldFor time.Duration) (*store.Heat, error) {
-	return s.store.Heat(ctx, store.HeatQuery{AppID: app, RDD: rdd, ColdFor: coldFor})
+	h, err := s.store.Heat(ctx, store.HeatQuery{AppID: app, RDD: rdd, ColdFor: coldFor})
+	if err != nil || h == nil {
+		return h, err
+	}
+	if err := s.emptyOf(ctx, app, len(h.RDDs), nil); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // Heat answers HeatOf over gRPC: cold_for_seconds absent is

@@ -77,23 +77,30 @@ func (h *Handler) apiApps(r *http.Request) (any, error) {
 }
 
 // apiReport is `strata report`'s answer: the app's report and overhead,
-// and its job analysis when the collector made one.
+// and its job analysis when the collector made one. An app the collector
+// holds no records of is its job analysis alone, and unknown (404)
+// without one.
 func (h *Handler) apiReport(r *http.Request) (any, error) {
 	ctx, app := r.Context(), r.PathValue("app")
 	rep, err := h.q.Report(ctx, &stratav1.ReportRequest{AppId: app})
-	if err != nil {
+	traced := !errors.Is(err, store.ErrNotFound)
+	if err != nil && traced {
 		return nil, err
 	}
-	over, err := h.q.Overhead(ctx, &stratav1.OverheadRequest{AppId: app})
-	if err != nil {
-		return nil, err
+	var over *stratav1.OverheadResponse
+	if traced {
+		if over, err = h.q.Overhead(ctx, &stratav1.OverheadRequest{AppId: app}); err != nil {
+			return nil, err
+		}
 	}
-	job, err := h.q.Job(ctx, &stratav1.JobRequest{JobId: app})
+	job, jerr := h.q.Job(ctx, &stratav1.JobRequest{JobId: app})
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		job = nil
-	case err != nil:
+	case errors.Is(jerr, store.ErrNotFound) && !traced:
 		return nil, err
+	case errors.Is(jerr, store.ErrNotFound):
+		job = nil
+	case jerr != nil:
+		return nil, jerr
 	}
 	return jsonform.NewReport(app, rep, over, job), nil
 }

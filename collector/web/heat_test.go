@@ -30,7 +30,8 @@ func TestHeatAPI(t *testing.T) {
 			`"rdd":8,"says":"partial: ` + shared + `: 0.0% cold >= 1m0s"`, `"cold_for_seconds":60`}},
 		{"/api/v1/apps/" + app + "/heat?rdd=8&cold_for=0s", 200, []string{`"says":"partial: ` + shared + `: 100.0% cold >= 0s"`}},
 		{"/api/v1/apps/" + app + "/heat?cold_for=" + url.QueryEscape("-1s"), 400, []string{`"error":"`}},
-		{"/api/v1/apps/other/heat", 200, []string{`{"app":"other","cold_for_seconds":60,"rdds":[]}`}},
+		{"/api/v1/apps/" + app + "/heat?rdd=99", 200, []string{`{"app":"` + app + `","cold_for_seconds":60,"rdds":[]}`}},
+		{"/api/v1/apps/other/heat", 404, []string{`{"error":"application other: not found: no records"}`}},
 	})
 }
 
