@@ -13,11 +13,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"syscall"
 	"time"
 
@@ -36,7 +38,13 @@ func main() {
 	if probe {
 		args = args[1:]
 	}
-	cfg, err := server.Load(args, os.Getenv, os.Stderr)
+	// -h prints the flags to stdout (exit 0); a bad flag's reason goes to
+	// stderr.
+	usageOut := io.Writer(os.Stderr)
+	if slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) {
+		usageOut = os.Stdout
+	}
+	cfg, err := server.Load(args, os.Getenv, usageOut)
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}

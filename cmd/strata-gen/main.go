@@ -2,6 +2,10 @@
 // (see package test/gen) for demos and benchmarks.
 //
 //	strata-gen -out DIR [-kind mr|spark] [-jobs N] [-maps N] [-reduces N] [-skew X] [-gc X] ...
+//	strata-gen -h | --version
+//
+// Help goes to stdout with exit status 0; arguments it refuses go to
+// stderr with exit status 2; a failure to write exits 1.
 package main
 
 import (
@@ -12,44 +16,81 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/stratatrace/strata/test/gen"
 )
 
+// version is set at build time (-ldflags "-X main.version=..."; see the
+// Makefile).
+var version = "dev"
+
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "strata-gen:", err)
-		if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	os.Exit(exitStatus(run(context.Background(), os.Args[1:], os.Stdout), os.Stderr))
+}
+
+// exitStatus prints err to stderr and returns the exit status: 0 without
+// an error, 2 for refused arguments, 1 otherwise.
+func exitStatus(err error, stderr io.Writer) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(stderr, "strata-gen:", err)
+		fmt.Fprintln(stderr, "Run 'strata-gen -h' for usage.")
+		return 2
 	}
+	fmt.Fprintln(stderr, "strata-gen:", err)
+	return 1
 }
 
 // errUsage marks arguments strata-gen refuses (exit status 2).
 var errUsage = errors.New("usage")
 
+// usageHead is the help above the flags.
+const usageHead = `usage: strata-gen -out DIR [-kind mr|spark] [-jobs N] [flags]
+       strata-gen --version
+
+Writes synthetic jobs for demos and benchmarks: MapReduce job histories with their
+configuration (-kind mr), or Spark event logs (-kind spark), optionally compressed as Spark
+writes them. Each file written is printed on its own line.
+
+example:
+  strata-gen -out /tmp/logs -kind spark -jobs 3 -skew 4 && strata analyze /tmp/logs
+
+flags:
+`
+
 func run(_ context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
+		_, err := fmt.Fprintf(stdout, "strata-gen %s %s\n", version, runtime.Version())
+		return err
+	}
 	fs := flag.NewFlagSet("strata-gen", flag.ContinueOnError)
-	out := fs.String("out", "", "directory to write into (required)")
-	kind := fs.String("kind", "mr", "mr (job history + conf) or spark (event log)")
-	jobs := fs.Int("jobs", 1, "number of jobs or applications")
-	maps := fs.Int("maps", 100, "map tasks per MapReduce job")
-	reduces := fs.Int("reduces", 10, "reduce tasks per MapReduce job")
-	tasks := fs.Int("tasks", 100, "tasks per Spark stage")
-	stages := fs.Int("stages", 2, "stages per Spark application")
-	skew := fs.Float64("skew", 0, "skew factor of the slow tasks (>1 to skew)")
-	gc := fs.Float64("gc", 0, "GC time / CPU time ratio")
-	container := fs.Int("container-mb", 0, "MapReduce container size (MB)")
-	used := fs.Int("used-mb", 0, "MapReduce task peak physical memory (MB)")
+	fs.SetOutput(io.Discard) // the returned error says why, exitStatus where the help is
+	out := fs.String("out", "", "directory `DIR` to write into (required)")
+	kind := fs.String("kind", "mr", "`KIND` of job: mr (job history + conf) or spark (event log)")
+	jobs := fs.Int("jobs", 1, "`N` jobs or applications")
+	maps := fs.Int("maps", 100, "`N` map tasks per MapReduce job")
+	reduces := fs.Int("reduces", 10, "`N` reduce tasks per MapReduce job")
+	tasks := fs.Int("tasks", 100, "`N` tasks per Spark stage")
+	stages := fs.Int("stages", 2, "`N` stages per Spark application")
+	skew := fs.Float64("skew", 0, "skew `FACTOR` of the slow tasks (>1 to skew)")
+	gc := fs.Float64("gc", 0, "GC time / CPU time `RATIO`")
+	container := fs.Int("container-mb", 0, "MapReduce container size in `MB`")
+	used := fs.Int("used-mb", 0, "MapReduce task peak physical memory in `MB`")
 	failed := fs.Bool("failed", false, "make MapReduce jobs fail")
-	codec := fs.String("codec", "", "compress Spark event logs: lz4, snappy or zstd (as Spark writes them)")
-	if err := fs.Parse(args); err != nil {
+	codec := fs.String("codec", "", "compress Spark event logs with `CODEC`: lz4, snappy or zstd (as Spark writes them)")
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usageHead)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return nil
+	} else if err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if *out == "" {
-		fs.Usage()
 		return fmt.Errorf("%w: missing -out", errUsage)
 	}
 	for _, c := range []struct {

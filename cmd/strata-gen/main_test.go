@@ -67,3 +67,35 @@ func TestRefusesBadArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpAndVersion: -h prints the synopsis and every flag with its
+// placeholder to stdout and is no error; --version prints the version;
+// refused arguments exit 2 with the reason on stderr, -h exits 0.
+func TestHelpAndVersion(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-h"}, &out); err != nil {
+		t.Fatalf("-h: %v", err)
+	}
+	for _, want := range []string{"usage: strata-gen -out DIR", "-out DIR", "-jobs N", "-kind KIND", "-codec CODEC", "-skew FACTOR"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("-h lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"--version"}, &out); err != nil || !strings.HasPrefix(out.String(), "strata-gen dev go") {
+		t.Errorf("--version: %v, %q", err, out.String())
+	}
+	var stderr bytes.Buffer
+	if code := exitStatus(run(context.Background(), []string{"-jobs", "-3", "-out", t.TempDir()}, io.Discard), &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), "-jobs -3") || !strings.Contains(stderr.String(), "strata-gen -h") {
+		t.Errorf("-jobs -3: exit %d, stderr %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := exitStatus(run(context.Background(), []string{"-nope"}, io.Discard), &stderr); code != 2 ||
+		strings.Count(stderr.String(), "-nope") != 1 {
+		t.Errorf("-nope: exit %d, stderr %q", code, stderr.String())
+	}
+	if code := exitStatus(run(context.Background(), []string{"-h"}, io.Discard), &stderr); code != 0 {
+		t.Errorf("-h: exit %d", code)
+	}
+}

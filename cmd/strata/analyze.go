@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -17,7 +19,20 @@ import (
 )
 
 func init() {
-	register(command{name: "analyze", summary: "analyse job histories, event logs and history servers (Dr. Elephant heuristics)", run: runAnalyze})
+	register(command{name: "analyze", args: "[-o table|json] [-heuristics FILE] [-severity LEVEL] [-q] PATH|URL...\n       strata analyze -defaults",
+		summary: "analyse job histories, event logs and history servers (Dr. Elephant heuristics)", run: runAnalyze,
+		help: `PATH is a job history (.jhist), rumen trace, Spark event log or a directory of them;
+URL is a JobHistory server or Spark History Server.
+
+Every job read is printed, even when other inputs fail; a job read from a damaged input is
+printed with its warnings (on stderr in the table). Each input that cannot be read (one line
+per file on stderr), that holds no job, or whose job has no id makes the exit status 1; jobs all
+below -severity are not a failure (stderr says how many were analysed).
+
+examples:
+  strata analyze /var/log/spark/events
+  strata analyze -severity moderate http://historyserver:18080
+  strata analyze -defaults > thresholds.yaml; strata analyze -heuristics thresholds.yaml DIR`})
 }
 
 // errUnreadable is returned when at least one source could not be read.
@@ -25,6 +40,10 @@ var errUnreadable = errors.New("unreadable input")
 
 // errNoJobs is returned when a source was read but held no job.
 var errNoJobs = errors.New("no jobs found")
+
+// errNoJobID is returned when a source held a job without an id: an
+// input cut off before it says whose it is.
+var errNoJobID = errors.New("a job without an id (the input ends before it names its job)")
 
 // flagged lists the heuristics at MODERATE or above: "Mapper Time=critical".
 func flagged(r *stratav1.JobResult) string {
@@ -63,25 +82,20 @@ func (p *progress) tick(source string) {
 
 func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata analyze", flag.ContinueOnError)
-	format := fs.String("o", "table", "output format: table or json (one job per line)")
-	cfgPath := fs.String("config", "", "YAML file overriding the heuristics' default thresholds (see -defaults)")
+	format := fs.String("o", "table", "output `FORMAT`: table or json (one job per line)")
+	cfgPath := fs.String("heuristics", "", "YAML `FILE` overriding the heuristics' default thresholds (see -defaults), as strata-collector's --heuristics")
+	fs.Func("config", "deprecated: the old name of -heuristics `FILE`", func(s string) error {
+		fmt.Fprintln(stderr, "strata analyze: -config is deprecated: use -heuristics FILE (the heuristics' thresholds)")
+		*cfgPath = s
+		return nil
+	})
 	printDefaults := fs.Bool("defaults", false, "print the default thresholds as the YAML an override file is written against, and exit")
 	quiet := fs.Bool("q", false, "no progress messages on stderr")
-	minSev := fs.String("severity", "none", "only print jobs at or above: none, low, moderate, severe, critical")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: strata analyze [-o table|json] [-config FILE] [-severity S] [-q] PATH|URL...")
-		fmt.Fprintln(fs.Output(), "       strata analyze -defaults")
-		fmt.Fprintln(fs.Output(), "\nPATH is a job history (.jhist), rumen trace, Spark event log or a directory of them;")
-		fmt.Fprintln(fs.Output(), "URL is a JobHistory server or Spark History Server.")
-		fmt.Fprintln(fs.Output(), "\nEvery job read is printed, even when other inputs fail. Each input that cannot be read")
-		fmt.Fprintln(fs.Output(), "(one line per file on stderr) or that holds no job makes the exit status 1; jobs all")
-		fmt.Fprintln(fs.Output(), "below -severity are not a failure (stderr says how many were analysed).")
-		fs.PrintDefaults()
-	}
+	minSev := fs.String("severity", "none", "only print jobs at or above `LEVEL`: none, low, moderate, severe, critical")
 	// Flags may come before, between or after the sources.
 	var sources []string
 	for rest := args; ; {
-		if ok, err := parseFlags(fs, rest, stderr); !ok {
+		if ok, err := parseFlags(fs, rest, stdout, stderr); !ok {
 			return err
 		}
 		if fs.NArg() == 0 {
@@ -95,15 +109,14 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(sources) == 0 {
-		fs.Usage()
-		return errUsage
+		return badUsage("analyze", "a PATH or URL to analyse is required")
 	}
 	if *format != "table" && *format != "json" {
-		return fmt.Errorf("parse -o %q: want table or json", *format)
+		return badUsage("analyze", "-o %q: want table or json", *format)
 	}
 	min, err := parseSeverity(*minSev)
 	if err != nil {
-		return err
+		return badUsage("analyze", "-severity %q: want none, low, moderate, severe or critical", *minSev)
 	}
 	cfg, err := heuristics.LoadConfig(*cfgPath)
 	if err != nil {
@@ -117,7 +130,7 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// The table starts with its first row: no jobs print no empty table.
 	var out *output
 	prog := &progress{w: stderr, every: 2 * time.Second, last: time.Now(), quiet: *quiet}
-	var failed, empty []string
+	var failed, empty, noID []string
 	printed := 0
 	for _, src := range sources {
 		read := 0
@@ -125,6 +138,14 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			read++
 			if j.Source == "" {
 				j.Source = src
+			}
+			if j.ID == "" {
+				noID = append(noID, j.Source)
+				fmt.Fprintf(stderr, "strata analyze: %s: %v\n", j.Source, errNoJobID)
+				for _, w := range j.Warnings {
+					fmt.Fprintf(stderr, "strata analyze: %s: warning: %s\n", j.Source, w)
+				}
+				return nil
 			}
 			res := eng.Analyze(j)
 			res.AnalyzedUnixMs = time.Now().UnixMilli()
@@ -136,6 +157,11 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				out = newOutput(stdout, *format, "JOB", "TYPE", "SEVERITY", "SCORE", "USED_GBH", "WASTED_GBH", "RUNTIME", "WAIT", "FLAGGED")
 			}
 			printed++
+			if *format == "table" {
+				for _, w := range res.GetWarnings() {
+					fmt.Fprintf(stderr, "strata analyze: %s: warning: %s\n", res.GetJobId(), w)
+				}
+			}
 			m := res.GetMetrics()
 			if err := out.row(jsonform.NewJob(res), res.GetJobId(), res.GetType(), severityName(res.GetSeverity()),
 				res.GetScore(), fmt.Sprintf("%.3f", m.GetUsedGbHours()), fmt.Sprintf("%.3f", m.GetWastedGbHours()),
@@ -152,7 +178,7 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		switch {
 		case err != nil:
 			failed = append(failed, src)
-			reportFailure(stderr, src, err)
+			reportFailure(stderr, src, unreachable(ctx, src, err))
 		case read == 0:
 			empty = append(empty, src)
 			fmt.Fprintf(stderr, "strata analyze: %s: %v (no job history, rumen trace or Spark event log with a job in it)\n", src, errNoJobs)
@@ -170,7 +196,36 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(empty) > 0 {
 		return fmt.Errorf("analyze %s: %w", strings.Join(empty, ", "), errNoJobs)
 	}
+	if len(noID) > 0 {
+		return fmt.Errorf("analyze %s: %w", strings.Join(noID, ", "), errNoJobID)
+	}
 	return nil
+}
+
+// unreachable is err, the failure to read source, or when source is a
+// history server's URL that could not be told apart from a server of
+// another kind (fetcher.ErrUnknownFormat) and cannot be connected to, the
+// reason it cannot: a refused connection, an unknown host, a timeout.
+func unreachable(ctx context.Context, source string, err error) error {
+	if !errors.Is(err, fetcher.ErrUnknownFormat) {
+		return err
+	}
+	u, perr := url.Parse(source)
+	if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return err
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, derr := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if derr != nil {
+		return fmt.Errorf("cannot connect: %w", derr)
+	}
+	conn.Close()
+	return err
 }
 
 // flushTable ends the output, if any row started it.

@@ -312,3 +312,54 @@ func TestAnalyzeBinaryHostileInputs(t *testing.T) {
 		t.Errorf("empty input: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }
+
+// A history server that refuses the connection is reported as such, not
+// as an input of an unknown format.
+func TestAnalyzeRefusedConnection(t *testing.T) {
+	out, stderr, code := call("analyze", "-q", "http://127.0.0.1:1/")
+	if code != 1 || out != "" || !strings.Contains(stderr, "connection refused") || strings.Contains(stderr, "unknown input format") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}
+
+// A truncated Spark event log: the job it holds is printed and its
+// warnings go to stderr beside the table; a log cut before it names its
+// application is an error (exit 1), not a job with an empty id.
+func TestAnalyzeTruncatedLog(t *testing.T) {
+	dir := t.TempDir()
+	var full bytes.Buffer
+	if err := gen.WriteSparkLog(&full, gen.SparkApp{AppID: "application_1700000000000_0007", Stages: 2, TasksPerStage: 4, Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "cut")
+	os.WriteFile(cut, full.Bytes()[:full.Len()/2], 0o644)
+	out, stderr, code := call("analyze", "-q", cut)
+	if code != 0 || !strings.Contains(out, "application_1700000000000_0007") ||
+		!strings.Contains(stderr, "application_1700000000000_0007: warning: ") {
+		t.Errorf("cut log: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	first, _, _ := bytes.Cut(full.Bytes(), []byte("\n"))
+	head := filepath.Join(dir, "head")
+	os.WriteFile(head, append(first, '\n'), 0o644)
+	for _, format := range []string{"table", "json"} {
+		out, stderr, code := call("analyze", "-q", "-o", format, head)
+		if code != 1 || out != "" || !strings.Contains(stderr, head+": a job without an id") {
+			t.Errorf("log without its application, -o %s: exit %d, stdout %q, stderr %q", format, code, out, stderr)
+		}
+	}
+}
+
+// -heuristics names the thresholds file; -config, its old name, still
+// reads it and warns.
+func TestAnalyzeHeuristicsFlag(t *testing.T) {
+	good := writeTrace(t, t.TempDir(), 1)
+	cfg := filepath.Join(t.TempDir(), "h.yaml")
+	os.WriteFile(cfg, []byte("mapper_gc:\n  nonsense: 1\n"), 0o644)
+	if _, _, code := call("analyze", "-q", "-heuristics", cfg, good); code != 1 {
+		t.Errorf("a bad -heuristics file: exit %d, want 1", code)
+	}
+	_, stderr, code := call("analyze", "-q", "-config", cfg, good)
+	if code != 1 || !strings.Contains(stderr, "-config is deprecated: use -heuristics") {
+		t.Errorf("-config: exit %d, stderr %q", code, stderr)
+	}
+}

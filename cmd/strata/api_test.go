@@ -186,3 +186,38 @@ func TestHeatCommand(t *testing.T) {
 		t.Errorf("strata heat of an app without samples printed rows:\n%s", out)
 	}
 }
+
+// TestApps: `strata apps -o json` prints the elements of /api/v1/apps byte
+// for byte, its table one line per application; the address may be
+// HOST:PORT or a URL; an endpoint that refuses the connection is an
+// error that says so.
+func TestApps(t *testing.T) {
+	c := apiCollector(t)
+	api := elements(t, apiGet(t, c, "/apps"), "")
+	if len(api) < 4 {
+		t.Fatalf("the collector lists %d apps", len(api))
+	}
+	for _, addr := range []string{c.HTTPAddr, "http://" + c.HTTPAddr + "/"} {
+		cli := lines([]byte(strata(t, "apps", "--http", addr, "-o", "json")))
+		if len(cli) != len(api) {
+			t.Fatalf("strata apps --http %s: %d lines, /api/v1/apps %d elements", addr, len(cli), len(api))
+		}
+		for i := range cli {
+			if !bytes.Equal(cli[i], api[i]) {
+				t.Errorf("line %d:\n%s\n%s", i, cli[i], api[i])
+			}
+		}
+	}
+	table := strings.Split(strings.TrimSpace(strata(t, "apps", "--http", c.HTTPAddr)), "\n")
+	if len(table) != len(api)+1 || !strings.HasPrefix(table[0], "APP ") {
+		t.Fatalf("table:\n%s", strings.Join(table, "\n"))
+	}
+	for _, app := range []string{storetest.App, storetest.CoverageApp, storetest.MomentApp, "app-pmu"} {
+		if !strings.Contains(strings.Join(table, "\n"), app+" ") {
+			t.Errorf("the table does not list %s", app)
+		}
+	}
+	if out, errOut, code := call("apps", "--http", "127.0.0.1:1"); code != 1 || out != "" || !strings.Contains(errOut, "connection refused") {
+		t.Errorf("refused: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}

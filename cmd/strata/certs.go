@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,11 +13,8 @@ import (
 )
 
 func init() {
-	register(command{name: "certs", summary: "make a test CA, certificates and tokens for mutual TLS", run: runCerts})
-}
-
-const certsUsage = `usage:
-  strata certs init  --dir DIR [--hosts H1,H2] [--days N]
+	register(command{name: "certs", args: "init|issue|token [flags]", summary: "make a test CA, certificates and tokens for mutual TLS",
+		run: runCerts, help: `  strata certs init  --dir DIR [--hosts H1,H2] [--days N]
       a CA and, signed by it, the collector's certificate (for the hosts
       agents and users dial, plus localhost), one agent and one client
       certificate, and a bearer token
@@ -30,30 +26,29 @@ const certsUsage = `usage:
 The role goes in the certificate's Organizational Unit; the collector lets
 agents push, clients query, and everyone ask for health. Keep ca.key off the
 nodes. For production, issue the same roles from your own PKI (cert-manager:
-subject.organizationalUnits).
-`
+subject.organizationalUnits).`})
+}
 
 func runCerts(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stderr, certsUsage)
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
+	sub := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
 	}
-	fs := flag.NewFlagSet("strata certs "+args[0], flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(stderr, certsUsage) }
-	dir := fs.String("dir", "", "directory of the CA (created by init)")
-	hosts := fs.String("hosts", "", "comma-separated DNS names and IP addresses the certificate serves")
-	days := fs.Int("days", 365, "validity in days")
-	role := fs.String("role", "", "agent, client or collector (issue)")
-	name := fs.String("name", "", "common name and file name (issue)")
-	out := fs.String("out", "", "directory for the issued files (issue; default --dir)")
-	if ok, err := parseFlags(fs, args[1:], stderr); !ok {
+	fs := flag.NewFlagSet("strata certs", flag.ContinueOnError)
+	dir := fs.String("dir", "", "directory `DIR` of the CA (created by init)")
+	hosts := fs.String("hosts", "", "comma-separated DNS names and IP addresses the certificate serves (`H1,H2`)")
+	days := fs.Int("days", 365, "validity in `DAYS`")
+	role := fs.String("role", "", "`ROLE` of the certificate: agent, client or collector (issue)")
+	name := fs.String("name", "", "common name and file name `NAME` (issue)")
+	out := fs.String("out", "", "directory `DIR` for the issued files (issue; default --dir)")
+	if ok, err := parseFlags(fs, args, stdout, stderr); !ok {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("certs: unexpected argument %q", fs.Arg(0))
+		return badUsage("certs", "unexpected argument %q", fs.Arg(0))
+	}
+	if sub != "init" && sub != "issue" && sub != "token" {
+		return badUsage("certs", "want init, issue or token, not %q", sub)
 	}
 	validity := time.Duration(*days) * 24 * time.Hour
 	var hostList []string
@@ -62,10 +57,10 @@ func runCerts(_ context.Context, args []string, stdout, stderr io.Writer) error 
 			hostList = append(hostList, h)
 		}
 	}
-	switch args[0] {
+	switch sub {
 	case "init":
 		if *dir == "" {
-			return errors.New("certs init: --dir is required")
+			return badUsage("certs", "init: --dir is required")
 		}
 		if _, err := os.Stat(*dir + "/ca.key"); err == nil {
 			return fmt.Errorf("certs init: %s already holds a CA; issue from it or pick another --dir", *dir)
@@ -82,7 +77,7 @@ func runCerts(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		return nil
 	case "issue":
 		if *dir == "" || *role == "" || *name == "" {
-			return errors.New("certs issue: --dir, --role and --name are required")
+			return badUsage("certs", "issue: --dir, --role and --name are required")
 		}
 		if strings.ContainsAny(*name, "/\\") {
 			return fmt.Errorf("certs issue: name %q must not hold a path separator", *name)
@@ -115,6 +110,5 @@ func runCerts(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stdout, tok)
 		return nil
 	}
-	fmt.Fprint(stderr, certsUsage)
-	return errUsage
+	return nil
 }

@@ -10,18 +10,20 @@ import (
 )
 
 func init() {
-	register(command{name: "faults", summary: "page faults per RDD block of an app", run: runFaults})
+	register(command{name: "faults", args: "--app ID [flags]", summary: "page faults per RDD block of an app", run: runFaults,
+		help: `The kernel's page-fault counters of each RDD block in each process: read, write, exec and major
+faults, and those the perf-event fallback saw without telling reads from writes (unclassified).`})
 }
 
 func runFaults(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, err := appCommand("faults", args, stderr)
+	c, err := appCommand("faults", args, stdout, stderr)
 	if c == nil {
 		return err
 	}
 	defer c.cc.Close()
 	resp, err := c.q.Faults(ctx, &stratav1.FaultsRequest{AppId: c.app})
 	if err != nil {
-		return rpcError("faults", err)
+		return appError("faults", c.app, err)
 	}
 	out := newOutput(stdout, c.output, "RDD", "PART", "BLOCK", "EXECUTOR", "PID", "READ", "WRITE", "EXEC", "MAJOR", "UNCLASSIFIED")
 	for _, r := range resp.GetRows() {

@@ -13,27 +13,31 @@ import (
 )
 
 func init() {
-	register(command{name: "heat", summary: "DAMON access heat of an app's RDDs: accesses per second per GiB, share cold", run: runHeat})
+	register(command{name: "heat", args: "--app ID [--rdd ID] [--cold-for DURATION] [flags]",
+		summary: "DAMON access heat of an app's RDDs: accesses per second per GiB, share cold", run: runHeat,
+		help: `Per RDD, DAMON's access heat over its blocks' latest samples: accesses per second per GiB and the
+share of bytes cold for at least --cold-for (docs/damon.md). RDDs without samples are left out;
+an application without any says so on stderr.`})
 }
 
 func runHeat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var rdd optInt32
 	coldFor := query.DefaultColdFor
-	c, err := appCommand("heat", args, stderr, func(fs *flag.FlagSet) {
-		fs.Var(&rdd, "rdd", "only this RDD")
-		fs.DurationVar(&coldFor, "cold-for", coldFor, "count pages as cold once DAMON has seen them unaccessed for this long")
+	c, err := appCommand("heat", args, stdout, stderr, func(fs *flag.FlagSet) {
+		fs.Var(&rdd, "rdd", rddUsage)
+		fs.DurationVar(&coldFor, "cold-for", coldFor, "count pages as cold once DAMON has seen them unaccessed for `DURATION`")
 	})
 	if c == nil {
 		return err
 	}
 	defer c.cc.Close()
 	if coldFor < 0 {
-		return fmt.Errorf("heat: --cold-for %v: want 0 or more", coldFor)
+		return badUsage("heat", "--cold-for %v: want 0 or more", coldFor)
 	}
 	secs := coldFor.Seconds()
 	resp, err := c.q.Heat(ctx, &stratav1.HeatRequest{AppId: c.app, RddId: rdd.v, ColdForSeconds: &secs})
 	if err != nil {
-		return rpcError("heat", err)
+		return appError("heat", c.app, err)
 	}
 	h := jsonform.NewHeat(c.app, query.HeatFromProto(resp))
 	if c.output == "json" {

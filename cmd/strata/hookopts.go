@@ -12,7 +12,10 @@ import (
 )
 
 func init() {
-	register(command{name: "hook-opts", summary: "print the JVM options that load the Strata hook", run: runHookOpts})
+	register(command{name: "hook-opts", args: "[--dir DIR] [--socket PATH]", summary: "print the JVM options that load the Strata hook",
+		run: runHookOpts, help: `Prints the JVM options that load the hook, for example
+  spark-submit --conf spark.executor.extraJavaOptions="$(strata hook-opts)" \
+               --conf spark.driver.extraJavaOptions="$(strata hook-opts)" ...`})
 }
 
 // Files of an installed hook, as make build puts them in bin/jvmhook/.
@@ -72,23 +75,15 @@ func hookOptions(dir, socket string) (string, error) {
 
 func runHookOpts(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata hook-opts", flag.ContinueOnError)
-	dir := fs.String("dir", "", "folder holding "+hookJar+" and "+hookLib+
+	dir := fs.String("dir", "", "directory `DIR` holding "+hookJar+" and "+hookLib+
 		" (default: $"+hookDirEnv+", then jvmhook/ beside this binary, then "+hookSystemDir+")")
-	socket := fs.String("socket", "", "the agent's hook socket, when not the hook's default "+
+	socket := fs.String("socket", "", "`PATH` of the agent's hook socket, when not the hook's default "+
 		"($STRATA_HOOK_SOCKET in the JVM, else /run/strata/hook.sock)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: strata hook-opts [--dir DIR] [--socket PATH]")
-		fmt.Fprintln(stderr, "\nPrints the JVM options that load the hook, for example")
-		fmt.Fprintln(stderr, `  spark-submit --conf spark.executor.extraJavaOptions="$(strata hook-opts)" \`)
-		fmt.Fprintln(stderr, `               --conf spark.driver.extraJavaOptions="$(strata hook-opts)" ...`)
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	if ok, err := parseFlags(fs, args, stderr); !ok {
+	if ok, err := parseFlags(fs, args, stdout, stderr); !ok {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return fmt.Errorf("hook-opts: unexpected argument %q", fs.Arg(0))
+		return badUsage("hook-opts", "unexpected argument %q", fs.Arg(0))
 	}
 	var errs []error
 	for _, d := range hookDirs(*dir) {

@@ -12,24 +12,22 @@ import (
 )
 
 func init() {
-	register(command{name: "hot", summary: "an app's pages ranked by sampled page faults", run: runHot})
+	register(command{name: "hot", args: "--app ID [--rdd ID] [--limit N] [flags]", summary: "an app's pages ranked by sampled page faults", run: runHot,
+		help: "The application's pages ranked by the page faults the agent sampled in them; the first line says how hotness is measured."})
 }
 
 func runHot(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata hot", flag.ContinueOnError)
 	cf := addClientFlags(fs, true)
-	app := fs.String("app", "", "Spark application id (required)")
+	app := fs.String("app", "", appUsage)
 	var rdd optInt32
-	fs.Var(&rdd, "rdd", "only this RDD id")
-	limit := fs.Uint("limit", 20, "the hottest N pages (0 = all)")
-	if ok, err := parseFlags(fs, args, stderr); !ok {
-		return err
-	}
-	if err := cf.check(); err != nil {
+	fs.Var(&rdd, "rdd", rddUsage)
+	limit := fs.Uint("limit", 20, "the hottest `N` pages (0 = all)")
+	if ok, err := parseClientFlags(fs, cf, args, stdout, stderr); !ok {
 		return err
 	}
 	if *app == "" {
-		return errors.New("hot: --app is required")
+		return badUsage("hot", "--app is required")
 	}
 	cc, q, err := cf.dial()
 	if err != nil {
@@ -38,7 +36,7 @@ func runHot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer cc.Close()
 	resp, err := q.Hot(ctx, &stratav1.HotRequest{AppId: *app, RddId: rdd.v, Limit: uint32(*limit)})
 	if err != nil {
-		return rpcError("hot", err)
+		return appError("hot", *app, err)
 	}
 	if cf.output != "json" {
 		fmt.Fprintf(stdout, "# %s\n", resp.GetMethod())

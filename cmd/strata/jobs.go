@@ -14,8 +14,18 @@ import (
 )
 
 func init() {
-	register(command{name: "jobs", summary: "list analysed jobs, optionally at or above a severity", run: runJobs})
-	register(command{name: "job", summary: "show one analysed job with its heuristics", run: runJob})
+	register(command{name: "jobs", args: "[--severity LEVEL] [--limit N] [flags]", summary: "list analysed jobs, optionally at or above a severity",
+		run: runJobs, help: `The jobs the collector analysed from the job histories it polls (its --history), newest first:
+severity and score of the worst heuristic, type, user, application and finish time.
+
+example:
+  strata jobs --severity moderate --limit 20`})
+	register(command{name: "job", args: "[flags] JOB_ID", summary: "show one analysed job with its heuristics", run: runJob,
+		help: `One analysed job: who ran it, when, the resources it used and wasted, and each heuristic's
+severity with its details. Flags may also follow the id.
+
+example:
+  strata job application_1700000000000_0001 -o json`})
 }
 
 // parseSeverity accepts NONE, low, Severe, SEVERITY_CRITICAL, ...
@@ -34,17 +44,14 @@ func msTime(ms int64) string {
 func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata jobs", flag.ContinueOnError)
 	cf := addClientFlags(fs, true)
-	sev := fs.String("severity", "none", "only jobs at or above: none, low, moderate, severe, critical")
-	limit := fs.Uint("limit", 0, "at most this many jobs, newest first (0 = all)")
-	if ok, err := parseFlags(fs, args, stderr); !ok {
-		return err
-	}
-	if err := cf.check(); err != nil {
+	sev := fs.String("severity", "none", "only jobs at or above `LEVEL`: none, low, moderate, severe, critical")
+	limit := fs.Uint("limit", 0, "at most `N` jobs, newest first (0 = all)")
+	if ok, err := parseClientFlags(fs, cf, args, stdout, stderr); !ok {
 		return err
 	}
 	min, err := parseSeverity(*sev)
 	if err != nil {
-		return err
+		return badUsage("jobs", "--severity %q: want none, low, moderate, severe or critical", *sev)
 	}
 	cc, q, err := cf.dial()
 	if err != nil {
@@ -68,24 +75,22 @@ func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 func runJob(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata job", flag.ContinueOnError)
 	cf := addClientFlags(fs, true)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: strata job [--collector ADDR] [-o table|json] JOB_ID")
-		fs.PrintDefaults()
-	}
-	if ok, err := parseFlags(fs, args, stderr); !ok {
+	if ok, err := parseFlags(fs, args, stdout, stderr); !ok {
 		return err
 	}
 	// Flags may also follow the id: strata job ID --collector ADDR.
 	rest := fs.Args()
 	if len(rest) > 1 {
-		if ok, err := parseFlags(fs, rest[1:], stderr); !ok {
+		if ok, err := parseFlags(fs, rest[1:], stdout, stderr); !ok {
 			return err
 		}
 		rest = append(rest[:1], fs.Args()...)
 	}
-	if len(rest) != 1 {
-		fs.Usage()
-		return errUsage
+	switch {
+	case len(rest) == 0:
+		return badUsage("job", "JOB_ID is required")
+	case len(rest) > 1:
+		return badUsage("job", "one JOB_ID, not %q", rest)
 	}
 	if err := cf.check(); err != nil {
 		return err

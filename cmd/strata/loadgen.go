@@ -14,7 +14,14 @@ import (
 )
 
 func init() {
-	register(command{name: "loadgen", summary: "play N simulated agents against collectors and report what was stored", run: runLoadgen})
+	register(command{name: "loadgen", args: "[--collector ADDR[,ADDR...]] [--agents N] [--duration DURATION] [--verify] [flags]",
+		summary: "play N simulated agents against collectors and report what was stored", run: runLoadgen,
+		help: `Simulated agents push batches of synthetic records to the collectors (--collector, comma-separated)
+as the real agent does, then every batch is awaited; the throughput is printed, and with --verify
+every record is read back: 0 lost, 0 duplicated.
+
+example:
+  strata loadgen --collector 127.0.0.1:7070 --agents 8 --duration 30s --verify`})
 }
 
 // loadgenReport is `strata loadgen -o json`'s one line.
@@ -48,24 +55,18 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		verify bool
 		rssPID int
 	)
-	fs.IntVar(&cfg.Agents, "agents", 16, "simulated agents (machines)")
-	fs.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long agents produce batches (then every batch is awaited)")
-	fs.IntVar(&cfg.BatchesPerAgent, "batches", 0, "batches per agent instead of a duration")
-	fs.IntVar(&cfg.RecordsPerBatch, "records", 64, "records per batch")
-	fs.IntVar(&cfg.PagesPerRecord, "pages", 1024, "pages per record (block)")
-	fs.IntVar(&cfg.RunPages, "run-pages", 0, "pages per run: 0 = THPs and runs of 1-32 pages, as agents see them; 1 = every page its own run")
-	fs.IntVar(&cfg.Window, "window", 0, "batches in flight per agent (0 = the agent's default)")
-	fs.StringVar(&cfg.App, "app", "", "application id of the records (default: one per run)")
+	fs.IntVar(&cfg.Agents, "agents", 16, "`N` simulated agents (machines)")
+	fs.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long agents produce batches (`DURATION`; then every batch is awaited)")
+	fs.IntVar(&cfg.BatchesPerAgent, "batches", 0, "`N` batches per agent instead of a duration")
+	fs.IntVar(&cfg.RecordsPerBatch, "records", 64, "`N` records per batch")
+	fs.IntVar(&cfg.PagesPerRecord, "pages", 1024, "`N` pages per record (block)")
+	fs.IntVar(&cfg.RunPages, "run-pages", 0, "`N` pages per run: 0 = THPs and runs of 1-32 pages, as agents see them; 1 = every page its own run")
+	fs.IntVar(&cfg.Window, "window", 0, "`N` batches in flight per agent (0 = the agent's default)")
+	fs.StringVar(&cfg.App, "app", "", "application `ID` of the records (default: one per run)")
 	fs.BoolVar(&verify, "verify", false, "afterwards read every record back through the first collector's query service: 0 lost, 0 duplicated")
-	fs.IntVar(&rssPID, "collector-pid", 0, "report the peak resident memory of this process (the collector) during the run")
-	if ok, err := parseFlags(fs, args, stderr); !ok {
+	fs.IntVar(&rssPID, "collector-pid", 0, "report the peak resident memory of process `PID` (the collector) during the run")
+	if ok, err := parseClientFlags(fs, cf, args, stdout, stderr); !ok {
 		return err
-	}
-	if err := cf.check(); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("loadgen: unexpected arguments %q", fs.Args())
 	}
 	for _, c := range strings.Split(cf.collector, ",") {
 		if c = strings.TrimSpace(c); c != "" {

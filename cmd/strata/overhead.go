@@ -11,18 +11,21 @@ import (
 )
 
 func init() {
-	register(command{name: "overhead", summary: "fault rates and page-walk share per workload of an app", run: runOverhead})
+	register(command{name: "overhead", args: "--app ID [flags]", summary: "fault rates and page-walk share per workload of an app", run: runOverhead,
+		help: `One line per process of the application: its measured seconds, minor and major faults and their
+rate, the faults inside its RDD blocks, and the share of its cycles spent walking page tables when
+the PMU measured it (otherwise why not).`})
 }
 
 func runOverhead(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, err := appCommand("overhead", args, stderr)
+	c, err := appCommand("overhead", args, stdout, stderr)
 	if c == nil {
 		return err
 	}
 	defer c.cc.Close()
 	resp, err := c.q.Overhead(ctx, &stratav1.OverheadRequest{AppId: c.app})
 	if err != nil {
-		return rpcError("overhead", err)
+		return appError("overhead", c.app, err)
 	}
 	out := newOutput(stdout, c.output, "EXECUTOR", "PID", "SECONDS", "MINOR", "MAJOR", "FAULTS/S", "RDD FAULTS R/W/X/MAJ", "PAGE WALK")
 	for _, r := range resp.GetRows() {

@@ -14,7 +14,14 @@ import (
 )
 
 func init() {
-	register(command{name: "records", summary: "list an app's records without pages: each block's life", run: runRecords})
+	register(command{name: "records", args: "--app ID [--rdd ID] [--partition N] [--block BLOCK] [--access KINDS] [--limit N] [flags]",
+		summary: "list an app's records without pages: each block's life", run: runRecords,
+		help: `One line per record of the application's blocks, oldest first: its time and access (alloc,
+read, write, free, fault, move), the Spark block and buffer, the task, the process and virtual
+range, how many pages it resolved and what of the block's data they hold.
+
+example:
+  strata records --app application_1700000000000_0001 --block rdd_7_3 --access alloc,free`})
 }
 
 // columnCell is the records table's COLUMN cell: a cached batch's column
@@ -36,25 +43,22 @@ func columnCell(b *stratav1.SparkBlock) string {
 func runRecords(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata records", flag.ContinueOnError)
 	cf := addClientFlags(fs, true)
-	app := fs.String("app", "", "Spark application id (required)")
+	app := fs.String("app", "", appUsage)
 	var rdd, part optInt32
-	fs.Var(&rdd, "rdd", "only this RDD id")
-	fs.Var(&part, "partition", "only this partition")
-	block := fs.String("block", "", "only this Spark block (e.g. rdd_7_3)")
-	access := fs.String("access", "", "only these access kinds, comma-separated (alloc,read,write,free,fault,move)")
-	limit := fs.Uint("limit", 0, "stop after this many records (0 = all)")
-	if ok, err := parseFlags(fs, args, stderr); !ok {
-		return err
-	}
-	if err := cf.check(); err != nil {
+	fs.Var(&rdd, "rdd", rddUsage)
+	fs.Var(&part, "partition", "only partition `N`")
+	block := fs.String("block", "", "only Spark block `BLOCK` (e.g. rdd_7_3)")
+	access := fs.String("access", "", "only these access `KINDS`, comma-separated (alloc,read,write,free,fault,move)")
+	limit := fs.Uint("limit", 0, "stop after `N` records (0 = all)")
+	if ok, err := parseClientFlags(fs, cf, args, stdout, stderr); !ok {
 		return err
 	}
 	if *app == "" {
-		return errors.New("records: --app is required")
+		return badUsage("records", "--app is required")
 	}
 	kinds, err := query.ParseAccess(*access)
 	if err != nil {
-		return fmt.Errorf("records: %w", err)
+		return badUsage("records", "%v", err)
 	}
 	cc, q, err := cf.dial()
 	if err != nil {
@@ -64,7 +68,7 @@ func runRecords(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	stream, err := q.Records(ctx, &stratav1.RecordsRequest{AppId: *app, RddId: rdd.v, Partition: part.v, BlockId: *block,
 		Access: kinds, Limit: uint32(*limit)})
 	if err != nil {
-		return rpcError("records", err)
+		return appError("records", *app, err)
 	}
 	out := newOutput(stdout, cf.output, "TIME", "ACCESS", "RDD", "PART", "BLOCK", "CHUNK", "COLUMN", "KIND", "TASK", "PID", "VADDR", "LENGTH",
 		"PAGES", "RESOLVED", "BYTES", "SHARED", "WHY")
@@ -74,8 +78,8 @@ func runRecords(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			break
 		}
 		if err != nil {
-			out.flush()
-			return rpcError("records", err)
+			out.flushRows()
+			return appError("records", *app, err)
 		}
 		l := jsonform.NewRecord(r)
 		chunk, kind, task := "-", "-", "-"

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,7 +17,15 @@ import (
 )
 
 func init() {
-	register(command{name: "report", summary: "an app's RDDs, their memory occupation and page-walk share (table, JSON, chart)", run: runReport})
+	register(command{name: "report", args: "--app ID [--app ID...] [--chart FILE] [--title TITLE] [flags]",
+		summary: "an app's RDDs, their memory occupation and page-walk share (table, JSON, chart)", run: runReport,
+		help: `Per application: each cached RDD's blocks, bytes, pages (present, swapped, THP, per NUMA node),
+accesses, faults and how much of Spark's size Strata resolved; the executors' peak RDD memory
+against their resident memory; the page-walk share of cycles; and the job analysis when the
+collector analysed the application. Several --app print one summary row each.
+
+example:
+  strata report --app application_1700000000000_0001 --chart report.svg`})
 }
 
 // The report's objects are jsonform's: `strata report -o json` prints a
@@ -42,17 +49,14 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cf := addClientFlags(fs, true)
 	var apps appList
 	var chart, title string
-	fs.Var(&apps, "app", "Spark application id (required; repeat for several: one summary row and one chart group each)")
-	fs.StringVar(&chart, "chart", "", "also draw a bar chart into this file: .svg or .png")
-	fs.StringVar(&title, "title", "", "the chart's title (default: the application, or \"Strata report\")")
-	if ok, err := parseFlags(fs, args, stderr); !ok {
-		return err
-	}
-	if err := cf.check(); err != nil {
+	fs.Var(&apps, "app", "Spark application `ID` (required; repeat for several: one summary row and one chart group each)")
+	fs.StringVar(&chart, "chart", "", "also draw a bar chart into `FILE`: .svg or .png")
+	fs.StringVar(&title, "title", "", "the chart's `TITLE` (default: the application, or \"Strata report\")")
+	if ok, err := parseClientFlags(fs, cf, args, stdout, stderr); !ok {
 		return err
 	}
 	if len(apps) == 0 {
-		return errors.New("report: --app is required")
+		return badUsage("report", "--app is required")
 	}
 	if chart != "" {
 		if err := checkChartPath(chart); err != nil {
@@ -100,22 +104,29 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // fetchReport asks the collector everything one application's report
 // shows: its report and overhead and, when the history poller analysed
-// the application as a job, that job (its absence is no error).
+// the application as a job, that job (its absence is no error). An
+// application the collector holds no traces of is reported by its job
+// alone, and is an error without one.
 func fetchReport(ctx context.Context, q stratav1.QueryServiceClient, app string) (appReport, error) {
 	rep, err := q.Report(ctx, &stratav1.ReportRequest{AppId: app})
-	if err != nil {
-		return appReport{}, rpcError("report "+app, err)
+	traced := status.Code(err) != codes.NotFound
+	if err != nil && traced {
+		return appReport{}, appError("report", app, err)
 	}
-	ov, err := q.Overhead(ctx, &stratav1.OverheadRequest{AppId: app})
-	if err != nil {
-		return appReport{}, rpcError("overhead "+app, err)
+	var ov *stratav1.OverheadResponse
+	if traced {
+		if ov, err = q.Overhead(ctx, &stratav1.OverheadRequest{AppId: app}); err != nil {
+			return appReport{}, appError("report", app, err)
+		}
 	}
-	j, err := q.Job(ctx, &stratav1.JobRequest{JobId: app})
+	j, jerr := q.Job(ctx, &stratav1.JobRequest{JobId: app})
 	switch {
-	case status.Code(err) == codes.NotFound:
+	case status.Code(jerr) == codes.NotFound && !traced:
+		return appReport{}, appError("report", app, err)
+	case status.Code(jerr) == codes.NotFound:
 		j = nil
-	case err != nil:
-		return appReport{}, rpcError("job "+app, err)
+	case jerr != nil:
+		return appReport{}, rpcError("job "+app, jerr)
 	}
 	return jsonform.NewReport(app, rep, ov, j), nil
 }

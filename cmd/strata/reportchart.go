@@ -43,7 +43,7 @@ func checkChartPath(path string) error {
 	case ".svg", ".png":
 		return nil
 	}
-	return fmt.Errorf("report: --chart %s: want a .svg or .png file", path)
+	return badUsage("report", "--chart %s: want a .svg or .png file", path)
 }
 
 // drawReportChart draws the panels of rs into path.

@@ -18,7 +18,14 @@ import (
 )
 
 func init() {
-	register(command{name: "resolve", summary: "resolve a process's address range to pages locally (PFN, flags, NUMA)", run: runResolve})
+	register(command{name: "resolve", args: "--pid PID --addr ADDR --len BYTES [-o table|json] [--no-flags]",
+		summary: "resolve a process's address range to pages locally (PFN, flags, NUMA)", run: runResolve,
+		help: `Resolves a virtual address range of a process on this machine to its physical pages, without
+an agent: one line per page with its PFN, physical address, NUMA node, state and kernel page
+flags. PFNs and kpageflags need root (CAP_SYS_ADMIN).
+
+example:
+  strata resolve --pid 4242 --addr 0x7f0000000000 --len 2M`})
 }
 
 // resolvePage is one line of `strata resolve -o json`.
@@ -109,19 +116,13 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var f resolveFlags
 	var addr, length string
 	fs := flag.NewFlagSet("strata resolve", flag.ContinueOnError)
-	fs.IntVar(&f.pid, "pid", 0, "process id (required)")
-	fs.StringVar(&addr, "addr", "", "start address, hex 0x... or decimal (required)")
-	fs.StringVar(&length, "len", "", "length in bytes; 0x hex or decimal, K/M/G suffixes allowed (required)")
-	fs.IntVar(&f.cpuNode, "cpu-node", -1, "NUMA node of the accessing CPU; pages elsewhere are marked cross-node")
-	fs.StringVar(&f.output, "o", "table", "output: table, or json (one object per page per line)")
+	fs.IntVar(&f.pid, "pid", 0, "process id `PID` (required)")
+	fs.StringVar(&addr, "addr", "", "start address `ADDR`, hex 0x... or decimal (required)")
+	fs.StringVar(&length, "len", "", "length in `BYTES`; 0x hex or decimal, K/M/G suffixes allowed (required)")
+	fs.IntVar(&f.cpuNode, "cpu-node", -1, "NUMA `NODE` of the accessing CPU; pages elsewhere are marked cross-node")
+	fs.StringVar(&f.output, "o", "table", "output `FORMAT`: table, or json (one object per page per line)")
 	fs.BoolVar(&f.noFlags, "no-flags", false, "skip kpageflags and kpagecount: PFN, node and PMD-mapped THPs for the cost of the pagemap read; flags show as unknown")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: strata resolve --pid PID --addr 0xADDR --len BYTES [-o table|json]")
-		fmt.Fprintln(stderr, "Resolves a virtual address range of a local process to its physical pages,")
-		fmt.Fprintln(stderr, "without an agent. PFNs and kpageflags need root (CAP_SYS_ADMIN).")
-		fs.PrintDefaults()
-	}
-	if ok, err := parseFlags(fs, args, stderr); !ok {
+	if ok, err := parseFlags(fs, args, stdout, stderr); !ok {
 		return err
 	}
 	var err error
@@ -134,6 +135,8 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		err = errors.New("--len is required")
 	case f.output != "table" && f.output != "json":
 		err = fmt.Errorf("-o %q: want table or json", f.output)
+	case fs.NArg() > 0:
+		err = fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if err == nil {
 		if f.addr, err = strconv.ParseUint(addr, 0, 64); err != nil {
@@ -146,7 +149,7 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("check flags: %w", err)
+		return badUsage("resolve", "%v", err)
 	}
 	return resolveLocal(ctx, f, stdout, stderr)
 }

@@ -15,7 +15,16 @@ import (
 )
 
 func init() {
-	register(command{name: "trace", summary: "list the physical pages of an app's blocks, per record", run: runTrace})
+	register(command{name: "trace", args: "--app ID [--rdd ID] [--partition N] [--at TIME] [--limit N] [flags]",
+		summary: "list the physical pages of an app's blocks, per record", run: runTrace,
+		help: `One line per page of each record of the application's blocks: when and how the block was
+accessed, the Spark block, the process and virtual address, and the physical frame, NUMA node,
+state and kernel page flags it was resolved to. With --at, only the pages the blocks live at that
+moment held then (which moment is printed to stderr).
+
+examples:
+  strata trace --app application_1700000000000_0001 --rdd 7 --limit 100
+  strata trace --app application_1700000000000_0001 --at peak -o json | jq .pfn`})
 }
 
 // optInt32 is an int32 flag that remembers whether it was set.
@@ -41,21 +50,18 @@ func (o *optInt32) Set(s string) error {
 func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata trace", flag.ContinueOnError)
 	cf := addClientFlags(fs, true)
-	app := fs.String("app", "", "Spark application id (required)")
+	app := fs.String("app", "", appUsage)
 	var rdd, part optInt32
-	fs.Var(&rdd, "rdd", "only this RDD id")
-	fs.Var(&part, "partition", "only this partition")
-	limit := fs.Uint("limit", 0, "stop after this many pages (0 = all)")
+	fs.Var(&rdd, "rdd", rddUsage)
+	fs.Var(&part, "partition", "only partition `N`")
+	limit := fs.Uint("limit", 0, "stop after `N` pages (0 = all)")
 	var at momentFlag
 	fs.Var(&at, "at", momentUsage+"; without it, every record's pages")
-	if ok, err := parseFlags(fs, args, stderr); !ok {
-		return err
-	}
-	if err := cf.check(); err != nil {
+	if ok, err := parseClientFlags(fs, cf, args, stdout, stderr); !ok {
 		return err
 	}
 	if *app == "" {
-		return errors.New("trace: --app is required")
+		return badUsage("trace", "--app is required")
 	}
 	cc, q, err := cf.dial()
 	if err != nil {
@@ -64,12 +70,12 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer cc.Close()
 	stream, err := q.Trace(ctx, &stratav1.TraceRequest{AppId: *app, RddId: rdd.v, Partition: part.v, Limit: uint32(*limit), At: at.at()})
 	if err != nil {
-		return rpcError("trace", err)
+		return appError("trace", *app, err)
 	}
 	if at.set {
 		md, err := stream.Header()
 		if err != nil {
-			return rpcError("trace", err)
+			return appError("trace", *app, err)
 		}
 		at.say(stderr, "trace", headerWords(md))
 	}
@@ -81,8 +87,8 @@ func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			break
 		}
 		if err != nil {
-			out.flush()
-			return rpcError("trace", err)
+			out.flushRows()
+			return appError("trace", *app, err)
 		}
 		tp := jsonform.NewPage(p)
 		if err := out.row(tp, tp.Time, tp.Access, tp.RDD, tp.Partition, tp.BlockID, query.HoldsWords(p.GetCoverage()), tp.PID, tp.VAddr,
