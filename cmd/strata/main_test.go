@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os/exec"
 	"regexp"
 	"sort"
 	"strings"
@@ -202,6 +203,34 @@ func TestAPIBase(t *testing.T) {
 		got, err := c.apiBase(tc.http)
 		if got != tc.want || (tc.want == "") != (err != nil) {
 			t.Errorf("--collector %s --http %q: %q, %v; want %q", tc.collector, tc.http, got, err, tc.want)
+		}
+	}
+}
+
+// The real binary: help on stdout with exit status 0, a usage error on
+// stderr with 2, a failure with 1, and its version.
+func TestBinaryExitStatus(t *testing.T) {
+	bin := strataBinary(t)
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		stdout   string // a prefix
+		inStderr string
+	}{
+		{[]string{"trace", "-h"}, 0, "usage: strata trace --app ID", ""},
+		{[]string{"help"}, 0, "strata: ", ""},
+		{[]string{"--version"}, 0, "strata ", ""},
+		{[]string{"nope"}, 2, "", `unknown command "nope"`},
+		{[]string{"records", "--app"}, 2, "", "flag needs an argument: -app"},
+		{[]string{"jobs", "--collector", "127.0.0.1:1"}, 1, "", "refused the connection"},
+	} {
+		cmd := exec.Command(bin, tc.args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != tc.code || !strings.HasPrefix(stdout.String(), tc.stdout) ||
+			(tc.stdout == "" && stdout.Len() > 0) || !strings.Contains(stderr.String(), tc.inStderr) || (tc.code == 0 && stderr.Len() > 0) {
+			t.Errorf("strata %s: exit %d, stdout %.200q, stderr %q", strings.Join(tc.args, " "), code, stdout.String(), stderr.String())
 		}
 	}
 }
