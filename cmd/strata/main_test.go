@@ -131,9 +131,10 @@ func TestExitStatus(t *testing.T) {
 // app whose filter selects nothing is an empty answer, exit 0.
 func TestUnknownApp(t *testing.T) {
 	addr := collector(t)
-	for _, cmd := range []string{"trace", "records", "numa", "faults", "overhead", "hot", "report", "heat"} {
+	for _, cmd := range [][]string{{"trace"}, {"trace", "--at", "peak"}, {"records"}, {"numa"}, {"numa", "--at", "now"}, {"faults"},
+		{"overhead"}, {"hot"}, {"report"}, {"heat"}} {
 		for _, format := range []string{"table", "json"} {
-			out, errOut, code := call(cmd, "--collector", addr, "--app", "application_nope", "-o", format)
+			out, errOut, code := call(append(cmd, "--collector", addr, "--app", "application_nope", "-o", format)...)
 			if code != 1 || out != "" || !strings.Contains(errOut, "no traces of application application_nope") ||
 				!strings.Contains(errOut, "strata apps") || strings.Contains(errOut, "probe") {
 				t.Errorf("strata %s -o %s of an unknown app: exit %d, stdout %q, stderr %q", cmd, format, code, out, errOut)

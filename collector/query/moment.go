@@ -2,6 +2,7 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -55,14 +56,21 @@ func ParseMoment(s string) (store.MomentQuery, error) {
 	return store.MomentQuery{Want: store.MomentAt, At: t.UnixNano()}, nil
 }
 
-// Moment resolves the moment at (as ParseMoment reads it) of app.
+// Moment resolves the moment at (as ParseMoment reads it) of app; an app
+// the store holds no record of is known's error.
 func (s *Service) Moment(ctx context.Context, app, at string) (store.Moment, error) {
 	mq, err := ParseMoment(at)
 	if err != nil {
 		return store.Moment{}, err
 	}
 	mq.AppID = app
-	return s.store.Moment(ctx, mq)
+	m, err := s.store.Moment(ctx, mq)
+	if errors.Is(err, store.ErrNotFound) {
+		if kerr := s.known(ctx, app); kerr != nil {
+			return store.Moment{}, kerr
+		}
+	}
+	return m, err
 }
 
 // MomentWords says which moment m is and why it is shown, in the words
