@@ -64,7 +64,18 @@ deps: ## install what a fresh machine lacks (apt packages, Go modules, Spark 3.5
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 	$(GO) mod download
-	@$(MAKE) -s deps-spark
+	@$(MAKE) -s deps-spark $(DEPS)/chdb/.installed
+
+# The current ClickHouse engine for the store's contract tests: PyPI's
+# chdb-core (ClickHouse in-process), unpacked with pip --target (no venv, no
+# system install); test/chserver runs its HTTP front on it. The stamp file
+# makes a re-run a no-op.
+CHDB_VERSION := 26.9.0
+$(DEPS)/chdb/.installed:
+	@echo "installing chdb-core $(CHDB_VERSION) (ClickHouse's engine) into $(DEPS)/chdb"
+	@rm -rf $(DEPS)/chdb
+	$(PIP) install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --target $(DEPS)/chdb chdb-core==$(CHDB_VERSION)
+	@touch $@
 
 # One Spark release: download the pyspark sdist with pip (no install, no
 # build), unpack its deps/ folder as SPARK_HOME, drop the archive. The stamp
