@@ -41,7 +41,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	node := nodeInfo(fs, log)
 
 	pool, err := resolver.NewPool(fs, runtime.GOMAXPROCS(0), resolver.Options{NoFlags: cfg.PageFlags == "sampled"}, log.With("component", "resolver"),
-		resolver.WithSlicePages(cfg.ResolveSlicePages))
+		resolver.WithSlicePages(cfg.ResolveSlicePages), resolver.WithUIDBudget(cfg.ResolveUIDBudget))
 	if err != nil {
 		return err
 	}

@@ -63,6 +63,7 @@ type Config struct {
 	// empty: the agent's.
 	HookSocketGroup   string
 	ResolveSlicePages int    // resolve in slices of this many pages, taking turns between peers
+	ResolveUIDBudget  int    // milliseconds of resolving per second one peer uid may use; 0: no bound
 	PageCacheBytes    int64  // pages kept for reuse by accesses, over all blocks
 	KernelMaxBlocks   uint32 // blocks the kernel's fault tracer can count (BPF map slots)
 	// Damon is the access-heat sampler's configuration (agent/damon); Run
@@ -104,6 +105,12 @@ const (
 	CPUNormal = "normal"
 )
 
+// DefaultResolveUIDBudget is Config.ResolveUIDBudget's default: half a CPU
+// of page resolution per peer uid, so one uid re-registering huge ranges
+// without pause holds the agent to half a core (a Spark executor's blocks
+// take a few hundred milliseconds over a whole run; docs/reliability.md).
+const DefaultResolveUIDBudget = 500
+
 // DefaultNice is Config.Nice's default: the agent's work waits for the
 // workload's when both want a CPU, and takes the CPU the workload leaves.
 const DefaultNice = 10
@@ -132,6 +139,7 @@ func Default() Config {
 		StatsInterval:     time.Minute,
 		Hook:              hooksrv.DefaultConfig(),
 		ResolveSlicePages: resolver.DefaultSlicePages,
+		ResolveUIDBudget:  DefaultResolveUIDBudget,
 		PageCacheBytes:    annotator.DefaultMaxCacheBytes,
 		KernelMaxBlocks:   tracer.DefaultMaxBlocks,
 		Damon:             damon.DefaultConfig(),
@@ -186,6 +194,9 @@ func (c Config) Validate() error {
 		if b.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive", b.name))
 		}
+	}
+	if c.ResolveUIDBudget < 0 {
+		errs = append(errs, fmt.Errorf("resolve uid budget = %d ms a second, want 0 (no bound) or more", c.ResolveUIDBudget))
 	}
 	if c.Nice < 0 || c.Nice > 19 {
 		errs = append(errs, fmt.Errorf("nice = %d, want 0 to 19", c.Nice))

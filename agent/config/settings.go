@@ -63,6 +63,7 @@ var settings = []setting{
 	{"hook-max-session-extents", "", "extents of the current walks of one hook session; walks past it are refused", func(c *Config) any { return &c.Hook.MaxSessionExtents }},
 	{"max-live-extents", "", "extents of the current walks on the node; walks past it are refused", func(c *Config) any { return &c.Hook.MaxLiveExtents }},
 	{"resolve-slice-pages", "", "resolve ranges in slices of this many pages, taking turns between peers", func(c *Config) any { return &c.ResolveSlicePages }},
+	{"resolve-uid-budget-ms", "", "milliseconds of page resolution a second one peer uid may use (1000 = one CPU), after a burst of one second; 0: no bound", func(c *Config) any { return &c.ResolveUIDBudget }},
 	{"page-cache-bytes", "", "memory for pages kept for reuse by accesses, over all blocks", func(c *Config) any { return &c.PageCacheBytes }},
 	{"kernel-max-blocks", "", "blocks the kernel fault tracer counts at once", func(c *Config) any { return &c.KernelMaxBlocks }},
 

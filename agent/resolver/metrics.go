@@ -14,6 +14,7 @@ import (
 type Timed struct {
 	*Pool
 	seconds, pages prometheus.Histogram
+	spent          prometheus.CounterFunc
 }
 
 // NewTimed returns p, measured.
@@ -25,6 +26,9 @@ func NewTimed(p *Pool) *Timed {
 		pages: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "strata_resolve_pages",
 			Help:    "Pages in one resolution request.",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 12)}),
+		spent: prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "strata_resolve_uid_budget_spent_total",
+			Help: "Times a peer uid spent its page resolution budget (--resolve-uid-budget-ms); its ranges then resolve at its share."},
+			func() float64 { return float64(p.BudgetSpent()) }),
 	}
 }
 
@@ -47,10 +51,12 @@ func (t *Timed) ResolveFor(tenant Tenant, reqs []Request, out []Result) error {
 func (t *Timed) Describe(ch chan<- *prometheus.Desc) {
 	t.seconds.Describe(ch)
 	t.pages.Describe(ch)
+	t.spent.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
 func (t *Timed) Collect(ch chan<- prometheus.Metric) {
 	t.seconds.Collect(ch)
 	t.pages.Collect(ch)
+	t.spent.Collect(ch)
 }

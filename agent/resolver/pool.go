@@ -32,6 +32,13 @@ import (
 // runs one Resolver would have produced (runs continuing across a cut are
 // merged).
 //
+// Budget (WithUIDBudget): each uid may also be held to a share of one CPU,
+// counted as the time its slices hold a Resolver (resolving is CPU-bound):
+// it may spend one second at once, then its share each second; past that
+// its slices wait for the budget to refill, whether or not others wait,
+// so a peer that keeps re-registering huge ranges holds the agent to its
+// share and no more, while its own small blocks still resolve in turn.
+//
 // Each kind of degraded answer (a Result.Warning: hidden PFNs, unreadable
 // kpageflags) is logged once, at warn level, the first time a Resolver
 // gives it.
@@ -71,6 +78,24 @@ func WithSlicePages(n int) PoolOption {
 	}
 }
 
+// WithUIDBudget holds each uid to ms milliseconds of resolving per second
+// (1000 is one CPU), with a burst of one second; ms <= 0 sets no bound.
+func WithUIDBudget(ms int) PoolOption {
+	return func(p *Pool) {
+		if ms > 0 {
+			p.q.rate = float64(ms) / 1000
+		}
+	}
+}
+
+// BudgetSpent is how many times a uid spent its budget (WithUIDBudget)
+// and its slices began to wait for it to refill.
+func (p *Pool) BudgetSpent() uint64 {
+	p.q.mu.Lock()
+	defer p.q.mu.Unlock()
+	return p.q.spent
+}
+
 // NewPool opens n Resolvers on fs with opts (n < 1 means one). Give it one
 // per CPU: a Resolver is CPU-bound while it reads.
 func NewPool(fs procmem.FS, n int, opts Options, log *slog.Logger, popts ...PoolOption) (*Pool, error) {
@@ -79,10 +104,13 @@ func NewPool(fs procmem.FS, n int, opts Options, log *slog.Logger, popts ...Pool
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pool{log: log, warned: map[string]bool{}, slicePages: DefaultSlicePages, pageSize: procmem.PageSize()}
+	p.q = newFairQueue()
+	p.q.spentBy = func(uid uint32) {
+		log.Warn("a peer uid spent its page resolution budget; its ranges now resolve at its share", "uid", uid)
+	}
 	for _, o := range popts {
 		o(p)
 	}
-	p.q = newFairQueue()
 	for range n {
 		r, err := New(fs, opts)
 		if err != nil {
@@ -286,6 +314,26 @@ type fairQueue struct {
 	afterFunc func(time.Duration, func()) *time.Timer
 	// took, when set (tests), is told under mu of each Resolver handed out.
 	took func(Tenant)
+	// held, when set (tests), is told under mu how long t held a Resolver.
+	held func(t Tenant, d time.Duration)
+
+	rate    float64                 // budget: seconds of Resolver time per second per uid; 0: none
+	burst   float64                 // budget: seconds a uid may spend at once (budgetBurst)
+	budget  map[uint32]*allowance   // uids that spent some of it
+	lent    map[*Resolver]time.Time // when each lent Resolver was handed out
+	spent   uint64                  // times a uid went into debt
+	spentBy func(uint32)            // told (outside mu) when a uid goes into debt, at most once a minute per uid
+	warned  map[uint32]time.Time
+}
+
+// budgetBurst is what a uid may spend at once before its share applies.
+const budgetBurst = 1.0 // seconds
+
+// allowance is a uid's budget: seconds it may still spend (negative: in
+// debt), as of at.
+type allowance struct {
+	left float64
+	at   time.Time
 }
 
 type uidQueue struct {
@@ -302,7 +350,8 @@ type pidQueue struct {
 
 func newFairQueue() fairQueue {
 	return fairQueue{byUID: map[uint32]*uidQueue{}, busy: map[uint32]int{}, asked: map[uint32]time.Time{},
-		now: time.Now, afterFunc: time.AfterFunc}
+		now: time.Now, afterFunc: time.AfterFunc, budget: map[uint32]*allowance{}, lent: map[*Resolver]time.Time{},
+		warned: map[uint32]time.Time{}, burst: budgetBurst}
 }
 
 // add puts r in the free list; call it while building the queue.
@@ -340,15 +389,68 @@ func (q *fairQueue) wait(t Tenant) <-chan *Resolver {
 	return ch
 }
 
-// put gives back a Resolver t held.
+// put gives back a Resolver t held, charging the time it held it to t's
+// uid when budgets are on.
 func (q *fairQueue) put(t Tenant, r *Resolver) {
 	q.mu.Lock()
+	now := q.now()
 	if q.busy[t.UID]--; q.busy[t.UID] <= 0 {
 		delete(q.busy, t.UID)
 	}
+	var tell bool
+	if at, ok := q.lent[r]; ok && q.held != nil {
+		q.held(t, now.Sub(at))
+	}
+	if at, ok := q.lent[r]; ok && q.rate > 0 {
+		a := q.allowance(t.UID, now)
+		wasOK := a.left >= 0
+		a.left -= now.Sub(at).Seconds()
+		if wasOK && a.left < 0 {
+			q.spent++
+			if w, ok := q.warned[t.UID]; !ok || now.Sub(w) >= time.Minute {
+				q.warned[t.UID] = now
+				tell = q.spentBy != nil
+			}
+		}
+	}
+	delete(q.lent, r)
 	q.free = append(q.free, r)
 	q.dispatch()
 	q.mu.Unlock()
+	if tell {
+		q.spentBy(t.UID)
+	}
+}
+
+// allowance returns uid's budget refilled to now; the caller holds mu.
+func (q *fairQueue) allowance(uid uint32, now time.Time) *allowance {
+	a := q.budget[uid]
+	if a == nil {
+		a = &allowance{left: q.burst, at: now}
+		q.budget[uid] = a
+	}
+	if d := now.Sub(a.at).Seconds(); d > 0 {
+		a.left = min(q.burst, a.left+d*q.rate)
+		a.at = now
+	}
+	return a
+}
+
+// overBudget returns how long uid must wait for its budget to refill to
+// zero, or 0 when it may take a Resolver; it forgets full allowances of
+// uids that hold none. The caller holds mu.
+func (q *fairQueue) overBudget(uid uint32, now time.Time) time.Duration {
+	if q.rate <= 0 || q.budget[uid] == nil {
+		return 0
+	}
+	a := q.allowance(uid, now)
+	if a.left >= 0 {
+		if a.left >= q.burst && q.busy[uid] == 0 {
+			delete(q.budget, uid)
+		}
+		return 0
+	}
+	return time.Duration(-a.left / q.rate * float64(time.Second))
 }
 
 // dispatch hands free Resolvers to eligible waiters in turn; the caller
@@ -357,10 +459,14 @@ func (q *fairQueue) put(t Tenant, r *Resolver) {
 func (q *fairQueue) dispatch() {
 	now := q.now()
 	for len(q.free) > 0 && len(q.uids) > 0 {
-		k := q.eligible(now)
+		k, refill := q.eligible(now)
 		if k < 0 {
 			if q.timer == nil {
-				q.timer = q.afterFunc(contendedWindow/4, func() {
+				wait := contendedWindow / 4
+				if refill > 0 {
+					wait = min(wait, refill)
+				}
+				q.timer = q.afterFunc(wait, func() {
 					q.mu.Lock()
 					q.timer = nil
 					q.dispatch()
@@ -389,6 +495,7 @@ func (q *fairQueue) dispatch() {
 		r := q.free[len(q.free)-1]
 		q.free = q.free[:len(q.free)-1]
 		q.busy[u.uid]++
+		q.lent[r] = now
 		ch <- r
 		if q.took != nil {
 			q.took(Tenant{UID: u.uid, PID: pq.pid})
@@ -397,17 +504,25 @@ func (q *fairQueue) dispatch() {
 }
 
 // eligible returns the index in uids of the next uid in turn that may
-// take a Resolver now, or -1.
-func (q *fairQueue) eligible(now time.Time) int {
+// take a Resolver now, or -1 and the shortest wait for a uid's budget to
+// refill (0 when none waits on its budget).
+func (q *fairQueue) eligible(now time.Time) (int, time.Duration) {
 	share := max(1, q.n/2)
+	var refill time.Duration
 	for i := range q.uids {
 		k := (q.turn + i) % len(q.uids)
 		uid := q.uids[k].uid
+		if w := q.overBudget(uid, now); w > 0 {
+			if refill == 0 || w < refill {
+				refill = w
+			}
+			continue
+		}
 		if q.busy[uid] < share || !q.contended(uid, now) {
-			return k
+			return k, 0
 		}
 	}
-	return -1
+	return -1, refill
 }
 
 // contended reports whether a uid other than uid asked for a Resolver

@@ -252,3 +252,136 @@ func TestFairQueueShareWhileContended(t *testing.T) {
 		t.Fatalf("free %d busy %v timer %v, want both back and no timer", len(q.free), q.busy, q.timer)
 	}
 }
+
+// TestFairQueueUIDBudget: a uid that held a Resolver for longer than its
+// burst waits, even beside a free Resolver and with no other uid asking,
+// until its share refills the debt; another uid is served at once
+// meanwhile; the debt is counted once and told once.
+func TestFairQueueUIDBudget(t *testing.T) {
+	q := newFairQueue()
+	q.rate = 0.25 // a quarter of a CPU
+	var told []uint32
+	q.spentBy = func(uid uint32) { told = append(told, uid) }
+	q.add(&Resolver{})
+	q.add(&Resolver{})
+	now := time.Unix(1000, 0)
+	q.now = func() time.Time { return now }
+	var fire func()
+	var armed time.Duration
+	q.afterFunc = func(d time.Duration, f func()) *time.Timer {
+		fire, armed = f, d
+		tm := time.NewTimer(time.Hour)
+		t.Cleanup(func() { tm.Stop() })
+		return tm
+	}
+	a, b := Tenant{UID: 1, PID: 10}, Tenant{UID: 2, PID: 20}
+	r := q.get(a)
+	now = now.Add(1500 * time.Millisecond) // 0.5 s past its burst
+	q.put(a, r)
+	got := q.wait(a)
+	select {
+	case <-got:
+		t.Fatal("uid 1 took a Resolver in debt")
+	default:
+	}
+	if fire == nil || armed <= 0 || armed > contendedWindow/4 {
+		t.Fatalf("re-dispatch armed for %v, want within %v", armed, contendedWindow/4)
+	}
+	q.put(b, q.get(b))                     // another uid is served at once
+	now = now.Add(1900 * time.Millisecond) // the debt (0.5 s at 0.25/s) needs 2 s
+	fire()
+	select {
+	case <-got:
+		t.Fatal("uid 1 served before its debt was repaid")
+	default:
+	}
+	now = now.Add(100 * time.Millisecond)
+	q.timer = nil // the test's timer stands in for one that fired
+	fire()
+	select {
+	case r := <-got:
+		q.put(a, r)
+	default:
+		t.Fatal("uid 1 not served once its debt was repaid")
+	}
+	if q.spent != 1 || len(told) != 1 || told[0] != 1 {
+		t.Fatalf("spent %d, told %v; want one debt of uid 1", q.spent, told)
+	}
+}
+
+// TestPoolUIDBudgetBoundsResolving: a peer resolving touched memory back
+// to back is stretched by its budget to at least its resolving time (what
+// it was charged) over its share, while a peer of another uid still resolves a small range within
+// a slice's time.
+func TestPoolUIDBudgetBoundsResolving(t *testing.T) {
+	const size, rounds = 256 << 20, 5
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	unix.Madvise(mem, unix.MADV_NOHUGEPAGE) // base pages: the costly case
+	for i := 0; i < size; i += 4096 {
+		mem[i] = 1
+	}
+	base := uint64(uintptr(unsafe.Pointer(&mem[0])))
+	small := otherProcess(t)
+	peer := Tenant{UID: 1000, PID: uint32(os.Getpid())}
+	resolveAll := func(p *Pool) time.Duration {
+		start := time.Now()
+		for range rounds {
+			out := make([]Result, 1)
+			if err := p.ResolveFor(peer, []Request{{VAddr: base, Length: size, CPUNode: -1}}, out); err != nil {
+				t.Fatal(err)
+			}
+			if out[0].Present != size/4096 {
+				t.Fatalf("%d pages present of %d", out[0].Present, size/4096)
+			}
+		}
+		return time.Since(start)
+	}
+
+	const share = 0.1
+	p, err := NewPool(procmem.Default(), 1, Options{}, nil, WithUIDBudget(int(share*1000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.q.burst = 0.05
+	var work time.Duration // the peer's time holding a Resolver, as charged
+	p.q.held = func(tn Tenant, d time.Duration) {
+		if tn == peer {
+			work += d
+		}
+	}
+	done := make(chan time.Duration, 1)
+	go func() { done <- resolveAll(p) }()
+	var smallWorst time.Duration
+	for {
+		select {
+		case took := <-done:
+			p.q.mu.Lock()
+			want := time.Duration(float64(work-50*time.Millisecond) / share * 0.9)
+			p.q.mu.Unlock()
+			t.Logf("resolving %v, at %.0f%% of a CPU %v (%d debts), the other uid's worst wait %v", work, share*100, took, p.BudgetSpent(), smallWorst)
+			if took < want {
+				t.Fatalf("the budgeted peer took %v for %v of resolving: want at least %v at its share", took, work, want)
+			}
+			if p.BudgetSpent() == 0 {
+				t.Fatal("no debt counted")
+			}
+			if smallWorst > 300*time.Millisecond {
+				t.Fatalf("the other uid waited %v for one page", smallWorst)
+			}
+			return
+		default:
+		}
+		out := make([]Result, 1)
+		s := time.Now()
+		if err := p.ResolveFor(Tenant{UID: 2000, PID: uint32(small)}, []Request{{VAddr: 0x400000, Length: 4096, CPUNode: -1}}, out); err != nil {
+			t.Fatal(err)
+		}
+		smallWorst = max(smallWorst, time.Since(s))
+		time.Sleep(20 * time.Millisecond)
+	}
+}

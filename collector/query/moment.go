@@ -134,8 +134,7 @@ func ByteSize(b uint64) string {
 // at moment m (from Moment) hold then, in Trace's order. Now (a running
 // app's default) is the state after the app's last lifecycle record.
 func (s *Service) TraceMomentEach(ctx context.Context, req *stratav1.TraceRequest, m store.Moment, fn func(*stratav1.TracePage) error) error {
-	q := store.TraceQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, Limit: req.GetLimit(), At: m.Time()}
-	return s.store.Trace(ctx, q, fn)
+	return s.traceAt(ctx, req, m.Time(), fn)
 }
 
 // traceMoment streams Trace at the moment its request asks for, first

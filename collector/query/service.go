@@ -26,11 +26,19 @@ type Reader interface {
 // questions beyond it (SearchJobs … BlockLife) as Go methods.
 type Service struct {
 	stratav1.UnimplementedQueryServiceServer
-	store Reader
+	store  Reader
+	bounds Bounds
 }
 
-// New returns the query service over r.
-func New(r Reader) *Service { return &Service{store: r} }
+// New returns the query service over r, bounded by DefaultMaxRows unless
+// an option says otherwise.
+func New(r Reader, opts ...Option) *Service {
+	s := &Service{store: r, bounds: Bounds{MaxRows: DefaultMaxRows}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
 
 // Register adds the service to srv.
 func (s *Service) Register(srv grpc.ServiceRegistrar) { stratav1.RegisterQueryServiceServer(srv, s) }
@@ -47,12 +55,21 @@ func (s *Service) Trace(req *stratav1.TraceRequest, stream grpc.ServerStreamingS
 }
 
 // TraceEach calls fn for each page Trace streams, in the same order; it
-// stops at fn's first error.
+// stops at fn's first error, and at the row budget (ErrRowBudget).
 func (s *Service) TraceEach(ctx context.Context, req *stratav1.TraceRequest, fn func(*stratav1.TracePage) error) error {
-	q := store.TraceQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, Limit: req.GetLimit()}
+	return s.traceAt(ctx, req, 0, fn)
+}
+
+// traceAt is TraceEach of the blocks live at atNs, every record's at 0.
+func (s *Service) traceAt(ctx context.Context, req *stratav1.TraceRequest, atNs int64, fn func(*stratav1.TracePage) error) error {
+	limit, cut, err := s.budget(req.GetLimit())
+	if err != nil {
+		return err
+	}
 	n := 0
-	err := s.store.Trace(ctx, q, func(p *stratav1.TracePage) error { n++; return fn(p) })
-	return s.emptyOf(ctx, q.AppID, n, err)
+	send, end := bounded(s.bounds.MaxRows, cut, "pages", func(p *stratav1.TracePage) error { n++; return fn(p) })
+	q := store.TraceQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, Limit: limit, At: atNs}
+	return s.emptyOf(ctx, q.AppID, n, end(s.store.Trace(ctx, q, send)))
 }
 
 // Records streams an application's records without pages.
@@ -61,13 +78,18 @@ func (s *Service) Records(req *stratav1.RecordsRequest, stream grpc.ServerStream
 }
 
 // RecordsEach calls fn for each record Records streams, in the same
-// order; it stops at fn's first error.
+// order; it stops at fn's first error, and at the row budget
+// (ErrRowBudget).
 func (s *Service) RecordsEach(ctx context.Context, req *stratav1.RecordsRequest, fn func(*stratav1.RecordRow) error) error {
-	q := store.RecordsQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, BlockID: req.GetBlockId(),
-		Access: req.GetAccess(), Limit: req.GetLimit()}
+	limit, cut, err := s.budget(req.GetLimit())
+	if err != nil {
+		return err
+	}
 	n := 0
-	err := s.store.Records(ctx, q, func(r *stratav1.RecordRow) error { n++; return fn(r) })
-	return s.emptyOf(ctx, q.AppID, n, err)
+	send, end := bounded(s.bounds.MaxRows, cut, "records", func(r *stratav1.RecordRow) error { n++; return fn(r) })
+	q := store.RecordsQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, BlockID: req.GetBlockId(),
+		Access: req.GetAccess(), Limit: limit}
+	return s.emptyOf(ctx, q.AppID, n, end(s.store.Records(ctx, q, send)))
 }
 
 // Numa returns pages per NUMA node per RDD of the blocks live now, or

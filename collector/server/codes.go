@@ -10,6 +10,7 @@ import (
 
 	"github.com/stratatrace/strata/authn"
 	"github.com/stratatrace/strata/collector/ingest"
+	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/store"
 )
 
@@ -24,6 +25,7 @@ var codeTable = []struct {
 	{store.ErrInvalidBatch, codes.InvalidArgument},
 	{store.ErrInvalidQuery, codes.InvalidArgument},
 	{store.ErrNotFound, codes.NotFound},
+	{query.ErrRowBudget, codes.ResourceExhausted},
 	{store.ErrClosed, codes.Unavailable},
 	{ingest.ErrDraining, codes.Unavailable},
 	{authn.ErrUnauthenticated, codes.Unauthenticated},

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stratatrace/strata/collector/query"
 )
 
 // ErrInvalidConfig wraps every reason Validate refuses a configuration.
@@ -37,6 +39,12 @@ type Config struct {
 	LogLevel string `json:"log_level"`
 	// ShutdownGrace bounds GracefulStop before open streams are cut.
 	ShutdownGrace Duration `json:"shutdown_grace"`
+	// QueryTimeout is the deadline of every query call, gRPC or HTTP (the
+	// client's own, when shorter, holds); 0: none.
+	QueryTimeout Duration `json:"query_timeout"`
+	// QueryMaxRows is the most rows one trace or records stream sends
+	// (query.Bounds.MaxRows); 0: no bound.
+	QueryMaxRows int64 `json:"query_max_rows"`
 	// History lists job-history sources to poll: directories of MapReduce
 	// histories or Spark event logs, and JobHistory / Spark History Server
 	// URLs. Empty: no polling.
@@ -123,6 +131,8 @@ func Defaults() Config {
 		LogLevel:        "info",
 		Nice:            10,
 		ShutdownGrace:   Duration(10 * time.Second),
+		QueryTimeout:    Duration(2 * time.Minute),
+		QueryMaxRows:    query.DefaultMaxRows,
 		HistoryInterval: Duration(time.Minute),
 
 		Store:                   StoreDuckDB,
@@ -201,6 +211,12 @@ func (c *Config) flagSet(out io.Writer) *flag.FlagSet {
 		c.ShutdownGrace = Duration(d)
 		return err
 	})
+	fs.Func("query-timeout", "deadline of every query call, gRPC or HTTP; 0 for none (default 2m)", func(s string) error {
+		d, err := time.ParseDuration(s)
+		c.QueryTimeout = Duration(d)
+		return err
+	})
+	fs.Int64Var(&c.QueryMaxRows, "query-max-rows", c.QueryMaxRows, "most rows one trace or records request gets; a request without a limit ends there with a message (0: no bound)")
 	fs.StringVar(&c.Store, "store", c.Store, "store backend: duckdb (embedded) or clickhouse (a server several collectors share)")
 	fs.StringVar(&c.ClickHouseURL, "clickhouse-url", c.ClickHouseURL, "ClickHouse HTTP interface, http(s)://host:8123 (may carry user:password)")
 	fs.StringVar(&c.ClickHouseDatabase, "clickhouse-database", c.ClickHouseDatabase, "ClickHouse database of the tables")
@@ -328,6 +344,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative threads %d", ErrInvalidConfig, c.Threads)
 	case c.ShutdownGrace <= 0:
 		return fmt.Errorf("%w: shutdown grace %v must be positive", ErrInvalidConfig, time.Duration(c.ShutdownGrace))
+	case c.QueryTimeout < 0:
+		return fmt.Errorf("%w: query timeout %v is negative", ErrInvalidConfig, time.Duration(c.QueryTimeout))
+	case c.QueryMaxRows < 0 || c.QueryMaxRows > math.MaxUint32-1:
+		return fmt.Errorf("%w: query max rows %d, want 0 (no bound) to %d", ErrInvalidConfig, c.QueryMaxRows, uint32(math.MaxUint32-1))
 	case c.HistoryMaxJobBytes < 0:
 		return fmt.Errorf("%w: history max job bytes %d is negative", ErrInvalidConfig, c.HistoryMaxJobBytes)
 	case len(c.History) > 0 && c.HistoryInterval <= 0:

@@ -1,7 +1,12 @@
 package server
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -30,16 +35,21 @@ type Service interface {
 // in-process use. Run builds the collector's own with its TLS
 // configuration, the authentication interceptors and its metrics.
 func NewGRPCServer(log *slog.Logger, services ...Service) (*grpc.Server, *health.Server) {
-	return newGRPCServer(log, nil, nil, services...)
+	return newGRPCServer(log, nil, nil, 0, services...)
 }
 
 // newGRPCServer is NewGRPCServer with the collector's security (TLS on
 // the listener, every call authenticated; nil for none) and metrics (nil
-// for none). Interceptors run metrics, then the status table, then
-// authentication, so refusals count under their gRPC code.
-func newGRPCServer(log *slog.Logger, sec *security, m *metrics, services ...Service) (*grpc.Server, *health.Server) {
+// for none), and every query call bounded by queryTimeout (0: none).
+// Interceptors run metrics, then the status table, then the deadline,
+// then authentication, so refusals count under their gRPC code.
+func newGRPCServer(log *slog.Logger, sec *security, m *metrics, queryTimeout time.Duration, services ...Service) (*grpc.Server, *health.Server) {
 	unary := []grpc.UnaryServerInterceptor{unaryStatus}
 	stream := []grpc.StreamServerInterceptor{streamStatus}
+	if queryTimeout > 0 {
+		d := queryDeadline(queryTimeout)
+		unary, stream = append(unary, d.unary), append(stream, d.stream)
+	}
 	var extra []grpc.ServerOption
 	if m != nil {
 		unary = append([]grpc.UnaryServerInterceptor{m.unary}, unary...)
@@ -92,4 +102,64 @@ func newGRPCServer(log *slog.Logger, sec *security, m *metrics, services ...Serv
 	}
 	log.Debug("grpc server built", "max_recv_bytes", stratav1.MaxBatchBytes)
 	return srv, hs
+}
+
+// queryDeadline bounds every call of the query service by its duration:
+// past it the call's context ends and the call returns DeadlineExceeded,
+// so no client keeps the store busy longer. Ingest is not bounded: an
+// agent's Push stream lives as long as the agent.
+type queryDeadline time.Duration
+
+// isQuery reports whether a full method name is the query service's.
+func isQuery(method string) bool {
+	return strings.HasPrefix(method, "/"+stratav1.QueryService_ServiceDesc.ServiceName+"/")
+}
+
+func (d queryDeadline) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if !isQuery(info.FullMethod) {
+		return h(ctx, req)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(d))
+	defer cancel()
+	resp, err := h(ctx, req)
+	return resp, d.cause(ctx, err)
+}
+
+func (d queryDeadline) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	if !isQuery(info.FullMethod) {
+		return h(srv, ss)
+	}
+	ctx, cancel := context.WithTimeout(ss.Context(), time.Duration(d))
+	defer cancel()
+	return d.cause(ctx, h(srv, deadlineStream{ServerStream: ss, ctx: ctx}))
+}
+
+// cause names the deadline as the reason of a call's error when it
+// passed: a store interrupted by it says only that it was interrupted.
+func (d queryDeadline) cause(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: the collector's query timeout of %v passed: %v", context.DeadlineExceeded, time.Duration(d), err)
+}
+
+// deadlineStream is a ServerStream whose context carries the deadline.
+type deadlineStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s deadlineStream) Context() context.Context { return s.ctx }
+
+// withDeadline bounds every request of h by d (0: none), as queryDeadline
+// bounds gRPC query calls.
+func withDeadline(h http.Handler, d time.Duration) http.Handler {
+	if d <= 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }

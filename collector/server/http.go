@@ -58,7 +58,7 @@ var reservedPaths = map[string]bool{"/metrics": true, "/healthz": true}
 // newHTTPHandler builds the mux of the HTTP endpoint: /healthz (any
 // authenticated identity; 200 while the collector serves, else 503),
 // /metrics and the mounts (the client role).
-func newHTTPHandler(sec *security, m *metrics, hs *health.Server, mounts []mount, deps HTTPDeps) (http.Handler, error) {
+func newHTTPHandler(sec *security, m *metrics, hs *health.Server, mounts []mount, deps HTTPDeps, queryTimeout time.Duration) (http.Handler, error) {
 	mux := http.NewServeMux()
 	denied := func(_ *http.Request, err error) { sec.denied("http", err) }
 	mux.Handle("/healthz", sec.policy.HTTP(authn.RoleAny, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -78,7 +78,7 @@ func newHTTPHandler(sec *security, m *metrics, hs *health.Server, mounts []mount
 		if err != nil {
 			return nil, fmt.Errorf("mount http handler %s: %w", mt.pattern, err)
 		}
-		mux.Handle(mt.pattern, sec.policy.HTTP(authn.RoleClient, h, denied))
+		mux.Handle(mt.pattern, sec.policy.HTTP(authn.RoleClient, withDeadline(h, queryTimeout), denied))
 	}
 	return mux, nil
 }

@@ -144,15 +144,15 @@ func Run(ctx context.Context, c Config, log *slog.Logger, out io.Writer, opts ..
 		return fmt.Errorf("listen %s: %w", c.Listen, err)
 	}
 	in := ingest.New(m.appender(st), log)
-	q := query.New(st)
-	srv, health := newGRPCServer(log, sec, m, in, q)
+	q := query.New(st, query.WithBounds(query.Bounds{MaxRows: uint32(c.QueryMaxRows)}))
+	srv, health := newGRPCServer(log, sec, m, time.Duration(c.QueryTimeout), in, q)
 	writes.attach(health)
 
 	errc := make(chan error, 3)
 	var httpLn net.Listener
 	stopHTTP := func() {}
 	if c.HTTP != "" {
-		h, err := newHTTPHandler(sec, m, health, o.mounts, HTTPDeps{Query: q, Store: st, Logger: log, Metrics: m.reg})
+		h, err := newHTTPHandler(sec, m, health, o.mounts, HTTPDeps{Query: q, Store: st, Logger: log, Metrics: m.reg}, time.Duration(c.QueryTimeout))
 		if err != nil {
 			lis.Close()
 			return err
