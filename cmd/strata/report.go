@@ -8,17 +8,19 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/query/jsonform"
+	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
 func init() {
-	register(command{name: "report", summary: "an app's RDDs, their memory occupation and page-walk share (table, JSON, chart)", run: runReport})
+	register(command{name: "report", summary: "an app's RDDs, their memory occupation, page-walk share and access heat (table, JSON, chart)", run: runReport})
 }
 
 // The report's objects are jsonform's: `strata report -o json` prints a
@@ -45,6 +47,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(&apps, "app", "Spark application id (required; repeat for several: one summary row and one chart group each)")
 	fs.StringVar(&chart, "chart", "", "also draw a bar chart into this file: .svg or .png")
 	fs.StringVar(&title, "title", "", "the chart's title (default: the application, or \"Strata report\")")
+	coldFor := query.DefaultColdFor
+	fs.DurationVar(&coldFor, "cold-for", coldFor, "the HEAT column counts pages as cold once DAMON has seen them unaccessed for this long")
 	if ok, err := parseFlags(fs, args, stderr); !ok {
 		return err
 	}
@@ -53,6 +57,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if len(apps) == 0 {
 		return errors.New("report: --app is required")
+	}
+	if coldFor < 0 {
+		return fmt.Errorf("report: --cold-for %v: want 0 or more", coldFor)
 	}
 	if chart != "" {
 		if err := checkChartPath(chart); err != nil {
@@ -80,12 +87,19 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				return fmt.Errorf("write report: %w", err)
 			}
 		}
-	case len(reports) == 1:
-		if err := writeAppReport(stdout, reports[0]); err != nil {
-			return err
-		}
 	default:
-		if err := writeSummary(stdout, reports); err != nil {
+		heats := make([]*store.Heat, len(reports))
+		for i, r := range reports {
+			if heats[i], err = fetchHeat(ctx, q, r.App, coldFor); err != nil {
+				return err
+			}
+		}
+		if len(reports) == 1 {
+			err = writeAppReport(stdout, reports[0], heats[0])
+		} else {
+			err = writeSummary(stdout, reports, heats)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -118,6 +132,29 @@ func fetchReport(ctx context.Context, q stratav1.QueryServiceClient, app string)
 		return appReport{}, rpcError("job "+app, err)
 	}
 	return jsonform.NewReport(app, rep, ov, j), nil
+}
+
+// fetchHeat asks the collector an application's DAMON access heat per RDD
+// with pages counted cold after coldFor.
+func fetchHeat(ctx context.Context, q stratav1.QueryServiceClient, app string, coldFor time.Duration) (*store.Heat, error) {
+	secs := coldFor.Seconds()
+	resp, err := q.Heat(ctx, &stratav1.HeatRequest{AppId: app, ColdForSeconds: &secs})
+	if err != nil {
+		return nil, rpcError("heat "+app, err)
+	}
+	return query.HeatFromProto(resp), nil
+}
+
+// appHeat says an application's heat over each of its RDD blocks' latest
+// sample, in the words of the RDD table's HEAT column.
+func appHeat(h *store.Heat) string {
+	var latest []*stratav1.HeatSample
+	for _, r := range h.RDDs {
+		for _, b := range r.Blocks {
+			latest = append(latest, b.Latest())
+		}
+	}
+	return jsonform.HeatWords(store.HeatFiguresOf(latest, h.ColdFor), h.ColdFor)
 }
 
 // pct formats a share as a percentage, or what makes it unknown.
@@ -190,7 +227,7 @@ func appWalkPct(pws []pageWalk) (read, write *float64) {
 	return &r, &w
 }
 
-func writeAppReport(w io.Writer, r appReport) error {
+func writeAppReport(w io.Writer, r appReport, heat *store.Heat) error {
 	head := "application " + r.App
 	if r.Name != "" {
 		head += fmt.Sprintf(" (%s; job analysis: %s)", r.Name, r.Severity)
@@ -201,7 +238,8 @@ func writeAppReport(w io.Writer, r appReport) error {
 		mib(r.Occupation.PeakRDDBytes), mib(r.Occupation.PeakRSSBytes), mib(r.Occupation.MemTotalBytes))
 	fmt.Fprintf(w, "page-walk share of cycles: %s\n\n", walkSummary(r.PageWalk))
 	out := newOutput(w, "table", "RDD", "BLOCKS", "PARTS", "SPARK MiB", "MiB", "PAGES", "PRESENT", "SWAPPED", "THP", "NUMA", "READS",
-		"WRITES", "EVICTED", "FAULTS R/W/X/MAJ", "SAMPLED", "RESOLVED (OF SPARK'S BYTES)")
+		"WRITES", "EVICTED", "FAULTS R/W/X/MAJ", "SAMPLED", "RESOLVED (OF SPARK'S BYTES)", "HEAT")
+	says := jsonform.NewHeat(r.App, heat)
 	for _, x := range r.RDDs {
 		spark := "-"
 		if x.SizedBlocks > 0 {
@@ -210,7 +248,7 @@ func writeAppReport(w io.Writer, r appReport) error {
 		if err := out.row(nil, x.RDD, x.Blocks, x.Partitions, spark, mib(x.Bytes), x.Pages, x.Present, x.Swapped,
 			fmt.Sprintf("%.0f%%", 100*x.THPShare), numaCell(x.Nodes), x.Reads, x.Writes, x.Evicted,
 			fmt.Sprintf("%d/%d/%d/%d", x.Faults.Read, x.Faults.Write, x.Faults.Exec, x.Faults.Major), x.SampledFaults,
-			x.Resolved); err != nil {
+			x.Resolved, says.Says(x.RDD)); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}
@@ -249,7 +287,9 @@ const resolvedNote = `MiB: the blocks' data as Strata resolved it, each buffer a
 RESOLVED: how, as a share of Spark's own size of the blocks: buffers (serialized bytes, column buffers,
 primitive arrays), walked (every object a deserialized block reaches), walk cut (the objects a walk counted
 before its budget ran out), references only (a deserialized block's array of references: its objects not
-walked, and why). See docs/objectgraph.md.`
+walked, and why). See docs/objectgraph.md.
+HEAT: DAMON's access heat over each block's latest sample: accesses per second per GiB and the share of
+monitored pages cold for at least --cold-for, or why there is none. See docs/damon.md.`
 
 func orDash(s string) string {
 	if s == "" {
@@ -258,11 +298,11 @@ func orDash(s string) string {
 	return s
 }
 
-// writeSummary writes one row per application.
-func writeSummary(w io.Writer, rs []appReport) error {
+// writeSummary writes one row per application; heats are theirs.
+func writeSummary(w io.Writer, rs []appReport, heats []*store.Heat) error {
 	out := newOutput(w, "table", "APP", "NAME", "RDDS", "BLOCKS", "MiB", "RESOLVED", "PRESENT", "SWAPPED", "THP", "NUMA NODES", "READS",
-		"WRITES", "RDD FAULTS R/W", "OF RSS", "OF NODE", "PAGE WALK")
-	for _, r := range rs {
+		"WRITES", "RDD FAULTS R/W", "OF RSS", "OF NODE", "PAGE WALK", "HEAT")
+	for i, r := range rs {
 		t := totals(r)
 		resolved := "-"
 		if t.sized {
@@ -270,7 +310,7 @@ func writeSummary(w io.Writer, rs []appReport) error {
 		}
 		if err := out.row(nil, r.App, orDash(r.Name), len(r.RDDs), t.blocks, mib(t.bytes), resolved, t.present, t.swapped,
 			fmt.Sprintf("%.0f%%", 100*t.thpShare()), t.nodes, t.reads, t.writes, fmt.Sprintf("%d/%d", t.faults.Read, t.faults.Write),
-			pct(r.Occupation.OfRSS, "unknown"), pct(r.Occupation.OfNode, "unknown"), walkSummary(r.PageWalk)); err != nil {
+			pct(r.Occupation.OfRSS, "unknown"), pct(r.Occupation.OfNode, "unknown"), walkSummary(r.PageWalk), appHeat(heats[i])); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}
