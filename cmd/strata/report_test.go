@@ -128,11 +128,28 @@ func TestReportChart(t *testing.T) {
 	}
 }
 
-// heatCollector holds storetest.HeatBatches: RDD 7 from an own kdamond
-// (rdd_7_3 and rdd_7_1), RDD 8 from a shared one's scheme.
+// heatCollector is a collector that ingested storetest.HeatBatches over
+// gRPC, as an agent sends them: RDD 7 from an own kdamond (rdd_7_3 and
+// rdd_7_1), RDD 8 from a shared one's scheme.
 func heatCollector(t *testing.T) string {
 	t.Helper()
-	return servertest.Start(t, storetest.HeatBatches(), nil).Addr
+	c := servertest.Start(t, nil, nil)
+	stream, err := stratav1.NewIngestServiceClient(c.Dial(t)).Push(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range storetest.HeatBatches() {
+		if err := stream.Send(b); err != nil {
+			t.Fatal(err)
+		}
+		if ack, err := stream.Recv(); err != nil || ack.GetSeq() != b.GetSeq() || ack.GetDuplicate() {
+			t.Fatalf("push batch %d: %v, %v", b.GetSeq(), ack, err)
+		}
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	return c.Addr
 }
 
 // The report's HEAT column says each RDD's heat over its blocks' latest

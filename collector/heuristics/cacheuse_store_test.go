@@ -38,3 +38,33 @@ func TestRemoteHotFromStore(t *testing.T) {
 		t.Error("rdd 6, read once after its put, counted as hot")
 	}
 }
+
+// The same blocks from a machine with one NUMA node (every page and CPU on
+// node 0): the result says the question is unavailable there, unrated.
+func TestRemoteHotOneNodeFromStore(t *testing.T) {
+	b := storetest.CacheBatch(1)
+	b.Node.NumaNodes = 1
+	for _, r := range b.Records {
+		r.CpuNumaNode = 0
+		for _, run := range r.Runs {
+			run.NumaNode = 0
+		}
+	}
+	s := storetest.Open(t)
+	storetest.MustAppend(t, s, b)
+	ctx := context.Background()
+	blocks, err := s.CachedBlocks(ctx, storetest.CacheApp)
+	if err != nil || len(blocks) != 2 {
+		t.Fatalf("blocks %+v, %v", blocks, err)
+	}
+	machines, err := s.Machines(ctx, storetest.CacheApp)
+	if err != nil || len(machines) != 1 || machines[0].NUMANodes != 1 {
+		t.Fatalf("machines %+v, %v", machines, err)
+	}
+	r := (&RemoteHot{p: remoteHot.of(defaults(t))}).ApplyTrace(nil,
+		&TraceSummary{AppID: storetest.CacheApp, NUMANodes: 1, Blocks: blocks})
+	if r.Skip || r.Severity != None {
+		t.Fatalf("got %+v", r)
+	}
+	wantDetails(t, r, map[string]string{"Remote hot data": OneNode})
+}
