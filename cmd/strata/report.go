@@ -48,7 +48,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&chart, "chart", "", "also draw a bar chart into this file: .svg or .png")
 	fs.StringVar(&title, "title", "", "the chart's title (default: the application, or \"Strata report\")")
 	coldFor := query.DefaultColdFor
-	fs.DurationVar(&coldFor, "cold-for", coldFor, "the HEAT column counts pages as cold once DAMON has seen them unaccessed for this long")
+	fs.DurationVar(&coldFor, "cold-for", coldFor, "the RDDs' heat counts pages as cold once DAMON has seen them unaccessed for this long")
 	if ok, err := parseFlags(fs, args, stderr); !ok {
 		return err
 	}
@@ -72,12 +72,18 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer cc.Close()
 	var reports []appReport
+	var heats []*store.Heat
 	for _, app := range apps {
 		r, err := fetchReport(ctx, q, app)
 		if err != nil {
 			return err
 		}
-		reports = append(reports, r)
+		h, err := fetchHeat(ctx, q, app, coldFor)
+		if err != nil {
+			return err
+		}
+		r.AddHeat(h)
+		reports, heats = append(reports, r), append(heats, h)
 	}
 	switch {
 	case cf.output == "json":
@@ -87,19 +93,12 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				return fmt.Errorf("write report: %w", err)
 			}
 		}
+	case len(reports) == 1:
+		if err := writeAppReport(stdout, reports[0]); err != nil {
+			return err
+		}
 	default:
-		heats := make([]*store.Heat, len(reports))
-		for i, r := range reports {
-			if heats[i], err = fetchHeat(ctx, q, r.App, coldFor); err != nil {
-				return err
-			}
-		}
-		if len(reports) == 1 {
-			err = writeAppReport(stdout, reports[0], heats[0])
-		} else {
-			err = writeSummary(stdout, reports, heats)
-		}
-		if err != nil {
+		if err := writeSummary(stdout, reports, heats); err != nil {
 			return err
 		}
 	}
@@ -227,7 +226,7 @@ func appWalkPct(pws []pageWalk) (read, write *float64) {
 	return &r, &w
 }
 
-func writeAppReport(w io.Writer, r appReport, heat *store.Heat) error {
+func writeAppReport(w io.Writer, r appReport) error {
 	head := "application " + r.App
 	if r.Name != "" {
 		head += fmt.Sprintf(" (%s; job analysis: %s)", r.Name, r.Severity)
@@ -239,7 +238,6 @@ func writeAppReport(w io.Writer, r appReport, heat *store.Heat) error {
 	fmt.Fprintf(w, "page-walk share of cycles: %s\n\n", walkSummary(r.PageWalk))
 	out := newOutput(w, "table", "RDD", "BLOCKS", "PARTS", "SPARK MiB", "MiB", "PAGES", "PRESENT", "SWAPPED", "THP", "NUMA", "READS",
 		"WRITES", "EVICTED", "FAULTS R/W/X/MAJ", "SAMPLED", "RESOLVED (OF SPARK'S BYTES)", "HEAT")
-	says := jsonform.NewHeat(r.App, heat)
 	for _, x := range r.RDDs {
 		spark := "-"
 		if x.SizedBlocks > 0 {
@@ -248,7 +246,7 @@ func writeAppReport(w io.Writer, r appReport, heat *store.Heat) error {
 		if err := out.row(nil, x.RDD, x.Blocks, x.Partitions, spark, mib(x.Bytes), x.Pages, x.Present, x.Swapped,
 			fmt.Sprintf("%.0f%%", 100*x.THPShare), numaCell(x.Nodes), x.Reads, x.Writes, x.Evicted,
 			fmt.Sprintf("%d/%d/%d/%d", x.Faults.Read, x.Faults.Write, x.Faults.Exec, x.Faults.Major), x.SampledFaults,
-			x.Resolved, says.Says(x.RDD)); err != nil {
+			x.Resolved, x.HeatSays); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}

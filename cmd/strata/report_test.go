@@ -177,6 +177,15 @@ func TestReportHeat(t *testing.T) {
 			}
 		}
 	}
+	// -o json: each RDD's words and figures, and the cold-for.
+	rep := jsonLines[appReport](t, strata(t, "report", "--collector", addr, "--app", app, "--cold-for", "75s", "-o", "json"))[0]
+	if rep.HeatColdFor == nil || *rep.HeatColdFor != 75 || len(rep.RDDs) != 2 {
+		t.Fatalf("report -o json: cold-for %v, %d RDDs", rep.HeatColdFor, len(rep.RDDs))
+	}
+	if x := rep.RDDs[0]; x.RDD != 7 || x.HeatSays != "2.9 acc/s/GiB, 0.0% cold >= 1m15s" || x.HeatLatest == nil ||
+		x.HeatLatest.AccessesPerSecGiB == nil || *x.HeatLatest.AccessesPerSecGiB != 2.9 || x.HeatLatest.MonitoredBytes != 5<<30 {
+		t.Errorf("RDD 7 heat = %q %+v", x.HeatSays, x.HeatLatest)
+	}
 	none := strata(t, "report", "--collector", reportCollector(t), "--app", "app-pmu")
 	if !strings.Contains(none, jsonform.NoHeat) {
 		t.Errorf("report of an app without heat samples lacks %q:\n%s", jsonform.NoHeat, none)

@@ -77,9 +77,14 @@ func (h *Handler) apiApps(r *http.Request) (any, error) {
 }
 
 // apiReport is `strata report`'s answer: the app's report and overhead,
-// and its job analysis when the collector made one.
+// its job analysis when the collector made one, and its RDDs' heat with
+// cold_for (as `strata report --cold-for`).
 func (h *Handler) apiReport(r *http.Request) (any, error) {
 	ctx, app := r.Context(), r.PathValue("app")
+	cf, err := coldFor(r)
+	if err != nil {
+		return nil, err
+	}
 	rep, err := h.q.Report(ctx, &stratav1.ReportRequest{AppId: app})
 	if err != nil {
 		return nil, err
@@ -95,7 +100,13 @@ func (h *Handler) apiReport(r *http.Request) (any, error) {
 	case err != nil:
 		return nil, err
 	}
-	return jsonform.NewReport(app, rep, over, job), nil
+	heat, err := h.q.HeatOf(ctx, app, nil, cf)
+	if err != nil {
+		return nil, err
+	}
+	out := jsonform.NewReport(app, rep, over, job)
+	out.AddHeat(heat)
+	return out, nil
 }
 
 func (h *Handler) apiRDDs(r *http.Request) (any, error) {

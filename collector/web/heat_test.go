@@ -37,6 +37,12 @@ func TestHeatAPI(t *testing.T) {
 		{"/api/v1/apps/" + app + "/heat?rdd=8&cold_for=0s", 200, []string{`"says":"partial: ` + shared + `: 100.0% cold >= 0s"`}},
 		{"/api/v1/apps/" + app + "/heat?cold_for=" + url.QueryEscape("-1s"), 400, []string{`"error":"`}},
 		{"/api/v1/apps/other/heat", 200, []string{`{"app":"other","cold_for_seconds":60,"rdds":[]}`}},
+		// The report carries each RDD's heat in words and figures.
+		{"/api/v1/apps/" + app + "/report", 200, []string{`"heat":"1.25 acc/s/GiB, 50.0% cold >= 1m0s","heat_latest":{"samples":1,`,
+			`"heat":"partial: ` + shared + `: 0.0% cold >= 1m0s"`, `"heat_cold_for_seconds":60}`}},
+		{"/api/v1/apps/" + app + "/report?cold_for=0s", 200, []string{`"heat_cold_for_seconds":0}`,
+			`"heat":"partial: ` + shared + `: 100.0% cold >= 0s"`}},
+		{"/api/v1/apps/" + app + "/report?cold_for=x", 400, []string{`"error":"`}},
 	})
 }
 
