@@ -19,6 +19,10 @@ import (
 // than this, a column is an equal share of the samples' span.
 const maxHeatColumns = 48
 
+// maxHeatRows bounds the heat map's partitions: the lowest maxHeatRows
+// are drawn, and a line says how many more there are.
+const maxHeatRows = 200
+
 // heatColumn is one time column of the heat map: the samples read in
 // [Start, End] (one read time when Start == End).
 type heatColumn struct{ Start, End int64 }
@@ -98,9 +102,11 @@ func heatMap(heat *store.Heat, at int64) template.HTML {
 		rows = append(rows, p)
 	}
 	slices.Sort(rows)
+	more := max(len(rows)-maxHeatRows, 0)
+	rows = rows[:len(rows)-more]
 	const cellH, left, top, right = 18, 90, 10, 20
 	const w = 900
-	h := top + cellH*len(rows) + 60
+	h := top + cellH*len(rows) + 70
 	s := newSVG(w, max(h, 60), "chart heat-map")
 	if len(cols) == 0 {
 		s.text(w/2, 30, "middle", "empty", jsonform.NoHeat)
@@ -113,6 +119,13 @@ func heatMap(heat *store.Heat, at int64) template.HTML {
 	for i, p := range rows {
 		row[p] = i
 	}
+	drawn := samples[:0:0]
+	for _, smp := range samples {
+		if _, ok := row[smp.GetPartition()]; ok {
+			drawn = append(drawn, smp)
+		}
+	}
+	samples = drawn
 	cells := make([][]heatCell, len(rows))
 	for i := range cells {
 		cells[i] = make([]heatCell, len(cols))
@@ -173,6 +186,9 @@ func heatMap(heat *store.Heat, at int64) template.HTML {
 			heatColor(v, scale), v)
 	}
 	s.text(left+210, base+37, "start", "axis", fmt.Sprintf("0 to %.4g accesses/s per GiB; blue-grey: partial or no rate", scale))
+	if more > 0 {
+		s.text(left, base+54, "start", "axis", fmt.Sprintf("%d more partitions not drawn: their samples are in the heat API", more))
+	}
 	return s.done()
 }
 

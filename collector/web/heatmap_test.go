@@ -1,6 +1,14 @@
 package web
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratatrace/strata/collector/store"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
+)
 
 // Many read times share columns: each of maxHeatColumns spans holds the
 // samples read in it.
@@ -32,5 +40,24 @@ func TestHeatColor(t *testing.T) {
 		if got := heatColor(tc.v, tc.top); got != tc.want {
 			t.Errorf("heatColor(%v, %v) = %s, want %s", tc.v, tc.top, got, tc.want)
 		}
+	}
+}
+
+// A map of more partitions than maxHeatRows draws the lowest and says how
+// many more there are.
+func TestHeatMapRows(t *testing.T) {
+	rate := 0.5
+	var blocks []store.HeatBlock
+	for p := range int32(maxHeatRows + 3) {
+		blocks = append(blocks, store.HeatBlock{NodeName: "n", Samples: []*stratav1.HeatSample{{ExecutorId: "1", RddId: 1,
+			Partition: p, BlockId: fmt.Sprintf("rdd_1_%d", p), TimeUnixNano: 1e9, SampleIntervalNs: 2e8, ResolvedBytes: 4096,
+			CoveredBytes: 4096, AccessRate: &rate}}})
+	}
+	out := string(heatMap(&store.Heat{ColdFor: time.Minute, RDDs: []store.HeatRDD{{RDD: 1, Blocks: blocks}}}, 0))
+	if n := strings.Count(out, `class="heat-cell"`); n != maxHeatRows {
+		t.Errorf("%d cells, want %d", n, maxHeatRows)
+	}
+	if !strings.Contains(out, "3 more partitions not drawn") || strings.Contains(out, fmt.Sprintf(`data-partition="%d"`, maxHeatRows)) {
+		t.Error("the partitions beyond the bound are drawn or not counted")
 	}
 }
