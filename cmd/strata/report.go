@@ -237,7 +237,7 @@ func writeAppReport(w io.Writer, r appReport) error {
 		mib(r.Occupation.PeakRDDBytes), mib(r.Occupation.PeakRSSBytes), mib(r.Occupation.MemTotalBytes))
 	fmt.Fprintf(w, "page-walk share of cycles: %s\n\n", walkSummary(r.PageWalk))
 	out := newOutput(w, "table", "RDD", "BLOCKS", "PARTS", "SPARK MiB", "MiB", "PAGES", "PRESENT", "SWAPPED", "THP", "NUMA", "READS",
-		"WRITES", "EVICTED", "FAULTS R/W/X/MAJ", "SAMPLED", "RESOLVED (OF SPARK'S BYTES)", "HEAT")
+		"WRITES", "EVICTED", "FAULTS R/W/X/MAJ", "SAMPLED", "HEAT", "RESOLVED (OF SPARK'S BYTES)")
 	for _, x := range r.RDDs {
 		spark := "-"
 		if x.SizedBlocks > 0 {
@@ -246,7 +246,7 @@ func writeAppReport(w io.Writer, r appReport) error {
 		if err := out.row(nil, x.RDD, x.Blocks, x.Partitions, spark, mib(x.Bytes), x.Pages, x.Present, x.Swapped,
 			fmt.Sprintf("%.0f%%", 100*x.THPShare), numaCell(x.Nodes), x.Reads, x.Writes, x.Evicted,
 			fmt.Sprintf("%d/%d/%d/%d", x.Faults.Read, x.Faults.Write, x.Faults.Exec, x.Faults.Major), x.SampledFaults,
-			x.Resolved, x.HeatSays); err != nil {
+			x.HeatSays, x.Resolved); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}
