@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin
-GOTESTFLAGS ?= -count=1 -timeout 15m
+GOTESTFLAGS ?= -count=1 -timeout 25m
 FUZZTIME ?= 30s
 export STRATA_SAMPLES ?= $(abspath ../shared/data)
 

@@ -7,22 +7,24 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/query/jsonform"
+	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
 func init() {
-	register(command{name: "report", args: "--app ID [--app ID...] [--chart FILE] [--title TITLE] [flags]",
-		summary: "an app's RDDs, their memory occupation and page-walk share (table, JSON, chart)", run: runReport,
+	register(command{name: "report", args: "--app ID [--app ID...] [--cold-for D] [--chart FILE] [--title TITLE] [flags]",
+		summary: "an app's RDDs, their memory occupation, page-walk share and access heat (table, JSON, chart)", run: runReport,
 		help: `Per application: each cached RDD's blocks, bytes, pages (present, swapped, THP, per NUMA node),
-accesses, faults and how much of Spark's size Strata resolved; the executors' peak RDD memory
-against their resident memory; the page-walk share of cycles; and the job analysis when the
-collector analysed the application. Several --app print one summary row each.
+accesses, faults, DAMON access heat and how much of Spark's size Strata resolved; the executors'
+peak RDD memory against their resident memory; the page-walk share of cycles; and the job analysis
+when the collector analysed the application. Several --app print one summary row each.
 
 example:
   strata report --app application_1700000000000_0001 --chart report.svg`})
@@ -52,11 +54,16 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(&apps, "app", "Spark application `ID` (required; repeat for several: one summary row and one chart group each)")
 	fs.StringVar(&chart, "chart", "", "also draw a bar chart into `FILE`: .svg or .png")
 	fs.StringVar(&title, "title", "", "the chart's `TITLE` (default: the application, or \"Strata report\")")
+	coldFor := query.DefaultColdFor
+	fs.DurationVar(&coldFor, "cold-for", coldFor, "the RDDs' heat counts pages as cold once DAMON has seen them unaccessed for this `long`")
 	if ok, err := parseClientFlags(fs, cf, args, stdout, stderr); !ok {
 		return err
 	}
 	if len(apps) == 0 {
 		return badUsage("report", "--app is required")
+	}
+	if coldFor < 0 {
+		return badUsage("report", "--cold-for %v: want 0 or more", coldFor)
 	}
 	if chart != "" {
 		if err := checkChartPath(chart); err != nil {
@@ -69,12 +76,18 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer cc.Close()
 	var reports []appReport
+	var heats []*store.Heat
 	for _, app := range apps {
 		r, err := fetchReport(ctx, q, app)
 		if err != nil {
 			return err
 		}
-		reports = append(reports, r)
+		h, err := fetchHeat(ctx, q, app, coldFor)
+		if err != nil {
+			return err
+		}
+		r.AddHeat(h)
+		reports, heats = append(reports, r), append(heats, h)
 	}
 	switch {
 	case cf.output == "json":
@@ -89,7 +102,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	default:
-		if err := writeSummary(stdout, reports); err != nil {
+		if err := writeSummary(stdout, reports, heats); err != nil {
 			return err
 		}
 	}
@@ -129,6 +142,33 @@ func fetchReport(ctx context.Context, q stratav1.QueryServiceClient, app string)
 		return appReport{}, rpcError("job "+app, jerr)
 	}
 	return jsonform.NewReport(app, rep, ov, j), nil
+}
+
+// fetchHeat asks the collector an application's DAMON access heat per RDD
+// with pages counted cold after coldFor; an application known only as an
+// analysed job (no traces) has none.
+func fetchHeat(ctx context.Context, q stratav1.QueryServiceClient, app string, coldFor time.Duration) (*store.Heat, error) {
+	secs := coldFor.Seconds()
+	resp, err := q.Heat(ctx, &stratav1.HeatRequest{AppId: app, ColdForSeconds: &secs})
+	if status.Code(err) == codes.NotFound {
+		return &store.Heat{ColdFor: coldFor}, nil
+	}
+	if err != nil {
+		return nil, rpcError("heat "+app, err)
+	}
+	return query.HeatFromProto(resp), nil
+}
+
+// appHeat says an application's heat over each of its RDD blocks' latest
+// sample, in the words of the RDD table's HEAT column.
+func appHeat(h *store.Heat) string {
+	var latest []*stratav1.HeatSample
+	for _, r := range h.RDDs {
+		for _, b := range r.Blocks {
+			latest = append(latest, b.Latest())
+		}
+	}
+	return jsonform.HeatWords(store.HeatFiguresOf(latest, h.ColdFor), h.ColdFor)
 }
 
 // pct formats a share as a percentage, or what makes it unknown.
@@ -212,7 +252,7 @@ func writeAppReport(w io.Writer, r appReport) error {
 		mib(r.Occupation.PeakRDDBytes), mib(r.Occupation.PeakRSSBytes), mib(r.Occupation.MemTotalBytes))
 	fmt.Fprintf(w, "page-walk share of cycles: %s\n\n", walkSummary(r.PageWalk))
 	out := newOutput(w, "table", "RDD", "BLOCKS", "PARTS", "SPARK MiB", "MiB", "PAGES", "PRESENT", "SWAPPED", "THP", "NUMA", "READS",
-		"WRITES", "EVICTED", "FAULTS R/W/X/MAJ", "SAMPLED", "RESOLVED (OF SPARK'S BYTES)")
+		"WRITES", "EVICTED", "FAULTS R/W/X/MAJ", "SAMPLED", "HEAT", "RESOLVED (OF SPARK'S BYTES)")
 	for _, x := range r.RDDs {
 		spark := "-"
 		if x.SizedBlocks > 0 {
@@ -221,7 +261,7 @@ func writeAppReport(w io.Writer, r appReport) error {
 		if err := out.row(nil, x.RDD, x.Blocks, x.Partitions, spark, mib(x.Bytes), x.Pages, x.Present, x.Swapped,
 			fmt.Sprintf("%.0f%%", 100*x.THPShare), numaCell(x.Nodes), x.Reads, x.Writes, x.Evicted,
 			fmt.Sprintf("%d/%d/%d/%d", x.Faults.Read, x.Faults.Write, x.Faults.Exec, x.Faults.Major), x.SampledFaults,
-			x.Resolved); err != nil {
+			x.HeatSays, x.Resolved); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}
@@ -260,7 +300,9 @@ const resolvedNote = `MiB: the blocks' data as Strata resolved it, each buffer a
 RESOLVED: how, as a share of Spark's own size of the blocks: buffers (serialized bytes, column buffers,
 primitive arrays), walked (every object a deserialized block reaches), walk cut (the objects a walk counted
 before its budget ran out), references only (a deserialized block's array of references: its objects not
-walked, and why). See docs/objectgraph.md.`
+walked, and why). See docs/objectgraph.md.
+HEAT: DAMON's access heat over each block's latest sample: accesses per second per GiB and the share of
+monitored pages cold for at least --cold-for, or why there is none. See docs/damon.md.`
 
 func orDash(s string) string {
 	if s == "" {
@@ -269,11 +311,11 @@ func orDash(s string) string {
 	return s
 }
 
-// writeSummary writes one row per application.
-func writeSummary(w io.Writer, rs []appReport) error {
+// writeSummary writes one row per application; heats are theirs.
+func writeSummary(w io.Writer, rs []appReport, heats []*store.Heat) error {
 	out := newOutput(w, "table", "APP", "NAME", "RDDS", "BLOCKS", "MiB", "RESOLVED", "PRESENT", "SWAPPED", "THP", "NUMA NODES", "READS",
-		"WRITES", "RDD FAULTS R/W", "OF RSS", "OF NODE", "PAGE WALK")
-	for _, r := range rs {
+		"WRITES", "RDD FAULTS R/W", "OF RSS", "OF NODE", "PAGE WALK", "HEAT")
+	for i, r := range rs {
 		t := totals(r)
 		resolved := "-"
 		if t.sized {
@@ -281,7 +323,7 @@ func writeSummary(w io.Writer, rs []appReport) error {
 		}
 		if err := out.row(nil, r.App, orDash(r.Name), len(r.RDDs), t.blocks, mib(t.bytes), resolved, t.present, t.swapped,
 			fmt.Sprintf("%.0f%%", 100*t.thpShare()), t.nodes, t.reads, t.writes, fmt.Sprintf("%d/%d", t.faults.Read, t.faults.Write),
-			pct(r.Occupation.OfRSS, "unknown"), pct(r.Occupation.OfNode, "unknown"), walkSummary(r.PageWalk)); err != nil {
+			pct(r.Occupation.OfRSS, "unknown"), pct(r.Occupation.OfNode, "unknown"), walkSummary(r.PageWalk), appHeat(heats[i])); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratatrace/strata/collector/query/jsonform"
 	"github.com/stratatrace/strata/collector/server/servertest"
 	"github.com/stratatrace/strata/collector/store/storetest"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -124,5 +125,84 @@ func TestReportChart(t *testing.T) {
 	if err := run(context.Background(), []string{"report", "--collector", addr, "--app", "x", "--chart", "c.pdf"}, &out, &errOut); err == nil ||
 		!strings.Contains(err.Error(), "want a .svg or .png") {
 		t.Errorf("pdf chart: %v", err)
+	}
+}
+
+// heatCollector is a collector that ingested storetest.HeatBatches over
+// gRPC, as an agent sends them: RDD 7 from an own kdamond (rdd_7_3 and
+// rdd_7_1), RDD 8 from a shared one's scheme.
+func heatCollector(t *testing.T) string {
+	t.Helper()
+	c := servertest.Start(t, nil, nil)
+	stream, err := stratav1.NewIngestServiceClient(c.Dial(t)).Push(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// application_0_0: records without heat samples.
+	other := storetest.Sample(1 << 20)
+	for _, r := range other.GetRecords() {
+		r.GetBlock().AppId = "application_0_0"
+	}
+	for _, b := range append(storetest.HeatBatches(), other) {
+		if err := stream.Send(b); err != nil {
+			t.Fatal(err)
+		}
+		if ack, err := stream.Recv(); err != nil || ack.GetSeq() != b.GetSeq() || ack.GetDuplicate() {
+			t.Fatalf("push batch %d: %v, %v", b.GetSeq(), ack, err)
+		}
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	return c.Addr
+}
+
+// The report's HEAT column says each RDD's heat over its blocks' latest
+// samples, cold for --cold-for, and "unavailable" for an app without
+// samples; the summary of several apps says each app's.
+func TestReportHeat(t *testing.T) {
+	addr := heatCollector(t)
+	app := storetest.App
+	shared := strings.Replace(storetest.HeatShared, "shared: ", "shared ", 1)
+	// RDD 7: rdd_7_3's latest (2 GiB at 1.25, 1 GiB cold for 70 s) and
+	// rdd_7_1 (3 GiB at 4): (2×1.25 + 3×4) / 5 = 2.9 acc/s/GiB, 1 of 5 GiB
+	// cold for at least a minute.
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"2.9 acc/s/GiB, 20.0% cold >= 1m0s", "partial: " + shared + ": 0.0% cold >= 1m0s", "HEAT: DAMON's"}},
+		{[]string{"--cold-for", "75s"}, []string{"2.9 acc/s/GiB, 0.0% cold >= 1m15s"}},
+		{[]string{"--cold-for", "0s"}, []string{"partial: " + shared + ": 100.0% cold >= 0s"}},
+	} {
+		table := strata(t, append([]string{"report", "--collector", addr, "--app", app}, tc.args...)...)
+		for _, w := range tc.want {
+			if !strings.Contains(table, w) {
+				t.Errorf("report %v lacks %q:\n%s", tc.args, w, table)
+			}
+		}
+	}
+	// -o json: each RDD's words and figures, and the cold-for.
+	rep := jsonLines[appReport](t, strata(t, "report", "--collector", addr, "--app", app, "--cold-for", "75s", "-o", "json"))[0]
+	if rep.HeatColdFor == nil || *rep.HeatColdFor != 75 || len(rep.RDDs) != 2 {
+		t.Fatalf("report -o json: cold-for %v, %d RDDs", rep.HeatColdFor, len(rep.RDDs))
+	}
+	if x := rep.RDDs[0]; x.RDD != 7 || x.HeatSays != "2.9 acc/s/GiB, 0.0% cold >= 1m15s" || x.HeatLatest == nil ||
+		x.HeatLatest.AccessesPerSecGiB == nil || *x.HeatLatest.AccessesPerSecGiB != 2.9 || x.HeatLatest.MonitoredBytes != 5<<30 {
+		t.Errorf("RDD 7 heat = %q %+v", x.HeatSays, x.HeatLatest)
+	}
+	none := strata(t, "report", "--collector", reportCollector(t), "--app", "app-pmu")
+	if !strings.Contains(none, jsonform.NoHeat) {
+		t.Errorf("report of an app without heat samples lacks %q:\n%s", jsonform.NoHeat, none)
+	}
+	// Both apps' RDD blocks: rdd_7_3, rdd_7_1 and the partial rdd_8_0.
+	sum := strata(t, "report", "--collector", addr, "--app", app, "--app", "application_0_0")
+	if !strings.Contains(sum, "partial: ") || !strings.Contains(sum, jsonform.NoHeat) {
+		t.Errorf("summary lacks the apps' heat:\n%s", sum)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"report", "--collector", addr, "--app", app, "--cold-for", "-1s"}, &out, &errOut); err == nil ||
+		!strings.Contains(err.Error(), "want 0 or more") {
+		t.Errorf("negative --cold-for: %v", err)
 	}
 }

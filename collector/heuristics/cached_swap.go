@@ -6,16 +6,19 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// Cached Swap (cross-layer, docs/heuristics.md#swapped-cached-blocks):
-// cached RDD blocks that were swapped out are read back from disk at
-// page-fault speed, defeating the cache. Severity of swapped / total pages
-// over all cached RDDs with at least min_pages pages in total; score =
-// severity × RDDs with swapped pages.
+// Cached Swap (cross-layer, docs/heuristics.md#swapped-cached-blocks), the
+// cache under pressure: cached RDD blocks whose pages were swapped out are
+// read back from disk at page-fault speed, defeating the cache. The pages
+// under pressure are those swapped out at the blocks' latest resolution
+// plus those faulted back in (the major faults in the blocks' ranges, from
+// Blocks, when the collector read them). Severity of pressured / total
+// pages (at most 1) over all cached RDDs with at least min_pages pages in
+// total; score = severity × RDDs with pressured pages.
 
 // CachedSwapParams are the parameters of Swapped Cached Blocks.
 type CachedSwapParams struct {
 	Common               `yaml:",inline"`
-	SwappedShareSeverity Thresholds `yaml:"swapped_share_severity" check:"asc" help:"swapped / all pages of the cached RDDs"`
+	SwappedShareSeverity Thresholds `yaml:"swapped_share_severity" check:"asc" help:"swapped and faulted-back pages / all pages of the cached RDDs"`
 	MinPages             int64      `yaml:"min_pages" help:"fewer cached pages in all are not rated"`
 }
 
@@ -33,25 +36,39 @@ type CachedSwap struct {
 
 // ApplyTrace implements TraceHeuristic.
 func (h *CachedSwap) ApplyTrace(_ *job.Job, ts *TraceSummary) Result {
-	var total, swapped int64
-	var withSwap int
+	refaults := map[int32]int64{}
+	for i := range ts.Blocks {
+		refaults[ts.Blocks[i].RDD] += int64(min(ts.Blocks[i].MajorFaults, 1<<62))
+	}
+	var total, swapped, back int64
+	var pressured int
 	var d []Detail
 	for _, r := range ts.RDDs {
 		total += r.TotalPages
 		swapped += r.SwappedPages
-		if r.SwappedPages > 0 {
-			withSwap++
-			d = append(d, detail(rddName(r), itoa(r.SwappedPages)+" of "+itoa(r.TotalPages)+" pages swapped"))
+		back += refaults[r.RDDID]
+		if r.SwappedPages == 0 && refaults[r.RDDID] == 0 {
+			continue
 		}
+		pressured++
+		v := itoa(r.SwappedPages) + " of " + itoa(r.TotalPages) + " pages swapped"
+		if ts.Blocks != nil {
+			v += ", " + itoa(refaults[r.RDDID]) + " faulted back in"
+		}
+		d = append(d, detail(rddName(r), v))
 	}
 	if total == 0 || total < h.minPages {
 		return skip
 	}
-	share := float64(swapped) / float64(total)
+	share := min(float64(swapped+back)/float64(total), 1)
 	sev := h.share.Ascending(share)
-	d = append([]Detail{
+	head := []Detail{
 		detail("Swapped share of cached pages", strconv.FormatFloat(share, 'f', 4, 64)),
 		detail("Swapped cached data", ts.size(swapped)),
-	}, d...)
-	return Result{Severity: sev, Score: Score(sev, withSwap), Details: d}
+	}
+	if ts.Blocks != nil {
+		head[0].Name = "Swapped and faulted-back share of cached pages"
+		head = append(head, detail("Faulted back in (major faults)", ts.size(back)))
+	}
+	return Result{Severity: sev, Score: Score(sev, pressured), Details: append(head, d...)}
 }

@@ -84,6 +84,16 @@ func findDetail(r Result, name string) (string, bool) {
 	return d.Value, ok
 }
 
+// wantDetails checks the values of r's details named in want.
+func wantDetails(t *testing.T, r Result, want map[string]string) {
+	t.Helper()
+	for name, w := range want {
+		if v, _ := findDetail(r, name); v != w {
+			t.Errorf("%s = %q, want %q", name, v, w)
+		}
+	}
+}
+
 // findLine returns the detail called name, long text included.
 func findLine(r Result, name string) (Detail, bool) {
 	for _, d := range r.Details {

@@ -37,7 +37,7 @@ func TestTHPCoverage(t *testing.T) {
 // application.
 func TestEngineWithTrace(t *testing.T) {
 	e := newTestEngine(t)
-	if got := e.Heuristics(""); len(got) != 5 {
+	if got := e.Heuristics(""); len(got) != 7 {
 		t.Fatalf("cross-layer heuristics %v", got)
 	}
 	j := sparkJob(nil, nil)

@@ -29,6 +29,10 @@ type TraceSummary struct {
 	Faults *FaultShare
 	// Workloads are the perf-stat style counters of the traced executors.
 	Workloads []*stratav1.WorkloadCounters
+	// Blocks are the cached RDD blocks with how they were used: gets,
+	// frees, pages per node, major and sampled faults, DAMON heat (the
+	// collector's store.CachedBlocks); nil when not read.
+	Blocks []job.CachedBlock
 }
 
 // RDDPages describes the pages of one cached RDD at the last observation.

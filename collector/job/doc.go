@@ -18,6 +18,11 @@
 // stop the read is one sentence in Warnings, and a truncated input yields
 // the job as far as it was read.
 //
+// CachedBlock is the other side of the join: one cached RDD block as
+// Strata's traces saw it (gets, free, pages per NUMA node, faults, DAMON
+// heat), which the collector reads from its store for the cross-layer
+// heuristics; it is never read from a job history.
+//
 // docs/collector.md#collectorjob lists what every fetcher fills and how
 // each MapReduce and Spark field is derived.
 package job

@@ -75,6 +75,11 @@ func (a analyzer) summary(ctx context.Context, appID string) (*heuristics.TraceS
 	if local+remote > 0 {
 		ts.Faults = &heuristics.FaultShare{Local: local, Remote: remote}
 	}
+	if cr, ok := a.traces.(store.CacheReader); ok {
+		if ts.Blocks, err = cr.CachedBlocks(ctx, appID); err != nil {
+			return nil, fmt.Errorf("read cached blocks of %s: %w", appID, err)
+		}
+	}
 	return ts, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -174,7 +175,11 @@ func (q *querier) PhysMap(ctx context.Context, pq PhysMapQuery) (*PhysMap, error
 	if err != nil {
 		return nil, fmt.Errorf("query fault samples %s: %w", pq.AppID, err)
 	}
-	out.Buckets = idx.bucket(out.From, out.To, out.BucketPages, hot)
+	heat, err := q.physHeat(ctx, pq.AppID, m.NodeName, pq.At, idx.blocks)
+	if err != nil {
+		return nil, err
+	}
+	out.Buckets = idx.bucket(out.From, out.To, out.BucketPages, hot, heat)
 	return out, nil
 }
 
@@ -296,11 +301,14 @@ type bucketAcc struct {
 	nodes      uint64
 	block      int64 // -1 none yet, -2 several
 	start, end uint64
+	heatPages  uint64  // pages of blocks with a heat figure
+	heatSum    float64 // their figures × pages
 }
 
 // bucket cuts [from, to) into buckets of width pages and sums the
-// segments inside each; hot holds sampled faults per PFN.
-func (idx *pfnIndex) bucket(from, to, width uint64, hot map[uint64]uint64) []PFNBucket {
+// segments inside each; hot holds sampled faults per PFN, heat the
+// accesses per second per GiB of each of idx.blocks (NaN: none).
+func (idx *pfnIndex) bucket(from, to, width uint64, hot map[uint64]uint64, heat []float64) []PFNBucket {
 	accs := map[uint64]*bucketAcc{}
 	acc := func(b uint64) *bucketAcc {
 		a := accs[b]
@@ -325,7 +333,7 @@ func (idx *pfnIndex) bucket(from, to, width uint64, hot map[uint64]uint64) []PFN
 			b := (a - from) / width
 			ba := acc(b)
 			n := min(e, ba.end) - a
-			ba.add(idx.blocks[sg.block], sg, n)
+			ba.add(idx.blocks[sg.block], sg, n, heat[sg.block])
 			a += n
 		}
 	}
@@ -357,6 +365,10 @@ func (idx *pfnIndex) bucket(from, to, width uint64, hot map[uint64]uint64) []PFN
 			return int(x.RDDID) - int(y.RDDID)
 		})
 		pb := PFNBucket{Start: a.start, End: a.end, RDDs: a.rdds, THP: a.thp, Hot: a.hot, Nodes: a.nodes}
+		if a.heatPages > 0 {
+			v := a.heatSum / float64(a.heatPages)
+			pb.Heat = &v
+		}
 		if a.block >= 0 {
 			ref := idx.blocks[a.block]
 			pb.Block = &ref
@@ -366,7 +378,11 @@ func (idx *pfnIndex) bucket(from, to, width uint64, hot map[uint64]uint64) []PFN
 	return out
 }
 
-func (a *bucketAcc) add(ref BlockRef, sg segment, n uint64) {
+func (a *bucketAcc) add(ref BlockRef, sg segment, n uint64, heat float64) {
+	if !math.IsNaN(heat) {
+		a.heatPages += n
+		a.heatSum += heat * float64(n)
+	}
 	found := false
 	for i := range a.rdds {
 		if a.rdds[i].RDDID == ref.RDDID {

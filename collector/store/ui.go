@@ -148,6 +148,11 @@ type PFNBucket struct {
 	// Block names the bucket's block when exactly one block holds its
 	// pages.
 	Block *BlockRef `json:"block"`
+	// Heat is the accesses per second per GiB of the DAMON samples of the
+	// bucket's blocks (each block's latest at the map's moment, weighted
+	// by its pages in the bucket); absent when none of them has a sample
+	// that says it (no sample, a partial one, no rate).
+	Heat *float64 `json:"heat,omitempty"`
 }
 
 // RDDCount is a page count of one RDD.

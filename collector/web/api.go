@@ -77,11 +77,15 @@ func (h *Handler) apiApps(r *http.Request) (any, error) {
 }
 
 // apiReport is `strata report`'s answer: the app's report and overhead,
-// and its job analysis when the collector made one. An app the collector
-// holds no records of is its job analysis alone, and unknown (404)
-// without one.
+// its job analysis when the collector made one, and its RDDs' heat with
+// cold_for (as `strata report --cold-for`). An app the collector holds no
+// records of is its job analysis alone, and unknown (404) without one.
 func (h *Handler) apiReport(r *http.Request) (any, error) {
 	ctx, app := r.Context(), r.PathValue("app")
+	cf, err := coldFor(r)
+	if err != nil {
+		return nil, err
+	}
 	rep, err := h.q.Report(ctx, &stratav1.ReportRequest{AppId: app})
 	traced := !errors.Is(err, store.ErrNotFound)
 	if err != nil && traced {
@@ -102,7 +106,15 @@ func (h *Handler) apiReport(r *http.Request) (any, error) {
 	case jerr != nil:
 		return nil, jerr
 	}
-	return jsonform.NewReport(app, rep, over, job), nil
+	out := jsonform.NewReport(app, rep, over, job)
+	if traced {
+		heat, err := h.q.HeatOf(ctx, app, nil, cf)
+		if err != nil {
+			return nil, err
+		}
+		out.AddHeat(heat)
+	}
+	return out, nil
 }
 
 func (h *Handler) apiRDDs(r *http.Request) (any, error) {

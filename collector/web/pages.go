@@ -382,7 +382,7 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 	})
 	return "rdd", map[string]any{"App": id, "RDD": rdd, "Color": rddColor(rdd), "Blocks": rows,
 		"Truncated": n >= maxRDDRecords, "Moment": view, "AtMoment": at != 0,
-		"Live": live, "Heat": rddHeat}, nil
+		"Live": live, "Heat": rddHeat, "HeatMap": heatMap(heat, at)}, nil
 }
 
 // latestHeat is each block's (executor, block id) latest heat sample, at

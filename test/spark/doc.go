@@ -52,6 +52,9 @@
 //     job's wall time with and without the hook, median of alternating
 //     pairs) and BenchmarkWalk (the walker's CPU per object and per GiB,
 //     first and after a full GC, and the job's CPU against walk=off).
+//   - coldcache_test.go: two RDDs of the same size, one read twenty times
+//     and one never after caching; the Cold Cache heuristic flags the second
+//     and not the first.
 //   - native_test.go checks the hook's build: only the agent and JNI entry
 //     points exported, the Java agent's wire constants equal to the C header's.
 //

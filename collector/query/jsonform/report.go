@@ -41,6 +41,10 @@ type RDD struct {
 	Evicted       uint64      `json:"evicted"`
 	Faults        FaultCounts `json:"faults"`
 	SampledFaults uint64      `json:"sampled_faults"`
+	// HeatSays and HeatLatest are the RDD's DAMON access heat, in words
+	// and as figures (Report.AddHeat); absent from a report made without.
+	HeatSays   string       `json:"heat,omitempty"`
+	HeatLatest *HeatFigures `json:"heat_latest,omitempty"`
 }
 
 // Part is what buffers of one resolution hold (RddReport's and a block's
@@ -161,6 +165,9 @@ type Report struct {
 	RDDs       []RDD      `json:"rdds"`
 	Executors  []Executor `json:"executors"`
 	PageWalk   []PageWalk `json:"page_walk"`
+	// HeatColdFor is the cold-for of the RDDs' heat, in seconds, when
+	// the report has it (AddHeat).
+	HeatColdFor *float64 `json:"heat_cold_for_seconds,omitempty"`
 }
 
 // Occupation is an application's RDD memory occupation. OfRSS is absent

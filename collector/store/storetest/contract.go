@@ -86,6 +86,7 @@ func Contract(t *testing.T, be Backend) {
 		{"Quoting", testQuoting},
 		{"Heat", testHeat},
 		{"HeatValidated", testHeatValidated},
+		{"CachedBlocks", testCachedBlocks},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel() // each has a store of its own; the server's round trips overlap

@@ -190,6 +190,15 @@
       (m.hidden ? " · " + m.hidden + " present pages without a visible PFN" : "") +
       " · " + Math.round(ms) + " ms";
 
+    // DAMON heat (accesses per second per GiB) colours a strip over each
+    // bar that has it, on a scale from 0 to the hottest bar in view.
+    let heatTop = 0;
+    for (const b of buckets) if (b.heat !== undefined) heatTop = Math.max(heatTop, b.heat);
+    const heatColor = (v) => {
+      const f = heatTop > 0 ? Math.min(Math.max(v / heatTop, 0), 1) : 0;
+      const lerp = (a, z) => Math.round(a + (z - a) * f).toString(16).padStart(2, "0");
+      return "#" + lerp(0xff, 0xbd) + lerp(0xf7, 0x00) + lerp(0xbc, 0x26);
+    };
     const svg = el("svg", { viewBox: "0 0 " + W + " 160", width: "100%", class: "memmap-chart", role: "img" });
     svg.append(el("rect", { x: 0, y: BAR_Y, width: W, height: BAR_H, class: "memmap-bg" }));
     for (const b of buckets) {
@@ -205,6 +214,7 @@
       if (b.thp) title += " · THP " + b.thp;
       if (b.hot) title += " · sampled faults " + b.hot;
       if (b.block) title += " · " + b.block.block_id + " (executor " + b.block.executor_id + ")";
+      if (b.heat !== undefined) title += " · DAMON heat " + b.heat.toPrecision(3) + " accesses/s per GiB";
       g.append(el("title", {}, title));
       g.addEventListener("click", () => {
         if (m.bucket_pages === 1 && b.block) {
@@ -218,6 +228,10 @@
       svg.append(g);
       if (b.thp) {
         svg.append(el("rect", { x: bx.toFixed(2), y: BAR_Y + BAR_H - 4, width: bw.toFixed(2), height: 4, class: "thp" }));
+      }
+      if (b.heat !== undefined) {
+        svg.append(el("rect", { x: bx.toFixed(2), y: BAR_Y, width: bw.toFixed(2), height: 5, fill: heatColor(b.heat),
+          class: "heat", "data-start": b.start, "data-heat": b.heat }));
       }
       if (b.hot) {
         const cx = bx + bw / 2;
