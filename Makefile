@@ -59,7 +59,7 @@ APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler gcc make \
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/stratatrace/strata/agent.Version=$(VERSION) -X github.com/stratatrace/strata/collector/server.Version=$(VERSION)
 
-.PHONY: help deps deps-spark spark-home generate build jvmhook workloads smtt test bench demo fuzz clean check-generated vmlinux images yarncluster yarn
+.PHONY: help deps deps-spark spark-home generate build jvmhook workloads smtt test bench demo fuzz clean check-generated vmlinux images yarncluster yarn test-yarn
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -164,6 +164,9 @@ $(YARN_JAR): $(YARN_SRC)
 
 yarn: $(YARN_JAR) ## run the YARN test cluster (HDFS, YARN, JobHistoryServer) in the foreground in YARN_DIR; Ctrl-C stops it
 	$(YARN_OUT)/yarn-cluster start $(YARN_DIR)
+
+test-yarn: build $(YARN_JAR) ## Spark and MapReduce on the YARN test cluster, under the real agent (test/yarn)
+	STRATA_BIN=$(abspath $(BIN)) STRATA_YARN=1 $(GO) test $(GOTESTFLAGS) ./test/yarn/
 
 # The collector's load benchmarks (test/loadgen) run STRATA_LOAD_DURATION
 # (default 5m) per backend and a kill -9 of STRATA_KILL_LOAD (2m) with a

@@ -35,7 +35,7 @@ start)
 	shift 2
 	cd "$dir"
 	# A cluster started here before left these (and nothing else is removed).
-	rm -rf target dfs conf history cluster.json yarncluster.log
+	rm -rf target dfs conf cluster.json yarncluster.log
 	exec "$java" -Xmx1g $opens -Dyarncluster.container-opts="$opens" \
 		-Dlog4j.configuration="file:$here/log4j-cluster.properties" -Dyarncluster.log="$dir/yarncluster.log" \
 		-Djava.util.logging.config.file="$here/logging.properties" \
