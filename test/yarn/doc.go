@@ -5,8 +5,8 @@
 // by TestMain and shared by every test of the package.
 //
 //   - spark_test.go submits StrataJob (test/spark/job) with spark-submit
-//     --master yarn in client mode, two executors in two NodeManager
-//     containers under the JVM hook, with the real strata-agent and
+//     --master yarn, two executors in two NodeManager containers under the
+//     JVM hook, with the real strata-agent and
 //     strata-collector: every block of every cached RDD Spark's REST API
 //     lists is in `strata trace` and `strata records` with the executor id
 //     Spark gives it, the agent's node and the pid of the container whose
@@ -18,7 +18,10 @@
 //     (spark.yarn.dist.files, what --files sets) and named relative to the
 //     container's working directory ({{PWD}} in JAVA_TOOL_OPTIONS, set
 //     with spark.executorEnv); the executors then map the library from the
-//     NodeManagers' cache, not from where it was built.
+//     NodeManagers' cache, not from where it was built. Both in client
+//     mode; the installed files also in cluster mode, the driver in the
+//     application master's container (read from its stdout; the driver
+//     then waits for good and the test kills the application).
 //   - mapreduce_test.go runs the examples jar's wordcount on HDFS input,
 //     once balanced and once with one mapper given a thousand times the
 //     input of the ten others; the collector's history poller reads both

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -19,10 +20,11 @@ import (
 	"github.com/stratatrace/strata/test/testenv"
 )
 
-// TestSparkOnYarn runs StrataJob on YARN in client mode, two executors in
-// two NodeManager containers with the hook, against the real agent and
-// collector: once with the hook files installed on the node, once with
-// them shipped by the job.
+// TestSparkOnYarn runs StrataJob on YARN, two executors in two
+// NodeManager containers with the hook, against the real agent and
+// collector: in client mode once with the hook files installed on the
+// node and once with them shipped by the job, and in cluster mode with the
+// installed files.
 func TestSparkOnYarn(t *testing.T) {
 	c := requireCluster(t)
 	testenv.RequireRoot(t)
@@ -54,6 +56,12 @@ func TestSparkOnYarn(t *testing.T) {
 		env := "spark.executorEnv.JAVA_TOOL_OPTIONS=-agentpath:{{PWD}}/libstratahook.so=jar={{PWD}}/strata-hook.jar,socket=" + n.socket
 		runSpark(t, c, n, home, []string{env, "spark.yarn.dist.files=" + strings.Join(files, ",")}, "")
 	})
+	t.Run("cluster", func(t *testing.T) {
+		// The driver in the application master's container: its first step
+		// line is in that container's stdout, and it waits there for good
+		// (a container's stdin never ends), so the test kills it.
+		runClusterMode(t, c, n, home, lib)
+	})
 }
 
 // executor is one executor JVM as its container shows it.
@@ -62,15 +70,9 @@ type executor struct {
 	pid           uint32
 }
 
-// runSpark submits the job with the settings that put the hook into the
-// executors and checks the cached blocks against Spark, strata and the
-// executors' memory. lib, when set, is the library every executor must
-// map; else it must come from a NodeManager's local directories (the job
-// shipped it).
-func runSpark(t *testing.T, c *yarnCluster, n *strataNode, home string, hook []string, lib string) {
-	began := time.Now()
-	conf := []string{
-		"spark.submit.deployMode=client",
+// jobConf is the job's Spark settings on the cluster, without the hook.
+func jobConf(t *testing.T, home string) []string {
+	return []string{
 		"spark.executor.instances=2", "spark.executor.cores=1", "spark.executor.memory=512m",
 		"spark.driver.memory=512m", "spark.yarn.am.memory=256m",
 		// Both executors registered before the first task: each gets blocks.
@@ -81,8 +83,105 @@ func runSpark(t *testing.T, c *yarnCluster, n *strataNode, home string, hook []s
 		"spark.rdd.compress=false", "spark.sql.shuffle.partitions=2", "spark.sql.adaptive.enabled=false",
 		"spark.buffer.pageSize=1m",
 	}
-	conf = append(conf, hook...)
-	j := sparkjob.Start(t, home, "yarn", conf, "--parts", "4", "--records", "8", "--record", "131072", "--evict-mb", "4")
+}
+
+// jobFlags are StrataJob's: four partitions of 1 MiB per stamped RDD.
+var jobFlags = []string{"--parts", "4", "--records", "8", "--record", "131072", "--evict-mb", "4"}
+
+// runClusterMode submits the job in cluster mode with the hook installed,
+// reads the driver's "cached" step from its container's stdout, checks
+// the blocks as runSpark does and kills the application.
+func runClusterMode(t *testing.T, c *yarnCluster, n *strataNode, home, lib string) {
+	began := time.Now()
+	args := []string{"--master", "yarn", "--deploy-mode", "cluster", "--class", "org.stratatrace.sparkjob.StrataJob"}
+	conf := append(jobConf(t, home),
+		"spark.executor.extraJavaOptions="+sparkjob.HookOpts(t, n.socket),
+		// The driver's UI on loopback, where YARN's filter in front of it
+		// lets requests through (it sends others to the ResourceManager's
+		// proxy).
+		"spark.yarn.appMasterEnv.SPARK_LOCAL_IP=127.0.0.1",
+		"spark.yarn.submit.waitAppCompletion=false")
+	for _, kv := range conf {
+		args = append(args, "--conf", kv)
+	}
+	args = append(append(args, sparkjob.Jar(t, home)), jobFlags...)
+	cmd := exec.Command(filepath.Join(home, "bin", "spark-submit"), args...)
+	cmd.Env = append(os.Environ(), "SPARK_HOME="+home, "SPARK_LOCAL_IP=127.0.0.1")
+	out, err := cmd.CombinedOutput()
+	m := regexp.MustCompile(`Submitted application (application_\d+_\d+)`).FindSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("spark-submit --deploy-mode cluster: %v\n%s", err, sparkjob.Tail(string(out), 4000))
+	}
+	app := string(m[1])
+	t.Cleanup(func() {
+		if _, err := c.run("org.apache.hadoop.yarn.client.cli.ApplicationCLI", "application", "-kill", app); err != nil {
+			t.Errorf("kill %s: %v", app, err)
+		}
+	})
+
+	var s sparkjob.Step
+	eventually(t, app+"'s driver at its cached step", 5*time.Minute, func() error {
+		var at struct {
+			AppAttempts struct {
+				AppAttempt []struct {
+					ContainerID     string `json:"containerId"`
+					NodeHTTPAddress string `json:"nodeHttpAddress"`
+				} `json:"appAttempt"`
+			} `json:"appAttempts"`
+		}
+		if err := getJSON(c.RMWeb+"/ws/v1/cluster/apps/"+app+"/appattempts", &at); err != nil {
+			return err
+		}
+		if len(at.AppAttempts.AppAttempt) == 0 {
+			return fmt.Errorf("no attempt yet")
+		}
+		a := at.AppAttempts.AppAttempt[len(at.AppAttempts.AppAttempt)-1]
+		log, err := getText(fmt.Sprintf("http://%s/ws/v1/node/containerlogs/%s/stdout", a.NodeHTTPAddress, a.ContainerID))
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(log, "\n") {
+			if json.Unmarshal([]byte(l), &s) == nil && s.Step == "cached" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no cached step in the driver's stdout yet")
+	})
+	if s.App != app {
+		t.Fatalf("the driver says application %q, YARN %q", s.App, app)
+	}
+	t.Logf("%s cached after %v; driver UI %s", app, time.Since(began).Round(time.Millisecond), s.UI)
+	// The driver is the application master's container (the first).
+	if id := containerOf(t, uint32(s.PID)); !strings.HasSuffix(id, "_000001") || !strings.Contains(id, strings.TrimPrefix(app, "application")) {
+		t.Errorf("driver (pid %d) in container %q, want %s's application master", s.PID, id, app)
+	}
+	execs := checkBlocks(t, n, s)
+	checkContainers(t, c, app, execs, lib)
+}
+
+// getText returns the body of a GET.
+func getText(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return string(body), err
+}
+
+// runSpark submits the job with the settings that put the hook into the
+// executors and checks the cached blocks against Spark, strata and the
+// executors' memory. lib, when set, is the library every executor must
+// map; else it must come from a NodeManager's local directories (the job
+// shipped it).
+func runSpark(t *testing.T, c *yarnCluster, n *strataNode, home string, hook []string, lib string) {
+	began := time.Now()
+	conf := append(append(jobConf(t, home), "spark.submit.deployMode=client"), hook...)
+	j := sparkjob.Start(t, home, "yarn", conf, jobFlags...)
 	s := j.Next(t, "cached")
 	if !strings.HasPrefix(s.App, "application_") {
 		t.Fatalf("application id %q: not a YARN application", s.App)
@@ -289,15 +388,7 @@ func checkContainers(t *testing.T, c *yarnCluster, app string, execs map[string]
 	prefix := "container_" + strings.TrimPrefix(app, "application_") + "_"
 	containers := map[string]string{}
 	for id, e := range execs {
-		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", e.pid))
-		if err != nil {
-			t.Fatalf("executor %s: %v", id, err)
-		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if v, ok := bytes.CutPrefix(kv, []byte("CONTAINER_ID=")); ok {
-				e.container = string(v)
-			}
-		}
+		e.container = containerOf(t, e.pid)
 		if !strings.HasPrefix(e.container, prefix) {
 			t.Errorf("executor %s (pid %d): container %q, want one of %s", id, e.pid, e.container, app)
 		}
@@ -324,6 +415,22 @@ func checkContainers(t *testing.T, c *yarnCluster, app string, execs map[string]
 		}
 		t.Logf("executor %s: pid %d, %s, hook library %s", id, e.pid, e.container, mapped)
 	}
+}
+
+// containerOf returns the YARN container a process runs in (CONTAINER_ID
+// in its environment), "" outside one.
+func containerOf(t *testing.T, pid uint32) string {
+	t.Helper()
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatalf("pid %d: %v", pid, err)
+	}
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte("CONTAINER_ID=")); ok {
+			return string(v)
+		}
+	}
+	return ""
 }
 
 func hasPair(args []string, flag, value string) bool {
