@@ -39,6 +39,13 @@ SPARKJOBS := $(foreach v,$(SPARK_VERSIONS),$(if $(wildcard $(DEPS)/spark/spark-$
 # SMTT's eight workloads (test/workloads/spark), compiled against each installed Spark.
 WORKLOADS_SRC := $(shell find test/workloads/spark -name '*.java' 2>/dev/null)
 WORKLOAD_JARS := $(foreach v,$(SPARK_VERSIONS),$(if $(wildcard $(DEPS)/spark/spark-$(v)/.installed),$(BIN)/workloads/workloads-$(v).jar))
+# The YARN test cluster (test/yarncluster): Hadoop's mini clusters in one JVM,
+# built by Maven with its dependencies copied into bin/yarncluster/lib;
+# make yarn runs it in YARN_DIR.
+YARN_OUT := $(BIN)/yarncluster
+YARN_JAR := $(YARN_OUT)/yarncluster.jar
+YARN_SRC := $(shell find test/yarncluster -type f 2>/dev/null)
+YARN_DIR ?= $(abspath $(BIN)/yarn)
 # make smtt: SMTT_FLAGS go to the harness (-size, -pairs, -spark, -out; see test/workloads/smtt).
 SMTT_FLAGS ?=
 
@@ -52,7 +59,7 @@ APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler gcc make \
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/stratatrace/strata/agent.Version=$(VERSION) -X github.com/stratatrace/strata/collector/server.Version=$(VERSION) -X main.version=$(VERSION)
 
-.PHONY: help deps deps-spark spark-home generate build jvmhook workloads smtt test bench demo fuzz clean check-generated vmlinux images
+.PHONY: help deps deps-spark spark-home generate build jvmhook workloads smtt test bench demo fuzz clean check-generated vmlinux images yarncluster yarn test-yarn
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -171,6 +178,21 @@ $(BIN)/workloads/workloads-%.jar: $(WORKLOADS_SRC) $(DEPS)/spark/spark-%/.instal
 test: build ## run every test (root-only tests skip with a reason when not root)
 	$(GO) vet ./...
 	STRATA_BIN=$(abspath $(BIN)) $(GO) test $(GOTESTFLAGS) ./...
+
+yarncluster: $(YARN_JAR) ## build the YARN test cluster (Hadoop's mini clusters, from Maven Central) into bin/yarncluster
+
+$(YARN_JAR): $(YARN_SRC)
+	@rm -rf $(YARN_OUT)/lib && mkdir -p $(YARN_OUT)
+	$(MVN) $(MVNFLAGS) -f test/yarncluster/pom.xml -Dyarncluster.lib=$(abspath $(YARN_OUT)/lib) package
+	cp $(YARN_OUT)/maven/yarncluster.jar $@
+	install -m 755 test/yarncluster/yarn-cluster.sh $(YARN_OUT)/yarn-cluster
+	cp test/yarncluster/log4j-cluster.properties test/yarncluster/log4j-client.properties test/yarncluster/logging.properties $(YARN_OUT)/
+
+yarn: $(YARN_JAR) ## run the YARN test cluster (HDFS, YARN, JobHistoryServer) in the foreground in YARN_DIR; Ctrl-C stops it
+	$(YARN_OUT)/yarn-cluster start $(YARN_DIR)
+
+test-yarn: build $(YARN_JAR) ## Spark and MapReduce on the YARN test cluster, under the real agent (test/yarn)
+	STRATA_BIN=$(abspath $(BIN)) STRATA_YARN=1 $(GO) test $(GOTESTFLAGS) ./test/yarn/
 
 # The collector's load benchmarks (test/loadgen) run STRATA_LOAD_DURATION
 # (default 5m) per backend and a kill -9 of STRATA_KILL_LOAD (2m) with a
