@@ -1,8 +1,8 @@
 package yarn
 
 import (
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os/exec"
