@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/stratatrace/strata/agent/procmem"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -33,7 +36,7 @@ import (
 // merged).
 //
 // Budget (WithUIDBudget): each uid may also be held to a share of one CPU,
-// counted as the time its slices hold a Resolver (resolving is CPU-bound):
+// counted as the CPU time of its slices (the resolving thread's own):
 // it may spend one second at once, then its share each second; past that
 // its slices wait for the budget to refill, whether or not others wait,
 // so a peer that keeps re-registering huge ranges holds the agent to its
@@ -148,8 +151,14 @@ func (p *Pool) ResolveFor(t Tenant, reqs []Request, out []Result) error {
 			sreqs[i] = pieces[lo+i].req
 		}
 		r := p.q.get(t)
+		// The slice's cost is its thread's CPU time, not its wall time: on
+		// a busy machine the slice waits for a CPU without spending any.
+		runtime.LockOSThread()
+		c0 := threadCPU()
 		err := r.ResolveBatch(int(t.PID), sreqs, res[lo:hi])
-		p.q.put(t, r)
+		used := threadCPU() - c0
+		runtime.UnlockOSThread()
+		p.q.put(t, r, used)
 		if err != nil {
 			for i := range reqs {
 				out[i] = Result{Err: err}
@@ -314,15 +323,14 @@ type fairQueue struct {
 	afterFunc func(time.Duration, func()) *time.Timer
 	// took, when set (tests), is told under mu of each Resolver handed out.
 	took func(Tenant)
-	// held, when set (tests), is told under mu how long t held a Resolver.
+	// held, when set (tests), is told under mu the CPU time t's slice used.
 	held func(t Tenant, d time.Duration)
 
-	rate    float64                 // budget: seconds of Resolver time per second per uid; 0: none
-	burst   float64                 // budget: seconds a uid may spend at once (budgetBurst)
-	budget  map[uint32]*allowance   // uids that spent some of it
-	lent    map[*Resolver]time.Time // when each lent Resolver was handed out
-	spent   uint64                  // times a uid went into debt
-	spentBy func(uint32)            // told (outside mu) when a uid goes into debt, at most once a minute per uid
+	rate    float64               // budget: seconds of Resolver time per second per uid; 0: none
+	burst   float64               // budget: seconds a uid may spend at once (budgetBurst)
+	budget  map[uint32]*allowance // uids that spent some of it
+	spent   uint64                // times a uid went into debt
+	spentBy func(uint32)          // told (outside mu) when a uid goes into debt, at most once a minute per uid
 	warned  map[uint32]time.Time
 }
 
@@ -350,7 +358,7 @@ type pidQueue struct {
 
 func newFairQueue() fairQueue {
 	return fairQueue{byUID: map[uint32]*uidQueue{}, busy: map[uint32]int{}, asked: map[uint32]time.Time{},
-		now: time.Now, afterFunc: time.AfterFunc, budget: map[uint32]*allowance{}, lent: map[*Resolver]time.Time{},
+		now: time.Now, afterFunc: time.AfterFunc, budget: map[uint32]*allowance{},
 		warned: map[uint32]time.Time{}, burst: budgetBurst}
 }
 
@@ -389,22 +397,22 @@ func (q *fairQueue) wait(t Tenant) <-chan *Resolver {
 	return ch
 }
 
-// put gives back a Resolver t held, charging the time it held it to t's
-// uid when budgets are on.
-func (q *fairQueue) put(t Tenant, r *Resolver) {
+// put gives back a Resolver t held, charging used (the CPU time it
+// spent) to t's uid when budgets are on.
+func (q *fairQueue) put(t Tenant, r *Resolver, used time.Duration) {
 	q.mu.Lock()
 	now := q.now()
 	if q.busy[t.UID]--; q.busy[t.UID] <= 0 {
 		delete(q.busy, t.UID)
 	}
 	var tell bool
-	if at, ok := q.lent[r]; ok && q.held != nil {
-		q.held(t, now.Sub(at))
+	if q.held != nil {
+		q.held(t, used)
 	}
-	if at, ok := q.lent[r]; ok && q.rate > 0 {
+	if q.rate > 0 {
 		a := q.allowance(t.UID, now)
 		wasOK := a.left >= 0
-		a.left -= now.Sub(at).Seconds()
+		a.left -= used.Seconds()
 		if wasOK && a.left < 0 {
 			q.spent++
 			if w, ok := q.warned[t.UID]; !ok || now.Sub(w) >= time.Minute {
@@ -413,7 +421,6 @@ func (q *fairQueue) put(t Tenant, r *Resolver) {
 			}
 		}
 	}
-	delete(q.lent, r)
 	q.free = append(q.free, r)
 	q.dispatch()
 	q.mu.Unlock()
@@ -495,7 +502,6 @@ func (q *fairQueue) dispatch() {
 		r := q.free[len(q.free)-1]
 		q.free = q.free[:len(q.free)-1]
 		q.busy[u.uid]++
-		q.lent[r] = now
 		ch <- r
 		if q.took != nil {
 			q.took(Tenant{UID: u.uid, PID: pq.pid})
@@ -538,4 +544,13 @@ func (q *fairQueue) contended(uid uint32, now time.Time) bool {
 		}
 	}
 	return false
+}
+
+// threadCPU is the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID).
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0
+	}
+	return time.Duration(ts.Nano())
 }

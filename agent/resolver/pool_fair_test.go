@@ -130,13 +130,13 @@ func TestFairQueueTurns(t *testing.T) {
 		waits[i] = q.wait(tn) // no Resolver yet: queued in this order
 	}
 	q.n = 1
-	q.put(Tenant{UID: 99}, &Resolver{}) // one Resolver enters; each holder passes it on
+	q.put(Tenant{UID: 99}, &Resolver{}, 0) // one Resolver enters; each holder passes it on
 	var seq []Tenant
 	for range arrivals {
 		k, r := served(t, waits)
 		seq = append(seq, arrivals[k])
 		waits[k] = nil
-		q.put(arrivals[k], r)
+		q.put(arrivals[k], r, 0)
 	}
 	want := []Tenant{{1, 10}, {2, 20}, {1, 11}, {1, 10}}
 	if !slices.Equal(seq, want) {
@@ -228,7 +228,7 @@ func TestFairQueueShareWhileContended(t *testing.T) {
 		return tm
 	}
 	a1, a2, b := Tenant{UID: 1, PID: 10}, Tenant{UID: 1, PID: 11}, Tenant{UID: 2, PID: 20}
-	q.put(b, q.get(b)) // uid 2 asked just now
+	q.put(b, q.get(b), 0) // uid 2 asked just now
 	first := q.get(a1)
 	got := q.wait(a2)
 	select {
@@ -243,11 +243,11 @@ func TestFairQueueShareWhileContended(t *testing.T) {
 	fire()
 	select {
 	case r := <-got:
-		q.put(a2, r)
+		q.put(a2, r, 0)
 	default:
 		t.Fatal("uid 1 alone did not get the free Resolver when the timer fired")
 	}
-	q.put(a1, first)
+	q.put(a1, first, 0)
 	if len(q.free) != 2 || len(q.busy) != 0 || q.timer != nil {
 		t.Fatalf("free %d busy %v timer %v, want both back and no timer", len(q.free), q.busy, q.timer)
 	}
@@ -276,8 +276,7 @@ func TestFairQueueUIDBudget(t *testing.T) {
 	}
 	a, b := Tenant{UID: 1, PID: 10}, Tenant{UID: 2, PID: 20}
 	r := q.get(a)
-	now = now.Add(1500 * time.Millisecond) // 0.5 s past its burst
-	q.put(a, r)
+	q.put(a, r, 1500*time.Millisecond) // 0.5 s past its burst
 	got := q.wait(a)
 	select {
 	case <-got:
@@ -287,7 +286,7 @@ func TestFairQueueUIDBudget(t *testing.T) {
 	if fire == nil || armed <= 0 || armed > contendedWindow/4 {
 		t.Fatalf("re-dispatch armed for %v, want within %v", armed, contendedWindow/4)
 	}
-	q.put(b, q.get(b))                     // another uid is served at once
+	q.put(b, q.get(b), 0)                  // another uid is served at once
 	now = now.Add(1900 * time.Millisecond) // the debt (0.5 s at 0.25/s) needs 2 s
 	fire()
 	select {
@@ -300,7 +299,7 @@ func TestFairQueueUIDBudget(t *testing.T) {
 	fire()
 	select {
 	case r := <-got:
-		q.put(a, r)
+		q.put(a, r, 0)
 	default:
 		t.Fatal("uid 1 not served once its debt was repaid")
 	}
@@ -310,8 +309,8 @@ func TestFairQueueUIDBudget(t *testing.T) {
 }
 
 // TestPoolUIDBudgetBoundsResolving: a peer resolving touched memory back
-// to back is stretched by its budget to at least its resolving time (what
-// it was charged) over its share, while a peer of another uid still resolves a small range within
+// to back is stretched by its budget to at least its resolving CPU time
+// (what it was charged) over its share, while a peer of another uid still resolves a small range within
 // a slice's time.
 func TestPoolUIDBudgetBoundsResolving(t *testing.T) {
 	const size, rounds = 256 << 20, 5
