@@ -23,10 +23,19 @@ func runFaults(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return rpcError("faults", err)
 	}
-	out := newOutput(stdout, c.output, "RDD", "PART", "BLOCK", "EXECUTOR", "PID", "READ", "WRITE", "EXEC", "MAJOR", "UNCLASSIFIED")
+	// FILL-*: the faults the putting thread took while Spark filled the
+	// block ("-" where no put of it was measured); -o json has all five
+	// of its counters.
+	out := newOutput(stdout, c.output, "RDD", "PART", "BLOCK", "EXECUTOR", "PID", "READ", "WRITE", "EXEC", "MAJOR", "UNCLASSIFIED",
+		"FILL-READ", "FILL-WRITE", "FILL-MAJOR")
 	for _, r := range resp.GetRows() {
 		row := jsonform.NewFaults(r)
-		if err := out.row(row, row.RDD, row.Partition, row.BlockID, row.ExecutorID, row.PID, row.Read, row.Write, row.Exec, row.Major, row.Unclassified); err != nil {
+		fr, fw, fm := any("-"), any("-"), any("-")
+		if f := row.Fill; f != nil {
+			fr, fw, fm = f.Read, f.Write, f.Major
+		}
+		if err := out.row(row, row.RDD, row.Partition, row.BlockID, row.ExecutorID, row.PID, row.Read, row.Write, row.Exec, row.Major, row.Unclassified,
+			fr, fw, fm); err != nil {
 			return fmt.Errorf("write faults: %w", err)
 		}
 	}
