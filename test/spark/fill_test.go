@@ -25,30 +25,37 @@ import (
 const fillJob = `
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 
+import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
-import org.apache.spark.sql.SparkSession;
 import org.apache.spark.storage.StorageLevel;
 
 public final class FillJob {
     public static void main(String[] args) throws Exception {
         int parts = Integer.parseInt(args[0]), mib = Integer.parseInt(args[1]);
-        SparkSession spark = SparkSession.builder().appName("strata-fill").getOrCreate();
-        JavaSparkContext sc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+        JavaSparkContext sc = new JavaSparkContext(new SparkConf().setAppName("strata-fill"));
         JavaRDD<byte[]> ser = made(sc, parts, mib).persist(StorageLevel.MEMORY_ONLY_SER());
         ser.count();
         JavaRDD<byte[]> deser = made(sc, parts, mib).cache();
         deser.count();
+        long gcs = 0;
+        for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+            gcs += gc.getCollectionCount();
+        }
+        Runtime rt = Runtime.getRuntime();
         System.out.println("{\"step\":\"cached\",\"app\":\"" + sc.sc().applicationId() + "\",\"ser\":" + ser.id()
-                + ",\"deser\":" + deser.id() + ",\"pid\":" + ProcessHandle.current().pid() + "}");
+                + ",\"deser\":" + deser.id() + ",\"pid\":" + ProcessHandle.current().pid() + ",\"gcs\":" + gcs
+                + ",\"used_mb\":" + (rt.totalMemory() - rt.freeMemory()) / (1 << 20) + "}");
         System.out.flush();
         new BufferedReader(new InputStreamReader(System.in)).readLine();
-        spark.stop();
+        sc.stop();
     }
 
     static JavaRDD<byte[]> made(JavaSparkContext sc, int parts, int mib) {
@@ -137,11 +144,18 @@ func runFill(t *testing.T, v string) {
 	home := testenv.SparkHome(t, v)
 	jar := buildFillJob(t, home)
 	n := startNode(t)
-	// ParallelGC with a 1 GiB young generation: no collection before the
-	// puts, so every record and buffer they allocate is in pages never
-	// touched before.
-	opts := sparkjob.HookOpts(t, n.socket) + " -XX:+UseParallelGC -Xmn1g"
-	argv := []string{"--master", "local[2]", "--class", "FillJob",
+	// Fresh memory: no collection before the puts (checked below), so every
+	// record and buffer they allocate is in pages of the young generation
+	// never touched before. A 1 GiB young generation holds what the JVM
+	// allocates before the puts end (about 300 MB) when TLABs keep a fixed
+	// 1 MiB (grown with the young generation, the TLABs handed out filled
+	// 3 GiB before the puts), and the metaspace starts large enough that
+	// class loading triggers no collection. One task at a time (local[1]):
+	// two tasks' 64 KiB records, allocated in the young generation in
+	// turns, would share the pages where one's array ends and the other's
+	// begins, and whichever thread touched such a page first took its fault.
+	opts := sparkjob.HookOpts(t, n.socket) + " -XX:+UseParallelGC -Xmn1g -XX:-ResizeTLAB -XX:TLABSize=1m -XX:MetaspaceSize=256m"
+	argv := []string{"--master", "local[1]", "--class", "FillJob",
 		"--conf", "spark.driver.extraJavaOptions=" + opts, "--conf", "spark.driver.memory=2g",
 		"--conf", "spark.ui.enabled=false", "--conf", "spark.rdd.compress=false", jar, fmt.Sprint(parts), fmt.Sprint(mib)}
 	cmd := exec.Command(filepath.Join(home, "bin", "spark-submit"), argv...)
@@ -159,9 +173,15 @@ func runFill(t *testing.T, v string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait() // once the cached line is read, the rest of stdout may go
+		close(exited)
+	}()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
-		cmd.Wait()
+		<-exited
 		if t.Failed() {
 			t.Logf("--- job stderr (last 4000 bytes):\n%s", sparkjob.Tail(stderr.String(), 4000))
 		}
@@ -170,6 +190,8 @@ func runFill(t *testing.T, v string) {
 		App        string
 		Ser, Deser int32
 		PID        uint32
+		GCs        int64
+		UsedMB     int64 `json:"used_mb"`
 	}
 	lines := make(chan string, 1)
 	go func() {
@@ -191,6 +213,10 @@ func runFill(t *testing.T, v string) {
 		}
 	case <-time.After(3 * time.Minute):
 		t.Fatal("the job did not cache in 3 minutes")
+	}
+	t.Logf("the job cached with %d MB of heap in use", step.UsedMB)
+	if step.GCs != 0 {
+		t.Fatalf("%d collections before the job had cached (%d MB in use): its puts did not fill fresh memory", step.GCs, step.UsedMB)
 	}
 
 	type counts struct{ Read, Write, Major uint64 }
@@ -243,6 +269,22 @@ func runFill(t *testing.T, v string) {
 	if claimed := n.metric(t, "strata_faults_fills_claimed_total"); claimed < 2*parts {
 		t.Errorf("strata_faults_fills_claimed_total %v, want at least %d", claimed, 2*parts)
 	}
+	// The hook's own count: every put marked, none of its calls failed.
 	io.WriteString(stdin, "\n")
 	stdin.Close()
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Fatalf("job: %v", waitErr)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the job did not end in 2 minutes")
+	}
+	hook, err := sparkjob.ParseHookCounters(stderr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hook["errors"] != 0 || hook["fills-stored"] < 2*parts || hook["fills"] < hook["fills-stored"] {
+		t.Errorf("hook counters %v: want no errors and at least %d fills stored", hook, 2*parts)
+	}
 }
