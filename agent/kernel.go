@@ -2,6 +2,7 @@ package agent
 
 import (
 	"log/slog"
+	"path/filepath"
 	"strings"
 
 	"github.com/stratatrace/strata/agent/annotator"
@@ -43,7 +44,15 @@ func openFaults(cfg config.Config, fs procmem.FS, log *slog.Logger) (*faults.Fau
 
 // faultsConfig reads what the fault side needs to know of the node.
 func faultsConfig(cfg config.Config, fs procmem.FS, log *slog.Logger) faults.Config {
-	fc := faults.Config{Interval: cfg.CountersInterval, Logger: log} // Faults adds its component
+	fc := faults.Config{Interval: cfg.CountersInterval, Logger: log, FS: fs} // Faults adds its component
+	// The fill probes attach at start to the hook library wherever the
+	// agent installs or ships it, besides where hook-opts looks.
+	fc.HookLibraries = faults.DefaultHookLibraries()
+	for _, dir := range []string{cfg.HookInstallDir, config.DefaultHookFilesDir} {
+		if dir != "" {
+			fc.HookLibraries = append(fc.HookLibraries, filepath.Join(dir, faults.HookLibraryName))
+		}
+	}
 	log = log.With("component", "faults")
 	var err error
 	if fc.CPUNodes, err = fs.LoadCPUNodes(); err != nil {

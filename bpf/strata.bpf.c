@@ -7,6 +7,9 @@
  * Hot path of a page fault, in order of cost:
  *   1. pid_bits: one bit per TGID in an array map (an inlined load). Every
  *      process on the node pays this and nothing more when it is untraced.
+ *   1b. the thread's fill stack (task storage of the current task): a fault
+ *      taken while the thread fills a block counts for that fill, whatever
+ *      its address (fill_begin, fill_end below).
  *   2. cells: one hash lookup of {tgid, 0, addr >> 21}; a split bucket
  *      redirects to a second lookup of {tgid, 1, addr >> 16}.
  *   3. a fully unrolled scan of at most STRATA_SLOTS ranges, or in a
@@ -89,10 +92,31 @@ struct {
 	__uint(max_entries, 8 << 20); /* resized by the loader */
 } events SEC(".maps");
 
+/* The puts each thread is in (struct fill_stack): task storage, so that a
+ * fault finds its thread's entry without a hash lookup and a thread's entry
+ * goes with the thread. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct fill_stack);
+} fills SEC(".maps");
+
+/* Puts that stored their block, by {tgid, key}, until user space claims
+ * them (the block's REGISTER) or drops them (the process ended). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384); /* resized by the loader: Config.MaxFills */
+	__type(key, struct fill_key);
+	__type(value, struct fill_done);
+} fills_done SEC(".maps");
+
 /* Force BTF for the types user space decodes (bpf2go -type). */
 const struct event *unused_event __attribute__((unused));
 const struct cell_key *unused_cell_key __attribute__((unused));
 const struct run_ref *unused_run_ref __attribute__((unused));
+const struct fill_stack *unused_fill_stack __attribute__((unused));
 
 static __always_inline bool traced(__u32 tgid)
 {
@@ -238,6 +262,36 @@ static __always_inline __u8 classify(__u64 error_code)
 	return STRATA_KIND_READ;
 }
 
+/* Counts a fault of kind into the innermost put the current thread is
+ * filling, if any. Only the thread itself writes its fill_stack (its faults
+ * and its probes run on it), so plain adds are exact. */
+static __always_inline void count_fill(__u8 kind)
+{
+	struct fill_stack *s = bpf_task_storage_get(&fills, bpf_get_current_task_btf(), NULL, 0);
+
+	if (!s || s->depth == 0 || s->depth > STRATA_FILL_DEPTH)
+		return;
+	struct fill_counts *c = &s->slot[(s->depth - 1) & (STRATA_FILL_DEPTH - 1)].c;
+	switch (kind) {
+	case STRATA_KIND_READ:
+		c->read++;
+		break;
+	case STRATA_KIND_WRITE:
+		c->write++;
+		break;
+	case STRATA_KIND_EXEC:
+		c->exec++;
+		break;
+	case STRATA_KIND_MAJOR:
+		c->major++;
+		break;
+	default:
+		c->unclassified++;
+		break;
+	}
+}
+_Static_assert((STRATA_FILL_DEPTH & (STRATA_FILL_DEPTH - 1)) == 0, "STRATA_FILL_DEPTH must be a power of two");
+
 /*
  * regs is read (probe_read) only when an event is emitted; error_code is
  * classified only once the fault is known to be a traced one, and is
@@ -254,12 +308,13 @@ static __always_inline void on_fault(__u64 addr, struct pt_regs *regs, __u64 ip,
 	if (!st)
 		return;
 	st->traced_faults++;
+	__u8 kind = error_code < 0 ? STRATA_KIND_UNCLASSIFIED : classify(error_code);
+	count_fill(kind);
 	struct block_range *r;
 	struct block_counters *c = block_of(tgid, addr, &r);
 	if (!c)
 		return;
 	st->matched_faults++;
-	__u8 kind = error_code < 0 ? STRATA_KIND_UNCLASSIFIED : classify(error_code);
 	/* Shared by every CPU: atomic adds keep the counts exact. */
 	switch (kind) {
 	case STRATA_KIND_READ:
@@ -321,6 +376,7 @@ int major_fault(struct bpf_perf_event_data *ctx)
 
 	if (!traced(tgid))
 		return 0;
+	count_fill(STRATA_KIND_MAJOR);
 	struct block_range *r;
 	struct block_counters *c = block_of(tgid, addr, &r);
 	struct fault_stats *st = cpu_stats();
@@ -359,6 +415,85 @@ int walk_sample(struct bpf_perf_event_data *ctx)
 	st->walk_samples++;
 	if (t)
 		__sync_fetch_and_add(&t->walk_samples_matched, 1);
+	return 0;
+}
+
+/*
+ * The fill marks: uprobes on the hook's JNI natives
+ *   Native.fillBegin(long key)   Java_org_stratatrace_hook_Native_fillBegin
+ *   Native.fillEnd(int stored)   Java_org_stratatrace_hook_Native_fillEnd
+ * whose third argument (after JNIEnv* and jclass) is the key or the
+ * outcome. A process that begins a fill is traced from then on (its pid
+ * bit set here), so that the faults of its first puts count before the
+ * agent has its hook session; the exit hook clears the bit as for any
+ * traced process, and user space drops what it left.
+ */
+SEC("uprobe")
+int fill_begin(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct fault_stats *st = cpu_stats();
+
+	if (!st)
+		return 0;
+	struct fill_stack *s = bpf_task_storage_get(&fills, bpf_get_current_task_btf(), NULL,
+						    BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s) {
+		st->fills_lost++;
+		return 0;
+	}
+	__u32 word = tgid >> 6;
+	__u64 *bits = bpf_map_lookup_elem(&pid_bits, &word);
+	__u64 bit = 1ULL << (tgid & 63);
+	if (bits && !(*bits & bit))
+		__sync_fetch_and_or(bits, bit);
+	__u32 d = s->depth;
+	s->depth = d + 1;
+	if (d >= STRATA_FILL_DEPTH) {
+		st->fills_too_deep++;
+		return 0;
+	}
+	struct fill_slot *f = &s->slot[d & (STRATA_FILL_DEPTH - 1)];
+	__builtin_memset(f, 0, sizeof(*f));
+	f->key = PT_REGS_PARM3(ctx);
+	st->fills_begun++;
+	return 0;
+}
+
+SEC("uprobe")
+int fill_end(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	int stored = (int)PT_REGS_PARM3(ctx);
+	struct fault_stats *st = cpu_stats();
+
+	if (!st)
+		return 0;
+	struct fill_stack *s = bpf_task_storage_get(&fills, bpf_get_current_task_btf(), NULL, 0);
+	if (!s || s->depth == 0) {
+		st->fills_unmatched++;
+		return 0;
+	}
+	__u32 d = --s->depth;
+	if (d >= STRATA_FILL_DEPTH)
+		return 0; /* counted in fills_too_deep at its begin */
+	struct fill_slot *f = &s->slot[d & (STRATA_FILL_DEPTH - 1)];
+	if (!stored) {
+		st->fills_failed++;
+		return 0;
+	}
+	struct fill_key k = { .tgid = tgid, ._pad = 0, .key = f->key };
+	struct fill_done v = { .c = f->c, .end_ns = bpf_ktime_get_ns() };
+	long err = bpf_map_update_elem(&fills_done, &k, &v, BPF_NOEXIST);
+	if (err == -17 /* EEXIST */) {
+		st->fills_replaced++;
+		err = bpf_map_update_elem(&fills_done, &k, &v, BPF_EXIST);
+	}
+	if (err) {
+		st->fills_lost++;
+		return 0;
+	}
+	st->fills_stored++;
 	return 0;
 }
 

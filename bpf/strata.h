@@ -109,6 +109,50 @@ struct tgid_counters {
 	__u64 walk_samples_matched;
 };
 
+/*
+ * Fills: the faults a thread takes while Spark fills a block. The JVM hook
+ * calls two JNI natives around each MemoryStore put (jvmhook/native/hook.c);
+ * a uprobe on each marks the thread. Puts nest (computing a cached RDD's
+ * partition can cache its parent's): a thread keeps a stack of
+ * STRATA_FILL_DEPTH puts, and a fault counts for the innermost only.
+ * Deeper puts are counted in fault_stats.fills_too_deep and left out.
+ */
+#define STRATA_FILL_DEPTH 4
+
+struct fill_counts {
+	__u64 read;
+	__u64 write;
+	__u64 exec;
+	__u64 unclassified;
+	__u64 major;
+};
+
+struct fill_slot {
+	__u64 key; /* the hook's key of the block: FNV-1a of its name (agent/faults) */
+	struct fill_counts c;
+};
+
+/* Per thread (task storage). depth counts the puts begun and not ended,
+ * those beyond STRATA_FILL_DEPTH too, so that every end finds its begin. */
+struct fill_stack {
+	__u32 depth;
+	__u32 _pad;
+	struct fill_slot slot[STRATA_FILL_DEPTH];
+};
+
+/* A put that stored its block, until the agent claims it at the block's
+ * REGISTER or drops it. */
+struct fill_key {
+	__u32 tgid;
+	__u32 _pad;
+	__u64 key;
+};
+
+struct fill_done {
+	struct fill_counts c;
+	__u64 end_ns; /* bpf_ktime_get_ns at the put's end */
+};
+
 /* Per CPU, one entry. */
 struct fault_stats {
 	__u64 traced_faults;  /* faults of traced TGIDs */
@@ -119,6 +163,13 @@ struct fault_stats {
 	__u64 walk_samples;   /* matched walk samples */
 	__u64 exits;          /* traced thread groups that exited */
 	__u64 sample_tick;    /* 1-in-N sampler state, not a statistic */
+	__u64 fills_begun;    /* puts marked begun */
+	__u64 fills_stored;   /* ... that stored their block, kept in fills_done */
+	__u64 fills_failed;   /* ... that did not store it (the put failed) */
+	__u64 fills_too_deep; /* puts nested beyond STRATA_FILL_DEPTH */
+	__u64 fills_replaced; /* stored fills overwritten unclaimed by a later put of the block */
+	__u64 fills_lost;     /* fills_done full, or no task storage */
+	__u64 fills_unmatched; /* ends without a begin (the probes attached mid-put) */
 };
 
 /* One ring record, 48 bytes. */

@@ -45,6 +45,9 @@ type Sink interface {
 // the kernel side records reaches the annotator through AddFaults,
 // AddCounters and AddWorkload.
 type Kernel interface {
+	// StartProcess says a hook session of p began: its faults are counted
+	// from now on, its fills (the faults of MemoryStore puts) too.
+	StartProcess(p Process) error
 	// RegisterBlock starts counting faults in [start, end) as the block of
 	// the process p, which names the Spark application and executor so the
 	// kernel side need not ask.
@@ -60,6 +63,10 @@ type Kernel interface {
 	FreeBlock(pid uint32, blockID uint64) (*stratav1.FaultCounts, error)
 	// ForgetProcess drops whatever the kernel still holds for pid.
 	ForgetProcess(pid uint32) error
+	// ClaimFill returns, once, the faults pid's thread took while Spark
+	// filled the block named name (the put that stored it); nil when the
+	// kernel has none for it.
+	ClaimFill(pid uint32, name string) *stratav1.FaultCounts
 }
 
 // Range is [Start, End) of a process's address space.
@@ -110,6 +117,7 @@ type Stats struct {
 	Processes        int
 	Walks            uint64 // complete walks recorded
 	WalksStale       uint64 // STALE marks recorded
+	Fills            uint64 // FILL records: the faults of filling a block, claimed at its REGISTER
 	// WalkExtents are the extents of the live blocks' latest walks, which
 	// the annotator keeps (to resolve accesses, and to mirror the walks into
 	// the kernel once they hold), in all and per process.
@@ -182,7 +190,7 @@ type Annotator struct {
 	sinkMu sync.Mutex
 
 	events, records, batches, dropped, resolveErr, reused, split, kernelErr, cacheSkipped atomic.Uint64
-	walks, stale, walkKernelErr                                                           atomic.Uint64
+	walks, stale, walkKernelErr, fills                                                    atomic.Uint64
 }
 
 // New returns an annotator writing to sink.
@@ -234,6 +242,12 @@ func (a *Annotator) HandleEvent(_ context.Context, ev hooksrv.Event) {
 		a.mu.Lock()
 		a.session(ev.Session).started = true
 		a.mu.Unlock()
+		if k := a.cfg.Kernel; k != nil {
+			p := Process{PID: ev.Session.PID, AppID: ev.Session.AppID, ExecutorID: ev.Session.ExecutorID}
+			if err := k.StartProcess(p); err != nil {
+				a.log.Debug("start process in kernel", "pid", p.PID, "err", err)
+			}
+		}
 	case hooksrv.EventRegister, hooksrv.EventMove:
 		a.place(ev)
 	case hooksrv.EventAccess:
@@ -371,6 +385,28 @@ func (a *Annotator) place(ev hooksrv.Event) {
 	if !quiet {
 		a.add(rec)
 	}
+	if ev.Kind == hooksrv.EventRegister {
+		a.addFill(ev)
+	}
+}
+
+// addFill records, as a FILL record after the block's ALLOC, the faults
+// the kernel counted while Spark filled the block, when it has them: the
+// first of a block's ranges to register takes them.
+func (a *Annotator) addFill(ev hooksrv.Event) {
+	k := a.cfg.Kernel
+	if k == nil {
+		return
+	}
+	fc := k.ClaimFill(ev.Session.PID, ev.Block.Name)
+	if fc == nil {
+		return
+	}
+	rec := a.record(ev, ev.Vaddr, ev.Length)
+	rec.Access = stratav1.AccessKind_ACCESS_KIND_FILL
+	rec.Faults = fc
+	a.fills.Add(1)
+	a.add(rec)
 }
 
 func (a *Annotator) access(ev hooksrv.Event) {
@@ -848,7 +884,7 @@ func (a *Annotator) Stats() Stats {
 		Dropped: a.dropped.Load(), ResolveError: a.resolveErr.Load(), Reused: a.reused.Load(),
 		Split: a.split.Load(), KernelErrors: a.kernelErr.Load(), CacheBytes: cached,
 		CacheSkipped: a.cacheSkipped.Load(), LiveBlocks: live, Processes: procs,
-		Walks: a.walks.Load(), WalksStale: a.stale.Load(), WalkKernelErrors: a.walkKernelErr.Load(),
+		Walks: a.walks.Load(), WalksStale: a.stale.Load(), WalkKernelErrors: a.walkKernelErr.Load(), Fills: a.fills.Load(),
 		WalkExtents: extents, ProcessWalkExtents: perPID,
 	}
 }

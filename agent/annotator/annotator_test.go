@@ -78,9 +78,26 @@ func (s *memSink) records() []*stratav1.Record {
 }
 
 type kernelLog struct {
-	mu    sync.Mutex
-	ops   []string
-	procs []Process // as RegisterBlock named them
+	mu      sync.Mutex
+	ops     []string
+	procs   []Process                        // as RegisterBlock named them
+	started []Process                        // as StartProcess named them
+	fills   map[string]*stratav1.FaultCounts // by block name, each claimed once
+}
+
+func (k *kernelLog) StartProcess(p Process) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.started = append(k.started, p)
+	return nil
+}
+
+func (k *kernelLog) ClaimFill(pid uint32, name string) *stratav1.FaultCounts {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	fc := k.fills[name]
+	delete(k.fills, name)
+	return fc
 }
 
 func (k *kernelLog) RegisterBlock(p Process, id, start, end uint64) error {

@@ -30,7 +30,9 @@
 // and WRITE carry the pages of their range as resolved when the event is
 // handled (an access within Config.ReuseWindow of the last resolution reuses
 // them) and say what of the block's data their runs hold (Record.coverage);
-// FREE carries no pages. A range that cannot be resolved gives a record with
+// FREE carries no pages. A REGISTER whose put the kernel side measured is
+// followed by a FILL record: the faults the putting thread took while
+// Spark filled the block (Kernel.ClaimFill), no pages. A range that cannot be resolved gives a record with
 // resolve_error and no pages, never zeros. A record over the batch budget
 // goes as pieces (agent/fit). Every batch carries Config.Node. HandleEvent is
 // safe for concurrent use and never blocks on the network: a batch the sink

@@ -6,8 +6,8 @@
 //
 // The annotator owns which blocks are live; Faults keeps no list of its
 // own. The annotator calls Faults through its Kernel interface at each
-// change of its registry (RegisterBlock, MoveBlock, SetWeakRanges,
-// FreeBlock, ForgetProcess), and a registration names the Spark application
+// change of its registry (StartProcess, RegisterBlock, ClaimFill,
+// MoveBlock, SetWeakRanges, FreeBlock, ForgetProcess), and a registration names the Spark application
 // and executor of the process, so Faults never asks the annotator for
 // them. Records go the other way only from Run, into a Sink (the
 // annotator's AddFaults, AddCounters and AddWorkload), which keeps what
@@ -35,6 +35,12 @@
 //     PEBS samples their data addresses (a core PMU with a known model):
 //     walk cycles times the share of samples that hit a block. Elsewhere it
 //     is absent, never zero.
+//   - Fills: Open attaches the fill probes to the hook libraries installed
+//     (Config.HookLibraries), StartProcess (a hook session's start) tracks
+//     the process and attaches them to the library it maps. ClaimFill
+//     hands the annotator, at a block's REGISTER, the faults its put's
+//     thread took while Spark filled it (agent/tracer says what counts);
+//     the key is FillKey of the block's name, as the hook computes it.
 //   - Sampled faults are drained in batches of up to 1024, so the annotator
 //     resolves their pages once per process per batch.
 //   - Without a tracer (Unavailable: not root, no BPF, --faults off) Kernel

@@ -3,6 +3,7 @@ package faults
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,11 +28,45 @@ type fakeTracer struct {
 	sampleErr error
 	untracked []uint32
 	closed    bool
+	fills     map[fillAt]tracer.Fill // stored fills, as the kernel keeps them
+	attached  []string               // AttachFills' paths, in order
+}
+
+// fillAt is where the kernel keeps a stored fill.
+type fillAt struct {
+	pid uint32
+	key uint64
 }
 
 func newFakeTracer() *fakeTracer {
 	return &fakeTracer{tracked: map[uint32]bool{}, blocks: map[annotator.BlockKey]*tracer.BlockSnapshot{}, weak: map[annotator.BlockKey][]tracer.Range{},
-		walk: map[uint32][2]uint64{}, events: make(chan tracer.Event, 4096)}
+		walk: map[uint32][2]uint64{}, events: make(chan tracer.Event, 4096), fills: map[fillAt]tracer.Fill{}}
+}
+
+func (t *fakeTracer) AttachFills(path string) (bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if slices.Contains(t.attached, path) {
+		return false, nil
+	}
+	t.attached = append(t.attached, path)
+	return true, nil
+}
+
+func (t *fakeTracer) TakeFill(pid uint32, key uint64) (tracer.Fill, bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f, ok := t.fills[fillAt{pid, key}]
+	delete(t.fills, fillAt{pid, key})
+	return f, ok, nil
+}
+
+// storeFill is a put of the block named name ending stored, as the fill
+// probes leave it.
+func (t *fakeTracer) storeFill(pid uint32, name string, c tracer.Counters) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.fills[fillAt{pid, FillKey(name)}] = tracer.Fill{Counters: c, End: time.Now()}
 }
 
 func (t *fakeTracer) load(onExit func(tracer.ExitReport)) (Tracer, error) {
@@ -68,6 +103,11 @@ func (t *fakeTracer) forgetLocked(pid uint32) tracer.ExitReport {
 	}
 	delete(t.tracked, pid)
 	delete(t.walk, pid)
+	for at := range t.fills {
+		if at.pid == pid {
+			delete(t.fills, at)
+		}
+	}
 	return rep
 }
 

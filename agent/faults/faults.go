@@ -10,6 +10,7 @@ import (
 
 	"github.com/stratatrace/strata/agent/annotator"
 	"github.com/stratatrace/strata/agent/perfstat"
+	"github.com/stratatrace/strata/agent/procmem"
 	"github.com/stratatrace/strata/agent/tracer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -28,6 +29,8 @@ type Tracer interface {
 	WalkSampleCounts(pid uint32) (total, matched uint64, err error)
 	Stats() (tracer.Stats, error)
 	Hook() tracer.Hook
+	AttachFills(path string) (bool, error)
+	TakeFill(pid uint32, key uint64) (tracer.Fill, bool, error)
 	Close() error
 }
 
@@ -71,6 +74,15 @@ type Config struct {
 	// counters carry walk_cycles_rdd; otherwise that field stays absent.
 	PMU  perfstat.PMUInfo
 	Walk *perfstat.WalkEvents
+	// HookLibraries are files of the JVM hook's library (libstratahook.so)
+	// the fill probes attach to at Open, so that a JVM's fills count from
+	// its first put; those that do not exist are skipped. nil takes
+	// DefaultHookLibraries(). StartProcess attaches to the file a hooked
+	// JVM maps too, wherever it is.
+	HookLibraries []string
+	// FS is where a hooked JVM's maps are read (StartProcess); zero takes
+	// procmem.Default().
+	FS procmem.FS
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
@@ -127,6 +139,12 @@ func newFaults(cfg Config) *Faults {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.HookLibraries == nil {
+		cfg.HookLibraries = DefaultHookLibraries()
+	}
+	if cfg.FS == (procmem.FS{}) {
+		cfg.FS = procmem.Default()
+	}
 	return &Faults{cfg: cfg, log: cfg.Logger.With("component", "faults"), wake: make(chan struct{}, 1),
 		workloads: map[uint32]*workload{}, finals: map[annotator.BlockKey]tracer.Counters{}}
 }
@@ -150,6 +168,7 @@ func Open(load Loader, cfg Config) (*Faults, error) {
 	}
 	f.t = t
 	f.startWalkSampling()
+	f.attachInstalledFills()
 	return f, nil
 }
 
@@ -169,6 +188,17 @@ func (f *Faults) startWalkSampling() {
 		}
 	}
 	f.walkSampling = true
+}
+
+// StartProcess implements annotator.Kernel: a hook session began. The
+// process is tracked from now on, and the fill probes are attached to the
+// hook library it maps, unless they are already (see fills.go).
+func (f *Faults) StartProcess(p annotator.Process) error {
+	if err := f.t.Track(p.PID); err != nil {
+		return err
+	}
+	f.attachMappedFills(p.PID)
+	return nil
 }
 
 // Status is "on (...)" or "unavailable: <reason>".

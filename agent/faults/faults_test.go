@@ -555,9 +555,15 @@ func TestUnavailable(t *testing.T) {
 		t.Fatalf("status %q", f.Status())
 	}
 	metrics := scrape(t, f)
-	if len(metrics) != 3 || metrics["strata_faults_available"] != 0 ||
-		metrics["strata_dropped_total{kernel,ring_full}"] != 0 || metrics["strata_dropped_total{agent,fault_events_behind}"] != 0 {
+	drops := []string{"{kernel,ring_full}", "{agent,fault_events_behind}", "{kernel,fill_put_failed}", "{kernel,fill_too_deep}",
+		"{kernel,fill_no_room}", "{agent,fill_unregistered}"}
+	if len(metrics) != 1+len(drops) || metrics["strata_faults_available"] != 0 {
 		t.Fatalf("metrics %v", metrics)
+	}
+	for _, d := range drops {
+		if v, ok := metrics["strata_dropped_total"+d]; !ok || v != 0 {
+			t.Fatalf("metrics %v: want strata_dropped_total%s 0", metrics, d)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -39,7 +39,20 @@ var (
 	availableDesc = prometheus.NewDesc("strata_faults_available", "1 when page-fault attribution is loaded.", nil, nil)
 	dropRingFull  = dropDesc("kernel", "ring_full")
 	dropBehind    = dropDesc("agent", "fault_events_behind")
-	faultStats    = []faultStat{
+	// A fill (the faults of a put) is dropped when the put did not store
+	// its block, when it nested too deep, when the kernel had no room for
+	// it, and when no REGISTER of its block claimed it (the block was not
+	// registered; another put of it came first; its process ended).
+	fillDrops = []struct {
+		desc *prometheus.Desc
+		read func(tracer.Stats) uint64
+	}{
+		{dropDesc("kernel", "fill_put_failed"), func(s tracer.Stats) uint64 { return s.FillsFailed }},
+		{dropDesc("kernel", "fill_too_deep"), func(s tracer.Stats) uint64 { return s.FillsTooDeep }},
+		{dropDesc("kernel", "fill_no_room"), func(s tracer.Stats) uint64 { return s.FillsLost }},
+		{dropDesc("agent", "fill_unregistered"), func(s tracer.Stats) uint64 { return s.FillsUnclaimed + s.FillsReplaced }},
+	}
+	faultStats = []faultStat{
 		counter("strata_faults_traced_total", "Page faults of traced processes.", func(s tracer.Stats) uint64 { return s.TracedFaults }),
 		counter("strata_faults_matched_total", "Faults inside a registered block.", func(s tracer.Stats) uint64 { return s.MatchedFaults }),
 		counter("strata_faults_events_total", "Sampled fault events submitted by the kernel.", func(s tracer.Stats) uint64 { return s.KernelEvents }),
@@ -55,6 +68,11 @@ var (
 			func(s tracer.Stats) int { return s.RunEntries }),
 		gauge("strata_faults_perf_events", "Per-CPU perf events open (they follow CPU hotplug).", func(s tracer.Stats) int { return s.PerfEvents }),
 		counter("strata_faults_walk_samples_total", "Page-walk data-address samples inside a registered block.", func(s tracer.Stats) uint64 { return s.WalkSamples }),
+		counter("strata_faults_fills_begun_total", "MemoryStore puts whose thread's faults the fill probes began counting.", func(s tracer.Stats) uint64 { return s.FillsBegun }),
+		counter("strata_faults_fills_stored_total", "Marked puts that stored their block.", func(s tracer.Stats) uint64 { return s.FillsStored }),
+		counter("strata_faults_fills_claimed_total", "Stored puts whose faults their block's registration took (FILL records).", func(s tracer.Stats) uint64 { return s.FillsClaimed }),
+		counter("strata_faults_fills_unmatched_total", "Put ends the fill probes saw without their begin (attached mid-put).", func(s tracer.Stats) uint64 { return s.FillsUnmatched }),
+		gauge("strata_faults_fill_files", "Hook library files the fill probes are attached to.", func(s tracer.Stats) int { return s.FillFiles }),
 	}
 )
 
@@ -63,6 +81,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- availableDesc
 	ch <- dropRingFull
 	ch <- dropBehind
+	for _, d := range fillDrops {
+		ch <- d.desc
+	}
 	for _, s := range faultStats {
 		ch <- s.desc
 	}
@@ -81,6 +102,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(availableDesc, prometheus.GaugeValue, available)
 	ch <- prometheus.MustNewConstMetric(dropRingFull, prometheus.CounterValue, float64(st.KernelDrops))
 	ch <- prometheus.MustNewConstMetric(dropBehind, prometheus.CounterValue, float64(st.UserDrops))
+	for _, d := range fillDrops {
+		ch <- prometheus.MustNewConstMetric(d.desc, prometheus.CounterValue, float64(d.read(st)))
+	}
 	if !loaded {
 		return
 	}

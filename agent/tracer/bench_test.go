@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/stratatrace/strata/agent/tracer/internal/fillmark"
 	"github.com/stratatrace/strata/test/testenv"
 	"golang.org/x/sys/unix"
 )
@@ -305,4 +306,42 @@ func selfTracer(b *testing.B, cfg Config) *Tracer {
 		b.Fatal(err)
 	}
 	return tr
+}
+
+// BenchmarkFillMarks: what a put pays for its two fill marks (the hook's
+// natives fillBegin and fillEnd, here the test binary's copies), in one
+// child's thread CPU per begin+end pair: without the fill probes, then with
+// them attached (each call traps into the kernel for its uprobe). Then the
+// fault path: a traced thread's faults with no fill open and with one.
+// Run with -benchtime=1x; b.N is not used.
+func BenchmarkFillMarks(b *testing.B) {
+	if !fillmark.Available {
+		b.Skip("skipping: the fill natives need cgo")
+	}
+	const pairs = 20000
+	tr := loadTracer(b, Config{NoMajorFaults: true})
+	c := startChild(b, 1024)
+	c.do("marks 1000 0")
+	plain := c.do("marks %d 0", pairs)
+	attachSelf(b, tr)
+	c.do("marks 1000 0")
+	marked := c.do("marks %d 0", pairs)
+	stored := c.do("marks %d 1", pairs)
+	b.Logf("per put: %.0f ns of calls without probes, %.0f ns with them (%.0f ns stored)",
+		float64(plain)/pairs, float64(marked)/pairs, float64(stored)/pairs)
+	b.ReportMetric(float64(marked-plain)/pairs, "ns/put")
+
+	if err := tr.Track(c.pid); err != nil {
+		b.Fatal(err)
+	}
+	const rounds, pages = 40, 1024
+	var open, closed int64
+	for i := 0; i < 3; i++ {
+		closed += c.do("loop %d 0 %d w", rounds, pages)
+		open += c.do("fb 7; loop %d 0 %d w; fe 0", rounds, pages)
+	}
+	faults := float64(3 * rounds * pages)
+	b.Logf("per traced fault: %.0f ns outside a fill, %.0f ns inside one (thread CPU, fault and MADV_DONTNEED)",
+		float64(closed)/faults, float64(open)/faults)
+	b.ReportMetric(float64(open-closed)/faults, "ns/fault-in-fill")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -137,7 +138,7 @@ func (t *Tracer) forgetLocked(tgid uint32) (ExitReport, error) {
 		rep.Blocks = append(rep.Blocks, BlockSnapshot{TGID: tgid, BlockID: b.id, Start: b.start, End: b.end, Counters: c})
 		t.freeSlots = append(t.freeSlots, b.slot)
 	}
-	errs = append(errs, p.idx.clear(t.store()))
+	errs = append(errs, p.idx.clear(t.store()), t.dropFillsLocked(tgid, time.Time{}))
 	if total, matched, err := t.walkSampleCounts(tgid); err == nil {
 		rep.WalkSamples, rep.WalkSamplesMatched = total, matched
 	}
@@ -352,6 +353,13 @@ func (t *Tracer) Stats() (Stats, error) {
 		s.Exits += v.Exits
 		s.KernelEvents += v.Events
 		s.KernelDrops += v.RingFull
+		s.FillsBegun += v.FillsBegun
+		s.FillsStored += v.FillsStored
+		s.FillsFailed += v.FillsFailed
+		s.FillsTooDeep += v.FillsTooDeep
+		s.FillsReplaced += v.FillsReplaced
+		s.FillsLost += v.FillsLost
+		s.FillsUnmatched += v.FillsUnmatched
 	}
 	t.mu.Lock()
 	for _, p := range t.procs {
@@ -361,6 +369,7 @@ func (t *Tracer) Stats() (Stats, error) {
 	}
 	s.RunEntries = t.runs.used
 	s.PerfEvents = t.perfEvents()
+	s.FillsClaimed, s.FillsUnclaimed, s.FillFiles = t.fillsClaimed, t.fillsUnclaimed, len(t.fillFiles)
 	t.mu.Unlock()
 	return s, nil
 }

@@ -12,11 +12,14 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/stratatrace/strata/agent/tracer/internal/fillmark"
 )
 
 // The workload child is this test binary re-executed with childEnv set. It
 // maps childPagesEnv anonymous pages and obeys one command per stdin line,
-// answering "ok <thread CPU ns>" for the work the command did:
+// answering "ok <thread CPU ns>" for the work the command did (a line of
+// commands separated by ";" runs them all, with nothing in between):
 //
 //	r A B [O]     read byte O (default 0) of each page of [A,B)
 //	w A B [O]     write byte O of each page of [A,B)
@@ -28,6 +31,9 @@ import (
 //	              A + k*S mod (B-A), scattered for an odd S and B-A a power of 2
 //	fr A B        read one byte of pages [A,B) of the file mapping
 //	fevict        drop the file mapping's pages from memory and page cache
+//	fb K          begin a fill of key K (fillmark.Begin: the fill probes' target)
+//	fe S          end the innermost fill, stored when S is 1
+//	marks N S     N times: fb i; fe S
 //	q             exit
 //
 // With childFileEnv set, the child also maps that file (MADV_RANDOM, so each
@@ -95,14 +101,9 @@ func runChild() {
 			}
 		}
 	}
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		f := strings.Fields(in.Text())
-		if len(f) == 0 {
-			continue
-		}
+	// run obeys one command; false for q.
+	run := func(f []string) bool {
 		num := func(i int) int { n, _ := strconv.Atoi(f[i]); return n }
-		start, maj := threadCPU(), majorFaults()
 		switch f[0] {
 		case "fr":
 			for p := num(1); p < num(2); p++ {
@@ -124,7 +125,6 @@ func runChild() {
 			set.Set(num(1))
 			if err := unix.SchedSetaffinity(0, &set); err != nil {
 				fmt.Println("error", err)
-				continue
 			}
 		case "loop":
 			stride := 1
@@ -135,8 +135,34 @@ func runChild() {
 				touch(num(2), num(3), 0, f[4], stride)
 				unix.Madvise(mem, unix.MADV_DONTNEED)
 			}
+		case "fb":
+			k, _ := strconv.ParseUint(f[1], 10, 64)
+			fillmark.Begin(k)
+		case "fe":
+			fillmark.End(num(1) == 1)
+		case "marks":
+			for i := 0; i < num(1); i++ {
+				fillmark.Begin(uint64(i))
+				fillmark.End(num(2) == 1)
+			}
 		case "q":
-			return
+			return false
+		}
+		return true
+	}
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var cmds [][]string // split first: nothing allocates between commands
+		for _, cmd := range strings.Split(in.Text(), ";") {
+			if f := strings.Fields(cmd); len(f) > 0 {
+				cmds = append(cmds, f)
+			}
+		}
+		start, maj := threadCPU(), majorFaults()
+		for _, f := range cmds {
+			if !run(f) {
+				return
+			}
 		}
 		fmt.Printf("ok %d %d\n", threadCPU()-start, majorFaults()-maj)
 	}

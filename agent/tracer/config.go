@@ -41,6 +41,10 @@ type Config struct {
 	// in power-of-two segments of 16 entries and up). Rounded up to a power
 	// of two; default 4 × MaxBlocks. Memory: 32 bytes each, at once.
 	MaxRunEntries uint32
+	// MaxFills bounds the puts that stored their block and wait for the
+	// agent to claim them at the block's REGISTER (AttachFills). Default
+	// 16384; 64 bytes each, allocated as used.
+	MaxFills uint32
 	// RingBytes is the ring buffer size, a power of two ≥ 4096. Default 8 MiB.
 	RingBytes uint32
 	// EventBuffer is the capacity of the Events channel. Default 16384: one
@@ -95,6 +99,9 @@ func (c *Config) setDefaults() {
 	if c.RingBytes == 0 {
 		c.RingBytes = 8 << 20
 	}
+	if c.MaxFills == 0 {
+		c.MaxFills = 16384
+	}
 	if c.EventBuffer == 0 {
 		c.EventBuffer = 16384
 	}
@@ -126,6 +133,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxRunEntries > 1<<26 {
 		return fmt.Errorf("validate config: max run entries %d: above 64 Mi", c.MaxRunEntries)
+	}
+	if c.MaxFills > 1<<22 {
+		return fmt.Errorf("validate config: max fills %d: above 4 Mi", c.MaxFills)
 	}
 	if c.EventBuffer < 0 {
 		return fmt.Errorf("validate config: event buffer %d: negative", c.EventBuffer)

@@ -12,6 +12,8 @@
 //	for ev := range t.Events() { ... }        // 1 in SampleEvery faults
 //	t.SetWeakRanges(pid, blockID, ranges)     // more ranges, same counters
 //	c, _ := t.FreeBlock(pid, blockID)         // final counters
+//	t.AttachFills(libPath)                    // the hook's fill marks
+//	f, ok, _ := t.TakeFill(pid, key)          // a stored put's faults
 //
 // What the caller must know:
 //   - Counters are exact and kept per block from registration; MoveBlock
@@ -33,6 +35,16 @@
 //     fails for want of room.
 //   - Per-CPU perf events follow CPU hotplug, checked every
 //     LivenessInterval against Config.CPUs.
+//   - Fills: AttachFills puts uprobes on the hook library's
+//     Native.fillBegin(key) and Native.fillEnd(stored), which the JVM hook
+//     calls around each MemoryStore put. Every fault a thread takes between
+//     the two, whatever its address, counts for that put (a nested put's
+//     for the nested one only, up to STRATA_FILL_DEPTH deep); a put that
+//     stored its block leaves its counts keyed by {TGID, key} until
+//     TakeFill claims them. A process is traced from its first fill begin,
+//     before any Track. Fills no claim took are dropped when their process
+//     is forgotten or exits, or after fillMaxAge; Stats counts every way a
+//     fill ends.
 //   - The fault hook is tp_btf/page_fault_user, else raw_tp, else the
 //     software page-fault perf event (no read/write split: "unclassified");
 //     major faults come from the software major-fault perf event.

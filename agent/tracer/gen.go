@@ -19,4 +19,4 @@ package tracer
 //
 // bpf2go strips DWARF with the llvm-strip matching -cc and maps the source
 // directory to a relative path, so regenerating gives byte-identical output.
-//go:generate go tool bpf2go -cc clang-14 -target amd64 -go-package tracer -type event -type cell_key -type range_set -type run_ref -type block_range -type block_counters -type tgid_counters -type fault_stats strata ../../bpf/strata.bpf.c -- -I../../bpf/include -I../../bpf -mcpu=v3 -Wall -Werror
+//go:generate go tool bpf2go -cc clang-14 -target amd64 -go-package tracer -type event -type cell_key -type range_set -type run_ref -type block_range -type block_counters -type tgid_counters -type fault_stats -type fill_key -type fill_done -type fill_counts strata ../../bpf/strata.bpf.c -- -I../../bpf/include -I../../bpf -mcpu=v3 -Wall -Werror

@@ -38,6 +38,8 @@ func perCPUBytes(spec *ebpf.MapSpec) (bytes int64, how string) {
 			slab *= 2
 		}
 		return mapLocks + max(96*256/unit, 3)*slab, "lock words, allocator cache (not in memlock)"
+	case ebpf.TaskStorage:
+		return 0, "none: a fill_stack per thread that filled"
 	}
 	return 0, "none"
 }
@@ -73,8 +75,9 @@ func TestMapMemoryPerCPU(t *testing.T) {
 			cpus := []int64{here, 64, 128}
 			total := make([]int64, len(cpus))
 			var table strings.Builder
-			fmt.Fprintf(&table, "%-9s %-12s %10s %10s %10s  %s\n", "map", "type", fmt.Sprintf("%d CPUs", here), "64 CPUs", "128 CPUs", "grows per CPU")
-			names := []string{strataMapPidBits, strataMapCells, strataMapRuns, strataMapCounters, strataMapTgids, strataMapStats, strataMapEvents, "grace"}
+			fmt.Fprintf(&table, "%-10s %-12s %10s %10s %10s  %s\n", "map", "type", fmt.Sprintf("%d CPUs", here), "64 CPUs", "128 CPUs", "grows per CPU")
+			names := []string{strataMapPidBits, strataMapCells, strataMapRuns, strataMapCounters, strataMapTgids, strataMapStats, strataMapEvents,
+				strataMapFills, strataMapFillsDone, "grace"}
 			for _, name := range names {
 				var m *ebpf.Map
 				var spec *ebpf.MapSpec
@@ -85,7 +88,7 @@ func TestMapMemoryPerCPU(t *testing.T) {
 					m, spec = tr.maps[name], tr.spec.Maps[name]
 				}
 				per, how := perCPUBytes(spec)
-				fmt.Fprintf(&table, "%-9s %-12s", name, spec.Type)
+				fmt.Fprintf(&table, "%-10s %-12s", name, spec.Type)
 				for j, ncpu := range cpus {
 					b := mapMemory(t, m) + per*(ncpu-here)
 					total[j] += b
@@ -93,7 +96,7 @@ func TestMapMemoryPerCPU(t *testing.T) {
 				}
 				fmt.Fprintf(&table, "  %d B (%s)\n", per, how)
 			}
-			fmt.Fprintf(&table, "%-22s %10s %10s %10s", "total", mib(total[0]), mib(total[1]), mib(total[2]))
+			fmt.Fprintf(&table, "%-23s %10s %10s %10s", "total", mib(total[0]), mib(total[1]), mib(total[2]))
 			st, _ := tr.Stats()
 			t.Logf("%d blocks of %d bytes: %d cells, %d run entries\n%s", n, tc.size, st.RangeSets, st.RunEntries, table.String())
 			if total[2] > 64<<20 {

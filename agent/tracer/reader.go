@@ -18,7 +18,7 @@ import (
 func (t *Tracer) readLoop() {
 	defer t.wg.Done()
 	var rec ringbuf.Record
-	lastLive := time.Now()
+	lastLive, lastSweep := time.Now(), time.Now()
 	wait := t.cfg.DrainInterval
 	for {
 		t.reader.SetDeadline(time.Now().Add(wait))
@@ -42,6 +42,10 @@ func (t *Tracer) readLoop() {
 			t.checkCPUs()
 			t.reclaimRuns()
 			t.syncClock() // follow NTP adjustments of the wall clock
+		}
+		if time.Since(lastSweep) >= fillSweepInterval {
+			lastSweep = time.Now()
+			t.sweepFills(lastSweep)
 		}
 	}
 }
@@ -70,10 +74,22 @@ func (t *Tracer) handle(raw []byte) {
 	}
 }
 
+// fillSweepInterval is how often stored fills are checked for age.
+const fillSweepInterval = 30 * time.Second
+
 // exited forgets a TGID the kernel (or the liveness check) saw exit.
 func (t *Tracer) exited(tgid uint32) {
 	t.mu.Lock()
-	if t.closed || t.procs[tgid] == nil {
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	if t.procs[tgid] == nil {
+		// Traced by its first fill only (fill_begin): what it stored and
+		// no claim took goes with it.
+		if err := t.dropFillsLocked(tgid, time.Time{}); err != nil {
+			t.log.Warn("drop fills of exited process", "pid", tgid, "error", err)
+		}
 		t.mu.Unlock()
 		return
 	}

@@ -55,15 +55,55 @@ type strataEvent struct {
 }
 
 type strataFaultStats struct {
-	_             structs.HostLayout
-	TracedFaults  uint64
-	MatchedFaults uint64
-	Events        uint64
-	RingFull      uint64
-	MajorFaults   uint64
-	WalkSamples   uint64
-	Exits         uint64
-	SampleTick    uint64
+	_              structs.HostLayout
+	TracedFaults   uint64
+	MatchedFaults  uint64
+	Events         uint64
+	RingFull       uint64
+	MajorFaults    uint64
+	WalkSamples    uint64
+	Exits          uint64
+	SampleTick     uint64
+	FillsBegun     uint64
+	FillsStored    uint64
+	FillsFailed    uint64
+	FillsTooDeep   uint64
+	FillsReplaced  uint64
+	FillsLost      uint64
+	FillsUnmatched uint64
+}
+
+type strataFillCounts struct {
+	_            structs.HostLayout
+	Read         uint64
+	Write        uint64
+	Exec         uint64
+	Unclassified uint64
+	Major        uint64
+}
+
+type strataFillDone struct {
+	_     structs.HostLayout
+	C     strataFillCounts
+	EndNs uint64
+}
+
+type strataFillKey struct {
+	_    structs.HostLayout
+	Tgid uint32
+	Pad  uint32
+	Key  uint64
+}
+
+type strataFillStack struct {
+	_     structs.HostLayout
+	Depth uint32
+	Pad   uint32
+	Slot  [4]struct {
+		_   structs.HostLayout
+		Key uint64
+		C   strataFillCounts
+	}
 }
 
 type strataRangeSet struct {
@@ -89,25 +129,30 @@ type strataTgidCounters struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	strataMapCells         = "cells"
-	strataMapCounters      = "counters"
-	strataMapEvents        = "events"
-	strataMapPidBits       = "pid_bits"
-	strataMapRuns          = "runs"
-	strataMapStats         = "stats"
-	strataMapTgids         = "tgids"
-	strataProgExitBtf      = "exit_btf"
-	strataProgExitRaw      = "exit_raw"
-	strataProgFaultBtf     = "fault_btf"
-	strataProgFaultPerf    = "fault_perf"
-	strataProgFaultRaw     = "fault_raw"
-	strataProgMajorFault   = "major_fault"
-	strataProgWalkSample   = "walk_sample"
-	strataVarSampleEvery   = "sample_every"
-	strataVarUnusedCellKey = "unused_cell_key"
-	strataVarUnusedEvent   = "unused_event"
-	strataVarUnusedRunRef  = "unused_run_ref"
-	strataVarWakeBytes     = "wake_bytes"
+	strataMapCells           = "cells"
+	strataMapCounters        = "counters"
+	strataMapEvents          = "events"
+	strataMapFills           = "fills"
+	strataMapFillsDone       = "fills_done"
+	strataMapPidBits         = "pid_bits"
+	strataMapRuns            = "runs"
+	strataMapStats           = "stats"
+	strataMapTgids           = "tgids"
+	strataProgExitBtf        = "exit_btf"
+	strataProgExitRaw        = "exit_raw"
+	strataProgFaultBtf       = "fault_btf"
+	strataProgFaultPerf      = "fault_perf"
+	strataProgFaultRaw       = "fault_raw"
+	strataProgFillBegin      = "fill_begin"
+	strataProgFillEnd        = "fill_end"
+	strataProgMajorFault     = "major_fault"
+	strataProgWalkSample     = "walk_sample"
+	strataVarSampleEvery     = "sample_every"
+	strataVarUnusedCellKey   = "unused_cell_key"
+	strataVarUnusedEvent     = "unused_event"
+	strataVarUnusedFillStack = "unused_fill_stack"
+	strataVarUnusedRunRef    = "unused_run_ref"
+	strataVarWakeBytes       = "wake_bytes"
 )
 
 // loadStrata returns the embedded CollectionSpec for strata.
@@ -157,6 +202,8 @@ type strataProgramSpecs struct {
 	FaultBtf   *ebpf.ProgramSpec `ebpf:"fault_btf"`
 	FaultPerf  *ebpf.ProgramSpec `ebpf:"fault_perf"`
 	FaultRaw   *ebpf.ProgramSpec `ebpf:"fault_raw"`
+	FillBegin  *ebpf.ProgramSpec `ebpf:"fill_begin"`
+	FillEnd    *ebpf.ProgramSpec `ebpf:"fill_end"`
 	MajorFault *ebpf.ProgramSpec `ebpf:"major_fault"`
 	WalkSample *ebpf.ProgramSpec `ebpf:"walk_sample"`
 }
@@ -165,24 +212,27 @@ type strataProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type strataMapSpecs struct {
-	Cells    *ebpf.MapSpec `ebpf:"cells"`
-	Counters *ebpf.MapSpec `ebpf:"counters"`
-	Events   *ebpf.MapSpec `ebpf:"events"`
-	PidBits  *ebpf.MapSpec `ebpf:"pid_bits"`
-	Runs     *ebpf.MapSpec `ebpf:"runs"`
-	Stats    *ebpf.MapSpec `ebpf:"stats"`
-	Tgids    *ebpf.MapSpec `ebpf:"tgids"`
+	Cells     *ebpf.MapSpec `ebpf:"cells"`
+	Counters  *ebpf.MapSpec `ebpf:"counters"`
+	Events    *ebpf.MapSpec `ebpf:"events"`
+	Fills     *ebpf.MapSpec `ebpf:"fills"`
+	FillsDone *ebpf.MapSpec `ebpf:"fills_done"`
+	PidBits   *ebpf.MapSpec `ebpf:"pid_bits"`
+	Runs      *ebpf.MapSpec `ebpf:"runs"`
+	Stats     *ebpf.MapSpec `ebpf:"stats"`
+	Tgids     *ebpf.MapSpec `ebpf:"tgids"`
 }
 
 // strataVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type strataVariableSpecs struct {
-	SampleEvery   *ebpf.VariableSpec `ebpf:"sample_every"`
-	UnusedCellKey *ebpf.VariableSpec `ebpf:"unused_cell_key"`
-	UnusedEvent   *ebpf.VariableSpec `ebpf:"unused_event"`
-	UnusedRunRef  *ebpf.VariableSpec `ebpf:"unused_run_ref"`
-	WakeBytes     *ebpf.VariableSpec `ebpf:"wake_bytes"`
+	SampleEvery     *ebpf.VariableSpec `ebpf:"sample_every"`
+	UnusedCellKey   *ebpf.VariableSpec `ebpf:"unused_cell_key"`
+	UnusedEvent     *ebpf.VariableSpec `ebpf:"unused_event"`
+	UnusedFillStack *ebpf.VariableSpec `ebpf:"unused_fill_stack"`
+	UnusedRunRef    *ebpf.VariableSpec `ebpf:"unused_run_ref"`
+	WakeBytes       *ebpf.VariableSpec `ebpf:"wake_bytes"`
 }
 
 // strataObjects contains all objects after they have been loaded into the kernel.
@@ -205,13 +255,15 @@ func (o *strataObjects) Close() error {
 //
 // It can be passed to loadStrataObjects or ebpf.CollectionSpec.LoadAndAssign.
 type strataMaps struct {
-	Cells    *ebpf.Map `ebpf:"cells"`
-	Counters *ebpf.Map `ebpf:"counters"`
-	Events   *ebpf.Map `ebpf:"events"`
-	PidBits  *ebpf.Map `ebpf:"pid_bits"`
-	Runs     *ebpf.Map `ebpf:"runs"`
-	Stats    *ebpf.Map `ebpf:"stats"`
-	Tgids    *ebpf.Map `ebpf:"tgids"`
+	Cells     *ebpf.Map `ebpf:"cells"`
+	Counters  *ebpf.Map `ebpf:"counters"`
+	Events    *ebpf.Map `ebpf:"events"`
+	Fills     *ebpf.Map `ebpf:"fills"`
+	FillsDone *ebpf.Map `ebpf:"fills_done"`
+	PidBits   *ebpf.Map `ebpf:"pid_bits"`
+	Runs      *ebpf.Map `ebpf:"runs"`
+	Stats     *ebpf.Map `ebpf:"stats"`
+	Tgids     *ebpf.Map `ebpf:"tgids"`
 }
 
 func (m *strataMaps) Close() error {
@@ -219,6 +271,8 @@ func (m *strataMaps) Close() error {
 		m.Cells,
 		m.Counters,
 		m.Events,
+		m.Fills,
+		m.FillsDone,
 		m.PidBits,
 		m.Runs,
 		m.Stats,
@@ -230,11 +284,12 @@ func (m *strataMaps) Close() error {
 //
 // It can be passed to loadStrataObjects or ebpf.CollectionSpec.LoadAndAssign.
 type strataVariables struct {
-	SampleEvery   *ebpf.Variable `ebpf:"sample_every"`
-	UnusedCellKey *ebpf.Variable `ebpf:"unused_cell_key"`
-	UnusedEvent   *ebpf.Variable `ebpf:"unused_event"`
-	UnusedRunRef  *ebpf.Variable `ebpf:"unused_run_ref"`
-	WakeBytes     *ebpf.Variable `ebpf:"wake_bytes"`
+	SampleEvery     *ebpf.Variable `ebpf:"sample_every"`
+	UnusedCellKey   *ebpf.Variable `ebpf:"unused_cell_key"`
+	UnusedEvent     *ebpf.Variable `ebpf:"unused_event"`
+	UnusedFillStack *ebpf.Variable `ebpf:"unused_fill_stack"`
+	UnusedRunRef    *ebpf.Variable `ebpf:"unused_run_ref"`
+	WakeBytes       *ebpf.Variable `ebpf:"wake_bytes"`
 }
 
 // strataPrograms contains all programs after they have been loaded into the kernel.
@@ -246,6 +301,8 @@ type strataPrograms struct {
 	FaultBtf   *ebpf.Program `ebpf:"fault_btf"`
 	FaultPerf  *ebpf.Program `ebpf:"fault_perf"`
 	FaultRaw   *ebpf.Program `ebpf:"fault_raw"`
+	FillBegin  *ebpf.Program `ebpf:"fill_begin"`
+	FillEnd    *ebpf.Program `ebpf:"fill_end"`
 	MajorFault *ebpf.Program `ebpf:"major_fault"`
 	WalkSample *ebpf.Program `ebpf:"walk_sample"`
 }
@@ -257,6 +314,8 @@ func (p *strataPrograms) Close() error {
 		p.FaultBtf,
 		p.FaultPerf,
 		p.FaultRaw,
+		p.FillBegin,
+		p.FillEnd,
 		p.MajorFault,
 		p.WalkSample,
 	)

@@ -60,6 +60,17 @@ type Stats struct {
 	RangeSets     int    // address-index cells in the kernel now
 	RunEntries    int    // entries of the runs array in use (dense granules)
 	PerfEvents    int    // per-CPU perf events open now (perf hook, major faults, walks)
+
+	// Fills (AttachFills): puts marked begun; those that stored their
+	// block; those that did not (the put failed); those nested too deep to
+	// count; stored fills a later put of the same block overwrote before a
+	// claim; fills lost for want of room; ends without a begin (probes
+	// attached mid-put); fills taken by TakeFill; and fills dropped
+	// unclaimed (their process ended, or fillMaxAge passed).
+	FillsBegun, FillsStored, FillsFailed, FillsTooDeep uint64
+	FillsReplaced, FillsLost, FillsUnmatched           uint64
+	FillsClaimed, FillsUnclaimed                       uint64
+	FillFiles                                          int // files the fill probes are attached to
 }
 
 // Tracer owns every kernel handle of the fault tracer. Its methods are safe
@@ -73,6 +84,8 @@ type Tracer struct {
 	hook      Hook
 	fault     *ebpf.Program      // the fault program in use (tests run it)
 	walk      *ebpf.Program      // loaded by the first SampleWalks
+	fillBegin *ebpf.Program      // loaded by the first AttachFills
+	fillEnd   *ebpf.Program      // ... with fillBegin
 	faultLink *toggleLink        // nil for the perf hook
 	pidMem    []byte             // mmap of pid_bits
 	grace     *ebpf.Map          // a map-in-map whose update waits for an RCU grace period
@@ -95,6 +108,9 @@ type Tracer struct {
 	procs     map[uint32]*proc
 	freeSlots []uint32
 	nextSlot  uint32
+
+	fillFiles                    map[fillFile]bool // files the fill probes are attached to
+	fillsClaimed, fillsUnclaimed uint64
 }
 
 type proc struct {
@@ -140,6 +156,7 @@ func Load(cfg Config) (_ *Tracer, err error) {
 	spec.Maps[strataMapCells].MaxEntries = cfg.MaxRangeSets
 	spec.Maps[strataMapRuns].MaxEntries = cfg.MaxRunEntries
 	spec.Maps[strataMapEvents].MaxEntries = cfg.RingBytes
+	spec.Maps[strataMapFillsDone].MaxEntries = cfg.MaxFills
 
 	t := &Tracer{
 		cfg:    cfg,
@@ -149,6 +166,8 @@ func Load(cfg Config) (_ *Tracer, err error) {
 		ncpu:   ncpu,
 		events: make(chan Event, cfg.EventBuffer),
 		procs:  map[uint32]*proc{},
+
+		fillFiles: map[fillFile]bool{},
 	}
 	defer func() {
 		if err != nil {
@@ -156,7 +175,7 @@ func Load(cfg Config) (_ *Tracer, err error) {
 		}
 	}()
 	for _, name := range []string{strataMapPidBits, strataMapCells, strataMapRuns, strataMapCounters,
-		strataMapTgids, strataMapStats, strataMapEvents} {
+		strataMapTgids, strataMapStats, strataMapEvents, strataMapFills, strataMapFillsDone} {
 		m, err := ebpf.NewMap(spec.Maps[name])
 		if err != nil {
 			return nil, fmt.Errorf("create map %s: %w", name, err)

@@ -114,6 +114,7 @@ const (
 	accessFree  = int8(stratav1.AccessKind_ACCESS_KIND_FREE)
 	accessMove  = int8(stratav1.AccessKind_ACCESS_KIND_MOVE)
 	accessFault = int8(stratav1.AccessKind_ACCESS_KIND_FAULT)
+	accessFill  = int8(stratav1.AccessKind_ACCESS_KIND_FILL)
 )
 
 // lifecycleKinds are the access kinds of a block's life (not FAULT).

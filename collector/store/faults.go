@@ -15,6 +15,11 @@ import (
 // again) are summed. Sums saturate at 2^64-1 rather than fail: counters an
 // agent sent near 2^64 must not fail the query. The RDD report sums the
 // same latest counters per RDD (rddFaults).
+//
+// Fills: a FILL record carries the faults one put's thread took while it
+// filled the block; they are not cumulative, so every FILL record of a
+// block adds (fillCounters), and they stay apart from the block's own
+// counters.
 
 // counterRecord is one record carrying fault counters.
 type counterRecord struct {
@@ -40,7 +45,7 @@ func (q *querier) latestCounters(ctx context.Context, app string) ([]counterReco
 	d := q.src
 	sel := d.sel(`executor_id, rdd_id, partition_id, block_id, pid, hook_block_id, (`+cachedCond+`),
 	fault_read, fault_write, fault_exec, fault_major, fault_unclassified`) + `
-FROM records WHERE app_id = ` + d.lit(app) + ` AND has_faults` + d.visible(app) + `
+FROM records WHERE app_id = ` + d.lit(app) + ` AND has_faults AND access_kind != ` + itoa(accessFill) + d.visible(app) + `
 ORDER BY time_ns, ` + d.batchOrder() + `, rec_idx`
 	index := map[registration]int{}
 	var out []counterRecord
@@ -63,6 +68,45 @@ ORDER BY time_ns, ` + d.batchOrder() + `, rec_idx`
 	return out, nil
 }
 
+// fillCounters returns the faults of app's fills summed per Spark block
+// and pid (faultBlock), in no order.
+func (q *querier) fillCounters(ctx context.Context, app string) ([]counterRecord, error) {
+	d := q.src
+	sel := d.sel(`executor_id, rdd_id, partition_id, block_id, pid, (`+cachedCond+`),
+	fault_read, fault_write, fault_exec, fault_major, fault_unclassified`) + `
+FROM records WHERE app_id = ` + d.lit(app) + ` AND access_kind = ` + itoa(accessFill) + d.visible(app)
+	index := map[faultBlock]int{}
+	var out []counterRecord
+	err := q.each(ctx, sel, func(r row) {
+		c := counterRecord{exec: r.str(), rdd: r.i32(), part: r.i32(), block: r.str(), pid: r.u32(), cached: r.boolean()}
+		for i := range c.counts {
+			c.counts[i] = r.u64()
+		}
+		k := faultBlock{c.exec, c.rdd, c.part, c.block, c.pid}
+		i, ok := index[k]
+		if !ok {
+			index[k] = len(out)
+			out = append(out, counterRecord{exec: c.exec, rdd: c.rdd, part: c.part, block: c.block, pid: c.pid, cached: c.cached})
+			i = len(out) - 1
+		}
+		for j := range c.counts {
+			out[i].counts[j] = satAdd(out[i].counts[j], c.counts[j])
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("query fill faults %s: %w", app, err)
+	}
+	return out, nil
+}
+
+// faultBlock is a Spark block of one process, as strata faults lists it.
+type faultBlock struct {
+	exec      string
+	rdd, part int32
+	block     string
+	pid       uint32
+}
+
 // addCounts adds c (read, write, exec, major, unclassified) to a,
 // saturating.
 func addCounts(a *stratav1.FaultCounts, c [5]uint64) {
@@ -70,9 +114,9 @@ func addCounts(a *stratav1.FaultCounts, c [5]uint64) {
 	a.Major, a.Unclassified = satAdd(a.Major, c[3]), satAdd(a.Unclassified, c[4])
 }
 
-// Faults returns the latest fault counters per block, ordered by (RDD,
-// partition, executor, block, pid). A block seen in several processes of
-// one executor (rare) gives one row per pid.
+// Faults returns the latest fault counters per block, and the faults of
+// its fills, ordered by (RDD, partition, executor, block, pid). A block
+// seen in several processes of one executor (rare) gives one row per pid.
 func (q *querier) Faults(ctx context.Context, appID string) ([]*stratav1.FaultRow, error) {
 	if err := q.check(appID); err != nil {
 		return nil, fmt.Errorf("faults: %w", err)
@@ -85,17 +129,14 @@ func (q *querier) faults(ctx context.Context, appID string) ([]*stratav1.FaultRo
 	if err != nil {
 		return nil, err
 	}
-	type faultKey struct {
-		exec      string
-		rdd, part int32
-		block     string
-		pid       uint32
+	fills, err := q.fillCounters(ctx, appID)
+	if err != nil {
+		return nil, err
 	}
-	sums := map[faultKey]*stratav1.FaultRow{}
+	sums := map[faultBlock]*stratav1.FaultRow{}
 	var out []*stratav1.FaultRow
-	for i := range regs {
-		c := &regs[i]
-		k := faultKey{c.exec, c.rdd, c.part, c.block, c.pid}
+	rowOf := func(c *counterRecord) *stratav1.FaultRow {
+		k := faultBlock{c.exec, c.rdd, c.part, c.block, c.pid}
 		row := sums[k]
 		if row == nil {
 			row = &stratav1.FaultRow{ExecutorId: c.exec, RddId: c.rdd, Partition: c.part, BlockId: c.block, Pid: c.pid,
@@ -103,7 +144,15 @@ func (q *querier) faults(ctx context.Context, appID string) ([]*stratav1.FaultRo
 			sums[k] = row
 			out = append(out, row)
 		}
-		addCounts(row.Faults, c.counts)
+		return row
+	}
+	for i := range regs {
+		addCounts(rowOf(&regs[i]).Faults, regs[i].counts)
+	}
+	for i := range fills {
+		row := rowOf(&fills[i])
+		row.Fill = &stratav1.FaultCounts{}
+		addCounts(row.Fill, fills[i].counts)
 	}
 	slices.SortFunc(out, func(a, b *stratav1.FaultRow) int {
 		return cmp.Or(cmp.Compare(a.RddId, b.RddId), cmp.Compare(a.Partition, b.Partition),
@@ -124,6 +173,18 @@ func (q *querier) rddFaults(ctx context.Context, appID string, byRDD map[int32]*
 	for i := range regs {
 		if x := byRDD[regs[i].rdd]; x != nil && regs[i].cached {
 			addCounts(x.Faults, regs[i].counts)
+		}
+	}
+	fills, err := q.fillCounters(ctx, appID)
+	if err != nil {
+		return err
+	}
+	for i := range fills {
+		if x := byRDD[fills[i].rdd]; x != nil && fills[i].cached {
+			if x.FillFaults == nil {
+				x.FillFaults = &stratav1.FaultCounts{}
+			}
+			addCounts(x.FillFaults, fills[i].counts)
 		}
 	}
 	d := q.src

@@ -582,12 +582,47 @@ JNIEXPORT void JNICALL Java_org_stratatrace_hook_Native_checked(JNIEnv *env, jcl
 	reg_checked((uint32_t)gc_epoch);
 }
 
+/*
+ * The fill marks: the hook calls fillBegin(key) as a MemoryStore put begins
+ * and fillEnd(stored) as it ends, on the putting thread. The node agent's
+ * uprobes on these two functions are the marks (agent/tracer reads key and
+ * stored as the third argument, after env and cls): they make the kernel
+ * count the thread's page faults for the block until the put ends. The
+ * bodies only count the calls (the exit line's fills=), which also keeps
+ * the two functions apart: a compiler may fold identical functions into
+ * one address, where both probes would fire on every call. Each begins
+ * with a nop, the instruction the uprobe replaces and then steps: a uprobe
+ * refuses to step a lock-prefixed instruction (the atomic add), and a JVM
+ * that maps the library later would get no probe, silently.
+ */
+static uint64_t fills_begun, fills_stored;
+
+/* static native void fillBegin(long key) */
+JNIEXPORT void JNICALL Java_org_stratatrace_hook_Native_fillBegin(JNIEnv *env, jclass cls, jlong key)
+{
+	__asm__ volatile("nop" ::: "memory");
+	(void)env;
+	(void)cls;
+	(void)key;
+	__atomic_fetch_add(&fills_begun, 1, __ATOMIC_RELAXED);
+}
+
+/* static native void fillEnd(int stored) */
+JNIEXPORT void JNICALL Java_org_stratatrace_hook_Native_fillEnd(JNIEnv *env, jclass cls, jint stored)
+{
+	__asm__ volatile("nop" ::: "memory");
+	(void)env;
+	(void)cls;
+	if (stored)
+		__atomic_fetch_add(&fills_stored, 1, __ATOMIC_RELAXED);
+}
+
 /* static native long[] stats(): sent, dropped, live, gcEpoch, connects,
- * moves, collected */
+ * moves, collected, fills begun, fills stored */
 JNIEXPORT jlongArray JNICALL Java_org_stratatrace_hook_Native_stats(JNIEnv *env, jclass cls)
 {
 	struct reg_stats s;
-	jlong v[7];
+	jlong v[9];
 	jlongArray a;
 
 	(void)cls;
@@ -599,9 +634,11 @@ JNIEXPORT jlongArray JNICALL Java_org_stratatrace_hook_Native_stats(JNIEnv *env,
 	v[4] = (jlong)s.connects;
 	v[5] = (jlong)s.moves;
 	v[6] = (jlong)s.collected;
-	a = (*env)->NewLongArray(env, 7);
+	v[7] = (jlong)__atomic_load_n(&fills_begun, __ATOMIC_RELAXED);
+	v[8] = (jlong)__atomic_load_n(&fills_stored, __ATOMIC_RELAXED);
+	a = (*env)->NewLongArray(env, 9);
 	if (a != NULL)
-		(*env)->SetLongArrayRegion(env, a, 0, 7, v);
+		(*env)->SetLongArrayRegion(env, a, 0, 9, v);
 	return a;
 }
 

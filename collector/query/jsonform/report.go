@@ -41,6 +41,9 @@ type RDD struct {
 	Evicted       uint64      `json:"evicted"`
 	Faults        FaultCounts `json:"faults"`
 	SampledFaults uint64      `json:"sampled_faults"`
+	// FillFaults are the faults of filling the blocks, absent when no put
+	// of them was measured.
+	FillFaults *FaultCounts `json:"fill_faults,omitempty"`
 	// HeatSays and HeatLatest are the RDD's DAMON access heat, in words
 	// and as figures (Report.AddHeat); absent from a report made without.
 	HeatSays   string       `json:"heat,omitempty"`
@@ -97,6 +100,7 @@ func NewRDD(x *stratav1.RddReport) RDD {
 		ObjectGraph: x.GetObjectGraph(), PageSize: x.GetPageSize(), Pages: x.GetPages(), Present: x.GetPresent(),
 		Swapped: x.GetSwapped(), THP: x.GetThp(), Nodes: []NodePages{}, Reads: x.GetReads(), Writes: x.GetWrites(),
 		Moves: x.GetMoves(), Evicted: x.GetEvicted(), Faults: NewFaultCounts(x.GetFaults()), SampledFaults: x.GetSampledFaults(),
+		FillFaults: newFill(x.GetFillFaults()),
 	}
 	if r.Present > 0 {
 		r.THPShare = float64(r.THP) / float64(r.Present)

@@ -219,10 +219,22 @@ type Faults struct {
 	ExecutorID string `json:"executor_id"`
 	PID        uint32 `json:"pid"`
 	FaultCounts
+	// Fill are the faults of filling the block (its puts' threads while
+	// Spark filled it), absent when no put of it was measured.
+	Fill *FaultCounts `json:"fill,omitempty"`
 }
 
 // NewFaults is r's form.
 func NewFaults(r *stratav1.FaultRow) Faults {
 	return Faults{RDD: r.GetRddId(), Partition: r.GetPartition(), BlockID: r.GetBlockId(), ExecutorID: r.GetExecutorId(),
-		PID: r.GetPid(), FaultCounts: NewFaultCounts(r.GetFaults())}
+		PID: r.GetPid(), FaultCounts: NewFaultCounts(r.GetFaults()), Fill: newFill(r.GetFill())}
+}
+
+// newFill is f's form, nil for nil (no fill measured).
+func newFill(f *stratav1.FaultCounts) *FaultCounts {
+	if f == nil {
+		return nil
+	}
+	c := NewFaultCounts(f)
+	return &c
 }

@@ -68,6 +68,7 @@ func Contract(t *testing.T, be Backend) {
 		{"NumaCountsEveryChunk", testNumaCountsEveryChunk},
 		{"NumaCountsSplitRecords", testNumaCountsSplitRecords},
 		{"FaultsLatestPerBlock", testFaultsLatestPerBlock},
+		{"FillFaults", testFillFaults},
 		{"Overhead", testOverhead},
 		{"Hot", testHot},
 		{"Summary", testSummary},
@@ -387,6 +388,46 @@ func testFaultsLatestPerBlock(t *testing.T, be Backend) {
 		t.Fatal(err)
 	}
 	EqualRows(t, rows, SampleFaults())
+}
+
+// testFillFaults: FILL records (the faults of filling a block) add up per
+// block, each put once, beside the block's latest counters, which a later
+// FILL does not replace; a block with fills only gets a row of its own;
+// the RDD report sums them per RDD.
+func testFillFaults(t *testing.T, be Backend) {
+	s := be.open(t)
+	MustAppend(t, s, Sample(1))
+	fill := func(ts int64, exec string, pid uint32, rdd, part int32, name string, hook uint64, fc *stratav1.FaultCounts) *stratav1.Record {
+		return &stratav1.Record{TimeUnixNano: ts, Access: stratav1.AccessKind_ACCESS_KIND_FILL, Pid: pid, Tid: pid + 1,
+			Block: block(exec, rdd, part, name, hook), Vaddr: BlockA, Length: 6 * PageSize, PageSize: PageSize, CpuNumaNode: -1,
+			Faults: fc}
+	}
+	MustAppend(t, s, &stratav1.Batch{NodeName: Node, BootId: Boot, Seq: 2, Records: []*stratav1.Record{
+		fill(T0+5e9, "1", 100, 7, 3, "rdd_7_3", 11, &stratav1.FaultCounts{Read: 1, Write: 256}),
+		fill(T0+6e9, "1", 100, 7, 3, "rdd_7_3", 12, &stratav1.FaultCounts{Write: 10, Major: 2}),
+		fill(T0+7e9, "2", 200, 8, 5, "rdd_8_5", 22, &stratav1.FaultCounts{Write: 4, Unclassified: 1}),
+	}})
+	ctx := context.Background()
+	rows, err := s.Faults(ctx, App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := SampleFaults()
+	want[0].Fill = &stratav1.FaultCounts{Read: 1, Write: 266, Major: 2}
+	want = append(want, &stratav1.FaultRow{ExecutorId: "2", RddId: 8, Partition: 5, BlockId: "rdd_8_5", Pid: 200,
+		Faults: &stratav1.FaultCounts{}, Fill: &stratav1.FaultCounts{Write: 4, Unclassified: 1}})
+	EqualRows(t, rows, want)
+	rdds, err := s.RDDs(ctx, App)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fills := map[int32]*stratav1.FaultCounts{}
+	for _, r := range rdds {
+		fills[r.GetRddId()] = r.GetFillFaults()
+	}
+	if !proto.Equal(fills[7], want[0].Fill) || !proto.Equal(fills[8], want[1].Fill) {
+		t.Errorf("report fill faults: RDD 7 %v, RDD 8 %v; want %v and %v", fills[7], fills[8], want[0].Fill, want[1].Fill)
+	}
 }
 
 func testOverhead(t *testing.T, be Backend) {

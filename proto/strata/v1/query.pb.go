@@ -690,13 +690,17 @@ func (x *FaultsRequest) GetAppId() string {
 }
 
 type FaultRow struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ExecutorId    string                 `protobuf:"bytes,1,opt,name=executor_id,json=executorId,proto3" json:"executor_id,omitempty"`
-	RddId         int32                  `protobuf:"varint,2,opt,name=rdd_id,json=rddId,proto3" json:"rdd_id,omitempty"`
-	Partition     int32                  `protobuf:"varint,3,opt,name=partition,proto3" json:"partition,omitempty"`
-	BlockId       string                 `protobuf:"bytes,4,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
-	Faults        *FaultCounts           `protobuf:"bytes,5,opt,name=faults,proto3" json:"faults,omitempty"`
-	Pid           uint32                 `protobuf:"varint,6,opt,name=pid,proto3" json:"pid,omitempty"` // process that holds the block; one row per (block, pid)
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ExecutorId string                 `protobuf:"bytes,1,opt,name=executor_id,json=executorId,proto3" json:"executor_id,omitempty"`
+	RddId      int32                  `protobuf:"varint,2,opt,name=rdd_id,json=rddId,proto3" json:"rdd_id,omitempty"`
+	Partition  int32                  `protobuf:"varint,3,opt,name=partition,proto3" json:"partition,omitempty"`
+	BlockId    string                 `protobuf:"bytes,4,opt,name=block_id,json=blockId,proto3" json:"block_id,omitempty"`
+	Faults     *FaultCounts           `protobuf:"bytes,5,opt,name=faults,proto3" json:"faults,omitempty"`
+	Pid        uint32                 `protobuf:"varint,6,opt,name=pid,proto3" json:"pid,omitempty"` // process that holds the block; one row per (block, pid)
+	// The faults of filling the block (FILL records: the putting thread's
+	// faults during each put that stored it), summed over its puts; absent
+	// when no put of it was measured.
+	Fill          *FaultCounts `protobuf:"bytes,7,opt,name=fill,proto3" json:"fill,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -771,6 +775,13 @@ func (x *FaultRow) GetPid() uint32 {
 		return x.Pid
 	}
 	return 0
+}
+
+func (x *FaultRow) GetFill() *FaultCounts {
+	if x != nil {
+		return x.Fill
+	}
+	return nil
 }
 
 type FaultsResponse struct {
@@ -1516,7 +1527,10 @@ type RddReport struct {
 	ResolvedShare *float64 `protobuf:"fixed64,23,opt,name=resolved_share,json=resolvedShare,proto3,oneof" json:"resolved_share,omitempty"`
 	// One part per resolution the buffers have, ascending by resolution;
 	// RESOLUTION_UNSPECIFIED holds buffers whose records carry no coverage.
-	Parts         []*ResolvedPart `protobuf:"bytes,24,rep,name=parts,proto3" json:"parts,omitempty"`
+	Parts []*ResolvedPart `protobuf:"bytes,24,rep,name=parts,proto3" json:"parts,omitempty"`
+	// The faults of filling the blocks (FILL records), summed; absent when
+	// no put of them was measured.
+	FillFaults    *FaultCounts `protobuf:"bytes,25,opt,name=fill_faults,json=fillFaults,proto3" json:"fill_faults,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1715,6 +1729,13 @@ func (x *RddReport) GetResolvedShare() float64 {
 func (x *RddReport) GetParts() []*ResolvedPart {
 	if x != nil {
 		return x.Parts
+	}
+	return nil
+}
+
+func (x *RddReport) GetFillFaults() *FaultCounts {
+	if x != nil {
+		return x.FillFaults
 	}
 	return nil
 }
@@ -2504,7 +2525,7 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"\x04rows\x18\x01 \x03(\v2\x12.strata.v1.NumaRowR\x04rows\x12\x16\n" +
 	"\x06moment\x18\x02 \x01(\tR\x06moment\"&\n" +
 	"\rFaultsRequest\x12\x15\n" +
-	"\x06app_id\x18\x01 \x01(\tR\x05appId\"\xbd\x01\n" +
+	"\x06app_id\x18\x01 \x01(\tR\x05appId\"\xe9\x01\n" +
 	"\bFaultRow\x12\x1f\n" +
 	"\vexecutor_id\x18\x01 \x01(\tR\n" +
 	"executorId\x12\x15\n" +
@@ -2512,7 +2533,8 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"\tpartition\x18\x03 \x01(\x05R\tpartition\x12\x19\n" +
 	"\bblock_id\x18\x04 \x01(\tR\ablockId\x12.\n" +
 	"\x06faults\x18\x05 \x01(\v2\x16.strata.v1.FaultCountsR\x06faults\x12\x10\n" +
-	"\x03pid\x18\x06 \x01(\rR\x03pid\"9\n" +
+	"\x03pid\x18\x06 \x01(\rR\x03pid\x12*\n" +
+	"\x04fill\x18\a \x01(\v2\x16.strata.v1.FaultCountsR\x04fill\"9\n" +
 	"\x0eFaultsResponse\x12'\n" +
 	"\x04rows\x18\x01 \x03(\v2\x13.strata.v1.FaultRowR\x04rows\"(\n" +
 	"\x0fOverheadRequest\x12\x15\n" +
@@ -2569,7 +2591,7 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\">\n" +
 	"\tNodePages\x12\x1b\n" +
 	"\tnuma_node\x18\x01 \x01(\x05R\bnumaNode\x12\x14\n" +
-	"\x05pages\x18\x02 \x01(\x04R\x05pages\"\x8a\x06\n" +
+	"\x05pages\x18\x02 \x01(\x04R\x05pages\"\xc3\x06\n" +
 	"\tRddReport\x12\x15\n" +
 	"\x06rdd_id\x18\x01 \x01(\x05R\x05rddId\x12\x16\n" +
 	"\x06blocks\x18\x02 \x01(\x04R\x06blocks\x12\x1e\n" +
@@ -2599,7 +2621,9 @@ const file_strata_v1_query_proto_rawDesc = "" +
 	"\x0eresolved_bytes\x18\x15 \x01(\x04R\rresolvedBytes\x12!\n" +
 	"\fshared_bytes\x18\x16 \x01(\x04R\vsharedBytes\x12*\n" +
 	"\x0eresolved_share\x18\x17 \x01(\x01H\x00R\rresolvedShare\x88\x01\x01\x12-\n" +
-	"\x05parts\x18\x18 \x03(\v2\x17.strata.v1.ResolvedPartR\x05partsB\x11\n" +
+	"\x05parts\x18\x18 \x03(\v2\x17.strata.v1.ResolvedPartR\x05parts\x127\n" +
+	"\vfill_faults\x18\x19 \x01(\v2\x16.strata.v1.FaultCountsR\n" +
+	"fillFaultsB\x11\n" +
 	"\x0f_resolved_share\"\xb2\x02\n" +
 	"\fResolvedPart\x125\n" +
 	"\n" +
@@ -2758,51 +2782,53 @@ var file_strata_v1_query_proto_depIdxs = []int32{
 	36, // 9: strata.v1.TracePage.coverage:type_name -> strata.v1.Coverage
 	5,  // 10: strata.v1.NumaResponse.rows:type_name -> strata.v1.NumaRow
 	34, // 11: strata.v1.FaultRow.faults:type_name -> strata.v1.FaultCounts
-	8,  // 12: strata.v1.FaultsResponse.rows:type_name -> strata.v1.FaultRow
-	37, // 13: strata.v1.OverheadRow.counters:type_name -> strata.v1.WorkloadCounters
-	34, // 14: strata.v1.OverheadRow.rdd_faults:type_name -> strata.v1.FaultCounts
-	11, // 15: strata.v1.OverheadResponse.rows:type_name -> strata.v1.OverheadRow
-	38, // 16: strata.v1.JobsRequest.min_severity:type_name -> strata.v1.Severity
-	39, // 17: strata.v1.JobsResponse.jobs:type_name -> strata.v1.JobResult
-	32, // 18: strata.v1.HotPage.block:type_name -> strata.v1.SparkBlock
-	17, // 19: strata.v1.HotResponse.pages:type_name -> strata.v1.HotPage
-	20, // 20: strata.v1.RddReport.nodes:type_name -> strata.v1.NodePages
-	34, // 21: strata.v1.RddReport.faults:type_name -> strata.v1.FaultCounts
-	22, // 22: strata.v1.RddReport.parts:type_name -> strata.v1.ResolvedPart
-	40, // 23: strata.v1.ResolvedPart.resolution:type_name -> strata.v1.Resolution
-	21, // 24: strata.v1.ReportResponse.rdds:type_name -> strata.v1.RddReport
-	23, // 25: strata.v1.ReportResponse.occupation:type_name -> strata.v1.OccupationRow
-	26, // 26: strata.v1.HeatPoint.figures:type_name -> strata.v1.HeatFigures
-	41, // 27: strata.v1.HeatBlock.samples:type_name -> strata.v1.HeatSample
-	26, // 28: strata.v1.RddHeat.latest:type_name -> strata.v1.HeatFigures
-	27, // 29: strata.v1.RddHeat.points:type_name -> strata.v1.HeatPoint
-	28, // 30: strata.v1.RddHeat.blocks:type_name -> strata.v1.HeatBlock
-	29, // 31: strata.v1.HeatResponse.rdds:type_name -> strata.v1.RddHeat
-	0,  // 32: strata.v1.QueryService.Trace:input_type -> strata.v1.TraceRequest
-	1,  // 33: strata.v1.QueryService.Records:input_type -> strata.v1.RecordsRequest
-	4,  // 34: strata.v1.QueryService.Numa:input_type -> strata.v1.NumaRequest
-	7,  // 35: strata.v1.QueryService.Faults:input_type -> strata.v1.FaultsRequest
-	10, // 36: strata.v1.QueryService.Overhead:input_type -> strata.v1.OverheadRequest
-	16, // 37: strata.v1.QueryService.Hot:input_type -> strata.v1.HotRequest
-	19, // 38: strata.v1.QueryService.Report:input_type -> strata.v1.ReportRequest
-	25, // 39: strata.v1.QueryService.Heat:input_type -> strata.v1.HeatRequest
-	13, // 40: strata.v1.QueryService.Jobs:input_type -> strata.v1.JobsRequest
-	15, // 41: strata.v1.QueryService.Job:input_type -> strata.v1.JobRequest
-	3,  // 42: strata.v1.QueryService.Trace:output_type -> strata.v1.TracePage
-	2,  // 43: strata.v1.QueryService.Records:output_type -> strata.v1.RecordRow
-	6,  // 44: strata.v1.QueryService.Numa:output_type -> strata.v1.NumaResponse
-	9,  // 45: strata.v1.QueryService.Faults:output_type -> strata.v1.FaultsResponse
-	12, // 46: strata.v1.QueryService.Overhead:output_type -> strata.v1.OverheadResponse
-	18, // 47: strata.v1.QueryService.Hot:output_type -> strata.v1.HotResponse
-	24, // 48: strata.v1.QueryService.Report:output_type -> strata.v1.ReportResponse
-	30, // 49: strata.v1.QueryService.Heat:output_type -> strata.v1.HeatResponse
-	14, // 50: strata.v1.QueryService.Jobs:output_type -> strata.v1.JobsResponse
-	39, // 51: strata.v1.QueryService.Job:output_type -> strata.v1.JobResult
-	42, // [42:52] is the sub-list for method output_type
-	32, // [32:42] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	34, // 12: strata.v1.FaultRow.fill:type_name -> strata.v1.FaultCounts
+	8,  // 13: strata.v1.FaultsResponse.rows:type_name -> strata.v1.FaultRow
+	37, // 14: strata.v1.OverheadRow.counters:type_name -> strata.v1.WorkloadCounters
+	34, // 15: strata.v1.OverheadRow.rdd_faults:type_name -> strata.v1.FaultCounts
+	11, // 16: strata.v1.OverheadResponse.rows:type_name -> strata.v1.OverheadRow
+	38, // 17: strata.v1.JobsRequest.min_severity:type_name -> strata.v1.Severity
+	39, // 18: strata.v1.JobsResponse.jobs:type_name -> strata.v1.JobResult
+	32, // 19: strata.v1.HotPage.block:type_name -> strata.v1.SparkBlock
+	17, // 20: strata.v1.HotResponse.pages:type_name -> strata.v1.HotPage
+	20, // 21: strata.v1.RddReport.nodes:type_name -> strata.v1.NodePages
+	34, // 22: strata.v1.RddReport.faults:type_name -> strata.v1.FaultCounts
+	22, // 23: strata.v1.RddReport.parts:type_name -> strata.v1.ResolvedPart
+	34, // 24: strata.v1.RddReport.fill_faults:type_name -> strata.v1.FaultCounts
+	40, // 25: strata.v1.ResolvedPart.resolution:type_name -> strata.v1.Resolution
+	21, // 26: strata.v1.ReportResponse.rdds:type_name -> strata.v1.RddReport
+	23, // 27: strata.v1.ReportResponse.occupation:type_name -> strata.v1.OccupationRow
+	26, // 28: strata.v1.HeatPoint.figures:type_name -> strata.v1.HeatFigures
+	41, // 29: strata.v1.HeatBlock.samples:type_name -> strata.v1.HeatSample
+	26, // 30: strata.v1.RddHeat.latest:type_name -> strata.v1.HeatFigures
+	27, // 31: strata.v1.RddHeat.points:type_name -> strata.v1.HeatPoint
+	28, // 32: strata.v1.RddHeat.blocks:type_name -> strata.v1.HeatBlock
+	29, // 33: strata.v1.HeatResponse.rdds:type_name -> strata.v1.RddHeat
+	0,  // 34: strata.v1.QueryService.Trace:input_type -> strata.v1.TraceRequest
+	1,  // 35: strata.v1.QueryService.Records:input_type -> strata.v1.RecordsRequest
+	4,  // 36: strata.v1.QueryService.Numa:input_type -> strata.v1.NumaRequest
+	7,  // 37: strata.v1.QueryService.Faults:input_type -> strata.v1.FaultsRequest
+	10, // 38: strata.v1.QueryService.Overhead:input_type -> strata.v1.OverheadRequest
+	16, // 39: strata.v1.QueryService.Hot:input_type -> strata.v1.HotRequest
+	19, // 40: strata.v1.QueryService.Report:input_type -> strata.v1.ReportRequest
+	25, // 41: strata.v1.QueryService.Heat:input_type -> strata.v1.HeatRequest
+	13, // 42: strata.v1.QueryService.Jobs:input_type -> strata.v1.JobsRequest
+	15, // 43: strata.v1.QueryService.Job:input_type -> strata.v1.JobRequest
+	3,  // 44: strata.v1.QueryService.Trace:output_type -> strata.v1.TracePage
+	2,  // 45: strata.v1.QueryService.Records:output_type -> strata.v1.RecordRow
+	6,  // 46: strata.v1.QueryService.Numa:output_type -> strata.v1.NumaResponse
+	9,  // 47: strata.v1.QueryService.Faults:output_type -> strata.v1.FaultsResponse
+	12, // 48: strata.v1.QueryService.Overhead:output_type -> strata.v1.OverheadResponse
+	18, // 49: strata.v1.QueryService.Hot:output_type -> strata.v1.HotResponse
+	24, // 50: strata.v1.QueryService.Report:output_type -> strata.v1.ReportResponse
+	30, // 51: strata.v1.QueryService.Heat:output_type -> strata.v1.HeatResponse
+	14, // 52: strata.v1.QueryService.Jobs:output_type -> strata.v1.JobsResponse
+	39, // 53: strata.v1.QueryService.Job:output_type -> strata.v1.JobResult
+	44, // [44:54] is the sub-list for method output_type
+	34, // [34:44] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_strata_v1_query_proto_init() }

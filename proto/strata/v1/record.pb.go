@@ -35,6 +35,10 @@ const (
 	AccessKind_ACCESS_KIND_FREE        AccessKind = 4 // block removed (MemoryStore.remove, freePage)
 	AccessKind_ACCESS_KIND_FAULT       AccessKind = 5 // a page fault inside the block, seen by the kernel probe
 	AccessKind_ACCESS_KIND_MOVE        AccessKind = 6 // the block's data moved (GC), range is the new one
+	// The page faults the putting thread took while Spark filled the block
+	// (the MemoryStore put that stored it, computing its records included),
+	// in faults; one record per put, after the block's ALLOC.
+	AccessKind_ACCESS_KIND_FILL AccessKind = 7
 )
 
 // Enum value maps for AccessKind.
@@ -47,6 +51,7 @@ var (
 		4: "ACCESS_KIND_FREE",
 		5: "ACCESS_KIND_FAULT",
 		6: "ACCESS_KIND_MOVE",
+		7: "ACCESS_KIND_FILL",
 	}
 	AccessKind_value = map[string]int32{
 		"ACCESS_KIND_UNSPECIFIED": 0,
@@ -56,6 +61,7 @@ var (
 		"ACCESS_KIND_FREE":        4,
 		"ACCESS_KIND_FAULT":       5,
 		"ACCESS_KIND_MOVE":        6,
+		"ACCESS_KIND_FILL":        7,
 	}
 )
 
@@ -1131,7 +1137,7 @@ type Record struct {
 	PageSize     uint32                 `protobuf:"varint,8,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"` // base page size in bytes
 	Runs         []*PageRun             `protobuf:"bytes,9,rep,name=runs,proto3" json:"runs,omitempty"`
 	CpuNumaNode  int32                  `protobuf:"varint,10,opt,name=cpu_numa_node,json=cpuNumaNode,proto3" json:"cpu_numa_node,omitempty"` // node of the CPU the access came from, -1 unknown
-	Faults       *FaultCounts           `protobuf:"bytes,11,opt,name=faults,proto3" json:"faults,omitempty"`                                 // counters since the block was registered, when traced
+	Faults       *FaultCounts           `protobuf:"bytes,11,opt,name=faults,proto3" json:"faults,omitempty"`                                 // counters since the block was registered, when traced; FILL: the fill's
 	ResolveError string                 `protobuf:"bytes,12,opt,name=resolve_error,json=resolveError,proto3" json:"resolve_error,omitempty"` // why the range could not be resolved at all (dead pid, ...)
 	// A FAULT record is either one sampled fault (fault_kind set, vaddr the
 	// faulting address, runs the page it got) or a block's cumulative
@@ -2190,7 +2196,7 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\x03Ack\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1c\n" +
 	"\tduplicate\x18\x02 \x01(\bR\tduplicate\x12\x18\n" +
-	"\arecords\x18\x03 \x01(\rR\arecords*\xb0\x01\n" +
+	"\arecords\x18\x03 \x01(\rR\arecords*\xc6\x01\n" +
 	"\n" +
 	"AccessKind\x12\x1b\n" +
 	"\x17ACCESS_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
@@ -2199,7 +2205,8 @@ const file_strata_v1_record_proto_rawDesc = "" +
 	"\x11ACCESS_KIND_WRITE\x10\x03\x12\x14\n" +
 	"\x10ACCESS_KIND_FREE\x10\x04\x12\x15\n" +
 	"\x11ACCESS_KIND_FAULT\x10\x05\x12\x14\n" +
-	"\x10ACCESS_KIND_MOVE\x10\x06*]\n" +
+	"\x10ACCESS_KIND_MOVE\x10\x06\x12\x14\n" +
+	"\x10ACCESS_KIND_FILL\x10\a*]\n" +
 	"\n" +
 	"MemoryMode\x12\x1b\n" +
 	"\x17MEMORY_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +

@@ -148,7 +148,8 @@ public final class Agent {
             long[] s = Native.stats();
             System.err.println("strata-hook: sent=" + s[0] + " dropped=" + s[1] + " live=" + s[2] + " gcs=" + s[3]
                     + " moves=" + s[5] + " collected=" + s[6] + " connects=" + s[4] + " errors=" + Blocks.ERRORS.get()
-                    + " left-out=" + CachedBatches.LEFT_OUT.get() + Walker.counters());
+                    + " left-out=" + CachedBatches.LEFT_OUT.get() + " fills=" + s[7] + " fills-stored=" + s[8]
+                    + Walker.counters());
         }
     }
 

@@ -179,9 +179,103 @@ public final class Blocks {
 
     // ---- MemoryStore
 
-    /** After a put: registers the block if the put stored it. */
-    public static void put(Object store, Object blockId) {
+    /**
+     * Per thread: the puts it is in, {depth, bit i set when the put at
+     * depth i marked its fill}, so that every put's end undoes its own
+     * begin, whatever failed in between (puts deeper than 64 mark nothing).
+     */
+    private static final ThreadLocal<long[]> FILLS = new ThreadLocal<>() {
+        @Override
+        protected long[] initialValue() {
+            return new long[2];
+        }
+    };
+
+    /**
+     * The key of a block's fill marks: 64-bit FNV-1a over the UTF-16 units
+     * of its name, one unit per step (agent/faults FillKey).
+     */
+    static long fillKey(String name) {
+        long h = 0xcbf29ce484222325L;
+        for (int i = 0; i < name.length(); i++) {
+            h ^= name.charAt(i);
+            h *= 0x100000001b3L;
+        }
+        return h;
+    }
+
+    /**
+     * Before a put: marks this thread as filling the block
+     * ({@link Native#fillBegin}), so that the node agent counts the page
+     * faults the thread takes until the put ends as the block's fill.
+     */
+    public static void fillBegin(Object store, Object blockId) {
+        long[] f = FILLS.get();
+        int d = (int) f[0]++;
+        if (d >= 64) {
+            return;
+        }
+        f[1] &= ~(1L << d);
         if (!enabled || blockId == null) {
+            return;
+        }
+        try {
+            Spark s = Spark.of(store);
+            identify(s);
+            Native.fillBegin(fillKey((String) (Object) s.blockName.invokeExact(blockId)));
+            f[1] |= 1L << d;
+        } catch (Throwable t) {
+            fail("MemoryStore put begin", t);
+        }
+    }
+
+    /** Whether the put ending now marked its fill; pops it. */
+    private static boolean fillMarked() {
+        long[] f = FILLS.get();
+        if (f[0] == 0) {
+            return false; // begun before the hook was on
+        }
+        int d = (int) --f[0];
+        return d < 64 && (f[1] >>> d & 1) != 0;
+    }
+
+    /** Ends this thread's innermost fill: stored when the put stored its block. */
+    private static void fillEnd(boolean stored) {
+        try {
+            Native.fillEnd(stored ? 1 : 0);
+        } catch (Throwable t) {
+            fail("MemoryStore put end", t);
+        }
+    }
+
+    /** A put threw: its fill, if marked, ends unstored. */
+    public static void put() {
+        try {
+            if (fillMarked()) {
+                fillEnd(false);
+            }
+        } catch (Throwable t) {
+            fail("MemoryStore put end", t);
+        }
+    }
+
+    /**
+     * After a put: ends its fill (before the REGISTER, so that the agent
+     * finds the fill when the REGISTER comes) and registers the block if
+     * the put stored it.
+     */
+    public static void put(Object store, Object blockId) {
+        boolean marked;
+        try {
+            marked = fillMarked();
+        } catch (Throwable t) {
+            fail("MemoryStore put end", t);
+            return;
+        }
+        if (!enabled || blockId == null) {
+            if (marked) {
+                fillEnd(false);
+            }
             return;
         }
         try {
@@ -192,6 +286,10 @@ public final class Blocks {
             Object entry;
             synchronized (map) {
                 entry = map.get(blockId);
+            }
+            if (marked) {
+                marked = false;
+                fillEnd(entry != null);
             }
             if (entry == null || STORED.containsKey(blockId)) {
                 return; // not stored (partially unrolled, no memory) or known
@@ -212,6 +310,9 @@ public final class Blocks {
             // The REGISTER is the put's write (ALLOC): no ACCESS frame on top,
             // so a put costs one frame per range.
         } catch (Throwable t) {
+            if (marked) {
+                fillEnd(false);
+            }
             fail("MemoryStore put", t);
         }
     }

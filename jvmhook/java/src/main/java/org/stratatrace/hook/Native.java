@@ -80,7 +80,19 @@ final class Native {
     /** Sends CHECKED: every walk not marked STALE since holds at gcEpoch. */
     static native void checked(int gcEpoch);
 
-    /** sent, dropped, live, gcEpoch, connects, moves, collected. */
+    /**
+     * Marks the calling thread as filling the block of key (a MemoryStore
+     * put begins; key is {@link Blocks#fillKey}): the node agent's uprobe on
+     * this native is the mark, which makes the kernel count the thread's
+     * page faults for the block until the matching {@link #fillEnd}. Calls
+     * nest as puts do.
+     */
+    static native void fillBegin(long key);
+
+    /** Ends the calling thread's innermost fill; stored is 1 when the put stored its block. */
+    static native void fillEnd(int stored);
+
+    /** sent, dropped, live, gcEpoch, connects, moves, collected, fills begun, fills stored. */
     static native long[] stats();
 
     /** Sends a DROPPED report now. */

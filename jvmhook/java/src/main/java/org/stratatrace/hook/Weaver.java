@@ -24,15 +24,18 @@ import java.util.Set;
  * gains constant pool entries (appended) and one method per woven one
  * (appended); its fields and attributes are copied. Each call only passes
  * {@code this}, the first argument or the returned value to a static method
- * of Blocks, which catches everything itself. The one exception is
- * MemoryStore.evictBlocksToFreeSpace, whose exit is also wanted when it
- * throws: its renamed call is covered by a catch-all handler that calls
- * Blocks.evictExit and rethrows, with the one stack map frame that needs
- * (the method's locals as at entry, the Throwable on the stack).
+ * of Blocks, which catches everything itself. The exceptions are
+ * MemoryStore's puts and evictBlocksToFreeSpace, whose exit is also wanted
+ * when they throw: the renamed call is covered by a catch-all handler that
+ * calls the exit method with no argument (Blocks.put(), Blocks.evictExit)
+ * and rethrows, with the one stack map frame that needs (the method's
+ * locals as at entry, the Throwable on the stack).
  *
  * <pre>
  * MemoryStore.putBytes, putIteratorAsValues,
- *   putIteratorAsBytes (any arguments)      on return   Blocks.put(this, arg0)
+ *   putIteratorAsBytes (any arguments)      on entry    Blocks.fillBegin(this, arg0)
+ *                                           on return   Blocks.put(this, arg0)
+ *                                           on throw    Blocks.put()
  * MemoryStore.getBytes, getValues (1 arg)   on return   Blocks.read(arg0)
  * MemoryStore.remove (1 arg)                on entry    Blocks.remove(arg0)
  * MemoryStore.evictBlocksToFreeSpace        on entry    Blocks.evictEnter()
@@ -71,9 +74,9 @@ final class Weaver {
 
     private static final Map<String, List<Site>> SITES = Map.of(
             MEMORY_STORE, List.of(
-                    new Site("putBytes", -1, null, "put", Pass.THIS_ARG0, false),
-                    new Site("putIteratorAsValues", -1, null, "put", Pass.THIS_ARG0, false),
-                    new Site("putIteratorAsBytes", -1, null, "put", Pass.THIS_ARG0, false),
+                    new Site("putBytes", -1, "fillBegin", "put", Pass.THIS_ARG0, true),
+                    new Site("putIteratorAsValues", -1, "fillBegin", "put", Pass.THIS_ARG0, true),
+                    new Site("putIteratorAsBytes", -1, "fillBegin", "put", Pass.THIS_ARG0, true),
                     new Site("getBytes", 1, null, "read", Pass.ARG0, false),
                     new Site("getValues", 1, null, "read", Pass.ARG0, false),
                     new Site("remove", 1, "remove", null, Pass.ARG0, false),

@@ -31,7 +31,9 @@ class WeaverTest {
     public static final class Calls {
         static final List<String> LOG = new ArrayList<>();
 
+        public static void fillBegin(Object store, Object id) { LOG.add("fillBegin " + name(store) + " " + id); }
         public static void put(Object store, Object id) { LOG.add("put " + name(store) + " " + id); }
+        public static void put() { LOG.add("put threw"); }
         public static void read(Object id) { LOG.add("read " + id); }
         public static void remove(Object id) { LOG.add("remove " + id); }
         public static void evictEnter() { LOG.add("evictEnter"); }
@@ -51,6 +53,9 @@ class WeaverTest {
     /** The class woven: the shapes of Spark's methods, and some that must be left alone. */
     public static class Subject {
         public Object putBytes(Object id, long size) {
+            if (size == -2) {
+                throw new IllegalStateException("no room");
+            }
             if (size < 0) {
                 return "negative";
             }
@@ -132,9 +137,9 @@ class WeaverTest {
     private static final String SUBJECT = "org/stratatrace/hook/WeaverTest$Subject";
     private static final String CALLS = "org/stratatrace/hook/WeaverTest$Calls";
     private static final List<Weaver.Site> SITES = List.of(
-            new Weaver.Site("putBytes", -1, null, "put", Weaver.Pass.THIS_ARG0, false),
-            new Weaver.Site("putIteratorAsValues", -1, null, "put", Weaver.Pass.THIS_ARG0, false),
-            new Weaver.Site("putIteratorAsBytes", -1, null, "put", Weaver.Pass.THIS_ARG0, false),
+            new Weaver.Site("putBytes", -1, "fillBegin", "put", Weaver.Pass.THIS_ARG0, true),
+            new Weaver.Site("putIteratorAsValues", -1, "fillBegin", "put", Weaver.Pass.THIS_ARG0, true),
+            new Weaver.Site("putIteratorAsBytes", -1, "fillBegin", "put", Weaver.Pass.THIS_ARG0, true),
             new Weaver.Site("getBytes", 1, null, "read", Weaver.Pass.ARG0, false),
             new Weaver.Site("getValues", 1, null, "read", Weaver.Pass.ARG0, false),
             new Weaver.Site("remove", 1, "remove", null, Weaver.Pass.ARG0, false),
@@ -190,13 +195,21 @@ class WeaverTest {
     void exitOnEveryReturn() throws Throwable {
         Class<?>[] t = {Object.class, long.class};
         assertEquals("negative", call("putBytes", t, "a", -1L));
-        assertCalls("put Subject a");
+        assertCalls("fillBegin Subject a", "put Subject a");
         assertNull(call("putBytes", t, "b", 0L));
-        assertCalls("put Subject b");
+        assertCalls("fillBegin Subject b", "put Subject b");
         assertEquals("stored", call("putBytes", t, "c", 5L));
-        assertCalls("put Subject c");
+        assertCalls("fillBegin Subject c", "put Subject c");
         assertEquals(14L, call("putIteratorAsValues", t, "d", 7L));
-        assertCalls("put Subject d");
+        assertCalls("fillBegin Subject d", "put Subject d");
+    }
+
+    @Test
+    void putEndsWhenItThrows() throws Throwable {
+        Class<?>[] t = {Object.class, long.class};
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> call("putBytes", t, "f", -2L));
+        assertEquals("no room", e.getMessage());
+        assertCalls("fillBegin Subject f", "put threw");
     }
 
     @Test
@@ -263,7 +276,7 @@ class WeaverTest {
     void synchronizedMethod() throws Throwable {
         assertEquals("locked 3", call("putIteratorAsBytes", new Class<?>[] {Object.class, int[].class}, "s",
                 new int[3]));
-        assertCalls("put Subject s");
+        assertCalls("fillBegin Subject s", "put Subject s");
     }
 
     @Test
