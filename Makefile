@@ -47,6 +47,9 @@ SMTT_FLAGS ?=
 # runs it as a service.
 APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler gcc make \
 	openjdk-17-jdk-headless maven python3-pip chromium chromium-driver clickhouse-server
+# The arm64 cross toolchain of make images (the hook's library, the collector's
+# cgo), and qemu-user, with which the tests run the arm64 images' entrypoints.
+APT_PKGS += gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
 
 # The version the binaries and images carry.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -101,14 +104,40 @@ build: jvmhook workloads ## build the binaries, the JVM hook, the test Spark job
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/strata-agent
 
 # OCI image archives, assembled in Go (deploy/images): no container engine,
-# no base image pulled. Stripped binaries; dated SOURCE_DATE_EPOCH (the last
-# commit's time) so that the same commit gives the same digests.
-images: jvmhook ## OCI image archives of the agent and the collector in bin/images/ (no Docker engine needed)
-	@mkdir -p $(BIN)/image
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/ ./cmd/strata-agent
-	$(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/ ./cmd/strata-collector
+# no base image pulled. One archive per image, holding an index with a
+# manifest per IMAGE_ARCHES: each architecture's stripped binaries and hook
+# library go to bin/image/ARCH (arm64's through the cross toolchain make
+# deps installs). Tagged IMAGE_TAG, the Helm chart's appVersion, which the
+# chart and deploy/kubernetes/strata.yaml pull; dated SOURCE_DATE_EPOCH (the
+# last commit's time) so that the same commit gives the same digests.
+IMAGE_ARCHES := amd64 arm64
+IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*$$/\1/p' deploy/helm/strata/Chart.yaml)
+CC_amd64 := $(CC)
+CXX_amd64 := $(CXX)
+CC_arm64 := aarch64-linux-gnu-gcc
+CXX_arm64 := aarch64-linux-gnu-g++
+comma := ,
+empty :=
+space := $(empty) $(empty)
+
+# image_bins ARCH: the binaries of ARCH's images, and the hook's jar beside its library.
+define image_bins
+cp $(HOOK_JAR) $(BIN)/image/$(1)/jvmhook/
+CGO_ENABLED=0 GOARCH=$(1) $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/$(1)/ ./cmd/strata-agent
+CGO_ENABLED=1 GOARCH=$(1) CC=$(CC_$(1)) CXX=$(CXX_$(1)) $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/$(1)/ ./cmd/strata-collector
+
+endef
+
+images: jvmhook $(foreach a,$(IMAGE_ARCHES),$(BIN)/image/$(a)/jvmhook/libstratahook.so) ## OCI image archives (amd64 and arm64) of the agent and the collector in bin/images/
+	$(foreach a,$(IMAGE_ARCHES),$(call image_bins,$(a)))
 	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)} \
-		$(GO) run ./deploy/images/mkimage --bin $(BIN)/image --hook $(HOOK_OUT) --version $(VERSION) --out $(BIN)/images
+		$(GO) run ./deploy/images/mkimage --bin $(BIN)/image --arch $(subst $(space),$(comma),$(IMAGE_ARCHES)) \
+		--tag $(IMAGE_TAG) --version $(VERSION) --out $(BIN)/images
+
+# The hook's library for one architecture of the images.
+$(BIN)/image/%/jvmhook/libstratahook.so: $(HOOK_C) $(HOOK_H)
+	@mkdir -p $(@D)
+	$(CC_$*) $(HOOK_CFLAGS) -o $@ $(HOOK_C) -lpthread
 
 workloads: $(WORKLOAD_JARS) ## build SMTT's eight Spark workloads against each installed Spark
 
