@@ -55,7 +55,7 @@ APT_PKGS += gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qe
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/stratatrace/strata/agent.Version=$(VERSION) -X github.com/stratatrace/strata/collector/server.Version=$(VERSION)
 
-.PHONY: help deps deps-spark spark-home generate build jvmhook workloads smtt test bench demo fuzz clean check-generated vmlinux images
+.PHONY: help deps deps-spark spark-home generate build jvmhook workloads smtt test bench demo fuzz clean check-generated vmlinux images image-debs
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -128,11 +128,29 @@ CGO_ENABLED=1 GOARCH=$(1) CC=$(CC_$(1)) CXX=$(CXX_$(1)) $(GO) build -trimpath -l
 
 endef
 
-images: jvmhook $(foreach a,$(IMAGE_ARCHES),$(BIN)/image/$(a)/jvmhook/libstratahook.so) ## OCI image archives (amd64 and arm64) of the agent and the collector in bin/images/
+images: jvmhook $(foreach a,$(IMAGE_ARCHES),$(BIN)/image/$(a)/jvmhook/libstratahook.so) image-debs ## OCI image archives (amd64 and arm64) of the agent and the collector in bin/images/
 	$(foreach a,$(IMAGE_ARCHES),$(call image_bins,$(a)))
 	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)} \
 		$(GO) run ./deploy/images/mkimage --bin $(BIN)/image --arch $(subst $(space),$(comma),$(IMAGE_ARCHES)) \
-		--tag $(IMAGE_TAG) --version $(VERSION) --out $(BIN)/images
+		--debs arm64 --tag $(IMAGE_TAG) --version $(VERSION) --out $(BIN)/images
+
+# The arm64 collector's runtime libraries: Debian's arm64 packages of this
+# release, security updates included (the cross packages the compiler links
+# against lag them), downloaded on every make images into
+# bin/image/arm64/debs by apt with state of its own in IMAGE_APT (this
+# machine's apt sources and dpkg database stay as they are). gcc-12-base
+# holds the copyright of libgcc-s1 and libstdc++6.
+IMAGE_DEBS := libc6 libgcc-s1 libstdc++6 gcc-12-base
+IMAGE_APT ?= $(abspath $(BIN))/image/apt
+APT_ARM64 = apt-get -q -o APT::Architecture=arm64 -o APT::Architectures::=arm64 \
+	-o Dir::State::Lists=$(IMAGE_APT)/lists -o Dir::State::status=$(IMAGE_APT)/status \
+	-o Dir::Cache::archives=$(IMAGE_APT)/archives
+
+image-debs:
+	@mkdir -p $(IMAGE_APT)/lists/partial $(IMAGE_APT)/archives/partial $(BIN)/image/arm64/debs && touch $(IMAGE_APT)/status
+	$(APT_ARM64) update
+	rm -f $(BIN)/image/arm64/debs/*.deb
+	cd $(BIN)/image/arm64/debs && $(APT_ARM64) download $(addsuffix :arm64,$(IMAGE_DEBS))
 
 # The hook's library for one architecture of the images.
 $(BIN)/image/%/jvmhook/libstratahook.so: $(HOOK_C) $(HOOK_H)

@@ -22,10 +22,10 @@
 //   - strata-collector: the collector, linked against glibc and libstdc++
 //     for its embedded DuckDB store, with the shared libraries it needs
 //     (the closure of its ELF DT_NEEDED entries and its interpreter) copied
-//     from the build machine's Debian packages (for arm64 the cross
-//     packages, libc6-arm64-cross, ...) into a layer of their own, each
-//     package's copyright file beside them, its dpkg status entry in
-//     /var/lib/dpkg/status.d/PACKAGE and the md5 of its files there in
+//     from Debian packages (the build machine's installed ones, or .deb
+//     files unpacked: make images downloads arm64's) into a layer of their
+//     own, each package's copyright file beside them, its dpkg status entry
+//     in /var/lib/dpkg/status.d/PACKAGE and the md5 of its files there in
 //     PACKAGE.md5sums (distroless's layout, which image scanners read),
 //     and the list of packages, versions and files in
 //     /usr/share/strata/packages.txt. It runs as uid 65532 (nonroot), its

@@ -185,9 +185,9 @@ type platform struct {
 	// libDir is where the image holds the shared libraries (Debian's
 	// multiarch directory).
 	libDir string
-	// search is where this machine holds that architecture's libraries:
-	// the native ones for amd64, the Debian cross packages'
-	// (libc6-arm64-cross, ...) for arm64.
+	// search is where this machine holds that architecture's libraries
+	// when RuntimeLibs is given no root: the native ones for amd64, the
+	// Debian cross packages' (libc6-arm64-cross, ...) for arm64.
 	search []string
 }
 
@@ -219,13 +219,18 @@ var ErrStatic = errors.New("binary is statically linked")
 
 // RuntimeLibs returns the shared libraries binary, built for arch, needs to
 // start: its interpreter and the closure of DT_NEEDED, as found on this
-// machine, each at the path the image will hold it (the interpreter at its
-// PT_INTERP path, the others in the platform's multiarch directory). Every
-// library must be an ELF file of arch's machine.
-func RuntimeLibs(binary, arch string) ([]File, error) {
+// machine (root empty) or in the multiarch directories under root (the
+// packages of arch unpacked there), each at the path the image will hold
+// it (the interpreter at its PT_INTERP path, the others in the platform's
+// multiarch directory). Every library must be an ELF file of arch's
+// machine.
+func RuntimeLibs(binary, arch, root string) ([]File, error) {
 	plat, ok := platforms[arch]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrArch, arch)
+	}
+	if root != "" {
+		plat.search = []string{root + plat.libDir, root + "/usr" + plat.libDir}
 	}
 	if err := requireMachine(binary, plat.machine); err != nil {
 		return nil, err

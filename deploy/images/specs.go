@@ -1,14 +1,9 @@
 package images
 
 import (
-	"crypto/md5"
 	"debug/elf"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -23,6 +18,10 @@ type Inputs struct {
 	Version     string
 	Created     time.Time
 	Compression int // gzip level; 0: default
+	// Debs holds the .deb files of the collector's runtime libraries for
+	// Arch (unpacked into Debs/root); empty: this machine's installed
+	// packages (dpkg's database), which must be of Arch.
+	Debs string
 }
 
 // The users the images run as.
@@ -109,15 +108,27 @@ var (
 )
 
 // Collector is the collector's image: the cgo binary and the Debian
-// libraries it needs, each package's copyright and its dpkg status entry
-// (Status), nonroot.
+// libraries it needs (this machine's, or in.Debs'), each package's
+// copyright and its dpkg status entry (dpkgStatus), nonroot.
 func Collector(in Inputs) (Spec, error) {
 	bin := filepath.Join(in.BinDir, "strata-collector")
-	libs, err := RuntimeLibs(bin, in.Arch)
+	var db packageDB = hostDB{}
+	if in.Debs != "" {
+		tree := filepath.Join(in.Debs, "root")
+		if err := os.RemoveAll(tree); err != nil {
+			return Spec{}, err
+		}
+		debs, err := openDebs(in.Debs, tree)
+		if err != nil {
+			return Spec{}, err
+		}
+		db = debs
+	}
+	libs, err := RuntimeLibs(bin, in.Arch, db.root())
 	if err != nil {
 		return Spec{}, err
 	}
-	pkgs, err := debianPackages(libs)
+	pkgs, err := debianPackages(db, libs)
 	if err != nil {
 		return Spec{}, err
 	}
@@ -160,175 +171,6 @@ func requireStatic(bin string) error {
 		}
 	}
 	return nil
-}
-
-// debPackage is an installed Debian package and the files of it an image
-// holds.
-type debPackage struct {
-	owner   string // as dpkg names it: libc6:amd64, libc6-arm64-cross
-	name    string // libc6
-	version string
-	files   []File
-	// dpkgPaths are the files' paths in dpkg's database, by image path.
-	dpkgPaths map[string]string
-}
-
-// debianPackages groups files by the Debian package (and its installed
-// version) owning each file's source, through dpkg, and adds each
-// package's copyright file; sorted by name.
-func debianPackages(files []File) ([]*debPackage, error) {
-	byOwner := map[string]*debPackage{}
-	var out []*debPackage
-	for _, f := range files {
-		owner, dpkgPath, err := dpkgOwner(f.Src)
-		if err != nil {
-			return nil, err
-		}
-		p := byOwner[owner]
-		if p == nil {
-			ver, err := exec.Command("dpkg-query", "-W", "-f=${Version}", owner).Output()
-			if err != nil {
-				return nil, fmt.Errorf("dpkg-query %s: %w", owner, err)
-			}
-			p = &debPackage{owner: owner, name: strings.SplitN(owner, ":", 2)[0], version: string(ver), dpkgPaths: map[string]string{}}
-			byOwner[owner] = p
-			out = append(out, p)
-			copyright := "/usr/share/doc/" + p.name + "/copyright"
-			p.files = append(p.files, File{Path: copyright, Src: copyright, Mode: 0o644})
-			p.dpkgPaths[copyright] = copyright
-		}
-		p.files = append(p.files, f)
-		p.dpkgPaths[f.Path] = dpkgPath
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	for _, p := range out {
-		sort.Slice(p.files, func(i, j int) bool { return p.files[i].Path < p.files[j].Path })
-	}
-	return out, nil
-}
-
-// dpkgOwner is the package that installed path and the path dpkg records
-// (tried as given, then without and with /usr for the merged-/usr layout
-// of Debian 12).
-func dpkgOwner(p string) (owner, dpkgPath string, err error) {
-	var last error
-	for _, c := range []string{p, strings.TrimPrefix(p, "/usr"), path.Join("/usr", p)} {
-		out, err := exec.Command("dpkg", "-S", c).Output()
-		if err != nil {
-			last = err
-			continue
-		}
-		line := strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0]
-		owner, _, ok := strings.Cut(line, ": ")
-		if ok && !strings.Contains(owner, ",") {
-			return owner, c, nil
-		}
-	}
-	return "", "", fmt.Errorf("find the Debian package of %s (dpkg -S): %w", p, last)
-}
-
-// statusFields are the fields of a package's dpkg status entry an image
-// keeps: what names the package, its version and its source for a
-// scanner, not its relations to packages the image lacks.
-var statusFields = []string{"Package", "Status", "Priority", "Section", "Installed-Size", "Maintainer",
-	"Architecture", "Multi-Arch", "Source", "Version", "Built-Using", "Description", "Homepage"}
-
-// dpkgStatus writes, per package, the distroless layout of dpkg's
-// database that image scanners read: /var/lib/dpkg/status.d/NAME, the
-// package's status entry (statusFields, as this machine's dpkg holds
-// them), and NAME.md5sums, the md5 of each of its files the image holds at
-// the path it holds it (dpkg's md5sums format). A file whose bytes differ
-// from what dpkg recorded for it fails the build.
-func dpkgStatus(pkgs []*debPackage) ([]File, error) {
-	var files []File
-	for _, p := range pkgs {
-		out, err := exec.Command("dpkg-query", "-s", p.owner).Output()
-		if err != nil {
-			return nil, fmt.Errorf("dpkg-query -s %s: %w", p.owner, err)
-		}
-		entry := filterStanza(string(out), statusFields)
-		recorded, err := dpkgMD5s(p.owner)
-		if err != nil {
-			return nil, err
-		}
-		var sums strings.Builder
-		for _, f := range p.files {
-			if f.Src == "" || f.Link != "" {
-				continue
-			}
-			want, ok := recorded[strings.TrimPrefix(p.dpkgPaths[f.Path], "/")]
-			if !ok {
-				continue // dpkg records no md5 for it (a path reached through a link)
-			}
-			got, err := md5File(f.Src)
-			if err != nil {
-				return nil, err
-			}
-			if got != want {
-				return nil, fmt.Errorf("%s: md5 %s, dpkg recorded %s for %s", f.Src, got, want, p.owner)
-			}
-			fmt.Fprintf(&sums, "%s  %s\n", got, strings.TrimPrefix(f.Path, "/"))
-		}
-		files = append(files,
-			File{Path: "/var/lib/dpkg/status.d/" + p.name, Data: []byte(entry), Mode: 0o644},
-			File{Path: "/var/lib/dpkg/status.d/" + p.name + ".md5sums", Data: []byte(sums.String()), Mode: 0o644})
-	}
-	return files, nil
-}
-
-// filterStanza keeps the fields of a deb822 stanza named in keep (with
-// their continuation lines), in the stanza's order.
-func filterStanza(stanza string, keep []string) string {
-	want := map[string]bool{}
-	for _, k := range keep {
-		want[k] = true
-	}
-	var b strings.Builder
-	on := false
-	for _, l := range strings.Split(strings.TrimRight(stanza, "\n"), "\n") {
-		if !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "\t") {
-			name, _, _ := strings.Cut(l, ":")
-			on = want[name]
-		}
-		if on {
-			b.WriteString(l + "\n")
-		}
-	}
-	return b.String()
-}
-
-// dpkgMD5s reads the md5sums dpkg holds for owner: md5 by path (no
-// leading slash).
-func dpkgMD5s(owner string) (map[string]string, error) {
-	p, err := exec.Command("dpkg-query", "--control-path", owner, "md5sums").Output()
-	if err != nil {
-		return nil, fmt.Errorf("dpkg-query --control-path %s md5sums: %w", owner, err)
-	}
-	data, err := os.ReadFile(strings.TrimSpace(string(p)))
-	if err != nil {
-		return nil, fmt.Errorf("read md5sums of %s: %w", owner, err)
-	}
-	sums := map[string]string{}
-	for _, l := range strings.Split(string(data), "\n") {
-		sum, name, ok := strings.Cut(l, "  ")
-		if ok {
-			sums[name] = sum
-		}
-	}
-	return sums, nil
-}
-
-func md5File(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := md5.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("read %s: %w", p, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func dedupe(files []File) []File {

@@ -1,11 +1,12 @@
 // Command mkimage writes Strata's OCI image archives (make images): see
 // package deploy/images.
 //
-//	go run ./deploy/images/mkimage --bin DIR [--arch amd64,arm64] --tag T --version V --out DIR
+//	go run ./deploy/images/mkimage --bin DIR [--arch amd64,arm64] [--debs arm64] --tag T --version V --out DIR
 //
 // DIR/ARCH holds, per architecture, strata-agent (static), strata-collector
-// and jvmhook/ (strata-hook.jar, libstratahook.so). Each archive holds one
-// image index with a manifest per architecture.
+// and jvmhook/ (strata-hook.jar, libstratahook.so), and for the --debs
+// architectures debs/, the .deb files of the collector's libraries. Each
+// archive holds one image index with a manifest per architecture.
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +28,7 @@ func main() {
 	fs := flag.NewFlagSet("mkimage", flag.ExitOnError)
 	bin := fs.String("bin", "bin/image", "directory holding one directory per architecture: strata-agent (static), strata-collector, jvmhook/")
 	arches := fs.String("arch", strings.Join(images.Arches, ","), "architectures of both images, comma-separated")
+	debs := fs.String("debs", "", "architectures whose collector takes its libraries from DIR/ARCH/debs/*.deb, comma-separated (the others: this machine's packages)")
 	hook := fs.Bool("hook", true, "put ARCH/jvmhook's strata-hook.jar and libstratahook.so in the agent's image")
 	tag := fs.String("tag", "dev", "the images' tag (strata/agent:TAG)")
 	version := fs.String("version", "dev", "the version label")
@@ -51,6 +54,9 @@ func main() {
 			in := images.Inputs{Arch: arch, BinDir: filepath.Join(*bin, arch), Version: *version, Created: created}
 			if *hook {
 				in.HookDir = filepath.Join(*bin, arch, "jvmhook")
+			}
+			if slices.Contains(strings.Split(*debs, ","), arch) {
+				in.Debs = filepath.Join(*bin, arch, "debs")
 			}
 			spec, err := make(in)
 			if err != nil {
