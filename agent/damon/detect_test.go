@@ -1,11 +1,14 @@
 package damon
 
 import (
+	"context"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,4 +171,55 @@ func TestCapturedKdamond0(t *testing.T) {
 	if b.MonitoredBytes == nil || b.GetMonitoredBytes() != 0 || b.GetCoveredBytes() != 0 || b.AccessRate != nil || b.ColdAgeSeconds != nil {
 		t.Fatalf("below: %v", b)
 	}
+}
+
+// TestBusyAtStartLooksAgain: a kdamond's state that stays busy (EBUSY,
+// another reader's or writer's command) longer than a read waits makes
+// the start unavailable, saying so and that it will look again; Run looks
+// again each period and takes the shared mode once the lock is free.
+func TestBusyAtStartLooksAgain(t *testing.T) {
+	defer func(w time.Duration) { busyWait = w }(busyWait)
+	busyWait = 50 * time.Millisecond
+	f := newFakeKernel(t)
+	f.thisMachine()
+	f.fixedTried = true
+	var held atomic.Bool
+	held.Store(true)
+	s := f.sysfs()
+	s.refuse = func(rel string) error {
+		if held.Load() && strings.HasSuffix(rel, "/state") {
+			return syscall.EBUSY
+		}
+		return nil
+	}
+	cfg := DefaultConfig()
+	cfg.ReadInterval = 20 * time.Millisecond
+	h, err := Open(s, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if st := h.Status(); h.Mode() != Unavailable || !strings.Contains(st, "device or resource busy") || !strings.Contains(st, "looking again every") {
+		t.Fatalf("busy start: %v %q", h.Mode(), st)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); h.Run(ctx, func() []Block { return nil }, &heatSink{}) }()
+	time.Sleep(200 * time.Millisecond) // still busy: Run keeps looking
+	if h.Mode() != Unavailable {
+		t.Fatalf("mode %v while busy", h.Mode())
+	}
+	held.Store(false)
+	for deadline := time.Now().Add(5 * time.Second); h.Mode() != Shared; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still %v (%s) after the lock was freed", h.Mode(), h.Status())
+		}
+	}
+	if !strings.HasPrefix(h.Status(), "shared: kdamond 0") {
+		t.Fatalf("status %q", h.Status())
+	}
+	cancel()
+	<-done
+	h.pending.Wait()
 }

@@ -76,9 +76,12 @@ type Sink interface {
 // Heat samples the access heat of live blocks from DAMON; see the package
 // comment.
 type Heat struct {
-	cfg   Config
-	sys   Sysfs
-	log   *slog.Logger
+	cfg Config
+	sys Sysfs
+	log *slog.Logger
+	// mu guards det, own and views against Mode and Status while Run sets
+	// them up again after a busy start; Run alone writes them after Open.
+	mu    sync.RWMutex
 	det   Detection
 	own   *ownKdamond
 	views []view
@@ -94,7 +97,10 @@ type Heat struct {
 // kdamond, which stays off until Run has blocks to monitor; Status says
 // the mode, for the caller to log once. With Mode "on" a DAMON it cannot use is an error wrapping
 // ErrUnavailable; with "auto" the Heat is Unavailable and Run returns at
-// once.
+// once. Either way, a DAMON whose sysfs lock another reader or writer
+// holds longer than startWait is no error: the Heat starts Unavailable
+// (Detection.Busy) and Run looks again every period until it finds a mode
+// or a lasting reason.
 func Open(sys Sysfs, cfg Config) (*Heat, error) {
 	if cfg.PageSize == 0 {
 		cfg.PageSize = 4096
@@ -107,36 +113,61 @@ func Open(sys Sysfs, cfg Config) (*Heat, error) {
 	if mode == "off" {
 		h.det = Detection{Reason: "disabled (--damon off)"}
 	} else {
-		h.det = sys.Detect()
+		// A start does not wait out another agent's long command: busy for
+		// startWait, it runs without heat and Run looks again.
+		quick := sys
+		quick.wait = startWait
+		h.setup(quick.Detect())
 	}
-	switch h.det.Mode {
-	case Own:
-		o, err := sys.makeOwn(cfg)
-		if err != nil {
-			reason := fmt.Sprintf("cannot make a kdamond: %v", err)
-			if denied(err) {
-				reason = "not root: DAMON's sysfs files are root's"
-			}
-			h.det = Detection{Reason: reason}
-			break
-		}
-		h.own = o
-		h.views = []view{newView(true, o.ctx, o.ctx.Schemes[0])}
-	case Shared:
-		h.views = sharedViews(h.det.Kdamonds)
-	}
-	if h.det.Mode == Unavailable && mode == "on" {
+	if h.det.Mode == Unavailable && !h.det.Busy && mode == "on" {
 		return nil, fmt.Errorf("%w: %s", ErrUnavailable, h.det.Reason)
 	}
 	return h, nil
 }
 
-// Mode is the mode Open took.
-func (h *Heat) Mode() Mode { return h.det.Mode }
+// startWait bounds how long Open waits out DAMON's sysfs lock.
+const startWait = time.Second
+
+// setup takes the mode d detected: it makes the own kdamond, or the views
+// of the shared ones.
+func (h *Heat) setup(d Detection) {
+	h.det = d
+	switch d.Mode {
+	case Own:
+		o, err := h.sys.makeOwn(h.cfg)
+		if err != nil {
+			reason := fmt.Sprintf("cannot make a kdamond: %v", err)
+			if denied(err) {
+				reason = "not root: DAMON's sysfs files are root's"
+			}
+			h.det = Detection{Reason: reason, Busy: busy(err)}
+			return
+		}
+		h.own = o
+		h.views = []view{newView(true, o.ctx, o.ctx.Schemes[0])}
+	case Shared:
+		h.views = sharedViews(d.Kdamonds)
+	}
+}
+
+// Mode is the mode Open took, or Run took later after DAMON's sysfs was
+// busy at the start.
+func (h *Heat) Mode() Mode {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.det.Mode
+}
 
 // Status says the mode and what it reads, or why there is no heat:
 // "unavailable: no DAMON sysfs interface (/sys/kernel/mm/damon/admin)".
+// After a busy start it ends with "; looking again every PERIOD".
 func (h *Heat) Status() string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.statusLocked()
+}
+
+func (h *Heat) statusLocked() string {
 	switch h.det.Mode {
 	case Own:
 		c := h.own.ctx
@@ -155,6 +186,9 @@ func (h *Heat) Status() string {
 		}
 		return s
 	}
+	if h.det.Busy {
+		return "unavailable: " + h.det.Reason + "; looking again every " + h.period().String()
+	}
 	return "unavailable: " + h.det.Reason
 }
 
@@ -164,7 +198,7 @@ func (h *Heat) Status() string {
 // when they changed (the first commit turns the kdamond on). It returns at
 // once when Unavailable.
 func (h *Heat) Run(ctx context.Context, blocks func() []Block, sink Sink) {
-	if h.det.Mode == Unavailable {
+	if h.det.Mode == Unavailable && !h.det.Busy {
 		return
 	}
 	t := time.NewTicker(h.period())
@@ -175,8 +209,33 @@ func (h *Heat) Run(ctx context.Context, blocks func() []Block, sink Sink) {
 			return
 		case <-t.C:
 		}
+		if h.det.Mode == Unavailable { // busy at the last look: look again
+			if !h.retry() {
+				return
+			}
+			if h.det.Mode == Unavailable {
+				continue
+			}
+			t.Reset(h.period())
+		}
 		h.round(ctx, blocks, sink)
 	}
+}
+
+// retry detects again after DAMON's sysfs was busy, and reports whether
+// Run should go on (a mode was found, or it is still only busy).
+func (h *Heat) retry() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.setup(h.sys.Detect())
+	switch {
+	case h.det.Mode != Unavailable:
+		h.log.Info("DAMON heat available after its sysfs was busy", "status", h.statusLocked())
+	case !h.det.Busy:
+		h.log.Warn("no DAMON heat", "reason", h.det.Reason)
+		return false
+	}
+	return true
 }
 
 // period is how often Run reads: ReadInterval, or the longest aggregation
@@ -339,6 +398,6 @@ type Stats struct {
 
 // Stats returns a snapshot of the counters.
 func (h *Heat) Stats() Stats {
-	return Stats{Mode: h.det.Mode, Reads: h.reads.Load(), Regions: h.regions.Load(), Samples: h.samples.Load(),
+	return Stats{Mode: h.Mode(), Reads: h.reads.Load(), Regions: h.regions.Load(), Samples: h.samples.Load(),
 		Commits: h.commits.Load(), Errors: h.errs.Load(), NoPages: h.noPages.Load()}
 }

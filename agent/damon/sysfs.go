@@ -22,6 +22,11 @@ type Sysfs struct {
 	// path under the admin directory and the value: tests record the
 	// writes, and emulate the directories the kernel makes.
 	written func(rel, value string)
+	// refuse, when set, is asked before every read and may fail it (tests
+	// stand in for a kernel that answers EBUSY).
+	refuse func(rel string) error
+	// wait bounds how long a read or write waits out EBUSY; 0 is busyWait.
+	wait time.Duration
 }
 
 // adminDir is DAMON's sysfs admin directory under the sysfs root.
@@ -42,12 +47,16 @@ func contextDir(k, c int) string { return kdamondDir(k) + "/contexts/" + strconv
 // gives it, to readers of a kdamond's state and pid too, while another
 // writer holds DAMON's sysfs lock, which update_schemes_tried_regions
 // holds for up to one aggregation interval.
-const busyWait = 15 * time.Second
+var busyWait = 15 * time.Second
 
-// retryBusy runs op until it does not fail with EBUSY, for busyWait at
-// most.
-func retryBusy(op func() error) error {
-	deadline := time.Now().Add(busyWait)
+// retryBusy runs op until it does not fail with EBUSY, for s.wait (else
+// busyWait) at most.
+func (s Sysfs) retryBusy(op func() error) error {
+	wait := s.wait
+	if wait <= 0 {
+		wait = busyWait
+	}
+	deadline := time.Now().Add(wait)
 	for {
 		err := op()
 		if !busy(err) || time.Now().After(deadline) {
@@ -60,7 +69,12 @@ func retryBusy(op func() error) error {
 // readFile reads a file, waiting out EBUSY.
 func (s Sysfs) readFile(rel string) ([]byte, error) {
 	var b []byte
-	err := retryBusy(func() (err error) {
+	err := s.retryBusy(func() (err error) {
+		if s.refuse != nil {
+			if err := s.refuse(rel); err != nil {
+				return err
+			}
+		}
 		b, err = os.ReadFile(s.path(rel))
 		return err
 	})
@@ -96,7 +110,7 @@ func (s Sysfs) readUint(rel string) (uint64, error) {
 // waiting out EBUSY; a path the kernel has not made is an error, never a
 // new file.
 func (s Sysfs) write(rel, value string) error {
-	err := retryBusy(func() error {
+	err := s.retryBusy(func() error {
 		f, err := os.OpenFile(s.path(rel), os.O_WRONLY|os.O_TRUNC, 0)
 		if err != nil {
 			return err

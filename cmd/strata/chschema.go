@@ -7,7 +7,7 @@ import (
 	"io"
 	"regexp"
 
-	"github.com/stratatrace/strata/collector/store"
+	"github.com/stratatrace/strata/collector/store/ddl"
 )
 
 func init() {
@@ -26,9 +26,9 @@ func runCHSchema(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if !plainName.MatchString(*db) || (*cluster != "" && !plainName.MatchString(*cluster)) {
 		return fmt.Errorf("clickhouse-schema: database %q and cluster %q must be plain names", *db, *cluster)
 	}
-	stmts := store.SingleSchema(*db)
+	stmts := ddl.SingleSchema(*db)
 	if *cluster != "" {
-		stmts = store.ClusterSchema(*db, *cluster)
+		stmts = ddl.ClusterSchema(*db, *cluster)
 	}
 	for _, s := range stmts {
 		if _, err := fmt.Fprintf(stdout, "%s;\n\n", s); err != nil {

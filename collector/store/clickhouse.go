@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/stratatrace/strata/collector/store/ddl"
 )
 
 // ClickHouseOptions configure the server store.
@@ -64,7 +66,7 @@ type ClickHouseOptions struct {
 	Now func() time.Time
 
 	// layout, set only by tests, replaces the cluster layout.
-	layout *chLayout
+	layout *ddl.Layout
 }
 
 // ClickHouse is the server Store: a ClickHouse database reached over its

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratatrace/strata/collector/store/ddl"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -53,7 +54,7 @@ func (s *ClickHouse) PutJob(ctx context.Context, r *stratav1.JobResult) error {
 	w.str(r.GetQueue())
 	w.str(r.GetType())
 	w.i64(r.GetScore())
-	err = s.c.insert(ctx, "jobs", tableByName("jobs").insertCols(), joinBytes([][]byte{w.b}))
+	err = s.c.insert(ctx, "jobs", ddl.TableByName("jobs").InsertCols(), joinBytes([][]byte{w.b}))
 	s.onWrite(err)
 	if err != nil {
 		return fmt.Errorf("put job %s: %w", r.GetJobId(), err)
@@ -121,7 +122,7 @@ func (s *ClickHouse) ClaimJobs(ctx context.Context, ids []string) error {
 		w.str(s.opts.Owner)
 		w.u64(randomUint64())
 	}
-	if err := s.c.insert(ctx, "job_claims", tableByName("job_claims").insertCols(), joinBytes([][]byte{w.b})); err != nil {
+	if err := s.c.insert(ctx, "job_claims", ddl.TableByName("job_claims").InsertCols(), joinBytes([][]byte{w.b})); err != nil {
 		return fmt.Errorf("claim jobs: %w", err)
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/stratatrace/strata/collector/store/ddl"
 )
 
 // Retain applies r (see retain) to the day partitions of the retained
@@ -73,9 +75,9 @@ type dayPart struct {
 func (s *ClickHouse) partitions(ctx context.Context) ([]dayPart, int64, error) {
 	l := s.layout()
 	retained := map[string]bool{}
-	for _, t := range chTables {
-		if t.retained {
-			retained[l.local(t.name)] = true
+	for _, t := range ddl.Tables {
+		if t.Retained {
+			retained[l.Local(t.Name)] = true
 		}
 	}
 	byDay := map[string]int64{}
@@ -103,13 +105,13 @@ func (s *ClickHouse) partitions(ctx context.Context) ([]dayPart, int64, error) {
 // dropDay drops partition id from every retained table.
 func (s *ClickHouse) dropDay(ctx context.Context, id string) error {
 	l := s.layout()
-	for _, t := range chTables {
-		if !t.retained {
+	for _, t := range ddl.Tables {
+		if !t.Retained {
 			continue
 		}
-		stmt := "ALTER TABLE " + s.opts.Database + "." + l.local(t.name) + l.on() + " DROP PARTITION ID " + quote(id)
+		stmt := "ALTER TABLE " + s.opts.Database + "." + l.Local(t.Name) + l.On() + " DROP PARTITION ID " + quote(id)
 		if err := s.c.exec(ctx, stmt); err != nil {
-			return fmt.Errorf("retain: drop %s of %s: %w", id, t.name, err)
+			return fmt.Errorf("retain: drop %s of %s: %w", id, t.Name, err)
 		}
 	}
 	return nil

@@ -27,7 +27,7 @@ var chSpelling = spelling{selPrefix: "SELECT " + rowSelect + ", ", recKey: "uid,
 	argMaxFn: "argMax", anyFn: "any", leftJoinSQL: "ANY LEFT JOIN",
 	allVisible: " AND uid IN (SELECT min(uid) FROM batch_apps GROUP BY node_name, boot_id, seq)",
 	uniqT:      "uniqExact(%s)", uniqIfT: "uniqExactIf(%s, %s)", int64T: "toInt64(%s)", limitT: " LIMIT %[2]d, %[1]d",
-	bitT: "bitAnd(%s, %d)"}
+	bitT: "bitAnd(%s, %d)", asT: " AS %s"}
 
 func (chDialect) lit(s string) string       { return quote(s) }
 func (chDialect) visible(app string) string { return " AND " + visibleSQL(app) }
@@ -35,11 +35,11 @@ func (chDialect) visible(app string) string { return " AND " + visibleSQL(app) }
 // traceRuns: runs carry their record's columns but not its coverage,
 // joined from records.
 func (d chDialect) traceRuns(app string, where func(string) string) string {
-	return `(SELECT * FROM runs WHERE app_id = ` + quote(app) + where("") + d.visible(app) + `)
+	return `(SELECT * FROM runs WHERE app_id = ` + quote(app) + where("") + d.visible(app) + `) AS tr
 ANY LEFT JOIN (
 	SELECT uid, rec_idx, ` + coverageColNames("") + ` FROM records
 	WHERE app_id = ` + quote(app) + where("") + d.visible(app) + `
-) USING (uid, rec_idx)`
+) AS tc USING (uid, rec_idx)`
 }
 
 // sampleRuns: runs carry their record's fault columns.
@@ -63,13 +63,13 @@ func (d chDialect) machines(app string) string {
 	return `SELECT ` + rowSelect + `, node_name, boot_id, numa, if(ps > 0, ps, rps), mem FROM (
 	SELECT node_name, boot_id, max(page_size) AS rps FROM records
 	WHERE app_id = ` + quote(app) + d.visible(app) + ` GROUP BY node_name, boot_id
-) ANY LEFT JOIN (
+) AS mr ANY LEFT JOIN (
 	SELECT node_name, boot_id,
 		argMaxIf(numa_nodes, updated_ns, numa_nodes > 0) AS numa,
 		argMaxIf(page_size, updated_ns, page_size > 0) AS ps,
 		argMaxIf(mem_total_bytes, updated_ns, mem_total_bytes > 0) AS mem
 	FROM nodes GROUP BY node_name, boot_id
-) USING (node_name, boot_id)
+) AS mn USING (node_name, boot_id)
 ORDER BY node_name, boot_id`
 }
 

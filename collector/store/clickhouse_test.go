@@ -53,6 +53,23 @@ func TestClickHouseContract(t *testing.T) {
 	storetest.Contract(t, chBackend)
 }
 
+// TestClickHouseContractCurrent runs the contract, every question's SQL
+// and the schema, on the current ClickHouse engine (chdb, 26.9) besides
+// the Debian server (18.16) above.
+func TestClickHouseContractCurrent(t *testing.T) {
+	srv := chserver.Current(t)
+	t.Logf("ClickHouse %s (chdb) at %s", srv.Version, srv.URL)
+	storetest.Contract(t, storetest.Backend{
+		New: func(tb testing.TB, env storetest.Env) (store.Store, func() store.Store) {
+			opts := chOptions(srv, srv.Database(tb), env.Log)
+			opts.Now = env.Now
+			open := func() store.Store { return openCH(tb, opts) }
+			return open(), open
+		},
+		AppendUnchecked: chBackend.AppendUnchecked,
+	})
+}
+
 // countRows returns count() of a raw table in db, bypassing visibility.
 func countRows(t *testing.T, srv *chserver.Server, db, table, where string) int {
 	t.Helper()

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stratatrace/strata/collector/store/ddl"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -426,7 +427,7 @@ func (c *committer) writeRows(ctx context.Context, es []*chEntry) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[t] = c.s.c.insert(ctx, table, tableByName(table).insertCols(), joinBytes(parts))
+			errs[t] = c.s.c.insert(ctx, table, ddl.TableByName(table).InsertCols(), joinBytes(parts))
 		}()
 	}
 	wg.Wait()
@@ -455,7 +456,7 @@ func (c *committer) writeRows(ctx context.Context, es []*chEntry) error {
 		nodes.i64(now)
 	}
 	if len(nodes.b) > 0 {
-		if err := c.s.c.insert(ctx, "nodes", tableByName("nodes").insertCols(), joinBytes([][]byte{nodes.b})); err != nil {
+		if err := c.s.c.insert(ctx, "nodes", ddl.TableByName("nodes").InsertCols(), joinBytes([][]byte{nodes.b})); err != nil {
 			return fmt.Errorf("store node info: %w", err)
 		}
 	}
@@ -481,7 +482,7 @@ func (c *committer) writeRows(ctx context.Context, es []*chEntry) error {
 		keys.u32(e.records)
 	}
 	if len(apps.b) > 0 {
-		if err := c.s.c.insert(ctx, "batch_apps", tableByName("batch_apps").insertCols(), joinBytes([][]byte{apps.b})); err != nil {
+		if err := c.s.c.insert(ctx, "batch_apps", ddl.TableByName("batch_apps").InsertCols(), joinBytes([][]byte{apps.b})); err != nil {
 			return fmt.Errorf("commit batches: %w", err)
 		}
 	}
@@ -491,7 +492,7 @@ func (c *committer) writeRows(ctx context.Context, es []*chEntry) error {
 	if err := c.step("key"); err != nil {
 		return err
 	}
-	if err := c.s.c.insert(ctx, "batches", tableByName("batches").insertCols(), joinBytes([][]byte{keys.b})); err != nil {
+	if err := c.s.c.insert(ctx, "batches", ddl.TableByName("batches").InsertCols(), joinBytes([][]byte{keys.b})); err != nil {
 		return fmt.Errorf("insert batch keys: %w", err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stratatrace/strata/collector/store/ddl"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -15,40 +16,12 @@ import (
 // records, from one list; runs do not repeat them (a walked block's
 // record has a run per extent), and Trace joins them from records.
 
-// coverageCol is one of those columns.
-type coverageCol struct {
-	name     string
-	duck, ch string // its type in DuckDB and in ClickHouse
-	// def is its value in rows stored before the column existed, an SQL
-	// literal both backends read.
-	def string
-}
-
-// coverageCols are the columns, in the order rows write them.
-// column_index is SparkBlock.column, -1 when absent (a column index is
-// never negative: the hook's -1, "every column", means absent too).
-var coverageCols = []coverageCol{
-	{"spark_bytes", "UBIGINT", "UInt64", "0"},
-	{"cached_batch", "BOOLEAN", "UInt8", "0"},
-	{"column_index", "INTEGER", "Int32", "-1"},
-	{"column_name", "VARCHAR", "String", "''"},
-	{"resolution", "TINYINT", "Int8", "0"},
-	{"cov_bytes", "UBIGINT", "UInt64", "0"},
-	{"cov_objects", "UBIGINT", "UInt64", "0"},
-	{"cov_shared_objects", "UBIGINT", "UInt64", "0"},
-	{"cov_shared_bytes", "UBIGINT", "UInt64", "0"},
-	{"cov_opaque_objects", "UBIGINT", "UInt64", "0"},
-	{"cov_gc_epoch", "UINTEGER", "UInt32", "0"},
-	{"cov_extents", "UINTEGER", "UInt32", "0"},
-	{"cov_detail", "VARCHAR", "String", "''"},
-}
-
-// coverageColNames lists coverageCols' names for a SELECT, each prefixed
+// coverageColNames lists ddl.Coverage's names for a SELECT, each prefixed
 // with p.
 func coverageColNames(p string) string {
-	names := make([]string, len(coverageCols))
-	for i, c := range coverageCols {
-		names[i] = p + c.name
+	names := make([]string, len(ddl.Coverage))
+	for i, c := range ddl.Coverage {
+		names[i] = p + c.Name
 	}
 	return strings.Join(names, ", ")
 }
@@ -56,19 +29,10 @@ func coverageColNames(p string) string {
 // duckCoverageMigrations adds the columns to DuckDB's records.
 var duckCoverageMigrations = func() string {
 	var b strings.Builder
-	for _, c := range coverageCols {
-		fmt.Fprintf(&b, "ALTER TABLE records ADD COLUMN IF NOT EXISTS %s %s DEFAULT %s;\n", c.name, c.duck, c.def)
+	for _, c := range ddl.Coverage {
+		fmt.Fprintf(&b, "ALTER TABLE records ADD COLUMN IF NOT EXISTS %s %s DEFAULT %s;\n", c.Name, c.Duck, c.Def)
 	}
 	return b.String()
-}()
-
-// chCoverageCols are the columns in ClickHouse's schema ("name Type").
-var chCoverageCols = func() []string {
-	out := make([]string, len(coverageCols))
-	for i, c := range coverageCols {
-		out[i] = c.name + " " + c.ch
-	}
-	return out
 }()
 
 // coverageColumnIndex is what column_index stores for a block.
@@ -79,7 +43,7 @@ func coverageColumnIndex(b *stratav1.SparkBlock) int32 {
 	return b.GetColumn()
 }
 
-// coverageValues are r's values of coverageCols, in order, for DuckDB's
+// coverageValues are r's values of ddl.Coverage, in order, for DuckDB's
 // appenders.
 func coverageValues(r *stratav1.Record) []driver.Value {
 	b, c := r.GetBlock(), r.GetCoverage()
@@ -88,7 +52,7 @@ func coverageValues(r *stratav1.Record) []driver.Value {
 		c.GetGcEpoch(), c.GetExtents(), c.GetDetail()}
 }
 
-// coverage writes r's values of coverageCols to a ClickHouse row.
+// coverage writes r's values of ddl.Coverage to a ClickHouse row.
 func (w *rowWriter) coverage(r *stratav1.Record) {
 	b, c := r.GetBlock(), r.GetCoverage()
 	w.u64(b.GetSparkBytes())
@@ -106,7 +70,7 @@ func (w *rowWriter) coverage(r *stratav1.Record) {
 	w.str(c.GetDetail())
 }
 
-// coverageRow holds one stored row's coverageCols as read back.
+// coverageRow holds one stored row's ddl.Coverage as read back.
 type coverageRow struct {
 	sparkBytes                                         uint64
 	cachedBatch                                        bool

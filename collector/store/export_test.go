@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratatrace/strata/collector/store/ddl"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -71,7 +72,7 @@ func SetCommitHook(s *ClickHouse, hook func(step string) error) {
 // engines, which need ZooKeeper: the cluster's read and write paths, on
 // one server.
 func OpenClickHouseOneShard(ctx context.Context, opts ClickHouseOptions) (*ClickHouse, error) {
-	opts.layout = &chLayout{cluster: opts.Cluster}
+	opts.layout = &ddl.Layout{Cluster: opts.Cluster}
 	return OpenClickHouse(ctx, opts)
 }
 
@@ -94,7 +95,7 @@ func DecodeRows(data []byte) (int, error) {
 // (RowBinary), and the same rows as JSONEachRow, for the format benchmark.
 func EncodeRuns(b *stratav1.Batch) (rowBinary, jsonEachRow []byte) {
 	e := encodeBatch(b, 1, 1_700_000_000)
-	cols := tableByName("runs").columns
+	cols := ddl.TableByName("runs").Columns
 	r := newRowReader(bytes.NewReader(e.rows[1]))
 	var js []byte
 	for {
@@ -138,7 +139,7 @@ func EncodeRuns(b *stratav1.Batch) (rowBinary, jsonEachRow []byte) {
 
 // InsertRuns sends body, rows of the runs table in format, as one insert.
 func InsertRuns(ctx context.Context, s *ClickHouse, format string, body []byte) error {
-	stmt := "INSERT INTO runs (" + tableByName("runs").insertCols() + ") FORMAT " + format
+	stmt := "INSERT INTO runs (" + ddl.TableByName("runs").InsertCols() + ") FORMAT " + format
 	resp, err := s.c.do(ctx, url.Values{"database": {s.c.database}, "query": {stmt}}, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -157,8 +158,8 @@ func DropPhysMaps(s *DuckDB) {
 // CoverageColumns names the columns records and runs gained for coverage.
 func CoverageColumns() []string {
 	var out []string
-	for _, c := range coverageCols {
-		out = append(out, c.name)
+	for _, c := range ddl.Coverage {
+		out = append(out, c.Name)
 	}
 	return out
 }

@@ -27,9 +27,11 @@ type Server struct {
 	// Version is what SELECT version() answered.
 	Version string
 	// Dir holds its configuration, data and logs ("" for an external one).
-	Dir    string
-	cmd    *exec.Cmd
-	exited chan error // receives the process's exit
+	Dir string
+	// NoCluster says the server has no Cluster (Current's chdb).
+	NoCluster bool
+	cmd       *exec.Cmd
+	exited    chan error // receives the process's exit
 }
 
 // Binary returns the clickhouse-server executable: $STRATA_CLICKHOUSE_SERVER,
@@ -79,6 +81,9 @@ func Main(m *testing.M) int {
 	code := m.Run()
 	if shared != nil {
 		shared.Stop()
+	}
+	if current != nil {
+		current.Stop()
 	}
 	return code
 }
