@@ -54,12 +54,15 @@ SMTT_FLAGS ?=
 # runs it as a service.
 APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler gcc make \
 	openjdk-17-jdk-headless maven python3-pip unzip chromium chromium-driver clickhouse-server
+# The arm64 cross toolchain of make images (the hook's library, the collector's
+# cgo), and qemu-user, with which the tests run the arm64 images' entrypoints.
+APT_PKGS += gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
 
 # The version the binaries and images carry.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/stratatrace/strata/agent.Version=$(VERSION) -X github.com/stratatrace/strata/collector/server.Version=$(VERSION) -X main.version=$(VERSION)
 
-.PHONY: help deps deps-spark spark-home generate build jvmhook workloads smtt test bench demo fuzz clean check-generated vmlinux images yarncluster yarn test-yarn
+.PHONY: help deps deps-spark spark-home generate build jvmhook workloads smtt test bench demo fuzz clean check-generated vmlinux images image-debs yarncluster yarn test-yarn
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -134,14 +137,58 @@ build: jvmhook workloads ## build the binaries, the JVM hook, the test Spark job
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/strata-agent
 
 # OCI image archives, assembled in Go (deploy/images): no container engine,
-# no base image pulled. Stripped binaries; dated SOURCE_DATE_EPOCH (the last
-# commit's time) so that the same commit gives the same digests.
-images: jvmhook ## OCI image archives of the agent and the collector in bin/images/ (no Docker engine needed)
-	@mkdir -p $(BIN)/image
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/ ./cmd/strata-agent
-	$(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/ ./cmd/strata-collector
+# no base image pulled. One archive per image, holding an index with a
+# manifest per IMAGE_ARCHES: each architecture's stripped binaries and hook
+# library go to bin/image/ARCH (arm64's through the cross toolchain make
+# deps installs). Tagged IMAGE_TAG, the Helm chart's appVersion, which the
+# chart and deploy/kubernetes/strata.yaml pull; dated SOURCE_DATE_EPOCH (the
+# last commit's time) so that the same commit gives the same digests.
+IMAGE_ARCHES := amd64 arm64
+IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*$$/\1/p' deploy/helm/strata/Chart.yaml)
+CC_amd64 := $(CC)
+CXX_amd64 := $(CXX)
+CC_arm64 := aarch64-linux-gnu-gcc
+CXX_arm64 := aarch64-linux-gnu-g++
+comma := ,
+empty :=
+space := $(empty) $(empty)
+
+# image_bins ARCH: the binaries of ARCH's images, and the hook's jar beside its library.
+define image_bins
+cp $(HOOK_JAR) $(BIN)/image/$(1)/jvmhook/
+CGO_ENABLED=0 GOARCH=$(1) $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/$(1)/ ./cmd/strata-agent
+CGO_ENABLED=1 GOARCH=$(1) CC=$(CC_$(1)) CXX=$(CXX_$(1)) $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/$(1)/ ./cmd/strata-collector
+
+endef
+
+images: jvmhook $(foreach a,$(IMAGE_ARCHES),$(BIN)/image/$(a)/jvmhook/libstratahook.so) image-debs ## OCI image archives (amd64 and arm64) of the agent and the collector in bin/images/
+	$(foreach a,$(IMAGE_ARCHES),$(call image_bins,$(a)))
 	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 0)} \
-		$(GO) run ./deploy/images/mkimage --bin $(BIN)/image --hook $(HOOK_OUT) --version $(VERSION) --out $(BIN)/images
+		$(GO) run ./deploy/images/mkimage --bin $(BIN)/image --arch $(subst $(space),$(comma),$(IMAGE_ARCHES)) \
+		--debs arm64 --tag $(IMAGE_TAG) --version $(VERSION) --out $(BIN)/images
+
+# The arm64 collector's runtime libraries: Debian's arm64 packages of this
+# release, security updates included (the cross packages the compiler links
+# against lag them), downloaded on every make images into
+# bin/image/arm64/debs by apt with state of its own in IMAGE_APT (this
+# machine's apt sources and dpkg database stay as they are). gcc-12-base
+# holds the copyright of libgcc-s1 and libstdc++6.
+IMAGE_DEBS := libc6 libgcc-s1 libstdc++6 gcc-12-base
+IMAGE_APT ?= $(abspath $(BIN))/image/apt
+APT_ARM64 = apt-get -q -o APT::Architecture=arm64 -o APT::Architectures::=arm64 \
+	-o Dir::State::Lists=$(IMAGE_APT)/lists -o Dir::State::status=$(IMAGE_APT)/status \
+	-o Dir::Cache::archives=$(IMAGE_APT)/archives
+
+image-debs:
+	@mkdir -p $(IMAGE_APT)/lists/partial $(IMAGE_APT)/archives/partial $(BIN)/image/arm64/debs && touch $(IMAGE_APT)/status
+	$(APT_ARM64) update
+	rm -f $(BIN)/image/arm64/debs/*.deb
+	cd $(BIN)/image/arm64/debs && $(APT_ARM64) download $(addsuffix :arm64,$(IMAGE_DEBS))
+
+# The hook's library for one architecture of the images.
+$(BIN)/image/%/jvmhook/libstratahook.so: $(HOOK_C) $(HOOK_H)
+	@mkdir -p $(@D)
+	$(CC_$*) $(HOOK_CFLAGS) -o $@ $(HOOK_C) -lpthread
 
 workloads: $(WORKLOAD_JARS) ## build SMTT's eight Spark workloads against each installed Spark
 

@@ -24,6 +24,19 @@
  * error code, so its faults are "unclassified").
  */
 #include "vmlinux.h"
+
+#if defined(__TARGET_ARCH_arm64)
+/* Both objects compile against one vmlinux.h, made from an x86 kernel's
+ * BTF, which lacks arm64's user_pt_regs: bpf_tracing.h reads a uprobe's
+ * arguments through it. Its layout is arm64's UAPI (asm/ptrace.h). */
+struct user_pt_regs {
+	__u64 regs[31];
+	__u64 sp;
+	__u64 pc;
+	__u64 pstate;
+};
+#endif
+
 #include "bpf/bpf_helpers.h"
 #include "bpf/bpf_tracing.h"
 #include "bpf/bpf_core_read.h"

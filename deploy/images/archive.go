@@ -16,12 +16,32 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// WriteArchive writes img as an OCI image layout archive at path, its
-// manifest annotated with ref (org.opencontainers.image.ref.name, e.g.
-// strata-agent:0.3.0), the tar entries sorted and dated created.
-func WriteArchive(path, ref string, img v1.Image, created time.Time) error {
+// Index makes one multi-platform OCI image index of imgs, each manifest's
+// descriptor carrying the platform (linux and the architecture) its
+// config names.
+func Index(imgs []v1.Image) (v1.ImageIndex, error) {
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	var adds []mutate.IndexAddendum
+	for _, img := range imgs {
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return nil, fmt.Errorf("index: %w", err)
+		}
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
+			Platform: &v1.Platform{OS: cf.OS, Architecture: cf.Architecture}}})
+	}
+	return mutate.AppendManifests(idx, adds...), nil
+}
+
+// WriteArchive writes idx as an OCI image layout archive at path: the
+// layout's index.json holds one descriptor, of idx, annotated with ref
+// (org.opencontainers.image.ref.name, e.g. strata/agent:dev), so that
+// `skopeo copy --all oci-archive:PATH` or `podman load` take every
+// platform; the tar entries are sorted and dated created.
+func WriteArchive(path, ref string, idx v1.ImageIndex, created time.Time) error {
 	dir, err := os.MkdirTemp(filepath.Dir(path), ".oci-")
 	if err != nil {
 		return fmt.Errorf("write archive: %w", err)
@@ -31,7 +51,7 @@ func WriteArchive(path, ref string, img v1.Image, created time.Time) error {
 	if err != nil {
 		return fmt.Errorf("write archive: %w", err)
 	}
-	if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": ref})); err != nil {
+	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": ref})); err != nil {
 		return fmt.Errorf("write archive: %w", err)
 	}
 	var names []string
@@ -97,28 +117,46 @@ func copyInto(w io.Writer, path string) error {
 }
 
 // ReadArchive unpacks the OCI layout archive at path into dir and returns
-// its one image.
-func ReadArchive(path, dir string) (v1.Image, error) {
+// its one image index and the ref name it is annotated with.
+func ReadArchive(path, dir string) (v1.ImageIndex, string, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("read archive: %w", err)
+		return nil, "", fmt.Errorf("read archive: %w", err)
 	}
 	defer f.Close()
 	if err := untar(f, dir, false); err != nil {
-		return nil, fmt.Errorf("read archive: %w", err)
+		return nil, "", fmt.Errorf("read archive: %w", err)
 	}
-	idx, err := layout.ImageIndexFromPath(dir)
+	top, err := layout.ImageIndexFromPath(dir)
 	if err != nil {
-		return nil, fmt.Errorf("read archive: %w", err)
+		return nil, "", fmt.Errorf("read archive: %w", err)
 	}
+	m, err := top.IndexManifest()
+	if err != nil {
+		return nil, "", fmt.Errorf("read archive: %w", err)
+	}
+	if len(m.Manifests) != 1 || m.Manifests[0].MediaType != types.OCIImageIndex {
+		return nil, "", fmt.Errorf("read archive: index.json holds %d descriptors, want one image index", len(m.Manifests))
+	}
+	idx, err := top.ImageIndex(m.Manifests[0].Digest)
+	if err != nil {
+		return nil, "", fmt.Errorf("read archive: %w", err)
+	}
+	return idx, m.Manifests[0].Annotations["org.opencontainers.image.ref.name"], nil
+}
+
+// PlatformImage is idx's image for linux/arch.
+func PlatformImage(idx v1.ImageIndex, arch string) (v1.Image, error) {
 	m, err := idx.IndexManifest()
 	if err != nil {
-		return nil, fmt.Errorf("read archive: %w", err)
+		return nil, err
 	}
-	if len(m.Manifests) != 1 {
-		return nil, fmt.Errorf("read archive: %d images, want 1", len(m.Manifests))
+	for _, d := range m.Manifests {
+		if d.Platform != nil && d.Platform.OS == "linux" && d.Platform.Architecture == arch {
+			return idx.Image(d.Digest)
+		}
 	}
-	return idx.Image(m.Manifests[0].Digest)
+	return nil, fmt.Errorf("no linux/%s image in the index: %w", arch, ErrArch)
 }
 
 // Unpack writes img's flattened file system into dir, with the owners and

@@ -1,10 +1,15 @@
 // Package images assembles Strata's OCI images without a container engine:
-// `make images` builds the binaries with go build and calls mkimage, which
-// lays their files into layers with go-containerregistry and writes one OCI
-// image layout archive per image (bin/images/strata-agent.tar,
-// strata-collector.tar). Load one with `skopeo copy
-// oci-archive:bin/images/strata-agent.tar docker-daemon:strata/agent:TAG`,
-// `podman load -i`, or push it with `crane push`.
+// `make images` builds each architecture's binaries (amd64 and arm64, the
+// latter through Debian's aarch64-linux-gnu cross compilers) with go build
+// and calls mkimage, which lays their files into layers with
+// go-containerregistry and writes one OCI image layout archive per image
+// (bin/images/strata-agent.tar, strata-collector.tar). An archive's
+// index.json holds one image index, annotated with the reference manifests
+// pull (org.opencontainers.image.ref.name strata/agent:TAG, TAG being the
+// Helm chart's appVersion), whose manifests are linux/amd64 and linux/arm64.
+// Push both with `skopeo copy --all oci-archive:bin/images/strata-agent.tar
+// docker://REGISTRY/strata/agent:TAG`, or load this host's with
+// `podman load -i`.
 //
 // No base image is pulled (no registry that serves them is reachable from
 // the build machines): each image starts FROM scratch.
@@ -17,10 +22,17 @@
 //   - strata-collector: the collector, linked against glibc and libstdc++
 //     for its embedded DuckDB store, with the shared libraries it needs
 //     (the closure of its ELF DT_NEEDED entries and its interpreter) copied
-//     from the build machine's Debian packages into a layer of their own,
-//     each package's copyright file beside them, and the list of packages
-//     and versions in /usr/share/strata/packages.txt. It runs as uid 65532
-//     (nonroot), its store under /var/lib/strata/collector.
+//     from Debian packages (the build machine's installed ones, or .deb
+//     files unpacked: make images downloads arm64's) into a layer of their
+//     own, each package's copyright file beside them, its dpkg status entry
+//     in /var/lib/dpkg/status.d/PACKAGE and the md5 of its files there in
+//     PACKAGE.md5sums (distroless's layout, which image scanners read),
+//     and the list of packages, versions and files in
+//     /usr/share/strata/packages.txt. It runs as uid 65532 (nonroot), its
+//     store under /var/lib/strata/collector.
+//
+// Every ELF file an image holds must be built for its architecture's
+// machine; the build fails otherwise (ErrArch).
 //
 // Layers are reproducible: files are sorted, owned by the ids the image
 // runs as, and dated Spec.Created (SOURCE_DATE_EPOCH in make images), so

@@ -40,9 +40,11 @@ type Layer struct {
 	Files []File
 }
 
-// Spec describes an image.
+// Spec describes an image for one platform.
 type Spec struct {
-	Name       string // strata-agent, strata-collector
+	Name       string // strata-agent, strata-collector: the archive's file name
+	Repository string // strata/agent, strata/collector: the name manifests pull
+	Arch       string // GOARCH and OCI architecture: amd64, arm64
 	Version    string
 	Layers     []Layer
 	Entrypoint []string
@@ -56,8 +58,15 @@ type Spec struct {
 	Compression int
 }
 
-// Build assembles the image of s.
+// Reference is the image's name with tag, as manifests pull it:
+// strata/agent:TAG.
+func (s Spec) Reference(tag string) string { return s.Repository + ":" + tag }
+
+// Build assembles the image of s for its architecture.
 func Build(s Spec) (v1.Image, error) {
+	if _, ok := platforms[s.Arch]; !ok {
+		return nil, fmt.Errorf("build %s: %w: %q", s.Name, ErrArch, s.Arch)
+	}
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	var history []v1.History
@@ -85,7 +94,7 @@ func Build(s Spec) (v1.Image, error) {
 		return nil, fmt.Errorf("build %s: %w", s.Name, err)
 	}
 	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS = "amd64", "linux"
+	cf.Architecture, cf.OS = s.Arch, "linux"
 	cf.Created = v1.Time{Time: s.Created}
 	cf.History = history
 	cf.Config.Entrypoint = s.Entrypoint
@@ -170,18 +179,62 @@ func layerTar(files []File, created time.Time) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// libDirs are where the runtime libraries are looked for, as ld.so's
-// default search on Debian amd64.
-var libDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"}
+// platform is what an architecture's images need from the build machine.
+type platform struct {
+	machine elf.Machine
+	// libDir is where the image holds the shared libraries (Debian's
+	// multiarch directory).
+	libDir string
+	// search is where this machine holds that architecture's libraries
+	// when RuntimeLibs is given no root: the native ones for amd64, the
+	// Debian cross packages' (libc6-arm64-cross, ...) for arm64.
+	search []string
+}
+
+var platforms = map[string]platform{
+	"amd64": {elf.EM_X86_64, "/lib/x86_64-linux-gnu",
+		[]string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"}},
+	"arm64": {elf.EM_AARCH64, "/lib/aarch64-linux-gnu",
+		[]string{"/usr/aarch64-linux-gnu/lib", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu"}},
+}
+
+// Arches are the architectures images are built for.
+var Arches = []string{"amd64", "arm64"}
+
+// ErrArch is returned for an architecture without a platform entry or a
+// binary built for another one.
+var ErrArch = errors.New("wrong or unknown architecture")
+
+// Machine is the ELF machine of arch's binaries.
+func Machine(arch string) (elf.Machine, error) {
+	p, ok := platforms[arch]
+	if !ok {
+		return 0, fmt.Errorf("%w: %q", ErrArch, arch)
+	}
+	return p.machine, nil
+}
 
 // ErrStatic is returned by RuntimeLibs for a binary without an interpreter.
 var ErrStatic = errors.New("binary is statically linked")
 
-// RuntimeLibs returns the shared libraries binary needs to start: its
-// interpreter and the closure of DT_NEEDED, as found on this machine,
-// each at the path the image will hold it (the interpreter at its PT_INTERP
-// path, the others in /lib/x86_64-linux-gnu).
-func RuntimeLibs(binary string) ([]File, error) {
+// RuntimeLibs returns the shared libraries binary, built for arch, needs to
+// start: its interpreter and the closure of DT_NEEDED, as found on this
+// machine (root empty) or in the multiarch directories under root (the
+// packages of arch unpacked there), each at the path the image will hold
+// it (the interpreter at its PT_INTERP path, the others in the platform's
+// multiarch directory). Every library must be an ELF file of arch's
+// machine.
+func RuntimeLibs(binary, arch, root string) ([]File, error) {
+	plat, ok := platforms[arch]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrArch, arch)
+	}
+	if root != "" {
+		plat.search = []string{root + plat.libDir, root + "/usr" + plat.libDir}
+	}
+	if err := requireMachine(binary, plat.machine); err != nil {
+		return nil, err
+	}
 	interp, needed, err := elfDeps(binary)
 	if err != nil {
 		return nil, err
@@ -189,11 +242,11 @@ func RuntimeLibs(binary string) ([]File, error) {
 	if interp == "" {
 		return nil, fmt.Errorf("%s: %w", binary, ErrStatic)
 	}
-	real, err := filepath.EvalSymlinks(interp)
+	src, err := findLib(plat, path.Base(interp))
 	if err != nil {
-		return nil, fmt.Errorf("resolve interpreter: %w", err)
+		return nil, fmt.Errorf("find interpreter: %w", err)
 	}
-	files := []File{{Path: interp, Src: real, Mode: 0o755}}
+	files := []File{{Path: interp, Src: src, Mode: 0o755}}
 	seen := map[string]bool{}
 	for len(needed) > 0 {
 		name := needed[0]
@@ -202,11 +255,11 @@ func RuntimeLibs(binary string) ([]File, error) {
 			continue
 		}
 		seen[name] = true
-		src, err := findLib(name)
+		src, err := findLib(plat, name)
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, File{Path: "/lib/x86_64-linux-gnu/" + name, Src: src, Mode: 0o755})
+		files = append(files, File{Path: plat.libDir + "/" + name, Src: src, Mode: 0o755})
 		_, more, err := elfDeps(src)
 		if err != nil {
 			return nil, err
@@ -214,6 +267,19 @@ func RuntimeLibs(binary string) ([]File, error) {
 		needed = append(needed, more...)
 	}
 	return files, nil
+}
+
+// requireMachine fails unless p is an ELF file for machine.
+func requireMachine(p string, machine elf.Machine) error {
+	f, err := elf.Open(p)
+	if err != nil {
+		return fmt.Errorf("read elf: %w", err)
+	}
+	defer f.Close()
+	if f.Machine != machine {
+		return fmt.Errorf("%s is %v, want %v: %w", p, f.Machine, machine, ErrArch)
+	}
+	return nil
 }
 
 func elfDeps(p string) (interp string, needed []string, err error) {
@@ -238,12 +304,17 @@ func elfDeps(p string) (interp string, needed []string, err error) {
 	return interp, needed, nil
 }
 
-func findLib(name string) (string, error) {
-	for _, d := range libDirs {
-		p := filepath.Join(d, name)
-		if real, err := filepath.EvalSymlinks(p); err == nil {
+// findLib is the first of plat's search directories holding name, as the
+// file the name resolves to, when it is a library of plat's machine.
+func findLib(plat platform, name string) (string, error) {
+	for _, d := range plat.search {
+		real, err := filepath.EvalSymlinks(filepath.Join(d, name))
+		if err != nil {
+			continue
+		}
+		if requireMachine(real, plat.machine) == nil {
 			return real, nil
 		}
 	}
-	return "", fmt.Errorf("shared library %s not found in %v", name, libDirs)
+	return "", fmt.Errorf("shared library %s for %v not found in %v", name, plat.machine, plat.search)
 }

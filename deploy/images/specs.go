@@ -3,21 +3,25 @@ package images
 import (
 	"debug/elf"
 	"fmt"
-	"os/exec"
-	"path"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 )
 
-// Inputs are what the images are made of.
+// Inputs are what one architecture's images are made of.
 type Inputs struct {
+	Arch        string // amd64, arm64: every binary must be built for it
 	BinDir      string // holds strata-agent (static) and strata-collector
 	HookDir     string // holds strata-hook.jar and libstratahook.so; empty: no hook files
 	Version     string
 	Created     time.Time
 	Compression int // gzip level; 0: default
+	// Debs holds the .deb files of the collector's runtime libraries for
+	// Arch (unpacked into Debs/root); empty: this machine's installed
+	// packages (dpkg's database), which must be of Arch.
+	Debs string
 }
 
 // The users the images run as.
@@ -54,18 +58,28 @@ func labels(name, version, title string) map[string]string {
 
 // Agent is the agent's image: static binary, hook files, root.
 func Agent(in Inputs) (Spec, error) {
+	machine, err := Machine(in.Arch)
+	if err != nil {
+		return Spec{}, err
+	}
 	bin := filepath.Join(in.BinDir, "strata-agent")
+	if err := requireMachine(bin, machine); err != nil {
+		return Spec{}, err
+	}
 	if err := requireStatic(bin); err != nil {
 		return Spec{}, err
 	}
 	app := []File{{Path: "/usr/bin/strata-agent", Src: bin, Mode: 0o755}}
 	if in.HookDir != "" {
-		for _, f := range []string{"strata-hook.jar", "libstratahook.so"} {
-			app = append(app, File{Path: "/usr/share/strata/jvmhook/" + f, Src: filepath.Join(in.HookDir, f), Mode: 0o644})
+		lib := filepath.Join(in.HookDir, "libstratahook.so")
+		if err := requireMachine(lib, machine); err != nil {
+			return Spec{}, err
 		}
+		app = append(app, File{Path: "/usr/share/strata/jvmhook/libstratahook.so", Src: lib, Mode: 0o644},
+			File{Path: "/usr/share/strata/jvmhook/strata-hook.jar", Src: filepath.Join(in.HookDir, "strata-hook.jar"), Mode: 0o644})
 	}
 	s := agentRuntime
-	s.Version, s.Created, s.Compression = in.Version, in.Created, in.Compression
+	s.Arch, s.Version, s.Created, s.Compression = in.Arch, in.Version, in.Created, in.Compression
 	s.Layers = []Layer{{Name: "base", Files: baseFiles()}, {Name: "agent", Files: app}}
 	s.Labels = labels(s.Name, in.Version, "Strata node agent: Spark block pages, NUMA and page faults (eBPF)")
 	return s, nil
@@ -76,6 +90,7 @@ func Agent(in Inputs) (Spec, error) {
 var (
 	agentRuntime = Spec{
 		Name:       "strata-agent",
+		Repository: "strata/agent",
 		Entrypoint: []string{"/usr/bin/strata-agent"},
 		User:       "0:0",
 		Ports:      []string{"9464/tcp"},
@@ -83,6 +98,7 @@ var (
 	}
 	collectorRuntime = Spec{
 		Name:       "strata-collector",
+		Repository: "strata/collector",
 		Entrypoint: []string{"/usr/bin/strata-collector"},
 		User:       fmt.Sprintf("%d:%d", nonrootUID, nonrootUID),
 		Env:        []string{"STRATA_COLLECTOR_STORE_DIR=/var/lib/strata/collector", "STRATA_COLLECTOR_LISTEN=0.0.0.0:7070"},
@@ -92,30 +108,50 @@ var (
 )
 
 // Collector is the collector's image: the cgo binary and the Debian
-// libraries it needs, nonroot.
+// libraries it needs (this machine's, or in.Debs'), each package's
+// copyright and its dpkg status entry (dpkgStatus), nonroot.
 func Collector(in Inputs) (Spec, error) {
 	bin := filepath.Join(in.BinDir, "strata-collector")
-	libs, err := RuntimeLibs(bin)
+	var db packageDB = hostDB{}
+	if in.Debs != "" {
+		tree := filepath.Join(in.Debs, "root")
+		if err := os.RemoveAll(tree); err != nil {
+			return Spec{}, err
+		}
+		debs, err := openDebs(in.Debs, tree)
+		if err != nil {
+			return Spec{}, err
+		}
+		db = debs
+	}
+	libs, err := RuntimeLibs(bin, in.Arch, db.root())
 	if err != nil {
 		return Spec{}, err
 	}
-	pkgs, err := debianPackages(libs)
+	pkgs, err := debianPackages(db, libs)
 	if err != nil {
 		return Spec{}, err
 	}
 	var list strings.Builder
 	fmt.Fprintln(&list, "# Debian packages whose files this image holds: package version path")
 	for _, p := range pkgs {
-		fmt.Fprintf(&list, "%s %s %s\n", p.name, p.version, p.path)
-		libs = append(libs, File{Path: "/usr/share/doc/" + p.name + "/copyright", Src: "/usr/share/doc/" + p.name + "/copyright", Mode: 0o644})
+		for _, f := range p.files {
+			fmt.Fprintf(&list, "%s %s %s\n", p.name, p.version, f.Path)
+		}
+		libs = append(libs, p.files...)
 	}
-	libs = dedupe(append(libs, File{Path: "/usr/share/strata/packages.txt", Data: []byte(list.String()), Mode: 0o644}))
+	libs = append(libs, File{Path: "/usr/share/strata/packages.txt", Data: []byte(list.String()), Mode: 0o644})
+	status, err := dpkgStatus(pkgs)
+	if err != nil {
+		return Spec{}, err
+	}
+	libs = dedupe(append(libs, status...))
 	app := []File{
 		{Path: "/usr/bin/strata-collector", Src: bin, Mode: 0o755},
 		{Path: "/var/lib/strata/collector", Dir: true, Mode: 0o750, UID: nonrootUID, GID: nonrootUID},
 	}
 	s := collectorRuntime
-	s.Version, s.Created, s.Compression = in.Version, in.Created, in.Compression
+	s.Arch, s.Version, s.Created, s.Compression = in.Arch, in.Version, in.Created, in.Compression
 	s.Layers = []Layer{{Name: "base", Files: baseFiles()}, {Name: "runtime libraries", Files: libs}, {Name: "collector", Files: app}}
 	s.Labels = labels(s.Name, in.Version, "Strata collector: ingest, store (DuckDB), queries, job heuristics")
 	return s, nil
@@ -135,45 +171,6 @@ func requireStatic(bin string) error {
 		}
 	}
 	return nil
-}
-
-type debPackage struct{ name, version, path string }
-
-// debianPackages names the Debian package (and its installed version)
-// owning each file's source, through dpkg.
-func debianPackages(files []File) ([]debPackage, error) {
-	var out []debPackage
-	for _, f := range files {
-		owner, err := dpkgOwner(f.Src)
-		if err != nil {
-			return nil, err
-		}
-		ver, err := exec.Command("dpkg-query", "-W", "-f=${Version}", owner).Output()
-		if err != nil {
-			return nil, fmt.Errorf("dpkg-query %s: %w", owner, err)
-		}
-		out = append(out, debPackage{name: strings.SplitN(owner, ":", 2)[0], version: string(ver), path: f.Path})
-	}
-	return out, nil
-}
-
-// dpkgOwner is the package that installed path (tried as given, then under
-// /usr for the merged-/usr layout of Debian 12).
-func dpkgOwner(p string) (string, error) {
-	var last error
-	for _, c := range []string{p, strings.TrimPrefix(p, "/usr"), path.Join("/usr", p)} {
-		out, err := exec.Command("dpkg", "-S", c).Output()
-		if err != nil {
-			last = err
-			continue
-		}
-		line := strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0]
-		owner, _, ok := strings.Cut(line, ": ")
-		if ok && !strings.Contains(owner, ",") {
-			return owner, nil
-		}
-	}
-	return "", fmt.Errorf("find the Debian package of %s (dpkg -S): %w", p, last)
 }
 
 func dedupe(files []File) []File {
