@@ -12,10 +12,19 @@ import (
 )
 
 func init() {
-	register(command{name: "hook-opts", args: "[--dir DIR] [--socket PATH]", summary: "print the JVM options that load the Strata hook",
+	register(command{name: "hook-opts", args: "[--dir DIR] [--socket PATH] [--remote | --ship]", summary: "print the JVM options that load the Strata hook",
 		run: runHookOpts, help: `Prints the JVM options that load the hook, for example
   spark-submit --conf spark.executor.extraJavaOptions="$(strata hook-opts)" \
-               --conf spark.driver.extraJavaOptions="$(strata hook-opts)" ...`})
+               --conf spark.driver.extraJavaOptions="$(strata hook-opts)" ...
+
+With --remote it names the files where the workers have them (--dir, default
+` + hookSystemDir + `) without looking for them here: a gateway host need not have them.
+
+With --ship (YARN) it prints spark-submit arguments that send this host's files with
+the job through YARN's distributed cache and load them from each container's working
+directory, so no NodeManager needs them installed:
+  spark-submit --master yarn $(strata hook-opts --ship) ...
+A job's own spark.yarn.dist.files (--files) replaces the shipped list: join the two.`})
 }
 
 // Files of an installed hook, as make build puts them in bin/jvmhook/.
@@ -53,24 +62,61 @@ func hookOptions(dir, socket string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("find hook files: %w", err)
 	}
-	jar, lib := filepath.Join(abs, hookJar), filepath.Join(abs, hookLib)
-	for _, f := range []string{jar, lib} {
-		if _, err := os.Stat(f); err != nil {
-			return "", fmt.Errorf("find hook files: %w", err)
+	if err := hookFilesIn(abs); err != nil {
+		return "", err
+	}
+	return agentPath(abs, socket)
+}
+
+// hookFilesIn checks that dir holds both hook files.
+func hookFilesIn(dir string) error {
+	for _, f := range []string{hookJar, hookLib} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			return fmt.Errorf("find hook files: %w", err)
 		}
 	}
+	return nil
+}
+
+// agentPath is the -agentpath option for the hook files in dir (absolute,
+// or "." for the JVM's working directory), not looked for.
+func agentPath(dir, socket string) (string, error) {
 	// Spark splits extraJavaOptions on whitespace; the agent splits its
 	// options on commas and '='.
-	for _, s := range []string{abs, socket} {
+	for _, s := range []string{dir, socket} {
 		if strings.ContainsAny(s, " \t\n,=\"'") {
 			return "", fmt.Errorf("hook options: path %q has a space, comma, '=' or quote", s)
 		}
 	}
-	args := "jar=" + jar
+	args := "jar=" + dir + "/" + hookJar
 	if socket != "" {
 		args += ",socket=" + socket
 	}
-	return fmt.Sprintf("-agentpath:%s=%s", lib, args), nil
+	return fmt.Sprintf("-agentpath:%s/%s=%s", dir, hookLib, args), nil
+}
+
+// shipArgs are spark-submit arguments that ship the hook files in dir with
+// a YARN job and load them from each container's working directory (YARN
+// localizes them there before the container's JVM starts): the files in
+// spark.yarn.dist.files, the options in the executors' defaultJavaOptions
+// (Spark >= 3.0), which a job's own extraJavaOptions add to.
+func shipArgs(dir, socket string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("find hook files: %w", err)
+	}
+	if err := hookFilesIn(abs); err != nil {
+		return "", err
+	}
+	opts, err := agentPath(".", socket)
+	if err != nil {
+		return "", err
+	}
+	if strings.ContainsAny(abs, " \t\n,=\"'") {
+		return "", fmt.Errorf("hook options: path %q has a space, comma, '=' or quote", abs)
+	}
+	return fmt.Sprintf("--conf spark.yarn.dist.files=%s,%s --conf spark.executor.defaultJavaOptions=%s",
+		filepath.Join(abs, hookJar), filepath.Join(abs, hookLib), opts), nil
 }
 
 func runHookOpts(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -79,15 +125,39 @@ func runHookOpts(_ context.Context, args []string, stdout, stderr io.Writer) err
 		" (default: $"+hookDirEnv+", then jvmhook/ beside this binary, then "+hookSystemDir+")")
 	socket := fs.String("socket", "", "`PATH` of the agent's hook socket, when not the hook's default "+
 		"($STRATA_HOOK_SOCKET in the JVM, else /run/strata/hook.sock)")
+	remote := fs.Bool("remote", false, "name the files where the workers have them (--dir, default "+hookSystemDir+") without looking for them here")
+	ship := fs.Bool("ship", false, "YARN: print spark-submit arguments that ship this host's files with the job")
 	if ok, err := parseFlags(fs, args, stdout, stderr); !ok {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return badUsage("hook-opts", "unexpected argument %q", fs.Arg(0))
 	}
+	if *remote && *ship {
+		return badUsage("hook-opts", "--remote and --ship exclude each other")
+	}
+	if *remote {
+		d := *dir
+		if d == "" {
+			d = hookSystemDir
+		}
+		if !filepath.IsAbs(d) {
+			return badUsage("hook-opts", "--remote needs an absolute --dir, the workers' path: %q", d)
+		}
+		opts, err := agentPath(filepath.Clean(d), *socket)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(stdout, opts)
+		return err
+	}
+	build := hookOptions
+	if *ship {
+		build = shipArgs
+	}
 	var errs []error
 	for _, d := range hookDirs(*dir) {
-		opts, err := hookOptions(d, *socket)
+		opts, err := build(d, *socket)
 		if err == nil {
 			_, err = fmt.Fprintln(stdout, opts)
 			return err

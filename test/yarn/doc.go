@@ -16,8 +16,9 @@
 //     absolute -agentpath in spark.executor.extraJavaOptions) and with the
 //     files shipped by the job through YARN's distributed cache
 //     (spark.yarn.dist.files, what --files sets) and named relative to the
-//     container's working directory ({{PWD}} in JAVA_TOOL_OPTIONS, set
-//     with spark.executorEnv); the executors then map the library from the
+//     container's working directory (./libstratahook.so in
+//     spark.executor.defaultJavaOptions), as `strata hook-opts --ship`
+//     prints them; the executors then map the library from the
 //     NodeManagers' cache, not from where it was built. Both in client
 //     mode; the installed files also in cluster mode, the driver in the
 //     application master's container (read from its stdout; the driver

@@ -39,22 +39,29 @@ func TestSparkOnYarn(t *testing.T) {
 	})
 	t.Run("shipped", func(t *testing.T) {
 		// Copies of the files in a folder of their own, shipped through
-		// YARN's distributed cache into each container's working directory.
-		// The options name no folder but the container's own: YARN expands
-		// {{PWD}} in a container's environment (not in its command line,
-		// where Spark quotes extraJavaOptions), so the JVM takes them from
-		// JAVA_TOOL_OPTIONS. The hook's Java side loads the library by
-		// absolute path, which a relative -agentpath (./libstratahook.so)
-		// does not give it.
+		// YARN's distributed cache into each container's working directory
+		// with the arguments `strata hook-opts --ship` prints: the options
+		// name no folder but the container's own (./libstratahook.so).
 		ship := t.TempDir()
-		var files []string
 		for _, f := range []string{jar, lib} {
-			dst := filepath.Join(ship, filepath.Base(f))
-			copyFile(t, f, dst)
-			files = append(files, dst)
+			copyFile(t, f, filepath.Join(ship, filepath.Base(f)))
 		}
-		env := "spark.executorEnv.JAVA_TOOL_OPTIONS=-agentpath:{{PWD}}/libstratahook.so=jar={{PWD}}/strata-hook.jar,socket=" + n.socket
-		runSpark(t, c, n, home, []string{env, "spark.yarn.dist.files=" + strings.Join(files, ",")}, "")
+		out, err := exec.Command(testenv.Built(t, "strata"), "hook-opts", "--ship", "--dir", ship, "--socket", n.socket).Output()
+		if err != nil {
+			t.Fatalf("strata hook-opts --ship: %v", err)
+		}
+		args := strings.Fields(string(out))
+		var confs []string
+		for i := 0; i+1 < len(args); i += 2 {
+			if args[i] != "--conf" {
+				t.Fatalf("hook-opts --ship printed %q", out)
+			}
+			confs = append(confs, args[i+1])
+		}
+		if len(confs) != 2 || strings.Contains(confs[1], ship) {
+			t.Fatalf("hook-opts --ship printed %q: want the files shipped and options naming no folder of this host", out)
+		}
+		runSpark(t, c, n, home, confs, "")
 	})
 	t.Run("cluster", func(t *testing.T) {
 		// The driver in the application master's container: its first step

@@ -110,7 +110,10 @@ public final class Agent {
             lib = new File(jar.getParentFile(), "libstratahook.so").getPath();
         }
         Walker.configure(opt);
-        System.load(lib);
+        // A relative -agentpath (files shipped into a YARN container's
+        // working directory) names the library relative to it; System.load
+        // wants an absolute path.
+        System.load(new File(lib).getAbsolutePath());
         int reconnect = Integer.parseInt(opt.getOrDefault("reconnect-ms", "1000"));
         String refs;
         try {
