@@ -67,7 +67,7 @@ LDFLAGS := -X github.com/stratatrace/strata/agent.Version=$(VERSION) -X github.c
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-deps: ## install what a fresh machine lacks (apt packages, Go modules, Spark 3.5 and 4)
+deps: ## install what a fresh machine lacks (apt packages, Go modules, Spark 3.5 and 4, chdb, Java 11 and 21 runtimes)
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
