@@ -73,7 +73,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err = server.Run(ctx, cfg, log, os.Stdout, server.WithHTTPHandler("/", func(d server.HTTPDeps) (http.Handler, error) {
-		return web.New(d.Store, d.Logger)
+		return web.New(d.Store, d.Logger, web.WithQuery(d.Query))
 	}))
 	stop()
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/stratatrace/strata/collector/server"
 	"github.com/stratatrace/strata/collector/server/servertest"
 	"github.com/stratatrace/strata/collector/store/storetest"
+	"github.com/stratatrace/strata/collector/web"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -44,7 +45,13 @@ func TestQueryRowBudget(t *testing.T) {
 	if len(sample.GetRecords()) <= 2 {
 		t.Fatalf("the sample has %d records; the test needs more than 2", len(sample.GetRecords()))
 	}
-	c := servertest.StartWith(t, []*stratav1.Batch{sample}, nil, func(cfg *server.Config) { cfg.QueryMaxRows = 2 })
+	ui := server.WithHTTPHandler("/", func(d server.HTTPDeps) (http.Handler, error) {
+		return web.New(d.Store, d.Logger, web.WithQuery(d.Query))
+	})
+	c := servertest.StartWith(t, []*stratav1.Batch{sample}, nil, func(cfg *server.Config) {
+		cfg.QueryMaxRows = 2
+		cfg.HTTP = "127.0.0.1:0"
+	}, ui)
 	q := stratav1.NewQueryServiceClient(c.Dial(t))
 	ctx := context.Background()
 	rdd := int32(8) // four pages
@@ -85,6 +92,22 @@ func TestQueryRowBudget(t *testing.T) {
 			if msg := status.Convert(err).Message(); !strings.Contains(msg, "first 2") || !strings.Contains(msg, "ask with a limit") {
 				t.Errorf("%s: message %q does not say what was sent and what to do", tc.name, msg)
 			}
+		}
+	}
+	// The web API answers through the same bounded service: a limit above
+	// the budget is refused before any row, one within it is served.
+	for _, tc := range []struct {
+		limit string
+		code  int
+	}{{"3", http.StatusBadRequest}, {"2", http.StatusOK}} {
+		resp, err := http.Get("http://" + c.HTTPAddr + "/api/v1/apps/" + storetest.App + "/trace?rdd=8&limit=" + tc.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || tc.code == http.StatusOK && strings.Count(string(body), "\n") != 2 {
+			t.Errorf("HTTP trace limit=%s: %d %q, want %d", tc.limit, resp.StatusCode, body, tc.code)
 		}
 	}
 	// A budget of 4 lets the whole RDD through with a clean end.

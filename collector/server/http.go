@@ -16,15 +16,15 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/stratatrace/strata/authn"
+	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/store"
-	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
 // HTTPDeps is what a handler mounted on the collector's HTTP endpoint may
 // use. Its calls to Query run in-process: the request was authenticated
-// at the HTTP edge.
+// at the HTTP edge. Query is the collector's service, with its bounds.
 type HTTPDeps struct {
-	Query   stratav1.QueryServiceServer
+	Query   *query.Service
 	Store   store.Store
 	Logger  *slog.Logger
 	Metrics prometheus.Registerer // served at /metrics

@@ -35,13 +35,24 @@ type Handler struct {
 	crossLayer map[string]bool
 }
 
+// Option tunes New.
+type Option func(*Handler)
+
+// WithQuery answers through q, the collector's own query service over the
+// same store with its bounds (--query-max-rows), instead of a service of
+// New's own with the default bounds.
+func WithQuery(q *query.Service) Option { return func(h *Handler) { h.q = q } }
+
 // New returns the UI over r; log (nil: discard) receives one line per
 // failed request.
-func New(r Reader, log *slog.Logger) (*Handler, error) {
+func New(r Reader, log *slog.Logger, opts ...Option) (*Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &Handler{q: query.New(r), log: log.With("component", "web"), mux: http.NewServeMux(), crossLayer: map[string]bool{}}
+	for _, o := range opts {
+		o(h)
+	}
 	eng, err := heuristics.NewEngine(heuristics.DefaultConfig())
 	if err != nil {
 		return nil, err
