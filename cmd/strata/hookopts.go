@@ -81,18 +81,26 @@ func hookFilesIn(dir string) error {
 // agentPath is the -agentpath option for the hook files in dir (absolute,
 // or "." for the JVM's working directory), not looked for.
 func agentPath(dir, socket string) (string, error) {
-	// Spark splits extraJavaOptions on whitespace; the agent splits its
-	// options on commas and '='.
-	for _, s := range []string{dir, socket} {
-		if strings.ContainsAny(s, " \t\n,=\"'") {
-			return "", fmt.Errorf("hook options: path %q has a space, comma, '=' or quote", s)
-		}
+	if err := plainPaths(dir, socket); err != nil {
+		return "", err
 	}
 	args := "jar=" + dir + "/" + hookJar
 	if socket != "" {
 		args += ",socket=" + socket
 	}
 	return fmt.Sprintf("-agentpath:%s/%s=%s", dir, hookLib, args), nil
+}
+
+// plainPaths refuses paths the options cannot carry: Spark splits
+// extraJavaOptions (and spark-submit's arguments) on whitespace, the agent
+// splits its options on commas and '='.
+func plainPaths(paths ...string) error {
+	for _, p := range paths {
+		if strings.ContainsAny(p, " \t\n,=\"'") {
+			return fmt.Errorf("hook options: path %q has a space, comma, '=' or quote", p)
+		}
+	}
+	return nil
 }
 
 // shipArgs are spark-submit arguments that ship the hook files in dir with
@@ -108,12 +116,12 @@ func shipArgs(dir, socket string) (string, error) {
 	if err := hookFilesIn(abs); err != nil {
 		return "", err
 	}
+	if err := plainPaths(abs); err != nil {
+		return "", err
+	}
 	opts, err := agentPath(".", socket)
 	if err != nil {
 		return "", err
-	}
-	if strings.ContainsAny(abs, " \t\n,=\"'") {
-		return "", fmt.Errorf("hook options: path %q has a space, comma, '=' or quote", abs)
 	}
 	return fmt.Sprintf("--conf spark.yarn.dist.files=%s,%s --conf spark.executor.defaultJavaOptions=%s",
 		filepath.Join(abs, hookJar), filepath.Join(abs, hookLib), opts), nil
