@@ -239,16 +239,15 @@ func Repair(b *stratav1.Batch, budget int) *stratav1.Batch {
 	if !changed {
 		return b
 	}
-	out := header(b)
-	out.Seq = b.GetSeq()
+	out := without(b, batchRecordsField) // every other field as it was
 	out.Records = recs
-	out.Workloads = b.GetWorkloads()
 	return out
 }
 
 // Field numbers of the repeated fields that pieces replace.
 const (
-	recordRunsField = 9  // Record.runs
+	batchRecordsField = 4 // Batch.records
+	recordRunsField   = 9 // Record.runs
 	runDeltasField  = 11 // PageRun.pfn_deltas
 )
 

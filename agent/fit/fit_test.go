@@ -264,12 +264,19 @@ func TestHalveAndRepair(t *testing.T) {
 	if Repair(b, BatchBudget) != b {
 		t.Fatal("a batch that fits must come back as is")
 	}
-	long := &stratav1.Batch{NodeName: "n", Seq: 3, Records: []*stratav1.Record{{PageSize: ps, Runs: []*stratav1.PageRun{{Count: 1 << 19}}}}}
+	long := &stratav1.Batch{NodeName: "n", BootId: "b", Seq: 3, Node: &stratav1.NodeInfo{PageSize: ps},
+		Records:   []*stratav1.Record{{PageSize: ps, Runs: []*stratav1.PageRun{{Count: 1 << 19}}}},
+		Workloads: all.Workloads, Processes: all.Processes, Heat: all.Heat}
 	if Fits(long) {
 		t.Fatal("a run of 2^19 pages must not fit")
 	}
 	fixed := Repair(long, BatchBudget)
-	if !Fits(fixed) || fixed.GetSeq() != 3 || len(fixed.Records[0].Runs) != 2 {
+	if !Fits(fixed) || len(fixed.Records[0].Runs) != 2 {
 		t.Fatalf("repaired = %v", fixed)
+	}
+	// Everything but the records comes through a repair as it was.
+	fixed.Records, long.Records = nil, nil
+	if !proto.Equal(fixed, long) {
+		t.Fatalf("repair changed the batch's other fields: %v, want %v", fixed, long)
 	}
 }

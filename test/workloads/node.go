@@ -48,6 +48,9 @@ type NodeOptions struct {
 	// history-server URL; the server need not be up yet: the poller
 	// retries every poll).
 	History string
+	// AgentArgs are more strata-agent flags, after the node's own (a
+	// later flag wins: "--damon off" turns off what the default runs).
+	AgentArgs []string
 }
 
 // StartNode starts strata-collector and strata-agent under e.Work/name.
@@ -84,9 +87,10 @@ func (n *Node) start() (err error) {
 	if err := testenv.WaitFor("the collector", 60*time.Second, n.collector, func() bool { return testenv.Listening(n.Collector) }); err != nil {
 		return err
 	}
-	n.agent, err = testenv.StartProc("strata-agent", nil, filepath.Join(e.Bin, "strata-agent"),
+	agentArgs := append([]string{filepath.Join(e.Bin, "strata-agent"),
 		"--node-name", "smtt-node", "--hook-socket", n.Socket, "--collector", n.Collector,
-		"--spool-dir", filepath.Join(n.dir, "spool"), "--http", n.HTTP, "--http-insecure")
+		"--spool-dir", filepath.Join(n.dir, "spool"), "--http", n.HTTP, "--http-insecure"}, n.opts.AgentArgs...)
+	n.agent, err = testenv.StartProc("strata-agent", nil, agentArgs...)
 	if err != nil {
 		return err
 	}

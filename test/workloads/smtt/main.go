@@ -41,6 +41,7 @@ type config struct {
 	size        string
 	storage     string
 	hookOptions string
+	agentArgs   string
 	pairs       int
 	workloads   []string
 	out         string
@@ -56,6 +57,7 @@ func main() {
 	flag.StringVar(&c.size, "size", "small", "workload input size: small, medium, large or xlarge (1, 4, 16, 64 times the inputs)")
 	flag.StringVar(&c.storage, "storage", "", "storage level of every cache the workloads set up (default: each at its own level)")
 	flag.StringVar(&c.hookOptions, "hook-options", "", "more options for the hook in traced runs, comma-separated (walk=off, walk-cpu=10)")
+	flag.StringVar(&c.agentArgs, "agent-args", "", "more strata-agent flags in traced runs, space-separated (\"--damon off\")")
 	flag.IntVar(&c.pairs, "pairs", 2, "paired runs (one without, one with tracing, order alternating) per workload")
 	flag.StringVar(&names, "workloads", strings.Join(workloads.Names, ","), "workloads to run, comma-separated")
 	flag.StringVar(&c.out, "out", "bin/smtt", "directory for the table, JSON and chart")
@@ -104,6 +106,7 @@ type row struct {
 	OfRSS          *float64  `json:"rdd_occupation_of_rss"`
 	OfNode         *float64  `json:"rdd_occupation_of_node"`
 	RDDFaults      uint64    `json:"rdd_faults"`
+	RDDFillFaults  uint64    `json:"rdd_fill_faults"` // faults of filling the blocks
 	PageWalk       string    `json:"page_walk"`
 	Severity       string    `json:"job_severity"`
 	Output         any       `json:"output"` // what the workload computed
@@ -175,12 +178,15 @@ func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writ
 	if err != nil {
 		return err
 	}
-	n, err := workloads.StartNode(e, "node", workloads.NodeOptions{History: fmt.Sprintf("http://127.0.0.1:%d", port)})
+	n, err := workloads.StartNode(e, "node", workloads.NodeOptions{History: fmt.Sprintf("http://127.0.0.1:%d", port), AgentArgs: strings.Fields(c.agentArgs)})
 	if err != nil {
 		return err
 	}
 	defer n.Stop()
 	fmt.Fprintf(stdout, "Spark %s, size %s, storage %s, %d pairs per workload\n", e.SparkVersion(), c.size, storageName(c.storage), c.pairs)
+	if c.agentArgs != "" {
+		fmt.Fprintf(stdout, "agent flags added: %s\n", c.agentArgs)
+	}
 
 	var rows []*row
 	var apps []string
@@ -255,6 +261,9 @@ func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writ
 		r.RDDs, r.OfRSS, r.OfNode, r.Severity = len(rep.RDDs), rep.Occupation.OfRSS, rep.Occupation.OfNode, rep.Severity
 		for _, x := range rep.RDDs {
 			r.RDDFaults += x.Faults.Read + x.Faults.Write + x.Faults.Exec + x.Faults.Unclassified
+			if f := x.FillFaults; f != nil {
+				r.RDDFillFaults += f.Read + f.Write + f.Exec + f.Unclassified
+			}
 		}
 		r.PageWalk = pageWalk(rep)
 	}
@@ -310,13 +319,14 @@ func writeTable(w io.Writer, version string, c config, rows []*row) {
 	fmt.Fprintf(w, "SMTT's evaluation on Spark %s (local[2], size %s, storage %s%s, %d paired runs, medians)\n\n", version, c.size,
 		storageName(c.storage), hook, c.pairs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKLOAD\tWALL WITHOUT\tWALL WITH\tOVERHEAD\tNOISE\tPAIRS (95%)\tFIXED\tWORK\tCPU OVERHEAD\tRECORDS\tPAGES RESOLVED\tRDD OCC (RSS / NODE)\tFAULTS/RDD\tPAGE-WALK SHARE\tJOB")
+	fmt.Fprintln(tw, "WORKLOAD\tWALL WITHOUT\tWALL WITH\tOVERHEAD\tNOISE\tPAIRS (95%)\tFIXED\tWORK\tCPU OVERHEAD\tRECORDS\tPAGES RESOLVED\tRDD OCC (RSS / NODE)\tFAULTS/RDD\tFILL FAULTS/RDD\tPAGE-WALK SHARE\tJOB")
 	var walls, cpus, pairs, works, fixed []float64
 	var above []string
 	for _, r := range rows {
-		perRDD := "-"
+		perRDD, fillPerRDD := "-", "-"
 		if r.RDDs > 0 {
 			perRDD = fmt.Sprintf("%.0f", float64(r.RDDFaults)/float64(r.RDDs))
+			fillPerRDD = fmt.Sprintf("%.0f", float64(r.RDDFillFaults)/float64(r.RDDs))
 		}
 		mean, lo, hi := workloads.Pooled(r.PairRatios)
 		if lo > targetWorst {
@@ -325,9 +335,9 @@ func writeTable(w io.Writer, version string, c config, rows []*row) {
 		fix := median(r.OutsideWith) - median(r.OutsideWithout)
 		wr := ratios(r.WorkWith, r.WorkWithout)
 		work, _, _ := workloads.Pooled(wr)
-		fmt.Fprintf(tw, "%s\t%.1f s\t%.1f s\t%.3f×\t±%.1f%%\t%.3f× (%.2f–%.2f)\t%+.2f s\t%.3f×\t%.3f×\t%d\t%d\t%s / %s\t%s\t%s\t%s\n", r.Workload,
+		fmt.Fprintf(tw, "%s\t%.1f s\t%.1f s\t%.3f×\t±%.1f%%\t%.3f× (%.2f–%.2f)\t%+.2f s\t%.3f×\t%.3f×\t%d\t%d\t%s / %s\t%s\t%s\t%s\t%s\n", r.Workload,
 			median(r.Without), median(r.With), r.Ratio, 100*r.Spread, mean, lo, hi, fix, work, r.CPURatio, r.Records, r.Pages,
-			pct(r.OfRSS), pct(r.OfNode), perRDD, r.PageWalk, orDash(r.Severity))
+			pct(r.OfRSS), pct(r.OfNode), perRDD, fillPerRDD, r.PageWalk, orDash(r.Severity))
 		walls, cpus, pairs = append(walls, r.Ratio), append(cpus, r.CPURatio), append(pairs, r.PairRatios...)
 		works, fixed = append(works, wr...), append(fixed, fix)
 	}
