@@ -27,9 +27,10 @@ HOOK_JAR := $(HOOK_OUT)/strata-hook.jar
 HOOK_LIB := $(HOOK_OUT)/libstratahook.so
 HOOK_JAVA := $(shell find jvmhook/java/src -name '*.java' 2>/dev/null)
 HOOK_C := jvmhook/native/hook.c jvmhook/native/blocks.c jvmhook/native/sendq.c \
-	jvmhook/native/rescan.c jvmhook/native/walks.c jvmhook/native/frame.c
+	jvmhook/native/rescan.c jvmhook/native/walks.c jvmhook/native/frame.c jvmhook/native/off.c
 HOOK_H := jvmhook/include/strata_hook.h jvmhook/native/frame.h jvmhook/native/registry.h \
-	jvmhook/native/blocks.h jvmhook/native/sendq.h jvmhook/native/rescan.h jvmhook/native/walks.h
+	jvmhook/native/blocks.h jvmhook/native/sendq.h jvmhook/native/rescan.h jvmhook/native/walks.h \
+	jvmhook/native/off.h
 # The same flags as test/workload.CFlags, plus what a JNI library needs.
 HOOK_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O2 -fvisibility=hidden -fPIC -shared \
 	-Ijvmhook/include -Ijvmhook/native -I$(JAVA_HOME)/include -I$(JAVA_HOME)/include/linux
@@ -208,9 +209,10 @@ $(HOOK_LIB): $(HOOK_C) $(HOOK_H)
 	@mkdir -p $(HOOK_OUT)
 	$(CC) $(HOOK_CFLAGS) -o $@ $(HOOK_C) -lpthread
 
+# The test job runs on the Javas its Spark runs on: 3.5's from 11, 4's from 17.
 $(BIN)/sparkjob/sparkjob-%.jar: $(SPARKJOB_SRC) $(DEPS)/spark/spark-%/.installed
 	@rm -rf $(BIN)/sparkjob/classes-$* && mkdir -p $(BIN)/sparkjob/classes-$*
-	javac -Xlint:all,-path -Werror --release 17 -d $(BIN)/sparkjob/classes-$* \
+	javac -Xlint:all,-path -Werror --release $(if $(filter 3.%,$*),11,17) -d $(BIN)/sparkjob/classes-$* \
 		-cp '$(DEPS)/spark/spark-$*/jars/*' $(SPARKJOB_SRC)
 	jar cf $@ -C $(BIN)/sparkjob/classes-$* .
 	@rm -rf $(BIN)/sparkjob/classes-$*

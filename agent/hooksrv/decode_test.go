@@ -38,7 +38,7 @@ func TestDecodeMalformed(t *testing.T) {
 		{"over FrameMax", mutate(t, "free", func(b []byte) []byte {
 			return setLength(append(b, make([]byte, FrameMax)...))
 		}), ErrBadLength},
-		{"unknown type", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offType:], 10); return b }), ErrUnknownType},
+		{"unknown type", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offType:], 11); return b }), ErrUnknownType},
 		{"type 0", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offType:], 0); return b }), ErrUnknownType},
 		{"header reserved", mutate(t, "free", func(b []byte) []byte { b[offHdrReserved] = 1; return b }), ErrBadField},
 		{"hello body short", mutate(t, "hello", func(b []byte) []byte { return setLength(b[:HeaderSize+10]) }), ErrBadLength},
@@ -165,6 +165,20 @@ func TestDecodeMalformed(t *testing.T) {
 		{"free body short", mutate(t, "free", func(b []byte) []byte { return setLength(b[:len(b)-1]) }), ErrBadLength},
 		{"free block 0", mutate(t, "free", func(b []byte) []byte { le.PutUint64(b[reg+freeBlockID:], 0); return b }), ErrBadField},
 		{"free as move", mutate(t, "free", func(b []byte) []byte { le.PutUint16(b[offType:], uint16(FrameMove)); return b }), ErrBadLength},
+		{"off body short", mutate(t, "off_empty", func(b []byte) []byte { return setLength(b[:len(b)-1]) }), ErrBadLength},
+		{"off reason 0", mutate(t, "off", func(b []byte) []byte { b[reg+offReason] = 0; return b }), ErrBadField},
+		{"off reason 6", mutate(t, "off", func(b []byte) []byte { b[reg+offReason] = 6; return b }), ErrBadField},
+		{"off reserved", mutate(t, "off", func(b []byte) []byte { b[reg+offReserved] = 1; return b }), ErrBadField},
+		{"off reserved2", mutate(t, "off", func(b []byte) []byte { b[reg+offReserved2+1] = 1; return b }), ErrBadField},
+		{"off detail over max", mutate(t, "off", func(b []byte) []byte {
+			le.PutUint16(b[reg+offDetailLen:], StrMax+1)
+			return b
+		}), ErrBadString},
+		{"off detail truncated", mutate(t, "off", func(b []byte) []byte {
+			le.PutUint16(b[reg+offDetailLen:], 60)
+			return b
+		}), ErrBadString},
+		{"off trailing bytes", mutate(t, "off", func(b []byte) []byte { return setLength(append(b, 'x')) }), ErrBadLength},
 		{"dropped body short", mutate(t, "dropped", func(b []byte) []byte { return setLength(b[:len(b)-8]) }), ErrBadLength},
 	}
 	for _, tc := range tests {
@@ -223,6 +237,8 @@ func repaired(b Body) bool {
 		return strings.ContainsRune(b.AppID+b.ExecutorID, '\uFFFD')
 	case *Register:
 		return strings.ContainsRune(b.Name+b.Label, '\uFFFD')
+	case *Off:
+		return strings.ContainsRune(b.Detail, '\uFFFD')
 	}
 	return false
 }

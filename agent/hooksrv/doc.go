@@ -26,8 +26,11 @@
 // session yields EventSessionStart, block events (each carrying the block
 // as registered and its current range), EventGC, EventChecked, and exactly
 // one EventSessionEnd, after which its blocks are dead; a connection with no
-// valid HELLO yields none. EventWalk is a whole walk or a STALE mark, never
-// a partial one. A malformed frame ends its session only (Stats.Malformed);
+// valid HELLO yields none; nor does a JVM whose hook stays off: its
+// connection carries one OFF frame instead of HELLO, which the server counts
+// by reason (Stats.Off) and logs (pid, reason, detail), and ends. EventWalk
+// is a whole walk or a STALE mark, never a partial one. A malformed frame
+// ends its session only (Stats.Malformed);
 // frames about unknown blocks are skipped (Stats.Unknown). The hook never
 // waits on the agent: a slow Handler costs frames (Stats.DroppedByPeer),
 // never JVM time.

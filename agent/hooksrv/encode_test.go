@@ -86,6 +86,13 @@ func encode(f Frame) []byte {
 	case *Checked:
 		body = make([]byte, epochSize)
 		le.PutUint32(body[epochGCEpoch:], b.GCEpoch)
+	case *Off:
+		body = make([]byte, offSize)
+		le.PutUint32(body[offPID:], b.PID)
+		body[offReason] = byte(b.Reason)
+		le.PutUint16(body[offDetailLen:], uint16(len(b.Detail)))
+		le.PutUint32(body[offJava:], b.Java)
+		body = append(body, b.Detail...)
 	}
 	out := make([]byte, HeaderSize, HeaderSize+len(body))
 	le.PutUint32(out[offMagic:], Magic)

@@ -36,6 +36,7 @@ const (
 	FrameWalk     FrameType = 7
 	FrameGC       FrameType = 8
 	FrameChecked  FrameType = 9
+	FrameOff      FrameType = 10
 )
 
 func (t FrameType) String() string {
@@ -58,6 +59,8 @@ func (t FrameType) String() string {
 		return "GC"
 	case FrameChecked:
 		return "CHECKED"
+	case FrameOff:
+		return "OFF"
 	}
 	return fmt.Sprintf("FrameType(%d)", uint16(t))
 }
@@ -148,6 +151,13 @@ const (
 	epochSize          = 8
 	epochGCEpoch       = 0
 	epochReserved      = 4
+	offSize            = 16
+	offPID             = 0
+	offReason          = 4
+	offReserved        = 5
+	offDetailLen       = 6
+	offJava            = 8
+	offReserved2       = 12
 	// WalkExtentsMax is the most extents one WALK frame carries.
 	WalkExtentsMax = 248
 )
@@ -301,6 +311,37 @@ func (r FreeReason) String() string {
 // Proto is r as records carry it (the numbers are the same; TestEnumsMatchProto).
 func (r FreeReason) Proto() stratav1.FreeReason { return stratav1.FreeReason(r) }
 
+// OffReason says why a hook stays off in its JVM (OFF reason, enum
+// strata_off_reason).
+type OffReason uint8
+
+// Off reasons.
+const (
+	OffJavaVersion OffReason = 1 // a Java the hook does not run on (older than 11)
+	OffOptions     OffReason = 2 // the hook's options are wrong
+	OffJar         OffReason = 3 // strata-hook.jar or its classes could not be loaded
+	OffJVMTI       OffReason = 4 // JVMTI, or an event or capability it needs, unavailable
+	OffJavaStart   OffReason = 5 // the Java side failed to start
+	offReasonMax             = OffJavaStart
+)
+
+// String is the reason as the agent's metric labels it.
+func (r OffReason) String() string {
+	switch r {
+	case OffJavaVersion:
+		return "java_version"
+	case OffOptions:
+		return "options"
+	case OffJar:
+		return "jar"
+	case OffJVMTI:
+		return "jvmti"
+	case OffJavaStart:
+		return "java_start"
+	}
+	return fmt.Sprintf("OffReason(%d)", uint8(r))
+}
+
 // ErrMalformed is wrapped by every error Decode returns, together with one
 // of the more specific sentinels below.
 var ErrMalformed = errors.New("malformed frame")
@@ -332,7 +373,7 @@ func (h Header) Time() time.Time { return time.Unix(0, int64(h.TimeNs)) }
 
 // Frame is one decoded frame: its header and a body of the type the header
 // names (*Hello, *Register, *Move, *Access, *Free, *Dropped, *WalkPart,
-// *GC or *Checked).
+// *GC, *Checked or *Off).
 type Frame struct {
 	Header
 	Body Body
@@ -442,6 +483,15 @@ type GC struct{ GCEpoch uint32 }
 // Checked says the walks not marked stale hold at GCEpoch (a CHECKED frame).
 type Checked struct{ GCEpoch uint32 }
 
+// Off is a hook saying why it stays off in its JVM (struct strata_off): a
+// connection's first and only frame.
+type Off struct {
+	PID    uint32 // the JVM's getpid()
+	Reason OffReason
+	Java   uint32 // the JVM's Java feature version (8, 11, 17, ...); 0 unknown
+	Detail string // what the hook printed after "strata-hook: off: "
+}
+
 func (*Hello) frameType() FrameType    { return FrameHello }
 func (*Register) frameType() FrameType { return FrameRegister }
 func (*Move) frameType() FrameType     { return FrameMove }
@@ -451,6 +501,7 @@ func (*Dropped) frameType() FrameType  { return FrameDropped }
 func (*WalkPart) frameType() FrameType { return FrameWalk }
 func (*GC) frameType() FrameType       { return FrameGC }
 func (*Checked) frameType() FrameType  { return FrameChecked }
+func (*Off) frameType() FrameType      { return FrameOff }
 
 var le = binary.LittleEndian
 
@@ -509,6 +560,8 @@ func Decode(b []byte) (Frame, error) {
 		var e uint32
 		e, err = decodeEpoch(FrameChecked, body)
 		f.Body = &Checked{GCEpoch: e}
+	case FrameOff:
+		f.Body, err = decodeOff(body)
 	default:
 		return f, malformed(ErrUnknownType, "type %d", uint16(f.Type))
 	}
@@ -779,4 +832,26 @@ func decodeEpoch(t FrameType, body []byte) (uint32, error) {
 		return 0, malformed(ErrBadField, "%v reserved bytes set", t)
 	}
 	return le.Uint32(body[epochGCEpoch:]), nil
+}
+
+func decodeOff(body []byte) (*Off, error) {
+	if len(body) < offSize {
+		return nil, malformed(ErrBadLength, "OFF body %d bytes, want >= %d", len(body), offSize)
+	}
+	o := &Off{PID: le.Uint32(body[offPID:]), Reason: OffReason(body[offReason]), Java: le.Uint32(body[offJava:])}
+	if o.Reason == 0 || o.Reason > offReasonMax {
+		return nil, malformed(ErrBadField, "OFF reason %d", o.Reason)
+	}
+	if body[offReserved] != 0 || le.Uint32(body[offReserved2:]) != 0 {
+		return nil, malformed(ErrBadField, "OFF reserved bytes set")
+	}
+	tail := body[offSize:]
+	var err error
+	if o.Detail, err = takeString("detail", &tail, int(le.Uint16(body[offDetailLen:]))); err != nil {
+		return nil, err
+	}
+	if len(tail) != 0 {
+		return nil, malformed(ErrBadLength, "OFF has %d bytes after its detail", len(tail))
+	}
+	return o, nil
 }

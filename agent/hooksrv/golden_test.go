@@ -82,6 +82,9 @@ var goldenFrames = []struct {
 	{"walk_batch", Frame{gHeader(FrameWalk, 152, 16), &WalkPart{BlockID: 4, Parts: 1,
 		WalkSummary: WalkSummary{GCEpoch: 12, Seq: 1, State: WalkDone, Objects: 3, Bytes: 2*40964 + 10240, TotalExtents: 3},
 		Extents:     []Extent{{0x7f1234900010, 40964}, {0x7f1234a00010, 40964}, {0x7f1234b00018, 10240}}}}},
+	{"off", Frame{gHeader(FrameOff, 91, 17), &Off{PID: gPID, Reason: OffJavaVersion, Java: 8,
+		Detail: "Java 8 is not supported (needs 11 or later)"}}},
+	{"off_empty", Frame{gHeader(FrameOff, 48, 18), &Off{PID: gPID, Reason: OffJavaStart}}},
 }
 
 func readGolden(tb testing.TB, name string) []byte {
@@ -204,6 +207,10 @@ func TestCEncoderRejects(t *testing.T) {
 		"walk_too_many":             "EINVAL",
 		"walk_small_buffer":         "ENOSPC",
 		"epoch_bad_type":            "EINVAL",
+		"off_no_reason":             "EINVAL",
+		"off_bad_reason":            "EINVAL",
+		"off_long_detail":           "ENAMETOOLONG",
+		"off_small_buffer":          "ENOSPC",
 	}
 	if got["walk_ok"] != 1 {
 		t.Errorf("a valid WALK did not encode (walk_ok %d)", got["walk_ok"])

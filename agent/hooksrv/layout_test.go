@@ -22,7 +22,7 @@ func TestLayout(t *testing.T) {
 		"strata_hdr": HeaderSize, "strata_hello": helloSize, "strata_register": registerSize,
 		"strata_move": moveSize, "strata_access": accessSize, "strata_free": freeSize,
 		"strata_dropped": droppedSize, "strata_walk": walkSize, "strata_extent": extentSize,
-		"strata_epoch": epochSize,
+		"strata_epoch": epochSize, "strata_off": offSize,
 	}
 	fields := map[string]field{
 		"strata_hdr.magic": {offMagic, 4}, "strata_hdr.version": {offVersion, 2},
@@ -75,6 +75,10 @@ func TestLayout(t *testing.T) {
 		"strata_walk.reserved2": {walkReserved2, 4},
 		"strata_extent.vaddr":   {0, 8}, "strata_extent.length": {8, 8},
 		"strata_epoch.gc_epoch": {epochGCEpoch, 4}, "strata_epoch.reserved": {epochReserved, 4},
+
+		"strata_off.pid": {offPID, 4}, "strata_off.reason": {offReason, 1},
+		"strata_off.reserved": {offReserved, 1}, "strata_off.detail_len": {offDetailLen, 2},
+		"strata_off.java": {offJava, 4}, "strata_off.reserved2": {offReserved2, 4},
 	}
 	consts := map[string]int64{
 		"STRATA_MAGIC": Magic, "STRATA_PROTO_VERSION": ProtoVersion, "STRATA_FRAME_MAX": FrameMax,
@@ -84,6 +88,7 @@ func TestLayout(t *testing.T) {
 		"STRATA_FRAME_FREE": int64(FrameFree), "STRATA_FRAME_DROPPED": int64(FrameDropped),
 		"STRATA_FRAME_WALK": int64(FrameWalk), "STRATA_FRAME_GC": int64(FrameGC),
 		"STRATA_FRAME_CHECKED":        int64(FrameChecked),
+		"STRATA_FRAME_OFF":            int64(FrameOff),
 		"STRATA_MODE_UNSPECIFIED":     int64(stratav1.MemoryMode_MEMORY_MODE_UNSPECIFIED),
 		"STRATA_MODE_STORAGE":         int64(stratav1.MemoryMode_MEMORY_MODE_STORAGE),
 		"STRATA_MODE_EXECUTION":       int64(stratav1.MemoryMode_MEMORY_MODE_EXECUTION),
@@ -120,6 +125,12 @@ func TestLayout(t *testing.T) {
 		"STRATA_FREE_CLEARED":         int64(FreeCleared),
 		"STRATA_FREE_COLLECTED":       int64(FreeCollected),
 		"STRATA_FREE_REASON_MAX":      int64(freeReasonMax),
+		"STRATA_OFF_JAVA_VERSION":     int64(OffJavaVersion),
+		"STRATA_OFF_OPTIONS":          int64(OffOptions),
+		"STRATA_OFF_JAR":              int64(OffJar),
+		"STRATA_OFF_JVMTI":            int64(OffJVMTI),
+		"STRATA_OFF_JAVA_START":       int64(OffJavaStart),
+		"STRATA_OFF_REASON_MAX":       int64(offReasonMax),
 	}
 	strs := map[string]string{"STRATA_DEFAULT_SOCKET": DefaultPath, "STRATA_SOCKET_ENV": "STRATA_HOOK_SOCKET"}
 	if int64(modeMax) != consts["STRATA_MODE_EXECUTION"] || int64(locationMax) != consts["STRATA_LOCATION_OFF_HEAP"] {

@@ -36,6 +36,7 @@ var (
 	framesRefused     = desc("strata_hook_frames_refused_total", "Hook frames dropped at a bound; the session goes on.", "reason")
 	walksDesc         = desc("strata_hook_walks_total", "Complete walks (and stale marks) of deserialized blocks' objects and cached batch columns' buffers received.")
 	walksIncomplete   = desc("strata_hook_walks_incomplete_total", "Walks lost because one of their parts did not arrive (the hook dropped it): their blocks kept their previous walk.")
+	jvmsOff           = desc("strata_hook_jvms_off_total", "JVMs whose hook stayed off, by the reason the hook reported (OFF frames); the agent's log has each one's pid and detail.", "reason")
 	dropSocketFull    = dropDesc("socket_full")
 	dropRangeLength   = dropDesc("range_length")
 	dropOutsideUser   = dropDesc("user_space")
@@ -78,6 +79,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	count(framesRefused, r.WalkNotGraphOrBatch, "walk_block")
 	count(walksDesc, st.Walks)
 	count(walksIncomplete, st.WalksIncomplete)
+	for r := OffReason(1); r <= offReasonMax; r++ {
+		count(jvmsOff, st.Off[r], r.String())
+	}
 
 	count(dropSocketFull, st.DroppedByPeer)
 	count(dropRangeLength, r.RangeTooLong)

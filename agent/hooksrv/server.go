@@ -41,6 +41,7 @@ var (
 	ErrNotSocket      = errors.New("path exists and is not a socket")
 	ErrNoHello        = errors.New("first frame is not HELLO")
 	ErrDuplicateHello = errors.New("second HELLO in a session")
+	ErrOffInSession   = errors.New("OFF after HELLO")
 	ErrForeignPID     = errors.New("frame names a pid that is not the peer's")
 	ErrTooManyBlocks  = errors.New("too many live blocks in one session")
 	ErrFrameTooLarge  = errors.New("packet larger than FrameMax")
@@ -170,10 +171,16 @@ type Stats struct {
 	// WalksIncomplete counts walks lost because a part did not arrive (the
 	// hook dropped it): their blocks kept their previous walks.
 	WalksIncomplete uint64
+	// Off counts the JVMs whose hook reported itself off (an OFF frame),
+	// by OffReason (index 0 unused).
+	Off [offReasonMax + 1]uint64
 }
 
 type counters struct {
 	sessions, active, frames, rejected, malformed, unknown, droppedByPeer, walks, walksIncomplete atomic.Uint64
+
+	// off counts the OFF frames taken, by OffReason.
+	off [offReasonMax + 1]atomic.Uint64
 }
 
 // Server accepts hook connections and turns their frames into events.
@@ -283,7 +290,12 @@ func (s *Server) Path() string { return s.cfg.Path }
 
 // Stats returns a snapshot of the counters.
 func (s *Server) Stats() Stats {
+	var off [offReasonMax + 1]uint64
+	for r := range off {
+		off[r] = s.c.off[r].Load()
+	}
 	return Stats{
+		Off:           off,
 		Sessions:      s.c.sessions.Load(),
 		Active:        s.c.active.Load(),
 		Frames:        s.c.frames.Load(),

@@ -85,8 +85,8 @@ func (s *Server) serveConn(conn *net.UnixConn, cred *unix.Ucred) {
 	if ss.extents > 0 {
 		_ = s.takeExtents(-ss.extents) // giving back never fails
 	}
-	if s.isClosed() && !errors.Is(cause, ErrMalformed) {
-		cause = nil // ended by Close, not by the peer
+	if (s.isClosed() && !errors.Is(cause, ErrMalformed)) || errors.Is(cause, errOffReported) {
+		cause = nil // ended by Close, not by the peer; or the peer's OFF said all
 	}
 	switch {
 	case errors.Is(cause, ErrHelloTimeout):
@@ -155,6 +155,9 @@ func (ss *session) run(cred *unix.Ucred, accepted time.Time) error {
 			return err
 		}
 		if ss.info == nil {
+			if o, ok := f.Body.(*Off); ok {
+				return ss.off(o)
+			}
 			if err := ss.hello(f, cred, accepted, received); err != nil {
 				return err
 			}
@@ -193,6 +196,24 @@ func (ss *session) hello(f Frame, cred *unix.Ucred, accepted, received time.Time
 	return nil
 }
 
+// errOffReported ends a connection whose OFF was taken: it says nothing more.
+var errOffReported = errors.New("hook off, reported")
+
+// off takes a connection's first frame when it is OFF: the JVM's hook is
+// off. It is counted by reason and logged once (a hook sends one OFF per
+// JVM, on a connection of its own), and the connection ends.
+func (ss *session) off(o *Off) error {
+	if !ss.pids.owns(o.PID) {
+		ss.s.c.rejected.Add(1)
+		ss.rejected++
+		return fmt.Errorf("start session: %w: OFF pid %d", ErrForeignPID, o.PID)
+	}
+	ss.s.c.frames.Add(1)
+	ss.s.c.off[o.Reason].Add(1)
+	ss.log.Warn("JVM hook off", "pid", o.PID, "reason", o.Reason, "java", o.Java, "detail", o.Detail)
+	return errOffReported
+}
+
 // reject counts and logs a frame naming a foreign pid; the frame is dropped
 // and the session goes on.
 func (ss *session) reject(f Frame, pid uint32, blockID uint64) {
@@ -222,6 +243,8 @@ func (ss *session) frame(f Frame, received time.Time) error {
 	switch b := f.Body.(type) {
 	case *Hello:
 		return fmt.Errorf("handle frame: %w: %w", ErrMalformed, ErrDuplicateHello)
+	case *Off:
+		return fmt.Errorf("handle frame: %w: %w", ErrMalformed, ErrOffInSession)
 	case *Register:
 		if !ss.pids.owns(b.PID) {
 			ss.reject(f, b.PID, b.BlockID)

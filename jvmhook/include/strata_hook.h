@@ -13,13 +13,16 @@
  * the column of a cached DataFrame block, whose buffers WALK frames carry
  * too (one hook block per column). A receiver accepts
  * exactly its own version; there is no negotiation (the hook and the agent
- * ship together).
+ * ship together). OFF, a hook saying why it stays off in its JVM, was added
+ * to version 3 without changing any other frame: a receiver that predates it
+ * closes the connection on it as an unknown type, which costs the hook nothing.
  *
  * Transport
  * ---------
  * An AF_UNIX SOCK_SEQPACKET socket (default path /run/strata/hook.sock). One
  * connection per JVM process; its first frame is HELLO. Every packet carries
- * exactly one frame.
+ * exactly one frame. A hook that stays off in its JVM opens instead a
+ * connection whose first and only frame is OFF.
  *
  * Why SEQPACKET and not STREAM: the hook must never block a JVM thread, so it
  * sends with MSG_DONTWAIT and drops the frame when the socket is full. On a
@@ -267,10 +270,27 @@
  *     0    4 gc_epoch
  *     4    4 reserved      zero
  *
+ *   OFF (type 10), fixed body 16 bytes, then detail bytes
+ *   The hook stays off in this JVM, and says why: the connection's first and
+ *   only frame, in place of HELLO; the hook closes the connection after it.
+ *   A hook sends it once, as it decides it is off (at JVM start), when the
+ *   agent's socket takes a connection at once (it never waits: no agent,
+ *   no report); its stderr says the same ("strata-hook: off: DETAIL").
+ *   off size field
+ *     0    4 pid           getpid() of the JVM, checked as HELLO's (see "Pids")
+ *     4    1 reason        enum strata_off_reason, never 0
+ *     5    1 reserved      zero
+ *     6    2 detail_len    bytes of detail, <= STRATA_STR_MAX
+ *     8    4 java          the JVM's Java feature version (8, 11, 17, 21,
+ *                          from java.vm.specification.version); 0 unknown
+ *    12    4 reserved2     zero
+ *    16    - detail        what the hook printed after "strata-hook: off: ",
+ *                          UTF-8, cut to STRATA_STR_MAX bytes
+ *
  * Pids
  * ----
  * The receiver takes the connecting process from SO_PEERCRED, never from the
- * frame. HELLO, REGISTER and MOVE also name a pid, and the receiver rejects
+ * frame. HELLO, REGISTER, MOVE and OFF also name a pid, and the receiver rejects
  * the frame unless that pid is the peer itself, one of its threads, or the
  * peer's pid as seen inside its own pid namespace (a JVM in a container sees
  * a different getpid() than the host agent does). A peer can therefore only
@@ -279,9 +299,11 @@
  * Receiver behaviour
  * ------------------
  * The agent closes the connection on a frame it cannot decode, on a frame
- * before HELLO, on a second HELLO, on a HELLO naming a foreign pid and when
- * no HELLO arrives within its timeout (10 s by default); later sends then
- * fail with EPIPE and count as dropped. A REGISTER or MOVE naming a foreign
+ * before HELLO (but OFF), on a second HELLO, on OFF after HELLO, on a HELLO
+ * or OFF naming a foreign pid and when no HELLO arrives within its timeout
+ * (10 s by default); later sends then fail with EPIPE and count as
+ * dropped. It closes the connection after OFF, having counted the JVM as
+ * off by reason and logged its pid, reason and detail. A REGISTER or MOVE naming a foreign
  * pid is dropped and the connection stays. MOVE, ACCESS and FREE of a block
  * id that is not live are ignored (its REGISTER may have been dropped).
  * When the connection ends, every block it registered is dead.
@@ -404,7 +426,21 @@ enum strata_frame_type {
 	STRATA_FRAME_WALK = 7,
 	STRATA_FRAME_GC = 8,
 	STRATA_FRAME_CHECKED = 9,
+	STRATA_FRAME_OFF = 10,
 };
+
+/* Why a hook stays off in its JVM (OFF reason). */
+enum strata_off_reason {
+	STRATA_OFF_JAVA_VERSION = 1, /* a Java the hook does not run on (older than 11) */
+	STRATA_OFF_OPTIONS = 2,      /* the hook's options are wrong (no jar=, an unknown
+				      * option, a bad value) */
+	STRATA_OFF_JAR = 3,          /* strata-hook.jar or its classes could not be loaded */
+	STRATA_OFF_JVMTI = 4,        /* JVMTI, or an event or capability the hook needs,
+				      * is unavailable */
+	STRATA_OFF_JAVA_START = 5,   /* the Java side failed to start (its exception in
+				      * detail) */
+};
+#define STRATA_OFF_REASON_MAX STRATA_OFF_JAVA_START
 
 /* Values equal proto strata.v1.MemoryMode (checked by the layout test). */
 enum strata_memory_mode {
@@ -533,6 +569,16 @@ struct strata_epoch {
 	uint32_t reserved;
 } __attribute__((packed));
 
+struct strata_off {
+	uint32_t pid;
+	uint8_t reason;
+	uint8_t reserved;
+	uint16_t detail_len;
+	uint32_t java;
+	uint32_t reserved2;
+	/* followed by detail */
+} __attribute__((packed));
+
 #define STRATA_HDR_SIZE 32
 #define STRATA_HELLO_SIZE 28
 #define STRATA_REGISTER_SIZE 80
@@ -543,6 +589,7 @@ struct strata_epoch {
 #define STRATA_WALK_SIZE 72
 #define STRATA_EXTENT_SIZE 16
 #define STRATA_EPOCH_SIZE 8
+#define STRATA_OFF_SIZE 16
 
 #define STRATA_ASSERT_FIELD(type, field, off, size)                             \
 	_Static_assert(offsetof(struct type, field) == (off),                   \
@@ -642,6 +689,14 @@ STRATA_ASSERT_FIELD(strata_extent, length, 8, 8);
 _Static_assert(sizeof(struct strata_epoch) == STRATA_EPOCH_SIZE, "strata_epoch size");
 STRATA_ASSERT_FIELD(strata_epoch, gc_epoch, 0, 4);
 STRATA_ASSERT_FIELD(strata_epoch, reserved, 4, 4);
+
+_Static_assert(sizeof(struct strata_off) == STRATA_OFF_SIZE, "strata_off size");
+STRATA_ASSERT_FIELD(strata_off, pid, 0, 4);
+STRATA_ASSERT_FIELD(strata_off, reason, 4, 1);
+STRATA_ASSERT_FIELD(strata_off, reserved, 5, 1);
+STRATA_ASSERT_FIELD(strata_off, detail_len, 6, 2);
+STRATA_ASSERT_FIELD(strata_off, java, 8, 4);
+STRATA_ASSERT_FIELD(strata_off, reserved2, 12, 4);
 
 _Static_assert(STRATA_HDR_SIZE + STRATA_HELLO_SIZE + 2 * STRATA_STR_MAX <= STRATA_FRAME_MAX,
 	       "the largest HELLO fits in STRATA_FRAME_MAX");

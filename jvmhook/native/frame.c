@@ -258,7 +258,34 @@ int strata_encode_epoch(void *buf, size_t cap, const struct strata_frame_meta *m
 	return put_fixed(buf, cap, type, m, &b, sizeof(b));
 }
 
-int strata_conn_open(struct strata_conn *c, const char *path)
+int strata_encode_off(void *buf, size_t cap, const struct strata_frame_meta *m,
+		      const struct strata_off_args *a)
+{
+	struct strata_off b;
+	int detail = str_len(a->detail);
+	size_t len;
+
+	if (detail < 0)
+		return -ENAMETOOLONG;
+	if (a->reason == 0 || a->reason > STRATA_OFF_REASON_MAX)
+		return -EINVAL;
+	len = STRATA_HDR_SIZE + STRATA_OFF_SIZE + (size_t)detail;
+	if (cap < len)
+		return -ENOSPC;
+	memset(&b, 0, sizeof(b));
+	b.pid = a->pid;
+	b.reason = a->reason;
+	b.detail_len = (uint16_t)detail;
+	b.java = a->java;
+	put_hdr(buf, STRATA_FRAME_OFF, (uint32_t)len, m);
+	memcpy((char *)buf + STRATA_HDR_SIZE, &b, sizeof(b));
+	if (detail > 0)
+		memcpy((char *)buf + STRATA_HDR_SIZE + sizeof(b), a->detail, (size_t)detail);
+	return (int)len;
+}
+
+/* Connects a SEQPACKET socket of the given extra type flags to path. */
+static int conn_open(struct strata_conn *c, const char *path, int flags)
 {
 	struct sockaddr_un addr;
 	int fd;
@@ -274,7 +301,7 @@ int strata_conn_open(struct strata_conn *c, const char *path)
 	if (strlen(path) >= sizeof(addr.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(addr.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | flags, 0);
 	if (fd < 0)
 		return -errno;
 	/* Best effort: the kernel caps the request at net.core.wmem_max. */
@@ -287,6 +314,16 @@ int strata_conn_open(struct strata_conn *c, const char *path)
 	}
 	c->fd = fd;
 	return 0;
+}
+
+int strata_conn_open(struct strata_conn *c, const char *path)
+{
+	return conn_open(c, path, 0);
+}
+
+int strata_conn_try(struct strata_conn *c, const char *path)
+{
+	return conn_open(c, path, SOCK_NONBLOCK);
 }
 
 void strata_conn_close(struct strata_conn *c)
@@ -413,4 +450,13 @@ int strata_send_dropped(struct strata_conn *c)
 	return send_encoded(c, buf, strata_encode_dropped(buf, sizeof(buf), &m,
 			    __atomic_load_n(&c->dropped, __ATOMIC_RELAXED),
 			    __atomic_load_n(&c->sent, __ATOMIC_RELAXED)));
+}
+
+int strata_send_off(struct strata_conn *c, const struct strata_off_args *a)
+{
+	unsigned char buf[STRATA_HDR_SIZE + STRATA_OFF_SIZE + STRATA_STR_MAX];
+	struct strata_frame_meta m;
+
+	strata_conn_meta(c, &m);
+	return send_encoded(c, buf, strata_encode_off(buf, sizeof(buf), &m, a));
 }

@@ -93,6 +93,14 @@ struct strata_walk_args {
 	uint16_t count;                    /* <= STRATA_WALK_EXTENTS_MAX */
 };
 
+/* An OFF frame: why the hook stays off in its JVM. */
+struct strata_off_args {
+	uint32_t pid;
+	uint8_t reason;     /* enum strata_off_reason, != 0 */
+	uint32_t java;      /* the JVM's Java feature version; 0 unknown */
+	const char *detail; /* NUL-terminated, <= STRATA_STR_MAX bytes; NULL means "" */
+};
+
 struct strata_conn {
 	int fd; /* -1 when not connected */
 	uint32_t seq;     /* next seq; atomic */
@@ -122,10 +130,17 @@ int strata_encode_walk(void *buf, size_t cap, const struct strata_frame_meta *m,
 int strata_encode_epoch(void *buf, size_t cap, const struct strata_frame_meta *m,
 			uint16_t type, uint32_t gc_epoch);
 
+/* An OFF frame: -EINVAL for a reason out of range. */
+int strata_encode_off(void *buf, size_t cap, const struct strata_frame_meta *m,
+		      const struct strata_off_args *a);
+
 /* Connects to path (NULL: $STRATA_HOOK_SOCKET, else STRATA_DEFAULT_SOCKET).
  * Returns 0 or a negative errno; on failure c->fd is -1 and every send
  * counts a drop. */
 int strata_conn_open(struct strata_conn *c, const char *path);
+/* strata_conn_open that never waits: a listener whose backlog is full
+ * fails it with -EAGAIN (for a JVM thread that connects once). */
+int strata_conn_try(struct strata_conn *c, const char *path);
 void strata_conn_close(struct strata_conn *c);
 /* Fills m with the next seq, the calling thread's tid and the time now. */
 void strata_conn_meta(struct strata_conn *c, struct strata_frame_meta *m);
@@ -141,5 +156,6 @@ int strata_send_access(struct strata_conn *c, uint64_t block_id, uint64_t offset
 int strata_send_free(struct strata_conn *c, uint64_t block_id, uint8_t reason);
 /* Reports the connection's cumulative dropped and sent counters. */
 int strata_send_dropped(struct strata_conn *c);
+int strata_send_off(struct strata_conn *c, const struct strata_off_args *a);
 
 #endif /* STRATA_FRAME_H */

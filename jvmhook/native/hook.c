@@ -21,6 +21,14 @@
  * by whichever comes first. The GC callbacks run inside the GC pause, where
  * no JNI call is allowed, so they only bump counters and wake the hook
  * thread.
+ *
+ * Whatever keeps the hook off, the JVM runs on unchanged. The library
+ * starts on any JVM from Java 8 on (it asks for JVMTI 1.2 and JNI 1.8,
+ * which all accept) and stays off on a Java older than the Java side is
+ * built for (off.h). Off for that reason, or for wrong options, a jar
+ * that does not load, JVMTI unavailable or a Java side that failed to
+ * start, it prints "strata-hook: off: WHY" and tells the node agent in an
+ * OFF frame (off_report), at JVM start.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -35,6 +43,7 @@
 #include <jni.h>
 #include <jvmti.h>
 
+#include "off.h"
 #include "registry.h"
 
 /* The classes the Java weaver wants (Weaver.java), in internal form. */
@@ -57,6 +66,21 @@ static struct {
 
 static int jvmti_ready;
 
+/* Set by Agent_OnLoad, read by report_off() at JVM start: the agent's socket as
+ * the options name it ("" for the default) and the JVM's Java feature
+ * version (0 unknown). */
+static char off_socket[4096];
+static uint32_t java_version;
+
+/* The hook stays off: says why on stderr (unless printed already) and to
+ * the node agent. */
+static void report_off(uint8_t reason, const char *why, int printed)
+{
+	if (!printed)
+		fprintf(stderr, "strata-hook: off: %s\n", why);
+	off_report(off_socket, reason, java_version, why);
+}
+
 static void JNICALL on_gc_start(jvmtiEnv *jvmti)
 {
 	(void)jvmti;
@@ -70,6 +94,7 @@ static void JNICALL on_gc_finish(jvmtiEnv *jvmti)
 }
 
 static void JNICALL on_vm_init(jvmtiEnv *jvmti, JNIEnv *env, jthread thread);
+static void utf(JNIEnv *env, jstring s, char *buf, size_t cap);
 static void JNICALL on_class_load(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined, jobject loader,
 		const char *name, jobject domain, jint len, const unsigned char *data,
 		jint *new_len, unsigned char **new_data);
@@ -114,9 +139,11 @@ static void stop_class_hook(void)
 }
 
 /* Prints and clears a pending Java exception, on one line as the Java side
- * prints why it is off; 1 if there was one. */
-static int java_failed(JNIEnv *env, const char *what)
+ * prints why it is off, and with a reason reports the hook off (report_off);
+ * 1 if there was one. */
+static int java_failed(JNIEnv *env, const char *what, uint8_t reason)
 {
+	char why[512];
 	jthrowable e;
 	jclass object;
 	jmethodID to_string;
@@ -134,10 +161,32 @@ static int java_failed(JNIEnv *env, const char *what)
 	(*env)->ExceptionClear(env);
 	if (text != NULL)
 		chars = (*env)->GetStringUTFChars(env, text, NULL);
-	fprintf(stderr, "strata-hook: off: %s: %s\n", what, chars != NULL ? chars : "exception");
+	snprintf(why, sizeof(why), "%s: %s", what, chars != NULL ? chars : "exception");
 	if (chars != NULL)
 		(*env)->ReleaseStringUTFChars(env, text, chars);
+	if (reason != 0)
+		report_off(reason, why, 0);
+	else
+		fprintf(stderr, "strata-hook: off: %s\n", why);
 	return 1;
+}
+
+/* After Agent.boot returned reason: its offDetail, the line it printed,
+ * goes to the agent. */
+static void boot_off(JNIEnv *env, jclass agent, jint reason)
+{
+	char why[STRATA_STR_MAX + 1];
+	jfieldID field;
+	jstring detail = NULL;
+
+	field = (*env)->GetStaticFieldID(env, agent, "offDetail", "Ljava/lang/String;");
+	if (field != NULL)
+		detail = (jstring)(*env)->GetStaticObjectField(env, agent, field);
+	(*env)->ExceptionClear(env);
+	utf(env, detail, why, sizeof(why));
+	if (reason <= 0 || reason > STRATA_OFF_REASON_MAX)
+		reason = STRATA_OFF_JAVA_START;
+	report_off((uint8_t)reason, why[0] != '\0' ? why : "the Java side did not start", 1);
 }
 
 /* VMInit: the Java side is loaded through the system class loader (where
@@ -148,38 +197,44 @@ static void JNICALL on_vm_init(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
 	jmethodID system_loader, load_class, boot_method;
 	jobject loader;
 	jstring name, options;
-	jboolean started;
+	jint reason;
 
 	(void)jvmti;
 	(void)thread;
 	if (boot.options == NULL)
 		return; /* a bare -agentpath: the Java agent starts itself */
 	loader_class = (*env)->FindClass(env, "java/lang/ClassLoader");
-	if (java_failed(env, "find ClassLoader") || loader_class == NULL)
+	if (java_failed(env, "find ClassLoader", STRATA_OFF_JAVA_START) || loader_class == NULL)
 		goto off;
 	system_loader = (*env)->GetStaticMethodID(env, loader_class, "getSystemClassLoader",
 			"()Ljava/lang/ClassLoader;");
 	load_class = (*env)->GetMethodID(env, loader_class, "loadClass", "(Ljava/lang/String;)Ljava/lang/Class;");
-	if (java_failed(env, "find ClassLoader's methods") || system_loader == NULL || load_class == NULL)
+	if (java_failed(env, "find ClassLoader's methods", STRATA_OFF_JAVA_START) || system_loader == NULL ||
+			load_class == NULL)
 		goto off;
 	loader = (*env)->CallStaticObjectMethod(env, loader_class, system_loader);
 	name = (*env)->NewStringUTF(env, "org.stratatrace.hook.Agent");
-	if (java_failed(env, "get the system class loader") || loader == NULL || name == NULL)
+	if (java_failed(env, "get the system class loader", STRATA_OFF_JAVA_START) || loader == NULL ||
+			name == NULL)
 		goto off;
 	agent = (jclass)(*env)->CallObjectMethod(env, loader, load_class, name);
-	if (java_failed(env, "load org.stratatrace.hook.Agent from the jar") || agent == NULL)
+	if (java_failed(env, "load org.stratatrace.hook.Agent from the jar", STRATA_OFF_JAR) || agent == NULL)
 		goto off;
-	boot_method = (*env)->GetStaticMethodID(env, agent, "boot", "(Ljava/lang/String;)Z");
+	boot_method = (*env)->GetStaticMethodID(env, agent, "boot", "(Ljava/lang/String;)I");
 	boot.transform = (*env)->GetStaticMethodID(env, agent, "transform", "(Ljava/lang/String;[B)[B");
-	if (java_failed(env, "find Agent.boot and Agent.transform") || boot_method == NULL ||
+	if (java_failed(env, "find Agent.boot and Agent.transform", STRATA_OFF_JAR) || boot_method == NULL ||
 			boot.transform == NULL)
 		goto off;
 	options = (*env)->NewStringUTF(env, boot.options);
-	if (java_failed(env, "copy the options") || options == NULL)
+	if (java_failed(env, "copy the options", STRATA_OFF_JAVA_START) || options == NULL)
 		goto off;
-	started = (*env)->CallStaticBooleanMethod(env, agent, boot_method, options);
-	if (java_failed(env, "Agent.boot") || !started)
-		goto off; /* Agent.boot printed why */
+	reason = (*env)->CallStaticIntMethod(env, agent, boot_method, options);
+	if (java_failed(env, "Agent.boot", STRATA_OFF_JAVA_START))
+		goto off;
+	if (reason != 0) {
+		boot_off(env, agent, reason); /* Agent.boot printed why */
+		goto off;
+	}
 	agent = (*env)->NewGlobalRef(env, agent);
 	if (agent != NULL) {
 		__atomic_store_n(&boot.agent, agent, __ATOMIC_RELEASE);
@@ -221,11 +276,11 @@ static void JNICALL on_class_load(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined
 	in = jname != NULL ? (*env)->NewByteArray(env, len) : NULL;
 	/* Checked first: a failed allocation leaves an exception pending, which
 	 * must not reach the class being defined. */
-	if (java_failed(env, "copy a class file") || in == NULL)
+	if (java_failed(env, "copy a class file", 0) || in == NULL)
 		return;
 	(*env)->SetByteArrayRegion(env, in, 0, len, (const jbyte *)data);
 	out = (jbyteArray)(*env)->CallStaticObjectMethod(env, agent, boot.transform, jname, in);
-	if (java_failed(env, "Agent.transform") || out == NULL)
+	if (java_failed(env, "Agent.transform", 0) || out == NULL)
 		return;
 	n = (*env)->GetArrayLength(env, out);
 	if ((*jvmti)->Allocate(jvmti, n, &buf) != JVMTI_ERROR_NONE)
@@ -252,9 +307,9 @@ static const char *option_value(const char *options, const char *key)
 
 /* The -agentpath form: the jar on the system class path, the options kept
  * for Agent.boot with this library's own path added (the Java side must load
- * this very file: a second copy would have its own state); 0 or an error
- * message. */
-static const char *setup_boot(const char *options)
+ * this very file: a second copy would have its own state); 0, or an error
+ * message and its OFF reason. */
+static const char *setup_boot(const char *options, uint8_t *reason)
 {
 	static const char lib_key[] = ",lib=";
 	const char *jar, *end;
@@ -262,8 +317,10 @@ static const char *setup_boot(const char *options)
 	Dl_info self;
 	size_t n;
 
+	*reason = STRATA_OFF_JVMTI;
 	if (boot.jvmti == NULL)
 		return "JVMTI unavailable";
+	*reason = STRATA_OFF_OPTIONS;
 	if ((jar = option_value(options, "jar")) == NULL)
 		return "no jar= in the agent's options";
 	end = strchr(jar, ',');
@@ -272,13 +329,16 @@ static const char *setup_boot(const char *options)
 		return "bad jar= in the agent's options";
 	memcpy(path, jar, n);
 	path[n] = '\0';
+	*reason = STRATA_OFF_JAR;
 	if ((*boot.jvmti)->AddToSystemClassLoaderSearch(boot.jvmti, path) != JVMTI_ERROR_NONE)
 		return "cannot add the jar to the class path";
+	*reason = STRATA_OFF_JAVA_START;
 	if (dladdr((void *)setup_boot, &self) == 0 || self.dli_fname == NULL)
 		return "cannot find this library's path";
 	n = strlen(options) + sizeof(lib_key) + strlen(self.dli_fname);
 	if ((boot.options = malloc(n)) == NULL)
 		return "out of memory";
+	*reason = STRATA_OFF_JVMTI;
 	if (option_value(options, "lib") != NULL)
 		snprintf(boot.options, n, "%s", options);
 	else
@@ -296,14 +356,59 @@ static const char *setup_boot(const char *options)
 
 static int setup_error;
 
+/* Copies the JVM's java.vm.specification.version (set before agents load:
+ * "1.8", "11", "21") into buf, read through a JVMTI environment of its own;
+ * "" unknown. */
+static void java_spec(JavaVM *vm, char *buf, size_t cap)
+{
+	jvmtiEnv *jvmti;
+	char *v = NULL;
+
+	buf[0] = '\0';
+	if ((*vm)->GetEnv(vm, (void **)&jvmti, JVMTI_VERSION_1_2) != JNI_OK)
+		return;
+	if ((*jvmti)->GetSystemProperty(jvmti, "java.vm.specification.version", &v) == JVMTI_ERROR_NONE &&
+			v != NULL) {
+		snprintf(buf, cap, "%s", v);
+		(*jvmti)->Deallocate(jvmti, (unsigned char *)v);
+	}
+	(*jvmti)->DisposeEnvironment(jvmti);
+}
+
+/* Copies the options' socket= into off_socket ("" when absent). */
+static void keep_socket(const char *options)
+{
+	const char *v = options != NULL ? option_value(options, "socket") : NULL;
+	size_t n = 0;
+
+	if (v != NULL) {
+		n = strcspn(v, ",");
+		if (n >= sizeof(off_socket))
+			n = 0; /* too long for a socket anyway: the default */
+		memcpy(off_socket, v, n);
+	}
+	off_socket[n] = '\0';
+}
+
 JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved)
 {
 	const char *why;
+	char spec[32], failed[64];
+	uint8_t reason = STRATA_OFF_OPTIONS;
 
 	(void)reserved;
+	keep_socket(options);
+	java_spec(vm, spec, sizeof(spec));
+	if (off_java_check(spec, off_socket, &java_version))
+		return JNI_OK; /* never stop the JVM */
 	setup_error = setup_jvmti(vm);
-	if (options != NULL && options[0] != '\0' && (why = setup_boot(options)) != NULL)
-		fprintf(stderr, "strata-hook: off: %s\n", why);
+	if (setup_error != 0) {
+		snprintf(failed, sizeof(failed), "JVMTI set-up failed (error %d)", setup_error);
+		report_off(STRATA_OFF_JVMTI, failed, 0);
+		return JNI_OK;
+	}
+	if (options != NULL && options[0] != '\0' && (why = setup_boot(options, &reason)) != NULL)
+		report_off(reason, why, 0);
 	return JNI_OK; /* never stop the JVM: without events the hook reports less */
 }
 

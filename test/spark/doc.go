@@ -55,6 +55,17 @@
 //   - coldcache_test.go: two RDDs of the same size, one read twenty times
 //     and one never after caching; the Cold Cache heuristic flags the second
 //     and not the first.
+//   - runtimes_test.go runs the job in local[2] on the Java runtimes besides
+//     the default 17 (make deps installs them): Spark 3.5 on Java 11, Spark 4
+//     on Java 21, and checks in one compact run each what local_test.go and
+//     walk_test.go check in their essentials (every block registered, the
+//     bytes at the reported ranges, the walks' share of Spark's size, the
+//     cached DataFrame's columns); startup_test.go starts the hook in each.
+//   - off_test.go: JVMs whose hook stays off (a missing jar, a bad option,
+//     no jar=) tell the agent's hook server, which counts them by reason and
+//     logs their pid and the words of their stderr; the library's Java
+//     check refuses Java 7 to 10 (Java 8's path: no Java 8 runs here) and
+//     reports them the same way.
 //   - native_test.go checks the hook's build: only the agent and JNI entry
 //     points exported, the Java agent's wire constants equal to the C header's.
 //

@@ -12,7 +12,8 @@ import (
 // TestHookStartup starts a bare JVM (java -version) with the hook as the
 // one -agentpath option `strata hook-opts` prints, and with options that
 // keep it off: the JVM always runs to its end, and the hook says on one
-// line whether it is on or why not.
+// line whether it is on or why not. The hook is on in the default java
+// (17) and in every other runtime installed (Java 11 and 21).
 func TestHookStartup(t *testing.T) {
 	testenv.RequireJava(t)
 	jar := testenv.Built(t, "jvmhook/strata-hook.jar")
@@ -53,6 +54,19 @@ func TestHookStartup(t *testing.T) {
 					t.Errorf("line %d = %q, want %q", i, hook[i], w)
 				}
 			}
+		})
+	}
+	for _, v := range runtimes {
+		t.Run("on-java"+v, func(t *testing.T) {
+			java := filepath.Join(javaRuntime(t, v), "bin", "java")
+			out, err := exec.Command(java, "-agentpath:"+lib+"=jar="+jar+",socket="+socket, "-version").CombinedOutput()
+			if err != nil {
+				t.Fatalf("java -version with the hook: %v\n%s", err, out)
+			}
+			if !strings.Contains(string(out), ` version "`+v+`.`) {
+				t.Errorf("%s is not Java %s:\n%s", java, v, out)
+			}
+			checkStartupOn(t, out)
 		})
 	}
 }

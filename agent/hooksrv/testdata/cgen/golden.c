@@ -124,6 +124,13 @@ static void layout(void)
 	SIZE(strata_epoch);
 	FIELD(strata_epoch, gc_epoch);
 	FIELD(strata_epoch, reserved);
+	SIZE(strata_off);
+	FIELD(strata_off, pid);
+	FIELD(strata_off, reason);
+	FIELD(strata_off, reserved);
+	FIELD(strata_off, detail_len);
+	FIELD(strata_off, java);
+	FIELD(strata_off, reserved2);
 	CONST(STRATA_MAGIC);
 	CONST(STRATA_PROTO_VERSION);
 	CONST(STRATA_FRAME_MAX);
@@ -138,6 +145,7 @@ static void layout(void)
 	CONST(STRATA_FRAME_WALK);
 	CONST(STRATA_FRAME_GC);
 	CONST(STRATA_FRAME_CHECKED);
+	CONST(STRATA_FRAME_OFF);
 	CONST(STRATA_MODE_UNSPECIFIED);
 	CONST(STRATA_MODE_STORAGE);
 	CONST(STRATA_MODE_EXECUTION);
@@ -174,6 +182,12 @@ static void layout(void)
 	CONST(STRATA_FREE_CLEARED);
 	CONST(STRATA_FREE_COLLECTED);
 	CONST(STRATA_FREE_REASON_MAX);
+	CONST(STRATA_OFF_JAVA_VERSION);
+	CONST(STRATA_OFF_OPTIONS);
+	CONST(STRATA_OFF_JAR);
+	CONST(STRATA_OFF_JVMTI);
+	CONST(STRATA_OFF_JAVA_START);
+	CONST(STRATA_OFF_REASON_MAX);
 	printf("string STRATA_DEFAULT_SOCKET %s\n", STRATA_DEFAULT_SOCKET);
 	printf("string STRATA_SOCKET_ENV %s\n", STRATA_SOCKET_ENV);
 }
@@ -371,6 +385,13 @@ static void frames(void)
 	put("checked", buf, strata_encode_epoch(buf, sizeof(buf), &m, STRATA_FRAME_CHECKED, 13));
 	m = meta(16);
 	put("walk_batch", buf, strata_encode_walk(buf, sizeof(buf), &m, &w3));
+	m = meta(17);
+	put("off", buf, strata_encode_off(buf, sizeof(buf), &m, &(struct strata_off_args){
+		.pid = G_PID, .reason = STRATA_OFF_JAVA_VERSION, .java = 8,
+		.detail = "Java 8 is not supported (needs 11 or later)" }));
+	m = meta(18);
+	put("off_empty", buf, strata_encode_off(buf, sizeof(buf), &m, &(struct strata_off_args){
+		.pid = G_PID, .reason = STRATA_OFF_JAVA_START }));
 }
 
 static void errors(void)
@@ -455,6 +476,13 @@ static void errors(void)
 	printf("access_bad_kind %d\n", strata_encode_access(buf, sizeof(buf), &m, 1, 0, 0, 1));
 	printf("move_small_buffer %d\n", strata_encode_move(buf, 40, &m, 1, 4096, 1, G_PID, 0));
 	printf("free_block_zero %d\n", strata_encode_free(buf, sizeof(buf), &m, 0, STRATA_FREE_REMOVED));
+	printf("off_no_reason %d\n", strata_encode_off(buf, sizeof(buf), &m, &(struct strata_off_args){ .pid = G_PID }));
+	printf("off_bad_reason %d\n", strata_encode_off(buf, sizeof(buf), &m, &(struct strata_off_args){
+		.pid = G_PID, .reason = STRATA_OFF_REASON_MAX + 1 }));
+	printf("off_long_detail %d\n", strata_encode_off(buf, sizeof(buf), &m, &(struct strata_off_args){
+		.pid = G_PID, .reason = STRATA_OFF_JAR, .detail = big }));
+	printf("off_small_buffer %d\n", strata_encode_off(buf, STRATA_HDR_SIZE + STRATA_OFF_SIZE, &m,
+		&(struct strata_off_args){ .pid = G_PID, .reason = STRATA_OFF_JAR, .detail = "x" }));
 	printf("ENOSPC %d\nENAMETOOLONG %d\nEINVAL %d\n", -ENOSPC, -ENAMETOOLONG, -EINVAL);
 }
 

@@ -35,9 +35,11 @@ import java.util.concurrent.FutureTask;
  *   walk=on|off       walk the object graphs of deserialized blocks (default on)
  *   walk-cpu=PCT      CPU the walker may spend, percent of one CPU (default 5)
  *   walk-objects=N    objects one walk counts before it is cut (default 16777216)
+ *   walk-nice=N       the walker thread's nice value, 0 to 19 (default 10)
  * </pre>
- * Whatever fails, the JVM runs on unchanged: the hook prints one line saying
- * why it is off. At exit it prints its counters (frames sent and dropped,
+ * Built for Java 11 (--release 11), it runs on every JVM Spark runs on from
+ * Java 11. Whatever fails, the JVM runs on unchanged: the hook prints one
+ * line saying why it is off (and, in the library's form, tells the agent). At exit it prints its counters (frames sent and dropped,
  * live blocks, GCs seen, moves reported, the walker's walks, objects, stale
  * marks, cut walks and CPU time) on one stderr line.
  */
@@ -55,19 +57,38 @@ public final class Agent {
     /** The classes to weave for the library's hook, once booted; null while off. */
     private static volatile Woven woven;
 
+    /** Why boot left the hook off, as printed after "strata-hook: off: "; read by the library. */
+    static volatile String offDetail;
+
     /**
      * Called by libstratahook.so when the VM has started, with the options of
-     * its -agentpath; false when the hook stays off (the library then stops
-     * posting class loads).
+     * its -agentpath: 0 when the hook is on, else why it stays off (enum
+     * strata_off_reason: {@link Wire#OFF_OPTIONS} for options it cannot
+     * take, {@link Wire#OFF_JAVA_START} for any other failure), the reason
+     * printed and kept in {@link #offDetail}. The library then stops posting
+     * class loads and reports the hook off to the agent.
      */
-    static boolean boot(String args) {
+    static int boot(String args) {
+        Map<String, String> opt;
         try {
-            woven = start(parse(args));
-            return true;
+            opt = parse(args);
+            Walker.configure(opt);
+            Integer.parseInt(opt.getOrDefault("reconnect-ms", "1000"));
         } catch (Throwable t) {
-            System.err.println("strata-hook: off: " + t);
-            return false;
+            return off(Wire.OFF_OPTIONS, t);
         }
+        try {
+            woven = start(opt);
+            return 0;
+        } catch (Throwable t) {
+            return off(Wire.OFF_JAVA_START, t);
+        }
+    }
+
+    private static int off(int reason, Throwable t) {
+        offDetail = t.toString();
+        System.err.println("strata-hook: off: " + t);
+        return reason;
     }
 
     /**
@@ -93,7 +114,7 @@ public final class Agent {
             String k = kv.substring(0, eq);
             switch (k) {
                 case "jar": case "lib": case "socket": case "reconnect-ms":
-                case "walk": case "walk-cpu": case "walk-objects":
+                case "walk": case "walk-cpu": case "walk-objects": case "walk-nice":
                     break;
                 default:
                     throw new IllegalArgumentException("unknown agent option " + k);

@@ -349,7 +349,7 @@ final class CachedBatches {
     /** A lambda or Scala closure: its fields are what it captured. */
     private static boolean isClosure(Class<?> c) {
         String n = c.getName();
-        return c.isHidden() || c.isSynthetic() || n.contains("$$Lambda") || n.contains("$anonfun$");
+        return Layout.isHidden(c) || c.isSynthetic() || n.contains("$$Lambda") || n.contains("$anonfun$");
     }
 
     private static String[] attributes(Object s, int columns, Method length, Method apply, Method name,

@@ -2,6 +2,7 @@ package org.stratatrace.hook;
 
 import java.lang.reflect.Array;
 import java.lang.reflect.Field;
+import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.util.ArrayList;
 import java.util.List;
@@ -46,6 +47,35 @@ final class Layout {
 
     private static final long[] NONE = new long[0];
 
+    /** Class.isHidden (Java 15) and Class.isRecord (Java 16); null on a JVM without them. */
+    private static final Method IS_HIDDEN = classMethod("isHidden"), IS_RECORD = classMethod("isRecord");
+
+    private static Method classMethod(String name) {
+        try {
+            return Class.class.getMethod(name);
+        } catch (NoSuchMethodException e) {
+            return null;
+        }
+    }
+
+    /** Whether c is a hidden class (a lambda's, since Java 15); false before Java 15. */
+    static boolean isHidden(Class<?> c) {
+        return ask(IS_HIDDEN, c);
+    }
+
+    /** Whether c is a record class; false before Java 16. */
+    static boolean isRecord(Class<?> c) {
+        return ask(IS_RECORD, c);
+    }
+
+    private static boolean ask(Method m, Class<?> c) {
+        try {
+            return m != null && (Boolean) m.invoke(c);
+        } catch (ReflectiveOperationException e) {
+            return false;
+        }
+    }
+
     /** The bytes o takes in the heap, align a power of two. */
     long size(Object o, long align) {
         if (kind == OBJECTS || kind == PRIMITIVES) {
@@ -82,10 +112,10 @@ final class Layout {
                 if (isStop(c)) {
                     return new Layout(STOP, NONE, 0, 0, null);
                 }
-                if (c.isHidden()) {
+                if (isHidden(c)) {
                     return opaque("hidden class " + c.getName());
                 }
-                if (c.isRecord()) {
+                if (isRecord(c)) {
                     return opaque("record " + c.getName());
                 }
                 List<Long> offsets = new ArrayList<>();

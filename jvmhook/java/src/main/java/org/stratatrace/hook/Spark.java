@@ -3,6 +3,7 @@ package org.stratatrace.hook;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
+import java.lang.reflect.Array;
 
 /**
  * The members of Spark the hook reads, looked up by name once per class
@@ -116,7 +117,7 @@ final class Spark {
         Class<?> location = cls("org.apache.spark.unsafe.memory.MemoryLocation");
         Class<?> block = cls("org.apache.spark.unsafe.memory.MemoryBlock");
         tmmTaskAttempt = field(tmm, "taskAttemptId", long.class, long.class);
-        pageTable = field(tmm, "pageTable", block.arrayType(), Object.class);
+        pageTable = field(tmm, "pageTable", Array.newInstance(block, 0).getClass(), Object.class);
         pageObject = virtual(location, "getBaseObject", Object.class);
         pageOffset = virtual(location, "getBaseOffset", long.class);
         pageSize = virtual(block, "size", long.class);

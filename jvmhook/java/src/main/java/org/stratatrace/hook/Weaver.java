@@ -70,7 +70,22 @@ final class Weaver {
      * whether the exit method is also called, with no argument, when the
      * method throws.
      */
-    record Site(String method, int args, String enter, String exit, Pass pass, boolean onThrow) {}
+    static final class Site {
+        final String method;
+        final int args;
+        final String enter, exit;
+        final Pass pass;
+        final boolean onThrow;
+
+        Site(String method, int args, String enter, String exit, Pass pass, boolean onThrow) {
+            this.method = method;
+            this.args = args;
+            this.enter = enter;
+            this.exit = exit;
+            this.pass = pass;
+            this.onThrow = onThrow;
+        }
+    }
 
     private static final Map<String, List<Site>> SITES = Map.of(
             MEMORY_STORE, List.of(
@@ -140,7 +155,15 @@ final class Weaver {
      * per argument and for the return, I for int, boolean, byte, char and
      * short, J, F, D, L for any reference (arrays too), V for void.
      */
-    record Descriptor(char[] args, char ret) {
+    static final class Descriptor {
+        final char[] args;
+        final char ret;
+
+        Descriptor(char[] args, char ret) {
+            this.args = args;
+            this.ret = ret;
+        }
+
         static Descriptor parse(byte[] b, int from, int to) {
             // Modified UTF-8 puts no byte below 0x80 inside a multi-byte
             // character, so the ASCII delimiters can be looked for byte by byte.
@@ -228,16 +251,29 @@ final class Weaver {
                 entry[i] = p;
                 int tag = u1();
                 switch (tag) {
-                    case 1 -> {                                 // Utf8 (p += u2() would add to p's old value)
+                    case 1: {                                   // Utf8 (p += u2() would add to p's old value)
                         int len = u2();
                         p += len;
+                        break;
                     }
-                    case 3, 4 -> p += 4;                        // Integer, Float
-                    case 5, 6 -> { p += 8; i++; }               // Long, Double: two entries
-                    case 7, 8, 16, 19, 20 -> p += 2;            // Class, String, MethodType, Module, Package
-                    case 9, 10, 11, 12, 17, 18 -> p += 4;       // refs, NameAndType, (Invoke)Dynamic
-                    case 15 -> p += 3;                          // MethodHandle
-                    default -> throw new IllegalArgumentException("constant " + i + ": unknown tag " + tag);
+                    case 3: case 4:                             // Integer, Float
+                        p += 4;
+                        break;
+                    case 5: case 6:                             // Long, Double: two entries
+                        p += 8;
+                        i++;
+                        break;
+                    case 7: case 8: case 16: case 19: case 20:  // Class, String, MethodType, Module, Package
+                        p += 2;
+                        break;
+                    case 9: case 10: case 11: case 12: case 17: case 18: // refs, NameAndType, (Invoke)Dynamic
+                        p += 4;
+                        break;
+                    case 15:                                    // MethodHandle
+                        p += 3;
+                        break;
+                    default:
+                        throw new IllegalArgumentException("constant " + i + ": unknown tag " + tag);
                 }
             }
             poolEnd = p;
@@ -421,13 +457,7 @@ final class Weaver {
             code.u1(ALOAD_0);
             int slot = 1;
             for (char a : d.args) {
-                code.u1(switch (a) {
-                    case 'I' -> ILOAD;
-                    case 'J' -> LLOAD;
-                    case 'F' -> FLOAD;
-                    case 'D' -> DLOAD;
-                    default -> ALOAD;
-                }).u1(slot);
+                code.u1(a == 'I' ? ILOAD : a == 'J' ? LLOAD : a == 'F' ? FLOAD : a == 'D' ? DLOAD : ALOAD).u1(slot);
                 slot += Descriptor.size(a);
             }
             code.u1(INVOKESPECIAL).u2(renamed);
@@ -440,14 +470,9 @@ final class Weaver {
                 }
                 code.u1(INVOKESTATIC).u2(pool.methodRef(ownerClass, s.exit, pool.utf8(descriptorOf(s.pass))));
             }
-            code.u1(switch (d.ret) {
-                case 'I' -> IRETURN;
-                case 'J' -> LRETURN;
-                case 'F' -> FRETURN;
-                case 'D' -> DRETURN;
-                case 'V' -> RETURN;
-                default -> ARETURN;
-            });
+            char r = d.ret;
+            code.u1(r == 'I' ? IRETURN : r == 'J' ? LRETURN : r == 'F' ? FRETURN : r == 'D' ? DRETURN
+                    : r == 'V' ? RETURN : ARETURN);
             int handler = -1;
             if (s.onThrow) {
                 handler = code.size();
@@ -488,27 +513,40 @@ final class Weaver {
 
         private static void pass(Bytes code, Pass p) {
             switch (p) {
-                case THIS -> code.u1(ALOAD_0);
-                case ARG0 -> code.u1(ALOAD_1);
-                case THIS_ARG0 -> code.u1(ALOAD_0).u1(ALOAD_1);
-                default -> { }
+                case THIS:
+                    code.u1(ALOAD_0);
+                    break;
+                case ARG0:
+                    code.u1(ALOAD_1);
+                    break;
+                case THIS_ARG0:
+                    code.u1(ALOAD_0).u1(ALOAD_1);
+                    break;
+                default:
+                    break;
             }
         }
 
         private static int width(Pass p) {
-            return switch (p) {
-                case NOTHING -> 0;
-                case THIS, ARG0 -> 1;
-                case THIS_ARG0, THIS_RETURNED -> 2;
-            };
+            switch (p) {
+                case NOTHING:
+                    return 0;
+                case THIS: case ARG0:
+                    return 1;
+                default:
+                    return 2;                                   // THIS_ARG0, THIS_RETURNED
+            }
         }
 
         private static String descriptorOf(Pass p) {
-            return switch (p) {
-                case NOTHING -> "()V";
-                case THIS, ARG0 -> "(Ljava/lang/Object;)V";
-                case THIS_ARG0, THIS_RETURNED -> "(Ljava/lang/Object;Ljava/lang/Object;)V";
-            };
+            switch (p) {
+                case NOTHING:
+                    return "()V";
+                case THIS: case ARG0:
+                    return "(Ljava/lang/Object;)V";
+                default:
+                    return "(Ljava/lang/Object;Ljava/lang/Object;)V"; // THIS_ARG0, THIS_RETURNED
+            }
         }
     }
 

@@ -47,6 +47,9 @@ public final class Wire {
     static final int FREE_CLEARED = 5;
     static final int FREE_COLLECTED = 6;
     static final int STR_MAX = 255;
+    // enum strata_off_reason (the reasons the Java side finds)
+    static final int OFF_OPTIONS = 2;
+    static final int OFF_JAVA_START = 5;
 
     /** Prints "const NAME value" per constant, named as in strata_hook.h. */
     public static void main(String[] args) {
@@ -67,6 +70,7 @@ public final class Wire {
             {"STRATA_FREE_PAGE_FREED", FREE_PAGE_FREED}, {"STRATA_FREE_TASK_END", FREE_TASK_END},
             {"STRATA_FREE_CLEARED", FREE_CLEARED}, {"STRATA_FREE_COLLECTED", FREE_COLLECTED},
             {"STRATA_STR_MAX", STR_MAX},
+            {"STRATA_OFF_OPTIONS", OFF_OPTIONS}, {"STRATA_OFF_JAVA_START", OFF_JAVA_START},
         };
         for (Object[] e : c) {
             System.out.println("const " + e[0] + " " + e[1]);
