@@ -164,6 +164,26 @@ func TestRESTErrors(t *testing.T) {
 	}
 }
 
+// A history server that cannot be reached is ErrUnreachable with the
+// network's reason, whether the URL names a kind of server or is probed;
+// never ErrUnknownFormat.
+func TestUnreachableServer(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	closed := srv.URL
+	srv.Close()
+	for _, u := range []string{"http://127.0.0.1:1/", closed, closed + "/api/v1/applications", closed + "/ws/v1/history/mapreduce/jobs"} {
+		err := Fetch(context.Background(), u, func(*job.Job) error { return nil })
+		if !errors.Is(err, ErrUnreachable) || errors.Is(err, ErrUnknownFormat) || !strings.Contains(err.Error(), "connection refused") {
+			t.Errorf("%s: %v, want ErrUnreachable saying the connection was refused", u, err)
+		}
+	}
+	// A server that answers, but as neither kind, is still an unknown one.
+	err := Fetch(context.Background(), routes{}.server(t).URL, func(*job.Job) error { return nil })
+	if !errors.Is(err, ErrUnknownFormat) || errors.Is(err, ErrUnreachable) {
+		t.Errorf("a server of another kind: %v, want ErrUnknownFormat", err)
+	}
+}
+
 // Skip keeps known jobs from being fetched in detail.
 func TestRESTSkip(t *testing.T) {
 	var hits []string

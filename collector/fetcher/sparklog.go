@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/stratatrace/strata/collector/job"
 )
@@ -213,8 +214,9 @@ type sparkReplay struct {
 
 // parseSparkLog replays a Spark event log stream. A damaged or cut tail
 // leaves the application as far as it was read, with a warning; it returns
-// an error only when the stream is not an event log or the application
-// does not fit the default memory budget.
+// an error only when the stream is not an event log, names no application
+// (no application start event with an App ID: ErrNoJob) or the
+// application does not fit the default memory budget.
 func parseSparkLog(r io.Reader) (*sparkApp, []string, error) {
 	return parseSparkLogBudget(r, newBudget(0))
 }
@@ -284,6 +286,19 @@ func parseSparkLogBudget(r io.Reader, mem *budget) (*sparkApp, []string, error) 
 	}
 	if events == 0 {
 		return nil, nil, fmt.Errorf("read event log: %w: no events", ErrUnknownFormat)
+	}
+	if s.app.ID == "" {
+		why := "no SparkListenerApplicationStart event"
+		if s.started {
+			why = "its SparkListenerApplicationStart event has no App ID"
+		}
+		if len(s.warnings) > 0 { // say what else went wrong, e.g. the start line was malformed
+			why += " (" + strings.Join(s.warnings, "; ") + ")"
+		}
+		if msg := lr.skipped(); msg != "" {
+			why += " (" + msg + ")"
+		}
+		return nil, nil, fmt.Errorf("read event log: %w: %s", ErrNoJob, why)
 	}
 	if msg := lr.skipped(); msg != "" {
 		s.warnf("event log: %s", msg)
@@ -668,9 +683,6 @@ func (s *sparkReplay) finish() {
 		}
 		return x.ID < y.ID
 	})
-	if a.ID == "" {
-		s.warnf("event log has no application start event")
-	}
 }
 
 // decodeProps reads "Spark Properties", written as an object by Spark and
