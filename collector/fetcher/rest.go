@@ -511,6 +511,7 @@ func fetchSHSApp(ctx context.Context, c *restClient, at func(string) string, roo
 	if len(env.System) > 0 {
 		app.SysProps = pairs(env.System)
 	}
+	sortExecutors(execs)
 	app.Jobs, app.Stages, app.Executors = jobs, stages, execs
 	return app.toJob(appURL, warns), nil
 }

@@ -184,6 +184,26 @@ func TestUnreachableServer(t *testing.T) {
 	}
 }
 
+// Executors come driver first, then by number, whatever order the server
+// lists them in: the order a model from the event log has.
+func TestSparkHistoryServerExecutorOrder(t *testing.T) {
+	const app = "/api/v1/applications/application_1_1"
+	srv := routes{
+		app:                  `{"id":"application_1_1","attempts":[{"startTime":"2026-11-27T08:00:00.000GMT","completed":true}]}`,
+		app + "/jobs":         `[]`,
+		app + "/stages":       `[]`,
+		app + "/allexecutors": `[{"id":"10"},{"id":"2"},{"id":"driver"},{"id":"1"}]`,
+		app + "/environment":  `{"sparkProperties":[],"systemProperties":[]}`,
+	}.server(t)
+	var ids []string
+	for _, e := range fetchOne(t, srv.URL+app).Spark.Executors {
+		ids = append(ids, e.ID)
+	}
+	if got := strings.Join(ids, " "); got != "driver 1 2 10" {
+		t.Errorf("executors %s, want driver 1 2 10", got)
+	}
+}
+
 // Skip keeps known jobs from being fetched in detail.
 func TestRESTSkip(t *testing.T) {
 	var hits []string

@@ -671,8 +671,15 @@ func (s *sparkReplay) finish() {
 	for _, e := range s.execs {
 		a.Executors = append(a.Executors, e)
 	}
-	sort.Slice(a.Executors, func(i, k int) bool {
-		x, y := a.Executors[i], a.Executors[k]
+	sortExecutors(a.Executors)
+}
+
+// sortExecutors orders executors driver first, then by numeric id (then
+// by id): the order of a model read from an event log and from a history
+// server, which lists them in the order of its own store.
+func sortExecutors(es []*sparkExecutor) {
+	sort.Slice(es, func(i, k int) bool {
+		x, y := es[i], es[k]
 		if (x.ID == "driver") != (y.ID == "driver") {
 			return x.ID == "driver"
 		}
