@@ -189,7 +189,7 @@ func TestUnreachableServer(t *testing.T) {
 func TestSparkHistoryServerExecutorOrder(t *testing.T) {
 	const app = "/api/v1/applications/application_1_1"
 	srv := routes{
-		app:                  `{"id":"application_1_1","attempts":[{"startTime":"2026-11-27T08:00:00.000GMT","completed":true}]}`,
+		app:                   `{"id":"application_1_1","attempts":[{"startTime":"2026-11-27T08:00:00.000GMT","completed":true}]}`,
 		app + "/jobs":         `[]`,
 		app + "/stages":       `[]`,
 		app + "/allexecutors": `[{"id":"10"},{"id":"2"},{"id":"driver"},{"id":"1"}]`,
