@@ -54,7 +54,8 @@ func TestYarnOverhead(t *testing.T) {
 		t.Logf("pair %d: untraced %v, traced %v, ratio %.3f", i, plain.Round(time.Millisecond), traced.Round(time.Millisecond), r)
 	}
 	slices.Sort(ratios)
-	t.Logf("%d pairs: median ratio %.3f, min %.3f, max %.3f", pairs, ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
+	median := (ratios[(len(ratios)-1)/2] + ratios[len(ratios)/2]) / 2
+	t.Logf("%d pairs: median ratio %.3f, min %.3f, max %.3f", pairs, median, ratios[0], ratios[len(ratios)-1])
 }
 
 // timeRun runs StrataJob through every step in client mode with the extra
