@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"strings"
 	"time"
 
@@ -178,7 +176,7 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		switch {
 		case err != nil:
 			failed = append(failed, src)
-			reportFailure(stderr, src, unreachable(ctx, src, err))
+			reportFailure(stderr, src, err)
 		case read == 0:
 			empty = append(empty, src)
 			fmt.Fprintf(stderr, "strata analyze: %s: %v (no job history, rumen trace or Spark event log with a job in it)\n", src, errNoJobs)
@@ -200,32 +198,6 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("analyze %s: %w", strings.Join(noID, ", "), errNoJobID)
 	}
 	return nil
-}
-
-// unreachable is err, the failure to read source, or when source is a
-// history server's URL that could not be told apart from a server of
-// another kind (fetcher.ErrUnknownFormat) and cannot be connected to, the
-// reason it cannot: a refused connection, an unknown host, a timeout.
-func unreachable(ctx context.Context, source string, err error) error {
-	if !errors.Is(err, fetcher.ErrUnknownFormat) {
-		return err
-	}
-	u, perr := url.Parse(source)
-	if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return err
-	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	conn, derr := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-	if derr != nil {
-		return fmt.Errorf("cannot connect: %w", derr)
-	}
-	conn.Close()
-	return err
 }
 
 // flushTable ends the output, if any row started it.

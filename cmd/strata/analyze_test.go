@@ -324,7 +324,7 @@ func TestAnalyzeRefusedConnection(t *testing.T) {
 
 // A truncated Spark event log: the job it holds is printed and its
 // warnings go to stderr beside the table; a log cut before it names its
-// application is an error (exit 1), not a job with an empty id.
+// application is the fetcher's error (exit 1), not a job with an empty id.
 func TestAnalyzeTruncatedLog(t *testing.T) {
 	dir := t.TempDir()
 	var full bytes.Buffer
@@ -343,7 +343,7 @@ func TestAnalyzeTruncatedLog(t *testing.T) {
 	os.WriteFile(head, append(first, '\n'), 0o644)
 	for _, format := range []string{"table", "json"} {
 		out, stderr, code := call("analyze", "-q", "-o", format, head)
-		if code != 1 || out != "" || !strings.Contains(stderr, head+": a job without an id") {
+		if code != 1 || out != "" || !strings.Contains(stderr, "no job in input: no SparkListenerApplicationStart event") {
 			t.Errorf("log without its application, -o %s: exit %d, stdout %q, stderr %q", format, code, out, stderr)
 		}
 	}

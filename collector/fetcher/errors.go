@@ -18,6 +18,10 @@ var (
 	ErrNoJob = errors.New("no job in input")
 	// ErrHTTP means a history server answered with a non-2xx status.
 	ErrHTTP = errors.New("history server error")
+	// ErrUnreachable means a history server's URL gave no answer at all:
+	// the connection was refused or timed out, the host is unknown, TLS
+	// failed. The error wraps the network's own.
+	ErrUnreachable = errors.New("history server unreachable")
 	// ErrTooDeep means a JSON value nests arrays and objects deeper than
 	// the fetcher follows (see limits.go); it is never a stack overflow.
 	ErrTooDeep = errors.New("input nested too deeply")

@@ -158,7 +158,7 @@ const (
 func sniff(head []byte) int {
 	h := bytes.TrimLeft(head, " \t\r\n\ufeff")
 	switch {
-	case bytes.HasPrefix(h, []byte(jhistMagic)):
+	case bytes.HasPrefix(h, []byte(jhistMagic)), bytes.HasPrefix(h, []byte(jhistBinaryMagic)):
 		return formatJhist
 	case len(h) == 0 || h[0] != '{':
 		return formatUnknown

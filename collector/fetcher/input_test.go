@@ -252,6 +252,34 @@ func TestUnreadableInputs(t *testing.T) {
 	}
 }
 
+// An event log that names no application is ErrNoJob, read alone or in a
+// directory, never a job with an empty id.
+func TestSparkLogWithoutApplication(t *testing.T) {
+	dir := t.TempDir()
+	const (
+		logStart = `{"Event":"SparkListenerLogStart","Spark Version":"3.5.9"}`
+		env      = `{"Event":"SparkListenerEnvironmentUpdate","Spark Properties":{"spark.master":"yarn"}}`
+		noID     = `{"Event":"SparkListenerApplicationStart","App Name":"a","Timestamp":1,"User":"u"}`
+		end      = `{"Event":"SparkListenerApplicationEnd","Timestamp":2}`
+	)
+	for _, c := range []struct{ name, log, why string }{
+		{"no start", logStart + "\n" + env + "\n" + end + "\n", "no SparkListenerApplicationStart event"},
+		{"start without id", logStart + "\n" + noID + "\n" + end + "\n", "has no App ID"},
+		{"start cut", logStart + "\n" + env + "\n" + `{"Event":"SparkListenerApplicationStart","App Name":"a","App I`, "truncated"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := write(t, filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"), "app"), []byte(c.log))
+			for _, src := range []string{path, filepath.Dir(path)} {
+				n := 0
+				err := Fetch(context.Background(), src, func(*job.Job) error { n++; return nil })
+				if n != 0 || !errors.Is(err, ErrNoJob) || !strings.Contains(err.Error(), c.why) {
+					t.Errorf("%s: %d jobs, %v; want ErrNoJob saying %q", src, n, err, c.why)
+				}
+			}
+		})
+	}
+}
+
 func TestGeneratedHistoryRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	spec := gen.MRJob{Maps: 40, Reduces: 5, Skew: 4, GCRatio: 0.1, ContainerMB: 4096, UsedMB: 1024}

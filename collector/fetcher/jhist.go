@@ -15,7 +15,8 @@ import (
 	"github.com/stratatrace/strata/collector/job"
 )
 
-// jhistMagic is the first line of an Avro-JSON job history file.
+// jhistMagic is the first line of an Avro-JSON job history file
+// (jhbin.go reads the binary form).
 const jhistMagic = "Avro-Json"
 
 // jhLine is one event line: {"type": "...", "event": {"<record class>": {...}}}.
@@ -93,9 +94,10 @@ type jhTask struct {
 	finished   bool
 }
 
-// parseJhist reads an Avro-JSON job history stream. It never fails on a
-// damaged tail: what was read is returned with a warning. It returns an
-// error only when the stream is not a job history at all or names no job.
+// parseJhist reads a job history stream, Avro JSON or Avro binary. It
+// never fails on a damaged tail: what was read is returned with a warning.
+// It returns an error only when the stream is not a job history at all (or
+// a binary one's schema is unusable) or names no job.
 func parseJhist(r io.Reader) (*job.Job, error) { return parseJhistWith(r, true) }
 
 // parseJhistWith is parseJhist; scan selects the hand-written line decoder
@@ -112,18 +114,32 @@ func parseJhistBudget(r io.Reader, scan bool, mem *budget) (*job.Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read job history header: %w", err)
 	}
-	if !bytes.Equal(bytes.TrimSpace(head), []byte(jhistMagic)) {
-		return nil, fmt.Errorf("read job history header: %w: first line is not %q", ErrUnknownFormat, jhistMagic)
+	binary := false
+	switch string(bytes.TrimSpace(head)) {
+	case jhistMagic:
+	case jhistBinaryMagic:
+		binary = true
+	default:
+		return nil, fmt.Errorf("read job history header: %w: first line is neither %q nor %q", ErrUnknownFormat, jhistMagic, jhistBinaryMagic)
 	}
-	if _, err := lr.next(); err != nil { // the Avro schema
+	schema, err := lr.next() // the Avro schema
+	if err != nil {
 		return nil, fmt.Errorf("read job history schema: %w", err)
 	}
-	lr.skipLong = true // from here on a line over the bound is one bad line
 	b := &jhBuilder{
 		j:      &job.Job{Type: job.MapReduce, Conf: map[string]string{}},
 		tasks:  make(map[string]*jhTask),
 		budget: mem,
 	}
+	if binary {
+		event, err := compileAvroSchema(schema)
+		if err != nil {
+			return nil, fmt.Errorf("read job history schema: %w", err)
+		}
+		readBinaryEvents(lr.br, event, b)
+		return b.finish()
+	}
+	lr.skipLong = true // from here on a line over the bound is one bad line
 	if scan && runtime.GOMAXPROCS(0) > 1 {
 		parallelJhist(lr, b)
 		return b.finish()

@@ -59,7 +59,11 @@ func (c *restClient) get(ctx context.Context, u string, v any) error {
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("get %s: %w", u, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its text repeats the URL
+		}
+		return fmt.Errorf("get %s: %w: %w", u, ErrUnreachable, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
@@ -103,14 +107,22 @@ func fetchURL(ctx context.Context, o Options, raw string, fn func(*job.Job) erro
 	var info struct {
 		HistoryInfo *json.RawMessage `json:"historyInfo"`
 	}
-	if err := c.get(ctx, base.String(), &info); err == nil && info.HistoryInfo != nil {
+	err = c.get(ctx, base.String(), &info)
+	if err == nil && info.HistoryInfo != nil {
 		base.Path = p + "/ws/v1/history/mapreduce/jobs"
 		return fetchJHS(ctx, c, &base, fn)
 	}
+	if errors.Is(err, ErrUnreachable) {
+		return fmt.Errorf("probe %s: %w", raw, err)
+	}
 	base.Path = p + "/api/v1/applications"
 	var apps []json.RawMessage
-	if err := c.get(ctx, base.String(), &apps); err == nil {
+	err = c.get(ctx, base.String(), &apps)
+	if err == nil {
 		return fetchSHS(ctx, c, &base, fn)
+	}
+	if errors.Is(err, ErrUnreachable) {
+		return fmt.Errorf("probe %s: %w", raw, err)
 	}
 	return fmt.Errorf("probe %s: %w: neither a JobHistory server nor a Spark History Server", raw, ErrUnknownFormat)
 }
@@ -499,6 +511,7 @@ func fetchSHSApp(ctx context.Context, c *restClient, at func(string) string, roo
 	if len(env.System) > 0 {
 		app.SysProps = pairs(env.System)
 	}
+	sortExecutors(execs)
 	app.Jobs, app.Stages, app.Executors = jobs, stages, execs
 	return app.toJob(appURL, warns), nil
 }

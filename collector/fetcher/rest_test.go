@@ -164,6 +164,46 @@ func TestRESTErrors(t *testing.T) {
 	}
 }
 
+// A history server that cannot be reached is ErrUnreachable with the
+// network's reason, whether the URL names a kind of server or is probed;
+// never ErrUnknownFormat.
+func TestUnreachableServer(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	closed := srv.URL
+	srv.Close()
+	for _, u := range []string{"http://127.0.0.1:1/", closed, closed + "/api/v1/applications", closed + "/ws/v1/history/mapreduce/jobs"} {
+		err := Fetch(context.Background(), u, func(*job.Job) error { return nil })
+		if !errors.Is(err, ErrUnreachable) || errors.Is(err, ErrUnknownFormat) || !strings.Contains(err.Error(), "connection refused") {
+			t.Errorf("%s: %v, want ErrUnreachable saying the connection was refused", u, err)
+		}
+	}
+	// A server that answers, but as neither kind, is still an unknown one.
+	err := Fetch(context.Background(), routes{}.server(t).URL, func(*job.Job) error { return nil })
+	if !errors.Is(err, ErrUnknownFormat) || errors.Is(err, ErrUnreachable) {
+		t.Errorf("a server of another kind: %v, want ErrUnknownFormat", err)
+	}
+}
+
+// Executors come driver first, then by number, whatever order the server
+// lists them in: the order a model from the event log has.
+func TestSparkHistoryServerExecutorOrder(t *testing.T) {
+	const app = "/api/v1/applications/application_1_1"
+	srv := routes{
+		app:                   `{"id":"application_1_1","attempts":[{"startTime":"2026-11-27T08:00:00.000GMT","completed":true}]}`,
+		app + "/jobs":         `[]`,
+		app + "/stages":       `[]`,
+		app + "/allexecutors": `[{"id":"10"},{"id":"2"},{"id":"driver"},{"id":"1"}]`,
+		app + "/environment":  `{"sparkProperties":[],"systemProperties":[]}`,
+	}.server(t)
+	var ids []string
+	for _, e := range fetchOne(t, srv.URL+app).Spark.Executors {
+		ids = append(ids, e.ID)
+	}
+	if got := strings.Join(ids, " "); got != "driver 1 2 10" {
+		t.Errorf("executors %s, want driver 1 2 10", got)
+	}
+}
+
 // Skip keeps known jobs from being fetched in detail.
 func TestRESTSkip(t *testing.T) {
 	var hits []string

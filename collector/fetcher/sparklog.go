@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/stratatrace/strata/collector/job"
 )
@@ -213,8 +214,9 @@ type sparkReplay struct {
 
 // parseSparkLog replays a Spark event log stream. A damaged or cut tail
 // leaves the application as far as it was read, with a warning; it returns
-// an error only when the stream is not an event log or the application
-// does not fit the default memory budget.
+// an error only when the stream is not an event log, names no application
+// (no application start event with an App ID: ErrNoJob) or the
+// application does not fit the default memory budget.
 func parseSparkLog(r io.Reader) (*sparkApp, []string, error) {
 	return parseSparkLogBudget(r, newBudget(0))
 }
@@ -284,6 +286,19 @@ func parseSparkLogBudget(r io.Reader, mem *budget) (*sparkApp, []string, error) 
 	}
 	if events == 0 {
 		return nil, nil, fmt.Errorf("read event log: %w: no events", ErrUnknownFormat)
+	}
+	if s.app.ID == "" {
+		why := "no SparkListenerApplicationStart event"
+		if s.started {
+			why = "its SparkListenerApplicationStart event has no App ID"
+		}
+		if len(s.warnings) > 0 { // say what else went wrong, e.g. the start line was malformed
+			why += " (" + strings.Join(s.warnings, "; ") + ")"
+		}
+		if msg := lr.skipped(); msg != "" {
+			why += " (" + msg + ")"
+		}
+		return nil, nil, fmt.Errorf("read event log: %w: %s", ErrNoJob, why)
 	}
 	if msg := lr.skipped(); msg != "" {
 		s.warnf("event log: %s", msg)
@@ -656,8 +671,15 @@ func (s *sparkReplay) finish() {
 	for _, e := range s.execs {
 		a.Executors = append(a.Executors, e)
 	}
-	sort.Slice(a.Executors, func(i, k int) bool {
-		x, y := a.Executors[i], a.Executors[k]
+	sortExecutors(a.Executors)
+}
+
+// sortExecutors orders executors driver first, then by numeric id (then
+// by id): the order of a model read from an event log and from a history
+// server, which lists them in the order of its own store.
+func sortExecutors(es []*sparkExecutor) {
+	sort.Slice(es, func(i, k int) bool {
+		x, y := es[i], es[k]
 		if (x.ID == "driver") != (y.ID == "driver") {
 			return x.ID == "driver"
 		}
@@ -668,9 +690,6 @@ func (s *sparkReplay) finish() {
 		}
 		return x.ID < y.ID
 	})
-	if a.ID == "" {
-		s.warnf("event log has no application start event")
-	}
 }
 
 // decodeProps reads "Spark Properties", written as an object by Spark and

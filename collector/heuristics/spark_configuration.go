@@ -11,7 +11,9 @@ import (
 // properties against recommended settings — Kryo serializer, external
 // shuffle service (worse when dynamic allocation runs without it), executor
 // and driver memory and cores, dynamic allocation bounds, wildcard
-// secondary jars, YARN memory overhead. Score 0.
+// secondary jars, YARN memory overhead (spark.executor.memoryOverhead, or
+// its deprecated name spark.yarn.executor.memoryOverhead; the same for the
+// driver). Score 0.
 
 // SparkConfigParams are the parameters of Spark Configuration.
 type SparkConfigParams struct {
@@ -54,6 +56,14 @@ const (
 	gib                   = 1 << 30
 )
 
+// The memory overhead properties as Spark 2.3 and later name them (the
+// spark.yarn.* names above are their deprecated spellings); a job sets one
+// or the other.
+const (
+	propExecutorOverheadNow = "spark.executor.memoryOverhead"
+	propDriverOverheadNow   = "spark.driver.memoryOverhead"
+)
+
 // SparkConfiguration is the Spark Configuration heuristic.
 type SparkConfiguration struct {
 	serializer  string
@@ -90,10 +100,14 @@ func propInt(conf map[string]string, key string) (int64, bool) {
 	return n, err == nil
 }
 
-// overheadBytes reads a memoryOverhead property: absent ⇒ 0; a value ending
-// in a digit is MB, anything else a memory string.
-func overheadBytes(conf map[string]string, key string) int64 {
-	v := strings.TrimSpace(conf[key])
+// overheadBytes reads a memoryOverhead property, by its current name
+// (now) or else its YARN name: absent ⇒ 0; a value ending in a digit is MB,
+// anything else a memory string.
+func overheadBytes(conf map[string]string, now, yarn string) int64 {
+	v := strings.TrimSpace(conf[now])
+	if v == "" {
+		v = strings.TrimSpace(conf[yarn])
+	}
 	if v == "" {
 		v = "0"
 	}
@@ -126,8 +140,8 @@ func (h *SparkConfiguration) Apply(j *job.Job) Result {
 	da := strings.EqualFold(strings.TrimSpace(daRaw), "true")
 	shuffle := strings.EqualFold(strings.TrimSpace(conf[propShuffleService]), "true")
 	serializer, serOK := conf[propSerializer]
-	driverOverhead := overheadBytes(conf, propDriverOverhead)
-	execOverhead := overheadBytes(conf, propExecutorOverhead)
+	driverOverhead := overheadBytes(conf, propDriverOverheadNow, propDriverOverhead)
+	execOverhead := overheadBytes(conf, propExecutorOverheadNow, propExecutorOverhead)
 
 	sevSerializer := None
 	if !serOK || serializer != h.serializer {

@@ -42,6 +42,11 @@ func TestSparkConfigurationVectors(t *testing.T) {
 			"spark.executor.memory": "20g", "spark.executor.cores": "4"}, app()), Severe, 0},
 		{"overhead", sparkJob(map[string]string{"spark.serializer": kryo, "spark.shuffle.service.enabled": "true",
 			"spark.yarn.executor.memoryOverhead": "6144"}, app()), Severe, 0},
+		// The names Spark 2.3 and later set (and log) win over the YARN ones.
+		{"overhead, current name", sparkJob(map[string]string{"spark.serializer": kryo, "spark.shuffle.service.enabled": "true",
+			"spark.executor.memoryOverhead": "6g", "spark.yarn.executor.memoryOverhead": "1024"}, app()), Severe, 0},
+		{"driver overhead, current name", sparkJob(map[string]string{"spark.serializer": kryo, "spark.shuffle.service.enabled": "true",
+			"spark.driver.memoryOverhead": "8192"}, app()), Critical, 0},
 	})
 
 	r := h.Apply(sparkJob(cf1, app()))

@@ -22,19 +22,32 @@
 //     NodeManagers' cache, not from where it was built. Both in client
 //     mode; the installed files also in cluster mode, the driver in the
 //     application master's container (read from its stdout; the driver
-//     then waits for good and the test kills the application).
+//     then waits for good and the test kills the application); and on
+//     Spark 4 (its Hadoop 3.5 client) in client mode.
+//   - history_test.go serves the client-mode runs' event logs with a
+//     real Spark History Server; the collector's history poller reads
+//     each application through it as a job named by its YARN application
+//     id, every heuristic's result equals the one from the event log
+//     file, and Spark Configuration and the job metrics hold the executor
+//     count, memory, cores and overhead the runs had.
 //   - mapreduce_test.go runs the examples jar's wordcount on HDFS input,
-//     once balanced and once with one mapper given a thousand times the
-//     input of the ten others; the collector's history poller reads both
-//     jobs from the JobHistoryServer's done directory (.jhist and
-//     _conf.xml, copied out of HDFS through WebHDFS) and from its REST API;
-//     Mapper Skew is at the severity the input's sizes imply, and every
-//     heuristic's result from the live server equals the one from the
-//     files.
+//     once balanced, once with one mapper given a thousand times the input
+//     of the ten others, and once balanced with its history written in
+//     Avro binary, and a sort (teragen, then terasort); the collector's
+//     history poller reads every job from the JobHistoryServer's done
+//     directory (.jhist and _conf.xml, copied out of HDFS through WebHDFS)
+//     and from its REST API; Mapper Skew is at the severity the input's
+//     sizes imply, and every heuristic's result from the live server
+//     equals the one from the files.
+//   - overhead_test.go, only with STRATA_YARN_OVERHEAD=N, times N pairs of
+//     client-mode runs with no Strata on the node and traced.
+//
+// STRATA_YARN_KEEP_HISTORIES=DIR copies the MapReduce jobs' histories and
+// confs into DIR (collector/fetcher/testdata/binary holds the binary one).
 //
 // The tests run under make test-yarn (STRATA_YARN=1; make test leaves them
 // out: the cluster alone takes a CPU-minute to start). They skip, with the
-// reason, when the cluster, java, Spark 3.5 or, for the agent, root is
-// missing. The cluster's directory is removed when every test passed and
+// reason, when the cluster, java, Spark 3.5 (Spark 4 for its run) or, for
+// the agent, root is missing. The cluster's directory is removed when every test passed and
 // kept, with its path printed, when one failed.
 package yarn

@@ -50,10 +50,16 @@ const (
 	evenSize       = 256 << 10
 )
 
-// TestMapReduceHistories runs wordcount on the cluster, on balanced and on
-// skewed input in HDFS, and analyses both jobs as the collector's history
-// poller reads them from the JobHistoryServer's done directory and from
-// its REST API.
+// teraRows is the size of the sort job's input: 100-byte rows that
+// teragen writes in two files (two mappers), 2 MB in all.
+const teraRows = 20000
+
+// TestMapReduceHistories runs the examples jar's jobs on the cluster:
+// wordcount on balanced and on skewed input in HDFS, wordcount on the
+// balanced input again with its history written in Avro binary, and a
+// sort (teragen, then terasort over its output); and analyses every job as
+// the collector's history poller reads it from the JobHistoryServer's done
+// directory and from its REST API.
 func TestMapReduceHistories(t *testing.T) {
 	c := requireCluster(t)
 	began := time.Now()
@@ -68,25 +74,53 @@ func TestMapReduceHistories(t *testing.T) {
 	base := fmt.Sprintf("/strata-%d", time.Now().UnixNano())
 	c.client(t, "org.apache.hadoop.fs.FsShell", "-put", in, base)
 
-	// Both jobs at once: the cluster has room for both, and their JVMs'
-	// start-up overlaps.
-	var even, skewed string
-	var errEven, errSkewed error
+	// Every job at once (the sort's two one after the other): the cluster
+	// has room for them, and their JVMs' start-up overlaps.
+	var even, skewed, binary, teragen, terasort string
+	var errs [4]error
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); even, errEven = wordcount(c, base+"/even", base+"/out-even") }()
-	go func() { defer wg.Done(); skewed, errSkewed = wordcount(c, base+"/skew", base+"/out-skew") }()
+	wg.Add(4)
+	go func() { defer wg.Done(); even, errs[0] = example(c, "wordcount", base+"/even", base+"/out-even") }()
+	go func() { defer wg.Done(); skewed, errs[1] = example(c, "wordcount", base+"/skew", base+"/out-skew") }()
+	go func() {
+		defer wg.Done()
+		binary, errs[2] = example(c, "wordcount", "-D", "mapreduce.jobhistory.jhist.format=binary", base+"/even", base+"/out-even-binary")
+	}()
+	go func() {
+		defer wg.Done()
+		if teragen, errs[3] = example(c, "teragen", "-D", "mapreduce.job.maps=2", fmt.Sprint(teraRows), base+"/tera-in"); errs[3] == nil {
+			terasort, errs[3] = example(c, "terasort", base+"/tera-in", base+"/tera-out")
+		}
+	}()
 	wg.Wait()
-	if err := errors.Join(errEven, errSkewed); err != nil {
+	if err := errors.Join(errs[:]...); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("jobs %s (balanced) and %s (skewed) done after %v", even, skewed, time.Since(began).Round(time.Millisecond))
+	jobs := []string{even, skewed, binary, teragen, terasort}
+	t.Logf("jobs %s (balanced), %s (skewed), %s (balanced, binary history), %s and %s (teragen, terasort) done after %v",
+		even, skewed, binary, teragen, terasort, time.Since(began).Round(time.Millisecond))
 
 	// The JobHistoryServer moves a finished job's files to its done
 	// directory within its move interval (a second here).
 	done := t.TempDir()
-	if err := copyHistories(c, done, 60*time.Second, even, skewed); err != nil {
+	if err := copyHistories(c, done, 60*time.Second, jobs...); err != nil {
 		t.Fatal(err)
+	}
+	if keep := os.Getenv("STRATA_YARN_KEEP_HISTORIES"); keep != "" {
+		// collector/fetcher/testdata/binary is the binary job's.
+		if err := os.CopyFS(keep, os.DirFS(done)); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("histories copied to %s", keep)
+	}
+	for _, id := range jobs {
+		want := jhistJSON
+		if id == binary {
+			want = jhistBinary
+		}
+		if got := historyForm(t, done, id); got != want {
+			t.Errorf("job %s: history written as %q, want %q", id, got, want)
+		}
 	}
 
 	eng, err := heuristics.NewEngine(nil)
@@ -95,7 +129,7 @@ func TestMapReduceHistories(t *testing.T) {
 	}
 	fromFiles := poll(t, eng, done)
 	fromServer := poll(t, eng, c.JHSWeb+"/ws/v1/history/mapreduce/jobs")
-	for _, id := range []string{even, skewed} {
+	for _, id := range jobs {
 		f, s := fromFiles[id], fromServer[id]
 		if f == nil || s == nil {
 			t.Fatalf("job %s: read from the done directory: %v, from the JobHistoryServer: %v", id, f != nil, s != nil)
@@ -107,23 +141,79 @@ func TestMapReduceHistories(t *testing.T) {
 	}
 
 	checkSkew(t, "balanced", fromServer[even], stratav1.Severity_SEVERITY_NONE, 0, evenFiles)
+	checkSkew(t, "balanced, binary history", fromServer[binary], stratav1.Severity_SEVERITY_NONE, 0, evenFiles)
 	checkSkew(t, "skewed", fromServer[skewed], stratav1.Severity_SEVERITY_LOW, 0, skewSmallFiles+1)
 	for _, d := range heuristic(fromServer[skewed], "Mapper Skew").GetDetails() {
 		t.Logf("skewed job, Mapper Skew: %s = %s", d.GetName(), d.GetValue())
 	}
+	// The same job on the same input, its history in the other form: the
+	// same heuristics at the same severities.
+	if a, b := severities(fromFiles[even]), severities(fromFiles[binary]); a != b {
+		t.Errorf("balanced wordcount, JSON history %s: %s\nbinary history %s: %s", even, a, binary, b)
+	}
+	// The sort: two mappers (teragen's files), one reducer, every record
+	// read and written once.
+	sorted := fromServer[terasort]
+	if n := detailOf(heuristic(sorted, "Mapper Skew"), "Data skew (Number of tasks)"); n != "2" {
+		t.Errorf("terasort: Mapper Skew over %q mappers, want 2", n)
+	}
+	if heuristic(sorted, "Shuffle & Sort") == nil || heuristic(sorted, "Reducer Time") == nil {
+		t.Errorf("terasort: no reducer heuristics in %s", severities(sorted))
+	}
 }
 
-// wordcount runs the examples jar's wordcount and returns its job id.
-func wordcount(c *yarnCluster, in, out string) (string, error) {
-	log, err := c.run("org.apache.hadoop.examples.ExampleDriver", "wordcount", in, out)
+// example runs one of the examples jar's programs (args after its name)
+// and returns its job id.
+func example(c *yarnCluster, args ...string) (string, error) {
+	log, err := c.run("org.apache.hadoop.examples.ExampleDriver", args...)
 	if err != nil {
 		return "", err
 	}
 	m := regexp.MustCompile(`Job (job_\d+_\d+) completed successfully`).FindStringSubmatch(log)
 	if m == nil {
-		return "", fmt.Errorf("wordcount %s: no successful job in its output:\n%s", in, sparkjob.Tail(log, 4000))
+		return "", fmt.Errorf("%s: no successful job in its output:\n%s", strings.Join(args, " "), sparkjob.Tail(log, 4000))
 	}
 	return m[1], nil
+}
+
+// The first line of a job history in either form.
+const (
+	jhistJSON   = "Avro-Json"
+	jhistBinary = "Avro-Binary"
+)
+
+// historyForm is the first line of job id's history in dir.
+func historyForm(t *testing.T, dir, id string) string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, id+"-*.jhist"))
+	if len(m) != 1 {
+		t.Fatalf("job %s: histories %v in %s", id, m, dir)
+	}
+	b, err := os.ReadFile(m[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := bytes.Cut(b, []byte("\n"))
+	return string(first)
+}
+
+// severities lists a result's heuristics with their severities.
+func severities(r *stratav1.JobResult) string {
+	var out []string
+	for _, h := range r.GetHeuristics() {
+		out = append(out, h.GetName()+"="+strings.TrimPrefix(h.GetSeverity().String(), "SEVERITY_"))
+	}
+	return strings.Join(out, ", ")
+}
+
+// detailOf is the value of a result's detail, "" when it has none.
+func detailOf(h *stratav1.HeuristicResult, name string) string {
+	for _, d := range h.GetDetails() {
+		if d.GetName() == name {
+			return d.GetValue()
+		}
+	}
+	return ""
 }
 
 // writeWords writes size bytes of lines of words to path.

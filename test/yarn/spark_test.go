@@ -22,8 +22,10 @@ import (
 
 // TestSparkOnYarn runs StrataJob on YARN, two executors in two
 // NodeManager containers with the hook, against the real agent and
-// collector: in client mode once with the hook files installed on the
-// node and once with them shipped by the job, and in cluster mode with the
+// collector: on Spark 3.5 in client mode once with the hook files
+// installed on the node and once with them shipped by the job, then reads
+// both applications back through a Spark History Server; in cluster mode
+// with the installed files; and on Spark 4 in client mode with the
 // installed files.
 func TestSparkOnYarn(t *testing.T) {
 	c := requireCluster(t)
@@ -32,10 +34,15 @@ func TestSparkOnYarn(t *testing.T) {
 	n := startNode(t)
 	jar := testenv.Built(t, "jvmhook/strata-hook.jar")
 	lib := filepath.Join(filepath.Dir(jar), "libstratahook.so")
+	// The client-mode runs' event logs, for the Spark History Server.
+	events := t.TempDir()
+	eventLog := []string{"spark.eventLog.enabled=true", "spark.eventLog.dir=file://" + events}
+	var apps []string
 
 	t.Run("installed", func(t *testing.T) {
 		// The absolute paths of bin/jvmhook, as strata hook-opts prints them.
-		runSpark(t, c, n, home, []string{"spark.executor.extraJavaOptions=" + sparkjob.HookOpts(t, n.socket)}, lib)
+		hook := []string{"spark.executor.extraJavaOptions=" + sparkjob.HookOpts(t, n.socket)}
+		apps = append(apps, runSpark(t, c, n, home, append(hook, eventLog...), lib))
 	})
 	t.Run("shipped", func(t *testing.T) {
 		// Copies of the files in a folder of their own, shipped through
@@ -61,13 +68,25 @@ func TestSparkOnYarn(t *testing.T) {
 		if len(confs) != 2 || strings.Contains(confs[1], ship) {
 			t.Fatalf("hook-opts --ship printed %q: want the files shipped and options naming no folder of this host", out)
 		}
-		runSpark(t, c, n, home, confs, "")
+		apps = append(apps, runSpark(t, c, n, home, append(confs, eventLog...), ""))
+	})
+	t.Run("history server", func(t *testing.T) {
+		if len(apps) == 0 {
+			t.Skip("skipping: no client-mode run finished")
+		}
+		checkSparkHistory(t, home, events, apps)
 	})
 	t.Run("cluster", func(t *testing.T) {
 		// The driver in the application master's container: its first step
 		// line is in that container's stdout, and it waits there for good
 		// (a container's stdin never ends), so the test kills it.
 		runClusterMode(t, c, n, home, lib)
+	})
+	t.Run("spark 4", func(t *testing.T) {
+		// Spark 4's own Hadoop client (3.5) against the cluster's 3.3.6
+		// servers, the hook files installed, client mode.
+		home4 := testenv.SparkHome(t, "4")
+		runSpark(t, c, n, home4, []string{"spark.executor.extraJavaOptions=" + sparkjob.HookOpts(t, n.socket)}, lib)
 	})
 }
 
@@ -81,6 +100,9 @@ type executor struct {
 func jobConf(t *testing.T, home string) []string {
 	return []string{
 		"spark.executor.instances=2", "spark.executor.cores=1", "spark.executor.memory=512m",
+		// What YARN adds to each executor's container anyway (at least 384
+		// MiB), said so that Spark Configuration reads it.
+		"spark.executor.memoryOverhead=384m",
 		"spark.driver.memory=512m", "spark.yarn.am.memory=256m",
 		// Both executors registered before the first task: each gets blocks.
 		"spark.scheduler.minRegisteredResourcesRatio=1.0",
@@ -184,8 +206,9 @@ func getText(url string) (string, error) {
 // executors and checks the cached blocks against Spark, strata and the
 // executors' memory. lib, when set, is the library every executor must
 // map; else it must come from a NodeManager's local directories (the job
-// shipped it).
-func runSpark(t *testing.T, c *yarnCluster, n *strataNode, home string, hook []string, lib string) {
+// shipped it). It returns the application's id once YARN says it
+// succeeded.
+func runSpark(t *testing.T, c *yarnCluster, n *strataNode, home string, hook []string, lib string) string {
 	began := time.Now()
 	conf := append(append(jobConf(t, home), "spark.submit.deployMode=client"), hook...)
 	j := sparkjob.Start(t, home, "yarn", conf, jobFlags...)
@@ -220,6 +243,7 @@ func runSpark(t *testing.T, c *yarnCluster, n *strataNode, home string, hook []s
 		return nil
 	})
 	t.Logf("%s: %d executors, done after %v", s.App, len(execs), time.Since(began).Round(time.Millisecond))
+	return s.App
 }
 
 // sparkRDD is Spark's REST view of a cached RDD (the fields used here).
