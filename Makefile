@@ -59,11 +59,13 @@ APT_PKGS := clang-14 llvm-14 bpftool libbpf-dev protobuf-compiler gcc make \
 # cgo), and qemu-user, with which the tests run the arm64 images' entrypoints.
 APT_PKGS += gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
 
-# The version the binaries and images carry.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The version the binaries and images carry: the release tag (vX.Y.Z) at a
+# tagged commit, vX.Y.Z-N-gHASH after one, the commit's hash before any tag,
+# -dirty with uncommitted changes (docs/release.md).
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/stratatrace/strata/agent.Version=$(VERSION) -X github.com/stratatrace/strata/collector/server.Version=$(VERSION) -X main.version=$(VERSION)
 
-.PHONY: help deps deps-spark spark-home generate build jvmhook workloads smtt test bench demo fuzz clean check-generated vmlinux images image-debs yarncluster yarn test-yarn
+.PHONY: help deps deps-spark spark-home generate build jvmhook workloads smtt test bench demo fuzz clean check-generated vmlinux images image-debs yarncluster yarn test-yarn version
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -118,6 +120,9 @@ $(DEPS)/spark/spark-%/.installed:
 
 deps-spark: $(foreach v,$(SPARK_VERSIONS),$(DEPS)/spark/spark-$(v)/.installed) ## install Spark 3.5 and 4 (pyspark from PyPI) into .deps/
 
+version: ## print the version the build embeds (make -s version)
+	@echo $(VERSION)
+
 spark-home: ## print SPARK_HOME of SPARK=3.5 or SPARK=4 (make -s spark-home SPARK=4)
 	@v="$(SPARK_$(SPARK))"; if [ -z "$$v" ]; then echo "unknown SPARK=$(SPARK) (3.5 or 4)" >&2; exit 2; fi; \
 	h="$(DEPS)/spark/spark-$$v"; if [ ! -f "$$h/.installed" ]; then echo "Spark $$v not installed: run make deps" >&2; exit 1; fi; \
@@ -142,8 +147,10 @@ build: jvmhook workloads ## build the binaries, the JVM hook, the test Spark job
 # manifest per IMAGE_ARCHES: each architecture's stripped binaries and hook
 # library go to bin/image/ARCH (arm64's through the cross toolchain make
 # deps installs). Tagged IMAGE_TAG, the Helm chart's appVersion, which the
-# chart and deploy/kubernetes/strata.yaml pull; dated SOURCE_DATE_EPOCH (the
-# last commit's time) so that the same commit gives the same digests.
+# chart and deploy/kubernetes/strata.yaml pull: "dev" between releases, the
+# release's tag at a release, where mkimage refuses a tag other than
+# VERSION (docs/release.md); dated SOURCE_DATE_EPOCH (the last commit's
+# time) so that the same commit gives the same digests.
 IMAGE_ARCHES := amd64 arm64
 IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*$$/\1/p' deploy/helm/strata/Chart.yaml)
 CC_amd64 := $(CC)

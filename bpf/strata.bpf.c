@@ -27,8 +27,10 @@
 
 #if defined(__TARGET_ARCH_arm64)
 /* Both objects compile against one vmlinux.h, made from an x86 kernel's
- * BTF, which lacks arm64's user_pt_regs: bpf_tracing.h reads a uprobe's
- * arguments through it. Its layout is arm64's UAPI (asm/ptrace.h). */
+ * BTF, which lacks arm64's user_pt_regs: bpf_tracing.h reads registers
+ * through it on arm64 (a uprobe's arguments, the pc of a fault or of a
+ * perf event). Its layout is arm64's UAPI (asm/ptrace.h), the start of the
+ * kernel's pt_regs and the whole of a perf event's bpf_user_pt_regs_t. */
 struct user_pt_regs {
 	__u64 regs[31];
 	__u64 sp;
@@ -306,9 +308,11 @@ static __always_inline void count_fill(__u8 kind)
 _Static_assert((STRATA_FILL_DEPTH & (STRATA_FILL_DEPTH - 1)) == 0, "STRATA_FILL_DEPTH must be a power of two");
 
 /*
- * regs is read (probe_read) only when an event is emitted; error_code is
- * classified only once the fault is known to be a traced one, and is
- * negative when the hook cannot see it (perf fallback).
+ * regs (the faulting user context) is read only when an event is emitted:
+ * its instruction pointer, through PT_REGS_IP_CORE (a CO-RE probe read of
+ * x86's ip or arm64's pc). error_code is classified only once the fault is
+ * known to be a traced one, and is negative when the hook cannot see it
+ * (perf fallback).
  */
 static __always_inline void on_fault(__u64 addr, struct pt_regs *regs, __u64 ip, __s64 error_code)
 {
@@ -349,8 +353,19 @@ static __always_inline void on_fault(__u64 addr, struct pt_regs *regs, __u64 ip,
 		return;
 	st->sample_tick = 0;
 	if (regs)
-		bpf_probe_read_kernel(&ip, sizeof(ip), &regs->ip);
+		ip = PT_REGS_IP_CORE(regs);
 	emit(st, pid_tgid, addr, ip, r, kind);
+}
+
+/*
+ * The user instruction pointer of a perf event: its context starts with the
+ * target's bpf_user_pt_regs_t (x86: pt_regs, ip; arm64: user_pt_regs, pc),
+ * which PT_REGS_IP reads for the __TARGET_ARCH the object is built for. A
+ * plain context load: the verifier rewrites it to the sample's registers.
+ */
+static __always_inline __u64 perf_ip(struct bpf_perf_event_data *ctx)
+{
+	return PT_REGS_IP((struct pt_regs *)ctx);
 }
 
 SEC("tp_btf/page_fault_user")
@@ -371,7 +386,7 @@ int fault_raw(struct bpf_raw_tracepoint_args *ctx)
 SEC("perf_event")
 int fault_perf(struct bpf_perf_event_data *ctx)
 {
-	on_fault(ctx->addr, NULL, ctx->regs.ip, -1);
+	on_fault(ctx->addr, NULL, perf_ip(ctx), -1);
 	return 0;
 }
 
@@ -398,7 +413,7 @@ int major_fault(struct bpf_perf_event_data *ctx)
 	__sync_fetch_and_add(&c->major, 1);
 	st->major_faults++;
 	if (sample_every)
-		emit(st, pid_tgid, addr, ctx->regs.ip, r, STRATA_KIND_MAJOR);
+		emit(st, pid_tgid, addr, perf_ip(ctx), r, STRATA_KIND_MAJOR);
 	return 0;
 }
 

@@ -8,9 +8,10 @@ package tracer
 //	-cc clang-14           the pinned compiler (Debian 12's clang 14.0.6); the
 //	                       committed object is reproducible only with it
 //	-target amd64,arm64    one object per architecture the images ship,
-//	                       compiled with __TARGET_ARCH_x86 / _arm64. The C
-//	                       reads pt_regs through vmlinux.h (x86's), so the
-//	                       two objects are equal today; page_fault_user, whose
+//	                       compiled with __TARGET_ARCH_x86 / _arm64, which
+//	                       select the registers bpf_tracing.h reads (x86's
+//	                       pt_regs, arm64's user_pt_regs: a uprobe's
+//	                       arguments, a fault's pc); page_fault_user, whose
 //	                       x86 error code the classifier decodes, is x86-only
 //	                       (on arm64 the loader falls back to the perf event)
 //	-go-package tracer     the package of the generated Go file

@@ -468,6 +468,31 @@ func TestSparkSettings(t *testing.T) {
 			t.Errorf("spark-defaults.conf lacks %q:\n%s", want, conf)
 		}
 	}
+	// Every host directory goes into executors read-only, at its host path
+	// (deploy/spark's TestSocketThroughReadOnlyMount: a JVM connects to
+	// the socket through such a mount).
+	props := map[string]string{}
+	for l := range strings.SplitSeq(conf, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(l), " "); ok {
+			props[k] = v
+		}
+	}
+	volumes := 0
+	for k, host := range props {
+		name, hostPath := strings.CutPrefix(k, "spark.kubernetes.executor.volumes.hostPath.")
+		name, option := strings.CutSuffix(name, ".options.path")
+		if !hostPath || !option {
+			continue
+		}
+		volumes++
+		prefix := "spark.kubernetes.executor.volumes.hostPath." + name + ".mount."
+		if props[prefix+"path"] != host || props[prefix+"readOnly"] != "true" {
+			t.Errorf("volume %s of %s: mounted at %q, readOnly %q; want %s, true", name, host, props[prefix+"path"], props[prefix+"readOnly"], host)
+		}
+	}
+	if volumes != 2 {
+		t.Errorf("%d host-path volumes, want the socket's and the hook files':\n%s", volumes, conf)
+	}
 	if !strings.Contains(o.notes, cm.Data["hook-opts"]) {
 		t.Errorf("NOTES lack the options:\n%s", o.notes)
 	}

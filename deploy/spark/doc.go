@@ -6,7 +6,9 @@
 // defaults) and carry its hook options, and the Pod Security evaluator of
 // Kubernetes finds nothing but their hostPath volumes to refuse at the
 // Baseline and Restricted levels, which is why docs/deploy.md asks for the
-// Privileged level on the executors' namespace. A connection to the socket
-// through a read-only mount works (connect(2) writes nothing to the file
-// system), so both mounts are read-only.
+// Privileged level on the executors' namespace. Both mounts are read-only:
+// connect(2) on a Unix socket checks write permission on the socket's inode
+// (the agent's socket mode), not on the mount, which a root-only test shows
+// with the agent's own socket server, a read-only bind mount and a process
+// of Spark's image user (uid 185).
 package spark

@@ -34,6 +34,10 @@ func main() {
 	version := fs.String("version", "dev", "the version label")
 	out := fs.String("out", "bin/images", "directory for the archives")
 	fs.Parse(os.Args[1:])
+	if err := images.CheckTag(*tag, *version); err != nil {
+		fmt.Fprintln(os.Stderr, "mkimage:", err)
+		os.Exit(2)
+	}
 	// Reproducible: the images are dated SOURCE_DATE_EPOCH when set.
 	created := time.Unix(0, 0).UTC()
 	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
