@@ -12,9 +12,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/query/jsonform"
-	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -76,7 +76,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer cc.Close()
 	var reports []appReport
-	var heats []*store.Heat
+	var heats []*answer.Heat
 	for _, app := range apps {
 		r, err := fetchReport(ctx, q, app)
 		if err != nil {
@@ -147,11 +147,11 @@ func fetchReport(ctx context.Context, q stratav1.QueryServiceClient, app string)
 // fetchHeat asks the collector an application's DAMON access heat per RDD
 // with pages counted cold after coldFor; an application known only as an
 // analysed job (no traces) has none.
-func fetchHeat(ctx context.Context, q stratav1.QueryServiceClient, app string, coldFor time.Duration) (*store.Heat, error) {
+func fetchHeat(ctx context.Context, q stratav1.QueryServiceClient, app string, coldFor time.Duration) (*answer.Heat, error) {
 	secs := coldFor.Seconds()
 	resp, err := q.Heat(ctx, &stratav1.HeatRequest{AppId: app, ColdForSeconds: &secs})
 	if status.Code(err) == codes.NotFound {
-		return &store.Heat{ColdFor: coldFor}, nil
+		return &answer.Heat{ColdFor: coldFor}, nil
 	}
 	if err != nil {
 		return nil, rpcError("heat "+app, err)
@@ -161,14 +161,14 @@ func fetchHeat(ctx context.Context, q stratav1.QueryServiceClient, app string, c
 
 // appHeat says an application's heat over each of its RDD blocks' latest
 // sample, in the words of the RDD table's HEAT column.
-func appHeat(h *store.Heat) string {
+func appHeat(h *answer.Heat) string {
 	var latest []*stratav1.HeatSample
 	for _, r := range h.RDDs {
 		for _, b := range r.Blocks {
 			latest = append(latest, b.Latest())
 		}
 	}
-	return jsonform.HeatWords(store.HeatFiguresOf(latest, h.ColdFor), h.ColdFor)
+	return jsonform.HeatWords(answer.HeatFiguresOf(latest, h.ColdFor), h.ColdFor)
 }
 
 // pct formats a share as a percentage, or what makes it unknown.
@@ -312,7 +312,7 @@ func orDash(s string) string {
 }
 
 // writeSummary writes one row per application; heats are theirs.
-func writeSummary(w io.Writer, rs []appReport, heats []*store.Heat) error {
+func writeSummary(w io.Writer, rs []appReport, heats []*answer.Heat) error {
 	out := newOutput(w, "table", "APP", "NAME", "RDDS", "BLOCKS", "MiB", "RESOLVED", "PRESENT", "SWAPPED", "THP", "NUMA NODES", "READS",
 		"WRITES", "RDD FAULTS R/W", "OF RSS", "OF NODE", "PAGE WALK", "HEAT")
 	for i, r := range rs {

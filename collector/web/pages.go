@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/query/jsonform"
 	"github.com/stratatrace/strata/collector/store"
@@ -353,12 +354,12 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 	slices.SortFunc(latest, func(a, b *stratav1.HeatSample) int {
 		return strings.Compare(a.GetExecutorId()+"/"+a.GetBlockId(), b.GetExecutorId()+"/"+b.GetBlockId())
 	})
-	rddHeat := jsonform.HeatWords(store.HeatFiguresOf(latest, heat.ColdFor), heat.ColdFor)
+	rddHeat := jsonform.HeatWords(answer.HeatFiguresOf(latest, heat.ColdFor), heat.ColdFor)
 	rows := make([]blockRow, 0, len(blocks))
 	var live uint64
 	for k, b := range blocks {
 		if s := blockHeat[k]; s != nil {
-			b.Heat = jsonform.HeatWords(store.HeatFiguresOf([]*stratav1.HeatSample{s}, heat.ColdFor), heat.ColdFor)
+			b.Heat = jsonform.HeatWords(answer.HeatFiguresOf([]*stratav1.HeatSample{s}, heat.ColdFor), heat.ColdFor)
 		}
 		if at != 0 {
 			b.Pages = 0 // only what it held at the moment

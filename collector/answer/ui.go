@@ -1,4 +1,4 @@
-package store
+package answer
 
 import (
 	"context"
@@ -58,7 +58,7 @@ type AppSummary struct {
 
 // OccupancyPoint is the resident memory of one RDD at the end of one time
 // bucket: the present pages of its cached blocks, each buffer as its latest
-// record that holds (holdsSQL) up to then resolved it (nothing once
+// record that holds (the store's holdsSQL) up to then resolved it (nothing once
 // freed), counted as Occupation counts them per process.
 type OccupancyPoint struct {
 	RDDID  int32
