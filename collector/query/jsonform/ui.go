@@ -9,20 +9,22 @@ import (
 
 // App is one application holding records: an element of /api/v1/apps.
 type App struct {
-	AppID     string   `json:"app_id"`
-	Machines  []string `json:"machines"` // node names, sorted
-	Executors uint32   `json:"executors"`
-	Records   uint64   `json:"records"`
-	First     string   `json:"first"` // its first and last record
-	Last      string   `json:"last"`
+	AppID      string   `json:"app_id"`
+	Name       string   `json:"name"`     // its analysed job's; "" unknown
+	Machines   []string `json:"machines"` // node names, sorted
+	Executors  uint32   `json:"executors"`
+	Records    uint64   `json:"records"`
+	LiveBlocks uint64   `json:"live_blocks"` // cached RDD blocks live now
+	First      string   `json:"first"`       // its first and last record
+	Last       string   `json:"last"`
 }
 
 // NewApps is apps' form.
 func NewApps(apps []answer.AppSummary) []App {
 	out := []App{}
 	for _, a := range apps {
-		out = append(out, App{AppID: a.AppID, Machines: append([]string{}, a.Machines...), Executors: a.Executors,
-			Records: a.Records, First: Time(a.FirstNs), Last: Time(a.LastNs)})
+		out = append(out, App{AppID: a.AppID, Name: a.Name, Machines: append([]string{}, a.Machines...), Executors: a.Executors,
+			Records: a.Records, LiveBlocks: a.LiveBlocks, First: Time(a.FirstNs), Last: Time(a.LastNs)})
 	}
 	return out
 }

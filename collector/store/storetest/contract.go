@@ -1158,9 +1158,23 @@ func testAppsRDDsOccupancy(t *testing.T, be Backend) {
 		t.Fatal(err)
 	}
 	wantApps := []store.AppSummary{{AppID: App, Machines: []string{Node}, Executors: 2, Records: 3,
-		FirstNs: T0, LastNs: T0 + 2e9}}
+		FirstNs: T0, LastNs: T0 + 2e9, LiveBlocks: 2}}
 	if !reflect.DeepEqual(apps, wantApps) {
 		t.Fatalf("apps = %+v, want %+v", apps, wantApps)
+	}
+	// Its analysed jobs name it: the latest to finish (Jobs' CRITICAL);
+	// a job of an application without records names none.
+	for _, j := range append(Jobs(), &stratav1.JobResult{JobId: "job_other", AppId: "app-other", Name: "other", FinishUnixMs: 9000}) {
+		if err := s.PutJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if apps, err = s.Apps(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantApps[0].Name = "etl-SEVERITY_CRITICAL"
+	if !reflect.DeepEqual(apps, wantApps) {
+		t.Fatalf("apps with jobs = %+v, want %+v", apps, wantApps)
 	}
 	rdds, err := s.RDDs(ctx, App)
 	if err != nil {
@@ -1364,7 +1378,7 @@ func testUIChunksAndSplits(t *testing.T, be Backend) {
 		t.Fatal(err)
 	}
 	if want := []store.AppSummary{{AppID: App, Machines: []string{Node}, Executors: 1, Records: 5, FirstNs: T0,
-		LastNs: T0 + 2e9}}; !reflect.DeepEqual(apps, want) {
+		LastNs: T0 + 2e9, LiveBlocks: 1}}; !reflect.DeepEqual(apps, want) {
 		t.Fatalf("apps = %+v, want %+v", apps, want)
 	}
 	rdds, err := s.RDDs(ctx, App)
