@@ -240,6 +240,10 @@ func TestApps(t *testing.T) {
 	if !strings.Contains(table[0], " NAME ") || !strings.Contains(table[0], " LIVE BLOCKS ") {
 		t.Errorf("table header %q: want NAME and LIVE BLOCKS", table[0])
 	}
+	bare := strings.Split(strings.TrimSpace(strata(t, "apps", "--http", c.HTTPAddr, "--no-headers")), "\n")
+	if len(bare) != len(api) || strings.HasPrefix(bare[0], "APP ") {
+		t.Errorf("apps --no-headers:\n%s", strings.Join(bare, "\n"))
+	}
 	if out, errOut, code := call("apps", "--http", "127.0.0.1:1"); code != 1 || out != "" || !strings.Contains(errOut, "connection refused") {
 		t.Errorf("refused: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}

@@ -40,7 +40,7 @@ func runHeat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return appError("heat", c.app, err)
 	}
 	h := jsonform.NewHeat(c.app, query.HeatFromProto(resp))
-	if c.output == "json" {
+	if c.output.json() {
 		enc := jsonform.NewEncoder(stdout)
 		return enc.Encode(h)
 	}

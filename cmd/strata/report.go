@@ -49,6 +49,7 @@ func (a *appList) Set(v string) error { *a = append(*a, v); return nil }
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata report", flag.ContinueOnError)
 	cf := addClientFlags(fs, true)
+	cf.output.addNoHeaders(fs)
 	var apps appList
 	var chart, title string
 	fs.Var(&apps, "app", "Spark application `ID` (required; repeat for several: one summary row and one chart group each)")
@@ -90,19 +91,19 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		reports, heats = append(reports, r), append(heats, h)
 	}
 	switch {
-	case cf.output == "json":
-		out := newOutput(stdout, "json")
+	case cf.output.json():
+		out := newOutput(stdout, jsonRows())
 		for _, r := range reports {
 			if err := out.row(r); err != nil {
 				return fmt.Errorf("write report: %w", err)
 			}
 		}
 	case len(reports) == 1:
-		if err := writeAppReport(stdout, reports[0]); err != nil {
+		if err := writeAppReport(stdout, cf.output, reports[0]); err != nil {
 			return err
 		}
 	default:
-		if err := writeSummary(stdout, reports, heats); err != nil {
+		if err := writeSummary(stdout, cf.output, reports, heats); err != nil {
 			return err
 		}
 	}
@@ -241,7 +242,8 @@ func appWalkPct(pws []pageWalk) (read, write *float64) {
 	return &r, &w
 }
 
-func writeAppReport(w io.Writer, r appReport) error {
+// writeAppReport writes one application's report in tables of format f.
+func writeAppReport(w io.Writer, f outputFormat, r appReport) error {
 	head := "application " + r.App
 	if r.Name != "" {
 		head += fmt.Sprintf(" (%s; job analysis: %s)", r.Name, r.Severity)
@@ -251,7 +253,7 @@ func writeAppReport(w io.Writer, r appReport) error {
 		pct(r.Occupation.OfRSS, "unknown (no resident-memory samples)"), pct(r.Occupation.OfNode, "unknown"),
 		mib(r.Occupation.PeakRDDBytes), mib(r.Occupation.PeakRSSBytes), mib(r.Occupation.MemTotalBytes))
 	fmt.Fprintf(w, "page-walk share of cycles: %s\n\n", walkSummary(r.PageWalk))
-	out := newOutput(w, "table", "RDD", "BLOCKS", "PARTS", "SPARK MiB", "MiB", "PAGES", "PRESENT", "SWAPPED", "THP", "NUMA", "READS",
+	out := newOutput(w, f, "RDD", "BLOCKS", "PARTS", "SPARK MiB", "MiB", "PAGES", "PRESENT", "SWAPPED", "THP", "NUMA", "READS",
 		"WRITES", "EVICTED", "FAULTS R/W/X/MAJ", "SAMPLED", "HEAT", "RESOLVED (OF SPARK'S BYTES)")
 	for _, x := range r.RDDs {
 		spark := "-"
@@ -268,9 +270,9 @@ func writeAppReport(w io.Writer, r appReport) error {
 	if err := out.flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, resolvedNote)
+	f.comment(w, resolvedNote)
 	fmt.Fprintln(w)
-	out = newOutput(w, "table", "EXECUTOR", "PID", "NODE", "PEAK RDD MiB", "AT", "PEAK RSS MiB", "RSS AT PEAK MiB", "OF RSS", "OF NODE")
+	out = newOutput(w, f, "EXECUTOR", "PID", "NODE", "PEAK RDD MiB", "AT", "PEAK RSS MiB", "RSS AT PEAK MiB", "OF RSS", "OF NODE")
 	for _, e := range r.Executors {
 		if err := out.row(nil, e.ExecutorID, e.PID, e.Node, mib(e.PeakRDDBytes), orDash(e.PeakTime), mib(e.PeakRSSBytes),
 			mib(e.RSSAtPeakBytes), pct(e.OfRSS, "unknown"), pct(e.OfNode, "unknown")); err != nil {
@@ -281,7 +283,7 @@ func writeAppReport(w io.Writer, r appReport) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	out = newOutput(w, "table", "EXECUTOR", "PID", "PAGE WALK", "FAULTS", "IN RDD BLOCKS", "FAULTS/S")
+	out = newOutput(w, f, "EXECUTOR", "PID", "PAGE WALK", "FAULTS", "IN RDD BLOCKS", "FAULTS/S")
 	for _, p := range r.PageWalk {
 		cell := walkCell(walkSharesOf(p))
 		in := fmt.Sprint(p.RDDFaults)
@@ -311,9 +313,10 @@ func orDash(s string) string {
 	return s
 }
 
-// writeSummary writes one row per application; heats are theirs.
-func writeSummary(w io.Writer, rs []appReport, heats []*answer.Heat) error {
-	out := newOutput(w, "table", "APP", "NAME", "RDDS", "BLOCKS", "MiB", "RESOLVED", "PRESENT", "SWAPPED", "THP", "NUMA NODES", "READS",
+// writeSummary writes one row per application in a table of format f;
+// heats are theirs.
+func writeSummary(w io.Writer, f outputFormat, rs []appReport, heats []*answer.Heat) error {
+	out := newOutput(w, f, "APP", "NAME", "RDDS", "BLOCKS", "MiB", "RESOLVED", "PRESENT", "SWAPPED", "THP", "NUMA NODES", "READS",
 		"WRITES", "RDD FAULTS R/W", "OF RSS", "OF NODE", "PAGE WALK", "HEAT")
 	for i, r := range rs {
 		t := totals(r)
