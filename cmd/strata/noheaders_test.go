@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/stratatrace/strata/agent/resolver/resolvertest"
+	"github.com/stratatrace/strata/collector/server/servertest"
 	"github.com/stratatrace/strata/collector/store/storetest"
+	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 	"github.com/stratatrace/strata/test/testenv"
 )
 
@@ -75,10 +77,10 @@ func wantNoHeaders(t *testing.T, args []string, head, tail int) {
 // keeps its lines of prose and its rows; its tables lose their header
 // lines and the notes under them.
 func TestNoHeadersReport(t *testing.T) {
-	addr := reportCollector(t)
+	addr := servertest.Start(t, append(reportBatches(), storetest.FillBatch(990)), []*stratav1.JobResult{reportJob()}).Addr
 	out := strata(t, "report", "--collector", addr, "--app", storetest.App, "--no-headers")
 	for _, l := range strings.Split(out, "\n") {
-		for _, header := range []string{"RDD  BLOCKS", "EXECUTOR  PID", "MiB: ", "RESOLVED: ", "HEAT: "} {
+		for _, header := range []string{"RDD  BLOCKS", "EXECUTOR  PID", "MiB: ", "RESOLVED: ", "HEAT: ", "FILL R/W/MAJ: "} {
 			if strings.HasPrefix(l, header) {
 				t.Errorf("report --no-headers has the line %q:\n%s", l, out)
 			}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -253,17 +254,27 @@ func writeAppReport(w io.Writer, f outputFormat, r appReport) error {
 		pct(r.Occupation.OfRSS, "unknown (no resident-memory samples)"), pct(r.Occupation.OfNode, "unknown"),
 		mib(r.Occupation.PeakRDDBytes), mib(r.Occupation.PeakRSSBytes), mib(r.Occupation.MemTotalBytes))
 	fmt.Fprintf(w, "page-walk share of cycles: %s\n\n", walkSummary(r.PageWalk))
-	out := newOutput(w, f, "RDD", "BLOCKS", "PARTS", "SPARK MiB", "MiB", "PAGES", "PRESENT", "SWAPPED", "THP", "NUMA", "READS",
-		"WRITES", "EVICTED", "FAULTS R/W/X/MAJ", "SAMPLED", "HEAT", "RESOLVED (OF SPARK'S BYTES)")
+	// FILL R/W/MAJ when a put of any block was measured, as in strata
+	// faults: "-" for an RDD none of whose puts was.
+	fills := slices.ContainsFunc(r.RDDs, func(x rddReport) bool { return x.FillFaults != nil })
+	header := []string{"RDD", "BLOCKS", "PARTS", "SPARK MiB", "MiB", "PAGES", "PRESENT", "SWAPPED", "THP", "NUMA", "READS",
+		"WRITES", "EVICTED", "FAULTS R/W/X/MAJ"}
+	if fills {
+		header = append(header, "FILL R/W/MAJ")
+	}
+	out := newOutput(w, f, append(header, "SAMPLED", "HEAT", "RESOLVED (OF SPARK'S BYTES)")...)
 	for _, x := range r.RDDs {
 		spark := "-"
 		if x.SizedBlocks > 0 {
 			spark = mib(x.SparkBytes)
 		}
-		if err := out.row(nil, x.RDD, x.Blocks, x.Partitions, spark, mib(x.Bytes), x.Pages, x.Present, x.Swapped,
+		cells := []any{x.RDD, x.Blocks, x.Partitions, spark, mib(x.Bytes), x.Pages, x.Present, x.Swapped,
 			fmt.Sprintf("%.0f%%", 100*x.THPShare), numaCell(x.Nodes), x.Reads, x.Writes, x.Evicted,
-			fmt.Sprintf("%d/%d/%d/%d", x.Faults.Read, x.Faults.Write, x.Faults.Exec, x.Faults.Major), x.SampledFaults,
-			x.HeatSays, x.Resolved); err != nil {
+			fmt.Sprintf("%d/%d/%d/%d", x.Faults.Read, x.Faults.Write, x.Faults.Exec, x.Faults.Major)}
+		if fills {
+			cells = append(cells, fillCell(x.FillFaults))
+		}
+		if err := out.row(nil, append(cells, x.SampledFaults, x.HeatSays, x.Resolved)...); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}
@@ -271,6 +282,9 @@ func writeAppReport(w io.Writer, f outputFormat, r appReport) error {
 		return err
 	}
 	f.comment(w, resolvedNote)
+	if fills {
+		f.comment(w, fillNote)
+	}
 	fmt.Fprintln(w)
 	out = newOutput(w, f, "EXECUTOR", "PID", "NODE", "PEAK RDD MiB", "AT", "PEAK RSS MiB", "RSS AT PEAK MiB", "OF RSS", "OF NODE")
 	for _, e := range r.Executors {
@@ -305,6 +319,19 @@ before its budget ran out), references only (a deserialized block's array of ref
 walked, and why). See docs/objectgraph.md.
 HEAT: DAMON's access heat over each block's latest sample: accesses per second per GiB and the share of
 monitored pages cold for at least --cold-for, or why there is none. See docs/damon.md.`
+
+// fillNote says, under the RDD table, what FILL R/W/MAJ means.
+const fillNote = `FILL R/W/MAJ: the page faults the putting threads took while Spark filled the RDD's blocks (read, write,
+major); - when no put of its blocks was measured. strata faults has them per block.`
+
+// fillCell is an RDD's fill faults "read/write/major", "-" when none of
+// its puts was measured.
+func fillCell(f *faultKinds) string {
+	if f == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d/%d", f.Read, f.Write, f.Major)
+}
 
 func orDash(s string) string {
 	if s == "" {
