@@ -20,7 +20,7 @@ import (
 )
 
 func init() {
-	register(command{name: "report", args: "--app ID [--app ID...] [--cold-for D] [--chart FILE] [--title TITLE] [flags]",
+	register(command{name: "report", args: "--app ID [--app ID...] [--cold-for DURATION] [--chart FILE] [--title TITLE] [flags]",
 		summary: "an app's RDDs, their memory occupation, page-walk share and access heat (table, JSON, chart)", run: runReport,
 		help: `Per application: each cached RDD's blocks, bytes, pages (present, swapped, THP, per NUMA node),
 accesses, faults, DAMON access heat and how much of Spark's size Strata resolved; the executors'
@@ -57,7 +57,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&chart, "chart", "", "also draw a bar chart into `FILE`: .svg or .png")
 	fs.StringVar(&title, "title", "", "the chart's `TITLE` (default: the application, or \"Strata report\")")
 	coldFor := query.DefaultColdFor
-	fs.DurationVar(&coldFor, "cold-for", coldFor, "the RDDs' heat counts pages as cold once DAMON has seen them unaccessed for this `long`")
+	fs.DurationVar(&coldFor, "cold-for", coldFor, coldForUsage)
 	if ok, err := parseClientFlags(fs, cf, args, stdout, stderr); !ok {
 		return err
 	}
