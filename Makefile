@@ -139,8 +139,8 @@ check-generated: generate ## fail when generated code differs from what is commi
 
 build: jvmhook workloads ## build the binaries, the JVM hook, the test Spark job and the workloads into bin/
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
-	@# The agent is static (no cgo), as its image ships it.
-	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/strata-agent
+	@# The agent is static (no cgo), as its image ships it; so is strata, which runs on gateway hosts.
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/strata-agent ./cmd/strata
 
 # OCI image archives, assembled in Go (deploy/images): no container engine,
 # no base image pulled. One archive per image, holding an index with a

@@ -80,7 +80,9 @@ func (p *progress) tick(source string) {
 
 func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata analyze", flag.ContinueOnError)
-	format := fs.String("o", "table", "output `FORMAT`: table or json (one job per line)")
+	fm := outputFormat{name: "table"}
+	fs.StringVar(&fm.name, "o", "table", "output `FORMAT`: table or json (one job per line)")
+	fm.addNoHeaders(fs)
 	cfgPath := fs.String("heuristics", "", "YAML `FILE` overriding the heuristics' default thresholds (see -defaults), as strata-collector's --heuristics")
 	fs.Func("config", "deprecated: the old name of -heuristics `FILE`", func(s string) error {
 		fmt.Fprintln(stderr, "strata analyze: -config is deprecated: use -heuristics FILE (the heuristics' thresholds)")
@@ -109,8 +111,8 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(sources) == 0 {
 		return badUsage("analyze", "a PATH or URL to analyse is required")
 	}
-	if *format != "table" && *format != "json" {
-		return badUsage("analyze", "-o %q: want table or json", *format)
+	if err := fm.check("analyze"); err != nil {
+		return err
 	}
 	min, err := parseSeverity(*minSev)
 	if err != nil {
@@ -152,10 +154,10 @@ func runAnalyze(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				return nil
 			}
 			if out == nil {
-				out = newOutput(stdout, *format, "JOB", "TYPE", "SEVERITY", "SCORE", "USED_GBH", "WASTED_GBH", "RUNTIME", "WAIT", "FLAGGED")
+				out = newOutput(stdout, fm, "JOB", "TYPE", "SEVERITY", "SCORE", "USED_GBH", "WASTED_GBH", "RUNTIME", "WAIT", "FLAGGED")
 			}
 			printed++
-			if *format == "table" {
+			if !fm.json() {
 				for _, w := range res.GetWarnings() {
 					fmt.Fprintf(stderr, "strata analyze: %s: warning: %s\n", res.GetJobId(), w)
 				}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -216,6 +217,32 @@ func TestApps(t *testing.T) {
 		if !strings.Contains(strings.Join(table, "\n"), app+" ") {
 			t.Errorf("the table does not list %s", app)
 		}
+	}
+	// NAME is the app's analysed job's (the report job's, finishing
+	// last), "-" without one; LIVE BLOCKS its RDDs' live blocks, as the
+	// report counts them.
+	apps := jsonLines[jsonform.App](t, strata(t, "apps", "--http", c.HTTPAddr, "-o", "json"))
+	for _, a := range apps {
+		report := jsonLines[appReport](t, strata(t, "report", "--collector", c.Addr, "--app", a.AppID, "-o", "json"))[0]
+		var live uint64
+		for _, x := range report.RDDs {
+			live += x.LiveBlocks
+		}
+		wantName := map[string]string{storetest.App: "LogisticRegression"}[a.AppID]
+		if a.Name != wantName || a.LiveBlocks != live {
+			t.Errorf("%s: name %q, live blocks %d; want %q and the report's %d", a.AppID, a.Name, a.LiveBlocks, wantName, live)
+		}
+		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(a.AppID) + ` +` + regexp.QuoteMeta(orDash(a.Name)) + ` `)
+		if !row.MatchString(strings.Join(table, "\n")) {
+			t.Errorf("the table has no row %s:\n%s", row, strings.Join(table, "\n"))
+		}
+	}
+	if !strings.Contains(table[0], " NAME ") || !strings.Contains(table[0], " LIVE BLOCKS ") {
+		t.Errorf("table header %q: want NAME and LIVE BLOCKS", table[0])
+	}
+	bare := strings.Split(strings.TrimSpace(strata(t, "apps", "--http", c.HTTPAddr, "--no-headers")), "\n")
+	if len(bare) != len(api) || strings.HasPrefix(bare[0], "APP ") {
+		t.Errorf("apps --no-headers:\n%s", strings.Join(bare, "\n"))
 	}
 	if out, errOut, code := call("apps", "--http", "127.0.0.1:1"); code != 1 || out != "" || !strings.Contains(errOut, "connection refused") {
 		t.Errorf("refused: exit %d, stdout %q, stderr %q", code, out, errOut)

@@ -19,7 +19,9 @@ import (
 func init() {
 	register(command{name: "apps", args: "[--http ADDR] [flags]", summary: "list the applications the collector holds traces of", run: runApps,
 		help: `One line per application the collector holds records of, latest first: its id (what --app takes),
-its executors and machines, its records, and the times of its first and last record. The list
+its name (its analysed job's, from the event log or job history; - when the collector analysed
+none), its executors and machines, its records, its cached RDD blocks live now, and the times of
+its first and last record. The list
 comes from the collector's JSON API (/api/v1/apps on its --http endpoint), with the credentials of
 the other commands.
 
@@ -35,6 +37,7 @@ const defaultHTTPPort = "9090"
 func runApps(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata apps", flag.ContinueOnError)
 	cf := addClientFlags(fs, true)
+	cf.output.addNoHeaders(fs)
 	httpAddr := fs.String("http", os.Getenv("STRATA_HTTP"), "the collector's HTTP endpoint (its --http) `ADDR`: HOST[:PORT] (port "+
 		defaultHTTPPort+" when none is given) or an http(s):// URL; default: the host of --collector ($STRATA_HTTP)")
 	if ok, err := parseClientFlags(fs, cf, args, stdout, stderr); !ok {
@@ -48,9 +51,10 @@ func runApps(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := cf.apiGet(ctx, base, "/api/v1/apps", &apps); err != nil {
 		return fmt.Errorf("apps: %w", err)
 	}
-	out := newOutput(stdout, cf.output, "APP", "EXECUTORS", "MACHINES", "RECORDS", "FIRST", "LAST")
+	out := newOutput(stdout, cf.output, "APP", "NAME", "EXECUTORS", "MACHINES", "RECORDS", "LIVE BLOCKS", "FIRST", "LAST")
 	for _, a := range apps {
-		if err := out.row(a, a.AppID, a.Executors, strings.Join(a.Machines, ","), a.Records, a.First, a.Last); err != nil {
+		if err := out.row(a, a.AppID, orDash(a.Name), a.Executors, strings.Join(a.Machines, ","), a.Records, a.LiveBlocks,
+			a.First, a.Last); err != nil {
 			return errors.Join(fmt.Errorf("write apps: %w", err), out.flush())
 		}
 	}

@@ -37,7 +37,7 @@ const (
 type clientFlags struct {
 	cmd       string // the command's name, for usage errors
 	collector string
-	output    string
+	output    outputFormat
 	// Credentials (package authn): a client certificate of role client,
 	// or a bearer token; TLS when a CA or a certificate is given.
 	tls        authn.TLSFiles
@@ -50,7 +50,7 @@ type clientFlags struct {
 // withOutput, -o on fs. Each flag's default comes from its environment
 // variable.
 func addClientFlags(fs *flag.FlagSet, withOutput bool) *clientFlags {
-	c := &clientFlags{cmd: commandOf(fs), output: "table", token: os.Getenv("STRATA_TOKEN")}
+	c := &clientFlags{cmd: commandOf(fs), output: outputFormat{name: "table"}, token: os.Getenv("STRATA_TOKEN")}
 	env := func(k, def string) string {
 		if v := os.Getenv(k); v != "" {
 			return v
@@ -66,7 +66,7 @@ func addClientFlags(fs *flag.FlagSet, withOutput bool) *clientFlags {
 	fs.StringVar(&c.tokenFile, "token-file", os.Getenv("STRATA_TOKEN_FILE"),
 		"`FILE` whose first token is sent as a bearer token ($STRATA_TOKEN_FILE; or the token itself in $STRATA_TOKEN)")
 	if withOutput {
-		fs.StringVar(&c.output, "o", "table", "output `FORMAT`: table, or json (one object per line)")
+		fs.StringVar(&c.output.name, "o", "table", "output `FORMAT`: table, or json (one object per line)")
 	}
 	return c
 }
@@ -123,8 +123,8 @@ func (c *clientFlags) check() error {
 	if c.collector == "" {
 		return badUsage(c.cmd, "empty --collector")
 	}
-	if c.output != "table" && c.output != "json" {
-		return badUsage(c.cmd, "-o %q: want table or json", c.output)
+	if err := c.output.check(c.cmd); err != nil {
+		return err
 	}
 	addrs := strings.Split(c.collector, ",")
 	for i, a := range addrs {
@@ -257,6 +257,40 @@ func appError(verb, app string, err error) error {
 	return rpcError(verb, err)
 }
 
+// outputFormat is how a command prints its rows: -o (a table, or JSON lines)
+// and, on the commands that print tables, --no-headers.
+type outputFormat struct {
+	name      string // table or json
+	noHeaders bool   // tables without their header lines
+}
+
+// jsonRows is the format of JSON lines.
+func jsonRows() outputFormat { return outputFormat{name: "json"} }
+
+// json reports whether rows are printed as JSON lines.
+func (f outputFormat) json() bool { return f.name == "json" }
+
+// check refuses an -o other than table and json.
+func (f outputFormat) check(cmd string) error {
+	if f.name != "table" && f.name != "json" {
+		return badUsage(cmd, "-o %q: want table or json", f.name)
+	}
+	return nil
+}
+
+// addNoHeaders registers --no-headers (kubectl's name) on fs.
+func (f *outputFormat) addNoHeaders(fs *flag.FlagSet) {
+	fs.BoolVar(&f.noHeaders, "no-headers", false, "print tables without their header lines and the notes around them: the rows alone")
+}
+
+// comment writes a line that is not a row — a table's header, a note
+// about it — unless the table goes without headers or the rows are JSON.
+func (f outputFormat) comment(w io.Writer, line string) {
+	if !f.json() && !f.noHeaders {
+		fmt.Fprintln(w, line)
+	}
+}
+
 // output writes rows either as an aligned table or as JSON lines, each
 // line a collector/query/jsonform form written by its Encoder: the
 // collector's /api/v1 writes the same objects. The table's header is
@@ -268,10 +302,14 @@ type output struct {
 	header []string // not written yet
 }
 
-// newOutput starts an output in format; header is the table's first line.
-func newOutput(w io.Writer, format string, header ...string) *output {
-	if format == "json" {
+// newOutput starts an output in format f; header is the table's first
+// line, left out with f.noHeaders.
+func newOutput(w io.Writer, f outputFormat, header ...string) *output {
+	if f.json() {
 		return &output{json: true, enc: jsonform.NewEncoder(w)}
+	}
+	if f.noHeaders {
+		header = nil
 	}
 	return &output{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0), header: header}
 }

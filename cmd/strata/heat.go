@@ -12,6 +12,9 @@ import (
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
+// coldForUsage is the help of --cold-for, as heat and report take it.
+const coldForUsage = "count pages as cold once DAMON has seen them unaccessed for `DURATION`"
+
 func init() {
 	register(command{name: "heat", args: "--app ID [--rdd ID] [--cold-for DURATION] [flags]",
 		summary: "DAMON access heat of an app's RDDs: accesses per second per GiB, share cold", run: runHeat,
@@ -25,7 +28,7 @@ func runHeat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	coldFor := query.DefaultColdFor
 	c, err := appCommand("heat", args, stdout, stderr, func(fs *flag.FlagSet) {
 		fs.Var(&rdd, "rdd", rddUsage)
-		fs.DurationVar(&coldFor, "cold-for", coldFor, "count pages as cold once DAMON has seen them unaccessed for `DURATION`")
+		fs.DurationVar(&coldFor, "cold-for", coldFor, coldForUsage)
 	})
 	if c == nil {
 		return err
@@ -40,7 +43,7 @@ func runHeat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return appError("heat", c.app, err)
 	}
 	h := jsonform.NewHeat(c.app, query.HeatFromProto(resp))
-	if c.output == "json" {
+	if c.output.json() {
 		enc := jsonform.NewEncoder(stdout)
 		return enc.Encode(h)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(command{name: "hook-opts", args: "[--dir DIR] [--socket PATH] [--remote | --ship]", summary: "print the JVM options that load the Strata hook",
+	register(command{name: "hook-opts", args: "[--dir DIR] [--hook-socket PATH] [--remote | --ship]", summary: "print the JVM options that load the Strata hook",
 		run: runHookOpts, help: `Prints the JVM options that load the hook, for example
   spark-submit --conf spark.executor.extraJavaOptions="$(strata hook-opts)" \
                --conf spark.driver.extraJavaOptions="$(strata hook-opts)" ...
@@ -131,8 +131,13 @@ func runHookOpts(_ context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("strata hook-opts", flag.ContinueOnError)
 	dir := fs.String("dir", "", "directory `DIR` holding "+hookJar+" and "+hookLib+
 		" (default: $"+hookDirEnv+", then jvmhook/ beside this binary, then "+hookSystemDir+")")
-	socket := fs.String("socket", "", "`PATH` of the agent's hook socket, when not the hook's default "+
+	socket := fs.String("hook-socket", "", "`PATH` of the agent's hook socket (the agent's --hook-socket), when not the hook's default "+
 		"($STRATA_HOOK_SOCKET in the JVM, else /run/strata/hook.sock)")
+	fs.Func("socket", "deprecated: the old name of --hook-socket `PATH`", func(s string) error {
+		fmt.Fprintln(stderr, "strata hook-opts: --socket is deprecated: use --hook-socket PATH, as the agent names it")
+		*socket = s
+		return nil
+	})
 	remote := fs.Bool("remote", false, "name the files where the workers have them (--dir, default "+hookSystemDir+") without looking for them here")
 	ship := fs.Bool("ship", false, "YARN: print spark-submit arguments that ship this host's files with the job")
 	if ok, err := parseFlags(fs, args, stdout, stderr); !ok {

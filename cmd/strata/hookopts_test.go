@@ -17,10 +17,15 @@ func TestHookOpts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := strings.TrimSpace(strata(t, "hook-opts", "--dir", dir, "--socket", "/run/x/hook.sock"))
+	got := strings.TrimSpace(strata(t, "hook-opts", "--dir", dir, "--hook-socket", "/run/x/hook.sock"))
 	want := "-agentpath:" + dir + "/libstratahook.so=jar=" + dir + "/strata-hook.jar,socket=/run/x/hook.sock"
 	if got != want {
 		t.Errorf("hook-opts =\n%s\nwant\n%s", got, want)
+	}
+	// --socket, the old name, says the same and warns.
+	old, warn, code := call("hook-opts", "--dir", dir, "--socket", "/run/x/hook.sock")
+	if strings.TrimSpace(old) != want || code != 0 || !strings.Contains(warn, "--socket is deprecated: use --hook-socket") {
+		t.Errorf("hook-opts --socket: exit %d, stdout %q, stderr %q", code, old, warn)
 	}
 	t.Setenv(hookDirEnv, dir)
 	if got := strings.TrimSpace(strata(t, "hook-opts")); !strings.HasPrefix(got, "-agentpath:"+dir+"/") || strings.Contains(got, "socket=") {
@@ -39,7 +44,7 @@ func TestHookOptsShipAndRemote(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := strings.TrimSpace(strata(t, "hook-opts", "--ship", "--dir", dir, "--socket", "/run/x/hook.sock"))
+	got := strings.TrimSpace(strata(t, "hook-opts", "--ship", "--dir", dir, "--hook-socket", "/run/x/hook.sock"))
 	want := "--conf spark.yarn.dist.files=" + dir + "/strata-hook.jar," + dir + "/libstratahook.so " +
 		"--conf spark.executor.defaultJavaOptions=-agentpath:./libstratahook.so=jar=./strata-hook.jar,socket=/run/x/hook.sock"
 	if got != want {
@@ -74,7 +79,7 @@ func TestHookOptsErrors(t *testing.T) {
 	for name, args := range map[string][]string{
 		"missing files": {"--dir", empty},
 		"space in path": {"--dir", spaced},
-		"comma socket":  {"--dir", spaced, "--socket", "/a,b"},
+		"comma socket":  {"--dir", spaced, "--hook-socket", "/a,b"},
 		"extra arg":     {"--dir", empty, "x"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -25,6 +25,7 @@ func init() {
 func runHot(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata hot", flag.ContinueOnError)
 	cf := addClientFlags(fs, true)
+	cf.output.addNoHeaders(fs)
 	app := fs.String("app", "", appUsage)
 	var rdd optInt32
 	fs.Var(&rdd, "rdd", rddUsage)
@@ -51,9 +52,7 @@ func runHot(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return appError("hot", *app, err)
 	}
-	if cf.output != "json" {
-		fmt.Fprintf(stdout, "# %s\n", resp.GetMethod())
-	}
+	cf.output.comment(stdout, "# "+resp.GetMethod())
 	out := newOutput(stdout, cf.output, "SAMPLES", "R", "W", "REMOTE", "RDD", "PART", "BLOCK", "PID", "VADDR", "PFN", "NODE", "FLAGS")
 	for _, p := range resp.GetPages() {
 		row := jsonform.NewHot(p)
@@ -92,7 +91,7 @@ func heatRanked(b jsonform.HeatBlock) bool { return b.AccessesPerSecGiB != nil &
 
 // hotByHeat writes an app's blocks ranked by their latest DAMON heat
 // sample: as jsonform.HeatBlock lines with -o json, else a table.
-func hotByHeat(ctx context.Context, q stratav1.QueryServiceClient, app string, rdd *int32, limit uint, format string,
+func hotByHeat(ctx context.Context, q stratav1.QueryServiceClient, app string, rdd *int32, limit uint, f outputFormat,
 	stdout, stderr io.Writer) error {
 	resp, err := q.Heat(ctx, &stratav1.HeatRequest{AppId: app, RddId: rdd})
 	if err != nil {
@@ -116,10 +115,8 @@ func hotByHeat(ctx context.Context, q stratav1.QueryServiceClient, app string, r
 	if len(blocks) == 0 {
 		fmt.Fprintf(stderr, "strata hot: %s for %s\n", jsonform.NoHeat, app)
 	}
-	if format != "json" {
-		fmt.Fprintln(stdout, heatMethod)
-	}
-	out := newOutput(stdout, format, "ACC/S/GIB", "ACCESS RATE", "COLD MiB", "COLD AGE S", "RDD", "PART", "BLOCK", "EXECUTOR", "PID",
+	f.comment(stdout, heatMethod)
+	out := newOutput(stdout, f, "ACC/S/GIB", "ACCESS RATE", "COLD MiB", "COLD AGE S", "RDD", "PART", "BLOCK", "EXECUTOR", "PID",
 		"NODE", "SAMPLED", "SOURCE")
 	for _, b := range blocks {
 		aps := "unknown (no rate)"

@@ -44,6 +44,7 @@ func msTime(ms int64) string {
 func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata jobs", flag.ContinueOnError)
 	cf := addClientFlags(fs, true)
+	cf.output.addNoHeaders(fs)
 	sev := fs.String("severity", "none", "only jobs at or above `LEVEL`: none, low, moderate, severe, critical")
 	limit := fs.Uint("limit", 0, "at most `N` jobs, newest first (0 = all)")
 	if ok, err := parseClientFlags(fs, cf, args, stdout, stderr); !ok {
@@ -104,8 +105,8 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return rpcError("job", err)
 	}
-	if cf.output == "json" {
-		return newOutput(stdout, "json").row(jsonform.NewJob(j))
+	if cf.output.json() {
+		return newOutput(stdout, jsonRows()).row(jsonform.NewJob(j))
 	}
 	return writeJob(stdout, j)
 }

@@ -119,7 +119,7 @@ func runLoadgen(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		check = &c
 		rep.Lost, rep.Duplicated = &c.Lost, &c.Duplicated
 	}
-	if cf.output == "json" {
+	if cf.output.json() {
 		if err := json.NewEncoder(stdout).Encode(rep); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}

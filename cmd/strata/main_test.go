@@ -178,7 +178,7 @@ func TestCollectorPort(t *testing.T) {
 		"dns:///collector-1:7070": "dns:///collector-1:7070",
 		"a,b:1":                   "a:7070,b:1",
 	} {
-		c := clientFlags{collector: in, output: "table"}
+		c := clientFlags{collector: in, output: outputFormat{name: "table"}}
 		if err := c.check(); err != nil || c.collector != want {
 			t.Errorf("--collector %s: %q, %v; want %s", in, c.collector, err, want)
 		}

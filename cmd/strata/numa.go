@@ -42,6 +42,7 @@ type appClient struct {
 func appCommand(name string, args []string, stdout, stderr io.Writer, extra ...func(*flag.FlagSet)) (*appClient, error) {
 	fs := flag.NewFlagSet("strata "+name, flag.ContinueOnError)
 	c := &appClient{clientFlags: addClientFlags(fs, true)}
+	c.output.addNoHeaders(fs)
 	fs.StringVar(&c.app, "app", "", appUsage)
 	for _, add := range extra {
 		add(fs)

@@ -43,6 +43,7 @@ func columnCell(b *stratav1.SparkBlock) string {
 func runRecords(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata records", flag.ContinueOnError)
 	cf := addClientFlags(fs, true)
+	cf.output.addNoHeaders(fs)
 	app := fs.String("app", "", appUsage)
 	var rdd, part optInt32
 	fs.Var(&rdd, "rdd", rddUsage)

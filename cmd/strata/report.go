@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -12,14 +13,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/query/jsonform"
-	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
 func init() {
-	register(command{name: "report", args: "--app ID [--app ID...] [--cold-for D] [--chart FILE] [--title TITLE] [flags]",
+	register(command{name: "report", args: "--app ID [--app ID...] [--cold-for DURATION] [--chart FILE] [--title TITLE] [flags]",
 		summary: "an app's RDDs, their memory occupation, page-walk share and access heat (table, JSON, chart)", run: runReport,
 		help: `Per application: each cached RDD's blocks, bytes, pages (present, swapped, THP, per NUMA node),
 accesses, faults, DAMON access heat and how much of Spark's size Strata resolved; the executors'
@@ -49,13 +50,14 @@ func (a *appList) Set(v string) error { *a = append(*a, v); return nil }
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata report", flag.ContinueOnError)
 	cf := addClientFlags(fs, true)
+	cf.output.addNoHeaders(fs)
 	var apps appList
 	var chart, title string
 	fs.Var(&apps, "app", "Spark application `ID` (required; repeat for several: one summary row and one chart group each)")
 	fs.StringVar(&chart, "chart", "", "also draw a bar chart into `FILE`: .svg or .png")
 	fs.StringVar(&title, "title", "", "the chart's `TITLE` (default: the application, or \"Strata report\")")
 	coldFor := query.DefaultColdFor
-	fs.DurationVar(&coldFor, "cold-for", coldFor, "the RDDs' heat counts pages as cold once DAMON has seen them unaccessed for this `long`")
+	fs.DurationVar(&coldFor, "cold-for", coldFor, coldForUsage)
 	if ok, err := parseClientFlags(fs, cf, args, stdout, stderr); !ok {
 		return err
 	}
@@ -76,7 +78,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer cc.Close()
 	var reports []appReport
-	var heats []*store.Heat
+	var heats []*answer.Heat
 	for _, app := range apps {
 		r, err := fetchReport(ctx, q, app)
 		if err != nil {
@@ -90,19 +92,19 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		reports, heats = append(reports, r), append(heats, h)
 	}
 	switch {
-	case cf.output == "json":
-		out := newOutput(stdout, "json")
+	case cf.output.json():
+		out := newOutput(stdout, jsonRows())
 		for _, r := range reports {
 			if err := out.row(r); err != nil {
 				return fmt.Errorf("write report: %w", err)
 			}
 		}
 	case len(reports) == 1:
-		if err := writeAppReport(stdout, reports[0]); err != nil {
+		if err := writeAppReport(stdout, cf.output, reports[0]); err != nil {
 			return err
 		}
 	default:
-		if err := writeSummary(stdout, reports, heats); err != nil {
+		if err := writeSummary(stdout, cf.output, reports, heats); err != nil {
 			return err
 		}
 	}
@@ -147,11 +149,11 @@ func fetchReport(ctx context.Context, q stratav1.QueryServiceClient, app string)
 // fetchHeat asks the collector an application's DAMON access heat per RDD
 // with pages counted cold after coldFor; an application known only as an
 // analysed job (no traces) has none.
-func fetchHeat(ctx context.Context, q stratav1.QueryServiceClient, app string, coldFor time.Duration) (*store.Heat, error) {
+func fetchHeat(ctx context.Context, q stratav1.QueryServiceClient, app string, coldFor time.Duration) (*answer.Heat, error) {
 	secs := coldFor.Seconds()
 	resp, err := q.Heat(ctx, &stratav1.HeatRequest{AppId: app, ColdForSeconds: &secs})
 	if status.Code(err) == codes.NotFound {
-		return &store.Heat{ColdFor: coldFor}, nil
+		return &answer.Heat{ColdFor: coldFor}, nil
 	}
 	if err != nil {
 		return nil, rpcError("heat "+app, err)
@@ -161,14 +163,14 @@ func fetchHeat(ctx context.Context, q stratav1.QueryServiceClient, app string, c
 
 // appHeat says an application's heat over each of its RDD blocks' latest
 // sample, in the words of the RDD table's HEAT column.
-func appHeat(h *store.Heat) string {
+func appHeat(h *answer.Heat) string {
 	var latest []*stratav1.HeatSample
 	for _, r := range h.RDDs {
 		for _, b := range r.Blocks {
 			latest = append(latest, b.Latest())
 		}
 	}
-	return jsonform.HeatWords(store.HeatFiguresOf(latest, h.ColdFor), h.ColdFor)
+	return jsonform.HeatWords(answer.HeatFiguresOf(latest, h.ColdFor), h.ColdFor)
 }
 
 // pct formats a share as a percentage, or what makes it unknown.
@@ -241,7 +243,8 @@ func appWalkPct(pws []pageWalk) (read, write *float64) {
 	return &r, &w
 }
 
-func writeAppReport(w io.Writer, r appReport) error {
+// writeAppReport writes one application's report in tables of format f.
+func writeAppReport(w io.Writer, f outputFormat, r appReport) error {
 	head := "application " + r.App
 	if r.Name != "" {
 		head += fmt.Sprintf(" (%s; job analysis: %s)", r.Name, r.Severity)
@@ -251,26 +254,39 @@ func writeAppReport(w io.Writer, r appReport) error {
 		pct(r.Occupation.OfRSS, "unknown (no resident-memory samples)"), pct(r.Occupation.OfNode, "unknown"),
 		mib(r.Occupation.PeakRDDBytes), mib(r.Occupation.PeakRSSBytes), mib(r.Occupation.MemTotalBytes))
 	fmt.Fprintf(w, "page-walk share of cycles: %s\n\n", walkSummary(r.PageWalk))
-	out := newOutput(w, "table", "RDD", "BLOCKS", "PARTS", "SPARK MiB", "MiB", "PAGES", "PRESENT", "SWAPPED", "THP", "NUMA", "READS",
-		"WRITES", "EVICTED", "FAULTS R/W/X/MAJ", "SAMPLED", "HEAT", "RESOLVED (OF SPARK'S BYTES)")
+	// FILL R/W/MAJ when a put of any block was measured, as in strata
+	// faults: "-" for an RDD none of whose puts was.
+	fills := slices.ContainsFunc(r.RDDs, func(x rddReport) bool { return x.FillFaults != nil })
+	header := []string{"RDD", "BLOCKS", "PARTS", "SPARK MiB", "MiB", "PAGES", "PRESENT", "SWAPPED", "THP", "NUMA", "READS",
+		"WRITES", "EVICTED", "FAULTS R/W/X/MAJ"}
+	if fills {
+		header = append(header, "FILL R/W/MAJ")
+	}
+	out := newOutput(w, f, append(header, "SAMPLED", "HEAT", "RESOLVED (OF SPARK'S BYTES)")...)
 	for _, x := range r.RDDs {
 		spark := "-"
 		if x.SizedBlocks > 0 {
 			spark = mib(x.SparkBytes)
 		}
-		if err := out.row(nil, x.RDD, x.Blocks, x.Partitions, spark, mib(x.Bytes), x.Pages, x.Present, x.Swapped,
+		cells := []any{x.RDD, x.Blocks, x.Partitions, spark, mib(x.Bytes), x.Pages, x.Present, x.Swapped,
 			fmt.Sprintf("%.0f%%", 100*x.THPShare), numaCell(x.Nodes), x.Reads, x.Writes, x.Evicted,
-			fmt.Sprintf("%d/%d/%d/%d", x.Faults.Read, x.Faults.Write, x.Faults.Exec, x.Faults.Major), x.SampledFaults,
-			x.HeatSays, x.Resolved); err != nil {
+			fmt.Sprintf("%d/%d/%d/%d", x.Faults.Read, x.Faults.Write, x.Faults.Exec, x.Faults.Major)}
+		if fills {
+			cells = append(cells, fillCell(x.FillFaults))
+		}
+		if err := out.row(nil, append(cells, x.SampledFaults, x.HeatSays, x.Resolved)...); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}
 	if err := out.flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, resolvedNote)
+	f.comment(w, resolvedNote)
+	if fills {
+		f.comment(w, fillNote)
+	}
 	fmt.Fprintln(w)
-	out = newOutput(w, "table", "EXECUTOR", "PID", "NODE", "PEAK RDD MiB", "AT", "PEAK RSS MiB", "RSS AT PEAK MiB", "OF RSS", "OF NODE")
+	out = newOutput(w, f, "EXECUTOR", "PID", "NODE", "PEAK RDD MiB", "AT", "PEAK RSS MiB", "RSS AT PEAK MiB", "OF RSS", "OF NODE")
 	for _, e := range r.Executors {
 		if err := out.row(nil, e.ExecutorID, e.PID, e.Node, mib(e.PeakRDDBytes), orDash(e.PeakTime), mib(e.PeakRSSBytes),
 			mib(e.RSSAtPeakBytes), pct(e.OfRSS, "unknown"), pct(e.OfNode, "unknown")); err != nil {
@@ -281,7 +297,7 @@ func writeAppReport(w io.Writer, r appReport) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	out = newOutput(w, "table", "EXECUTOR", "PID", "PAGE WALK", "FAULTS", "IN RDD BLOCKS", "FAULTS/S")
+	out = newOutput(w, f, "EXECUTOR", "PID", "PAGE WALK", "FAULTS", "IN RDD BLOCKS", "FAULTS/S")
 	for _, p := range r.PageWalk {
 		cell := walkCell(walkSharesOf(p))
 		in := fmt.Sprint(p.RDDFaults)
@@ -304,6 +320,19 @@ walked, and why). See docs/objectgraph.md.
 HEAT: DAMON's access heat over each block's latest sample: accesses per second per GiB and the share of
 monitored pages cold for at least --cold-for, or why there is none. See docs/damon.md.`
 
+// fillNote says, under the RDD table, what FILL R/W/MAJ means.
+const fillNote = `FILL R/W/MAJ: the page faults the putting threads took while Spark filled the RDD's blocks (read, write,
+major); - when no put of its blocks was measured. strata faults has them per block.`
+
+// fillCell is an RDD's fill faults "read/write/major", "-" when none of
+// its puts was measured.
+func fillCell(f *faultKinds) string {
+	if f == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d/%d", f.Read, f.Write, f.Major)
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -311,9 +340,10 @@ func orDash(s string) string {
 	return s
 }
 
-// writeSummary writes one row per application; heats are theirs.
-func writeSummary(w io.Writer, rs []appReport, heats []*store.Heat) error {
-	out := newOutput(w, "table", "APP", "NAME", "RDDS", "BLOCKS", "MiB", "RESOLVED", "PRESENT", "SWAPPED", "THP", "NUMA NODES", "READS",
+// writeSummary writes one row per application in a table of format f;
+// heats are theirs.
+func writeSummary(w io.Writer, f outputFormat, rs []appReport, heats []*answer.Heat) error {
+	out := newOutput(w, f, "APP", "NAME", "RDDS", "BLOCKS", "MiB", "RESOLVED", "PRESENT", "SWAPPED", "THP", "NUMA NODES", "READS",
 		"WRITES", "RDD FAULTS R/W", "OF RSS", "OF NODE", "PAGE WALK", "HEAT")
 	for i, r := range rs {
 		t := totals(r)

@@ -5,8 +5,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stratatrace/strata/collector/query/jsonform"
 	"github.com/stratatrace/strata/collector/server/servertest"
@@ -204,5 +206,47 @@ func TestReportHeat(t *testing.T) {
 	if err := run(context.Background(), []string{"report", "--collector", addr, "--app", app, "--cold-for", "-1s"}, &out, &errOut); err == nil ||
 		!strings.Contains(err.Error(), "want 0 or more") {
 		t.Errorf("negative --cold-for: %v", err)
+	}
+}
+
+// TestReportFillFaults: the RDD table has FILL R/W/MAJ when a put of any
+// block was measured — an RDD's puts summed, "-" for an RDD none of whose
+// puts was — and -o json the same as fill_faults; without fills there is
+// no such column.
+func TestReportFillFaults(t *testing.T) {
+	addr := servertest.Start(t, append(reportBatches(), storetest.FillBatch(990)), []*stratav1.JobResult{reportJob()}).Addr
+	r := jsonLines[appReport](t, strata(t, "report", "--collector", addr, "--app", storetest.App, "-o", "json"))[0]
+	fill := map[int32]*faultKinds{}
+	for _, x := range r.RDDs {
+		fill[x.RDD] = x.FillFaults
+	}
+	want := storetest.FillRDD7()
+	if f := fill[7]; f == nil || f.Read != want.Read || f.Write != want.Write || f.Major != want.Major || fill[9] != nil {
+		t.Fatalf("fill faults: RDD 7 %+v, RDD 9 %+v; want %v and none", fill[7], fill[9], want)
+	}
+	table := strata(t, "report", "--collector", addr, "--app", storetest.App)
+	lines := strings.Split(table, "\n")
+	header := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "RDD  BLOCKS") })
+	col := strings.Index(lines[max(header, 0)], "FILL R/W/MAJ")
+	if header < 0 || col < 0 || !strings.Contains(table, "\nFILL R/W/MAJ: ") {
+		t.Fatalf("no FILL R/W/MAJ column or note:\n%s", table)
+	}
+	cells := map[string]string{}
+	for _, l := range lines[header+1:] {
+		f := strings.Fields(l)
+		if len(f) == 0 || !unicode.IsDigit(rune(l[0])) {
+			break // the rows end where the notes begin
+		}
+		if len(l) > col {
+			if g := strings.Fields(l[col:]); len(g) > 0 {
+				cells[f[0]] = g[0]
+			}
+		}
+	}
+	if cells["7"] != "1/266/2" || cells["9"] != "-" {
+		t.Errorf("FILL R/W/MAJ: RDD 7 %q, RDD 9 %q; want 1/266/2 and -:\n%s", cells["7"], cells["9"], table)
+	}
+	if without := strata(t, "report", "--collector", reportCollector(t), "--app", storetest.App); strings.Contains(without, "FILL") {
+		t.Errorf("a report without fills has a FILL column:\n%s", without)
 	}
 }

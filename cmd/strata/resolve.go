@@ -84,7 +84,7 @@ type resolveFlags struct {
 	addr    uint64
 	length  uint64
 	cpuNode int
-	output  string
+	output  outputFormat
 	noFlags bool
 }
 
@@ -120,7 +120,9 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&addr, "addr", "", "start address `ADDR`, hex 0x... or decimal (required)")
 	fs.StringVar(&length, "len", "", "length in `BYTES`; 0x hex or decimal, K/M/G suffixes allowed (required)")
 	fs.IntVar(&f.cpuNode, "cpu-node", -1, "NUMA `NODE` of the accessing CPU; pages elsewhere are marked cross-node")
-	fs.StringVar(&f.output, "o", "table", "output `FORMAT`: table, or json (one object per page per line)")
+	f.output.name = "table"
+	fs.StringVar(&f.output.name, "o", "table", "output `FORMAT`: table, or json (one object per page per line)")
+	f.output.addNoHeaders(fs)
 	fs.BoolVar(&f.noFlags, "no-flags", false, "skip kpageflags and kpagecount: PFN, node and PMD-mapped THPs for the cost of the pagemap read; flags show as unknown")
 	if ok, err := parseFlags(fs, args, stdout, stderr); !ok {
 		return err
@@ -133,8 +135,8 @@ func runResolve(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		err = errors.New("--addr is required")
 	case length == "":
 		err = errors.New("--len is required")
-	case f.output != "table" && f.output != "json":
-		err = fmt.Errorf("-o %q: want table or json", f.output)
+	case f.output.name != "table" && f.output.name != "json":
+		err = fmt.Errorf("-o %q: want table or json", f.output.name)
 	case fs.NArg() > 0:
 		err = fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
@@ -178,11 +180,11 @@ func resolveLocal(ctx context.Context, f resolveFlags, stdout, stderr io.Writer)
 	w := bufio.NewWriter(stdout)
 	var tw *tabwriter.Writer
 	var enc *json.Encoder
-	if f.output == "json" {
+	if f.output.json() {
 		enc = json.NewEncoder(w)
 	} else {
 		tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "VADDR\tSTATE\tPFN\tPADDR\tNODE\tFOLIO\tCOUNT\tFLAGS")
+		f.output.comment(tw, "VADDR\tSTATE\tPFN\tPADDR\tNODE\tFOLIO\tCOUNT\tFLAGS")
 	}
 	for _, run := range res.Runs {
 		if err := ctx.Err(); err != nil {
@@ -206,8 +208,8 @@ func resolveLocal(ctx context.Context, f resolveFlags, stdout, stderr io.Writer)
 		}
 	}
 	if tw != nil {
-		fmt.Fprintf(tw, "\n%d pages: %d present, %d swapped, %d unmapped, %d THP, %d raced, %d PFN hidden\n",
-			res.Pages, res.Present, res.Swapped, res.Unmapped, res.THP, res.Raced, res.Hidden)
+		f.output.comment(tw, fmt.Sprintf("\n%d pages: %d present, %d swapped, %d unmapped, %d THP, %d raced, %d PFN hidden",
+			res.Pages, res.Present, res.Swapped, res.Unmapped, res.THP, res.Raced, res.Hidden))
 		if err := tw.Flush(); err != nil {
 			return fmt.Errorf("write table: %w", err)
 		}

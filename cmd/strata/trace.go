@@ -50,6 +50,7 @@ func (o *optInt32) Set(s string) error {
 func runTrace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata trace", flag.ContinueOnError)
 	cf := addClientFlags(fs, true)
+	cf.output.addNoHeaders(fs)
 	app := fs.String("app", "", appUsage)
 	var rdd, part optInt32
 	fs.Var(&rdd, "rdd", rddUsage)

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/stratatrace/strata/collector/store"
+	"github.com/stratatrace/strata/collector/answer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -80,13 +80,13 @@ type stepKey struct {
 }
 
 // BlockLife reads one block's records and the pages each held (Trace over
-// the block's RDD and partition, kept to the block); store.ErrNotFound
+// the block's RDD and partition, kept to the block); answer.ErrNotFound
 // when the block has no record.
 func (s *Service) BlockLife(ctx context.Context, app, exec, block string) (*BlockLife, error) {
 	life := &BlockLife{App: app, ExecutorID: exec, BlockID: block, Steps: []LifeStep{}}
 	index := map[stepKey]int{}
 	var first *stratav1.SparkBlock
-	err := s.store.Records(ctx, store.RecordsQuery{AppID: app, BlockID: block}, func(r *stratav1.RecordRow) error {
+	err := s.store.Records(ctx, answer.RecordsQuery{AppID: app, BlockID: block}, func(r *stratav1.RecordRow) error {
 		if r.GetBlock().GetExecutorId() != exec {
 			return nil
 		}
@@ -123,14 +123,14 @@ func (s *Service) BlockLife(ctx context.Context, app, exec, block string) (*Bloc
 		return nil, err
 	}
 	if first == nil {
-		return nil, fmt.Errorf("block %s of executor %s in %s: %w", block, exec, app, store.ErrNotFound)
+		return nil, fmt.Errorf("block %s of executor %s in %s: %w", block, exec, app, answer.ErrNotFound)
 	}
 	life.RDD, life.Partition = first.GetRddId(), first.GetPartition()
 	life.Kind = enumName(first.GetKind().String(), "BLOCK_KIND_")
 	life.Mode = enumName(first.GetMode().String(), "MEMORY_MODE_")
 	rdd, part := first.GetRddId(), first.GetPartition()
 	var read uint64
-	err = s.store.Trace(ctx, store.TraceQuery{AppID: app, RDD: &rdd, Partition: &part, Limit: maxLifePages}, func(p *stratav1.TracePage) error {
+	err = s.store.Trace(ctx, answer.TraceQuery{AppID: app, RDD: &rdd, Partition: &part, Limit: maxLifePages}, func(p *stratav1.TracePage) error {
 		read++
 		b := p.GetBlock()
 		if b.GetBlockId() != block || b.GetExecutorId() != exec {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/stratatrace/strata/collector/store"
+	"github.com/stratatrace/strata/collector/answer"
 )
 
 // ErrRowBudget ends a Trace or Records stream that asked for no limit and
@@ -13,8 +13,8 @@ import (
 var ErrRowBudget = errors.New("row budget reached")
 
 // ErrOverBudget refuses a request whose limit exceeds the row budget; it
-// is a store.ErrInvalidQuery.
-var ErrOverBudget = fmt.Errorf("limit above the row budget: %w", store.ErrInvalidQuery)
+// is a answer.ErrInvalidQuery.
+var ErrOverBudget = fmt.Errorf("limit above the row budget: %w", answer.ErrInvalidQuery)
 
 // DefaultMaxRows is Bounds.MaxRows unless set: 2^20 rows, the web API's
 // largest limit, a few hundred MiB of text in the CLI.

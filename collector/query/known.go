@@ -3,7 +3,7 @@ package query
 import "context"
 
 // known returns nil when the store holds records of app, and
-// store.ErrNotFound naming it ("application X: not found: no records")
+// answer.ErrNotFound naming it ("application X: not found: no records")
 // when it holds none: a per-app question about an application the
 // collector never heard of is an error (gRPC NotFound, HTTP 404), not an
 // empty answer. The per-app answers ask it only when they came back empty

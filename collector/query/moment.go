@@ -10,12 +10,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/stratatrace/strata/collector/store"
+	"github.com/stratatrace/strata/collector/answer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
 // Looking back: the physical map, an RDD's blocks and Trace show the
-// blocks live at one moment of an application's life (store.Moment).
+// blocks live at one moment of an application's life (answer.Moment).
 // Users name the moment as ParseMoment reads it; MomentWords says which
 // moment is shown and why.
 
@@ -28,46 +28,46 @@ const MomentMetadata = "strata-moment"
 // API's at=): "" the app's default (its peak once it has ended, else
 // now), "now", "peak", an RFC 3339 time ("2023-11-14T22:13:22Z"), or a
 // duration after the app's first record ("+42s", "+1m30s"). The result
-// names no app. Anything else is store.ErrInvalidQuery.
-func ParseMoment(s string) (store.MomentQuery, error) {
+// names no app. Anything else is answer.ErrInvalidQuery.
+func ParseMoment(s string) (answer.MomentQuery, error) {
 	s = strings.TrimSpace(s)
 	switch s {
 	case "":
-		return store.MomentQuery{Want: store.MomentDefault}, nil
+		return answer.MomentQuery{Want: answer.MomentDefault}, nil
 	case "now":
-		return store.MomentQuery{Want: store.MomentNow}, nil
+		return answer.MomentQuery{Want: answer.MomentNow}, nil
 	case "peak":
-		return store.MomentQuery{Want: store.MomentPeak}, nil
+		return answer.MomentQuery{Want: answer.MomentPeak}, nil
 	}
 	if rest, ok := strings.CutPrefix(s, "+"); ok {
 		d, err := time.ParseDuration(rest)
 		if err != nil || d < 0 {
-			return store.MomentQuery{}, fmt.Errorf("%w: at %q: want a duration after the app's start, e.g. +42s", store.ErrInvalidQuery, s)
+			return answer.MomentQuery{}, fmt.Errorf("%w: at %q: want a duration after the app's start, e.g. +42s", answer.ErrInvalidQuery, s)
 		}
-		return store.MomentQuery{Want: store.MomentAt, At: int64(d), SinceStart: true}, nil
+		return answer.MomentQuery{Want: answer.MomentAt, At: int64(d), SinceStart: true}, nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return store.MomentQuery{}, fmt.Errorf("%w: at %q: want now, peak, an RFC 3339 time or +DURATION after the app's start", store.ErrInvalidQuery, s)
+		return answer.MomentQuery{}, fmt.Errorf("%w: at %q: want now, peak, an RFC 3339 time or +DURATION after the app's start", answer.ErrInvalidQuery, s)
 	}
 	if t.UnixNano() <= 0 {
-		return store.MomentQuery{}, fmt.Errorf("%w: at %q: before 1970", store.ErrInvalidQuery, s)
+		return answer.MomentQuery{}, fmt.Errorf("%w: at %q: before 1970", answer.ErrInvalidQuery, s)
 	}
-	return store.MomentQuery{Want: store.MomentAt, At: t.UnixNano()}, nil
+	return answer.MomentQuery{Want: answer.MomentAt, At: t.UnixNano()}, nil
 }
 
 // Moment resolves the moment at (as ParseMoment reads it) of app; an app
 // the store holds no record of is known's error.
-func (s *Service) Moment(ctx context.Context, app, at string) (store.Moment, error) {
+func (s *Service) Moment(ctx context.Context, app, at string) (answer.Moment, error) {
 	mq, err := ParseMoment(at)
 	if err != nil {
-		return store.Moment{}, err
+		return answer.Moment{}, err
 	}
 	mq.AppID = app
 	m, err := s.store.Moment(ctx, mq)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, answer.ErrNotFound) {
 		if kerr := s.known(ctx, app); kerr != nil {
-			return store.Moment{}, kerr
+			return answer.Moment{}, kerr
 		}
 	}
 	return m, err
@@ -76,16 +76,16 @@ func (s *Service) Moment(ctx context.Context, app, at string) (store.Moment, err
 // MomentWords says which moment m is and why it is shown, in the words
 // `strata` and the web UI print: "the moment its RDDs held the most:
 // 2023-11-14 22:13:22.000 UTC (+2s), 1.2 GiB; the application has ended".
-func MomentWords(m store.Moment) string {
+func MomentWords(m answer.Moment) string {
 	var s string
 	switch m.Kind {
-	case store.MomentNow:
+	case answer.MomentNow:
 		s = "now"
 		if m.Default {
 			s += ": the application is running"
 		}
 		s += ", its RDDs hold " + ByteSize(m.Bytes)
-	case store.MomentPeak:
+	case answer.MomentPeak:
 		s = "the moment its RDDs held the most: " + momentTime(m) + ", " + ByteSize(m.Bytes)
 	default:
 		s = momentTime(m) + ": its RDDs held " + ByteSize(m.Bytes)
@@ -100,7 +100,7 @@ func MomentWords(m store.Moment) string {
 }
 
 // momentTime is m's time in UTC and after the app's first record.
-func momentTime(m store.Moment) string {
+func momentTime(m answer.Moment) string {
 	return time.Unix(0, m.AtNs).UTC().Format("2006-01-02 15:04:05.000 MST") + " (" + sinceStart(m.AtNs-m.FirstNs) + ")"
 }
 
@@ -133,7 +133,7 @@ func ByteSize(b uint64) string {
 // TraceMomentEach calls fn for each page of the records the blocks live
 // at moment m (from Moment) hold then, in Trace's order. Now (a running
 // app's default) is the state after the app's last lifecycle record.
-func (s *Service) TraceMomentEach(ctx context.Context, req *stratav1.TraceRequest, m store.Moment, fn func(*stratav1.TracePage) error) error {
+func (s *Service) TraceMomentEach(ctx context.Context, req *stratav1.TraceRequest, m answer.Moment, fn func(*stratav1.TracePage) error) error {
 	return s.traceAt(ctx, req, m.Time(), fn)
 }
 
@@ -153,7 +153,7 @@ func (s *Service) traceMoment(req *stratav1.TraceRequest, at string, stream grpc
 
 // NumaMoment counts the pages of the blocks live at moment m (from
 // Moment) per RDD per NUMA node; now is Numa's answer.
-func (s *Service) NumaMoment(ctx context.Context, app string, m store.Moment) ([]*stratav1.NumaRow, error) {
+func (s *Service) NumaMoment(ctx context.Context, app string, m answer.Moment) ([]*stratav1.NumaRow, error) {
 	var rows []*stratav1.NumaRow
 	var err error
 	if m.AtNs == 0 {

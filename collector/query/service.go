@@ -9,15 +9,15 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/stratatrace/strata/collector/store"
+	"github.com/stratatrace/strata/collector/answer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
 // Reader is the part of the store the query service needs: the trace
-// questions, the UI's own (store.UIReader) and the analysed jobs.
+// questions, the UI's own (answer.UIReader) and the analysed jobs.
 type Reader interface {
-	store.TraceReader
-	store.UIReader
+	answer.TraceReader
+	answer.UIReader
 	Jobs(ctx context.Context, min stratav1.Severity, limit uint32) ([]*stratav1.JobResult, error)
 	Job(ctx context.Context, id string) (*stratav1.JobResult, error)
 }
@@ -68,7 +68,7 @@ func (s *Service) traceAt(ctx context.Context, req *stratav1.TraceRequest, atNs 
 	}
 	n := 0
 	send, end := bounded(s.bounds.MaxRows, cut, "pages", func(p *stratav1.TracePage) error { n++; return fn(p) })
-	q := store.TraceQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, Limit: limit, At: atNs}
+	q := answer.TraceQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, Limit: limit, At: atNs}
 	return s.emptyOf(ctx, q.AppID, n, end(s.store.Trace(ctx, q, send)))
 }
 
@@ -87,7 +87,7 @@ func (s *Service) RecordsEach(ctx context.Context, req *stratav1.RecordsRequest,
 	}
 	n := 0
 	send, end := bounded(s.bounds.MaxRows, cut, "records", func(r *stratav1.RecordRow) error { n++; return fn(r) })
-	q := store.RecordsQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, BlockID: req.GetBlockId(),
+	q := answer.RecordsQuery{AppID: req.GetAppId(), RDD: req.RddId, Partition: req.Partition, BlockID: req.GetBlockId(),
 		Access: req.GetAccess(), Limit: limit}
 	return s.emptyOf(ctx, q.AppID, n, end(s.store.Records(ctx, q, send)))
 }
@@ -96,7 +96,7 @@ func (s *Service) RecordsEach(ctx context.Context, req *stratav1.RecordsRequest,
 // when the request names a moment (at) of those live then, saying which
 // moment in the response's moment.
 func (s *Service) Numa(ctx context.Context, req *stratav1.NumaRequest) (*stratav1.NumaResponse, error) {
-	m := store.Moment{Kind: store.MomentNow}
+	m := answer.Moment{Kind: answer.MomentNow}
 	words := ""
 	if req.At != nil {
 		var err error
@@ -128,7 +128,7 @@ const HotMethod = "sampled page faults per page (one fault in the agent's --samp
 
 // Hot ranks pages by sampled faults.
 func (s *Service) Hot(ctx context.Context, req *stratav1.HotRequest) (*stratav1.HotResponse, error) {
-	pages, err := s.store.Hot(ctx, store.HotQuery{AppID: req.GetAppId(), RDD: req.RddId, Limit: req.GetLimit()})
+	pages, err := s.store.Hot(ctx, answer.HotQuery{AppID: req.GetAppId(), RDD: req.RddId, Limit: req.GetLimit()})
 	if err := s.emptyOf(ctx, req.GetAppId(), len(pages), err); err != nil {
 		return nil, err
 	}
@@ -170,7 +170,7 @@ func (s *Service) RDDs(ctx context.Context, app string) ([]*stratav1.RddReport, 
 // Jobs lists analysed jobs at or above the requested severity.
 func (s *Service) Jobs(ctx context.Context, req *stratav1.JobsRequest) (*stratav1.JobsResponse, error) {
 	if _, ok := stratav1.Severity_name[int32(req.GetMinSeverity())]; !ok {
-		return nil, fmt.Errorf("%w: unknown severity %d", store.ErrInvalidQuery, req.GetMinSeverity())
+		return nil, fmt.Errorf("%w: unknown severity %d", answer.ErrInvalidQuery, req.GetMinSeverity())
 	}
 	jobs, err := s.store.Jobs(ctx, req.GetMinSeverity(), req.GetLimit())
 	if err != nil {
@@ -182,45 +182,45 @@ func (s *Service) Jobs(ctx context.Context, req *stratav1.JobsRequest) (*stratav
 // Job returns one analysed job.
 func (s *Service) Job(ctx context.Context, req *stratav1.JobRequest) (*stratav1.JobResult, error) {
 	if req.GetJobId() == "" {
-		return nil, fmt.Errorf("%w: empty job_id", store.ErrInvalidQuery)
+		return nil, fmt.Errorf("%w: empty job_id", answer.ErrInvalidQuery)
 	}
 	return s.store.Job(ctx, req.GetJobId())
 }
 
 // SearchJobs returns the page of analysed jobs q selects, and how many it
 // selects in all.
-func (s *Service) SearchJobs(ctx context.Context, q store.JobQuery) (store.JobPage, error) {
+func (s *Service) SearchJobs(ctx context.Context, q answer.JobQuery) (answer.JobPage, error) {
 	return s.store.SearchJobs(ctx, q)
 }
 
 // JobTimeline counts the jobs q selects by severity per bucketMs of
 // finish time, oldest first, buckets without a job left out.
-func (s *Service) JobTimeline(ctx context.Context, q store.JobQuery, bucketMs int64) ([]store.SeverityBucket, error) {
+func (s *Service) JobTimeline(ctx context.Context, q answer.JobQuery, bucketMs int64) ([]answer.SeverityBucket, error) {
 	return s.store.JobTimeline(ctx, q, bucketMs)
 }
 
 // Apps lists the applications holding records, latest record first.
-func (s *Service) Apps(ctx context.Context) ([]store.AppSummary, error) { return s.store.Apps(ctx) }
+func (s *Service) Apps(ctx context.Context) ([]answer.AppSummary, error) { return s.store.Apps(ctx) }
 
-// App returns the summary of one application, or store.ErrNotFound.
-func (s *Service) App(ctx context.Context, id string) (store.AppSummary, error) {
+// App returns the summary of one application, or answer.ErrNotFound.
+func (s *Service) App(ctx context.Context, id string) (answer.AppSummary, error) {
 	apps, err := s.store.Apps(ctx)
 	if err != nil {
-		return store.AppSummary{}, err
+		return answer.AppSummary{}, err
 	}
 	for _, a := range apps {
 		if a.AppID == id {
 			return a, nil
 		}
 	}
-	return store.AppSummary{}, fmt.Errorf("application %s: %w: no records", id, store.ErrNotFound)
+	return answer.AppSummary{}, fmt.Errorf("application %s: %w: no records", id, answer.ErrNotFound)
 }
 
 // RDDSeries is one RDD's resident memory over time: a point at the end of
 // each time bucket in which it changed (the value holds until the next).
 type RDDSeries struct {
 	RDD    int32
-	Points []store.OccupancyPoint
+	Points []answer.OccupancyPoint
 }
 
 // Occupancy returns each RDD's resident memory over up to buckets equal
@@ -246,7 +246,7 @@ func (s *Service) Occupancy(ctx context.Context, app string, buckets uint32) ([]
 }
 
 // PhysMap returns the app's physical memory map on one machine.
-func (s *Service) PhysMap(ctx context.Context, q store.PhysMapQuery) (*store.PhysMap, error) {
+func (s *Service) PhysMap(ctx context.Context, q answer.PhysMapQuery) (*answer.PhysMap, error) {
 	return s.store.PhysMap(ctx, q)
 }
 
@@ -254,8 +254,8 @@ func (s *Service) PhysMap(ctx context.Context, q store.PhysMapQuery) (*store.Phy
 // resolved of each, ordered by partition, executor and block: at the
 // moment atNs (unix nanoseconds) the blocks live then, with 0 each block
 // as last resolved while it was live.
-func (s *Service) Blocks(ctx context.Context, app string, rdd int32, atNs int64) ([]store.BlockCoverage, error) {
-	var blocks []store.BlockCoverage
+func (s *Service) Blocks(ctx context.Context, app string, rdd int32, atNs int64) ([]answer.BlockCoverage, error) {
+	var blocks []answer.BlockCoverage
 	var err error
 	if atNs != 0 {
 		blocks, err = s.store.BlocksAt(ctx, app, rdd, atNs)
@@ -272,10 +272,10 @@ func (s *Service) Blocks(ctx context.Context, app string, rdd int32, atNs int64)
 // question names none: the report's and the API's default.
 const DefaultColdFor = 60 * time.Second
 
-// HeatOf returns an app's DAMON access heat per RDD (store.Heat), the
+// HeatOf returns an app's DAMON access heat per RDD (answer.Heat), the
 // share cold counted for at least coldFor.
-func (s *Service) HeatOf(ctx context.Context, app string, rdd *int32, coldFor time.Duration) (*store.Heat, error) {
-	h, err := s.store.Heat(ctx, store.HeatQuery{AppID: app, RDD: rdd, ColdFor: coldFor})
+func (s *Service) HeatOf(ctx context.Context, app string, rdd *int32, coldFor time.Duration) (*answer.Heat, error) {
+	h, err := s.store.Heat(ctx, answer.HeatQuery{AppID: app, RDD: rdd, ColdFor: coldFor})
 	if err != nil || h == nil {
 		return h, err
 	}
@@ -292,7 +292,7 @@ func (s *Service) Heat(ctx context.Context, req *stratav1.HeatRequest) (*stratav
 	if req.ColdForSeconds != nil {
 		v := req.GetColdForSeconds()
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("%w: cold_for_seconds %v: want 0 or more", store.ErrInvalidQuery, v)
+			return nil, fmt.Errorf("%w: cold_for_seconds %v: want 0 or more", answer.ErrInvalidQuery, v)
 		}
 		coldFor = time.Duration(v * float64(time.Second))
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/job"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -253,7 +254,7 @@ func (q *querier) blockHeat(ctx context.Context, app string, blocks map[usedBloc
 		if b == nil {
 			continue
 		}
-		f := HeatFiguresOf(ss, 0)
+		f := answer.HeatFiguresOf(ss, 0)
 		bh := &job.BlockHeat{AccessRate: f.AccessRate, AccessesPerSecGiB: f.AccessesPerSecGiB, MonitoredBytes: f.MonitoredBytes,
 			CoveredBytes: f.CoveredBytes, ColdBytes: f.ColdBytes, Partial: f.Partial}
 		for _, s := range ss {

@@ -14,13 +14,6 @@ import (
 // blocks by where the page was; the physical map marks its buckets with
 // them (hotSamples).
 
-// HotQuery selects the pages Hot ranks.
-type HotQuery struct {
-	AppID string
-	RDD   *int32
-	Limit uint32 // 0 = every page
-}
-
 // countIf counts the rows where cond holds.
 func countIf(cond string) string { return "sum(CASE WHEN " + cond + " THEN 1 ELSE 0 END)" }
 

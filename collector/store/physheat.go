@@ -4,12 +4,13 @@ import (
 	"context"
 	"math"
 
+	"github.com/stratatrace/strata/collector/answer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
 // physHeat is, for each of blocks (the physical map's, on machine), the
 // accesses per second per GiB of its buffers' latest DAMON samples read
-// at or before at (0: the latest), taken together (HeatFiguresOf); NaN
+// at or before at (0: the latest), taken together (answer.HeatFiguresOf); NaN
 // for a block without a sample or whose samples cannot say it (partial, no
 // rate).
 func (q *querier) physHeat(ctx context.Context, app, machine string, at int64, blocks []BlockRef) ([]float64, error) {
@@ -41,7 +42,7 @@ func (q *querier) physHeat(ctx context.Context, app, machine string, at int64, b
 	}
 	for i, b := range blocks {
 		if ss := latest[b]; len(ss) > 0 {
-			if f := HeatFiguresOf(ss, 0); !f.Partial && f.AccessesPerSecGiB != nil {
+			if f := answer.HeatFiguresOf(ss, 0); !f.Partial && f.AccessesPerSecGiB != nil {
 				out[i] = *f.AccessesPerSecGiB
 			}
 		}

@@ -19,6 +19,18 @@ import (
 // of each block, counted once however many buffers it has. Execution
 // memory (Tungsten pages carry their task's RDD) is never an RDD's.
 
+// liveBlocksSQL counts the live blocks (executor_id, block_id) of the
+// records scope selects per group (a column): a block is live when one
+// of its buffers' latest records is not a free.
+func liveBlocksSQL(d dialect, group, scope string) string {
+	return d.sel(group+`, `+d.uniqIf("executor_id, block_id", "freed = 0")) + ` FROM (
+	SELECT ` + group + `, executor_id, pid, block_id, chunk, ` + d.argMax() + `(f, time_ns) AS freed FROM (
+		SELECT ` + group + `, executor_id, pid, block_id, chunk, time_ns, max(CASE WHEN access_kind = ` + itoa(accessFree) + ` THEN 1 ELSE 0 END) AS f
+		FROM records WHERE ` + scope + ` GROUP BY ` + group + `, executor_id, pid, block_id, chunk, time_ns
+	) GROUP BY ` + group + `, executor_id, pid, block_id, chunk
+) GROUP BY ` + group
+}
+
 // RDDs summarises an app's cached RDDs, ordered by RDD.
 func (q *querier) RDDs(ctx context.Context, appID string) ([]*stratav1.RddReport, error) {
 	if err := q.check(appID); err != nil {
@@ -46,15 +58,7 @@ FROM records WHERE ` + cached + ` GROUP BY rdd_id ORDER BY rdd_id`
 	if err != nil {
 		return nil, fmt.Errorf("query rdds %s: %w", appID, err)
 	}
-	// A block is live when one of its buffers' latest records is not a
-	// free.
-	live := d.sel(`rdd_id, `+d.uniqIf("executor_id, block_id", "freed = 0")) + ` FROM (
-	SELECT rdd_id, executor_id, pid, block_id, chunk, ` + d.argMax() + `(f, time_ns) AS freed FROM (
-		SELECT rdd_id, executor_id, pid, block_id, chunk, time_ns, max(CASE WHEN ` + kind(accessFree) + ` THEN 1 ELSE 0 END) AS f
-		FROM records WHERE ` + cached + ` GROUP BY rdd_id, executor_id, pid, block_id, chunk, time_ns
-	) GROUP BY rdd_id, executor_id, pid, block_id, chunk
-) GROUP BY rdd_id`
-	err = q.each(ctx, live, func(r row) {
+	err = q.each(ctx, liveBlocksSQL(d, "rdd_id", cached), func(r row) {
 		rdd, n := r.i32(), r.u64()
 		if x := byRDD[rdd]; x != nil {
 			x.LiveBlocks = n

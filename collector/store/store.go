@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/stratatrace/strata/collector/answer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -14,10 +15,11 @@ var (
 	ErrInvalidBatch = errors.New("invalid batch")
 	// ErrClosed is returned by every method once Close has begun.
 	ErrClosed = errors.New("store closed")
-	// ErrNotFound is returned when a job id is unknown.
-	ErrNotFound = errors.New("not found")
-	// ErrInvalidQuery wraps every reason a query is refused (e.g. no app id).
-	ErrInvalidQuery = errors.New("invalid query")
+	// ErrNotFound is answer.ErrNotFound: an unknown job id.
+	ErrNotFound = answer.ErrNotFound
+	// ErrInvalidQuery is answer.ErrInvalidQuery: it wraps every reason a
+	// query is refused (e.g. no app id).
+	ErrInvalidQuery = answer.ErrInvalidQuery
 )
 
 // AppendResult says what Append did with a batch.
@@ -30,66 +32,12 @@ type AppendResult struct {
 	Records uint32
 }
 
-// TraceQuery selects the pages Trace returns.
-type TraceQuery struct {
-	AppID     string
-	RDD       *int32 // nil = every RDD
-	Partition *int32 // nil = every partition
-	Limit     uint32 // pages; 0 = no limit
-	// At, when not 0, is a moment (unix nanoseconds, see Moment): only
-	// the records the blocks live then hold at it, each buffer's latest
-	// record that holds by then.
-	At int64
-}
-
 // BatchAppender stores agents' batches.
 type BatchAppender interface {
 	// Append stores b once: it returns only after the batch is durable, and
 	// a batch whose (node_name, boot_id, seq) is already stored is reported
 	// Duplicate and not written again.
 	Append(ctx context.Context, b *stratav1.Batch) (AppendResult, error)
-}
-
-// RecordsQuery selects the records Records returns.
-type RecordsQuery struct {
-	AppID     string
-	RDD       *int32                // nil = every RDD
-	Partition *int32                // nil = every partition
-	BlockID   string                // "" = every block
-	Access    []stratav1.AccessKind // empty = every kind
-	Limit     uint32                // records; 0 = no limit
-}
-
-// TraceReader answers the trace questions.
-type TraceReader interface {
-	// Trace calls fn for each page of each matching record, in time order,
-	// runs expanded; it stops at q.Limit pages or at fn's first error.
-	Trace(ctx context.Context, q TraceQuery, fn func(*stratav1.TracePage) error) error
-	// Records calls fn for each matching record, without pages, in time
-	// order; it stops at q.Limit records or at fn's first error.
-	Records(ctx context.Context, q RecordsQuery, fn func(*stratav1.RecordRow) error) error
-	// Numa counts an app's distinct resident pages per RDD per NUMA node.
-	Numa(ctx context.Context, appID string) ([]*stratav1.NumaRow, error)
-	// Faults returns an app's page-fault counters per block.
-	Faults(ctx context.Context, appID string) ([]*stratav1.FaultRow, error)
-	// Overhead returns an app's workload counters per (executor, pid).
-	Overhead(ctx context.Context, appID string) ([]*stratav1.OverheadRow, error)
-	// Hot ranks an app's pages by sampled faults.
-	Hot(ctx context.Context, q HotQuery) ([]*stratav1.HotPage, error)
-	// RDDs summarises an app's cached RDDs, each block buffer as last
-	// resolved while it was live (see stratav1.RddReport), ordered by RDD:
-	// `strata report` and the web UI's RDD table both show this answer.
-	RDDs(ctx context.Context, appID string) ([]*stratav1.RddReport, error)
-	// Occupation returns, per process of an app, the peak resident bytes
-	// of its cached RDD blocks against its peak resident set (the agent's
-	// ProcessMemory samples) and its node's memory (NodeInfo), ordered by
-	// (executor, pid); shares are set with SetOccupationShares. The held
-	// bytes are counted as UIReader.Occupancy counts them per RDD over
-	// time: Occupation is their peak per process.
-	Occupation(ctx context.Context, appID string) ([]*stratav1.OccupationRow, error)
-	// Heat returns an app's DAMON access heat per RDD: every stored
-	// sample of its RDD blocks and the figures heat.go defines.
-	Heat(ctx context.Context, q HeatQuery) (*Heat, error)
 }
 
 // SummaryReader answers what the cross-layer job heuristics ask of one
@@ -124,10 +72,10 @@ type JobStore interface {
 // it; a backend must satisfy all of it. Close flushes and checkpoints.
 type Store interface {
 	BatchAppender
-	TraceReader
+	answer.TraceReader
 	SummaryReader
 	JobStore
-	UIReader
+	answer.UIReader
 	Retainer
 	Close() error
 }

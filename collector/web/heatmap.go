@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/query/jsonform"
 	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -75,7 +76,7 @@ const partialColor = "#c6d0e0"
 // heatMap draws an RDD's DAMON heat per partition (rows) and read time
 // (columns) from the samples of heat read at or before at (every sample
 // when at is 0): each cell coloured by the accesses per second per GiB
-// of the partition's samples in its column (store.HeatFiguresOf), blue-grey
+// of the partition's samples in its column (answer.HeatFiguresOf), blue-grey
 // when they cannot say it (partial, no rate). Every cell carries its
 // numbers in data-* attributes and its words in a <title>.
 func heatMap(heat *store.Heat, at int64) template.HTML {
@@ -145,7 +146,7 @@ func heatMap(heat *store.Heat, at int64) template.HTML {
 				return cmp.Or(strings.Compare(a.GetExecutorId(), b.GetExecutorId()), strings.Compare(a.GetBlockId(), b.GetBlockId()),
 					cmp.Compare(a.GetTimeUnixNano(), b.GetTimeUnixNano()))
 			})
-			c.f = store.HeatFiguresOf(c.samples, heat.ColdFor)
+			c.f = answer.HeatFiguresOf(c.samples, heat.ColdFor)
 			if rankable(c.f) {
 				peak = math.Max(peak, *c.f.AccessesPerSecGiB)
 			}

@@ -133,6 +133,7 @@ type rddRow struct {
 	Nodes                          []nodePages
 	Reads, Writes, Moves           uint64
 	Faults                         jsonform.FaultCounts
+	FillFaults                     *jsonform.FaultCounts // of its blocks' puts; nil: none measured
 }
 
 // shareOf is resolved over spark as printed beside the words, "-" when
@@ -155,7 +156,7 @@ func (h *Handler) rddRows(ctx context.Context, app string) ([]rddRow, error) {
 		r := rddRow{RDD: f.RDD, Color: rddColor(f.RDD), Blocks: f.Blocks, LiveBlocks: f.LiveBlocks, Bytes: f.Bytes,
 			SparkBytes: f.SparkBytes, SharedBytes: f.SharedBytes, Share: shareOf(f.ResolvedBytes, f.SparkBytes, f.ResolvedShare),
 			Resolved: f.Resolved, Pages: f.Pages, Present: f.Present, Swapped: f.Swapped, THPShare: f.THPShare,
-			Reads: f.Reads, Writes: f.Writes, Moves: f.Moves, Faults: f.Faults}
+			Reads: f.Reads, Writes: f.Writes, Moves: f.Moves, Faults: f.Faults, FillFaults: f.FillFaults}
 		for _, n := range f.Nodes {
 			np := nodePages{Node: n.Node, Pages: n.Pages}
 			if r.Present > 0 {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/query/jsonform"
 	"github.com/stratatrace/strata/collector/store"
@@ -270,6 +271,9 @@ type blockRow struct {
 	Pages               uint64     // of its latest record; at a moment, what it held then
 	Resolved            *blockView // what Strata resolved of it; nil: no record with pages (at a moment: not live)
 	Heat                string     // its latest DAMON heat sample (by the moment) in words; "" without one
+	// Fill is the faults of its puts (FILL records, by the moment), each
+	// put counted once; nil when none was measured.
+	Fill *jsonform.FaultCounts
 }
 
 // maxRDDRecords bounds the records an RDD's page reads.
@@ -324,7 +328,14 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 			blocks[k] = row
 		}
 		row.Records++
-		if rec.GetAccess() != stratav1.AccessKind_ACCESS_KIND_FAULT {
+		switch rec.GetAccess() {
+		case stratav1.AccessKind_ACCESS_KIND_FILL:
+			if row.Fill == nil {
+				row.Fill = &jsonform.FaultCounts{}
+			}
+			row.Fill.Add(jsonform.NewFaultCounts(rec.GetFaults()))
+		case stratav1.AccessKind_ACCESS_KIND_FAULT: // a sampled fault or counters: not the block's pages
+		default:
 			if rec.GetTimeUnixNano() != row.Last {
 				row.Pages = 0
 			}
@@ -353,12 +364,19 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 	slices.SortFunc(latest, func(a, b *stratav1.HeatSample) int {
 		return strings.Compare(a.GetExecutorId()+"/"+a.GetBlockId(), b.GetExecutorId()+"/"+b.GetBlockId())
 	})
-	rddHeat := jsonform.HeatWords(store.HeatFiguresOf(latest, heat.ColdFor), heat.ColdFor)
+	rddHeat := jsonform.HeatWords(answer.HeatFiguresOf(latest, heat.ColdFor), heat.ColdFor)
 	rows := make([]blockRow, 0, len(blocks))
 	var live uint64
+	var fill *jsonform.FaultCounts // the RDD's: its blocks' summed
 	for k, b := range blocks {
+		if b.Fill != nil {
+			if fill == nil {
+				fill = &jsonform.FaultCounts{}
+			}
+			fill.Add(*b.Fill)
+		}
 		if s := blockHeat[k]; s != nil {
-			b.Heat = jsonform.HeatWords(store.HeatFiguresOf([]*stratav1.HeatSample{s}, heat.ColdFor), heat.ColdFor)
+			b.Heat = jsonform.HeatWords(answer.HeatFiguresOf([]*stratav1.HeatSample{s}, heat.ColdFor), heat.ColdFor)
 		}
 		if at != 0 {
 			b.Pages = 0 // only what it held at the moment
@@ -382,7 +400,7 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 	})
 	return "rdd", map[string]any{"App": id, "RDD": rdd, "Color": rddColor(rdd), "Blocks": rows,
 		"Truncated": n >= maxRDDRecords, "Moment": view, "AtMoment": at != 0,
-		"Live": live, "Heat": rddHeat, "HeatMap": heatMap(heat, at)}, nil
+		"Live": live, "Heat": rddHeat, "HeatMap": heatMap(heat, at), "Fill": fill}, nil
 }
 
 // latestHeat is each block's (executor, block id) latest heat sample, at

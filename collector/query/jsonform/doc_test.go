@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/query/jsonform"
-	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -35,16 +35,16 @@ func exampleCoverage() *stratav1.Coverage {
 }
 
 // exampleHeat is RDD 4's heat from one own-kdamond sample of rdd_4_0.
-func exampleHeat() *store.Heat {
+func exampleHeat() *answer.Heat {
 	s := &stratav1.HeatSample{AppId: app, ExecutorId: "1", Pid: 100, RddId: 4, Partition: 0, BlockId: "rdd_4_0",
 		HookBlockId: 17, TimeUnixNano: t0 + 10e9, IntervalNs: 4e9, SampleIntervalNs: 2e8, ResolvedBytes: 16 << 20,
 		MonitoredBytes: ptr(uint64(16 << 20)), CoveredBytes: 16 << 20, AccessRate: ptr(0.25), ColdBytes: 4 << 20,
 		ColdAgeSeconds: ptr(90.0), ColdMinAgeSeconds: ptr(70.0), SourceKind: stratav1.HeatSourceKind_HEAT_SOURCE_KIND_OWN,
 		Source: "own: kdamond 0 scheme 0 stat, every region"}
-	f := store.HeatFiguresOf([]*stratav1.HeatSample{s}, 60e9)
-	return &store.Heat{ColdFor: 60e9, RDDs: []store.HeatRDD{{RDD: 4, Latest: f,
-		Points: []store.HeatPoint{{TimeUnixNano: t0 + 10e9, HeatFigures: f}},
-		Blocks: []store.HeatBlock{{NodeName: "node-a", Samples: []*stratav1.HeatSample{s}}}}}}
+	f := answer.HeatFiguresOf([]*stratav1.HeatSample{s}, 60e9)
+	return &answer.Heat{ColdFor: 60e9, RDDs: []answer.HeatRDD{{RDD: 4, Latest: f,
+		Points: []answer.HeatPoint{{TimeUnixNano: t0 + 10e9, HeatFigures: f}},
+		Blocks: []answer.HeatBlock{{NodeName: "node-a", Samples: []*stratav1.HeatSample{s}}}}}}
 }
 
 func examples() map[string]any {
@@ -82,7 +82,7 @@ func examples() map[string]any {
 			Faults: &stratav1.FaultCounts{Read: 5, Write: 2, Major: 1},
 			Holds:  "references only: walk pending", CoverageBytes: 4000}}}
 	color := func(int32) string { return "#1f77b4" }
-	peak := store.Moment{Kind: store.MomentPeak, Default: true, AtNs: t0, Ended: true, FirstNs: t0, LastNs: t0 + 3e9,
+	peak := answer.Moment{Kind: answer.MomentPeak, Default: true, AtNs: t0, Ended: true, FirstNs: t0, LastNs: t0 + 3e9,
 		PeakNs: t0, PeakBytes: 20480, PeakPages: 5, Bytes: 20480, Pages: 5}
 	return map[string]any{
 		"page": jsonform.NewPage(&stratav1.TracePage{TimeUnixNano: t0 + 5e8, Access: stratav1.AccessKind_ACCESS_KIND_MOVE,
@@ -100,30 +100,30 @@ func examples() map[string]any {
 		"overhead": jsonform.NewOverhead(overRow),
 		"report":   jsonform.NewReport(app, report, &stratav1.OverheadResponse{Rows: []*stratav1.OverheadRow{overRow}}, job),
 		"job":      jsonform.NewJob(job),
-		"jobs": jsonform.NewJobsPage(store.JobPage{Jobs: []*stratav1.JobResult{{JobId: "job_1526555215992_0003", Type: "mapreduce",
+		"jobs": jsonform.NewJobsPage(answer.JobPage{Jobs: []*stratav1.JobResult{{JobId: "job_1526555215992_0003", Type: "mapreduce",
 			Name: "wordcount", User: "bob", Queue: "etl", FinishUnixMs: 1700000060000, Severity: stratav1.Severity_SEVERITY_LOW,
-			Score: 5}}, Total: 33}, store.JobQuery{Offset: 0, Limit: 1}),
-		"timeline": jsonform.NewTimeline([]store.SeverityBucket{{StartMs: 1699920000000, Counts: [5]uint64{12, 3, 2, 0, 1}}},
+			Score: 5}}, Total: 33}, answer.JobQuery{Offset: 0, Limit: 1}),
+		"timeline": jsonform.NewTimeline([]answer.SeverityBucket{{StartMs: 1699920000000, Counts: [5]uint64{12, 3, 2, 0, 1}}},
 			86400000),
-		"apps": jsonform.NewApps([]store.AppSummary{{AppID: app, Machines: []string{"node-a", "node-b"}, Executors: 3,
-			Records: 1204, FirstNs: t0, LastNs: t0 + 61e9}}),
-		"blocks": jsonform.NewResolvedBlocks([]store.BlockCoverage{{ExecutorID: "1", BlockID: "rdd_3_0", Partition: 0,
+		"apps": jsonform.NewApps([]answer.AppSummary{{AppID: app, Name: "LogisticRegression", Machines: []string{"node-a", "node-b"},
+			Executors: 3, Records: 1204, LiveBlocks: 4, FirstNs: t0, LastNs: t0 + 61e9}}),
+		"blocks": jsonform.NewResolvedBlocks([]answer.BlockCoverage{{ExecutorID: "1", BlockID: "rdd_3_0", Partition: 0,
 			SparkBytes: 12000, Bytes: 11264, ResolvedBytes: 11264, ResolvedShare: ptr(11264.0 / 12000),
 			Parts: []*stratav1.ResolvedPart{{Resolution: stratav1.Resolution_RESOLUTION_BUFFERS, Blocks: 1, Buffers: 2,
 				Bytes: 11264, Objects: 4}},
-			Buffers: []store.BufferCoverage{{Chunk: 0, Chunks: 2, PID: 100, TimeNs: t0 + 1, CachedBatch: true, Column: ptr(int32(0)),
+			Buffers: []answer.BufferCoverage{{Chunk: 0, Chunks: 2, PID: 100, TimeNs: t0 + 1, CachedBatch: true, Column: ptr(int32(0)),
 				ColumnName: "id", Length: 5120, Pages: 2, Coverage: &stratav1.Coverage{Resolution: stratav1.Resolution_RESOLUTION_BUFFERS,
 					Bytes: 5120, Objects: 2, Extents: 2}}}}}),
-		"occupancy": jsonform.NewOccupancy([]query.RDDSeries{{RDD: 4, Points: []store.OccupancyPoint{
+		"occupancy": jsonform.NewOccupancy([]query.RDDSeries{{RDD: 4, Points: []answer.OccupancyPoint{
 			{RDDID: 4, TimeNs: t0, Pages: 5, Bytes: 20480}, {RDDID: 4, TimeNs: t0 + 3e9, Pages: 0, Bytes: 0}}}}, color),
-		"memmap": jsonform.NewMemMap(&store.PhysMap{Machine: "node-a", Machines: []string{"node-a"}, PageSize: 4096,
+		"memmap": jsonform.NewMemMap(&answer.PhysMap{Machine: "node-a", Machines: []string{"node-a"}, PageSize: 4096,
 			Limit: 6291456, From: 4096, To: 4112, BucketPages: 8,
-			Nodes: []store.NodeSpan{{Node: 0, FirstPFN: 4096, LastPFN: 4098, Pages: 3}},
-			Buckets: []store.PFNBucket{{Start: 4096, End: 4104, RDDs: []store.RDDCount{{RDDID: 4, Pages: 3}}, Nodes: 1,
-				Block: &store.BlockRef{ExecutorID: "1", BlockID: "rdd_4_0", RDDID: 4}}},
-			RDDs:  []store.RDDPages{{RDDID: 4, Present: 3, Swapped: 1}},
+			Nodes: []answer.NodeSpan{{Node: 0, FirstPFN: 4096, LastPFN: 4098, Pages: 3}},
+			Buckets: []answer.PFNBucket{{Start: 4096, End: 4104, RDDs: []answer.RDDCount{{RDDID: 4, Pages: 3}}, Nodes: 1,
+				Block: &answer.BlockRef{ExecutorID: "1", BlockID: "rdd_4_0", RDDID: 4}}},
+			RDDs:  []answer.RDDPages{{RDDID: 4, Present: 3, Swapped: 1}},
 			Pages: 3, Runs: 1}, peak, color),
-		"moment": jsonform.NewMoment(store.Moment{Kind: store.MomentAt, AtNs: t0 + 15e8, Ended: true, FirstNs: t0, LastNs: t0 + 3e9,
+		"moment": jsonform.NewMoment(answer.Moment{Kind: answer.MomentAt, AtNs: t0 + 15e8, Ended: true, FirstNs: t0, LastNs: t0 + 3e9,
 			PeakNs: t0, PeakBytes: 20480, PeakPages: 5, Bytes: 20480, Pages: 5}),
 		"life":  jsonform.NewBlockLife(life),
 		"heat":  jsonform.NewHeat(app, exampleHeat()),

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stratatrace/strata/collector/store"
+	"github.com/stratatrace/strata/collector/answer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -78,7 +78,7 @@ type HeatBlock struct {
 }
 
 // NewHeat is h's form for app.
-func NewHeat(app string, h *store.Heat) Heat {
+func NewHeat(app string, h *answer.Heat) Heat {
 	out := Heat{App: app, ColdForSeconds: h.ColdFor.Seconds(), RDDs: []HeatRDD{}}
 	for _, r := range h.RDDs {
 		x := HeatRDD{RDD: r.RDD, Says: HeatWords(r.Latest, h.ColdFor), Latest: newHeatFigures(r.Latest),
@@ -88,7 +88,7 @@ func NewHeat(app string, h *store.Heat) Heat {
 		}
 		for _, b := range r.Blocks {
 			s := b.Latest()
-			f := store.HeatFiguresOf([]*stratav1.HeatSample{s}, h.ColdFor)
+			f := answer.HeatFiguresOf([]*stratav1.HeatSample{s}, h.ColdFor)
 			x.Blocks = append(x.Blocks, HeatBlock{Node: b.NodeName, ExecutorID: s.GetExecutorId(), PID: s.GetPid(),
 				BlockID: s.GetBlockId(), Partition: s.GetPartition(), Samples: len(b.Samples), Time: Time(s.GetTimeUnixNano()),
 				AccessRate: s.AccessRate, AccessesPerSecGiB: f.AccessesPerSecGiB, ResolvedBytes: s.GetResolvedBytes(),
@@ -101,7 +101,7 @@ func NewHeat(app string, h *store.Heat) Heat {
 	return out
 }
 
-func newHeatFigures(f store.HeatFigures) HeatFigures {
+func newHeatFigures(f answer.HeatFigures) HeatFigures {
 	return HeatFigures{Samples: f.Samples, CoveredBytes: f.CoveredBytes, MonitoredBytes: f.MonitoredBytes,
 		ColdBytes: f.ColdBytes, ColdForBytes: f.ColdForBytes, AccessRate: f.AccessRate, AccessesPerSecGiB: f.AccessesPerSecGiB,
 		ColdShare: f.ColdShare, ColdAgeSeconds: f.ColdAgeSeconds, Partial: f.Partial, Sources: append([]string{}, f.Sources...)}
@@ -123,7 +123,7 @@ func (h Heat) Says(rdd int32) string {
 // kdamond's scheme, which sees only the regions it matched and so cannot
 // tell hot memory (its access rate is not shown); NoHeat without samples.
 // A figure no sample holds what it needs for is "unknown".
-func HeatWords(f store.HeatFigures, coldFor time.Duration) string {
+func HeatWords(f answer.HeatFigures, coldFor time.Duration) string {
 	if f.Samples == 0 {
 		return NoHeat
 	}

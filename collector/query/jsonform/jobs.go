@@ -3,7 +3,7 @@ package jsonform
 import (
 	"time"
 
-	"github.com/stratatrace/strata/collector/store"
+	"github.com/stratatrace/strata/collector/answer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -84,7 +84,7 @@ type JobsPage struct {
 }
 
 // NewJobsPage is p's form; q is the search that selected it.
-func NewJobsPage(p store.JobPage, q store.JobQuery) JobsPage {
+func NewJobsPage(p answer.JobPage, q answer.JobQuery) JobsPage {
 	return JobsPage{Total: p.Total, Offset: q.Offset, Limit: q.Limit, Jobs: NewJobs(p.Jobs)}
 }
 
@@ -103,7 +103,7 @@ type TimelineBucket struct {
 }
 
 // NewTimeline is tl's form.
-func NewTimeline(tl []store.SeverityBucket, bucketMs int64) Timeline {
+func NewTimeline(tl []answer.SeverityBucket, bucketMs int64) Timeline {
 	out := Timeline{BucketMs: bucketMs, Buckets: []TimelineBucket{}}
 	for _, b := range tl {
 		tb := TimelineBucket{Start: Time(b.StartMs * int64(time.Millisecond)), Counts: map[string]uint64{}}

@@ -91,5 +91,14 @@ func NewFaultCounts(f *stratav1.FaultCounts) FaultCounts {
 	return FaultCounts{Read: f.GetRead(), Write: f.GetWrite(), Exec: f.GetExec(), Major: f.GetMajor(), Unclassified: f.GetUnclassified()}
 }
 
+// Add adds g's counters to f's.
+func (f *FaultCounts) Add(g FaultCounts) {
+	f.Read += g.Read
+	f.Write += g.Write
+	f.Exec += g.Exec
+	f.Major += g.Major
+	f.Unclassified += g.Unclassified
+}
+
 // Total is the sum of the counters.
 func (f FaultCounts) Total() uint64 { return f.Read + f.Write + f.Exec + f.Major + f.Unclassified }

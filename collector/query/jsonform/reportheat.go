@@ -1,6 +1,6 @@
 package jsonform
 
-import "github.com/stratatrace/strata/collector/store"
+import "github.com/stratatrace/strata/collector/answer"
 
 // AddHeat gives r and each of its RDDs their DAMON access heat in h (the
 // store's Heat of r's application): HeatColdFor is h's cold-for, an RDD's
@@ -8,10 +8,10 @@ import "github.com/stratatrace/strata/collector/store"
 // figures over each of its blocks' latest sample (absent without
 // samples). `strata report -o json` and /api/v1/apps/{app}/report add it
 // with the same cold-for.
-func (r *Report) AddHeat(h *store.Heat) {
+func (r *Report) AddHeat(h *answer.Heat) {
 	secs := h.ColdFor.Seconds()
 	r.HeatColdFor = &secs
-	latest := map[int32]store.HeatFigures{}
+	latest := map[int32]answer.HeatFigures{}
 	for _, x := range h.RDDs {
 		latest[x.RDD] = x.Latest
 	}

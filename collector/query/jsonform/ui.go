@@ -3,26 +3,28 @@ package jsonform
 import (
 	"strconv"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/query"
-	"github.com/stratatrace/strata/collector/store"
 )
 
 // App is one application holding records: an element of /api/v1/apps.
 type App struct {
-	AppID     string   `json:"app_id"`
-	Machines  []string `json:"machines"` // node names, sorted
-	Executors uint32   `json:"executors"`
-	Records   uint64   `json:"records"`
-	First     string   `json:"first"` // its first and last record
-	Last      string   `json:"last"`
+	AppID      string   `json:"app_id"`
+	Name       string   `json:"name"`     // its analysed job's; "" unknown
+	Machines   []string `json:"machines"` // node names, sorted
+	Executors  uint32   `json:"executors"`
+	Records    uint64   `json:"records"`
+	LiveBlocks uint64   `json:"live_blocks"` // cached RDD blocks live now
+	First      string   `json:"first"`       // its first and last record
+	Last       string   `json:"last"`
 }
 
 // NewApps is apps' form.
-func NewApps(apps []store.AppSummary) []App {
+func NewApps(apps []answer.AppSummary) []App {
 	out := []App{}
 	for _, a := range apps {
-		out = append(out, App{AppID: a.AppID, Machines: append([]string{}, a.Machines...), Executors: a.Executors,
-			Records: a.Records, First: Time(a.FirstNs), Last: Time(a.LastNs)})
+		out = append(out, App{AppID: a.AppID, Name: a.Name, Machines: append([]string{}, a.Machines...), Executors: a.Executors,
+			Records: a.Records, LiveBlocks: a.LiveBlocks, First: Time(a.FirstNs), Last: Time(a.LastNs)})
 	}
 	return out
 }
@@ -65,7 +67,7 @@ type Buffer struct {
 }
 
 // NewResolvedBlock is b's form.
-func NewResolvedBlock(b store.BlockCoverage) ResolvedBlock {
+func NewResolvedBlock(b answer.BlockCoverage) ResolvedBlock {
 	out := ResolvedBlock{ExecutorID: b.ExecutorID, BlockID: b.BlockID, Partition: b.Partition, Bytes: b.Bytes,
 		SparkBytes: b.SparkBytes, ResolvedBytes: b.ResolvedBytes, SharedBytes: b.SharedBytes, ResolvedShare: b.ResolvedShare,
 		Resolved: resolvedWords(b.Parts, b.SparkBytes, b.ResolvedShare), Parts: newParts(b.Parts), Buffers: []Buffer{}}
@@ -83,7 +85,7 @@ func NewResolvedBlock(b store.BlockCoverage) ResolvedBlock {
 }
 
 // NewResolvedBlocks is bs' form.
-func NewResolvedBlocks(bs []store.BlockCoverage) []ResolvedBlock { return List(bs, NewResolvedBlock) }
+func NewResolvedBlocks(bs []answer.BlockCoverage) []ResolvedBlock { return List(bs, NewResolvedBlock) }
 
 // Occupancy is one RDD's resident memory over time: an element of
 // /api/v1/apps/{app}/occupancy. Color is the colour the UI draws the RDD
@@ -115,17 +117,17 @@ func NewOccupancy(series []query.RDDSeries, color func(rdd int32) string) []Occu
 	return out
 }
 
-// MemMap is /api/v1/apps/{app}/memmap: store.PhysMap (PFNs as numbers)
+// MemMap is /api/v1/apps/{app}/memmap: answer.PhysMap (PFNs as numbers)
 // with the colour the UI draws each RDD in, by RDD id, and the moment of
 // the app's life it shows.
 type MemMap struct {
-	*store.PhysMap
+	*answer.PhysMap
 	Colors map[string]string `json:"colors"`
 	Moment Moment            `json:"moment"`
 }
 
 // NewMemMap is m's form at moment mo, each RDD coloured by color.
-func NewMemMap(m *store.PhysMap, mo store.Moment, color func(rdd int32) string) MemMap {
+func NewMemMap(m *answer.PhysMap, mo answer.Moment, color func(rdd int32) string) MemMap {
 	out := MemMap{PhysMap: m, Colors: map[string]string{}, Moment: NewMoment(mo)}
 	for _, r := range m.RDDs {
 		out.Colors[strconv.Itoa(int(r.RDDID))] = color(r.RDDID)
@@ -160,13 +162,13 @@ type Moment struct {
 }
 
 // NewMoment is m's form.
-func NewMoment(m store.Moment) Moment {
+func NewMoment(m answer.Moment) Moment {
 	out := Moment{Kind: "at", Default: m.Default, Says: query.MomentWords(m), Ended: m.Ended, First: Time(m.FirstNs),
 		Last: Time(m.LastNs), PeakBytes: m.PeakBytes, Bytes: m.Bytes, Pages: m.Pages}
 	switch m.Kind {
-	case store.MomentNow:
+	case answer.MomentNow:
 		out.Kind = "now"
-	case store.MomentPeak:
+	case answer.MomentPeak:
 		out.Kind = "peak"
 	}
 	if m.AtNs != 0 {

@@ -397,23 +397,14 @@ func testFaultsLatestPerBlock(t *testing.T, be Backend) {
 func testFillFaults(t *testing.T, be Backend) {
 	s := be.open(t)
 	MustAppend(t, s, Sample(1))
-	fill := func(ts int64, exec string, pid uint32, rdd, part int32, name string, hook uint64, fc *stratav1.FaultCounts) *stratav1.Record {
-		return &stratav1.Record{TimeUnixNano: ts, Access: stratav1.AccessKind_ACCESS_KIND_FILL, Pid: pid, Tid: pid + 1,
-			Block: block(exec, rdd, part, name, hook), Vaddr: BlockA, Length: 6 * PageSize, PageSize: PageSize, CpuNumaNode: -1,
-			Faults: fc}
-	}
-	MustAppend(t, s, &stratav1.Batch{NodeName: Node, BootId: Boot, Seq: 2, Records: []*stratav1.Record{
-		fill(T0+5e9, "1", 100, 7, 3, "rdd_7_3", 11, &stratav1.FaultCounts{Read: 1, Write: 256}),
-		fill(T0+6e9, "1", 100, 7, 3, "rdd_7_3", 12, &stratav1.FaultCounts{Write: 10, Major: 2}),
-		fill(T0+7e9, "2", 200, 8, 5, "rdd_8_5", 22, &stratav1.FaultCounts{Write: 4, Unclassified: 1}),
-	}})
+	MustAppend(t, s, FillBatch(2))
 	ctx := context.Background()
 	rows, err := s.Faults(ctx, App)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := SampleFaults()
-	want[0].Fill = &stratav1.FaultCounts{Read: 1, Write: 266, Major: 2}
+	want[0].Fill = FillRDD7()
 	want = append(want, &stratav1.FaultRow{ExecutorId: "2", RddId: 8, Partition: 5, BlockId: "rdd_8_5", Pid: 200,
 		Faults: &stratav1.FaultCounts{}, Fill: &stratav1.FaultCounts{Write: 4, Unclassified: 1}})
 	EqualRows(t, rows, want)
@@ -1158,9 +1149,23 @@ func testAppsRDDsOccupancy(t *testing.T, be Backend) {
 		t.Fatal(err)
 	}
 	wantApps := []store.AppSummary{{AppID: App, Machines: []string{Node}, Executors: 2, Records: 3,
-		FirstNs: T0, LastNs: T0 + 2e9}}
+		FirstNs: T0, LastNs: T0 + 2e9, LiveBlocks: 2}}
 	if !reflect.DeepEqual(apps, wantApps) {
 		t.Fatalf("apps = %+v, want %+v", apps, wantApps)
+	}
+	// Its analysed jobs name it: the latest to finish (Jobs' CRITICAL);
+	// a job of an application without records names none.
+	for _, j := range append(Jobs(), &stratav1.JobResult{JobId: "job_other", AppId: "app-other", Name: "other", FinishUnixMs: 9000}) {
+		if err := s.PutJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if apps, err = s.Apps(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantApps[0].Name = "etl-SEVERITY_CRITICAL"
+	if !reflect.DeepEqual(apps, wantApps) {
+		t.Fatalf("apps with jobs = %+v, want %+v", apps, wantApps)
 	}
 	rdds, err := s.RDDs(ctx, App)
 	if err != nil {
@@ -1364,7 +1369,7 @@ func testUIChunksAndSplits(t *testing.T, be Backend) {
 		t.Fatal(err)
 	}
 	if want := []store.AppSummary{{AppID: App, Machines: []string{Node}, Executors: 1, Records: 5, FirstNs: T0,
-		LastNs: T0 + 2e9}}; !reflect.DeepEqual(apps, want) {
+		LastNs: T0 + 2e9, LiveBlocks: 1}}; !reflect.DeepEqual(apps, want) {
 		t.Fatalf("apps = %+v, want %+v", apps, want)
 	}
 	rdds, err := s.RDDs(ctx, App)

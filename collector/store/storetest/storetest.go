@@ -164,3 +164,23 @@ func JobIDs(jobs []*stratav1.JobResult) []string {
 	}
 	return out
 }
+
+// FillBatch is batch seq of App holding three FILL records (the faults
+// of filling a block, each put once): two puts of rdd_7_3 (executor 1,
+// pid 100), read 1 write 256 and write 10 major 2, summed in FillRDD7;
+// one of rdd_8_5 (executor 2, pid 200), write 4 unclassified 1.
+func FillBatch(seq uint64) *stratav1.Batch {
+	fill := func(ts int64, exec string, pid uint32, rdd, part int32, name string, hook uint64, fc *stratav1.FaultCounts) *stratav1.Record {
+		return &stratav1.Record{TimeUnixNano: ts, Access: stratav1.AccessKind_ACCESS_KIND_FILL, Pid: pid, Tid: pid + 1,
+			Block: block(exec, rdd, part, name, hook), Vaddr: BlockA, Length: 6 * PageSize, PageSize: PageSize, CpuNumaNode: -1,
+			Faults: fc}
+	}
+	return &stratav1.Batch{NodeName: Node, BootId: Boot, Seq: seq, Records: []*stratav1.Record{
+		fill(T0+5e9, "1", 100, 7, 3, "rdd_7_3", 11, &stratav1.FaultCounts{Read: 1, Write: 256}),
+		fill(T0+6e9, "1", 100, 7, 3, "rdd_7_3", 12, &stratav1.FaultCounts{Write: 10, Major: 2}),
+		fill(T0+7e9, "2", 200, 8, 5, "rdd_8_5", 22, &stratav1.FaultCounts{Write: 4, Unclassified: 1}),
+	}}
+}
+
+// FillRDD7 is the fill faults of FillBatch's RDD 7 (rdd_7_3's two puts).
+func FillRDD7() *stratav1.FaultCounts { return &stratav1.FaultCounts{Read: 1, Write: 266, Major: 2} }

@@ -1,4 +1,4 @@
-package store
+package answer
 
 import (
 	"context"
@@ -54,11 +54,17 @@ type AppSummary struct {
 	Records   uint64
 	FirstNs   int64 // time of its first and last record
 	LastNs    int64
+	// LiveBlocks counts its cached RDD blocks live now, as RDDs counts
+	// them per RDD.
+	LiveBlocks uint64
+	// Name is its latest analysed job's name (the event log's or the job
+	// history's application name); "" when no analysed job names it.
+	Name string
 }
 
 // OccupancyPoint is the resident memory of one RDD at the end of one time
 // bucket: the present pages of its cached blocks, each buffer as its latest
-// record that holds (holdsSQL) up to then resolved it (nothing once
+// record that holds (the store's holdsSQL) up to then resolved it (nothing once
 // freed), counted as Occupation counts them per process.
 type OccupancyPoint struct {
 	RDDID  int32
