@@ -135,10 +135,16 @@ func (d queryDeadline) stream(srv any, ss grpc.ServerStream, info *grpc.StreamSe
 }
 
 // cause names the deadline as the reason of a call's error when it
-// passed: a store interrupted by it says only that it was interrupted.
+// passed: a store interrupted by it says only that it was interrupted. A
+// call that ends without an error after its deadline (a store that finished
+// its last rows before it looked at the context) fails all the same, so
+// that whether a call past its deadline fails does not depend on timing.
 func (d queryDeadline) cause(ctx context.Context, err error) error {
-	if err == nil || !errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 		return err
+	}
+	if err == nil {
+		return fmt.Errorf("%w: the collector's query timeout of %v passed", context.DeadlineExceeded, time.Duration(d))
 	}
 	return fmt.Errorf("%w: the collector's query timeout of %v passed: %v", context.DeadlineExceeded, time.Duration(d), err)
 }
