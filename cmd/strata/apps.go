@@ -38,8 +38,8 @@ func runApps(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("strata apps", flag.ContinueOnError)
 	cf := addClientFlags(fs, true)
 	cf.output.addNoHeaders(fs)
-	httpAddr := fs.String("http", os.Getenv("STRATA_HTTP"), "the collector's HTTP endpoint (its --http) `ADDR`: HOST[:PORT] (port "+
-		defaultHTTPPort+" when none is given) or an http(s):// URL; default: the host of --collector ($STRATA_HTTP)")
+	httpAddr := fs.String("http", os.Getenv("STRATA_COLLECTOR_HTTP"), "the collector's HTTP endpoint (its --http) `ADDR`: HOST[:PORT] (port "+
+		defaultHTTPPort+" when none is given) or an http(s):// URL; default: the host of --collector ($STRATA_COLLECTOR_HTTP)")
 	if ok, err := parseClientFlags(fs, cf, args, stdout, stderr); !ok {
 		return err
 	}
