@@ -217,7 +217,10 @@ $(HOOK_LIB): $(HOOK_C) $(HOOK_H)
 	$(CC) $(HOOK_CFLAGS) -o $@ $(HOOK_C) -lpthread
 
 # The test job runs on the Javas its Spark runs on: 3.5's from 11, 4's from 17.
-$(BIN)/sparkjob/sparkjob-%.jar: $(SPARKJOB_SRC) $(DEPS)/spark/spark-%/.installed
+# Makefile too: the class-file release below is chosen here, and a jar
+# built for another one (17, before Spark 3.5's job ran on Java 11) must
+# not outlive the change.
+$(BIN)/sparkjob/sparkjob-%.jar: $(SPARKJOB_SRC) $(DEPS)/spark/spark-%/.installed Makefile
 	@rm -rf $(BIN)/sparkjob/classes-$* && mkdir -p $(BIN)/sparkjob/classes-$*
 	javac -Xlint:all,-path -Werror --release $(if $(filter 3.%,$*),11,17) -d $(BIN)/sparkjob/classes-$* \
 		-cp '$(DEPS)/spark/spark-$*/jars/*' $(SPARKJOB_SRC)
