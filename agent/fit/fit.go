@@ -246,9 +246,9 @@ func Repair(b *stratav1.Batch, budget int) *stratav1.Batch {
 
 // Field numbers of the repeated fields that pieces replace.
 const (
-	batchRecordsField = 4 // Batch.records
-	recordRunsField   = 9 // Record.runs
-	runDeltasField  = 11 // PageRun.pfn_deltas
+	batchRecordsField = 4  // Batch.records
+	recordRunsField   = 9  // Record.runs
+	runDeltasField    = 11 // PageRun.pfn_deltas
 )
 
 // without returns a shallow copy of m without field skip: messages it
