@@ -2,11 +2,8 @@ package hooksrv
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -37,25 +34,8 @@ func TestSocketGroupAndMode(t *testing.T) {
 	if err := syscall.Stat(path, &st); err != nil || st.Mode&0o777 != 0o660 || st.Gid != gid {
 		t.Fatalf("socket mode %o gid %d (%v); want 0660, %d", st.Mode&0o777, st.Gid, err, gid)
 	}
-	// This test binary, copied where user nobody may run it, connects.
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "hooksrv.test")
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	connect := func(groups ...uint32) string {
-		cmd := exec.Command(bin, "-test.run=^TestConnectAsOther$")
-		cmd.Env = append(os.Environ(), "STRATA_TEST_CONNECT="+path)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: groups}}
-		out, err := cmd.CombinedOutput()
-		return fmt.Sprint(string(out), err)
+		return testenv.ConnectAs(t, dir, path, &syscall.Credential{Uid: 65534, Gid: 65534, Groups: groups})
 	}
 	if out := connect(); !strings.Contains(out, "permission denied") {
 		t.Errorf("a user outside the group: %q; want permission denied", out)
@@ -66,20 +46,4 @@ func TestSocketGroupAndMode(t *testing.T) {
 	if _, err := Listen(Config{Path: path + "2", GID: -1}, HandlerFunc(func(context.Context, Event) {}), nil); err == nil {
 		t.Error("negative gid accepted")
 	}
-}
-
-// TestConnectAsOther is TestSocketGroupAndMode's other user: it connects
-// to $STRATA_TEST_CONNECT and says how that went.
-func TestConnectAsOther(t *testing.T) {
-	path := os.Getenv("STRATA_TEST_CONNECT")
-	if path == "" {
-		t.Skip("helper of TestSocketGroupAndMode")
-	}
-	c, err := net.Dial("unixpacket", path)
-	if err != nil {
-		fmt.Println("connect:", err)
-		return
-	}
-	c.Close()
-	fmt.Println("connected")
 }

@@ -3,11 +3,8 @@ package spark
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -74,26 +71,10 @@ func TestSocketThroughReadOnlyMount(t *testing.T) {
 		t.Fatalf("root creating a file through the mount: %v; want a read-only file system", err)
 	}
 
-	// This test binary, copied where uid 185 may run it, is the executor.
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(tmp("strata-executor-bin"), "spark.test")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// The executor: uid 185 connecting through the read-only mount.
+	bins := tmp("strata-executor-bin")
 	executor := func() string {
-		cmd := exec.Command(bin, "-test.run=^TestExecutorConnects$")
-		cmd.Dir = "/"
-		cmd.Env = append(os.Environ(), "STRATA_TEST_HOOK_SOCKET="+filepath.Join(pod, "hook.sock"))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 185, Gid: 185}}
-		out, err := cmd.CombinedOutput()
-		return fmt.Sprint(string(out), err)
+		return testenv.ConnectAs(t, bins, filepath.Join(pod, "hook.sock"), &syscall.Credential{Uid: 185, Gid: 185})
 	}
 	if out := executor(); !strings.Contains(out, "connected") {
 		t.Fatalf("uid 185 through the read-only mount: %q; want connected", out)
@@ -112,21 +93,4 @@ func TestSocketThroughReadOnlyMount(t *testing.T) {
 	if out := executor(); !strings.Contains(out, "permission denied") {
 		t.Errorf("uid 185 with the socket at mode 0644: %q; want permission denied", out)
 	}
-}
-
-// TestExecutorConnects is TestSocketThroughReadOnlyMount's executor: it
-// connects to $STRATA_TEST_HOOK_SOCKET as the hook does (SOCK_SEQPACKET)
-// and says how that went.
-func TestExecutorConnects(t *testing.T) {
-	path := os.Getenv("STRATA_TEST_HOOK_SOCKET")
-	if path == "" {
-		t.Skip("helper of TestSocketThroughReadOnlyMount")
-	}
-	c, err := net.Dial("unixpacket", path)
-	if err != nil {
-		fmt.Println("connect:", err)
-		return
-	}
-	c.Close()
-	fmt.Println("connected")
 }
