@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/stratatrace/strata/collector/fetcher"
@@ -81,6 +82,17 @@ func (h *HistoryServer) Stop() {
 
 // Output is the server's last log lines.
 func (h *HistoryServer) Output() string { return h.proc.Output(4000) }
+
+// StopAtCleanup stops the server when t ends, logging its last lines first
+// if t failed.
+func (h *HistoryServer) StopAtCleanup(t testing.TB) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log("--- history server:\n" + h.Output())
+		}
+		h.Stop()
+	})
+}
 
 // WaitApps waits until the server lists every id as completed.
 func (h *HistoryServer) WaitApps(ids []string, timeout time.Duration) error {

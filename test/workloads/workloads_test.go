@@ -275,12 +275,7 @@ func reportSmoke(t *testing.T, series string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log("--- history server:\n" + h.Output())
-		}
-		h.Stop()
-	})
+	h.StopAtCleanup(t)
 	ids := []string{r.App}
 	if haveRecorded {
 		ids = append(ids, RecordedApp)

@@ -24,12 +24,7 @@ func checkSparkHistory(t *testing.T, home, events string, apps []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log("--- history server:\n" + h.Output())
-		}
-		h.Stop()
-	})
+	h.StopAtCleanup(t)
 	if err := h.WaitApps(apps, 90*time.Second); err != nil {
 		t.Fatal(err)
 	}
