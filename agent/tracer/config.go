@@ -47,20 +47,23 @@ type Config struct {
 	MaxFills uint32
 	// RingBytes is the ring buffer size, a power of two ≥ 4096. Default 8 MiB.
 	RingBytes uint32
-	// EventBuffer is the capacity of the Events channel. Default 16384: one
-	// 10 ms drain at 1.6 M events/s, or 1-in-64 sampling of 100 M faults/s.
+	// EventBuffer is the capacity of the Events channel: how far its
+	// consumer may lag behind the reader. Default 16384: 10 ms at 1.6 M
+	// events/s, or 1-in-64 sampling of 100 M faults/s.
 	EventBuffer int
 	// Hook forces one fault hook; HookAuto probes.
 	Hook Hook
 	// NoMajorFaults skips the per-CPU major-fault perf events.
 	NoMajorFaults bool
 	// DrainInterval is the ring reader's deadline while records come.
-	// Default 10 ms.
+	// Default 50 ms: records wait at most that long, far less than the
+	// annotator's flush interval, and the agent wakes at most 20 times a
+	// second however the events come.
 	DrainInterval time.Duration
 	// IdleDrainInterval is the longest deadline: each drain that finds the
 	// ring empty doubles the deadline up to it, so an idle node wakes the
-	// agent 10 times a second rather than 100; a ring a quarter full wakes
-	// the reader at once. Default 100 ms.
+	// agent twice a second; a ring a quarter full wakes the reader at once.
+	// Default 500 ms.
 	IdleDrainInterval time.Duration
 	// LivenessInterval is how often tracked processes are checked for exit,
 	// a backstop for exit notices lost to a full ring, and the online CPUs
@@ -106,10 +109,10 @@ func (c *Config) setDefaults() {
 		c.EventBuffer = 16384
 	}
 	if c.DrainInterval == 0 {
-		c.DrainInterval = 10 * time.Millisecond
+		c.DrainInterval = 50 * time.Millisecond
 	}
 	if c.IdleDrainInterval == 0 {
-		c.IdleDrainInterval = 100 * time.Millisecond
+		c.IdleDrainInterval = 500 * time.Millisecond
 	}
 	c.IdleDrainInterval = max(c.IdleDrainInterval, c.DrainInterval)
 	if c.LivenessInterval == 0 {

@@ -7,10 +7,10 @@
  *
  * Started as -agentpath:libstratahook.so=jar=strata-hook.jar,..., the library
  * is the hook's only agent: it puts the jar on the system class path, calls
- * org.stratatrace.hook.Agent.boot(options) at VMInit and, from its own
- * ClassFileLoadHook, hands Agent.transform the three classes the weaver wants
- * as they load; once it has seen all three it turns the hook off, so the JVM
- * stops posting class loads. A class load costs a name comparison here,
+ * org.stratatrace.hook.Agent.boot(options) on a thread it starts at VMInit
+ * (boot_thread) and, from its own ClassFileLoadHook, hands Agent.transform
+ * the three classes the weaver wants as they load; once it has seen all
+ * three it turns the hook off, so the JVM stops posting class loads. A class load costs a name comparison here,
  * where a java.lang.instrument transformer costs a copy of the class file
  * into a Java array and a call up into Java (about 14 us a class here, over
  * the 8,000 classes a Spark driver loads before its first task).
@@ -33,11 +33,13 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jni.h>
@@ -94,6 +96,7 @@ static void JNICALL on_gc_finish(jvmtiEnv *jvmti)
 }
 
 static void JNICALL on_vm_init(jvmtiEnv *jvmti, JNIEnv *env, jthread thread);
+static void JNICALL on_vm_death(jvmtiEnv *jvmti, JNIEnv *env);
 static void utf(JNIEnv *env, jstring s, char *buf, size_t cap);
 static void JNICALL on_class_load(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined, jobject loader,
 		const char *name, jobject domain, jint len, const unsigned char *data,
@@ -120,6 +123,7 @@ static int setup_jvmti(JavaVM *vm)
 	cb.GarbageCollectionStart = on_gc_start;
 	cb.GarbageCollectionFinish = on_gc_finish;
 	cb.VMInit = on_vm_init;
+	cb.VMDeath = on_vm_death;
 	cb.ClassFileLoadHook = on_class_load;
 	if ((err = (*jvmti)->SetEventCallbacks(jvmti, &cb, sizeof(cb))) != JVMTI_ERROR_NONE)
 		return (int)err;
@@ -189,9 +193,53 @@ static void boot_off(JNIEnv *env, jclass agent, jint reason)
 	report_off((uint8_t)reason, why[0] != '\0' ? why : "the Java side did not start", 1);
 }
 
-/* VMInit: the Java side is loaded through the system class loader (where
+/*
+ * The Java side boots on a thread of its own (boot_thread), not in VMInit
+ * on the JVM's main thread: loading the jar's classes, calibrating object
+ * addresses and starting the native side take about a tenth of a second
+ * of a Spark JVM's start-up, which then overlaps the main thread's own
+ * class loading instead of delaying main(). A class the weaver wants can
+ * only load later (Spark defines it once its SparkContext starts, seconds
+ * on); should one load while the boot still runs, on_class_load waits for
+ * it (boot_wait), at most BOOT_WAIT_S, and otherwise lets it load unwoven.
+ */
+#define BOOT_WAIT_S 30
+enum { BOOT_NONE, BOOT_RUNNING, BOOT_FINISHED };
+static pthread_mutex_t boot_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t boot_cv = PTHREAD_COND_INITIALIZER;
+static int boot_state;              /* under boot_mu */
+static __thread int on_boot_thread; /* this thread runs the boot: never wait for it */
+
+static void boot_set(int state)
+{
+	pthread_mutex_lock(&boot_mu);
+	boot_state = state;
+	pthread_cond_broadcast(&boot_cv);
+	pthread_mutex_unlock(&boot_mu);
+}
+
+/* Waits for a boot under way to finish, at most BOOT_WAIT_S; 1 if one
+ * has finished. */
+static int boot_wait(void)
+{
+	struct timespec until;
+	int done;
+
+	if (on_boot_thread)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += BOOT_WAIT_S;
+	pthread_mutex_lock(&boot_mu);
+	while (boot_state == BOOT_RUNNING && pthread_cond_timedwait(&boot_cv, &boot_mu, &until) != ETIMEDOUT)
+		;
+	done = boot_state == BOOT_FINISHED;
+	pthread_mutex_unlock(&boot_mu);
+	return done;
+}
+
+/* The Java side is loaded through the system class loader (where
  * Agent_OnLoad put the jar) and started with the agent's options. */
-static void JNICALL on_vm_init(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
+static void boot_java(JNIEnv *env)
 {
 	jclass loader_class, agent;
 	jmethodID system_loader, load_class, boot_method;
@@ -199,10 +247,6 @@ static void JNICALL on_vm_init(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
 	jstring name, options;
 	jint reason;
 
-	(void)jvmti;
-	(void)thread;
-	if (boot.options == NULL)
-		return; /* a bare -agentpath: the Java agent starts itself */
 	loader_class = (*env)->FindClass(env, "java/lang/ClassLoader");
 	if (java_failed(env, "find ClassLoader", STRATA_OFF_JAVA_START) || loader_class == NULL)
 		goto off;
@@ -244,6 +288,60 @@ off:
 	stop_class_hook();
 }
 
+static void JNICALL boot_thread(jvmtiEnv *jvmti, JNIEnv *env, void *arg)
+{
+	(void)jvmti;
+	(void)arg;
+	on_boot_thread = 1;
+	boot_java(env);
+	boot_set(BOOT_FINISHED);
+}
+
+/* Starts boot_thread as a JVMTI agent thread (a daemon); 0 on success. */
+static int start_boot_thread(jvmtiEnv *jvmti, JNIEnv *env)
+{
+	jclass thread_class;
+	jmethodID init;
+	jstring name;
+	jobject t;
+
+	thread_class = (*env)->FindClass(env, "java/lang/Thread");
+	init = thread_class != NULL ? (*env)->GetMethodID(env, thread_class, "<init>", "(Ljava/lang/String;)V") : NULL;
+	name = init != NULL ? (*env)->NewStringUTF(env, "strata-hook-boot") : NULL;
+	t = name != NULL ? (*env)->NewObject(env, thread_class, init, name) : NULL;
+	if ((*env)->ExceptionCheck(env) || t == NULL) {
+		(*env)->ExceptionClear(env);
+		return -1;
+	}
+	return (*jvmti)->RunAgentThread(jvmti, t, boot_thread, NULL, JVMTI_THREAD_NORM_PRIORITY) ==
+			JVMTI_ERROR_NONE ? 0 : -1;
+}
+
+/* VMInit: the boot starts on its own thread, or here when no thread can
+ * be made. */
+static void JNICALL on_vm_init(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
+{
+	(void)thread;
+	if (boot.options == NULL)
+		return; /* a bare -agentpath: the Java agent starts itself */
+	boot_set(BOOT_RUNNING);
+	if (start_boot_thread(jvmti, env) == 0)
+		return;
+	on_boot_thread = 1;
+	boot_java(env);
+	on_boot_thread = 0;
+	boot_set(BOOT_FINISHED);
+}
+
+/* VMDeath: a JVM that ends while the boot still runs (java -version) waits
+ * for it, so that it still says whether the hook was on and, if not, why. */
+static void JNICALL on_vm_death(jvmtiEnv *jvmti, JNIEnv *env)
+{
+	(void)jvmti;
+	(void)env;
+	boot_wait();
+}
+
 /* ClassFileLoadHook: hands the woven classes to Agent.transform; any other
  * class costs one prefix comparison. */
 static void JNICALL on_class_load(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined, jobject loader,
@@ -261,13 +359,15 @@ static void JNICALL on_class_load(jvmtiEnv *jvmti, JNIEnv *env, jclass redefined
 	(void)redefined;
 	(void)loader;
 	(void)domain;
-	if (name == NULL || strncmp(name, prefix, sizeof(prefix) - 1) != 0 ||
-			(agent = __atomic_load_n(&boot.agent, __ATOMIC_ACQUIRE)) == NULL)
+	if (name == NULL || strncmp(name, prefix, sizeof(prefix) - 1) != 0)
 		return;
 	for (i = 0; i < sizeof(woven_classes) / sizeof(woven_classes[0]); i++)
 		if (strcmp(name, woven_classes[i]) == 0)
 			break;
 	if (i == sizeof(woven_classes) / sizeof(woven_classes[0]))
+		return;
+	if ((agent = __atomic_load_n(&boot.agent, __ATOMIC_ACQUIRE)) == NULL &&
+			(!boot_wait() || (agent = __atomic_load_n(&boot.agent, __ATOMIC_ACQUIRE)) == NULL))
 		return;
 	bit = 1u << i;
 	if ((__atomic_or_fetch(&boot.seen, bit, __ATOMIC_ACQ_REL) & WOVEN_ALL) == WOVEN_ALL)
@@ -351,6 +451,8 @@ static const char *setup_boot(const char *options, uint8_t *reason)
 		boot.options = NULL;
 		return "cannot enable VMInit and ClassFileLoadHook";
 	}
+	/* Without VMDeath a JVM that ends during the boot just says less. */
+	(*boot.jvmti)->SetEventNotificationMode(boot.jvmti, JVMTI_ENABLE, JVMTI_EVENT_VM_DEATH, NULL);
 	return NULL;
 }
 

@@ -1,6 +1,7 @@
 package spark
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -68,5 +69,40 @@ func TestHookStartup(t *testing.T) {
 			}
 			checkStartupOn(t, out)
 		})
+	}
+}
+
+// TestHookBootAside: the hook boots on a thread of its own, so a JVM's
+// main does not wait for it; a class the weaver wants that loads while the
+// boot still runs (MemoryStore, first thing in the probe's main) waits for
+// it and is woven all the same. Whether main started before the boot ended
+// depends on the machine; the probe says, and the test logs it.
+func TestHookBootAside(t *testing.T) {
+	testenv.RequireJava(t)
+	home := testenv.SparkHome(t, "3.5")
+	jar := testenv.Built(t, "jvmhook/strata-hook.jar")
+	lib := filepath.Join(filepath.Dir(jar), "libstratahook.so")
+	job := testenv.Built(t, "sparkjob/sparkjob-3.5.9.jar")
+	socket := filepath.Join(t.TempDir(), "nobody.sock")
+	for i := 0; i < 3; i++ {
+		out, err := exec.Command("java", "-agentpath:"+lib+"=jar="+jar+",socket="+socket,
+			"-cp", job+":"+filepath.Join(home, "jars", "*"), "org.stratatrace.sparkjob.StrataBootProbe").CombinedOutput()
+		if err != nil {
+			t.Fatalf("the probe under the hook: %v\n%s", err, out)
+		}
+		var booting bool
+		var woven int
+		for _, line := range strings.Split(string(out), "\n") {
+			if _, err := fmt.Sscanf(line, "booting-at-main=%t woven-methods=%d", &booting, &woven); err == nil {
+				break
+			}
+		}
+		// MemoryStore's woven methods: putBytes, putIteratorAsValues,
+		// putIteratorAsBytes, getBytes, getValues, remove, clear and
+		// evictBlocksToFreeSpace (Weaver.java).
+		if woven != 8 {
+			t.Fatalf("run %d: MemoryStore has %d strata$ methods, want 8\n%s", i, woven, out)
+		}
+		t.Logf("run %d: the boot was still running when main started: %t", i, booting)
 	}
 }

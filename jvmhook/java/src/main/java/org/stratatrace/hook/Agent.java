@@ -149,8 +149,13 @@ public final class Agent {
         }
         Woven w = new Woven(prepareAhead());
         Blocks.enabled = true;
-        Runtime.getRuntime().addShutdownHook(new Exit());
         System.err.println("strata-hook: on (" + refs + ")");
+        Exit exit = new Exit();
+        try {
+            Runtime.getRuntime().addShutdownHook(exit);
+        } catch (IllegalStateException e) {
+            exit.run(); // the JVM ended during the boot and waits for it: report now
+        }
         return w;
     }
 
