@@ -188,6 +188,8 @@ public final class Agent {
      * later, after its configuration and RPC set-up), so that the thread
      * loading them does not wait for the weaving (milliseconds, interpreted);
      * should one load sooner, or from other bytes, it is woven as it loads.
+     * When they come from the system class path, the thread then prepares
+     * the handles Spark's threads will use ({@link Spark#prepare}).
      */
     private static Future<Map<String, byte[][]>> prepareAhead() {
         FutureTask<Map<String, byte[][]>> prepared = new FutureTask<>(new Callable<Map<String, byte[][]>>() {
@@ -196,7 +198,19 @@ public final class Agent {
                 return prepare();
             }
         });
-        Thread t = new Thread(prepared, "strata-hook-init");
+        Thread t = new Thread(new Runnable() {
+            @Override
+            public void run() {
+                prepared.run();
+                try {
+                    if (prepared.get().containsKey(Weaver.MEMORY_STORE)) {
+                        Spark.prepare(ClassLoader.getSystemClassLoader());
+                    }
+                } catch (Throwable e) {
+                    // Spark's threads look the handles up themselves.
+                }
+            }
+        }, "strata-hook-init");
         t.setDaemon(true);
         t.start();
         return prepared;

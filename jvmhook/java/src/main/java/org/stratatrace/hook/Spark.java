@@ -73,6 +73,76 @@ final class Spark {
         }
     }
 
+    /**
+     * Looks up the handles for loader (the loader Spark's classes come
+     * from, when the hook can tell ahead) on the calling thread and links
+     * each of them once, so that the first Spark threads to use them find
+     * them ready: the lookups load about twenty of Spark's classes (loaded,
+     * never initialized) and each handle's first call spins its lambda forms,
+     * some tens of milliseconds a task thread would otherwise wait for. A
+     * failure is left to {@link #of}, which prints it when Spark gets there.
+     */
+    static void prepare(ClassLoader l) {
+        Spark s;
+        synchronized (Spark.class) {
+            if (cached != null) {
+                return;
+            }
+            try {
+                s = new Spark(l);
+            } catch (RuntimeException | LinkageError e) {
+                return;
+            }
+            cached = s;
+        }
+        s.link();
+    }
+
+    /**
+     * Calls each handle once with a null receiver, at the type its callers
+     * use, for the NullPointerException: that links it without running any
+     * of Spark's code or initializing its classes. The static ones are left
+     * alone for that reason.
+     */
+    @SuppressWarnings("unused")
+    private void link() {
+        for (MethodHandle h : new MethodHandle[] {entries, serializedBuffer, deserializedValue, chunks, blockName,
+                envConf, executorId, rddStorageLevel, pageTable, pageObject}) {
+            try {
+                Object o = (Object) h.invokeExact((Object) null);
+            } catch (Throwable expected) {
+                // NullPointerException
+            }
+        }
+        for (MethodHandle h : new MethodHandle[] {rddBlockRdd, rddBlockSplit, stageId, stageAttempt, partitionId, rddId,
+                pageNumber}) {
+            try {
+                int i = (int) h.invokeExact((Object) null);
+            } catch (Throwable expected) {
+                // NullPointerException
+            }
+        }
+        for (MethodHandle h : new MethodHandle[] {entrySize, taskAttemptId, tmmTaskAttempt, pageOffset, pageSize}) {
+            try {
+                long j = (long) h.invokeExact((Object) null);
+            } catch (Throwable expected) {
+                // NullPointerException
+            }
+        }
+        for (MethodHandle h : new MethodHandle[] {levelUseMemory, levelDeserialized}) {
+            try {
+                boolean b = (boolean) h.invokeExact((Object) null);
+            } catch (Throwable expected) {
+                // NullPointerException
+            }
+        }
+        try {
+            Object o = (Object) confGet.invokeExact((Object) null, "", (String) null);
+        } catch (Throwable expected) {
+            // NullPointerException
+        }
+    }
+
     private final MethodHandles.Lookup self = MethodHandles.lookup();
 
     private Spark(ClassLoader l) {
