@@ -576,19 +576,40 @@ public final class Blocks {
         }
     }
 
+    /** Forgets a live page the task's end frees, if it is tracked. */
+    private static void endPage(Object page) {
+        Long id = PAGES.remove(page);
+        if (id != null) {
+            Native.free(id, Wire.FREE_TASK_END);
+        }
+    }
+
     /** Before cleanUpAllAllocatedMemory: pages still in the table end with the task. */
     public static void cleanup(Object tmm) {
         if (!enabled) {
             return;
         }
+        if (PAGES.isEmpty()) {
+            return; // no page of any task is live: the common case outside Spark SQL
+        }
         try {
             Spark s = Spark.of(tmm);
             Object[] table = (Object[]) (Object) s.pageTable.invokeExact(tmm);
             synchronized (tmm) {
-                for (Object page : table) {
-                    Long id = page == null ? null : PAGES.remove(page);
-                    if (id != null) {
-                        Native.free(id, Wire.FREE_TASK_END);
+                if (PAGES.size() < table.length) {
+                    // Fewer live pages than the table's 8192 slots: each is this
+                    // task's when the table holds it at its page number.
+                    for (Object page : PAGES.keySet()) {
+                        int number = (int) s.pageNumber.invokeExact(page);
+                        if (number >= 0 && number < table.length && table[number] == page) {
+                            endPage(page);
+                        }
+                    }
+                } else {
+                    for (Object page : table) {
+                        if (page != null) {
+                            endPage(page);
+                        }
                     }
                 }
             }
