@@ -194,8 +194,9 @@ final class PageSet {
             addRun(first + 1, last - first);
             return;
         }
-        for (long p = first + 1; p <= last; p++) {
-            add(p);
+        int n = (int) (last - first); // at most SPAN_PAGES: an int loop with an exclusive bound
+        for (int i = 1; i <= n; i++) {
+            add(first + i);
         }
     }
 
