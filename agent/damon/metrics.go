@@ -10,7 +10,7 @@ func NewCollector(h *Heat) *Collector { return &Collector{h: h} }
 
 var (
 	modeDesc = prometheus.NewDesc("strata_damon_mode",
-		"1 for the mode access heat from DAMON runs in (own kdamond, shared kdamond, unavailable), 0 for the others.", []string{"mode"}, nil)
+		"1 for the mode access heat from DAMON runs in (own kdamond over physical or virtual ranges, shared kdamond, unavailable), 0 for the others.", []string{"mode"}, nil)
 	readsDesc   = prometheus.NewDesc("strata_damon_reads_total", "Tried-region lists read from DAMON.", nil, nil)
 	regionsDesc = prometheus.NewDesc("strata_damon_regions_read_total", "DAMON regions read.", nil, nil)
 	samplesDesc = prometheus.NewDesc("strata_damon_samples_total", "Heat samples of live blocks handed to the annotator.", nil, nil)
@@ -26,7 +26,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeBy
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.h.Stats()
-	for _, m := range []Mode{Own, Shared, Unavailable} {
+	for _, m := range []Mode{Own, OwnVaddr, Shared, Unavailable} {
 		v := 0.0
 		if st.Mode == m {
 			v = 1
