@@ -102,8 +102,8 @@ type Heat struct {
 
 // Open detects the mode (Sysfs.Detect) and, for Own, makes the agent's
 // kdamond (OwnVaddr when it got fvaddr operations), which stays off until
-// Run has blocks to monitor; Status says
-// the mode, for the caller to log once. With Mode "on" a DAMON it cannot use is an error wrapping
+// Run has blocks to monitor; Status says the mode, for the caller to log
+// once. With Mode "on" a DAMON it cannot use is an error wrapping
 // ErrUnavailable; with "auto" the Heat is Unavailable and Run returns at
 // once. Either way, a DAMON whose sysfs lock another reader or writer
 // holds longer than startWait is no error: the Heat starts Unavailable
@@ -214,8 +214,7 @@ func (h *Heat) statusLocked() string {
 // also commits the blocks' physical ranges as the kdamond's target regions
 // when they changed (the first commit turns the kdamond on); in OwnVaddr
 // mode the processes with blocks as its targets, each with its blocks'
-// virtual ranges. It returns at
-// once when Unavailable.
+// virtual ranges. It returns at once when Unavailable.
 func (h *Heat) Run(ctx context.Context, blocks func() []Block, sink Sink) {
 	if h.det.Mode == Unavailable && !h.det.Busy {
 		return
@@ -458,8 +457,10 @@ type Stats struct {
 	Samples uint64 // heat samples handed on
 	Commits uint64 // target-region sets committed to the agent's kdamond
 	Errors  uint64 // updates, reads and commits that failed
-	// NoPages is the live blocks at the last read whose pages the
-	// annotator does not keep (its page cache full), which get no sample.
+	// NoPages is the live blocks at the last read without pages to join,
+	// which get no sample: with physical addresses those whose pages the
+	// annotator does not keep (its page cache full), with virtual ones
+	// those with an empty range and no runs.
 	NoPages int64
 }
 

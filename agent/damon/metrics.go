@@ -17,7 +17,7 @@ var (
 	commitsDesc = prometheus.NewDesc("strata_damon_commits_total", "Target-region sets committed to the agent's own kdamond.", nil, nil)
 	errorsDesc  = prometheus.NewDesc("strata_damon_errors_total", "DAMON updates, reads and commits that failed.", nil, nil)
 	noPagesDesc = prometheus.NewDesc("strata_damon_blocks_without_pages",
-		"Live blocks at the last read whose pages the annotator does not keep, which got no heat sample.", nil, nil)
+		"Live blocks at the last read without pages to join (physical: the annotator does not keep their pages; virtual: an empty range), which got no heat sample.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.

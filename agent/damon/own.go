@@ -74,8 +74,11 @@ type ownKdamond struct {
 	on  bool
 	// ranges are the paddr target regions last committed.
 	ranges []Range
-	// targets are the fvaddr targets last committed, in target order.
+	// targets are the fvaddr targets last committed, in target order;
+	// schemes is how many target schemes its files hold (-1 unknown,
+	// after a failed write).
 	targets []target
+	schemes int
 }
 
 // The agent's kdamond is the only one: it is made when nr_kdamonds is 0.
@@ -265,7 +268,8 @@ func (o *ownKdamond) commitTargets(ts []target) error {
 			return err
 		}
 	}
-	if len(ts) != len(o.targets) {
+	if len(ts) != o.schemes {
+		o.schemes = -1
 		if err := s.writeUint(dir+"/schemes/nr_schemes", uint64(len(ts))); err != nil {
 			return err
 		}
@@ -274,6 +278,7 @@ func (o *ownKdamond) commitTargets(ts []target) error {
 				return err
 			}
 		}
+		o.schemes = len(ts)
 	}
 	if err := o.apply(); err != nil {
 		return err
