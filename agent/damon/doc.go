@@ -18,8 +18,9 @@
 //     addresses of its pid, joined with that process's blocks only. Run
 //     commits the targets when a process gets its first block or loses its
 //     last (or its ranges change), at most once a read; with no target
-//     left it turns the kdamond off (DAMON stops one whose processes all
-//     exited by itself, which the next commit sees and turns it on).
+//     left it turns the kdamond off. DAMON stops the kdamond by itself
+//     when every target's process has exited; the next commit sees it off
+//     and turns it on.
 //   - Own: the same where the kernel has no fvaddr, or Config.Ops is
 //     "paddr": one paddr context (Config's intervals and region bounds)
 //     and one scheme of action stat whose access pattern matches every

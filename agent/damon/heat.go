@@ -286,7 +286,7 @@ func (h *Heat) snapshot(blocks func() []Block) snapshot {
 	for i, b := range s.blocks {
 		if virtual {
 			s.exts[i], s.resolved[i] = virtualExtents(b, h.cfg.PageSize)
-			if s.resolved[i] == 0 {
+			if s.resolved[i] == 0 && b.Runs == nil {
 				noPages++
 			}
 			continue
@@ -457,10 +457,9 @@ type Stats struct {
 	Samples uint64 // heat samples handed on
 	Commits uint64 // target-region sets committed to the agent's kdamond
 	Errors  uint64 // updates, reads and commits that failed
-	// NoPages is the live blocks at the last read without pages to join,
-	// which get no sample: with physical addresses those whose pages the
-	// annotator does not keep (its page cache full), with virtual ones
-	// those with an empty range and no runs.
+	// NoPages is the live blocks at the last read whose pages the
+	// annotator does not keep (its page cache full), which get no sample;
+	// with virtual addresses only those with an empty range too.
 	NoPages int64
 }
 

@@ -3,10 +3,15 @@ package damon
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -316,5 +321,71 @@ func TestVaddrTargets(t *testing.T) {
 	}
 	if got := vaddrTargets(blocks[:1], [][]Range{nil}, 4); len(got) != 0 {
 		t.Fatalf("a block without pages made targets %v", got)
+	}
+}
+
+// TestOwnVaddrMetricMode: strata_damon_mode says own for the fvaddr
+// kdamond, keeping the label set dashboards read.
+func TestOwnVaddrMetricMode(t *testing.T) {
+	f := newFakeKernel(t)
+	h, err := Open(f.sysfs(), DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if h.Mode() != OwnVaddr {
+		t.Fatalf("mode %v", h.Mode())
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(h))
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, fam := range families {
+		if fam.GetName() != "strata_damon_mode" {
+			continue
+		}
+		for _, m := range fam.GetMetric() {
+			got[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+		}
+	}
+	if want := map[string]float64{"own": 1, "shared": 0, "unavailable": 0}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("strata_damon_mode %v, want %v", got, want)
+	}
+}
+
+// TestOwnVaddrSchemesAfterAFailedWrite: a commit that fails while writing
+// the target schemes leaves their number unknown, so the next commit with
+// as many targets writes them again rather than trusting half-written
+// files.
+func TestOwnVaddrSchemesAfterAFailedWrite(t *testing.T) {
+	f := newFakeKernel(t)
+	s := f.sysfs()
+	broken := true
+	s.written = func(rel, v string) {
+		f.written(rel, v)
+		if broken && strings.HasSuffix(rel, "/schemes/nr_schemes") && v == "2" {
+			os.Remove(filepath.Join(f.root, adminDir, "kdamonds/0/contexts/0/schemes/1/action"))
+		}
+	}
+	h, err := Open(s, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	two := []target{{pid: 1, ranges: []Range{{base, base + page}}}, {pid: 2, ranges: []Range{{base, base + page}}}}
+	if err := h.own.commitTargets(two); err == nil || h.own.schemes != -1 || h.own.on {
+		t.Fatalf("commit with a scheme file missing: %v, schemes %d, on %v", err, h.own.schemes, h.own.on)
+	}
+	broken = false
+	f.writes = nil
+	if err := h.own.commitTargets(two); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(f.writes, "kdamonds/0/contexts/0/schemes/nr_schemes 2") || f.read("kdamonds/0/contexts/0/schemes/1/filters/0/damon_target_idx") != "1" ||
+		h.own.schemes != 2 || !h.own.on {
+		t.Fatalf("second commit: schemes %d, on %v, writes %v", h.own.schemes, h.own.on, f.writes)
 	}
 }
