@@ -659,6 +659,9 @@ func (a *Annotator) AddHeat(h *stratav1.HeatSample) {
 type BlockRuns struct {
 	PID   uint32
 	Block *stratav1.SparkBlock
+	// Vaddr and Length are the block's range in the process's address
+	// space as the hook last reported it (after its latest move).
+	Vaddr, Length uint64
 	// Runs are the pages of the block's range, or of its walk's objects,
 	// as last resolved; nil when the annotator does not keep them (its
 	// page cache full, or the block moved and has not been resolved since).
@@ -666,13 +669,14 @@ type BlockRuns struct {
 	Resolved time.Time
 }
 
-// LiveRuns lists every live block, by pid and hook id, with the runs it
-// keeps for the block. The runs are shared: callers must not modify them.
+// LiveRuns lists every live block, by pid and hook id, with its range and
+// the runs it keeps for the block. The runs are shared: callers must not modify them.
 func (a *Annotator) LiveRuns() []BlockRuns {
 	a.mu.Lock()
 	out := make([]BlockRuns, 0, len(a.blocks))
 	for key, lb := range a.blocks {
-		out = append(out, BlockRuns{PID: key.PID, Block: sparkBlock(lb.session, lb.block), Runs: lb.runs, Resolved: lb.resolved})
+		out = append(out, BlockRuns{PID: key.PID, Block: sparkBlock(lb.session, lb.block), Vaddr: lb.vaddr, Length: lb.length,
+			Runs: lb.runs, Resolved: lb.resolved})
 	}
 	a.mu.Unlock()
 	slices.SortFunc(out, func(x, y BlockRuns) int {

@@ -10,8 +10,8 @@ import (
 )
 
 // TestLiveRunsAndHeat: LiveRuns lists every live block, by pid and hook
-// id, with the pages of its latest resolution (the moved range's after a
-// MOVE, none once freed, none for a block whose pages the cache could not
+// id, with its range and the pages of its latest resolution (the moved
+// range and its pages after a MOVE, none once freed, none for a block whose pages the cache could not
 // keep); AddHeat's samples ride in the next batch beside the records.
 func TestLiveRunsAndHeat(t *testing.T) {
 	sink := &memSink{}
@@ -26,8 +26,8 @@ func TestLiveRunsAndHeat(t *testing.T) {
 	if len(live) != 2 || live[0].Block.GetHookBlockId() != 1 || live[1].Block.GetHookBlockId() != 2 {
 		t.Fatalf("live = %+v, want blocks 1 and 2 in that order", live)
 	}
-	if live[0].Runs != nil || live[0].PID != 42 {
-		t.Fatalf("block 1 = %+v, want pid 42 and no runs (cache full)", live[0])
+	if live[0].Runs != nil || live[0].PID != 42 || live[0].Vaddr != 0x10000 || live[0].Length != 0x4000 {
+		t.Fatalf("block 1 = %+v, want pid 42, range [0x10000, 0x14000) and no runs (cache full)", live[0])
 	}
 	if r := live[1].Runs; len(r) != 1 || r[0].GetPfn() != 0x20 || r[0].GetCount() != 2 || live[1].Resolved.IsZero() {
 		t.Fatalf("block 2 runs = %v at %v, want 2 pages from pfn 0x20", r, live[1].Resolved)
@@ -38,8 +38,8 @@ func TestLiveRunsAndHeat(t *testing.T) {
 	a.HandleEvent(ctx, ev(s, hooksrv.EventMove, stratav1.AccessKind_ACCESS_KIND_MOVE, 2, 0x50000, 0x2000))
 	a.HandleEvent(ctx, ev(s, hooksrv.EventFree, stratav1.AccessKind_ACCESS_KIND_FREE, 1, 0x10000, 0x4000))
 	live = a.LiveRuns()
-	if len(live) != 1 || live[0].Runs[0].GetPfn() != 0x50 {
-		t.Fatalf("after move and free: %+v, want block 2 at pfn 0x50", live)
+	if len(live) != 1 || live[0].Runs[0].GetPfn() != 0x50 || live[0].Vaddr != 0x50000 || live[0].Length != 0x2000 {
+		t.Fatalf("after move and free: %+v, want block 2 at [0x50000, 0x52000), pfn 0x50", live)
 	}
 
 	heat := &stratav1.HeatSample{AppId: "app-1", Pid: 42, HookBlockId: 2, ResolvedBytes: 8192, CoveredBytes: 4096}

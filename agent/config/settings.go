@@ -68,6 +68,8 @@ var settings = []setting{
 	{"kernel-max-blocks", "", "blocks the kernel fault tracer counts at once", func(c *Config) any { return &c.KernelMaxBlocks }},
 
 	{"damon", "", "access heat from DAMON: auto (own kdamond, or share a running one, else none), on (must work) or off", func(c *Config) any { return &c.Damon.Mode }},
+	{"damon-ops", "", "what the agent's own kdamond monitors: auto (each hooked process's virtual ranges where the kernel has fvaddr, else physical ranges) or paddr (physical ranges always)",
+		func(c *Config) any { return &c.Damon.Ops }},
 	{"damon-sample", "", "DAMON sampling interval of the agent's own kdamond: one access check per region this often", func(c *Config) any { return &c.Damon.Sample }},
 	{"damon-aggr", "", "DAMON aggregation interval of the agent's own kdamond: nr_accesses counts checks within it", func(c *Config) any { return &c.Damon.Aggr }},
 	{"damon-update", "", "DAMON regions-update interval of the agent's own kdamond", func(c *Config) any { return &c.Damon.Update }},

@@ -23,6 +23,9 @@ const (
 	// Shared: the agent reads the regions of a kdamond something else
 	// runs, without changing any of its inputs.
 	Shared
+	// OwnVaddr: the agent runs a kdamond of its own over the live blocks'
+	// virtual ranges, one target per hooked process.
+	OwnVaddr
 )
 
 func (m Mode) String() string {
@@ -31,11 +34,14 @@ func (m Mode) String() string {
 		return "own"
 	case Shared:
 		return "shared"
+	case OwnVaddr:
+		return "own-vaddr"
 	}
 	return "unavailable"
 }
 
-// Range is [Start, End) of physical memory, in bytes.
+// Range is [Start, End) of memory, in bytes: physical, or virtual in one
+// process's address space.
 type Range struct{ Start, End uint64 }
 
 // Region is one region DAMON reports: its range, in how many sampling
@@ -106,7 +112,8 @@ const maxKdamonds = 64
 
 // Detect reads DAMON's sysfs interface, changing nothing, and says which
 // mode the agent can take: Own when no kdamond directory exists (the agent
-// may make one), Shared when a kdamond that is on has a paddr context with
+// may make one; which operations it gets, and so Own or OwnVaddr, only the
+// context it makes can say), Shared when a kdamond that is on has a paddr context with
 // a scheme (its tried regions can be read), else Unavailable with the
 // reason. A kdamond directory something else made and left off is not
 // taken: changing nr_kdamonds makes the kernel rebuild every kdamond
@@ -347,7 +354,14 @@ type view struct {
 	// partial: the scheme lists only the regions it matched.
 	partial bool
 	source  string
+	// pid is the process whose virtual addresses the regions are (the
+	// agent's fvaddr kdamond); 0 for physical addresses.
+	pid uint32
 }
+
+// takes reports whether b's extents are in the address space v's regions
+// are: every block's for physical addresses, its process's for virtual.
+func (v view) takes(b Block) bool { return v.pid == 0 || v.pid == b.PID }
 
 // sharedViews lists the schemes of running kdamonds' paddr contexts.
 func sharedViews(kds []Kdamond) []view {

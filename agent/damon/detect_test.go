@@ -58,6 +58,61 @@ func TestDetect(t *testing.T) {
 	}
 }
 
+// TestOwnOperations: where no kdamond runs, the operations of the
+// agent's kdamond follow the kernel's avail_operations and --damon-ops:
+// fvaddr (mode own-vaddr) where listed unless paddr is forced, else paddr
+// (own); a kernel with neither leaves no kdamond behind.
+func TestOwnOperations(t *testing.T) {
+	for _, tc := range []struct {
+		name, avail, ops string
+		mode             Mode
+		written          string // the operations file after Open
+		status           string // its prefix
+	}{
+		{"vaddr, fvaddr and paddr", "vaddr\nfvaddr\npaddr", "auto", OwnVaddr, "fvaddr",
+			"own-vaddr: kdamond 0 of the agent's, fvaddr, a target per hooked process and a stat scheme per target over every region"},
+		{"empty ops is auto", "vaddr fvaddr paddr", "", OwnVaddr, "fvaddr", "own-vaddr: "},
+		{"virtual only", "vaddr\nfvaddr", "auto", OwnVaddr, "fvaddr", "own-vaddr: "},
+		{"paddr forced", "vaddr\nfvaddr\npaddr", "paddr", Own, "paddr", "own: kdamond 0 scheme 0 stat, every region"},
+		{"paddr alone (this kernel)", "paddr", "auto", Own, "paddr", "own: kdamond 0 scheme 0 stat, every region"},
+		{"vaddr without fvaddr", "vaddr\npaddr", "auto", Own, "paddr", "own: "},
+		{"no avail_operations file", "", "auto", Own, "paddr", "own: "},
+		{"paddr forced, kernel without it", "vaddr\nfvaddr", "paddr", Unavailable, "",
+			"unavailable: cannot make a kdamond: no physical-address operations (avail_operations: vaddr fvaddr)"},
+		{"neither", "vaddr", "auto", Unavailable, "",
+			"unavailable: cannot make a kdamond: neither fixed-virtual-address nor physical-address operations (avail_operations: vaddr)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeKernel(t)
+			f.avail = tc.avail
+			cfg := DefaultConfig()
+			cfg.Ops = tc.ops
+			h, err := Open(f.sysfs(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			if h.Mode() != tc.mode || !strings.HasPrefix(h.Status(), tc.status) {
+				t.Fatalf("%v %q, want %v %q", h.Mode(), h.Status(), tc.mode, tc.status)
+			}
+			if tc.mode == Unavailable {
+				if n := f.read("kdamonds/nr_kdamonds"); n != "0" {
+					t.Fatalf("nr_kdamonds %s after the refusal, want 0", n)
+				}
+				return
+			}
+			if ops := f.read("kdamonds/0/contexts/0/operations"); ops != tc.written {
+				t.Fatalf("operations %q, want %q", ops, tc.written)
+			}
+		})
+	}
+	cfg := DefaultConfig()
+	cfg.Ops = "vaddr"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `damon ops = "vaddr", want auto or paddr`) {
+		t.Fatalf("Validate: %v", err)
+	}
+}
+
 // TestDetectSharedReadsTheKdamond: everything the shared mode reports of
 // this machine's kdamond, and the source its samples cite.
 func TestDetectSharedReadsTheKdamond(t *testing.T) {

@@ -1,6 +1,7 @@
 package damon
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,4 +42,39 @@ func TestParseOps(t *testing.T) {
 	if got := strings.Join(parseOps([]byte("vaddr\nfvaddr\npaddr\n")), ","); got != "vaddr,fvaddr,paddr" {
 		t.Fatalf("ops %q", got)
 	}
+}
+
+// FuzzChooseOps: any avail_operations gives fvaddr only where it lists
+// fvaddr and paddr is not forced, paddr only where it lists paddr, or an
+// error naming what it lists; never a panic.
+func FuzzChooseOps(f *testing.F) {
+	f.Add([]byte("vaddr\nfvaddr\npaddr\n"), false)
+	f.Add([]byte("paddr"), false)
+	f.Add([]byte("vaddr fvaddr"), true)
+	f.Add([]byte(""), false)
+	f.Add([]byte("fvaddrpaddr\x00 \t"), true)
+	f.Fuzz(func(t *testing.T, avail []byte, paddr bool) {
+		want := "auto"
+		if paddr {
+			want = "paddr"
+		}
+		listed := parseOps(avail)
+		ops, err := chooseOps(listed, want)
+		switch {
+		case err != nil:
+			if ops != "" || (!paddr && slices.Contains(listed, "fvaddr")) || slices.Contains(listed, "paddr") {
+				t.Fatalf("%q, paddr %v: %q, %v", avail, paddr, ops, err)
+			}
+		case ops == "fvaddr":
+			if paddr || !slices.Contains(listed, "fvaddr") {
+				t.Fatalf("%q, paddr %v: fvaddr", avail, paddr)
+			}
+		case ops == "paddr":
+			if listed != nil && (!slices.Contains(listed, "paddr") || (!paddr && slices.Contains(listed, "fvaddr"))) {
+				t.Fatalf("%q, paddr %v: paddr", avail, paddr)
+			}
+		default:
+			t.Fatalf("%q, paddr %v: operations %q", avail, paddr, ops)
+		}
+	})
 }

@@ -20,6 +20,10 @@ type Config struct {
 	// Mode is "auto" (own or shared as Detect finds, else none), "on"
 	// (Open fails when neither is possible) or "off".
 	Mode string
+	// Ops is what the agent's own kdamond monitors: "auto" (or empty) the
+	// virtual ranges of each hooked process where the kernel has fvaddr
+	// operations, else physical ranges; "paddr" physical ranges always.
+	Ops string
 	// Sample and Aggr are DAMON's sampling interval (one access check per
 	// region) and aggregation interval (nr_accesses counts the checks
 	// that found an access within it); Update is its regions-update
@@ -39,7 +43,7 @@ type Config struct {
 // DefaultConfig is the cheap default: one check per region every 200 ms,
 // at most 1000 regions, read every 10 s.
 func DefaultConfig() Config {
-	return Config{Mode: "auto", Sample: 200 * time.Millisecond, Aggr: 4 * time.Second, Update: time.Minute,
+	return Config{Mode: "auto", Ops: "auto", Sample: 200 * time.Millisecond, Aggr: 4 * time.Second, Update: time.Minute,
 		MinRegions: 10, MaxRegions: 1000, ReadInterval: 10 * time.Second}
 }
 
@@ -48,6 +52,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if m := strings.ToLower(c.Mode); m != "auto" && m != "on" && m != "off" {
 		errs = append(errs, fmt.Errorf("damon = %q, want one of auto, on, off", c.Mode))
+	}
+	if o := strings.ToLower(c.Ops); o != "" && o != "auto" && o != opsPaddr {
+		errs = append(errs, fmt.Errorf("damon ops = %q, want auto or paddr", c.Ops))
 	}
 	if c.Sample < time.Microsecond || c.Update < time.Microsecond {
 		errs = append(errs, errors.New("damon sample and update intervals must be at least 1us"))
@@ -86,7 +93,7 @@ type Heat struct {
 	own   *ownKdamond
 	views []view
 	// pending counts tried-region updates still waiting in the kernel,
-	// which Close waits for in Own mode.
+	// which Close waits for in Own and OwnVaddr modes.
 	pending sync.WaitGroup
 
 	reads, regions, samples, commits, errs atomic.Uint64
@@ -94,8 +101,9 @@ type Heat struct {
 }
 
 // Open detects the mode (Sysfs.Detect) and, for Own, makes the agent's
-// kdamond, which stays off until Run has blocks to monitor; Status says
-// the mode, for the caller to log once. With Mode "on" a DAMON it cannot use is an error wrapping
+// kdamond (OwnVaddr when it got fvaddr operations), which stays off until
+// Run has blocks to monitor; Status says the mode, for the caller to log
+// once. With Mode "on" a DAMON it cannot use is an error wrapping
 // ErrUnavailable; with "auto" the Heat is Unavailable and Run returns at
 // once. Either way, a DAMON whose sysfs lock another reader or writer
 // holds longer than startWait is no error: the Heat starts Unavailable
@@ -144,6 +152,10 @@ func (h *Heat) setup(d Detection) {
 			return
 		}
 		h.own = o
+		if o.virtual() {
+			h.det.Mode = OwnVaddr
+			return
+		}
 		h.views = []view{newView(true, o.ctx, o.ctx.Schemes[0])}
 	case Shared:
 		h.views = sharedViews(d.Kdamonds)
@@ -173,6 +185,11 @@ func (h *Heat) statusLocked() string {
 		c := h.own.ctx
 		return fmt.Sprintf("%s (sampling %s, aggregation %s, %d..%d regions)", h.views[0].source, c.Sample, c.Aggr,
 			h.cfg.MinRegions, h.cfg.MaxRegions)
+	case OwnVaddr:
+		c := h.own.ctx
+		return fmt.Sprintf("own-vaddr: kdamond %d of the agent's, %s, a target per hooked process and a stat scheme "+
+			"per target over every region (sampling %s, aggregation %s, %d..%d regions)", ownIndex, c.Ops, c.Sample, c.Aggr,
+			h.cfg.MinRegions, h.cfg.MaxRegions)
 	case Shared:
 		var parts []string
 		partial := false
@@ -195,8 +212,9 @@ func (h *Heat) statusLocked() string {
 // Run reads DAMON's regions every period until ctx ends, joins them with
 // blocks' pages and hands each live block's sample to sink. In Own mode it
 // also commits the blocks' physical ranges as the kdamond's target regions
-// when they changed (the first commit turns the kdamond on). It returns at
-// once when Unavailable.
+// when they changed (the first commit turns the kdamond on); in OwnVaddr
+// mode the processes with blocks as its targets, each with its blocks'
+// virtual ranges. It returns at once when Unavailable.
 func (h *Heat) Run(ctx context.Context, blocks func() []Block, sink Sink) {
 	if h.det.Mode == Unavailable && !h.det.Busy {
 		return
@@ -245,6 +263,9 @@ func (h *Heat) period() time.Duration {
 	for _, v := range h.views {
 		p = max(p, v.ctx.Aggr)
 	}
+	if h.own != nil {
+		p = max(p, h.own.ctx.Aggr)
+	}
 	return max(p, 100*time.Millisecond)
 }
 
@@ -255,11 +276,21 @@ type snapshot struct {
 	resolved []uint64
 }
 
+// snapshot lists the blocks with their extents: physical (their runs'
+// PFNs), or virtual for the agent's fvaddr kdamond.
 func (h *Heat) snapshot(blocks func() []Block) snapshot {
 	s := snapshot{blocks: blocks()}
 	s.exts, s.resolved = make([][]Range, len(s.blocks)), make([]uint64, len(s.blocks))
+	virtual := h.own != nil && h.own.virtual()
 	noPages := 0
 	for i, b := range s.blocks {
+		if virtual {
+			s.exts[i], s.resolved[i] = virtualExtents(b, h.cfg.PageSize)
+			if s.resolved[i] == 0 && b.Runs == nil {
+				noPages++
+			}
+			continue
+		}
 		if b.Runs == nil {
 			noPages++
 		}
@@ -269,8 +300,12 @@ func (h *Heat) snapshot(blocks func() []Block) snapshot {
 	return s
 }
 
-// round is one read (and, Own, one commit).
+// round is one read (and, Own and OwnVaddr, one commit).
 func (h *Heat) round(ctx context.Context, blocks func() []Block, sink Sink) {
+	if h.own != nil && h.own.virtual() {
+		h.roundVaddr(ctx, blocks, sink)
+		return
+	}
 	if h.own != nil {
 		var snap snapshot
 		if h.own.on {
@@ -306,6 +341,30 @@ func (h *Heat) round(ctx context.Context, blocks func() []Block, sink Sink) {
 	}
 }
 
+// roundVaddr reads the agent's fvaddr kdamond's targets' regions, then
+// commits the processes with live blocks as its targets when they or their
+// ranges changed.
+func (h *Heat) roundVaddr(ctx context.Context, blocks func() []Block, sink Sink) {
+	var snap snapshot
+	if h.own.on {
+		snap = h.read(ctx, ownIndex, h.own.views(), blocks, sink)
+	} else {
+		snap = h.snapshot(blocks)
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	ts := vaddrTargets(snap.blocks, snap.exts, h.cfg.MaxRegions/2)
+	if slices.EqualFunc(ts, h.own.targets, target.equal) {
+		return
+	}
+	if err := h.own.commitTargets(ts); err != nil {
+		h.fail("commit targets", err)
+		return
+	}
+	h.commits.Add(1)
+}
+
 // read has kdamond k fill its tried regions, then joins each view's with
 // the blocks live then and hands on their samples; it returns the
 // snapshot of the blocks (taken all the same when the update failed).
@@ -326,15 +385,21 @@ func (h *Heat) read(ctx context.Context, k int, views []view, blocks func() []Bl
 		}
 		h.reads.Add(1)
 		h.regions.Add(uint64(len(regions)))
-		for i, b := range snap.blocks {
-			if snap.resolved[i] == 0 {
-				continue
-			}
-			sink.AddHeat(v.sample(b, joinBlock(snap.exts[i], snap.resolved[i], v.ctx.Ranges, regions), at))
-			h.samples.Add(1)
-		}
+		h.join(v, snap, regions, at, sink)
 	}
 	return snap
+}
+
+// join hands sink a sample of each block of snap in v's address space
+// with resolved bytes, joined with v's regions read at time at.
+func (h *Heat) join(v view, snap snapshot, regions []Region, at time.Time, sink Sink) {
+	for i, b := range snap.blocks {
+		if snap.resolved[i] == 0 || !v.takes(b) {
+			continue
+		}
+		sink.AddHeat(v.sample(b, joinBlock(snap.exts[i], snap.resolved[i], v.ctx.Ranges, regions), at))
+		h.samples.Add(1)
+	}
 }
 
 // update runs UpdateTried(k), which blocks in the kernel until the next
@@ -366,10 +431,11 @@ func (h *Heat) fail(what string, err error) {
 	h.log.Warn(what, "err", err)
 }
 
-// Close, in Own mode, waits for an update still in the kernel (it holds
-// DAMON's sysfs lock), then turns the agent's kdamond off and removes it,
-// logging a failure as well as returning it; in the other modes it has
-// nothing to undo and returns at once. Run must have returned.
+// Close, in Own and OwnVaddr modes, waits for an update still in the
+// kernel (it holds DAMON's sysfs lock), then turns the agent's kdamond off
+// and removes it, logging a failure as well as returning it; in the other
+// modes it has nothing to undo and returns at once. Run must have
+// returned.
 func (h *Heat) Close() error {
 	if h.own == nil {
 		return nil
@@ -392,7 +458,8 @@ type Stats struct {
 	Commits uint64 // target-region sets committed to the agent's kdamond
 	Errors  uint64 // updates, reads and commits that failed
 	// NoPages is the live blocks at the last read whose pages the
-	// annotator does not keep (its page cache full), which get no sample.
+	// annotator does not keep (its page cache full), which get no sample;
+	// with virtual addresses only those with an empty range too.
 	NoPages int64
 }
 

@@ -1,6 +1,7 @@
 package damon
 
 import (
+	"math"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -8,14 +9,48 @@ import (
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
-// Block is a live block with the pages of its latest resolution.
+// Block is a live block with its range and the pages of its latest
+// resolution.
 type Block struct {
 	PID   uint32
 	Block *stratav1.SparkBlock
-	// Runs are its pages as last resolved, nil when the annotator does not
-	// keep them; pages moved since are not followed.
+	// Vaddr and Length are its range in the process's address space, as
+	// the hook last reported it.
+	Vaddr, Length uint64
+	// Runs are its pages as last resolved (of its range, or of its walk's
+	// objects), nil when the annotator does not keep them; pages moved
+	// since are not followed.
 	Runs     []*stratav1.PageRun
 	Resolved time.Time
+}
+
+// virtualExtents returns the virtual pages of b, those holding a byte of
+// its range and those of its runs (a walk's objects lie outside the
+// range), sorted and merged, and their bytes.
+func virtualExtents(b Block, pageSize uint64) ([]Range, uint64) {
+	var rs []Range
+	page := func(start, end uint64) {
+		start -= start % pageSize
+		if r := end % pageSize; r != 0 {
+			if end > math.MaxUint64-(pageSize-r) {
+				return
+			}
+			end += pageSize - r
+		}
+		if end > start {
+			rs = append(rs, Range{start, end})
+		}
+	}
+	if b.Length > 0 && b.Vaddr <= math.MaxUint64-b.Length {
+		page(b.Vaddr, b.Vaddr+b.Length)
+	}
+	for _, r := range b.Runs {
+		if n := uint64(r.GetCount()) * pageSize; r.GetVaddr() <= math.MaxUint64-n {
+			page(r.GetVaddr(), r.GetVaddr()+n)
+		}
+	}
+	rs = mergeRanges(rs)
+	return rs, rangeBytes(rs)
 }
 
 // extents returns the physical ranges of the pages of runs that have a
@@ -29,11 +64,16 @@ func extents(runs []*stratav1.PageRun, pageSize uint64) ([]Range, uint64) {
 		})
 	}
 	rs = mergeRanges(rs)
-	var bytes uint64
+	return rs, rangeBytes(rs)
+}
+
+// rangeBytes is the bytes of disjoint ranges.
+func rangeBytes(rs []Range) uint64 {
+	var n uint64
 	for _, r := range rs {
-		bytes += r.End - r.Start
+		n += r.End - r.Start
 	}
-	return rs, bytes
+	return n
 }
 
 // blockHeat is one block's pages joined with one read of regions.

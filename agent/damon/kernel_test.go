@@ -19,15 +19,19 @@ type fakeKernel struct {
 	// writes are every write, "path value", in order.
 	writes []string
 	// heat gives a monitored region's nr_accesses and age when
-	// update_schemes_tried_regions fills the tried regions; nil: 0, 0.
-	heat func(Range) (nr, age uint64)
+	// update_schemes_tried_regions fills the tried regions, given its
+	// target's pid_target (0 for paddr); nil: 0, 0.
+	heat func(pid uint64, r Range) (nr, age uint64)
+	// avail is what a new context's avail_operations lists; "" makes no
+	// such file, as older kernels have none.
+	avail string
 	// fixedTried: update_schemes_tried_regions leaves the tried regions
 	// the test made.
 	fixedTried bool
 }
 
 func newFakeKernel(t *testing.T) *fakeKernel {
-	f := &fakeKernel{t: t, root: t.TempDir()}
+	f := &fakeKernel{t: t, root: t.TempDir(), avail: "vaddr\nfvaddr\npaddr"}
 	f.file("kdamonds/nr_kdamonds", "0")
 	return f
 }
@@ -85,7 +89,10 @@ func (f *fakeKernel) written(rel, v string) {
 		f.dirs("kdamonds", n, func(kd string) { f.files(kd, "state", "off", "pid", "-1", "contexts/nr_contexts", "0") })
 	case "nr_contexts":
 		f.dirs(dir, n, func(c string) {
-			f.files(c, "operations", "vaddr", "avail_operations", "vaddr\nfvaddr\npaddr", "addr_unit", "1",
+			if f.avail != "" {
+				f.file(c+"/avail_operations", f.avail)
+			}
+			f.files(c, "operations", "vaddr", "addr_unit", "1",
 				"monitoring_attrs/intervals/sample_us", "5000", "monitoring_attrs/intervals/aggr_us", "100000",
 				"monitoring_attrs/intervals/update_us", "1000000", "monitoring_attrs/intervals/intervals_goal/aggrs", "0",
 				"monitoring_attrs/nr_regions/min", "10", "monitoring_attrs/nr_regions/max", "1000",
@@ -103,6 +110,11 @@ func (f *fakeKernel) written(rel, v string) {
 				"access_pattern/nr_accesses/min", "0", "access_pattern/nr_accesses/max", "0",
 				"access_pattern/age/min", "0", "access_pattern/age/max", "0",
 				"quotas/ms", "0", "quotas/bytes", "0", "filters/nr_filters", "0", "tried_regions/total_bytes", "0")
+		})
+	case "nr_filters":
+		f.dirs(dir, n, func(fd string) {
+			f.files(fd, "type", "anon", "matching", "N", "allow", "N", "memcg_path", "", "addr_start", "0", "addr_end", "0",
+				"damon_target_idx", "0", "min", "0", "max", "0")
 		})
 	case "state":
 		switch v {
@@ -122,24 +134,44 @@ func (f *fakeKernel) written(rel, v string) {
 }
 
 // fillTried lists every monitored region of each scheme of kdamond kd as
-// tried, numbered 0, 2, 4, ... as this kernel numbers them.
+// tried, numbered 0, 2, 4, ... as this kernel numbers them, in target
+// order. A scheme's target filter (type target, matching N: it takes the
+// other targets' regions and rejects them) leaves its target's alone.
 func (f *fakeKernel) fillTried(kd string) {
+	type region struct {
+		Range
+		target int
+		pid    uint64
+	}
 	for c := range atoi(f.read(kd + "/contexts/nr_contexts")) {
 		cd := fmt.Sprintf("%s/contexts/%d", kd, c)
-		var rs []Range
+		var rs []region
 		for tg := range atoi(f.read(cd + "/targets/nr_targets")) {
+			pid := uint64(atoi(f.read(fmt.Sprintf("%s/targets/%d/pid_target", cd, tg))))
 			rd := fmt.Sprintf("%s/targets/%d/regions", cd, tg)
 			for r := range atoi(f.read(rd + "/nr_regions")) {
-				rs = append(rs, Range{uint64(atoi(f.read(fmt.Sprintf("%s/%d/start", rd, r)))), uint64(atoi(f.read(fmt.Sprintf("%s/%d/end", rd, r))))})
+				rs = append(rs, region{Range{uint64(atoi(f.read(fmt.Sprintf("%s/%d/start", rd, r)))),
+					uint64(atoi(f.read(fmt.Sprintf("%s/%d/end", rd, r))))}, tg, pid})
 			}
 		}
 		for s := range atoi(f.read(cd + "/schemes/nr_schemes")) {
-			td := fmt.Sprintf("%s/schemes/%d/tried_regions", cd, s)
+			sd := fmt.Sprintf("%s/schemes/%d", cd, s)
+			only := -1
+			if atoi(f.read(sd+"/filters/nr_filters")) > 0 {
+				if f.read(sd+"/filters/0/type") != "target" || f.read(sd+"/filters/0/matching") != "N" || f.read(sd+"/filters/0/allow") != "N" {
+					f.t.Fatalf("scheme %s: a filter the fake kernel does not apply", sd)
+				}
+				only = atoi(f.read(sd + "/filters/0/damon_target_idx"))
+			}
+			td := sd + "/tried_regions"
 			f.dirs(td, 0, nil)
 			for i, r := range rs {
+				if only >= 0 && r.target != only {
+					continue
+				}
 				var nr, age uint64
 				if f.heat != nil {
-					nr, age = f.heat(r)
+					nr, age = f.heat(r.pid, r.Range)
 				}
 				f.files(fmt.Sprintf("%s/%d", td, 2*i), "start", u(r.Start), "end", u(r.End), "nr_accesses", u(nr), "age", u(age), "sz_filter_passed", "0")
 			}

@@ -26,9 +26,13 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeBy
 // Collect implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.h.Stats()
+	mode := st.Mode
+	if mode == OwnVaddr { // an own kdamond too: the label set stays the one dashboards read
+		mode = Own
+	}
 	for _, m := range []Mode{Own, Shared, Unavailable} {
 		v := 0.0
-		if st.Mode == m {
+		if mode == m {
 			v = 1
 		}
 		ch <- prometheus.MustNewConstMetric(modeDesc, prometheus.GaugeValue, v, m.String())

@@ -39,13 +39,14 @@ func TestOwnKdamond(t *testing.T) {
 	// The region from PFN 0x1000 is accessed at every check (20 in an
 	// aggregation interval of 4 s sampled every 200 ms); the other is cold
 	// for 7 aggregation intervals.
-	f.heat = func(r Range) (uint64, uint64) {
+	f.heat = func(_ uint64, r Range) (uint64, uint64) {
 		if r.Start == 0x1000*4096 {
 			return 20, 3
 		}
 		return 0, 7
 	}
 	cfg := DefaultConfig()
+	cfg.Ops = "paddr"                     // the fake kernel has fvaddr too
 	cfg.MinRegions, cfg.MaxRegions = 3, 4 // two target regions at most
 	h, err := Open(f.sysfs(), cfg)
 	if err != nil {
@@ -102,30 +103,6 @@ func TestOwnKdamond(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	golden(t, "testdata/own.golden", strings.Join(f.writes, "\n")+"\n")
-}
-
-// TestOwnRefusedWithoutPaddr: a kernel without paddr operations leaves no
-// kdamond behind.
-func TestOwnRefusedWithoutPaddr(t *testing.T) {
-	f := newFakeKernel(t)
-	s := f.sysfs()
-	s.written = func(rel, v string) {
-		f.written(rel, v)
-		if strings.HasSuffix(rel, "nr_contexts") && v == "1" {
-			f.file("kdamonds/0/contexts/0/avail_operations", "vaddr\nfvaddr")
-		}
-	}
-	h, err := Open(s, DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "unavailable: cannot make a kdamond: no physical-address operations (avail_operations: vaddr fvaddr)"
-	if h.Mode() != Unavailable || h.Status() != want {
-		t.Fatalf("%q, want %q", h.Status(), want)
-	}
-	if n := f.read("kdamonds/nr_kdamonds"); n != "0" {
-		t.Fatalf("nr_kdamonds %s after the refusal, want 0", n)
-	}
 }
 
 // golden compares got with the file, or rewrites it with -update.
