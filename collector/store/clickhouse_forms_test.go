@@ -2,9 +2,13 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stratatrace/strata/collector/store"
 	"github.com/stratatrace/strata/collector/store/ddl"
@@ -42,8 +46,9 @@ func columnOf(t *testing.T, srv *chserver.Server, f ddl.Features, db, table, nam
 
 // The store creates its tables in the forms of the server it talks to:
 // plain types on 18.16; on a current server LowCardinality strings where
-// values repeat and codecs on the sorted time and address columns of runs
-// and records — as system.columns shows them.
+// values repeat, and in runs and records Delta or DoubleDelta on the
+// climbing time and address columns and ZSTD on the others — as
+// system.columns shows them.
 func TestClickHouseFormsByServer(t *testing.T) {
 	for _, sv := range chServers {
 		t.Run(sv.name, func(t *testing.T) {
@@ -58,16 +63,18 @@ func TestClickHouseFormsByServer(t *testing.T) {
 			if !current && want != (ddl.Features{}) {
 				t.Fatalf("Debian's server %s has forms %v, want 18.16's", srv.Version, want)
 			}
-			if current && !(want.LowCardinality && want.Codecs && want.DoubleDelta) {
+			if current && !(want.LowCardinality && want.Codecs) {
 				t.Fatalf("current server %s has forms %v, want all", srv.Version, want)
 			}
 			for _, c := range []struct{ table, name, plain, cur, codec string }{
-				{"runs", "app_id", "String", "LowCardinality(String)", ""},
-				{"runs", "node_name", "String", "LowCardinality(String)", ""},
-				{"runs", "block_id", "String", "String", ""},
+				{"runs", "app_id", "String", "LowCardinality(String)", "ZSTD"},
+				{"runs", "node_name", "String", "LowCardinality(String)", "ZSTD"},
+				{"runs", "block_id", "String", "String", "ZSTD"},
+				{"runs", "pfn", "UInt64", "UInt64", "ZSTD"},
 				{"runs", "time_ns", "Int64", "Int64", "DoubleDelta"},
 				{"runs", "vaddr", "UInt64", "UInt64", "Delta"},
-				{"records", "executor_id", "String", "LowCardinality(String)", ""},
+				{"records", "executor_id", "String", "LowCardinality(String)", "ZSTD"},
+				{"workloads", "executor_id", "String", "LowCardinality(String)", ""},
 				{"records", "time_ns", "Int64", "Int64", "DoubleDelta"},
 				{"heat", "time_ns", "Int64", "Int64", ""},
 			} {
@@ -116,7 +123,7 @@ func TestClickHouseOldFormsOnCurrent(t *testing.T) {
 		t.Errorf("added records.column_name is %s, want the current form LowCardinality(String)", typ)
 	}
 	if l := log.String(); !strings.Contains(l, "tables keep the column forms they were created with") ||
-		!strings.Contains(l, "column_forms=LowCardinality+codecs+DoubleDelta") {
+		!strings.Contains(l, "column_forms=LowCardinality+codecs") {
 		t.Errorf("Open's log does not say the tables keep their forms:\n%s", l)
 	}
 	storetest.WantMigrated(t, s)
@@ -141,4 +148,95 @@ func TestClickHouseContractOldFormsOnCurrent(t *testing.T) {
 		},
 		AppendUnchecked: chBackend.AppendUnchecked,
 	})
+}
+
+// BenchmarkForms stores the same 2 Mi pages (storetest.BenchBatches) on
+// the current engine twice, once in 18.16's forms and once in the
+// server's own, merges each table into one part, and reports the
+// compressed bytes of runs and records in each and their ratio (current ÷
+// 18.16), with each column's in the log; and the ratios of the appends'
+// time and of Trace's over every page.
+func BenchmarkForms(b *testing.B) {
+	ctx := context.Background()
+	srv := chserver.Current(b)
+	cur, _ := ddl.FeaturesOf(srv.Version)
+	batches, pages, runs := storetest.BenchBatches(20, 100)
+	// store writes the batches in forms f and returns the compressed bytes
+	// of each column of runs and records ("table.column") and each table,
+	// the time the appends took and the time of Trace over every page.
+	store1 := func(f ddl.Features) (bytes map[string]int64, appends, trace time.Duration) {
+		db := srv.Database(b)
+		s, err := store.OpenClickHouseForms(ctx, chOptions(srv, db, nil), f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		start := time.Now()
+		for _, bt := range batches {
+			storetest.MustAppend(b, s, bt)
+		}
+		appends = time.Since(start)
+		// One part per table, in the wide format (a file per column, as
+		// a store's large parts are), so system.columns has each
+		// column's bytes.
+		for _, t := range []string{"runs", "records"} {
+			for _, q := range []string{"ALTER TABLE " + db + "." + t + " MODIFY SETTING min_bytes_for_wide_part = 0",
+				"OPTIMIZE TABLE " + db + "." + t + " FINAL"} {
+				if _, err := srv.Query(ctx, q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		bytes = map[string]int64{}
+		read := func(q string, key func(f []string) string) {
+			out, err := srv.Query(ctx, q+" FORMAT TabSeparated")
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				f := strings.Split(line, "\t")
+				n, _ := strconv.ParseInt(f[len(f)-1], 10, 64)
+				bytes[key(f)] += n
+			}
+		}
+		where := " WHERE database = '" + db + "' AND table IN ('runs', 'records')"
+		read("SELECT table, name, data_compressed_bytes FROM system.columns"+where, func(f []string) string { return f[0] + "." + f[1] })
+		read("SELECT table, count(), sum(data_compressed_bytes) FROM system.parts"+where+" AND active GROUP BY table",
+			func(f []string) string {
+				if f[1] != "1" {
+					b.Fatalf("%s has %s parts after OPTIMIZE FINAL", f[0], f[1])
+				}
+				return f[0]
+			})
+		start = time.Now()
+		if n := len(storetest.Trace(b, s, store.TraceQuery{AppID: "app-bench"})); n != pages {
+			b.Fatalf("trace: %d pages, want %d", n, pages)
+		}
+		return bytes, appends, time.Since(start)
+	}
+	for range b.N {
+		plain, plainAppends, plainTrace := store1(ddl.Features{})
+		mine, myAppends, myTrace := store1(cur)
+		b.ReportMetric(myAppends.Seconds()/plainAppends.Seconds(), "appends-current/18.16")
+		b.ReportMetric(myTrace.Seconds()/plainTrace.Seconds(), "trace-current/18.16")
+		b.Logf("appends %v in 18.16's forms, %v in the current; Trace of %d pages %v and %v", plainAppends.Round(time.Millisecond),
+			myAppends.Round(time.Millisecond), pages, plainTrace.Round(time.Millisecond), myTrace.Round(time.Millisecond))
+		for _, t := range []string{"runs", "records"} {
+			b.ReportMetric(float64(mine[t])/float64(plain[t]), t+"-current/18.16")
+			b.Logf("%s: %d bytes in 18.16's forms, %d in %s's (%v): %.3f", t, plain[t], mine[t], srv.Version, cur,
+				float64(mine[t])/float64(plain[t]))
+		}
+		var cols []string
+		for k := range plain {
+			if strings.Contains(k, ".") {
+				cols = append(cols, k)
+			}
+		}
+		sort.Slice(cols, func(i, j int) bool { return plain[cols[i]]-mine[cols[i]] > plain[cols[j]]-mine[cols[j]] })
+		var sb strings.Builder
+		for _, c := range cols {
+			fmt.Fprintf(&sb, "\n  %-28s %10d -> %10d", c, plain[c], mine[c])
+		}
+		b.Logf("%d pages, %d runs rows, %d records; bytes by column:%s", pages, runs, len(batches)*100, sb.String())
+	}
 }

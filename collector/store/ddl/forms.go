@@ -14,20 +14,21 @@ type Features struct {
 	// LowCardinality: LowCardinality(String) columns without an
 	// experimental setting (19.3 on).
 	LowCardinality bool
-	// Codecs: per-column CODEC(...) with the Delta and ZSTD codecs (19.1 on).
+	// Codecs: per-column CODEC(...) with Delta, DoubleDelta and ZSTD. They
+	// arrived in 19.1 (DoubleDelta in 19.11); the store uses them from
+	// 19.13, the first release with the fixes of Delta's memory corruption
+	// and of DoubleDelta's encoding of large Int64 steps.
 	Codecs bool
-	// DoubleDelta: the DoubleDelta codec (19.11 on).
-	DoubleDelta bool
 }
 
-// featureSince lists the release that brought each feature, oldest first.
+// featureSince lists the release from which the store uses each feature,
+// oldest first.
 var featureSince = []struct {
 	major, minor int
 	set          func(*Features)
 }{
-	{19, 1, func(f *Features) { f.Codecs = true }},
 	{19, 3, func(f *Features) { f.LowCardinality = true }},
-	{19, 11, func(f *Features) { f.DoubleDelta = true }},
+	{19, 13, func(f *Features) { f.Codecs = true }},
 }
 
 // FeaturesOf returns the features of a server whose version() answered
@@ -69,9 +70,6 @@ func (f Features) String() string {
 	if f.Codecs {
 		on = append(on, "codecs")
 	}
-	if f.DoubleDelta {
-		on = append(on, "DoubleDelta")
-	}
 	if len(on) == 0 {
 		return "18.16"
 	}
@@ -90,15 +88,16 @@ var lowCardinality = map[string]bool{
 	"owner": true, "column_name": true, "resolve_error": true,
 }
 
-// codecs are the codecs of columns of records and runs, the tables that
-// hold most of a store's bytes, by column name. Rows are sorted by
-// application, RDD, partition and time, so a block's records and runs sit
-// together: their times climb in small steps and their addresses climb by
-// the run before. The first codec needs DoubleDelta, the second only the
-// codecs.
-var codecs = map[string][2]string{
-	"time_ns": {"CODEC(DoubleDelta, ZSTD)", "CODEC(Delta, ZSTD)"},
-	"vaddr":   {"CODEC(Delta, ZSTD)", "CODEC(Delta, ZSTD)"},
+// deltaCodecs are the codecs of the columns of records and runs whose
+// values climb: rows are sorted by application, RDD, partition and time,
+// so a block's records and runs sit together, their times climb in small
+// steps, their addresses by the run before and rec_idx by one. Every
+// other column of the two tables, which hold most of a store's bytes, is
+// CODEC(ZSTD).
+var deltaCodecs = map[string]string{
+	"time_ns": "CODEC(DoubleDelta, ZSTD)",
+	"vaddr":   "CODEC(Delta, ZSTD)",
+	"rec_idx": "CODEC(Delta, ZSTD)",
 }
 
 // codecTables are the tables whose columns take codecs.
@@ -124,11 +123,11 @@ func (t Table) columnFor(def string, f Features) string {
 	if tail != "" {
 		out += " " + tail
 	}
-	if c, ok := codecs[name]; ok && f.Codecs && codecTables[t.Name] {
-		if f.DoubleDelta {
-			out += " " + c[0]
+	if f.Codecs && codecTables[t.Name] {
+		if c, ok := deltaCodecs[name]; ok {
+			out += " " + c
 		} else {
-			out += " " + c[1]
+			out += " CODEC(ZSTD)"
 		}
 	}
 	return out

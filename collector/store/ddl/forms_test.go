@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// Each feature from the release that brought it (docs/storage.md lists
-// them): codecs 19.1, LowCardinality 19.3, DoubleDelta 19.11.
+// Each feature from the release the store takes it from (docs/storage.md
+// says why): LowCardinality 19.3, codecs 19.13.
 func TestFeaturesOf(t *testing.T) {
-	all := Features{LowCardinality: true, Codecs: true, DoubleDelta: true}
+	all := Features{LowCardinality: true, Codecs: true}
 	for _, c := range []struct {
 		version string
 		want    Features
@@ -16,10 +16,10 @@ func TestFeaturesOf(t *testing.T) {
 	}{
 		{"18.16.1", Features{}, true},
 		{"18.14.19", Features{}, true},
-		{"19.1.6", Features{Codecs: true}, true},
-		{"19.3.3", Features{Codecs: true, LowCardinality: true}, true},
-		{"19.10.1.5", Features{Codecs: true, LowCardinality: true}, true},
-		{"19.11.3.11", all, true},
+		{"19.1.6", Features{}, true},
+		{"19.3.3", Features{LowCardinality: true}, true},
+		{"19.11.3.11", Features{LowCardinality: true}, true},
+		{"19.13.2.19", all, true},
 		{"20.3.8.53", all, true},
 		{"23.8.2.7-lts", all, true},
 		{"26.9.1.1", all, true},
@@ -60,18 +60,20 @@ func TestColumnsFor(t *testing.T) {
 		f           Features
 		want        string
 	}{
-		{"runs", "app_id", cur, "app_id LowCardinality(String)"},
-		{"runs", "block_id", cur, "block_id String"},
-		{"runs", "pfn_deltas", cur, "pfn_deltas String"},
+		{"runs", "block_id", cur, "block_id String CODEC(ZSTD)"},
+		{"runs", "pfn_deltas", Features{LowCardinality: true}, "pfn_deltas String"},
 		{"runs", "time_ns", cur, "time_ns Int64 CODEC(DoubleDelta, ZSTD)"},
 		{"runs", "vaddr", cur, "vaddr UInt64 CODEC(Delta, ZSTD)"},
-		{"records", "time_ns", Features{Codecs: true}, "time_ns Int64 CODEC(Delta, ZSTD)"},
-		{"records", "column_name", cur, "column_name LowCardinality(String)"},
+		{"runs", "pfn", cur, "pfn UInt64 CODEC(ZSTD)"},
+		{"runs", "app_id", cur, "app_id LowCardinality(String) CODEC(ZSTD)"},
+		{"records", "rec_idx", Features{Codecs: true}, "rec_idx UInt32 CODEC(Delta, ZSTD)"},
+		{"records", "column_name", cur, "column_name LowCardinality(String) CODEC(ZSTD)"},
 		{"workloads", "executor_id", cur, "executor_id LowCardinality(String)"},
 		{"heat", "time_ns", cur, "time_ns Int64"},
 		{"job_claims", "owner", cur, "owner LowCardinality(String)"},
 		{"job_claims", "claimed", cur, "claimed DateTime DEFAULT now()"},
-		{"runs", "app_id", Features{Codecs: true}, "app_id String"},
+		{"runs", "app_id", Features{Codecs: true}, "app_id String CODEC(ZSTD)"},
+		{"workloads", "app_id", Features{Codecs: true}, "app_id String"},
 	} {
 		if got := col(c.table, c.name, c.f); got != c.want {
 			t.Errorf("%s.%s with %v: %q, want %q", c.table, c.name, c.f, got, c.want)
@@ -79,7 +81,7 @@ func TestColumnsFor(t *testing.T) {
 	}
 	for _, c := range []struct{ def, dflt, want string }{
 		{"cov_bytes UInt64", "0", "cov_bytes UInt64 DEFAULT 0"},
-		{"column_name LowCardinality(String)", "''", "column_name LowCardinality(String) DEFAULT ''"},
+		{"column_name LowCardinality(String) CODEC(ZSTD)", "''", "column_name LowCardinality(String) DEFAULT '' CODEC(ZSTD)"},
 		{"time_ns Int64 CODEC(Delta, ZSTD)", "0", "time_ns Int64 DEFAULT 0 CODEC(Delta, ZSTD)"},
 		{"claimed DateTime DEFAULT now()", "0", "claimed DateTime DEFAULT now()"},
 		{"vaddr UInt64", "", "vaddr UInt64"},
@@ -90,7 +92,8 @@ func TestColumnsFor(t *testing.T) {
 	}
 	// The DDL of a layout carries its forms.
 	stmts := strings.Join(Layout{Features: cur}.Statements("db"), "\n")
-	if !strings.Contains(stmts, "\tnode_name LowCardinality(String),\n") || strings.Count(stmts, "CODEC(DoubleDelta, ZSTD)") != 2 {
+	if !strings.Contains(stmts, "\tnode_name LowCardinality(String),\n") || !strings.Contains(stmts, "\tnode_name LowCardinality(String) CODEC(ZSTD),\n") ||
+		strings.Count(stmts, "CODEC(DoubleDelta, ZSTD)") != 2 {
 		t.Errorf("current forms' DDL:\n%s", stmts)
 	}
 	if s := strings.Join(SingleSchema("db"), "\n"); strings.Contains(s, "LowCardinality") || strings.Contains(s, "CODEC") {
