@@ -93,11 +93,12 @@ var lowCardinality = map[string]bool{
 // so a block's records and runs sit together, their times climb in small
 // steps, their addresses by the run before and rec_idx by one. Every
 // other column of the two tables, which hold most of a store's bytes, is
-// CODEC(ZSTD).
+// CODEC(ZSTD(3)): level 3, since level 1 compresses the tables' repeated
+// values worse than the default LZ4 (docs/storage.md).
 var deltaCodecs = map[string]string{
-	"time_ns": "CODEC(DoubleDelta, ZSTD)",
-	"vaddr":   "CODEC(Delta, ZSTD)",
-	"rec_idx": "CODEC(Delta, ZSTD)",
+	"time_ns": "CODEC(DoubleDelta, ZSTD(3))",
+	"vaddr":   "CODEC(Delta, ZSTD(3))",
+	"rec_idx": "CODEC(Delta, ZSTD(3))",
 }
 
 // codecTables are the tables whose columns take codecs.
@@ -127,7 +128,7 @@ func (t Table) columnFor(def string, f Features) string {
 		if c, ok := deltaCodecs[name]; ok {
 			out += " " + c
 		} else {
-			out += " CODEC(ZSTD)"
+			out += " CODEC(ZSTD(3))"
 		}
 	}
 	return out

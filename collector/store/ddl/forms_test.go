@@ -60,19 +60,19 @@ func TestColumnsFor(t *testing.T) {
 		f           Features
 		want        string
 	}{
-		{"runs", "block_id", cur, "block_id String CODEC(ZSTD)"},
+		{"runs", "block_id", cur, "block_id String CODEC(ZSTD(3))"},
 		{"runs", "pfn_deltas", Features{LowCardinality: true}, "pfn_deltas String"},
-		{"runs", "time_ns", cur, "time_ns Int64 CODEC(DoubleDelta, ZSTD)"},
-		{"runs", "vaddr", cur, "vaddr UInt64 CODEC(Delta, ZSTD)"},
-		{"runs", "pfn", cur, "pfn UInt64 CODEC(ZSTD)"},
-		{"runs", "app_id", cur, "app_id LowCardinality(String) CODEC(ZSTD)"},
-		{"records", "rec_idx", Features{Codecs: true}, "rec_idx UInt32 CODEC(Delta, ZSTD)"},
-		{"records", "column_name", cur, "column_name LowCardinality(String) CODEC(ZSTD)"},
+		{"runs", "time_ns", cur, "time_ns Int64 CODEC(DoubleDelta, ZSTD(3))"},
+		{"runs", "vaddr", cur, "vaddr UInt64 CODEC(Delta, ZSTD(3))"},
+		{"runs", "pfn", cur, "pfn UInt64 CODEC(ZSTD(3))"},
+		{"runs", "app_id", cur, "app_id LowCardinality(String) CODEC(ZSTD(3))"},
+		{"records", "rec_idx", Features{Codecs: true}, "rec_idx UInt32 CODEC(Delta, ZSTD(3))"},
+		{"records", "column_name", cur, "column_name LowCardinality(String) CODEC(ZSTD(3))"},
 		{"workloads", "executor_id", cur, "executor_id LowCardinality(String)"},
 		{"heat", "time_ns", cur, "time_ns Int64"},
 		{"job_claims", "owner", cur, "owner LowCardinality(String)"},
 		{"job_claims", "claimed", cur, "claimed DateTime DEFAULT now()"},
-		{"runs", "app_id", Features{Codecs: true}, "app_id String CODEC(ZSTD)"},
+		{"runs", "app_id", Features{Codecs: true}, "app_id String CODEC(ZSTD(3))"},
 		{"workloads", "app_id", Features{Codecs: true}, "app_id String"},
 	} {
 		if got := col(c.table, c.name, c.f); got != c.want {
@@ -81,8 +81,8 @@ func TestColumnsFor(t *testing.T) {
 	}
 	for _, c := range []struct{ def, dflt, want string }{
 		{"cov_bytes UInt64", "0", "cov_bytes UInt64 DEFAULT 0"},
-		{"column_name LowCardinality(String) CODEC(ZSTD)", "''", "column_name LowCardinality(String) DEFAULT '' CODEC(ZSTD)"},
-		{"time_ns Int64 CODEC(Delta, ZSTD)", "0", "time_ns Int64 DEFAULT 0 CODEC(Delta, ZSTD)"},
+		{"column_name LowCardinality(String) CODEC(ZSTD(3))", "''", "column_name LowCardinality(String) DEFAULT '' CODEC(ZSTD(3))"},
+		{"time_ns Int64 CODEC(Delta, ZSTD(3))", "0", "time_ns Int64 DEFAULT 0 CODEC(Delta, ZSTD(3))"},
 		{"claimed DateTime DEFAULT now()", "0", "claimed DateTime DEFAULT now()"},
 		{"vaddr UInt64", "", "vaddr UInt64"},
 	} {
@@ -92,8 +92,8 @@ func TestColumnsFor(t *testing.T) {
 	}
 	// The DDL of a layout carries its forms.
 	stmts := strings.Join(Layout{Features: cur}.Statements("db"), "\n")
-	if !strings.Contains(stmts, "\tnode_name LowCardinality(String),\n") || !strings.Contains(stmts, "\tnode_name LowCardinality(String) CODEC(ZSTD),\n") ||
-		strings.Count(stmts, "CODEC(DoubleDelta, ZSTD)") != 2 {
+	if !strings.Contains(stmts, "\tnode_name LowCardinality(String),\n") || !strings.Contains(stmts, "\tnode_name LowCardinality(String) CODEC(ZSTD(3)),\n") ||
+		strings.Count(stmts, "CODEC(DoubleDelta, ZSTD(3))") != 2 {
 		t.Errorf("current forms' DDL:\n%s", stmts)
 	}
 	if s := strings.Join(SingleSchema("db"), "\n"); strings.Contains(s, "LowCardinality") || strings.Contains(s, "CODEC") {
