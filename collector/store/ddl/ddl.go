@@ -1,6 +1,7 @@
 // Package ddl is the schema of the collectors' store as data and text:
 // the ClickHouse tables with their columns, engines and layouts (one
-// server, or a sharded and replicated cluster), their DDL, and the
+// server, or a sharded and replicated cluster), the column forms each
+// server version accepts (Features, FeaturesOf), their DDL, and the
 // coverage columns both backends' records carry. It links no database
 // driver, so the user CLI prints the DDL (strata clickhouse-schema)
 // without the embedded store; the store builds its tables, inserts and
