@@ -98,8 +98,10 @@ type ClickHouse struct {
 
 var _ Store = (*ClickHouse)(nil)
 
-// OpenClickHouse connects to the server, creates the schema when asked,
-// and starts the group committer. Close stops it after a last commit.
+// OpenClickHouse connects to the server, creates the schema when asked, in
+// the column forms of the server's version (ddl.FeaturesOf; tables that
+// exist keep theirs), and starts the group committer. Close stops it
+// after a last commit.
 func OpenClickHouse(ctx context.Context, opts ClickHouseOptions) (*ClickHouse, error) {
 	c, err := newCHClient(opts)
 	if err != nil {
