@@ -16,8 +16,8 @@ type Features struct {
 	LowCardinality bool
 	// Codecs: per-column CODEC(...) with Delta, DoubleDelta and ZSTD. They
 	// arrived in 19.1 (DoubleDelta in 19.11); the store uses them from
-	// 19.13, the first release with the fixes of Delta's memory corruption
-	// and of DoubleDelta's encoding of large Int64 steps.
+	// 19.13, released after the fixes of Delta's memory corruption and of
+	// DoubleDelta's encoding of large Int64 steps were merged.
 	Codecs bool
 }
 
