@@ -65,8 +65,10 @@ type ClickHouseOptions struct {
 	// time.Now. Tests move it.
 	Now func() time.Time
 
-	// layout, set only by tests, replaces the cluster layout.
+	// layout, set only by tests, replaces the cluster layout; forms, set
+	// only by tests, replaces the forms the server's version gives.
 	layout *ddl.Layout
+	forms  *ddl.Features
 }
 
 // ClickHouse is the server Store: a ClickHouse database reached over its
@@ -82,6 +84,9 @@ type ClickHouse struct {
 	opts    ClickHouseOptions
 	// version is the server's version string, e.g. "18.16.1".
 	version string
+	// forms are the column forms of the tables the store creates or
+	// adds columns to: what the server's version has (ddl.FeaturesOf).
+	forms ddl.Features
 
 	commit     *committer
 	jobVersion jobVersion
@@ -93,8 +98,10 @@ type ClickHouse struct {
 
 var _ Store = (*ClickHouse)(nil)
 
-// OpenClickHouse connects to the server, creates the schema when asked,
-// and starts the group committer. Close stops it after a last commit.
+// OpenClickHouse connects to the server, creates the schema when asked, in
+// the column forms of the server's version (ddl.FeaturesOf; tables that
+// exist keep theirs), and starts the group committer. Close stops it
+// after a last commit.
 func OpenClickHouse(ctx context.Context, opts ClickHouseOptions) (*ClickHouse, error) {
 	c, err := newCHClient(opts)
 	if err != nil {
@@ -141,12 +148,20 @@ func OpenClickHouse(ctx context.Context, opts ClickHouseOptions) (*ClickHouse, e
 		return nil, fmt.Errorf("open clickhouse %s: %w", c.redacted(), err)
 	}
 	s.version = v
+	forms, known := ddl.FeaturesOf(v)
+	if !known {
+		s.log.Warn("server version not understood: tables get 18.16's column forms", "server_version", v)
+	}
+	if opts.forms != nil {
+		forms = *opts.forms
+	}
+	s.forms = forms
 	if err := s.prepareSchema(ctx); err != nil {
 		return nil, fmt.Errorf("open clickhouse %s: %w", c.redacted(), err)
 	}
 	s.commit = newCommitter(s)
 	s.log.Info("store open", "url", c.redacted(), "database", opts.Database, "server_version", v,
-		"cluster", opts.Cluster, "owner", opts.Owner)
+		"column_forms", forms.String(), "cluster", opts.Cluster, "owner", opts.Owner)
 	return s, nil
 }
 

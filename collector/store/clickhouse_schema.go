@@ -8,14 +8,18 @@ import (
 	"github.com/stratatrace/strata/collector/store/ddl"
 )
 
+// layout is the store's tables' layout, in the forms of its server.
 func (s *ClickHouse) layout() ddl.Layout {
-	if s.opts.Cluster == "" {
-		return ddl.Layout{}
+	l := ddl.Layout{}
+	switch {
+	case s.opts.Cluster == "":
+	case s.opts.layout != nil:
+		l = *s.opts.layout
+	default:
+		l = ddl.Layout{Cluster: s.opts.Cluster, OnCluster: true, Replicated: true}
 	}
-	if s.opts.layout != nil {
-		return *s.opts.layout
-	}
-	return ddl.Layout{Cluster: s.opts.Cluster, OnCluster: true, Replicated: true}
+	l.Features = s.forms
+	return l
 }
 
 // SingleSchema is ddl.SingleSchema: the single-server layout's DDL, which
@@ -58,16 +62,33 @@ func (s *ClickHouse) prepareSchema(ctx context.Context) error {
 
 // addColumns brings tables an older collector created up to the schema:
 // it adds the columns they lack (the local table first, then the
-// Distributed one), old rows reading each column's default (coverageCols'
-// def, else the type's zero). With CreateSchema the store runs the
-// statements itself; otherwise Open fails and names them, for the
-// operator to run. ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS, so
-// what is missing is read from system.columns.
+// Distributed one), in the forms of this server, old rows reading each
+// column's default (coverageCols' def, else the type's zero). With
+// CreateSchema the store runs the statements itself; otherwise Open fails
+// and names them, for the operator to run. ClickHouse 18.16 has no ADD
+// COLUMN IF NOT EXISTS, so what is missing is read from system.columns.
+//
+// Columns that exist keep the forms they were created in: a database made
+// on 18.16 and opened on a current server keeps its plain types and
+// default compression, and the store reads and writes it as before (the
+// wire format is the same). Open logs how many columns differ from this
+// server's forms; it changes none.
 func (s *ClickHouse) addColumns(ctx context.Context) error {
 	db, l := s.opts.Database, s.layout()
-	have := map[[2]string]bool{}
-	err := s.c.query(ctx, "SELECT "+rowSelect+", table, name FROM system.columns WHERE database = "+quote(db),
-		func(r *rowReader) { have[[2]string{r.str(), r.str()}] = true })
+	type column struct{ typ, codec string }
+	have := map[[2]string]column{}
+	q := "SELECT " + rowSelect + ", table, name, type"
+	if l.Features.Codecs { // 18.16's system.columns has no compression_codec
+		q += ", compression_codec"
+	}
+	err := s.c.query(ctx, q+" FROM system.columns WHERE database = "+quote(db),
+		func(r *rowReader) {
+			k, c := [2]string{r.str(), r.str()}, column{typ: r.str()}
+			if l.Features.Codecs {
+				c.codec = r.str()
+			}
+			have[k] = c
+		})
 	if err != nil {
 		return fmt.Errorf("list columns: %w", err)
 	}
@@ -75,25 +96,32 @@ func (s *ClickHouse) addColumns(ctx context.Context) error {
 	for _, c := range ddl.Coverage {
 		defaults[c.Name] = c.Def
 	}
-	var stmts []string
+	var stmts, otherForms []string
 	for _, t := range ddl.Tables {
 		tables := []string{l.Local(t.Name)}
 		if l.Cluster != "" {
 			tables = append(tables, t.Name)
 		}
 		for _, table := range tables {
-			for _, col := range t.Columns {
-				name := strings.Fields(col)[0]
-				if have[[2]string{table, name}] {
+			for _, col := range t.ColumnsFor(l.Features) {
+				f := strings.Fields(col)
+				got, ok := have[[2]string{table, f[0]}]
+				if !ok {
+					stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s.%s%s ADD COLUMN %s", db, table, l.On(),
+						ddl.AddColumn(col, defaults[f[0]])))
 					continue
 				}
-				stmt := fmt.Sprintf("ALTER TABLE %s.%s%s ADD COLUMN %s", db, table, l.On(), col)
-				if d, ok := defaults[name]; ok && !strings.Contains(col, " DEFAULT ") {
-					stmt += " DEFAULT " + d
+				// A Distributed table shows no codecs of its own.
+				if got.typ != f[1] || (strings.Contains(col, " CODEC(") && got.codec == "" && table == l.Local(t.Name)) {
+					otherForms = append(otherForms, table+"."+f[0])
 				}
-				stmts = append(stmts, stmt)
 			}
 		}
+	}
+	if len(otherForms) > 0 {
+		s.log.Info("tables keep the column forms they were created with; the store reads and writes them as they are",
+			"database", db, "server_forms", l.Features.String(), "columns_in_other_forms", len(otherForms),
+			"first", otherForms[0])
 	}
 	if len(stmts) == 0 {
 		return nil

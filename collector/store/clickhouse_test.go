@@ -330,19 +330,7 @@ func TestClickHouseAddsCoverageColumns(t *testing.T) {
 	srv := chserver.Shared(t)
 	db := srv.Database(t)
 	opts := chOptions(srv, db, nil)
-	s, err := store.OpenClickHouse(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	storetest.MustAppend(t, s, storetest.PreviousBatch())
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	for _, col := range store.CoverageColumns() {
-		if _, err := srv.Query(ctx, "ALTER TABLE "+db+".records DROP COLUMN "+col); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storePreCoverage(t, srv, db, func() (*store.ClickHouse, error) { return store.OpenClickHouse(ctx, opts) })
 
 	managed := opts
 	managed.CreateSchema = false
@@ -352,4 +340,24 @@ func TestClickHouseAddsCoverageColumns(t *testing.T) {
 		t.Fatalf("open without CreateSchema: %v, want the statements that add the columns", err)
 	}
 	storetest.WantMigrated(t, openCH(t, opts))
+}
+
+// storePreCoverage leaves in db what a collector that predates the
+// coverage columns stored: PreviousBatch, through the store open returns,
+// and records without those columns.
+func storePreCoverage(t *testing.T, srv *chserver.Server, db string, open func() (*store.ClickHouse, error)) {
+	t.Helper()
+	s, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.MustAppend(t, s, storetest.PreviousBatch())
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, col := range store.CoverageColumns() {
+		if _, err := srv.Query(context.Background(), "ALTER TABLE "+db+".records DROP COLUMN "+col); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

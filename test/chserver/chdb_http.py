@@ -55,7 +55,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.rfile.readline()
 
     def serve(self, body):
-        params = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+        # Statements stay bytes, as ClickHouse reads them: a string literal
+        # may hold any bytes, valid UTF-8 or not (latin-1 maps each
+        # percent-decoded byte of a parameter to one character and back).
+        params = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query, encoding="latin-1")
         query = params.get("query", [""])[0]
         database = params.get("database", [""])[0]
         infile = None
@@ -64,11 +67,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             fd, infile = tempfile.mkstemp(dir=Handler.spool)
             with os.fdopen(fd, "wb") as f:
                 f.write(body)
-            stmt = "%s FROM INFILE '%s' FORMAT %s" % (m.group(1), infile, m.group(2))
+            stmt = ("%s FROM INFILE '%s' FORMAT %s" % (m.group(1), infile, m.group(2))).encode("latin-1")
         elif query and body:
-            stmt = query + "\n" + body.decode()
+            stmt = query.encode("latin-1") + b"\n" + body
         else:
-            stmt = query or body.decode()
+            stmt = query.encode("latin-1") or body
         try:
             with Handler.lock:
                 Handler.session.query("USE " + (database or "default"))

@@ -1,6 +1,7 @@
 // Package ddl is the schema of the collectors' store as data and text:
 // the ClickHouse tables with their columns, engines and layouts (one
-// server, or a sharded and replicated cluster), their DDL, and the
+// server, or a sharded and replicated cluster), the column forms each
+// server version accepts (Features, FeaturesOf), their DDL, and the
 // coverage columns both backends' records carry. It links no database
 // driver, so the user CLI prints the DDL (strata clickhouse-schema)
 // without the embedded store; the store builds its tables, inserts and
@@ -201,6 +202,9 @@ type Layout struct {
 	// Replicated*MergeTree. Both hold in production; a test of the
 	// Distributed path on one server without ZooKeeper turns them off.
 	OnCluster, Replicated bool
+	// Features are the column forms of the tables' DDL (the zero value:
+	// 18.16's, which every supported server accepts).
+	Features Features
 }
 
 // Local names the table that holds t's rows on a server.
@@ -234,7 +238,7 @@ func (l Layout) Statements(db string) []string {
 		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "CREATE TABLE IF NOT EXISTS %s.%s%s (\n\t%s\n) ENGINE = %s", db, l.Local(t.Name), l.On(),
-			strings.Join(t.Columns, ",\n\t"), engine)
+			strings.Join(t.ColumnsFor(l.Features), ",\n\t"), engine)
 		if t.PartitionBy != "" {
 			b.WriteString("\nPARTITION BY " + t.PartitionBy)
 		}
@@ -248,9 +252,9 @@ func (l Layout) Statements(db string) []string {
 	return out
 }
 
-// ClusterSchema returns the DDL of the sharded and replicated layout in
-// database db on the named cluster, for an operator to run once (each
-// statement is idempotent): every table as <name>_local, a
+// ClusterSchema returns the DDL of the sharded and replicated layout, in
+// 18.16's forms, in database db on the named cluster, for an operator to
+// run once (each statement is idempotent): every table as <name>_local, a
 // Replicated*MergeTree on every replica of every shard, behind a
 // Distributed table <name> that the collectors write and read. The
 // servers need the cluster in remote_servers, ZooKeeper, and the {shard}
@@ -259,8 +263,9 @@ func ClusterSchema(db, cluster string) []string {
 	return Layout{Cluster: cluster, OnCluster: true, Replicated: true}.Statements(db)
 }
 
-// SingleSchema returns the DDL of the single-server layout, which the
-// store (store.OpenClickHouse) runs itself when told to create the schema.
+// SingleSchema returns the DDL of the single-server layout in 18.16's
+// forms; the store (store.OpenClickHouse) runs it, in the forms of the
+// server it talks to, when told to create the schema.
 func SingleSchema(db string) []string {
 	return Layout{}.Statements(db)
 }
