@@ -87,8 +87,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
-#include <stddef.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>

@@ -2,8 +2,10 @@ package spark
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,7 +23,8 @@ import (
 // both Spark series, and checks what a user sees in `strata trace`,
 // `strata records` and `strata faults`, and the agent's registry and kernel
 // maps (/metrics), against Spark's REST API and the executor's memory; it
-// also stops the agent during the job and restarts it.
+// also stops the agent during the job and restarts it, and checks that
+// `strata hook-opts --ship` refuses the standalone master.
 func TestHookCluster(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequireJava(t)
@@ -54,6 +57,7 @@ func runCluster(t *testing.T, v string) {
 		"spark.cores.max=2", "spark.driver.memory=512m", "spark.ui.port="+strconv.Itoa(freePort(t))),
 		append(jobFlags(true), "--gc-steps", "2")...)
 	c := &cluster{n: n, s: j.Next(t, "cached")}
+	checkShipRefused(t, master)
 
 	// Every block Spark lists, in strata trace and strata records, exactly.
 	c.checkTrace(t)
@@ -127,6 +131,24 @@ func runCluster(t *testing.T, v string) {
 		}
 		return nil
 	})
+}
+
+// checkShipRefused: `strata hook-opts --ship` refuses this standalone
+// master with the reason (the executor fetches spark.files into its working
+// directory only once its JVM runs, after -agentpath's library was looked
+// for; docs/deploy.md), while the hook files it would ship are at hand.
+func checkShipRefused(t *testing.T, master string) {
+	t.Helper()
+	hook := filepath.Dir(testenv.Built(t, "jvmhook/strata-hook.jar"))
+	cmd := exec.Command(testenv.Built(t, "strata"), "hook-opts", "--ship", "--master", master, "--install-hook", hook)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || stdout.Len() != 0 ||
+		!strings.Contains(stderr.String(), "--ship needs --master yarn, not "+master+": only YARN puts shipped files in an executor's working directory before its JVM starts") {
+		t.Errorf("strata hook-opts --ship --master %s: %v, stdout %q, stderr %q; want exit 2 and the reason", master, err, stdout.String(), stderr.String())
+	}
 }
 
 // startCluster starts a standalone master and one worker with the given

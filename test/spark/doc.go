@@ -31,7 +31,8 @@
 //     maps (/metrics); it stops the agent during a gc step that reads the
 //     deserialized RDD and restarts it, after which every live block is
 //     registered again at its current address and the agent hears of the
-//     dropped reads.
+//     dropped reads. `strata hook-opts --ship` refuses the cluster's master:
+//     a standalone executor fetches spark.files only once its JVM runs.
 //   - walk_test.go runs StrataWalkJob (test/spark/job/StrataWalkJob.java,
 //     `StrataJob walk`) in local[2] under the hook: every deserialized block
 //     it caches is resolved to its bytes. Object graphs (byte[] records,
