@@ -29,7 +29,7 @@ var (
 	rejectedDesc      = desc("strata_hook_frames_rejected_total", "Frames naming a pid that is not the peer's (SO_PEERCRED).")
 	unknownDesc       = desc("strata_hook_frames_unknown_total", "MOVE, ACCESS or FREE frames of a block that is not live (its REGISTER was dropped).")
 	malformedDesc     = desc("strata_hook_sessions_malformed_total", "Sessions closed for a malformed frame.")
-	peerDroppedDesc   = desc("strata_hook_frames_dropped_by_peer_total", "Frames hooks dropped because the socket was full.")
+	peerDroppedDesc   = desc("strata_hook_frames_dropped_by_peer_total", "Frames whose information hooks lost: ACCESS frames no connection delivered, and frames a full queue or socket refused.")
 	liveBlocksDesc    = desc("strata_hook_live_blocks", "Live blocks as the hook server counts them against its caps.")
 	sessionsRefused   = desc("strata_hook_sessions_refused_total", "Hook connections closed at accept: a session cap was reached.", "cap")
 	sessionsClosed    = desc("strata_hook_sessions_closed_total", "Hook sessions closed for silence.", "reason")

@@ -14,7 +14,7 @@ import (
 // single-server DDL has neither.
 func TestCHSchema(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"clickhouse-schema", "--database", "traces", "--cluster", "prod"}, &out, io.Discard); err != nil {
+	if err := run(context.Background(), []string{"clickhouse-schema", "--clickhouse-database", "traces", "--clickhouse-cluster", "prod"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	ddl := out.String()
@@ -36,7 +36,14 @@ func TestCHSchema(t *testing.T) {
 	if s := out.String(); strings.Contains(s, "Distributed") || strings.Contains(s, "Replicated") || !strings.Contains(s, "CREATE TABLE IF NOT EXISTS strata.records (") {
 		t.Errorf("single-server DDL:\n%s", s)
 	}
-	if err := run(context.Background(), []string{"clickhouse-schema", "--database", "x;DROP"}, io.Discard, io.Discard); err == nil {
+	if err := run(context.Background(), []string{"clickhouse-schema", "--clickhouse-database", "x;DROP"}, io.Discard, io.Discard); err == nil {
 		t.Error("a database name with SQL in it was accepted")
+	}
+	// --database and --cluster, the former names, print the same DDL and
+	// one line each on stderr.
+	old, warn, code := call("clickhouse-schema", "--database", "traces", "--cluster", "prod")
+	if code != 0 || old != ddl || warn != "strata clickhouse-schema: --database is deprecated: use --clickhouse-database\n"+
+		"strata clickhouse-schema: --cluster is deprecated: use --clickhouse-cluster\n" {
+		t.Errorf("clickhouse-schema --database --cluster: exit %d, same DDL %v, stderr %q", code, old == ddl, warn)
 	}
 }

@@ -81,17 +81,41 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (bool
 	fs.Usage = func() {} // exitStatus says where the help is
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		commandHelp(stdout, commands[name], func(w io.Writer) {
-			fs.SetOutput(w)
-			fs.PrintDefaults()
-			fs.SetOutput(stderr)
-		})
+		commandHelp(stdout, commands[name], func(w io.Writer) { printFlags(w, fs) })
 		return false, nil
 	}
 	if err != nil {
 		return false, printedUsage(name)
 	}
 	return true, nil
+}
+
+// deprecatedUsage starts the usage of a flag kept under an old name; help
+// leaves such flags out.
+const deprecatedUsage = "deprecated: "
+
+// printFlags prints fs's flags as flag.PrintDefaults does, without the
+// deprecated ones, each default as it was before parsing.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	fs.VisitAll(func(f *flag.Flag) {
+		if !strings.HasPrefix(f.Usage, deprecatedUsage) {
+			shown.Var(f.Value, f.Name, f.Usage)
+			shown.Lookup(f.Name).DefValue = f.DefValue
+		}
+	})
+	shown.SetOutput(w)
+	shown.PrintDefaults()
+}
+
+// oldFlag keeps old as a hidden name of the string flag now: a value given
+// to it sets now, and one line on stderr names the flag to use.
+func oldFlag(fs *flag.FlagSet, stderr io.Writer, old, now string) {
+	f := fs.Lookup(now)
+	fs.Func(old, deprecatedUsage+"the old name of --"+now, func(s string) error {
+		fmt.Fprintf(stderr, "%s: --%s is deprecated: use --%s\n", fs.Name(), old, now)
+		return f.Value.Set(s)
+	})
 }
 
 // parseClientFlags is parseFlags for a command that takes its flags and no

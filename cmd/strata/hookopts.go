@@ -12,38 +12,49 @@ import (
 )
 
 func init() {
-	register(command{name: "hook-opts", args: "[--dir DIR] [--hook-socket PATH] [--remote | --ship]", summary: "print the JVM options that load the Strata hook",
+	register(command{name: "hook-opts", args: "[--install-hook DIR] [--hook-socket PATH] [--remote | --ship]", summary: "print the JVM options that load the Strata hook",
 		run: runHookOpts, help: `Prints the JVM options that load the hook, for example
   spark-submit --conf spark.executor.extraJavaOptions="$(strata hook-opts)" \
                --conf spark.driver.extraJavaOptions="$(strata hook-opts)" ...
 
-With --remote it names the files where the workers have them (--dir, default
-` + hookSystemDir + `) without looking for them here: a gateway host need not have them.
+--install-hook and --hook-socket are the agent's flags of the same names: the
+directory the agent installs the hook files into, and its hook socket.
 
-With --ship (YARN) it prints spark-submit arguments that send this host's files with
+With --remote it names the files where the workers have them (--install-hook,
+default ` + hookSystemDir + `) without looking for them here: a gateway host need not have them.
+
+With --ship (YARN only) it prints spark-submit arguments that send this host's files with
 the job through YARN's distributed cache and load them from each container's working
 directory, so no NodeManager needs them installed:
   spark-submit --master yarn $(strata hook-opts --ship) ...
-A job's own spark.yarn.dist.files (--files) replaces the shipped list: join the two.`})
+A job's own spark.yarn.dist.files (--files) replaces the shipped list: join the two.
+--ship refuses any --master but yarn: a standalone worker or Kubernetes starts the
+executor's JVM before the executor fetches spark.files into its working directory,
+so that JVM finds no hook library to load.`})
 }
 
 // Files of an installed hook, as make build puts them in bin/jvmhook/.
 const (
 	hookJar = "strata-hook.jar"
 	hookLib = "libstratahook.so"
-	// hookDirEnv names the folder holding both files.
-	hookDirEnv = "STRATA_HOOK_DIR"
+	// hookDirEnv names the folder holding both files: the agent's variable
+	// for --install-hook; oldHookDirEnv is its deprecated name here.
+	hookDirEnv    = "STRATA_HOOK_INSTALL_DIR"
+	oldHookDirEnv = "STRATA_HOOK_DIR"
 	// hookSystemDir is where packages and node images install them.
 	hookSystemDir = "/opt/strata/jvmhook"
 )
 
 // hookDirs lists where hook-opts looks for the hook files, in order.
-func hookDirs(flagDir string) []string {
+func hookDirs(flagDir string, stderr io.Writer) []string {
 	if flagDir != "" {
 		return []string{flagDir}
 	}
 	var dirs []string
 	if d := os.Getenv(hookDirEnv); d != "" {
+		dirs = append(dirs, d)
+	} else if d := os.Getenv(oldHookDirEnv); d != "" {
+		fmt.Fprintf(stderr, "strata hook-opts: $%s is deprecated: use $%s, as the agent names it\n", oldHookDirEnv, hookDirEnv)
 		dirs = append(dirs, d)
 	}
 	if exe, err := os.Executable(); err == nil {
@@ -103,6 +114,16 @@ func plainPaths(paths ...string) error {
 	return nil
 }
 
+// shipElsewhere says why --ship cannot serve a master but YARN's: YARN
+// localizes spark.yarn.dist.files into the container's working directory
+// before it starts the JVM; a standalone worker starts the executor's JVM
+// in its directory (work/APP/EXECUTOR) and the executor fetches spark.files
+// there itself, once running, after the JVM has looked for -agentpath's
+// library (Kubernetes executors fetch them the same way).
+const shipElsewhere = "only YARN puts shipped files in an executor's working directory before its JVM starts " +
+	"(a standalone or Kubernetes executor fetches spark.files there itself, after its JVM looked for the hook library); " +
+	"install the files on the workers and use --install-hook DIR or --remote"
+
 // shipArgs are spark-submit arguments that ship the hook files in dir with
 // a YARN job and load them from each container's working directory (YARN
 // localizes them there before the container's JVM starts): the files in
@@ -129,17 +150,15 @@ func shipArgs(dir, socket string) (string, error) {
 
 func runHookOpts(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("strata hook-opts", flag.ContinueOnError)
-	dir := fs.String("dir", "", "directory `DIR` holding "+hookJar+" and "+hookLib+
+	dir := fs.String("install-hook", "", "directory `DIR` holding "+hookJar+" and "+hookLib+", where the agent's --install-hook puts them"+
 		" (default: $"+hookDirEnv+", then jvmhook/ beside this binary, then "+hookSystemDir+")")
+	oldFlag(fs, stderr, "dir", "install-hook")
 	socket := fs.String("hook-socket", "", "`PATH` of the agent's hook socket (the agent's --hook-socket), when not the hook's default "+
 		"($STRATA_HOOK_SOCKET in the JVM, else /run/strata/hook.sock)")
-	fs.Func("socket", "deprecated: the old name of --hook-socket `PATH`", func(s string) error {
-		fmt.Fprintln(stderr, "strata hook-opts: --socket is deprecated: use --hook-socket PATH, as the agent names it")
-		*socket = s
-		return nil
-	})
-	remote := fs.Bool("remote", false, "name the files where the workers have them (--dir, default "+hookSystemDir+") without looking for them here")
+	oldFlag(fs, stderr, "socket", "hook-socket")
+	remote := fs.Bool("remote", false, "name the files where the workers have them (--install-hook, default "+hookSystemDir+") without looking for them here")
 	ship := fs.Bool("ship", false, "YARN: print spark-submit arguments that ship this host's files with the job")
+	master := fs.String("master", "", "`URL` of the job's master, as spark-submit's --master; --ship refuses any but yarn")
 	if ok, err := parseFlags(fs, args, stdout, stderr); !ok {
 		return err
 	}
@@ -149,13 +168,16 @@ func runHookOpts(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if *remote && *ship {
 		return badUsage("hook-opts", "--remote and --ship exclude each other")
 	}
+	if *ship && *master != "" && *master != "yarn" {
+		return badUsage("hook-opts", "--ship needs --master yarn, not %s: %s", *master, shipElsewhere)
+	}
 	if *remote {
 		d := *dir
 		if d == "" {
 			d = hookSystemDir
 		}
 		if !filepath.IsAbs(d) {
-			return badUsage("hook-opts", "--remote needs an absolute --dir, the workers' path: %q", d)
+			return badUsage("hook-opts", "--remote needs an absolute --install-hook, the workers' path: %q", d)
 		}
 		opts, err := agentPath(filepath.Clean(d), *socket)
 		if err != nil {
@@ -169,7 +191,7 @@ func runHookOpts(_ context.Context, args []string, stdout, stderr io.Writer) err
 		build = shipArgs
 	}
 	var errs []error
-	for _, d := range hookDirs(*dir) {
+	for _, d := range hookDirs(*dir, stderr) {
 		opts, err := build(d, *socket)
 		if err == nil {
 			_, err = fmt.Fprintln(stdout, opts)

@@ -102,7 +102,7 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"certs", "init"}, 2, "--dir is required"},
 		{[]string{"analyze"}, 2, "a PATH or URL to analyse is required"},
 		{[]string{"analyze", "-o", "yaml", "x"}, 2, `-o "yaml"`},
-		{[]string{"clickhouse-schema", "--database", "a-b"}, 2, "plain names"},
+		{[]string{"clickhouse-schema", "--clickhouse-database", "a-b"}, 2, "plain names"},
 		{[]string{"job", "--collector", addr, "job_nope"}, 1, "(NotFound)"},
 		{[]string{"jobs", "--collector", "127.0.0.1:1"}, 1, "refused the connection"},
 	} {

@@ -7,6 +7,6 @@
 //
 // It imports only the protos: the query service, the JSON forms and the
 // user CLI use it without linking a database driver (the CLI builds with
-// CGO_ENABLED=0). The backends are package store's, which names these
-// types too; storetest.Contract holds every backend to these answers.
+// CGO_ENABLED=0). The backends are package store's; storetest.Contract holds
+// every backend to these answers.
 package answer

@@ -11,7 +11,7 @@ import (
 	"github.com/stratatrace/strata/collector/store/storetest"
 )
 
-// TestHeatProtoRoundTrip: the Heat RPC carries store.Heat whole: read back
+// TestHeatProtoRoundTrip: the Heat RPC carries answer.Heat whole: read back
 // from its proto, it gives the same JSON element as the store's answer,
 // and encoding that again gives the same message.
 func TestHeatProtoRoundTrip(t *testing.T) {

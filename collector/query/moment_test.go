@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/store"
 )
 
@@ -12,16 +13,16 @@ func TestParseMoment(t *testing.T) {
 	t0 := time.Date(2023, 11, 14, 22, 13, 21, 500_000_000, time.UTC).UnixNano()
 	for _, tc := range []struct {
 		in   string
-		want store.MomentQuery
+		want answer.MomentQuery
 	}{
-		{"", store.MomentQuery{Want: store.MomentDefault}},
-		{" now ", store.MomentQuery{Want: store.MomentNow}},
-		{"peak", store.MomentQuery{Want: store.MomentPeak}},
-		{"+42s", store.MomentQuery{Want: store.MomentAt, At: 42e9, SinceStart: true}},
-		{"+1m30.5s", store.MomentQuery{Want: store.MomentAt, At: 90.5e9, SinceStart: true}},
-		{"+0s", store.MomentQuery{Want: store.MomentAt, At: 0, SinceStart: true}},
-		{"2023-11-14T22:13:21.5Z", store.MomentQuery{Want: store.MomentAt, At: t0}},
-		{"2023-11-14T23:13:21.5+01:00", store.MomentQuery{Want: store.MomentAt, At: t0}},
+		{"", answer.MomentQuery{Want: answer.MomentDefault}},
+		{" now ", answer.MomentQuery{Want: answer.MomentNow}},
+		{"peak", answer.MomentQuery{Want: answer.MomentPeak}},
+		{"+42s", answer.MomentQuery{Want: answer.MomentAt, At: 42e9, SinceStart: true}},
+		{"+1m30.5s", answer.MomentQuery{Want: answer.MomentAt, At: 90.5e9, SinceStart: true}},
+		{"+0s", answer.MomentQuery{Want: answer.MomentAt, At: 0, SinceStart: true}},
+		{"2023-11-14T22:13:21.5Z", answer.MomentQuery{Want: answer.MomentAt, At: t0}},
+		{"2023-11-14T23:13:21.5+01:00", answer.MomentQuery{Want: answer.MomentAt, At: t0}},
 	} {
 		got, err := ParseMoment(tc.in)
 		if err != nil || got != tc.want {
@@ -37,27 +38,27 @@ func TestParseMoment(t *testing.T) {
 
 func TestMomentWords(t *testing.T) {
 	t0 := time.Date(2023, 11, 14, 22, 13, 20, 0, time.UTC).UnixNano()
-	base := store.Moment{FirstNs: t0, LastNs: t0 + 6e9, PeakNs: t0 + 2e9, PeakBytes: 57344, PeakPages: 14}
-	with := func(f func(*store.Moment)) store.Moment {
+	base := answer.Moment{FirstNs: t0, LastNs: t0 + 6e9, PeakNs: t0 + 2e9, PeakBytes: 57344, PeakPages: 14}
+	with := func(f func(*answer.Moment)) answer.Moment {
 		m := base
 		f(&m)
 		return m
 	}
 	for _, tc := range []struct {
-		m    store.Moment
+		m    answer.Moment
 		want string
 	}{
-		{with(func(m *store.Moment) { m.Kind, m.Default, m.Bytes = store.MomentNow, true, 4096 }),
+		{with(func(m *answer.Moment) { m.Kind, m.Default, m.Bytes = answer.MomentNow, true, 4096 }),
 			"now: the application is running, its RDDs hold 4.0 KiB"},
-		{with(func(m *store.Moment) { m.Kind, m.Ended = store.MomentNow, true }),
+		{with(func(m *answer.Moment) { m.Kind, m.Ended = answer.MomentNow, true }),
 			"now, its RDDs hold 0 B; the application has ended"},
-		{with(func(m *store.Moment) {
-			m.Kind, m.Default, m.Ended, m.AtNs, m.Bytes = store.MomentPeak, true, true, t0+2e9, 57344
+		{with(func(m *answer.Moment) {
+			m.Kind, m.Default, m.Ended, m.AtNs, m.Bytes = answer.MomentPeak, true, true, t0+2e9, 57344
 		}),
 			"the moment its RDDs held the most: 2023-11-14 22:13:22.000 UTC (+2s), 56.0 KiB; the application has ended"},
-		{with(func(m *store.Moment) { m.Kind, m.AtNs, m.Bytes = store.MomentAt, t0+1500_000_400, 1<<30 }),
+		{with(func(m *answer.Moment) { m.Kind, m.AtNs, m.Bytes = answer.MomentAt, t0+1500_000_400, 1<<30 }),
 			"2023-11-14 22:13:21.500 UTC (+1.5s): its RDDs held 1.0 GiB (at most 56.0 KiB, at +2s)"},
-		{with(func(m *store.Moment) { m.Kind, m.AtNs, m.PeakNs = store.MomentAt, t0-1e6, 0 }),
+		{with(func(m *answer.Moment) { m.Kind, m.AtNs, m.PeakNs = answer.MomentAt, t0-1e6, 0 }),
 			"2023-11-14 22:13:19.999 UTC (-1ms): its RDDs held 0 B"},
 	} {
 		if got := MomentWords(tc.m); got != tc.want {

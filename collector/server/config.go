@@ -71,7 +71,7 @@ type Config struct {
 	ClickHouseUser     string `json:"clickhouse_user"`
 	ClickHousePassword string `json:"clickhouse_password"`
 	// ClickHouseCluster names the cluster of the sharded and replicated
-	// layout (strata clickhouse-schema --cluster prints its DDL); empty
+	// layout (strata clickhouse-schema --clickhouse-cluster prints its DDL); empty
 	// for one server.
 	ClickHouseCluster string `json:"clickhouse_cluster"`
 	// ClickHouseCreateSchema creates the database and tables at start when

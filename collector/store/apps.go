@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/stratatrace/strata/collector/answer"
 	"slices"
 	"strings"
 )
@@ -12,7 +13,7 @@ import (
 // by app id), each with its machines (sorted), executors, records, the
 // times of its first and last record, its cached RDD blocks live now (as
 // RDDs counts them) and the name of its latest analysed job.
-func (q *querier) Apps(ctx context.Context) ([]AppSummary, error) {
+func (q *querier) Apps(ctx context.Context) ([]answer.AppSummary, error) {
 	if q.src.closed() {
 		return nil, fmt.Errorf("apps: %w", ErrClosed)
 	}
@@ -24,7 +25,7 @@ func (q *querier) Apps(ctx context.Context) ([]AppSummary, error) {
 		id, node, exec, n, first, last := r.str(), r.str(), r.str(), r.u64(), r.i64(), r.i64()
 		a := apps[id]
 		if a == nil {
-			a = &appListed{sum: AppSummary{AppID: id, FirstNs: first, LastNs: last}, machines: map[string]bool{}, executors: map[string]bool{}}
+			a = &appListed{sum: answer.AppSummary{AppID: id, FirstNs: first, LastNs: last}, machines: map[string]bool{}, executors: map[string]bool{}}
 			apps[id] = a
 		}
 		a.machines[node], a.executors[exec] = true, true
@@ -47,7 +48,7 @@ func (q *querier) Apps(ctx context.Context) ([]AppSummary, error) {
 	if err := q.appNames(ctx, apps); err != nil {
 		return nil, err
 	}
-	out := make([]AppSummary, 0, len(apps))
+	out := make([]answer.AppSummary, 0, len(apps))
 	for _, a := range apps {
 		for m := range a.machines {
 			a.sum.Machines = append(a.sum.Machines, m)
@@ -56,7 +57,7 @@ func (q *querier) Apps(ctx context.Context) ([]AppSummary, error) {
 		a.sum.Executors = uint32(len(a.executors))
 		out = append(out, a.sum)
 	}
-	slices.SortFunc(out, func(a, b AppSummary) int {
+	slices.SortFunc(out, func(a, b answer.AppSummary) int {
 		return cmp.Or(cmp.Compare(b.LastNs, a.LastNs), cmp.Compare(a.AppID, b.AppID))
 	})
 	return out, nil
@@ -64,7 +65,7 @@ func (q *querier) Apps(ctx context.Context) ([]AppSummary, error) {
 
 // appListed is an application as Apps gathers it.
 type appListed struct {
-	sum       AppSummary
+	sum       answer.AppSummary
 	machines  map[string]bool
 	executors map[string]bool
 }

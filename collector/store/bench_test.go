@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/store"
 	"github.com/stratatrace/strata/collector/store/storetest"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -113,7 +114,7 @@ func BenchmarkQueries(b *testing.B) {
 	for range b.N {
 		start := time.Now()
 		n := 0
-		if err := s.Trace(ctx, store.TraceQuery{AppID: "app-bench"}, func(*stratav1.TracePage) error { n++; return nil }); err != nil {
+		if err := s.Trace(ctx, answer.TraceQuery{AppID: "app-bench"}, func(*stratav1.TracePage) error { n++; return nil }); err != nil {
 			b.Fatal(err)
 		}
 		if n != pages {

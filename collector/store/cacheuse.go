@@ -237,7 +237,7 @@ GROUP BY executor_id, pid, block_id, node`
 // blockHeat sets each block's latest DAMON heat: the figures of its
 // buffers' latest samples, taken together.
 func (q *querier) blockHeat(ctx context.Context, app string, blocks map[usedBlock]*job.CachedBlock) error {
-	h, err := q.Heat(ctx, HeatQuery{AppID: app})
+	h, err := q.Heat(ctx, answer.HeatQuery{AppID: app})
 	if err != nil {
 		return err
 	}

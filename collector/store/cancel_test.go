@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/store"
 	"github.com/stratatrace/strata/collector/store/storetest"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -49,7 +50,7 @@ func TestAppendCancelledWhileStoring(t *testing.T) {
 		stored++
 	}
 	// Each seq of each node is stored once: 2 × rounds batches.
-	if n := len(storetest.Trace(t, s, store.TraceQuery{AppID: storetest.App})); n != 2*rounds*storetest.SamplePages {
+	if n := len(storetest.Trace(t, s, answer.TraceQuery{AppID: storetest.App})); n != 2*rounds*storetest.SamplePages {
 		t.Fatalf("%d pages stored, want %d (every batch once)", n, 2*rounds*storetest.SamplePages)
 	}
 	t.Logf("%d rounds, each node's batches all stored once", stored)
@@ -98,7 +99,7 @@ func TestAppendCancelledAtEachStep(t *testing.T) {
 		}
 	}
 	n := len(store.WriteSteps)
-	if got := len(storetest.Trace(t, s, store.TraceQuery{AppID: storetest.App})); got != 2*n*storetest.SamplePages {
+	if got := len(storetest.Trace(t, s, answer.TraceQuery{AppID: storetest.App})); got != 2*n*storetest.SamplePages {
 		t.Fatalf("%d pages, want %d", got, 2*n*storetest.SamplePages)
 	}
 	mu.Lock()
@@ -166,7 +167,7 @@ func TestAppendFailsAtEachStep(t *testing.T) {
 		}
 		wantPages += 2 * storetest.SamplePages
 	}
-	if got := len(storetest.Trace(t, s, store.TraceQuery{AppID: storetest.App})); got != wantPages {
+	if got := len(storetest.Trace(t, s, answer.TraceQuery{AppID: storetest.App})); got != wantPages {
 		t.Fatalf("%d pages, want %d", got, wantPages)
 	}
 }

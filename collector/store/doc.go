@@ -5,7 +5,7 @@
 // TraceReader (the query service), SummaryReader (the job heuristics),
 // JobStore, UIReader (the web UI) and Retainer. TraceReader and UIReader,
 // their questions and their answers are package answer's, which links no
-// backend; this package names them too (answer.go). Two backends satisfy it:
+// backend; callers spell them answer.X. Two backends satisfy it:
 // DuckDB (Open), one embedded database file per collector, and ClickHouse
 // (OpenClickHouse), a server — or a sharded, replicated cluster — shared by
 // stateless collectors. Both promise the same things, and

@@ -9,6 +9,7 @@ import (
 
 	_ "github.com/duckdb/duckdb-go/v2"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/store"
 	"github.com/stratatrace/strata/collector/store/storetest"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -105,7 +106,7 @@ func TestMigrateOldStore(t *testing.T) {
 	defer s.Close()
 	storetest.MustAppend(t, s, storetest.ChunkBatch(2))
 	var old, hooked int
-	for _, p := range storetest.Trace(t, s, store.TraceQuery{AppID: storetest.App}) {
+	for _, p := range storetest.Trace(t, s, answer.TraceQuery{AppID: storetest.App}) {
 		switch b := p.GetBlock(); b.GetKind() {
 		case stratav1.BlockKind_BLOCK_KIND_UNSPECIFIED:
 			if b.GetStageId() != -1 || b.GetTaskAttemptId() != -1 || b.GetChunks() != 0 {

@@ -52,7 +52,7 @@ func heatValuesOf(h *stratav1.HeatSample) heatValues {
 }
 
 // Heat answers q from the stored heat samples.
-func (q *querier) Heat(ctx context.Context, hq HeatQuery) (*Heat, error) {
+func (q *querier) Heat(ctx context.Context, hq answer.HeatQuery) (*answer.Heat, error) {
 	if err := q.check(hq.AppID); err != nil {
 		return nil, err
 	}
@@ -68,13 +68,13 @@ func (q *querier) Heat(ctx context.Context, hq HeatQuery) (*Heat, error) {
 	sample_interval_ns, resolved_bytes, monitored_bytes, covered_bytes, access_rate, cold_bytes, cold_age_s, cold_min_age_s,
 	heat_mask, source_kind, partial, source`) + ` FROM heat WHERE ` + where + d.visible(hq.AppID) + `
 ORDER BY rdd_id, node_name, executor_id, pid, block_id, hook_block_id, time_ns, ` + d.batchOrder()
-	out := &Heat{ColdFor: hq.ColdFor}
+	out := &answer.Heat{ColdFor: hq.ColdFor}
 	type blockKey struct {
 		node, exec, block string
 		pid               uint32
 		hook              uint64
 	}
-	var cur *HeatRDD
+	var cur *answer.HeatRDD
 	var prev blockKey
 	err := q.each(ctx, sel, func(r row) {
 		rdd, node, exec, pid, block, hook := r.i32(), r.str(), r.str(), r.u32(), r.str(), r.u64()
@@ -105,11 +105,11 @@ ORDER BY rdd_id, node_name, executor_id, pid, block_id, hook_block_id, time_ns, 
 		}
 		k := blockKey{node, exec, block, pid, hook}
 		if cur == nil || cur.RDD != rdd {
-			out.RDDs = append(out.RDDs, HeatRDD{RDD: rdd})
+			out.RDDs = append(out.RDDs, answer.HeatRDD{RDD: rdd})
 			cur = &out.RDDs[len(out.RDDs)-1]
 		}
 		if len(cur.Blocks) == 0 || k != prev {
-			cur.Blocks = append(cur.Blocks, HeatBlock{NodeName: node})
+			cur.Blocks = append(cur.Blocks, answer.HeatBlock{NodeName: node})
 			prev = k
 		}
 		b := &cur.Blocks[len(cur.Blocks)-1]
@@ -125,7 +125,7 @@ ORDER BY rdd_id, node_name, executor_id, pid, block_id, hook_block_id, time_ns, 
 }
 
 // heatRDDFigures sets r's Latest and Points from its blocks' samples.
-func heatRDDFigures(r *HeatRDD, coldFor time.Duration) {
+func heatRDDFigures(r *answer.HeatRDD, coldFor time.Duration) {
 	latest := make([]*stratav1.HeatSample, 0, len(r.Blocks))
 	var all []*stratav1.HeatSample
 	for _, b := range r.Blocks {
@@ -139,7 +139,7 @@ func heatRDDFigures(r *HeatRDD, coldFor time.Duration) {
 		for j < len(all) && all[j].TimeUnixNano == all[i].TimeUnixNano {
 			j++
 		}
-		r.Points = append(r.Points, HeatPoint{TimeUnixNano: all[i].TimeUnixNano, HeatFigures: answer.HeatFiguresOf(all[i:j], coldFor)})
+		r.Points = append(r.Points, answer.HeatPoint{TimeUnixNano: all[i].TimeUnixNano, HeatFigures: answer.HeatFiguresOf(all[i:j], coldFor)})
 		i = j
 	}
 }

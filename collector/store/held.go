@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stratatrace/strata/collector/answer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -92,7 +93,7 @@ ORDER BY executor_id, pid, block_id, chunk, time_ns`
 // Occupancy returns each RDD's resident memory per time bucket: the
 // running sum of heldSteps per RDD, changes at one time together, the
 // last value of each bucket.
-func (q *querier) Occupancy(ctx context.Context, appID string, buckets uint32) ([]OccupancyPoint, error) {
+func (q *querier) Occupancy(ctx context.Context, appID string, buckets uint32) ([]answer.OccupancyPoint, error) {
 	if err := q.check(appID); err != nil {
 		return nil, fmt.Errorf("occupancy: %w", err)
 	}
@@ -107,7 +108,7 @@ func (q *querier) Occupancy(ctx context.Context, appID string, buckets uint32) (
 		return cmp.Or(cmp.Compare(a.rdd, b.rdd), cmp.Compare(a.t, b.t))
 	})
 	var (
-		out          []OccupancyPoint
+		out          []answer.OccupancyPoint
 		pages, bytes int64
 	)
 	span := uint64(t1 - t0 + 1)
@@ -121,7 +122,7 @@ func (q *querier) Occupancy(ctx context.Context, appID string, buckets uint32) (
 		}
 		hi, lo := bits.Mul64(uint64(c.t-t0), uint64(buckets))
 		b, _ := bits.Div64(hi, lo, span)
-		p := OccupancyPoint{RDDID: c.rdd, TimeNs: bucketEnd(t0, t1, int64(b), buckets),
+		p := answer.OccupancyPoint{RDDID: c.rdd, TimeNs: bucketEnd(t0, t1, int64(b), buckets),
 			Pages: uint64(max(pages, 0)), Bytes: uint64(max(bytes, 0))}
 		if n := len(out); n > 0 && out[n-1].RDDID == p.RDDID && out[n-1].TimeNs == p.TimeNs {
 			out[n-1] = p // a later time of the same bucket
@@ -129,7 +130,7 @@ func (q *querier) Occupancy(ctx context.Context, appID string, buckets uint32) (
 			out = append(out, p)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b OccupancyPoint) int {
+	slices.SortStableFunc(out, func(a, b answer.OccupancyPoint) int {
 		return cmp.Or(cmp.Compare(a.TimeNs, b.TimeNs), cmp.Compare(a.RDDID, b.RDDID))
 	})
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/stratatrace/strata/collector/answer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -19,7 +20,7 @@ func countIf(cond string) string { return "sum(CASE WHEN " + cond + " THEN 1 ELS
 
 // Hot ranks an app's pages by sampled faults, most first (ties: by pid and
 // address); a page's PFN, node and flags are those of its latest sample.
-func (q *querier) Hot(ctx context.Context, hq HotQuery) ([]*stratav1.HotPage, error) {
+func (q *querier) Hot(ctx context.Context, hq answer.HotQuery) ([]*stratav1.HotPage, error) {
 	if err := q.check(hq.AppID); err != nil {
 		return nil, fmt.Errorf("hot: %w", err)
 	}

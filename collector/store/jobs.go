@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratatrace/strata/collector/answer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -17,7 +18,7 @@ import (
 
 // jobWhere is the WHERE clause over dialect.jobs' columns that selects
 // q's jobs.
-func jobWhere(d dialect, q JobQuery) (string, error) {
+func jobWhere(d dialect, q answer.JobQuery) (string, error) {
 	if _, ok := stratav1.Severity_name[int32(q.MinSeverity)]; !ok {
 		return "", fmt.Errorf("%w: unknown severity %d", ErrInvalidQuery, q.MinSeverity)
 	}
@@ -110,22 +111,22 @@ func (q *querier) Job(ctx context.Context, id string) (*stratav1.JobResult, erro
 }
 
 // SearchJobs returns the page of jobs q selects and how many match.
-func (q *querier) SearchJobs(ctx context.Context, jq JobQuery) (JobPage, error) {
+func (q *querier) SearchJobs(ctx context.Context, jq answer.JobQuery) (answer.JobPage, error) {
 	if q.src.closed() {
-		return JobPage{}, fmt.Errorf("search jobs: %w", ErrClosed)
+		return answer.JobPage{}, fmt.Errorf("search jobs: %w", ErrClosed)
 	}
 	d := q.src
 	where, err := jobWhere(d, jq)
 	if err != nil {
-		return JobPage{}, fmt.Errorf("search jobs: %w", err)
+		return answer.JobPage{}, fmt.Errorf("search jobs: %w", err)
 	}
 	from := " FROM " + d.jobs() + where
-	var page JobPage
+	var page answer.JobPage
 	if err := q.each(ctx, d.sel("count(*)")+from, func(r row) { page.Total = r.u64() }); err != nil {
-		return JobPage{}, fmt.Errorf("count jobs: %w", err)
+		return answer.JobPage{}, fmt.Errorf("count jobs: %w", err)
 	}
 	order := " ORDER BY fin DESC, job_id"
-	if jq.Order == JobsWorst {
+	if jq.Order == answer.JobsWorst {
 		order = " ORDER BY sev DESC, scr DESC, fin DESC, job_id"
 	}
 	limit := uint64(jq.Limit)
@@ -133,14 +134,14 @@ func (q *querier) SearchJobs(ctx context.Context, jq JobQuery) (JobPage, error) 
 		limit = 1 << 62
 	}
 	if page.Jobs, err = q.results(ctx, d.sel("res")+from+order+d.limit(limit, uint64(jq.Offset))); err != nil {
-		return JobPage{}, fmt.Errorf("search jobs: %w", err)
+		return answer.JobPage{}, fmt.Errorf("search jobs: %w", err)
 	}
 	return page, nil
 }
 
 // JobTimeline counts q's jobs by severity per bucketMs of finish time,
 // buckets starting at multiples of bucketMs (floor, also before 1970).
-func (q *querier) JobTimeline(ctx context.Context, jq JobQuery, bucketMs int64) ([]SeverityBucket, error) {
+func (q *querier) JobTimeline(ctx context.Context, jq answer.JobQuery, bucketMs int64) ([]answer.SeverityBucket, error) {
 	if q.src.closed() {
 		return nil, fmt.Errorf("job timeline: %w", ErrClosed)
 	}
@@ -155,11 +156,11 @@ func (q *querier) JobTimeline(ctx context.Context, jq JobQuery, bucketMs int64) 
 	b := strconv.FormatInt(bucketMs, 10)
 	sel := d.sel(d.toInt64("floor(fin / "+b+")")+" * "+b+" AS start, sev, count(*)") + " FROM " + d.jobs() + where +
 		" GROUP BY start, sev ORDER BY start, sev"
-	var out []SeverityBucket
+	var out []answer.SeverityBucket
 	err = q.each(ctx, sel, func(r row) {
 		start, sev, n := r.i64(), r.i32(), r.u64()
 		if len(out) == 0 || out[len(out)-1].StartMs != start {
-			out = append(out, SeverityBucket{StartMs: start})
+			out = append(out, answer.SeverityBucket{StartMs: start})
 		}
 		if sev >= 0 && int(sev) < len(out[0].Counts) {
 			out[len(out)-1].Counts[sev] += n

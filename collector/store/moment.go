@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/stratatrace/strata/collector/answer"
 	"slices"
 	"strconv"
 	"sync"
@@ -29,15 +30,15 @@ import (
 // the comment at the top of this file. An app without lifecycle records
 // is ErrNotFound; a moment asked for before the app's first record or
 // after its last is answered (nothing live before, the last state after).
-func (q *querier) Moment(ctx context.Context, mq MomentQuery) (Moment, error) {
+func (q *querier) Moment(ctx context.Context, mq answer.MomentQuery) (answer.Moment, error) {
 	if err := q.check(mq.AppID); err != nil {
-		return Moment{}, fmt.Errorf("moment: %w", err)
+		return answer.Moment{}, fmt.Errorf("moment: %w", err)
 	}
 	base, err := q.momentBase(ctx, mq.AppID)
 	if err != nil {
-		return Moment{}, err
+		return answer.Moment{}, err
 	}
-	m := Moment{FirstNs: base.first, LastNs: base.last, Ended: base.ended}
+	m := answer.Moment{FirstNs: base.first, LastNs: base.last, Ended: base.ended}
 	held := base.held
 	for _, h := range held {
 		if h.bytes > int64(m.PeakBytes) {
@@ -45,29 +46,29 @@ func (q *querier) Moment(ctx context.Context, mq MomentQuery) (Moment, error) {
 		}
 	}
 	m.Kind = mq.Want
-	if m.Kind == MomentDefault {
-		m.Default, m.Kind = true, MomentNow
+	if m.Kind == answer.MomentDefault {
+		m.Default, m.Kind = true, answer.MomentNow
 		if m.Ended && m.PeakNs != 0 {
-			m.Kind = MomentPeak
+			m.Kind = answer.MomentPeak
 		}
 	}
 	switch m.Kind {
-	case MomentPeak:
+	case answer.MomentPeak:
 		if m.PeakNs == 0 {
-			return Moment{}, fmt.Errorf("moment %s: %w: its cached RDD blocks never held a page", mq.AppID, ErrNotFound)
+			return answer.Moment{}, fmt.Errorf("moment %s: %w: its cached RDD blocks never held a page", mq.AppID, ErrNotFound)
 		}
 		m.AtNs = m.PeakNs
-	case MomentAt:
+	case answer.MomentAt:
 		m.AtNs = mq.At
 		if mq.SinceStart {
 			m.AtNs = m.FirstNs + mq.At
 		}
 		if m.AtNs <= 0 {
-			return Moment{}, fmt.Errorf("moment %s: %w: time %d is not after 1970", mq.AppID, ErrInvalidQuery, m.AtNs)
+			return answer.Moment{}, fmt.Errorf("moment %s: %w: time %d is not after 1970", mq.AppID, ErrInvalidQuery, m.AtNs)
 		}
-	case MomentNow:
+	case answer.MomentNow:
 	default:
-		return Moment{}, fmt.Errorf("moment %s: %w: kind %d", mq.AppID, ErrInvalidQuery, mq.Want)
+		return answer.Moment{}, fmt.Errorf("moment %s: %w: kind %d", mq.AppID, ErrInvalidQuery, mq.Want)
 	}
 	// What the cached blocks held at the moment: the running sum's last
 	// value at or before it (now: the last value).

@@ -13,16 +13,16 @@ import (
 // at or before at (0: the latest), taken together (answer.HeatFiguresOf); NaN
 // for a block without a sample or whose samples cannot say it (partial, no
 // rate).
-func (q *querier) physHeat(ctx context.Context, app, machine string, at int64, blocks []BlockRef) ([]float64, error) {
+func (q *querier) physHeat(ctx context.Context, app, machine string, at int64, blocks []answer.BlockRef) ([]float64, error) {
 	out := make([]float64, len(blocks))
 	for i := range out {
 		out[i] = math.NaN()
 	}
-	h, err := q.Heat(ctx, HeatQuery{AppID: app})
+	h, err := q.Heat(ctx, answer.HeatQuery{AppID: app})
 	if err != nil {
 		return nil, err
 	}
-	latest := map[BlockRef][]*stratav1.HeatSample{}
+	latest := map[answer.BlockRef][]*stratav1.HeatSample{}
 	for _, r := range h.RDDs {
 		for _, b := range r.Blocks {
 			if b.NodeName != machine {
@@ -35,7 +35,7 @@ func (q *querier) physHeat(ctx context.Context, app, machine string, at int64, b
 				}
 			}
 			if last != nil {
-				k := BlockRef{RDDID: last.GetRddId(), ExecutorID: last.GetExecutorId(), BlockID: last.GetBlockId()}
+				k := answer.BlockRef{RDDID: last.GetRddId(), ExecutorID: last.GetExecutorId(), BlockID: last.GetBlockId()}
 				latest[k] = append(latest[k], last)
 			}
 		}

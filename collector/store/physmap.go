@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/stratatrace/strata/collector/answer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -49,10 +50,10 @@ type segment struct {
 type pfnIndex struct {
 	segs    []segment // by pfn
 	maxSeg  uint64    // longest segment, for the window search
-	blocks  []BlockRef
-	rdds    []RDDPages // by RDD id
-	nodes   []NodeSpan // by node
-	maxPFN  uint64     // highest PFN + 1
+	blocks  []answer.BlockRef
+	rdds    []answer.RDDPages // by RDD id
+	nodes   []answer.NodeSpan // by node
+	maxPFN  uint64            // highest PFN + 1
 	pages   uint64
 	runs    uint64
 	hidden  uint64 // present pages whose PFN the agent could not see
@@ -112,7 +113,7 @@ func (c *physMapCache) put(key physMapKey, idx *pfnIndex) {
 
 // PhysMap returns the app's physical memory map on one machine; see
 // PhysMapQuery and the comment at the top of this file.
-func (q *querier) PhysMap(ctx context.Context, pq PhysMapQuery) (*PhysMap, error) {
+func (q *querier) PhysMap(ctx context.Context, pq answer.PhysMapQuery) (*answer.PhysMap, error) {
 	if err := q.check(pq.AppID); err != nil {
 		return nil, fmt.Errorf("physical map: %w", err)
 	}
@@ -154,7 +155,7 @@ func (q *querier) PhysMap(ctx context.Context, pq PhysMapQuery) (*PhysMap, error
 		idx.stamp = stamp
 		q.physMaps.put(key, idx)
 	}
-	out := &PhysMap{Machine: m.NodeName, Machines: names, PageSize: m.PageSize, Nodes: idx.nodes, RDDs: idx.rdds,
+	out := &answer.PhysMap{Machine: m.NodeName, Machines: names, PageSize: m.PageSize, Nodes: idx.nodes, RDDs: idx.rdds,
 		Pages: idx.pages, Runs: idx.runs, Hidden: idx.hidden, Limit: idx.maxPFN}
 	if m.PageSize > 0 {
 		out.Limit = max(out.Limit, m.MemTotalBytes/uint64(m.PageSize))
@@ -185,7 +186,7 @@ func (q *querier) PhysMap(ctx context.Context, pq PhysMapQuery) (*PhysMap, error
 
 // physRun is one stored run of a live block.
 type physRun struct {
-	ref          BlockRef
+	ref          answer.BlockRef
 	state, pages uint32
 	pfn          uint64
 	deltas       []byte
@@ -217,14 +218,14 @@ type pfnIndexBuilder struct {
 	log      *slog.Logger
 	app      string
 	idx      *pfnIndex
-	blockIDs map[BlockRef]uint32
-	rdds     map[int32]*RDDPages
-	nodes    map[int32]*NodeSpan
+	blockIDs map[answer.BlockRef]uint32
+	rdds     map[int32]*answer.RDDPages
+	nodes    map[int32]*answer.NodeSpan
 }
 
 func newPFNIndexBuilder(log *slog.Logger, app string) *pfnIndexBuilder {
-	return &pfnIndexBuilder{log: log, app: app, idx: &pfnIndex{}, blockIDs: map[BlockRef]uint32{},
-		rdds: map[int32]*RDDPages{}, nodes: map[int32]*NodeSpan{}}
+	return &pfnIndexBuilder{log: log, app: app, idx: &pfnIndex{}, blockIDs: map[answer.BlockRef]uint32{},
+		rdds: map[int32]*answer.RDDPages{}, nodes: map[int32]*answer.NodeSpan{}}
 }
 
 // add takes one run into the index.
@@ -233,7 +234,7 @@ func (bd *pfnIndexBuilder) add(r physRun) {
 	idx.runs++
 	rp := bd.rdds[r.ref.RDDID]
 	if rp == nil {
-		rp = &RDDPages{RDDID: r.ref.RDDID}
+		rp = &answer.RDDPages{RDDID: r.ref.RDDID}
 		bd.rdds[r.ref.RDDID] = rp
 	}
 	switch {
@@ -259,7 +260,7 @@ func (bd *pfnIndexBuilder) add(r physRun) {
 		idx.maxPFN = max(idx.maxPFN, start+uint64(n))
 		ns := bd.nodes[r.node]
 		if ns == nil {
-			ns = &NodeSpan{Node: r.node, FirstPFN: start}
+			ns = &answer.NodeSpan{Node: r.node, FirstPFN: start}
 			bd.nodes[r.node] = ns
 		}
 		ns.FirstPFN = min(ns.FirstPFN, start)
@@ -286,17 +287,17 @@ func (bd *pfnIndexBuilder) finish() *pfnIndex {
 	for _, r := range bd.rdds {
 		idx.rdds = append(idx.rdds, *r)
 	}
-	slices.SortFunc(idx.rdds, func(a, b RDDPages) int { return int(a.RDDID) - int(b.RDDID) })
+	slices.SortFunc(idx.rdds, func(a, b answer.RDDPages) int { return int(a.RDDID) - int(b.RDDID) })
 	for _, n := range bd.nodes {
 		idx.nodes = append(idx.nodes, *n)
 	}
-	slices.SortFunc(idx.nodes, func(a, b NodeSpan) int { return int(a.Node) - int(b.Node) })
+	slices.SortFunc(idx.nodes, func(a, b answer.NodeSpan) int { return int(a.Node) - int(b.Node) })
 	return idx
 }
 
 // bucketAcc accumulates one bucket.
 type bucketAcc struct {
-	rdds       []RDDCount
+	rdds       []answer.RDDCount
 	thp, hot   uint64
 	nodes      uint64
 	block      int64 // -1 none yet, -2 several
@@ -308,7 +309,7 @@ type bucketAcc struct {
 // bucket cuts [from, to) into buckets of width pages and sums the
 // segments inside each; hot holds sampled faults per PFN, heat the
 // accesses per second per GiB of each of idx.blocks (NaN: none).
-func (idx *pfnIndex) bucket(from, to, width uint64, hot map[uint64]uint64, heat []float64) []PFNBucket {
+func (idx *pfnIndex) bucket(from, to, width uint64, hot map[uint64]uint64, heat []float64) []answer.PFNBucket {
 	accs := map[uint64]*bucketAcc{}
 	acc := func(b uint64) *bucketAcc {
 		a := accs[b]
@@ -352,10 +353,10 @@ func (idx *pfnIndex) bucket(from, to, width uint64, hot map[uint64]uint64, heat 
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	out := make([]PFNBucket, 0, len(keys))
+	out := make([]answer.PFNBucket, 0, len(keys))
 	for _, k := range keys {
 		a := accs[k]
-		slices.SortFunc(a.rdds, func(x, y RDDCount) int {
+		slices.SortFunc(a.rdds, func(x, y answer.RDDCount) int {
 			if x.Pages != y.Pages {
 				if x.Pages > y.Pages {
 					return -1
@@ -364,7 +365,7 @@ func (idx *pfnIndex) bucket(from, to, width uint64, hot map[uint64]uint64, heat 
 			}
 			return int(x.RDDID) - int(y.RDDID)
 		})
-		pb := PFNBucket{Start: a.start, End: a.end, RDDs: a.rdds, THP: a.thp, Hot: a.hot, Nodes: a.nodes}
+		pb := answer.PFNBucket{Start: a.start, End: a.end, RDDs: a.rdds, THP: a.thp, Hot: a.hot, Nodes: a.nodes}
 		if a.heatPages > 0 {
 			v := a.heatSum / float64(a.heatPages)
 			pb.Heat = &v
@@ -378,7 +379,7 @@ func (idx *pfnIndex) bucket(from, to, width uint64, hot map[uint64]uint64, heat 
 	return out
 }
 
-func (a *bucketAcc) add(ref BlockRef, sg segment, n uint64, heat float64) {
+func (a *bucketAcc) add(ref answer.BlockRef, sg segment, n uint64, heat float64) {
 	if !math.IsNaN(heat) {
 		a.heatPages += n
 		a.heatSum += heat * float64(n)
@@ -392,7 +393,7 @@ func (a *bucketAcc) add(ref BlockRef, sg segment, n uint64, heat float64) {
 		}
 	}
 	if !found {
-		a.rdds = append(a.rdds, RDDCount{RDDID: ref.RDDID, Pages: n})
+		a.rdds = append(a.rdds, answer.RDDCount{RDDID: ref.RDDID, Pages: n})
 	}
 	if sg.thp {
 		a.thp += n

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/store"
 	"github.com/stratatrace/strata/collector/store/storetest"
 )
@@ -30,8 +31,8 @@ func BenchmarkPhysMap(b *testing.B) {
 		}
 		return time.Since(start)
 	}
-	q := store.PhysMapQuery{AppID: "app-bench"}
-	zoom := store.PhysMapQuery{AppID: "app-bench", From: 1 << 20, To: 1<<20 + 256}
+	q := answer.PhysMapQuery{AppID: "app-bench"}
+	zoom := answer.PhysMapQuery{AppID: "app-bench", From: 1 << 20, To: 1<<20 + 256}
 	var numa, cold, whole, zoomed time.Duration
 	for range b.N {
 		numa += timeIt(func() error { _, err := s.Numa(ctx, "app-bench"); return err })

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stratatrace/strata/collector/answer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -20,7 +21,7 @@ var recordSelect = `time_ns, access_kind, node_name, pid, tid, app_id, executor_
 	fault_read, fault_write, fault_exec, fault_major, fault_unclassified, fault_kind, ` + coverageColNames("")
 
 // Records calls fn for each matching record; see TraceReader.
-func (q *querier) Records(ctx context.Context, rq RecordsQuery, fn func(*stratav1.RecordRow) error) error {
+func (q *querier) Records(ctx context.Context, rq answer.RecordsQuery, fn func(*stratav1.RecordRow) error) error {
 	if err := q.check(rq.AppID); err != nil {
 		return fmt.Errorf("records: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/stratatrace/strata/collector/answer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -167,8 +168,8 @@ func setResolved(byRDD map[int32]*stratav1.RddReport, bufs []lastBuffer) {
 
 // blocksOf groups buffers into blocks, in lastBuffers' order (partition,
 // executor, block).
-func blocksOf(bufs []lastBuffer) []BlockCoverage {
-	var out []BlockCoverage
+func blocksOf(bufs []lastBuffer) []answer.BlockCoverage {
+	var out []answer.BlockCoverage
 	sums := map[blockKey]*coverageSum{}
 	index := map[blockKey]int{}
 	for i := range bufs {
@@ -178,11 +179,11 @@ func blocksOf(bufs []lastBuffer) []BlockCoverage {
 		if !ok {
 			j = len(out)
 			index[k] = j
-			out = append(out, BlockCoverage{ExecutorID: b.exec, BlockID: b.block, Partition: b.partition})
+			out = append(out, answer.BlockCoverage{ExecutorID: b.exec, BlockID: b.block, Partition: b.partition})
 			sums[k] = newCoverageSum()
 		}
 		sums[k].add(b)
-		buf := BufferCoverage{Chunk: b.chunk, Chunks: b.chunks, PID: b.pid, TimeNs: b.time, CachedBatch: b.cachedBatch,
+		buf := answer.BufferCoverage{Chunk: b.chunk, Chunks: b.chunks, PID: b.pid, TimeNs: b.time, CachedBatch: b.cachedBatch,
 			ColumnName: b.columnName, Length: b.length, Pages: b.pages}
 		if b.column >= 0 {
 			col := b.column
@@ -199,7 +200,7 @@ func blocksOf(bufs []lastBuffer) []BlockCoverage {
 		o := &out[j]
 		o.SparkBytes, o.Bytes, o.ResolvedBytes, o.SharedBytes, o.ResolvedShare, o.Parts =
 			t.sparkBytes, t.bytes, t.resolved, t.shared, t.share, t.parts
-		slices.SortFunc(o.Buffers, func(a, b BufferCoverage) int {
+		slices.SortFunc(o.Buffers, func(a, b answer.BufferCoverage) int {
 			return cmp.Or(cmp.Compare(a.Chunk, b.Chunk), cmp.Compare(a.PID, b.PID))
 		})
 	}
@@ -208,7 +209,7 @@ func blocksOf(bufs []lastBuffer) []BlockCoverage {
 
 // Blocks returns the Spark blocks of one of an app's RDDs and what Strata
 // resolved of each; see BlockCoverage.
-func (q *querier) Blocks(ctx context.Context, appID string, rdd int32) ([]BlockCoverage, error) {
+func (q *querier) Blocks(ctx context.Context, appID string, rdd int32) ([]answer.BlockCoverage, error) {
 	if err := q.check(appID); err != nil {
 		return nil, err
 	}
@@ -221,7 +222,7 @@ func (q *querier) Blocks(ctx context.Context, appID string, rdd int32) ([]BlockC
 
 // BlocksAt returns the Spark blocks of one of an app's RDDs live at a
 // moment (unix nanoseconds) and what Strata resolved of each then.
-func (q *querier) BlocksAt(ctx context.Context, appID string, rdd int32, at int64) ([]BlockCoverage, error) {
+func (q *querier) BlocksAt(ctx context.Context, appID string, rdd int32, at int64) ([]answer.BlockCoverage, error) {
 	if err := q.check(appID); err != nil {
 		return nil, err
 	}

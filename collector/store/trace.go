@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/stratatrace/strata/collector/answer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -28,7 +29,7 @@ var traceCols = `time_ns, access_kind, pid, app_id, executor_id, rdd_id, partiti
 	block_kind, object_graph, chunk, chunks, stage_id, stage_attempt, task_attempt, ` + coverageColNames("")
 
 // Trace calls fn for each page of each matching record; see TraceReader.
-func (q *querier) Trace(ctx context.Context, tq TraceQuery, fn func(*stratav1.TracePage) error) error {
+func (q *querier) Trace(ctx context.Context, tq answer.TraceQuery, fn func(*stratav1.TracePage) error) error {
 	if err := q.check(tq.AppID); err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}
@@ -108,7 +109,7 @@ func readTraceRun(r row, t *traceRun) {
 // the query's limit. A run that cannot be expanded is skipped and
 // counted; warn reports the count once.
 type pageEmitter struct {
-	q             TraceQuery
+	q             answer.TraceQuery
 	fn            func(*stratav1.TracePage) error
 	sent, skipped uint32
 	firstSkip     error

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/store"
 	"github.com/stratatrace/strata/collector/store/storetest"
 )
@@ -41,11 +42,11 @@ func TestSearchJobsBackfill(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	page, err := s.SearchJobs(ctx, store.JobQuery{User: "bob", Queue: "etl", Type: "mapreduce"})
+	page, err := s.SearchJobs(ctx, answer.JobQuery{User: "bob", Queue: "etl", Type: "mapreduce"})
 	if err != nil || page.Total != 1 || page.Jobs[0].GetJobId() != "job_1526555215992_0009" {
 		t.Fatalf("after backfill: %+v, %v", page, err)
 	}
-	page, err = s.SearchJobs(ctx, store.JobQuery{Order: store.JobsWorst, Limit: 2})
+	page, err = s.SearchJobs(ctx, answer.JobQuery{Order: answer.JobsWorst, Limit: 2})
 	if err != nil || !reflect.DeepEqual(storetest.JobIDs(page.Jobs), []string{"job_1526555215992_0003", "job_1526555215992_0009"}) {
 		t.Fatalf("worst after backfill: %v, %v", storetest.JobIDs(page.Jobs), err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/query/jsonform"
 	"github.com/stratatrace/strata/collector/store"
@@ -166,7 +167,7 @@ func (h *Handler) apiMoment(r *http.Request) (any, error) {
 }
 
 // askedMoment resolves the moment at= of r names, nil when r names none.
-func (h *Handler) askedMoment(r *http.Request) (*store.Moment, error) {
+func (h *Handler) askedMoment(r *http.Request) (*answer.Moment, error) {
 	v := r.URL.Query()
 	if !v.Has("at") {
 		return nil, nil
@@ -181,10 +182,10 @@ func (h *Handler) askedMoment(r *http.Request) (*store.Moment, error) {
 // momentOf resolves the moment a page or the map shows: at (as
 // query.ParseMoment reads it; "" the app's default). An app without
 // lifecycle records has no moment but now.
-func (h *Handler) momentOf(r *http.Request, app, at string) (store.Moment, error) {
+func (h *Handler) momentOf(r *http.Request, app, at string) (answer.Moment, error) {
 	m, err := h.q.Moment(r.Context(), app, at)
 	if errors.Is(err, store.ErrNotFound) && at == "" {
-		return store.Moment{Kind: store.MomentNow, Default: true}, nil
+		return answer.Moment{Kind: answer.MomentNow, Default: true}, nil
 	}
 	return m, err
 }
@@ -197,7 +198,7 @@ func (h *Handler) apiNuma(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if m == nil {
-		m = &store.Moment{Kind: store.MomentNow}
+		m = &answer.Moment{Kind: answer.MomentNow}
 	}
 	rows, err := h.q.NumaMoment(r.Context(), r.PathValue("app"), *m)
 	if err != nil {
@@ -298,7 +299,7 @@ func (h *Handler) apiOccupancy(r *http.Request) (any, error) {
 
 func (h *Handler) apiMemMap(r *http.Request) (any, error) {
 	v := r.URL.Query()
-	q := store.PhysMapQuery{AppID: r.PathValue("app"), Machine: v.Get("machine")}
+	q := answer.PhysMapQuery{AppID: r.PathValue("app"), Machine: v.Get("machine")}
 	var err error
 	if q.From, err = parseUint("from", v.Get("from"), 0, 1<<52); err != nil {
 		return nil, err
@@ -401,7 +402,7 @@ func (h *Handler) apiTrace(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		req.Limit, err = streamLimit(r)
 	}
-	var m *store.Moment
+	var m *answer.Moment
 	if err == nil {
 		m, err = h.askedMoment(r)
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/query"
-	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -76,7 +76,7 @@ func formatMs(ms int64, bucketMs int64) string {
 }
 
 // severityChart draws jobs per bucket as bars stacked by severity.
-func severityChart(tl []store.SeverityBucket, bucketMs int64) template.HTML {
+func severityChart(tl []answer.SeverityBucket, bucketMs int64) template.HTML {
 	const w, h, left, bottom, top = 900, 220, 50, 30, 10
 	s := newSVG(w, h, "chart severity-chart")
 	if len(tl) == 0 {

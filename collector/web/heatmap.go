@@ -12,7 +12,6 @@ import (
 
 	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/query/jsonform"
-	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -55,7 +54,7 @@ func heatColumns(times []int64) []heatColumn {
 // heatCell is one partition's samples in one column, and their figures.
 type heatCell struct {
 	samples []*stratav1.HeatSample
-	f       store.HeatFigures
+	f       answer.HeatFigures
 }
 
 // heatColor is the colour of v on the scale [0, top]: from pale yellow
@@ -79,7 +78,7 @@ const partialColor = "#c6d0e0"
 // of the partition's samples in its column (answer.HeatFiguresOf), blue-grey
 // when they cannot say it (partial, no rate). Every cell carries its
 // numbers in data-* attributes and its words in a <title>.
-func heatMap(heat *store.Heat, at int64) template.HTML {
+func heatMap(heat *answer.Heat, at int64) template.HTML {
 	var samples []*stratav1.HeatSample
 	var times []int64
 	for _, r := range heat.RDDs {
@@ -194,7 +193,7 @@ func heatMap(heat *store.Heat, at int64) template.HTML {
 }
 
 // rankable tells whether figures f can colour a cell by their rate.
-func rankable(f store.HeatFigures) bool { return !f.Partial && f.AccessesPerSecGiB != nil }
+func rankable(f answer.HeatFigures) bool { return !f.Partial && f.AccessesPerSecGiB != nil }
 
 // columnLabel is a column's time in words.
 func columnLabel(c heatColumn) string {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratatrace/strata/collector/store"
+	"github.com/stratatrace/strata/collector/answer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -47,13 +47,13 @@ func TestHeatColor(t *testing.T) {
 // many more there are.
 func TestHeatMapRows(t *testing.T) {
 	rate := 0.5
-	var blocks []store.HeatBlock
+	var blocks []answer.HeatBlock
 	for p := range int32(maxHeatRows + 3) {
-		blocks = append(blocks, store.HeatBlock{NodeName: "n", Samples: []*stratav1.HeatSample{{ExecutorId: "1", RddId: 1,
+		blocks = append(blocks, answer.HeatBlock{NodeName: "n", Samples: []*stratav1.HeatSample{{ExecutorId: "1", RddId: 1,
 			Partition: p, BlockId: fmt.Sprintf("rdd_1_%d", p), TimeUnixNano: 1e9, SampleIntervalNs: 2e8, ResolvedBytes: 4096,
 			CoveredBytes: 4096, AccessRate: &rate}}})
 	}
-	out := string(heatMap(&store.Heat{ColdFor: time.Minute, RDDs: []store.HeatRDD{{RDD: 1, Blocks: blocks}}}, 0))
+	out := string(heatMap(&answer.Heat{ColdFor: time.Minute, RDDs: []answer.HeatRDD{{RDD: 1, Blocks: blocks}}}, 0))
 	if n := strings.Count(out, `class="heat-cell"`); n != maxHeatRows {
 		t.Errorf("%d cells, want %d", n, maxHeatRows)
 	}

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/query/jsonform"
-	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -73,9 +73,9 @@ const pageSize = 25
 // jobQuery reads the search parameters: user, queue, type, severity
 // (at or above), from and to (finish time), order (newest or worst),
 // page (from 1) or offset, limit.
-func jobQuery(r *http.Request) (store.JobQuery, error) {
+func jobQuery(r *http.Request) (answer.JobQuery, error) {
 	v := r.URL.Query()
-	q := store.JobQuery{User: strings.TrimSpace(v.Get("user")), Queue: strings.TrimSpace(v.Get("queue")),
+	q := answer.JobQuery{User: strings.TrimSpace(v.Get("user")), Queue: strings.TrimSpace(v.Get("queue")),
 		Type: strings.TrimSpace(v.Get("type")), AppID: strings.TrimSpace(v.Get("app"))}
 	var err error
 	if q.MinSeverity, err = query.ParseSeverity(v.Get("severity")); err != nil {
@@ -90,7 +90,7 @@ func jobQuery(r *http.Request) (store.JobQuery, error) {
 	switch v.Get("order") {
 	case "", "newest":
 	case "worst":
-		q.Order = store.JobsWorst
+		q.Order = answer.JobsWorst
 	default:
 		return q, fmt.Errorf("%w: order %q: want newest or worst", errBadRequest, v.Get("order"))
 	}
@@ -191,7 +191,7 @@ type momentView struct {
 	SpanMs, AtMs int64
 }
 
-func newMomentView(m store.Moment, asked string) momentView {
+func newMomentView(m answer.Moment, asked string) momentView {
 	v := momentView{Says: query.MomentWords(m), Input: asked, SpanMs: (m.LastNs - m.FirstNs) / 1e6}
 	v.AtMs = v.SpanMs
 	if m.AtNs != 0 {

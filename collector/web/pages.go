@@ -16,7 +16,6 @@ import (
 	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/query"
 	"github.com/stratatrace/strata/collector/query/jsonform"
-	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -99,7 +98,7 @@ const (
 
 func (h *Handler) pageDashboard(r *http.Request) (string, any, error) {
 	ctx := r.Context()
-	newest, err := h.q.SearchJobs(ctx, store.JobQuery{Limit: 1})
+	newest, err := h.q.SearchJobs(ctx, answer.JobQuery{Limit: 1})
 	if err != nil {
 		return "", nil, err
 	}
@@ -117,7 +116,7 @@ func (h *Handler) pageDashboard(r *http.Request) (string, any, error) {
 	// window of days up to the latest finished job, a bar per day; the
 	// worst jobs are those of its last 7 days.
 	from := max(end-int64(days)*day, 0)
-	tl, err := h.q.JobTimeline(ctx, store.JobQuery{FinishedFrom: from}, day)
+	tl, err := h.q.JobTimeline(ctx, answer.JobQuery{FinishedFrom: from}, day)
 	if err != nil {
 		return "", nil, err
 	}
@@ -135,7 +134,7 @@ func (h *Handler) pageDashboard(r *http.Request) (string, any, error) {
 		slices.Sort(windows)
 	}
 	data["Days"], data["Windows"], data["InWindow"] = days, windows, inWindow
-	worst, err := h.q.SearchJobs(ctx, store.JobQuery{FinishedFrom: max(end-7*day, 0), Order: store.JobsWorst, Limit: 10})
+	worst, err := h.q.SearchJobs(ctx, answer.JobQuery{FinishedFrom: max(end-7*day, 0), Order: answer.JobsWorst, Limit: 10})
 	if err != nil {
 		return "", nil, err
 	}
@@ -243,7 +242,7 @@ func (h *Handler) pageApp(r *http.Request) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	jobs, err := h.q.SearchJobs(ctx, store.JobQuery{AppID: id, Limit: 10})
+	jobs, err := h.q.SearchJobs(ctx, answer.JobQuery{AppID: id, Limit: 10})
 	if err != nil {
 		return "", nil, err
 	}
@@ -405,7 +404,7 @@ func (h *Handler) pageRDD(r *http.Request) (string, any, error) {
 
 // latestHeat is each block's (executor, block id) latest heat sample, at
 // or before at when at is not 0.
-func latestHeat(heat *store.Heat, at int64) map[[2]string]*stratav1.HeatSample {
+func latestHeat(heat *answer.Heat, at int64) map[[2]string]*stratav1.HeatSample {
 	out := map[[2]string]*stratav1.HeatSample{}
 	for _, r := range heat.RDDs {
 		for _, b := range r.Blocks {

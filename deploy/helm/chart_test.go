@@ -497,7 +497,7 @@ func TestSparkSettings(t *testing.T) {
 		t.Errorf("NOTES lack the options:\n%s", o.notes)
 	}
 	strata := testenv.Built(t, "strata")
-	out, err := exec.Command(strata, "hook-opts", "--dir", dir, "--hook-socket", "/run/strata-test/hook.sock").Output()
+	out, err := exec.Command(strata, "hook-opts", "--install-hook", dir, "--hook-socket", "/run/strata-test/hook.sock").Output()
 	if err != nil {
 		t.Fatal(err)
 	}

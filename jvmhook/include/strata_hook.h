@@ -191,7 +191,10 @@
  *   The hook's own counters since HELLO, cumulative (the receiver takes the
  *   difference to the previous report). Sent when the hook chooses, e.g.
  *   after a GC or before exit.
- *     0    8 dropped     frames dropped because the socket was full or gone
+ *     0    8 dropped     frames whose information is lost: any frame the
+ *                        hook's queue or a full socket refused, and every
+ *                        ACCESS no connection delivered (the other frames a
+ *                        lost connection drops are sent again on connect)
  *     8    8 sent        frames sent, this one not included
  *
  *   WALK (type 7), fixed body 72 bytes, then count extents of 16 bytes

@@ -88,6 +88,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -151,16 +152,55 @@ static uint32_t padded(uint32_t len)
 	return 8 + ((len + 7) & ~7u);
 }
 
+/* Whether the encoded frame only says what the registry holds (REGISTER,
+ * MOVE, FREE, WALK, GC, CHECKED, DROPPED): the next connect sends all of it
+ * again (every live block at its address, the latest walks, the GC epoch
+ * and what the walker checked, the drops no agent has heard of), so a
+ * frame of these that a lost connection never delivers loses nothing. An
+ * ACCESS is an event: once undelivered, it is lost. */
+static int superseded(const unsigned char *frame)
+{
+	uint16_t type;
+
+	memcpy(&type, frame + offsetof(struct strata_hdr, type), sizeof(type));
+	return type != STRATA_FRAME_ACCESS;
+}
+
+/* Counts the frames in [h, end) of the ring that are lost with the
+ * connection: every one when the connection stays (the socket was full),
+ * else those superseded() does not cover. */
+static void count_lost(uint64_t h, uint64_t end, int conn_gone)
+{
+	while (h != end) {
+		uint32_t off = (uint32_t)(h % RING_BYTES), len;
+
+		memcpy(&len, ring + off, sizeof(len));
+		if (len == RING_SKIP) {
+			h += RING_BYTES - off;
+			continue;
+		}
+		if (!conn_gone || !superseded(ring + off + 8))
+			__atomic_fetch_add(&conn.dropped, 1, __ATOMIC_RELAXED);
+		h += padded(len);
+	}
+}
+
 /* Queues one encoded frame (len < 0: encoding failed) for the hook thread;
- * reg_mu held. Not connected or a full queue: the frame is dropped and
- * counted. */
+ * reg_mu held. A frame that fails to encode or finds the queue full is
+ * dropped and counted; without a connection it is dropped, and counted
+ * unless superseded. */
 static void queue(const void *frame, int len)
 {
 	uint64_t tail = ring_tail, head;
 	uint32_t need, off, room;
 
-	if (len < 0 || conn.fd < 0) {
+	if (len < 0) {
 		__atomic_fetch_add(&conn.dropped, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (conn.fd < 0) {
+		if (!superseded(frame))
+			__atomic_fetch_add(&conn.dropped, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	need = padded((uint32_t)len);
@@ -285,12 +325,13 @@ static void disconnect(void)
 /* Sends what is queued, up to SEND_BATCH frames in one sendmmsg; returns
  * the frames taken off the queue. Only the hook thread waits (POLLOUT, up
  * to wait_ms) for room in a full socket; what still does not fit is dropped
- * and counted. */
+ * and counted. Frames a broken or closed connection did not take are
+ * dropped and counted as count_lost says. */
 static int drain(int wait_ms)
 {
 	struct mmsghdr msgs[SEND_BATCH];
 	struct iovec iov[SEND_BATCH];
-	uint64_t head, tail, next;
+	uint64_t head, tail, next, at[SEND_BATCH];
 	int n = 0, done = 0, fd, broken = 0;
 
 	if (pthread_mutex_trylock(&drain_mu) != 0)
@@ -305,6 +346,7 @@ static int drain(int wait_ms)
 			next += RING_BYTES - off;
 			continue;
 		}
+		at[n] = next;
 		iov[n] = (struct iovec){ .iov_base = ring + off + 8, .iov_len = len };
 		memset(&msgs[n], 0, sizeof(msgs[n]));
 		msgs[n].msg_hdr.msg_iov = &iov[n];
@@ -326,15 +368,18 @@ static int drain(int wait_ms)
 		if (k < 0 && errno == EAGAIN && wait_ms > 0) {
 			struct pollfd p = { .fd = fd, .events = POLLOUT };
 
-			if (poll(&p, 1, wait_ms) > 0 && (p.revents & POLLOUT))
-				continue;
+			if (poll(&p, 1, wait_ms) > 0) {
+				if (p.revents & POLLOUT)
+					continue;
+				broken = (p.revents & (POLLHUP | POLLERR)) != 0;
+			}
 		}
 		if (k < 0 && errno != EAGAIN)
 			broken = 1;
 		break;
 	}
 	if (n > done)
-		__atomic_fetch_add(&conn.dropped, (uint64_t)(n - done), __ATOMIC_RELAXED);
+		count_lost(at[done], next, broken || fd < 0);
 	__atomic_store_n(&ring_head, next, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&drain_mu);
 	/* reg_mu only after drain_mu is let go: discard_queue takes them in the
@@ -353,17 +398,7 @@ static int drain(int wait_ms)
 static void discard_queue(void)
 {
 	pthread_mutex_lock(&drain_mu);
-	for (uint64_t h = ring_head; h != ring_tail;) {
-		uint32_t off = (uint32_t)(h % RING_BYTES), len;
-
-		memcpy(&len, ring + off, sizeof(len));
-		if (len == RING_SKIP) {
-			h += RING_BYTES - off;
-			continue;
-		}
-		h += padded(len);
-		__atomic_fetch_add(&conn.dropped, 1, __ATOMIC_RELAXED);
-	}
+	count_lost(ring_head, ring_tail, 1);
 	__atomic_store_n(&ring_head, ring_tail, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&drain_mu);
 }

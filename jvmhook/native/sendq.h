@@ -25,9 +25,11 @@ extern JavaVM *reg_jvm;
 extern uint32_t reg_pid;
 
 /*
- * Frames for the hook thread to send, one each; reg_mu held. Not connected
- * or a full queue: the frame is dropped and counted (its seq is used either
- * way, so the agent sees the gap).
+ * Frames for the hook thread to send, one each; reg_mu held. A full queue
+ * drops the frame and counts it; without a connection the frame is dropped
+ * and only an ACCESS is counted, since the next connect sends again what
+ * the others said (sendq.c, superseded). Its seq is used either way, so the
+ * agent sees the gap.
  */
 void sq_register(const struct entry *e);
 void sq_move(const struct entry *e, uint32_t gc_epoch);

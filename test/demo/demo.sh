@@ -118,7 +118,7 @@ spark_demo() { # a real Spark job in local mode under the JVM hook
 		echo "skipping the Spark part: no java on PATH"
 		return 0
 	fi
-	opts=$("$bin/strata" hook-opts --dir "$bin/jvmhook" --socket "$work/hook.sock")
+	opts=$("$bin/strata" hook-opts --install-hook "$bin/jvmhook" --hook-socket "$work/hook.sock")
 	echo "spark-submit --master local[2] --conf spark.driver.extraJavaOptions=\"\$(strata hook-opts) -XX:+UseParallelGC\" ..."
 	echo "(in local mode the driver is the executor; on a cluster: spark.executor.extraJavaOptions)"
 	# The test job (test/spark/job): RDDs cached off heap (OFF_HEAP), on heap

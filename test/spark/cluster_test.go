@@ -2,8 +2,10 @@ package spark
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,7 +23,8 @@ import (
 // both Spark series, and checks what a user sees in `strata trace`,
 // `strata records` and `strata faults`, and the agent's registry and kernel
 // maps (/metrics), against Spark's REST API and the executor's memory; it
-// also stops the agent during the job and restarts it.
+// also stops the agent during the job and restarts it, and checks that
+// `strata hook-opts --ship` refuses the standalone master.
 func TestHookCluster(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequireJava(t)
@@ -54,6 +57,7 @@ func runCluster(t *testing.T, v string) {
 		"spark.cores.max=2", "spark.driver.memory=512m", "spark.ui.port="+strconv.Itoa(freePort(t))),
 		append(jobFlags(true), "--gc-steps", "2")...)
 	c := &cluster{n: n, s: j.Next(t, "cached")}
+	checkShipRefused(t, master)
 
 	// Every block Spark lists, in strata trace and strata records, exactly.
 	c.checkTrace(t)
@@ -80,9 +84,11 @@ func runCluster(t *testing.T, v string) {
 	c.checkWalked(t, gcs) // walked again where the GCs moved them
 	c.checkRegistry(t, "after the GCs")
 
-	// The agent stops during the next GCs: the job goes on, the hook drops
-	// and counts; restarted, the agent gets every live block again, at its
-	// current address, and hears of the drops.
+	// The agent stops during the next gc step: the job goes on and reads
+	// every block of the deserialized RDD; the hook drops those ACCESS
+	// frames and counts them (not the state frames it drops, whose state it
+	// sends again). Restarted, the agent gets every live block again,
+	// at its current address, and hears of the drops.
 	n.agent.Stop()
 	j.Proceed(t)
 	j.Next(t, "gc")
@@ -91,14 +97,16 @@ func runCluster(t *testing.T, v string) {
 	c.checkStorage(t, c.cached(), restart)
 	c.checkWalked(t, restart) // the restarted agent has every walk again
 	c.checkRegistry(t, "after the agent restart")
-	eventually(t, "drops reported to the restarted agent", 30*time.Second, func() error {
-		if d := n.metric(t, "strata_hook_frames_dropped_by_peer_total"); d == 0 {
-			return fmt.Errorf("no drop reported")
+	eventually(t, "the reads' drops reported to the restarted agent", 30*time.Second, func() error {
+		if d := n.metric(t, "strata_hook_frames_dropped_by_peer_total"); d < float64(c.s.Parts) {
+			return fmt.Errorf("%v drops reported, want at least the %d reads of RDD %d's blocks", d, c.s.Parts, c.s.Deser)
 		}
 		return nil
 	})
-	drops := n.metric(t, "strata_hook_frames_dropped_by_peer_total")
-	t.Logf("frames the hook dropped while the agent was down: %v", drops)
+	// Those reads are all it lost: one ACCESS per block of the RDD.
+	if drops := n.metric(t, "strata_hook_frames_dropped_by_peer_total"); drops != float64(c.s.Parts) {
+		t.Errorf("the hook reported %v frames dropped while the agent was down, want the %d reads", drops, c.s.Parts)
+	}
 
 	// Unpersist the off-heap RDD: every chunk the restarted agent knows is
 	// freed as removed, and leaves the registry and the kernel's maps.
@@ -123,6 +131,24 @@ func runCluster(t *testing.T, v string) {
 		}
 		return nil
 	})
+}
+
+// checkShipRefused: `strata hook-opts --ship` refuses this standalone
+// master with the reason (the executor fetches spark.files into its working
+// directory only once its JVM runs, after -agentpath's library was looked
+// for; docs/deploy.md), while the hook files it would ship are at hand.
+func checkShipRefused(t *testing.T, master string) {
+	t.Helper()
+	hook := filepath.Dir(testenv.Built(t, "jvmhook/strata-hook.jar"))
+	cmd := exec.Command(testenv.Built(t, "strata"), "hook-opts", "--ship", "--master", master, "--install-hook", hook)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || stdout.Len() != 0 ||
+		!strings.Contains(stderr.String(), "--ship needs --master yarn, not "+master+": only YARN puts shipped files in an executor's working directory before its JVM starts") {
+		t.Errorf("strata hook-opts --ship --master %s: %v, stdout %q, stderr %q; want exit 2 and the reason", master, err, stdout.String(), stderr.String())
+	}
 }
 
 // startCluster starts a standalone master and one worker with the given

@@ -14,8 +14,8 @@
 //     DataFrame is registered as its columns with their buffers, Tungsten pages
 //     carry their stage, partition and RDD and are freed, unpersisted and
 //     evicted blocks are freed with their reason.
-//     Before the job ends the hook server stops: the job finishes and the
-//     hook counts the frames it dropped.
+//     Before the job ends the hook server stops: the job finishes, and the
+//     hook counts none of its last frames (FREEs) as dropped.
 //   - cluster_test.go starts a standalone master and worker, the real
 //     strata-agent and strata-collector (node_test.go), and submits the job
 //     with the hook in spark.executor.extraJavaOptions; it checks what a user
@@ -28,8 +28,11 @@
 //     every recorded range (before and after GCs moved them), Tungsten pages
 //     freed, faults in `strata faults`, unpersisted and evicted blocks freed
 //     with their reason and gone from the agent's registry and the kernel's
-//     maps (/metrics); it stops the agent during a GC and restarts it, after
-//     which every live block is registered again at its current address.
+//     maps (/metrics); it stops the agent during a gc step that reads the
+//     deserialized RDD and restarts it, after which every live block is
+//     registered again at its current address and the agent hears of the
+//     dropped reads. `strata hook-opts --ship` refuses the cluster's master:
+//     a standalone executor fetches spark.files only once its JVM runs.
 //   - walk_test.go runs StrataWalkJob (test/spark/job/StrataWalkJob.java,
 //     `StrataJob walk`) in local[2] under the hook: every deserialized block
 //     it caches is resolved to its bytes. Object graphs (byte[] records,

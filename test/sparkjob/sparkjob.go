@@ -31,7 +31,7 @@ func HookOpts(tb testing.TB, socket string) string {
 	tb.Helper()
 	strata := testenv.Built(tb, "strata")
 	jar := testenv.Built(tb, "jvmhook/strata-hook.jar")
-	out, err := exec.Command(strata, "hook-opts", "--dir", filepath.Dir(jar), "--hook-socket", socket).Output()
+	out, err := exec.Command(strata, "hook-opts", "--install-hook", filepath.Dir(jar), "--hook-socket", socket).Output()
 	if err != nil {
 		tb.Fatalf("strata hook-opts: %v", err)
 	}

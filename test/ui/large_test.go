@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stratatrace/strata/collector/store"
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/store/storetest"
 	"github.com/stratatrace/strata/collector/web"
 	"github.com/stratatrace/strata/test/testenv"
@@ -73,7 +73,7 @@ func TestLargeAppRenders(t *testing.T) {
 	b.open(t, srv.URL+"/apps/app-bench/memory?from=4096&to=4352")
 	t.Logf("zoomed map: %v", time.Since(start).Round(time.Millisecond))
 	b.shot(t, "memory-large")
-	var m store.PhysMap
+	var m answer.PhysMap
 	if err := getJSON(srv.URL+"/api/v1/apps/app-bench/memmap", &m); err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func SparkHomeOf(root, series string) (string, error) {
 
 // HookOpts is what `strata hook-opts` prints for the built hook and socket.
 func (e Env) HookOpts(socket string) (string, error) {
-	out, err := exec.Command(filepath.Join(e.Bin, "strata"), "hook-opts", "--dir", filepath.Join(e.Bin, "jvmhook"),
+	out, err := exec.Command(filepath.Join(e.Bin, "strata"), "hook-opts", "--install-hook", filepath.Join(e.Bin, "jvmhook"),
 		"--hook-socket", socket).Output()
 	if err != nil {
 		return "", fmt.Errorf("strata hook-opts: %w", err)

@@ -53,7 +53,7 @@ func TestSparkOnYarn(t *testing.T) {
 		for _, f := range []string{jar, lib} {
 			copyFile(t, f, filepath.Join(ship, filepath.Base(f)))
 		}
-		out, err := exec.Command(testenv.Built(t, "strata"), "hook-opts", "--ship", "--dir", ship, "--hook-socket", n.socket).Output()
+		out, err := exec.Command(testenv.Built(t, "strata"), "hook-opts", "--ship", "--master", "yarn", "--install-hook", ship, "--hook-socket", n.socket).Output()
 		if err != nil {
 			t.Fatalf("strata hook-opts --ship: %v", err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 	"github.com/stratatrace/strata/test/testenv"
@@ -97,7 +98,7 @@ func Contract(t *testing.T, be Backend) {
 }
 
 // Trace returns every page Trace gives for q, failing tb on an error.
-func Trace(tb testing.TB, s store.TraceReader, q store.TraceQuery) []*stratav1.TracePage {
+func Trace(tb testing.TB, s answer.TraceReader, q answer.TraceQuery) []*stratav1.TracePage {
 	tb.Helper()
 	var pages []*stratav1.TracePage
 	if err := s.Trace(context.Background(), q, func(p *stratav1.TracePage) error {
@@ -131,7 +132,7 @@ func wantNuma(tb testing.TB, s store.Store, want []*stratav1.NumaRow) {
 }
 
 // wantOccupancy checks App's occupancy over buckets buckets.
-func wantOccupancy(tb testing.TB, s store.Store, buckets uint32, want []store.OccupancyPoint) {
+func wantOccupancy(tb testing.TB, s store.Store, buckets uint32, want []answer.OccupancyPoint) {
 	tb.Helper()
 	got, err := s.Occupancy(context.Background(), App, buckets)
 	if err != nil {
@@ -238,7 +239,7 @@ func testAppendInvalid(t *testing.T, be Backend) {
 		})
 	}
 	// Nothing of the refused batches was stored, and seq 1 is still free.
-	if n := len(Trace(t, s, store.TraceQuery{AppID: App})); n != 0 {
+	if n := len(Trace(t, s, answer.TraceQuery{AppID: App})); n != 0 {
 		t.Fatalf("%d pages stored from refused batches", n)
 	}
 	if got := MustAppend(t, s, Sample(1)); got.Duplicate {
@@ -254,7 +255,7 @@ func testAppendInvalid(t *testing.T, be Backend) {
 	r.Block.Column = proto.Int32(-1) // the hook's "every column": stored as none
 	MustAppend(t, s, b)
 	allocs := 0
-	if err := s.Records(context.Background(), store.RecordsQuery{AppID: App, BlockID: "rdd_7_3",
+	if err := s.Records(context.Background(), answer.RecordsQuery{AppID: App, BlockID: "rdd_7_3",
 		Access: []stratav1.AccessKind{stratav1.AccessKind_ACCESS_KIND_ALLOC}}, func(r *stratav1.RecordRow) error {
 		allocs++
 		if r.GetBlock().Column != nil {
@@ -270,7 +271,7 @@ func testTracePages(t *testing.T, be Backend) {
 	s := be.open(t)
 	MustAppend(t, s, Sample(1))
 	rdd, part := int32(7), int32(3)
-	pages := Trace(t, s, store.TraceQuery{AppID: App, RDD: &rdd, Partition: &part, Limit: 6})
+	pages := Trace(t, s, answer.TraceQuery{AppID: App, RDD: &rdd, Partition: &part, Limit: 6})
 	const ps = PageSize
 	base := KPF(3, 5, 12)
 	thp := base | KPF(stratav1.KPFTHP)
@@ -308,11 +309,11 @@ func testTracePages(t *testing.T, be Backend) {
 		t.Errorf("flag names of THP head = %v", got)
 	}
 	// Without the limit the READ record's pages follow, and rdd 8 is filtered out.
-	if all := Trace(t, s, store.TraceQuery{AppID: App, RDD: &rdd}); len(all) != 12 ||
+	if all := Trace(t, s, answer.TraceQuery{AppID: App, RDD: &rdd}); len(all) != 12 ||
 		all[6].GetAccess() != stratav1.AccessKind_ACCESS_KIND_READ {
 		t.Fatalf("rdd 7 trace: %d pages", len(all))
 	}
-	if other := Trace(t, s, store.TraceQuery{AppID: "other"}); len(other) != 0 {
+	if other := Trace(t, s, answer.TraceQuery{AppID: "other"}); len(other) != 0 {
 		t.Fatalf("other app: %d pages", len(other))
 	}
 }
@@ -327,7 +328,7 @@ func testTraceScatteredPFNs(t *testing.T, be Backend) {
 		Pfn: 0x5000, PfnDeltas: []int64{9, -0x4000, 1}, Kpageflags: KPF(3, 5, 12), Kpagecount: 1}}
 	b.Records = b.Records[:1]
 	MustAppend(t, s, b)
-	pages := Trace(t, s, store.TraceQuery{AppID: App})
+	pages := Trace(t, s, answer.TraceQuery{AppID: App})
 	want := []uint64{0x5000, 0x5009, 0x1009, 0x100a}
 	if len(pages) != len(want) {
 		t.Fatalf("%d pages, want %d", len(pages), len(want))
@@ -337,7 +338,7 @@ func testTraceScatteredPFNs(t *testing.T, be Backend) {
 			t.Errorf("page %d: vaddr %#x pfn %#x paddr %#x, want pfn %#x", i, p.GetVaddr(), p.GetPfn(), p.GetPaddr(), w)
 		}
 	}
-	if limited := Trace(t, s, store.TraceQuery{AppID: App, Limit: 3}); len(limited) != 3 || limited[2].GetPfn() != 0x1009 {
+	if limited := Trace(t, s, answer.TraceQuery{AppID: App, Limit: 3}); len(limited) != 3 || limited[2].GetPfn() != 0x1009 {
 		t.Fatalf("limit 3: %d pages", len(limited))
 	}
 }
@@ -508,7 +509,7 @@ func testHot(t *testing.T, be Backend) {
 		sample(13, coldVA, 0x444, KPF(12), stratav1.FaultKind_FAULT_KIND_READ, 0),
 	)
 	MustAppend(t, s, b)
-	pages, err := s.Hot(context.Background(), store.HotQuery{AppID: App})
+	pages, err := s.Hot(context.Background(), answer.HotQuery{AppID: App})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,11 +524,11 @@ func testHot(t *testing.T, be Backend) {
 	if c.GetVaddr() != coldVA || c.GetSamples() != 1 || c.GetPfn() != 0x444 {
 		t.Fatalf("second = %v", c)
 	}
-	if top, _ := s.Hot(context.Background(), store.HotQuery{AppID: App, Limit: 1}); len(top) != 1 || top[0].GetVaddr() != hotVA {
+	if top, _ := s.Hot(context.Background(), answer.HotQuery{AppID: App, Limit: 1}); len(top) != 1 || top[0].GetVaddr() != hotVA {
 		t.Fatalf("limit 1 = %v", top)
 	}
 	other := int32(99)
-	if none, _ := s.Hot(context.Background(), store.HotQuery{AppID: App, RDD: &other}); len(none) != 0 {
+	if none, _ := s.Hot(context.Background(), answer.HotQuery{AppID: App, RDD: &other}); len(none) != 0 {
 		t.Fatalf("rdd 99 = %v", none)
 	}
 }
@@ -598,7 +599,7 @@ func testNumaCountsSplitRecords(t *testing.T, be Backend) {
 func testTraceCarriesHookFields(t *testing.T, be Backend) {
 	s := be.open(t)
 	MustAppend(t, s, ChunkBatch(1))
-	pages := Trace(t, s, store.TraceQuery{AppID: App})
+	pages := Trace(t, s, answer.TraceQuery{AppID: App})
 	if len(pages) != 5 {
 		t.Fatalf("%d pages, want 5", len(pages))
 	}
@@ -628,7 +629,7 @@ func testRecords(t *testing.T, be Backend) {
 	MustAppend(t, s, free)
 	MustAppend(t, s, Sample(3))
 
-	list := func(q store.RecordsQuery) []*stratav1.RecordRow {
+	list := func(q answer.RecordsQuery) []*stratav1.RecordRow {
 		t.Helper()
 		var rows []*stratav1.RecordRow
 		if err := s.Records(context.Background(), q, func(r *stratav1.RecordRow) error {
@@ -639,7 +640,7 @@ func testRecords(t *testing.T, be Backend) {
 		}
 		return rows
 	}
-	rows := list(store.RecordsQuery{AppID: App, BlockID: "rdd_9_1"})
+	rows := list(answer.RecordsQuery{AppID: App, BlockID: "rdd_9_1"})
 	if len(rows) != 3 {
 		t.Fatalf("%d records of rdd_9_1, want 3: %v", len(rows), rows)
 	}
@@ -661,18 +662,18 @@ func testRecords(t *testing.T, be Backend) {
 			t.Fatalf("record %d = %v, want %+v", i, r, want)
 		}
 	}
-	frees := list(store.RecordsQuery{AppID: App, Access: []stratav1.AccessKind{stratav1.AccessKind_ACCESS_KIND_FREE}})
+	frees := list(answer.RecordsQuery{AppID: App, Access: []stratav1.AccessKind{stratav1.AccessKind_ACCESS_KIND_FREE}})
 	if len(frees) != 1 || frees[0].GetBlock().GetHookBlockId() != 32 {
 		t.Fatalf("free records %v, want the eviction of hook block 32", frees)
 	}
 	rdd7 := int32(7)
-	if n := len(list(store.RecordsQuery{AppID: App, RDD: &rdd7})); n != 2 {
+	if n := len(list(answer.RecordsQuery{AppID: App, RDD: &rdd7})); n != 2 {
 		t.Fatalf("%d records of RDD 7, want the sample's 2", n)
 	}
-	if n := len(list(store.RecordsQuery{AppID: App, Limit: 4})); n != 4 {
+	if n := len(list(answer.RecordsQuery{AppID: App, Limit: 4})); n != 4 {
 		t.Fatalf("limit 4 gave %d", n)
 	}
-	withFaults := list(store.RecordsQuery{AppID: App, BlockID: "rdd_7_3"})
+	withFaults := list(answer.RecordsQuery{AppID: App, BlockID: "rdd_7_3"})
 	if len(withFaults) != 2 || withFaults[1].GetFaults().GetRead() != 9 || withFaults[1].GetFaults().GetUnclassified() != 4 {
 		t.Fatalf("rdd_7_3 records %v, want the sample's counters", withFaults)
 	}
@@ -691,7 +692,7 @@ func testShortDeltasRefused(t *testing.T, be Backend) {
 		!strings.Contains(err.Error(), "1 pfn_deltas for 3 pages") {
 		t.Fatalf("append of a run with 1 PFN step for 3 pages: %v, want ErrInvalidBatch naming the steps", err)
 	}
-	if n := len(Trace(t, s, store.TraceQuery{AppID: App})); n != SamplePages {
+	if n := len(Trace(t, s, answer.TraceQuery{AppID: App})); n != SamplePages {
 		t.Fatalf("trace after the refusal: %d pages, want %d", n, SamplePages)
 	}
 }
@@ -765,7 +766,7 @@ func testCorruptStoredRows(t *testing.T, be Backend) {
 
 	// Sample 1 and 3 whole, sample 2 without its 3-page run.
 	want := 2*SamplePages + 6 - 3
-	if n := len(Trace(t, s, store.TraceQuery{AppID: App})); n != want {
+	if n := len(Trace(t, s, answer.TraceQuery{AppID: App})); n != want {
 		t.Fatalf("trace: %d pages, want %d (all but the corrupt run)", n, want)
 	}
 	if !strings.Contains(logs.String(), "trace skipped stored runs") || !strings.Contains(logs.String(), "runs=1 ") ||
@@ -801,7 +802,7 @@ func testAppendDuplicateAndReopen(t *testing.T, be Backend) {
 	if got := MustAppend(t, s, Sample(1)); got != (store.AppendResult{Duplicate: true, Records: 3}) {
 		t.Fatalf("replayed append = %+v, want duplicate", got)
 	}
-	if n := len(Trace(t, s, store.TraceQuery{AppID: App})); n != SamplePages {
+	if n := len(Trace(t, s, answer.TraceQuery{AppID: App})); n != SamplePages {
 		t.Fatalf("after replay: %d pages, want %d (stored once)", n, SamplePages)
 	}
 	if err := s.Close(); err != nil {
@@ -816,7 +817,7 @@ func testAppendDuplicateAndReopen(t *testing.T, be Backend) {
 		t.Fatalf("replay after reopen = %+v, want duplicate", got)
 	}
 	MustAppend(t, s, Sample(2))
-	if n := len(Trace(t, s, store.TraceQuery{AppID: App})); n != 2*SamplePages {
+	if n := len(Trace(t, s, answer.TraceQuery{AppID: App})); n != 2*SamplePages {
 		t.Fatalf("after reopen and seq 2: %d pages, want %d", n, 2*SamplePages)
 	}
 }
@@ -870,7 +871,7 @@ func testConcurrentAppends(t *testing.T, be Backend) {
 			t.Errorf("%v stored %d times", k, n)
 		}
 	}
-	if n := len(Trace(t, s, store.TraceQuery{AppID: App})); n != nodes*seqs*SamplePages {
+	if n := len(Trace(t, s, answer.TraceQuery{AppID: App})); n != nodes*seqs*SamplePages {
 		t.Fatalf("%d pages, want %d (every batch once)", n, nodes*seqs*SamplePages)
 	}
 }
@@ -1030,10 +1031,10 @@ func AppendFailing(tb testing.TB, s store.BatchAppender, b *stratav1.Batch, step
 // WantDays fails tb unless the store holds recs records of "app-bench"
 // and the memory and heat samples of RetentionDays for each day from first on
 // (machine "day-d") and none of the days before.
-func WantDays(tb testing.TB, s store.TraceReader, days, recs, first int, step string) {
+func WantDays(tb testing.TB, s answer.TraceReader, days, recs, first int, step string) {
 	tb.Helper()
 	got := map[string]int{}
-	if err := s.Records(context.Background(), store.RecordsQuery{AppID: "app-bench"}, func(r *stratav1.RecordRow) error {
+	if err := s.Records(context.Background(), answer.RecordsQuery{AppID: "app-bench"}, func(r *stratav1.RecordRow) error {
 		got[r.GetNodeName()]++
 		return nil
 	}); err != nil {
@@ -1064,7 +1065,7 @@ func WantDays(tb testing.TB, s store.TraceReader, days, recs, first int, step st
 	if !reflect.DeepEqual(pids, want) {
 		tb.Fatalf("%s: processes with memory samples %v, want %v", step, pids, want)
 	}
-	heat, err := s.Heat(context.Background(), store.HeatQuery{AppID: "app-bench"})
+	heat, err := s.Heat(context.Background(), answer.HeatQuery{AppID: "app-bench"})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -1090,21 +1091,21 @@ func testSearchJobs(t *testing.T, be Backend) {
 	}
 	for _, c := range []struct {
 		name  string
-		q     store.JobQuery
+		q     answer.JobQuery
 		want  []string
 		total uint64
 	}{
-		{"all newest first", store.JobQuery{}, JobIDs([]*stratav1.JobResult{jobs[3], jobs[2], jobs[1], jobs[0]}), 4},
-		{"worst first", store.JobQuery{Order: store.JobsWorst}, JobIDs([]*stratav1.JobResult{jobs[2], jobs[3], jobs[1], jobs[0]}), 4},
-		{"moderate and worse, second page of 2", store.JobQuery{MinSeverity: stratav1.Severity_SEVERITY_MODERATE, Offset: 2, Limit: 2},
+		{"all newest first", answer.JobQuery{}, JobIDs([]*stratav1.JobResult{jobs[3], jobs[2], jobs[1], jobs[0]}), 4},
+		{"worst first", answer.JobQuery{Order: answer.JobsWorst}, JobIDs([]*stratav1.JobResult{jobs[2], jobs[3], jobs[1], jobs[0]}), 4},
+		{"moderate and worse, second page of 2", answer.JobQuery{MinSeverity: stratav1.Severity_SEVERITY_MODERATE, Offset: 2, Limit: 2},
 			JobIDs(jobs[1:2]), 3},
-		{"user", store.JobQuery{User: "bob"}, JobIDs(jobs[3:]), 1},
-		{"queue and type", store.JobQuery{Queue: "default", Type: "spark", Limit: 1}, JobIDs(jobs[2:3]), 3},
-		{"type", store.JobQuery{Type: "mapreduce"}, JobIDs(jobs[3:]), 1},
-		{"finish window", store.JobQuery{FinishedFrom: 2001, FinishedTo: 2002}, JobIDs(jobs[1:2]), 1},
-		{"app", store.JobQuery{AppID: App, Order: store.JobsWorst}, JobIDs([]*stratav1.JobResult{jobs[2], jobs[1], jobs[0]}), 3},
-		{"no match", store.JobQuery{User: "carol"}, nil, 0},
-		{"past the end", store.JobQuery{Offset: 10}, nil, 4},
+		{"user", answer.JobQuery{User: "bob"}, JobIDs(jobs[3:]), 1},
+		{"queue and type", answer.JobQuery{Queue: "default", Type: "spark", Limit: 1}, JobIDs(jobs[2:3]), 3},
+		{"type", answer.JobQuery{Type: "mapreduce"}, JobIDs(jobs[3:]), 1},
+		{"finish window", answer.JobQuery{FinishedFrom: 2001, FinishedTo: 2002}, JobIDs(jobs[1:2]), 1},
+		{"app", answer.JobQuery{AppID: App, Order: answer.JobsWorst}, JobIDs([]*stratav1.JobResult{jobs[2], jobs[1], jobs[0]}), 3},
+		{"no match", answer.JobQuery{User: "carol"}, nil, 0},
+		{"past the end", answer.JobQuery{Offset: 10}, nil, 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			page, err := s.SearchJobs(ctx, c.q)
@@ -1116,26 +1117,26 @@ func testSearchJobs(t *testing.T, be Backend) {
 			}
 		})
 	}
-	if _, err := s.SearchJobs(ctx, store.JobQuery{MinSeverity: 9}); !errors.Is(err, store.ErrInvalidQuery) {
+	if _, err := s.SearchJobs(ctx, answer.JobQuery{MinSeverity: 9}); !errors.Is(err, store.ErrInvalidQuery) {
 		t.Fatalf("unknown severity: %v", err)
 	}
-	if _, err := s.SearchJobs(ctx, store.JobQuery{FinishedFrom: 5, FinishedTo: 5}); !errors.Is(err, store.ErrInvalidQuery) {
+	if _, err := s.SearchJobs(ctx, answer.JobQuery{FinishedFrom: 5, FinishedTo: 5}); !errors.Is(err, store.ErrInvalidQuery) {
 		t.Fatalf("empty window: %v", err)
 	}
 
-	tl, err := s.JobTimeline(ctx, store.JobQuery{}, 86_400_000)
+	tl, err := s.JobTimeline(ctx, answer.JobQuery{}, 86_400_000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []store.SeverityBucket{{StartMs: 0, Counts: [5]uint64{0, 1, 1, 0, 1}}, {StartMs: 86_400_000, Counts: [5]uint64{0, 0, 0, 1, 0}}}
+	want := []answer.SeverityBucket{{StartMs: 0, Counts: [5]uint64{0, 1, 1, 0, 1}}, {StartMs: 86_400_000, Counts: [5]uint64{0, 0, 0, 1, 0}}}
 	if !reflect.DeepEqual(tl, want) {
 		t.Fatalf("timeline = %+v, want %+v", tl, want)
 	}
-	tl, err = s.JobTimeline(ctx, store.JobQuery{User: "alice", MinSeverity: stratav1.Severity_SEVERITY_MODERATE}, 1000)
+	tl, err = s.JobTimeline(ctx, answer.JobQuery{User: "alice", MinSeverity: stratav1.Severity_SEVERITY_MODERATE}, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []store.SeverityBucket{{StartMs: 2000, Counts: [5]uint64{0, 0, 1, 0, 1}}}; !reflect.DeepEqual(tl, want) {
+	if want := []answer.SeverityBucket{{StartMs: 2000, Counts: [5]uint64{0, 0, 1, 0, 1}}}; !reflect.DeepEqual(tl, want) {
 		t.Fatalf("alice's moderate+ timeline = %+v, want %+v", tl, want)
 	}
 }
@@ -1148,7 +1149,7 @@ func testAppsRDDsOccupancy(t *testing.T, be Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantApps := []store.AppSummary{{AppID: App, Machines: []string{Node}, Executors: 2, Records: 3,
+	wantApps := []answer.AppSummary{{AppID: App, Machines: []string{Node}, Executors: 2, Records: 3,
 		FirstNs: T0, LastNs: T0 + 2e9, LiveBlocks: 2}}
 	if !reflect.DeepEqual(apps, wantApps) {
 		t.Fatalf("apps = %+v, want %+v", apps, wantApps)
@@ -1186,7 +1187,7 @@ func testAppsRDDsOccupancy(t *testing.T, be Backend) {
 	}
 	// Two buckets over [T0, T0+2s]: rdd 7's 5 present pages (its read
 	// changes nothing) in the first, rdd 8's 4 in the second.
-	wantOccupancy(t, s, 2, []store.OccupancyPoint{
+	wantOccupancy(t, s, 2, []answer.OccupancyPoint{
 		{RDDID: 7, TimeNs: T0 + 1e9, Pages: 5, Bytes: 5 * PageSize},
 		{RDDID: 8, TimeNs: T0 + 2e9, Pages: 4, Bytes: 4 * PageSize},
 	})
@@ -1239,7 +1240,7 @@ func testPhysMap(t *testing.T, be Backend) {
 	b.Node = &stratav1.NodeInfo{NumaNodes: 2, PageSize: PageSize, MemTotalBytes: 128 << 20}
 	MustAppend(t, s, b)
 
-	m, err := s.PhysMap(ctx, store.PhysMapQuery{AppID: App, Buckets: 16})
+	m, err := s.PhysMap(ctx, answer.PhysMapQuery{AppID: App, Buckets: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1247,22 +1248,22 @@ func testPhysMap(t *testing.T, be Backend) {
 		m.BucketPages != 2048 || m.Pages != 13 || m.Hidden != 0 {
 		t.Fatalf("whole map = %+v", m)
 	}
-	wantRDDs := []store.RDDPages{{RDDID: 7, Present: 5, Swapped: 1}, {RDDID: 8, Present: 4}, {RDDID: 9, Present: 4}}
-	wantNodes := []store.NodeSpan{{Node: 0, FirstPFN: 0x1000, LastPFN: 0x500c, Pages: 7}, {Node: 1, FirstPFN: 0x2000, LastPFN: 0x3003, Pages: 6}}
+	wantRDDs := []answer.RDDPages{{RDDID: 7, Present: 5, Swapped: 1}, {RDDID: 8, Present: 4}, {RDDID: 9, Present: 4}}
+	wantNodes := []answer.NodeSpan{{Node: 0, FirstPFN: 0x1000, LastPFN: 0x500c, Pages: 7}, {Node: 1, FirstPFN: 0x2000, LastPFN: 0x3003, Pages: 6}}
 	if !reflect.DeepEqual(m.RDDs, wantRDDs) || !reflect.DeepEqual(m.Nodes, wantNodes) {
 		t.Fatalf("rdds %+v nodes %+v", m.RDDs, m.Nodes)
 	}
 	// 2048 pages a bucket: 0x1000 (rdd 7, 3 pages node 0), 0x2000 (rdd 7,
 	// 2 THP pages node 1), 0x3000 (rdd 8), 0x5000 (rdd 9, one hot sample).
-	wantBuckets := []store.PFNBucket{
-		{Start: 0x1000, End: 0x1800, RDDs: []store.RDDCount{{RDDID: 7, Pages: 3}}, Nodes: 1,
-			Block: &store.BlockRef{ExecutorID: "1", BlockID: "rdd_7_3", RDDID: 7}},
-		{Start: 0x2000, End: 0x2800, RDDs: []store.RDDCount{{RDDID: 7, Pages: 2}}, THP: 2, Nodes: 2,
-			Block: &store.BlockRef{ExecutorID: "1", BlockID: "rdd_7_3", RDDID: 7}},
-		{Start: 0x3000, End: 0x3800, RDDs: []store.RDDCount{{RDDID: 8, Pages: 4}}, Nodes: 2,
-			Block: &store.BlockRef{ExecutorID: "2", BlockID: "rdd_8_0", RDDID: 8}},
-		{Start: 0x5000, End: 0x5800, RDDs: []store.RDDCount{{RDDID: 9, Pages: 4}}, Hot: 1, Nodes: 1,
-			Block: &store.BlockRef{ExecutorID: "1", BlockID: "rdd_9_0", RDDID: 9}},
+	wantBuckets := []answer.PFNBucket{
+		{Start: 0x1000, End: 0x1800, RDDs: []answer.RDDCount{{RDDID: 7, Pages: 3}}, Nodes: 1,
+			Block: &answer.BlockRef{ExecutorID: "1", BlockID: "rdd_7_3", RDDID: 7}},
+		{Start: 0x2000, End: 0x2800, RDDs: []answer.RDDCount{{RDDID: 7, Pages: 2}}, THP: 2, Nodes: 2,
+			Block: &answer.BlockRef{ExecutorID: "1", BlockID: "rdd_7_3", RDDID: 7}},
+		{Start: 0x3000, End: 0x3800, RDDs: []answer.RDDCount{{RDDID: 8, Pages: 4}}, Nodes: 2,
+			Block: &answer.BlockRef{ExecutorID: "2", BlockID: "rdd_8_0", RDDID: 8}},
+		{Start: 0x5000, End: 0x5800, RDDs: []answer.RDDCount{{RDDID: 9, Pages: 4}}, Hot: 1, Nodes: 1,
+			Block: &answer.BlockRef{ExecutorID: "1", BlockID: "rdd_9_0", RDDID: 9}},
 	}
 	if !reflect.DeepEqual(m.Buckets, wantBuckets) {
 		t.Fatalf("buckets = %+v\nwant %+v", m.Buckets, wantBuckets)
@@ -1270,7 +1271,7 @@ func testPhysMap(t *testing.T, be Backend) {
 
 	// Page by page around the scattered run: each PFN step lands where
 	// the run says.
-	m, err = s.PhysMap(ctx, store.PhysMapQuery{AppID: App, Machine: Node, From: 0x5000, To: 0x5010})
+	m, err = s.PhysMap(ctx, answer.PhysMapQuery{AppID: App, Machine: Node, From: 0x5000, To: 0x5010})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1289,7 +1290,7 @@ func testPhysMap(t *testing.T, be Backend) {
 	}
 	// At a moment, the faults sampled up to it: none before T0+4s.
 	for at, hot := range map[int64]uint64{T0 + 35e8: 0, T0 + 4e9: 1} {
-		m, err = s.PhysMap(ctx, store.PhysMapQuery{AppID: App, From: 0x500b, To: 0x500c, At: at})
+		m, err = s.PhysMap(ctx, answer.PhysMapQuery{AppID: App, From: 0x500b, To: 0x500c, At: at})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1299,11 +1300,11 @@ func testPhysMap(t *testing.T, be Backend) {
 	}
 
 	// Two RDDs in one bucket: most pages first.
-	m, err = s.PhysMap(ctx, store.PhysMapQuery{AppID: App, From: 0x2000, To: 0x4000, Buckets: 1})
+	m, err = s.PhysMap(ctx, answer.PhysMapQuery{AppID: App, From: 0x2000, To: 0x4000, Buckets: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Buckets) != 1 || !reflect.DeepEqual(m.Buckets[0].RDDs, []store.RDDCount{{RDDID: 8, Pages: 4}, {RDDID: 7, Pages: 2}}) ||
+	if len(m.Buckets) != 1 || !reflect.DeepEqual(m.Buckets[0].RDDs, []answer.RDDCount{{RDDID: 8, Pages: 4}, {RDDID: 7, Pages: 2}}) ||
 		m.Buckets[0].Block != nil {
 		t.Fatalf("mixed bucket = %+v", m.Buckets)
 	}
@@ -1313,12 +1314,12 @@ func testPhysMap(t *testing.T, be Backend) {
 		TimeUnixNano: T0 + 5e9, Access: stratav1.AccessKind_ACCESS_KIND_FREE, Pid: 200, PageSize: PageSize,
 		Block: proto.Clone(Sample(1).GetRecords()[2].GetBlock()).(*stratav1.SparkBlock), Vaddr: BlockB,
 		Length: 4 * PageSize}}})
-	m, err = s.PhysMap(ctx, store.PhysMapQuery{AppID: App, From: 0x3000, To: 0x3004})
+	m, err = s.PhysMap(ctx, answer.PhysMapQuery{AppID: App, From: 0x3000, To: 0x3004})
 	if err != nil || len(m.Buckets) != 0 || m.Pages != 9 {
 		t.Fatalf("after free: %+v, %v", m, err)
 	}
 
-	for name, q := range map[string]store.PhysMapQuery{
+	for name, q := range map[string]answer.PhysMapQuery{
 		"empty window":  {AppID: App, From: 10, To: 10},
 		"many buckets":  {AppID: App, Buckets: 5000},
 		"other machine": {AppID: App, Machine: "node-z"},
@@ -1328,7 +1329,7 @@ func testPhysMap(t *testing.T, be Backend) {
 			t.Errorf("%s: %v, want ErrInvalidQuery", name, err)
 		}
 	}
-	if _, err := s.PhysMap(ctx, store.PhysMapQuery{AppID: "app-none"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.PhysMap(ctx, answer.PhysMapQuery{AppID: "app-none"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown app: %v, want ErrNotFound", err)
 	}
 }
@@ -1368,7 +1369,7 @@ func testUIChunksAndSplits(t *testing.T, be Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []store.AppSummary{{AppID: App, Machines: []string{Node}, Executors: 1, Records: 5, FirstNs: T0,
+	if want := []answer.AppSummary{{AppID: App, Machines: []string{Node}, Executors: 1, Records: 5, FirstNs: T0,
 		LastNs: T0 + 2e9, LiveBlocks: 1}}; !reflect.DeepEqual(apps, want) {
 		t.Fatalf("apps = %+v, want %+v", apps, want)
 	}
@@ -1385,13 +1386,13 @@ func testUIChunksAndSplits(t *testing.T, be Backend) {
 		Parts: []*stratav1.ResolvedPart{{Blocks: 1, Buffers: 2, Bytes: 5 * PageSize}}}})
 	// Three buckets over [T0, T0+2s] (2e9+1 ns, a third is 666,666,667):
 	// 2+1+1 pages at T0, 3+2 after the write, 3 after the free.
-	wantOccupancy(t, s, 3, []store.OccupancyPoint{
+	wantOccupancy(t, s, 3, []answer.OccupancyPoint{
 		{RDDID: 5, TimeNs: T0 + 666_666_666, Pages: 4, Bytes: 4 * PageSize},
 		{RDDID: 5, TimeNs: T0 + 1_333_333_333, Pages: 5, Bytes: 5 * PageSize},
 		{RDDID: 5, TimeNs: T0 + 2e9, Pages: 3, Bytes: 3 * PageSize},
 	})
 	// One bucket: the value at the last time.
-	wantOccupancy(t, s, 1, []store.OccupancyPoint{{RDDID: 5, TimeNs: T0 + 2e9, Pages: 3, Bytes: 3 * PageSize}})
+	wantOccupancy(t, s, 1, []answer.OccupancyPoint{{RDDID: 5, TimeNs: T0 + 2e9, Pages: 3, Bytes: 3 * PageSize}})
 }
 
 // testReport: the report scenario's RDDs and occupation (storetest's
@@ -1485,13 +1486,13 @@ func testQuoting(t *testing.T, be Backend) {
 	b.Records[0].Block.BlockId = odd
 	MustAppend(t, st, b)
 	var got []*stratav1.RecordRow
-	if err := st.Records(ctx, store.RecordsQuery{AppID: App, BlockID: odd}, func(r *stratav1.RecordRow) error {
+	if err := st.Records(ctx, answer.RecordsQuery{AppID: App, BlockID: odd}, func(r *stratav1.RecordRow) error {
 		got = append(got, r)
 		return nil
 	}); err != nil || len(got) != 1 || got[0].GetBlock().GetBlockId() != odd {
 		t.Fatalf("records of %q = %v, %v", odd, got, err)
 	}
-	if n := len(Trace(t, st, store.TraceQuery{AppID: App + `' OR '1'='1`})); n != 0 {
+	if n := len(Trace(t, st, answer.TraceQuery{AppID: App + `' OR '1'='1`})); n != 0 {
 		t.Fatalf("%d pages for a quoted app id", n)
 	}
 	if err := st.PutJob(ctx, &stratav1.JobResult{JobId: "job_1", Severity: stratav1.Severity_SEVERITY_LOW}); err != nil {

@@ -3,7 +3,7 @@ package storetest
 import (
 	"google.golang.org/protobuf/proto"
 
-	"github.com/stratatrace/strata/collector/store"
+	"github.com/stratatrace/strata/collector/answer"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
 
@@ -278,12 +278,12 @@ const CoverageOccupancy = "2@0:4 3@1:4 5@2:2 4@3:5 4@5:5 4@6:5 2@8:0 3@8:0 4@8:0
 
 // CoverageBlocks is Blocks' answer for RDDs 3 and 4 of the scenario (the
 // same after t6 and after the end).
-func CoverageBlocks(rdd int32) []store.BlockCoverage {
+func CoverageBlocks(rdd int32) []answer.BlockCoverage {
 	share := func(a, b float64) *float64 { v := a / b; return &v }
 	switch rdd {
 	case 3:
 		colLen := []uint64{4096, 4096, 1024, 2048}
-		b := store.BlockCoverage{ExecutorID: "1", BlockID: "rdd_3_0", SparkBytes: CoverRDD3Spark, Bytes: 11264,
+		b := answer.BlockCoverage{ExecutorID: "1", BlockID: "rdd_3_0", SparkBytes: CoverRDD3Spark, Bytes: 11264,
 			ResolvedBytes: 11264, ResolvedShare: share(11264, CoverRDD3Spark),
 			Parts: []*stratav1.ResolvedPart{{Resolution: stratav1.Resolution_RESOLUTION_BUFFERS, Blocks: 1, Buffers: 2, Bytes: 11264,
 				Objects: 4}}}
@@ -292,26 +292,26 @@ func CoverageBlocks(rdd int32) []store.BlockCoverage {
 		for i, name := range []string{"id", "name"} {
 			cov := columnBuffers(colLen[i] + colLen[2+i])
 			cov.Extents = 0 // not listed per buffer
-			b.Buffers = append(b.Buffers, store.BufferCoverage{Chunk: uint32(i), Chunks: 2, PID: 100, TimeNs: T0 + 1e9 + 1,
+			b.Buffers = append(b.Buffers, answer.BufferCoverage{Chunk: uint32(i), Chunks: 2, PID: 100, TimeNs: T0 + 1e9 + 1,
 				Coverage: cov, CachedBatch: true, Column: proto.Int32(int32(i)), ColumnName: name, Length: colLen[i], Pages: 2})
 		}
-		return []store.BlockCoverage{b}
+		return []answer.BlockCoverage{b}
 	case 4:
 		walk := proto.CloneOf(coverWalk2)
 		walk.GcEpoch, walk.Extents = 0, 0 // not listed per buffer
 		cut := proto.CloneOf(coverCut)
 		cut.GcEpoch, cut.Extents = 0, 0
-		return []store.BlockCoverage{
+		return []answer.BlockCoverage{
 			{ExecutorID: "1", BlockID: "rdd_4_0", SparkBytes: CoverRDD40Spark, Bytes: 10400, ResolvedBytes: 10400,
 				SharedBytes: 400, ResolvedShare: share(10400, CoverRDD40Spark),
 				Parts: []*stratav1.ResolvedPart{{Resolution: stratav1.Resolution_RESOLUTION_WALKED, Blocks: 1, Buffers: 1,
 					Bytes: 10400, Objects: 210, SharedObjects: 10, SharedBytes: 400, OpaqueObjects: 1}},
-				Buffers: []store.BufferCoverage{{Chunks: 1, PID: 100, TimeNs: T0 + 6e9, Coverage: walk, Length: coverArray, Pages: 4}}},
+				Buffers: []answer.BufferCoverage{{Chunks: 1, PID: 100, TimeNs: T0 + 6e9, Coverage: walk, Length: coverArray, Pages: 4}}},
 			{ExecutorID: "1", BlockID: "rdd_4_1", Partition: 1, SparkBytes: CoverRDD41Spark, Bytes: 6000, ResolvedBytes: 6000,
 				ResolvedShare: share(6000, CoverRDD41Spark),
 				Parts: []*stratav1.ResolvedPart{{Resolution: stratav1.Resolution_RESOLUTION_WALK_CUT, Blocks: 1, Buffers: 1,
 					Bytes: 6000, Objects: 100}},
-				Buffers: []store.BufferCoverage{{Chunks: 1, PID: 100, TimeNs: T0 + 3e9, Coverage: cut, Length: coverArray, Pages: 2}}},
+				Buffers: []answer.BufferCoverage{{Chunks: 1, PID: 100, TimeNs: T0 + 3e9, Coverage: cut, Length: coverArray, Pages: 2}}},
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -30,7 +31,7 @@ func testCoverageRoundTrip(t *testing.T, be Backend) {
 		want = append(want, b.Records...)
 	}
 	var rows []*stratav1.RecordRow
-	if err := s.Records(context.Background(), store.RecordsQuery{AppID: CoverageApp}, func(r *stratav1.RecordRow) error {
+	if err := s.Records(context.Background(), answer.RecordsQuery{AppID: CoverageApp}, func(r *stratav1.RecordRow) error {
 		rows = append(rows, r)
 		return nil
 	}); err != nil {
@@ -51,7 +52,7 @@ func testCoverageRoundTrip(t *testing.T, be Backend) {
 	// first walk's 3 pages, the STALE array, the second walk in two
 	// pieces (3 + 1 pages), and the read of it.
 	rdd, part := int32(4), int32(0)
-	pages := Trace(t, s, store.TraceQuery{AppID: CoverageApp, RDD: &rdd, Partition: &part})
+	pages := Trace(t, s, answer.TraceQuery{AppID: CoverageApp, RDD: &rdd, Partition: &part})
 	var got []string
 	for _, p := range pages {
 		c, b := p.GetCoverage(), p.GetBlock()
@@ -75,7 +76,7 @@ func testCoverageRoundTrip(t *testing.T, be Backend) {
 	// column.
 	rdd = 3
 	got = got[:0]
-	for _, p := range Trace(t, s, store.TraceQuery{AppID: CoverageApp, RDD: &rdd, Partition: &part}) {
+	for _, p := range Trace(t, s, answer.TraceQuery{AppID: CoverageApp, RDD: &rdd, Partition: &part}) {
 		b, c := p.GetBlock(), p.GetCoverage()
 		col := int32((p.GetVaddr() - coverAddr(2)) >> 20 % 2)
 		if !b.GetCachedBatch() || b.Column == nil || b.GetColumn() != col || b.GetColumnName() != []string{"id", "name"}[col] {
@@ -122,9 +123,9 @@ func testCoverageReport(t *testing.T, be Backend) {
 	// the arrays the STALE marks name (0x1500, 0x1600) nor those of the
 	// blocks walked since (0x1300, 0x1301); rdd_5_0's array it holds.
 	held := map[uint64]string{}
-	var m *store.PhysMap
+	var m *answer.PhysMap
 	for _, from := range []uint64{0x1000, 0x2000} {
-		if m, err = s.PhysMap(ctx, store.PhysMapQuery{AppID: CoverageApp, From: from, To: from + 0x800, Buckets: 0x800}); err != nil {
+		if m, err = s.PhysMap(ctx, answer.PhysMapQuery{AppID: CoverageApp, From: from, To: from + 0x800, Buckets: 0x800}); err != nil {
 			t.Fatal(err)
 		}
 		for _, b := range m.Buckets {
@@ -139,7 +140,7 @@ func testCoverageReport(t *testing.T, be Backend) {
 			t.Errorf("PFN %#x holds %q, want %q", pfn, held[pfn], want)
 		}
 	}
-	wantRDDs := []store.RDDPages{{RDDID: 2, Present: 4}, {RDDID: 3, Present: 4}, {RDDID: 4, Present: 5, Swapped: 1}, {RDDID: 5, Present: 2}}
+	wantRDDs := []answer.RDDPages{{RDDID: 2, Present: 4}, {RDDID: 3, Present: 4}, {RDDID: 4, Present: 5, Swapped: 1}, {RDDID: 5, Present: 2}}
 	if !reflect.DeepEqual(m.RDDs, wantRDDs) {
 		t.Errorf("map's RDDs %+v, want %+v", m.RDDs, wantRDDs)
 	}
@@ -184,7 +185,7 @@ func wantNumaOf(tb testing.TB, s store.Store, app string, want []*stratav1.NumaR
 }
 
 // EqualBlocks fails tb unless got and want hold the same blocks in order.
-func EqualBlocks(tb testing.TB, got, want []store.BlockCoverage) {
+func EqualBlocks(tb testing.TB, got, want []answer.BlockCoverage) {
 	tb.Helper()
 	if len(got) != len(want) {
 		tb.Fatalf("got %d blocks %+v, want %d", len(got), got, len(want))
@@ -210,7 +211,7 @@ func EqualBlocks(tb testing.TB, got, want []store.BlockCoverage) {
 	}
 }
 
-func blockString(b store.BlockCoverage) string {
+func blockString(b answer.BlockCoverage) string {
 	s := fmt.Sprintf("%+v", b)
 	for _, p := range b.Parts {
 		s += " part{" + p.String() + "}"
@@ -246,7 +247,7 @@ func WantMigrated(t *testing.T, s store.Store) {
 	}
 	nine := int32(9)
 	n := 0
-	if err := s.Records(ctx, store.RecordsQuery{AppID: CoverageApp, RDD: &nine}, func(r *stratav1.RecordRow) error {
+	if err := s.Records(ctx, answer.RecordsQuery{AppID: CoverageApp, RDD: &nine}, func(r *stratav1.RecordRow) error {
 		n++
 		if b := r.GetBlock(); r.GetCoverage() != nil || b.GetSparkBytes() != 0 || b.Column != nil || b.GetCachedBatch() {
 			t.Errorf("old record %v: want no coverage, size or column", r)

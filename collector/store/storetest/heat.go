@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -68,30 +69,30 @@ func HeatBatch(seq uint64) *stratav1.Batch {
 }
 
 // WantHeat is Heat's answer for App after HeatBatch, with cold-for 60 s.
-func WantHeat() *store.Heat {
+func WantHeat() *answer.Heat {
 	hs := HeatSamples()
 	s0, s1, s2 := heatCopy(hs[0]), heatCopy(hs[1]), heatCopy(hs[2])
-	rdd7Latest := store.HeatFigures{Samples: 1, CoveredBytes: 2 * gib, MonitoredBytes: 2 * gib, ColdBytes: gib,
+	rdd7Latest := answer.HeatFigures{Samples: 1, CoveredBytes: 2 * gib, MonitoredBytes: 2 * gib, ColdBytes: gib,
 		ColdForBytes: gib, AccessRate: f64p(0.25), AccessesPerSecGiB: f64p(1.25), ColdShare: f64p(0.5),
 		ColdAgeSeconds: f64p(90), Sources: []string{HeatOwn}}
-	rdd8 := store.HeatFigures{Samples: 1, CoveredBytes: gib / 2, MonitoredBytes: gib / 2, ColdBytes: gib / 2,
+	rdd8 := answer.HeatFigures{Samples: 1, CoveredBytes: gib / 2, MonitoredBytes: gib / 2, ColdBytes: gib / 2,
 		AccessRate: f64p(0), AccessesPerSecGiB: f64p(0), ColdShare: f64p(0), ColdAgeSeconds: f64p(30),
 		Partial: true, Sources: []string{HeatShared}}
-	return &store.Heat{ColdFor: time.Minute, RDDs: []store.HeatRDD{
+	return &answer.Heat{ColdFor: time.Minute, RDDs: []answer.HeatRDD{
 		{RDD: 7, Latest: rdd7Latest,
-			Points: []store.HeatPoint{
-				{TimeUnixNano: T0 + 10e9, HeatFigures: store.HeatFigures{Samples: 1, CoveredBytes: gib, MonitoredBytes: 2 * gib,
+			Points: []answer.HeatPoint{
+				{TimeUnixNano: T0 + 10e9, HeatFigures: answer.HeatFigures{Samples: 1, CoveredBytes: gib, MonitoredBytes: 2 * gib,
 					AccessRate: f64p(0.5), AccessesPerSecGiB: f64p(2.5), ColdShare: f64p(0), Sources: []string{HeatOwn}}},
 				{TimeUnixNano: T0 + 20e9, HeatFigures: rdd7Latest},
 			},
-			Blocks: []store.HeatBlock{{NodeName: Node, Samples: []*stratav1.HeatSample{s0, s1}}}},
-		{RDD: 8, Latest: rdd8, Points: []store.HeatPoint{{TimeUnixNano: T0 + 20e9, HeatFigures: rdd8}},
-			Blocks: []store.HeatBlock{{NodeName: Node, Samples: []*stratav1.HeatSample{s2}}}},
+			Blocks: []answer.HeatBlock{{NodeName: Node, Samples: []*stratav1.HeatSample{s0, s1}}}},
+		{RDD: 8, Latest: rdd8, Points: []answer.HeatPoint{{TimeUnixNano: T0 + 20e9, HeatFigures: rdd8}},
+			Blocks: []answer.HeatBlock{{NodeName: Node, Samples: []*stratav1.HeatSample{s2}}}},
 	}}
 }
 
 // wantHeat checks Heat's answer to q against want.
-func wantHeat(tb testing.TB, s store.TraceReader, q store.HeatQuery, want *store.Heat) {
+func wantHeat(tb testing.TB, s answer.TraceReader, q answer.HeatQuery, want *answer.Heat) {
 	tb.Helper()
 	got, err := s.Heat(context.Background(), q)
 	if err != nil {
@@ -123,8 +124,8 @@ func wantHeat(tb testing.TB, s store.TraceReader, q store.HeatQuery, want *store
 }
 
 // figures prints an RDD's figures with the pointers' values.
-func figures(r store.HeatRDD) string {
-	f := func(h store.HeatFigures) string {
+func figures(r answer.HeatRDD) string {
+	f := func(h answer.HeatFigures) string {
 		p := func(v *float64) any {
 			if v == nil {
 				return "nil"
@@ -153,12 +154,12 @@ func testHeat(t *testing.T, be Backend) {
 	if got := MustAppend(t, s, HeatBatch(1)); !got.Duplicate {
 		t.Fatal("replayed batch with heat was not a duplicate")
 	}
-	wantHeat(t, s, store.HeatQuery{AppID: App, ColdFor: time.Minute}, WantHeat())
+	wantHeat(t, s, answer.HeatQuery{AppID: App, ColdFor: time.Minute}, WantHeat())
 
 	rdd8 := int32(8)
 	want := WantHeat()
 	want.RDDs = want.RDDs[1:]
-	wantHeat(t, s, store.HeatQuery{AppID: App, RDD: &rdd8, ColdFor: time.Minute}, want)
+	wantHeat(t, s, answer.HeatQuery{AppID: App, RDD: &rdd8, ColdFor: time.Minute}, want)
 
 	// cold for at least 0 s: every cold byte with a known youngest age.
 	want = WantHeat()
@@ -174,7 +175,7 @@ func testHeat(t *testing.T, be Backend) {
 			}
 		}
 	}
-	wantHeat(t, s, store.HeatQuery{AppID: App}, want)
+	wantHeat(t, s, answer.HeatQuery{AppID: App}, want)
 
 	// A batch of heat samples alone is stored and read as well.
 	only := &stratav1.Batch{NodeName: Node, BootId: Boot, Seq: 2, Heat: []*stratav1.HeatSample{heatCopy(HeatSamples()[2])}}
@@ -185,14 +186,14 @@ func testHeat(t *testing.T, be Backend) {
 	want = WantHeat()
 	want.RDDs = want.RDDs[1:]
 	r := &want.RDDs[0]
-	r.Points = append(r.Points, store.HeatPoint{TimeUnixNano: T0 + 30e9, HeatFigures: r.Latest})
+	r.Points = append(r.Points, answer.HeatPoint{TimeUnixNano: T0 + 30e9, HeatFigures: r.Latest})
 	r.Blocks[0].Samples = append(r.Blocks[0].Samples, only.Heat[0])
-	wantHeat(t, s, store.HeatQuery{AppID: App, RDD: &rdd8, ColdFor: time.Minute}, want)
+	wantHeat(t, s, answer.HeatQuery{AppID: App, RDD: &rdd8, ColdFor: time.Minute}, want)
 
-	if got, err := s.Heat(context.Background(), store.HeatQuery{AppID: "application_0_0"}); err != nil || len(got.RDDs) != 0 {
+	if got, err := s.Heat(context.Background(), answer.HeatQuery{AppID: "application_0_0"}); err != nil || len(got.RDDs) != 0 {
 		t.Fatalf("heat of an app without samples = %+v, %v; want none", got, err)
 	}
-	if _, err := s.Heat(context.Background(), store.HeatQuery{}); !errors.Is(err, store.ErrInvalidQuery) {
+	if _, err := s.Heat(context.Background(), answer.HeatQuery{}); !errors.Is(err, store.ErrInvalidQuery) {
 		t.Fatalf("heat without app: %v, want ErrInvalidQuery", err)
 	}
 }
@@ -221,7 +222,7 @@ func testHeatValidated(t *testing.T, be Backend) {
 			t.Errorf("%s: append: %v, want ErrInvalidBatch", name, err)
 		}
 	}
-	if got, err := s.Heat(context.Background(), store.HeatQuery{AppID: App}); err != nil || len(got.RDDs) != 0 {
+	if got, err := s.Heat(context.Background(), answer.HeatQuery{AppID: App}); err != nil || len(got.RDDs) != 0 {
 		t.Fatalf("after refused batches: heat %+v, %v; want none", got, err)
 	}
 	// What DAMON may say is kept: more bytes covered than monitored (the
@@ -230,7 +231,7 @@ func testHeatValidated(t *testing.T, be Backend) {
 	b := &stratav1.Batch{NodeName: Node, BootId: Boot, Seq: 3, Heat: []*stratav1.HeatSample{heatCopy(HeatSamples()[1])}}
 	b.Heat[0].MonitoredBytes, b.Heat[0].AccessRate = u64p(gib), f64p(1.25)
 	MustAppend(t, s, b)
-	got, err := s.Heat(context.Background(), store.HeatQuery{AppID: App, ColdFor: time.Minute})
+	got, err := s.Heat(context.Background(), answer.HeatQuery{AppID: App, ColdFor: time.Minute})
 	if err != nil || len(got.RDDs) != 1 {
 		t.Fatalf("heat = %+v, %v", got, err)
 	}

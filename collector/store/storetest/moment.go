@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/store"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
 )
@@ -100,16 +101,16 @@ func testMoment(t *testing.T, be Backend) {
 	s := be.open(t)
 	MustAppend(t, s, MomentBatch(1))
 
-	m, err := s.Moment(ctx, store.MomentQuery{AppID: MomentApp})
+	m, err := s.Moment(ctx, answer.MomentQuery{AppID: MomentApp})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := store.Moment{Kind: store.MomentPeak, Default: true, AtNs: T0 + 2e9, Ended: true, FirstNs: T0, LastNs: T0 + 6e9,
+	want := answer.Moment{Kind: answer.MomentPeak, Default: true, AtNs: T0 + 2e9, Ended: true, FirstNs: T0, LastNs: T0 + 6e9,
 		PeakNs: T0 + 2e9, PeakBytes: 14 * PageSize, PeakPages: 14, Bytes: 14 * PageSize, Pages: 14}
 	if m != want {
 		t.Fatalf("default moment = %+v\nwant %+v", m, want)
 	}
-	asked := func(mq store.MomentQuery, at int64, pages uint64) {
+	asked := func(mq answer.MomentQuery, at int64, pages uint64) {
 		t.Helper()
 		mq.AppID = MomentApp
 		got, err := s.Moment(ctx, mq)
@@ -122,18 +123,18 @@ func testMoment(t *testing.T, be Backend) {
 			t.Fatalf("moment %+v = %+v\nwant %+v", mq, got, w)
 		}
 	}
-	asked(store.MomentQuery{Want: store.MomentPeak}, T0+2e9, 14)
-	asked(store.MomentQuery{Want: store.MomentNow}, 0, 0)
-	asked(store.MomentQuery{Want: store.MomentAt, At: T0 + 5e9}, T0+5e9, 6)
-	asked(store.MomentQuery{Want: store.MomentAt, At: 45e8, SinceStart: true}, T0+45e8, 6)
-	asked(store.MomentQuery{Want: store.MomentAt, At: T0 - 1}, T0-1, 0)
-	asked(store.MomentQuery{Want: store.MomentAt, At: T0 + 35e8}, T0+35e8, 14)
+	asked(answer.MomentQuery{Want: answer.MomentPeak}, T0+2e9, 14)
+	asked(answer.MomentQuery{Want: answer.MomentNow}, 0, 0)
+	asked(answer.MomentQuery{Want: answer.MomentAt, At: T0 + 5e9}, T0+5e9, 6)
+	asked(answer.MomentQuery{Want: answer.MomentAt, At: 45e8, SinceStart: true}, T0+45e8, 6)
+	asked(answer.MomentQuery{Want: answer.MomentAt, At: T0 - 1}, T0-1, 0)
+	asked(answer.MomentQuery{Want: answer.MomentAt, At: T0 + 35e8}, T0+35e8, 14)
 
 	for _, dt := range momentTimes {
 		at := T0 + dt
 		wantPFNs := MomentPFNs(dt)
 		// The map: one page per bucket over the scenario's PFNs.
-		pm, err := s.PhysMap(ctx, store.PhysMapQuery{AppID: MomentApp, From: 0x100, To: 0x500, At: at})
+		pm, err := s.PhysMap(ctx, answer.PhysMapQuery{AppID: MomentApp, From: 0x100, To: 0x500, At: at})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +150,7 @@ func testMoment(t *testing.T, be Backend) {
 		}
 		// Trace: the pages the live blocks hold then, once each.
 		gotTrace := map[uint64]string{}
-		for _, p := range Trace(t, s, store.TraceQuery{AppID: MomentApp, At: at}) {
+		for _, p := range Trace(t, s, answer.TraceQuery{AppID: MomentApp, At: at}) {
 			if _, dup := gotTrace[p.GetPfn()]; dup || p.GetTimeUnixNano() > at {
 				t.Fatalf("trace at T0%+d: page %v twice or after the moment", dt, p)
 			}
@@ -195,30 +196,30 @@ func testMoment(t *testing.T, be Backend) {
 		EqualRows(t, numa, wantNuma)
 	}
 	// Now the ended app holds nothing: the map without a moment is empty.
-	pm, err := s.PhysMap(ctx, store.PhysMapQuery{AppID: MomentApp})
+	pm, err := s.PhysMap(ctx, answer.PhysMapQuery{AppID: MomentApp})
 	if err != nil || pm.Pages != 0 || len(pm.Buckets) != 0 {
 		t.Fatalf("map now: %+v, %v", pm, err)
 	}
 	// A partition's trace at a moment keeps to the partition.
 	part := int32(1)
 	var ids []string
-	for _, p := range Trace(t, s, store.TraceQuery{AppID: MomentApp, Partition: &part, At: T0 + 2e9}) {
+	for _, p := range Trace(t, s, answer.TraceQuery{AppID: MomentApp, Partition: &part, At: T0 + 2e9}) {
 		ids = append(ids, p.GetBlock().GetBlockId())
 	}
 	if !slices.Equal(ids, []string{"rdd_1_1", "rdd_1_1"}) {
 		t.Errorf("trace of partition 1 at T0+2s: %v", ids)
 	}
 
-	for name, mq := range map[string]store.MomentQuery{
-		"no app":      {Want: store.MomentPeak},
-		"before 1970": {AppID: MomentApp, Want: store.MomentAt, At: -5},
-		"bad kind":    {AppID: MomentApp, Want: store.MomentKind(9)},
+	for name, mq := range map[string]answer.MomentQuery{
+		"no app":      {Want: answer.MomentPeak},
+		"before 1970": {AppID: MomentApp, Want: answer.MomentAt, At: -5},
+		"bad kind":    {AppID: MomentApp, Want: answer.MomentKind(9)},
 	} {
 		if _, err := s.Moment(ctx, mq); !errors.Is(err, store.ErrInvalidQuery) {
 			t.Errorf("%s: %v, want ErrInvalidQuery", name, err)
 		}
 	}
-	if _, err := s.Moment(ctx, store.MomentQuery{AppID: "app-none"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Moment(ctx, answer.MomentQuery{AppID: "app-none"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown app: %v, want ErrNotFound", err)
 	}
 	if _, err := s.BlocksAt(ctx, MomentApp, 1, 0); !errors.Is(err, store.ErrInvalidQuery) {
@@ -234,14 +235,14 @@ func testMoment(t *testing.T, be Backend) {
 		TimeUnixNano: T0, Access: stratav1.AccessKind_ACCESS_KIND_ALLOC, Pid: 300, PageSize: PageSize,
 		Block: &stratav1.SparkBlock{AppId: "app-running", ExecutorId: "1", RddId: 3, BlockId: "rdd_3_0", HookBlockId: 9,
 			Mode: stratav1.MemoryMode_MEMORY_MODE_STORAGE}, Vaddr: 0x7f50_0000_0000, Length: PageSize}}})
-	run, err := s.Moment(ctx, store.MomentQuery{AppID: "app-running"})
+	run, err := s.Moment(ctx, answer.MomentQuery{AppID: "app-running"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run != (store.Moment{Kind: store.MomentNow, Default: true, FirstNs: T0, LastNs: T0}) {
+	if run != (answer.Moment{Kind: answer.MomentNow, Default: true, FirstNs: T0, LastNs: T0}) {
 		t.Fatalf("running app's moment = %+v", run)
 	}
-	if _, err := s.Moment(ctx, store.MomentQuery{AppID: "app-running", Want: store.MomentPeak}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Moment(ctx, answer.MomentQuery{AppID: "app-running", Want: answer.MomentPeak}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("peak of an app that never held a page: %v, want ErrNotFound", err)
 	}
 }

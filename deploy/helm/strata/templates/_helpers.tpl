@@ -72,7 +72,7 @@ embedded store maxPercent of its volume (sizes in Mi, Gi or Ti). */}}
 {{- default (printf "%s.%s.svc:%d" (include "strata.collectorService" .) .Release.Namespace (int .Values.collector.grpcPort)) .Values.agent.collector -}}
 {{- end -}}
 
-{{/* The JVM options `strata hook-opts --dir hookFilesDir --hook-socket hookDir/hook.sock` prints. */}}
+{{/* The JVM options `strata hook-opts --install-hook hookFilesDir --hook-socket hookDir/hook.sock` prints. */}}
 {{- define "strata.hookOpts" -}}
 {{- $lib := printf "%s/libstratahook.so" .Values.agent.hookFilesDir -}}
 {{- $jar := printf "%s/strata-hook.jar" .Values.agent.hookFilesDir -}}

@@ -32,7 +32,8 @@ import org.apache.spark.storage.StorageLevel;
  *
  * Protocol: after each step the job prints one JSON line on stdout,
  * {"step":NAME,...}, then waits for a line on stdin (EOF: goes on at once).
- * Steps: cached, gc (--gc-steps times), unpersisted, evicted, done.
+ * Steps: cached, gc (--gc-steps times; each reads the deserialized RDD's
+ * blocks, then collects), unpersisted, evicted, done.
  * Flags: --offheap (off-heap storage, OFF_HEAP level and off-heap Tungsten
  * pages; a second stamped RDD, "ser_heap", is then cached MEMORY_ONLY_SER on
  * the heap, so one run has both), --gc-steps N (full GCs in every executor,
@@ -94,8 +95,11 @@ public final class StrataJob {
                 + ",\"ser_level\":\"" + (offheap ? "OFF_HEAP" : "MEMORY_ONLY_SER") + "\",\"parts\":" + parts
                 + ",\"records\":" + records + ",\"record\":" + record);
 
-        // Full GCs in every executor (in local mode: this JVM).
+        // Each gc step reads every block of the deserialized RDD (one ACCESS
+        // frame each), then runs full GCs in every executor (in local mode:
+        // this JVM).
         for (int g = 0; g < gcSteps; g++) {
+            deser.count();
             sc.parallelize(List.of(1, 2), 2).foreach(x -> {
                 System.gc();
                 System.gc();
