@@ -1587,7 +1587,9 @@ type HeatSample struct {
 	TimeUnixNano     int64                  `protobuf:"varint,8,opt,name=time_unix_nano,json=timeUnixNano,proto3" json:"time_unix_nano,omitempty"`              // when the regions were read, just after the interval they describe
 	IntervalNs       int64                  `protobuf:"varint,9,opt,name=interval_ns,json=intervalNs,proto3" json:"interval_ns,omitempty"`                      // DAMON's aggregation interval: what nr_accesses count over
 	SampleIntervalNs int64                  `protobuf:"varint,10,opt,name=sample_interval_ns,json=sampleIntervalNs,proto3" json:"sample_interval_ns,omitempty"` // DAMON's sampling interval: one access check per region
-	// Bytes of the block's pages with a known PFN at their latest resolution.
+	// Bytes of the block's pages with a known PFN at their latest resolution;
+	// with an own kdamond over virtual addresses (source "vaddr: ..."), the
+	// bytes of the block's virtual pages.
 	ResolvedBytes uint64 `protobuf:"varint,11,opt,name=resolved_bytes,json=resolvedBytes,proto3" json:"resolved_bytes,omitempty"`
 	// Of those, bytes inside the ranges the kdamond monitors; absent when its
 	// target lists no ranges (the kernel's choice then, not readable).
@@ -1611,7 +1613,8 @@ type HeatSample struct {
 	Partial bool `protobuf:"varint,19,opt,name=partial,proto3" json:"partial,omitempty"`
 	// Which kdamond, scheme and access pattern, in words: "own: kdamond 0
 	// scheme 0 stat, every region", "shared: kdamond 0 scheme 0 pageout,
-	// regions nr_accesses <= 1 age >= 12 (1m0s) (within a quota)".
+	// regions nr_accesses <= 1 age >= 12 (1m0s) (within a quota)", "vaddr:
+	// kdamond 0 of the agent's, target pid 4242".
 	Source        string `protobuf:"bytes,20,opt,name=source,proto3" json:"source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
