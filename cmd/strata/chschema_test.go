@@ -47,3 +47,26 @@ func TestCHSchema(t *testing.T) {
 		t.Errorf("clickhouse-schema --database --cluster: exit %d, same DDL %v, stderr %q", code, old == ddl, warn)
 	}
 }
+
+// --server-version picks the column forms the collector creates on that
+// server: 18.16's plain types by default, LowCardinality strings and
+// compression codecs on a current one; a version it cannot read is a usage
+// error.
+func TestCHSchemaServerVersion(t *testing.T) {
+	current, _, code := call("clickhouse-schema", "--server-version", "26.9")
+	if code != 0 {
+		t.Fatalf("clickhouse-schema --server-version 26.9: exit %d", code)
+	}
+	for _, want := range []string{"app_id LowCardinality(String) CODEC(ZSTD(3))", "time_ns Int64 CODEC(DoubleDelta, ZSTD(3))"} {
+		if !strings.Contains(current, want) {
+			t.Errorf("26.9's DDL lacks %q", want)
+		}
+	}
+	plain, _, code := call("clickhouse-schema")
+	if code != 0 || strings.Contains(plain, "LowCardinality") || strings.Contains(plain, "CODEC") {
+		t.Errorf("the default (18.16) DDL: exit %d, with LowCardinality or CODEC:\n%s", code, plain)
+	}
+	if _, stderr, code := call("clickhouse-schema", "--server-version", "foo"); code != 2 {
+		t.Errorf("--server-version foo: exit %d, want 2 (usage); stderr %q", code, stderr)
+	}
+}

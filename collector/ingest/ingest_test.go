@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/ingest"
 	"github.com/stratatrace/strata/collector/server"
 	"github.com/stratatrace/strata/collector/store"
@@ -53,10 +54,10 @@ func serve(t testing.TB, transport string, st ingest.Appender) *grpc.ClientConn 
 	return cc
 }
 
-func countPages(t *testing.T, st store.TraceReader) int {
+func countPages(t *testing.T, st answer.TraceReader) int {
 	t.Helper()
 	n := 0
-	if err := st.Trace(context.Background(), store.TraceQuery{AppID: storetest.App}, func(*stratav1.TracePage) error {
+	if err := st.Trace(context.Background(), answer.TraceQuery{AppID: storetest.App}, func(*stratav1.TracePage) error {
 		n++
 		return nil
 	}); err != nil {

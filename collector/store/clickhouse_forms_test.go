@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/store"
 	"github.com/stratatrace/strata/collector/store/ddl"
 	"github.com/stratatrace/strata/collector/store/storetest"
@@ -88,7 +89,7 @@ func TestClickHouseFormsByServer(t *testing.T) {
 				}
 			}
 			storetest.MustAppend(t, s, storetest.Sample(1))
-			if n := len(storetest.Trace(t, s, store.TraceQuery{AppID: storetest.App})); n != storetest.SamplePages {
+			if n := len(storetest.Trace(t, s, answer.TraceQuery{AppID: storetest.App})); n != storetest.SamplePages {
 				t.Fatalf("%d pages, want %d", n, storetest.SamplePages)
 			}
 		})
@@ -209,7 +210,7 @@ func BenchmarkForms(b *testing.B) {
 				return f[0]
 			})
 		start = time.Now()
-		if n := len(storetest.Trace(b, s, store.TraceQuery{AppID: "app-bench"})); n != pages {
+		if n := len(storetest.Trace(b, s, answer.TraceQuery{AppID: "app-bench"})); n != pages {
 			b.Fatalf("trace: %d pages, want %d", n, pages)
 		}
 		return bytes, appends, time.Since(start)

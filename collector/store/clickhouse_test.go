@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratatrace/strata/collector/answer"
 	"github.com/stratatrace/strata/collector/store"
 	"github.com/stratatrace/strata/collector/store/storetest"
 	stratav1 "github.com/stratatrace/strata/proto/strata/v1"
@@ -98,7 +99,7 @@ func TestClickHouseCommitFailsAtEachStep(t *testing.T) {
 	for i, step := range store.CommitSteps {
 		seq := uint64(i + 1)
 		storetest.AppendFailing(t, a, storetest.Sample(seq), step, func(h func(string) error) { store.SetCommitHook(a, h) })
-		visible := len(storetest.Trace(t, a, store.TraceQuery{AppID: storetest.App}))
+		visible := len(storetest.Trace(t, a, answer.TraceQuery{AppID: storetest.App}))
 		wantBefore := (int(seq) - 1) * storetest.SamplePages
 		if step == "key" { // the commit rows went in: stored, though unacknowledged
 			wantBefore += storetest.SamplePages
@@ -113,7 +114,7 @@ func TestClickHouseCommitFailsAtEachStep(t *testing.T) {
 		if res := storetest.MustAppend(t, a, storetest.Sample(seq)); !res.Duplicate {
 			t.Fatalf("step %s: third send not a duplicate", step)
 		}
-		if n := len(storetest.Trace(t, a, store.TraceQuery{AppID: storetest.App})); n != int(seq)*storetest.SamplePages {
+		if n := len(storetest.Trace(t, a, answer.TraceQuery{AppID: storetest.App})); n != int(seq)*storetest.SamplePages {
 			t.Fatalf("step %s: %d pages, want %d (every batch once)", step, n, int(seq)*storetest.SamplePages)
 		}
 	}
@@ -122,7 +123,7 @@ func TestClickHouseCommitFailsAtEachStep(t *testing.T) {
 		t.Fatalf("seq 5 has %d commit rows, want 2 (its first write and the replay)", n)
 	}
 	var recs int
-	if err := a.Records(context.Background(), store.RecordsQuery{AppID: storetest.App}, func(*stratav1.RecordRow) error {
+	if err := a.Records(context.Background(), answer.RecordsQuery{AppID: storetest.App}, func(*stratav1.RecordRow) error {
 		recs++
 		return nil
 	}); err != nil || recs != 3*len(store.CommitSteps) {
@@ -162,7 +163,7 @@ func TestClickHouseTwoCollectorsRace(t *testing.T) {
 	if n := countRows(t, srv, db, "batch_apps", ""); n != 2 {
 		t.Fatalf("%d commit rows, want 2: both collectors committed", n)
 	}
-	if n := len(storetest.Trace(t, a, store.TraceQuery{AppID: storetest.App})); n != storetest.SamplePages {
+	if n := len(storetest.Trace(t, a, answer.TraceQuery{AppID: storetest.App})); n != storetest.SamplePages {
 		t.Fatalf("%d pages, want %d (once)", n, storetest.SamplePages)
 	}
 	storetest.EqualRows(t, must(b.Numa(context.Background(), storetest.App)), storetest.SampleNuma())
