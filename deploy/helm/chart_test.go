@@ -281,8 +281,13 @@ func TestAgentDaemonSet(t *testing.T) {
 	if len(spec.Tolerations) == 0 || spec.Tolerations[0].Operator != corev1.TolerationOpExists {
 		t.Errorf("tolerations %+v: want every node", spec.Tolerations)
 	}
-	if c.Image != "strata/agent:dev" {
-		t.Errorf("image %q", c.Image)
+	ch, err := loader.Load("strata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The chart's appVersion: "dev" between releases, "vX.Y.Z" at one.
+	if want := "strata/agent:" + ch.Metadata.AppVersion; c.Image != want {
+		t.Errorf("image %q, want %q", c.Image, want)
 	}
 
 	// The variables mean to the agent what the chart means by them, and
