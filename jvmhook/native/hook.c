@@ -10,10 +10,11 @@
  * org.stratatrace.hook.Agent.boot(options) on a thread it starts at VMInit
  * (boot_thread) and, from its own ClassFileLoadHook, hands Agent.transform
  * the three classes the weaver wants as they load; once it has seen all
- * three it turns the hook off, so the JVM stops posting class loads. A class load costs a name comparison here,
- * where a java.lang.instrument transformer costs a copy of the class file
- * into a Java array and a call up into Java (about 14 us a class here, over
- * the 8,000 classes a Spark driver loads before its first task).
+ * three it turns the hook off, so the JVM stops posting class loads. A
+ * class load costs a name comparison here, where a java.lang.instrument
+ * transformer costs a copy of the class file into a Java array and a call
+ * up into Java (about 14 us a class here, over the 8,000 classes a Spark
+ * driver loads before its first task).
  * Started as a bare -agentpath: beside -javaagent:strata-hook.jar, the
  * library only sets up the GC events and the Java agent does the rest.
  *

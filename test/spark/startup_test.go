@@ -75,8 +75,9 @@ func TestHookStartup(t *testing.T) {
 // TestHookBootAside: the hook boots on a thread of its own, so a JVM's
 // main does not wait for it; a class the weaver wants that loads while the
 // boot still runs (MemoryStore, first thing in the probe's main) waits for
-// it and is woven all the same. Whether main started before the boot ended
-// depends on the machine; the probe says, and the test logs it.
+// it and is woven all the same. (Whether main started before the boot
+// ended depends on the machine; JVMTI agent threads are hidden from Java,
+// so the probe cannot tell.)
 func TestHookBootAside(t *testing.T) {
 	testenv.RequireJava(t)
 	home := testenv.SparkHome(t, "3.5")
@@ -90,10 +91,9 @@ func TestHookBootAside(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the probe under the hook: %v\n%s", err, out)
 		}
-		var booting bool
-		var woven int
+		woven := -1
 		for _, line := range strings.Split(string(out), "\n") {
-			if _, err := fmt.Sscanf(line, "booting-at-main=%t woven-methods=%d", &booting, &woven); err == nil {
+			if _, err := fmt.Sscanf(line, "woven-methods=%d", &woven); err == nil {
 				break
 			}
 		}
@@ -103,6 +103,5 @@ func TestHookBootAside(t *testing.T) {
 		if woven != 8 {
 			t.Fatalf("run %d: MemoryStore has %d strata$ methods, want 8\n%s", i, woven, out)
 		}
-		t.Logf("run %d: the boot was still running when main started: %t", i, booting)
 	}
 }

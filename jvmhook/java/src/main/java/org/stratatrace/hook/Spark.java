@@ -104,7 +104,6 @@ final class Spark {
      * of Spark's code or initializing its classes. The static ones are left
      * alone for that reason.
      */
-    @SuppressWarnings("unused")
     private void link() {
         for (MethodHandle h : new MethodHandle[] {entries, serializedBuffer, deserializedValue, chunks, blockName,
                 envConf, executorId, rddStorageLevel, pageTable, pageObject}) {
