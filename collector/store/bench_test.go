@@ -146,3 +146,22 @@ func BenchmarkQueries(b *testing.B) {
 			numaTook.Round(time.Millisecond), faultsTook.Round(time.Millisecond))
 	}
 }
+
+// BenchmarkSmallBatches appends batches of 8 records each, the size an
+// agent cuts every second beside a small job, and reports the time a batch
+// takes; the store's fixed cost per batch dominates it.
+func BenchmarkSmallBatches(b *testing.B) {
+	batches, _, _ := storetest.BenchBatches(b.N, 8)
+	ctx := context.Background()
+	s, err := store.Open(ctx, store.Options{Dir: b.TempDir(), MemoryLimit: "1GB", Threads: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	b.ResetTimer()
+	for _, bt := range batches {
+		if _, err := s.Append(ctx, bt); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -267,6 +267,11 @@ type writer struct {
 	// batch repeating it writes nothing; empty after Open, so the first
 	// batch of each machine writes its row again (an idempotent upsert).
 	nodes map[nodeKey]nodeInfo
+	// lastSeq is the highest seq committed per (node_name, boot_id), read
+	// from the batches table at a machine's first batch and again after
+	// any failed write: a batch above it is new without a lookup, one at
+	// or below it is looked up.
+	lastSeq map[nodeKey]uint64
 	// now is the store's clock.
 	now func() time.Time
 }
@@ -342,7 +347,7 @@ func openWriter(ctx context.Context, connector *duckdb.Connector) (w *writer, er
 	if err != nil {
 		return nil, fmt.Errorf("connect duckdb: %w", err)
 	}
-	nw := &writer{conn: conn, nodes: map[nodeKey]nodeInfo{}}
+	nw := &writer{conn: conn, nodes: map[nodeKey]nodeInfo{}, lastSeq: map[nodeKey]uint64{}}
 	w = nw
 	defer func() {
 		if err != nil {
@@ -551,13 +556,26 @@ func (w *writer) append(b *stratav1.Batch) (res AppendResult, err error) {
 	if err := w.step("lookup"); err != nil {
 		return res, err
 	}
-	var prev uint32
-	err = w.scanOne(ctx, "SELECT records FROM batches WHERE node_name = $1 AND boot_id = $2 AND seq = $3", key, &prev)
-	switch {
-	case err == nil:
-		return AppendResult{Duplicate: true, Records: prev}, nil
-	case !errors.Is(err, io.EOF):
-		return res, fmt.Errorf("look up batch: %w", err)
+	nk := nodeKey{b.GetNodeName(), b.GetBootId()}
+	last, known := w.lastSeq[nk]
+	if !known {
+		var top int64
+		if err := w.scanOne(ctx, "SELECT coalesce(max(seq), 0)::BIGINT FROM batches WHERE node_name = $1 AND boot_id = $2",
+			key[:2], &top); err != nil {
+			return res, fmt.Errorf("look up last batch: %w", err)
+		}
+		last = uint64(top)
+		w.lastSeq[nk] = last
+	}
+	if b.GetSeq() <= last {
+		var prev uint32
+		err = w.scanOne(ctx, "SELECT records FROM batches WHERE node_name = $1 AND boot_id = $2 AND seq = $3", key, &prev)
+		switch {
+		case err == nil:
+			return AppendResult{Duplicate: true, Records: prev}, nil
+		case !errors.Is(err, io.EOF):
+			return res, fmt.Errorf("look up batch: %w", err)
+		}
 	}
 	if err := w.step("begin"); err != nil {
 		return res, err
@@ -582,7 +600,7 @@ func (w *writer) append(b *stratav1.Batch) (res AppendResult, err error) {
 	if err := w.appendRows(id, b); err != nil {
 		return res, err
 	}
-	for _, a := range w.appenders() {
+	for _, a := range w.filled(b) {
 		if err := a.Flush(); err != nil {
 			return res, fmt.Errorf("flush appender: %w", err)
 		}
@@ -600,7 +618,7 @@ func (w *writer) append(b *stratav1.Batch) (res AppendResult, err error) {
 	if err := w.step("node"); err != nil {
 		return res, err
 	}
-	nk, node, changed, err := w.putNode(ctx, b)
+	_, node, changed, err := w.putNode(ctx, b)
 	if err != nil {
 		return res, err
 	}
@@ -617,6 +635,7 @@ func (w *writer) append(b *stratav1.Batch) (res AppendResult, err error) {
 		return res, err
 	}
 	w.nextBatch++
+	w.lastSeq[nk] = max(last, b.GetSeq())
 	if changed {
 		w.nodes[nk] = node
 	}
@@ -635,6 +654,32 @@ func (w *writer) abort() {
 	}
 	_, _ = w.exec.ExecContext(writeCtx, "ROLLBACK", nil)
 	w.nextBatch = 0
+	clear(w.lastSeq)
+}
+
+// filled are the appenders b puts rows in: flushing an empty one still
+// costs a call into the database.
+func (w *writer) filled(b *stratav1.Batch) []*duckdb.Appender {
+	var out []*duckdb.Appender
+	if len(b.GetRecords()) > 0 {
+		out = append(out, w.records)
+		for _, r := range b.GetRecords() {
+			if len(r.GetRuns()) > 0 {
+				out = append(out, w.runs)
+				break
+			}
+		}
+	}
+	if len(b.GetWorkloads()) > 0 {
+		out = append(out, w.workloads)
+	}
+	if len(b.GetProcesses()) > 0 {
+		out = append(out, w.memory)
+	}
+	if len(b.GetHeat()) > 0 {
+		out = append(out, w.heat)
+	}
+	return out
 }
 
 // nodeUpsertSQL stores a machine's NodeInfo; a zero field ("unknown")

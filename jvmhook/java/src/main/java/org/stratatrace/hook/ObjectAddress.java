@@ -1,8 +1,5 @@
 package org.stratatrace.hook;
 
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
 import java.lang.reflect.Field;
 
 /**
@@ -15,53 +12,12 @@ import java.lang.reflect.Field;
  * coloured pointers, an unknown encoding) object arrays are not reported and
  * object graphs are not walked.
  *
- * Also the rest of sun.misc.Unsafe the walker uses: reference and field
- * reads, field offsets, and native memory for its bitmaps. Unsafe is reached
- * through method handles (jdk.unsupported), so the agent compiles without
- * internal-API warnings.
+ * Also the rest of sun.misc.Unsafe the walker uses ({@link RawAccess}):
+ * reference and field reads, field offsets, and native memory for its
+ * bitmaps.
  */
 final class ObjectAddress {
     private ObjectAddress() {}
-
-    private static final MethodHandle GET_INT;
-    private static final MethodHandle GET_LONG;
-    private static final MethodHandle BASE_OFFSET;
-    private static final MethodHandle INDEX_SCALE;
-    private static final MethodHandle GET_OBJECT;
-    private static final MethodHandle FIELD_OFFSET;
-    private static final MethodHandle ALLOCATE;
-    private static final MethodHandle FREE;
-    private static final MethodHandle SET_MEMORY;
-    private static final MethodHandle PEEK;
-    private static final MethodHandle POKE;
-    private static final MethodHandle PAGE_SIZE;
-
-    static {
-        try {
-            Class<?> uc = Class.forName("sun.misc.Unsafe");
-            Field f = uc.getDeclaredField("theUnsafe");
-            f.setAccessible(true);
-            Object u = f.get(null);
-            MethodHandles.Lookup l = MethodHandles.lookup();
-            GET_INT = l.findVirtual(uc, "getInt", MethodType.methodType(int.class, Object.class, long.class)).bindTo(u);
-            GET_LONG = l.findVirtual(uc, "getLong", MethodType.methodType(long.class, Object.class, long.class)).bindTo(u);
-            BASE_OFFSET = l.findVirtual(uc, "arrayBaseOffset", MethodType.methodType(int.class, Class.class)).bindTo(u);
-            INDEX_SCALE = l.findVirtual(uc, "arrayIndexScale", MethodType.methodType(int.class, Class.class)).bindTo(u);
-            GET_OBJECT = l.findVirtual(uc, "getObject", MethodType.methodType(Object.class, Object.class, long.class))
-                    .bindTo(u);
-            FIELD_OFFSET = l.findVirtual(uc, "objectFieldOffset", MethodType.methodType(long.class, Field.class))
-                    .bindTo(u);
-            ALLOCATE = l.findVirtual(uc, "allocateMemory", MethodType.methodType(long.class, long.class)).bindTo(u);
-            FREE = l.findVirtual(uc, "freeMemory", MethodType.methodType(void.class, long.class)).bindTo(u);
-            SET_MEMORY = l.findVirtual(uc, "setMemory",
-                    MethodType.methodType(void.class, long.class, long.class, byte.class)).bindTo(u);
-            PEEK = l.findVirtual(uc, "getLong", MethodType.methodType(long.class, long.class)).bindTo(u);
-            POKE = l.findVirtual(uc, "putLong", MethodType.methodType(void.class, long.class, long.class)).bindTo(u);
-            PAGE_SIZE = l.findVirtual(uc, "pageSize", MethodType.methodType(int.class)).bindTo(u);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
 
     static final long OBJ_BASE = baseOffset(Object[].class);
     static final int REF_SIZE = scale(Object[].class);
@@ -82,14 +38,10 @@ final class ObjectAddress {
 
     /** The raw value of the reference slot at offset of o (compressed or not). */
     private static long slot(Object o, long offset) {
-        try {
-            if (REF_SIZE == 8) {
-                return (long) GET_LONG.invokeExact(o, offset);
-            }
-            return ((int) GET_INT.invokeExact(o, offset)) & 0xFFFFFFFFL;
-        } catch (Throwable t) {
-            throw new IllegalStateException("read reference slot: " + t, t);
+        if (REF_SIZE == 8) {
+            return RawAccess.getLong(o, offset);
         }
+        return RawAccess.getInt(o, offset) & 0xFFFFFFFFL;
     }
 
     /** {slot value, object address} of a probe, read without a GC between. */
@@ -163,11 +115,7 @@ final class ObjectAddress {
 
     /** Unsafe.getObject: the reference at offset of o (a field or an element). */
     static Object reference(Object o, long offset) {
-        try {
-            return (Object) GET_OBJECT.invokeExact(o, offset);
-        } catch (Throwable t) {
-            throw new IllegalStateException("getObject: " + t, t);
-        }
+        return RawAccess.getObject(o, offset);
     }
 
     /**
@@ -175,77 +123,41 @@ final class ObjectAddress {
      * will not locate (those of hidden classes and records).
      */
     static long fieldOffset(Field f) {
-        try {
-            return (long) FIELD_OFFSET.invokeExact(f);
-        } catch (RuntimeException | Error e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("objectFieldOffset: " + t, t);
-        }
+        return RawAccess.objectFieldOffset(f);
     }
 
     /** The OS page size, as the JVM knows it (Unsafe.pageSize). */
     static int pageSize() {
-        try {
-            return (int) PAGE_SIZE.invokeExact();
-        } catch (Throwable t) {
-            throw new IllegalStateException("pageSize: " + t, t);
-        }
+        return RawAccess.pageSize();
     }
 
     /** Native memory of n bytes, zeroed; the caller frees it with {@link #free}. */
     static long allocate(long n) {
-        try {
-            long a = (long) ALLOCATE.invokeExact(n);
-            SET_MEMORY.invokeExact(a, n, (byte) 0);
-            return a;
-        } catch (OutOfMemoryError e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("allocateMemory: " + t, t);
-        }
+        long a = RawAccess.allocateMemory(n);
+        RawAccess.setMemory(a, n, (byte) 0);
+        return a;
     }
 
     static void free(long address) {
-        try {
-            FREE.invokeExact(address);
-        } catch (Throwable t) {
-            throw new IllegalStateException("freeMemory: " + t, t);
-        }
+        RawAccess.freeMemory(address);
     }
 
     /** The long at a native address that {@link #allocate} returned (plus an offset within it). */
     static long peek(long address) {
-        try {
-            return (long) PEEK.invokeExact(address);
-        } catch (Throwable t) {
-            throw new IllegalStateException("getLong: " + t, t);
-        }
+        return RawAccess.getLong(address);
     }
 
     static void poke(long address, long value) {
-        try {
-            POKE.invokeExact(address, value);
-        } catch (Throwable t) {
-            throw new IllegalStateException("putLong: " + t, t);
-        }
+        RawAccess.putLong(address, value);
     }
 
     /** Bytes per element of an array class (Unsafe.arrayIndexScale). */
     static int scale(Class<?> arrayClass) {
-        try {
-            return (int) INDEX_SCALE.invokeExact(arrayClass);
-        } catch (Throwable t) {
-            throw new IllegalStateException("arrayIndexScale: " + t, t);
-        }
+        return RawAccess.arrayIndexScale(arrayClass);
     }
 
     /** Offset of element 0 from the array's start (Unsafe.arrayBaseOffset). */
     static long baseOffset(Class<?> arrayClass) {
-        try {
-            return (int) BASE_OFFSET.invokeExact(arrayClass);
-        } catch (Throwable t) {
-            throw new IllegalStateException("arrayBaseOffset: " + t, t);
-        }
+        return RawAccess.arrayBaseOffset(arrayClass);
     }
 }

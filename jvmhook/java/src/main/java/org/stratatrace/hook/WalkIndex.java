@@ -23,6 +23,8 @@ final class WalkIndex {
     private int n;
     /** The last address range found covered by no extent: [gapLo, gapHi). */
     private long gapLo, gapHi;
+    /** 1, read from the heap by {@link #holder}'s scan (see there). */
+    private int step = 1;
 
     int extents() {
         return n;
@@ -79,33 +81,59 @@ final class WalkIndex {
         gapLo = gapHi = 0;
     }
 
-    /** The walk that holds an object starting at addr, or null. */
+    /**
+     * The walk that holds an object starting at addr, or null. Two binary
+     * searches and one ascending scan, with no branch that only some walks
+     * take: the walker's inner step inlines this, and a branch the JIT saw
+     * untaken while the index was still empty would cost a recompilation.
+     */
     Holder holder(long addr) {
-        if (addr >= gapLo && addr < gapHi) {
+        if (addr >= gapLo & addr < gapHi) {
             return null;
         }
-        // The last extent starting at or below addr.
-        int a = 0, b = n - 1, i = -1;
-        while (a <= b) {
-            int mid = (a + b) >>> 1;
-            if (lo[mid] <= addr) {
-                i = mid;
-                a = mid + 1;
-            } else {
-                b = mid - 1;
-            }
-        }
+        int i = lastStartingAtOrBelow(addr);
         if (i < 0 || reach[i] <= addr) {
             // No extent covers addr: remember the gap it is in.
             gapLo = i < 0 ? Long.MIN_VALUE : reach[i];
             gapHi = i + 1 < n ? lo[i + 1] : Long.MAX_VALUE;
             return null;
         }
-        for (int j = i; j >= 0 && reach[j] > addr; j--) {
+        // reach ascends, so the extents that may cover addr are k..i. The
+        // step is a field, not the constant 1: as a counted loop, this scan
+        // had the JIT's loop limit check fail and recompile the walker.
+        for (int j = firstReaching(addr, i); j <= i; j += step) {
             if (hi[j] > addr && owner[j].pages().marked(addr)) {
                 return owner[j];
             }
         }
         return null;
+    }
+
+    /** The last extent starting at or below addr, or -1. */
+    private int lastStartingAtOrBelow(long addr) {
+        int a = 0, b = n;
+        while (a < b) { // lo[a-1] <= addr < lo[b]
+            int mid = (a + b) >>> 1;
+            if (lo[mid] <= addr) {
+                a = mid + 1;
+            } else {
+                b = mid;
+            }
+        }
+        return a - 1;
+    }
+
+    /** The first extent at or before i whose reach passes addr (reach[i] does). */
+    private int firstReaching(long addr, int i) {
+        int a = 0, b = i;
+        while (a < b) { // reach[a-1] <= addr < reach[b]
+            int mid = (a + b) >>> 1;
+            if (reach[mid] > addr) {
+                b = mid;
+            } else {
+                a = mid + 1;
+            }
+        }
+        return a;
     }
 }
