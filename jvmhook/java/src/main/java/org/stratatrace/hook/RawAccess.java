@@ -13,8 +13,8 @@ import java.lang.reflect.Field;
  * that one warning, so pom.xml compiles this file alone, before the others
  * and without -Werror; the rest of the hook is compiled with -Werror and
  * cannot name Unsafe. Called through method handles instead, each call
- * would inline a chain of the JDK's lambda forms, which made the walker's
- * compilation several times larger (docs/smtt.md).
+ * would inline a chain of the JDK's lambda forms into the walker's compiled
+ * code (docs/smtt.md).
  */
 final class RawAccess {
     private RawAccess() {}

@@ -99,8 +99,9 @@ final class WalkIndex {
             return null;
         }
         // reach ascends, so the extents that may cover addr are k..i. The
-        // step is a field, not the constant 1: as a counted loop, this scan
-        // had the JIT's loop limit check fail and recompile the walker.
+        // step is read from a field, not the constant 1, so that the JIT
+        // does not make this scan a counted loop, whose loop limit check
+        // fails here and makes it compile the walker again (docs/smtt.md).
         for (int j = firstReaching(addr, i); j <= i; j += step) {
             if (hi[j] > addr && owner[j].pages().marked(addr)) {
                 return owner[j];
