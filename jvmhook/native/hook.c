@@ -13,8 +13,8 @@
  * three it turns the hook off, so the JVM stops posting class loads. A
  * class load costs a name comparison here, where a java.lang.instrument
  * transformer costs a copy of the class file into a Java array and a call
- * up into Java (about 14 us a class here, over the 8,000 classes a Spark
- * driver loads before its first task).
+ * up into Java, for each of the thousands of classes a Spark driver loads
+ * before its first task (docs/smtt.md).
  * Started as a bare -agentpath: beside -javaagent:strata-hook.jar, the
  * library only sets up the GC events and the Java agent does the rest.
  *
@@ -197,9 +197,8 @@ static void boot_off(JNIEnv *env, jclass agent, jint reason)
 /*
  * The Java side boots on a thread of its own (boot_thread), not in VMInit
  * on the JVM's main thread: loading the jar's classes, calibrating object
- * addresses and starting the native side take about a tenth of a second
- * of a Spark JVM's start-up, which then overlaps the main thread's own
- * class loading instead of delaying main(). A class the weaver wants can
+ * addresses and starting the native side then overlap the main thread's
+ * own class loading instead of delaying main(). A class the weaver wants can
  * only load later (Spark defines it once its SparkContext starts, seconds
  * on); should one load while the boot still runs, on_class_load waits for
  * it (boot_wait), at most BOOT_WAIT_S, and otherwise lets it load unwoven.
@@ -328,10 +327,8 @@ static void JNICALL on_vm_init(jvmtiEnv *jvmti, JNIEnv *env, jthread thread)
 	boot_set(BOOT_RUNNING);
 	if (start_boot_thread(jvmti, env) == 0)
 		return;
-	on_boot_thread = 1;
-	boot_java(env);
+	boot_thread(jvmti, env, NULL);
 	on_boot_thread = 0;
-	boot_set(BOOT_FINISHED);
 }
 
 /* VMDeath: a JVM that ends while the boot still runs (java -version) waits

@@ -385,7 +385,7 @@ public final class Blocks {
                     return new long[0];
                 }
             }
-            long bytes = (long) len * ObjectAddress.scale(value.getClass());
+            long bytes = (long) len * RawAccess.arrayIndexScale(value.getClass());
             long id = Native.register(refs ? Native.OBJECT_ARRAY : Native.HEAP_ARRAY, value, 0, bytes, rdd, part,
                     Wire.MODE_STORAGE, Wire.LOCATION_ON_HEAP, kind, refs ? Wire.BLOCK_OBJECT_GRAPH : 0, 0, 1,
                     (int) t[0], (int) t[1], t[3], -1, sparkBytes, name, null);
@@ -548,7 +548,7 @@ public final class Blocks {
                         Wire.LOCATION_OFF_HEAP, Wire.KIND_TUNGSTEN_PAGE, 0, 0, 1, (int) t[0], (int) t[1], t[3], -1,
                         size, name, null);
             } else {
-                long dataOff = off - ObjectAddress.baseOffset(obj.getClass());
+                long dataOff = off - RawAccess.arrayBaseOffset(obj.getClass());
                 id = Native.register(Native.HEAP_ARRAY, obj, dataOff, size, (int) t[4], (int) t[2],
                         Wire.MODE_EXECUTION, Wire.LOCATION_ON_HEAP, Wire.KIND_TUNGSTEN_PAGE, 0, 0, 1, (int) t[0],
                         (int) t[1], t[3], -1, size, name, null);

@@ -89,7 +89,7 @@ final class CachedBatches {
         @Override
         protected Long computeValue(Class<?> c) {
             try {
-                return ObjectAddress.fieldOffset(c.getDeclaredField("arrowData"));
+                return RawAccess.objectFieldOffset(c.getDeclaredField("arrowData"));
             } catch (NoSuchFieldException e) {
                 throw new IllegalStateException("Spark member not found: " + c.getName() + ".arrowData", e);
             }
@@ -235,7 +235,7 @@ final class CachedBatches {
     private static boolean buffer(Object holder, long offset, long[] out, int at) {
         for (;;) {
             long a = ObjectAddress.available() ? ObjectAddress.addressAt(holder, offset) : 0;
-            Object o = ObjectAddress.reference(holder, offset);
+            Object o = RawAccess.getObject(holder, offset);
             if (!(o instanceof byte[]) || ((byte[]) o).length == 0) {
                 return false;
             }

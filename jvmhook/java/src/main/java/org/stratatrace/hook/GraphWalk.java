@@ -117,11 +117,11 @@ final class GraphWalk {
                         cur++;
                     }
                     cur++;
-                    child = cur <= refs.length ? ObjectAddress.reference(o, off) : null;
+                    child = cur <= refs.length ? RawAccess.getObject(o, off) : null;
                 }
                 if (child != null && ObjectAddress.addressAt(o, off) != a) {
                     // The slot changed under us: take the reference it holds now.
-                    child = ObjectAddress.reference(o, off);
+                    child = RawAccess.getObject(o, off);
                     holder[0] = child;
                     a = child == null ? 0 : ObjectAddress.address(holder);
                 }

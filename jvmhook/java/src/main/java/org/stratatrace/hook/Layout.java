@@ -106,8 +106,8 @@ final class Layout {
             try {
                 if (c.isArray()) {
                     Class<?> e = c.getComponentType();
-                    return new Layout(e.isPrimitive() ? PRIMITIVES : OBJECTS, NONE, ObjectAddress.baseOffset(c),
-                            ObjectAddress.scale(c), null);
+                    return new Layout(e.isPrimitive() ? PRIMITIVES : OBJECTS, NONE, RawAccess.arrayBaseOffset(c),
+                            RawAccess.arrayIndexScale(c), null);
                 }
                 if (isStop(c)) {
                     return new Layout(STOP, NONE, 0, 0, null);
@@ -122,7 +122,7 @@ final class Layout {
                 for (Class<?> k = c; k != null; k = k.getSuperclass()) {
                     for (Field f : k.getDeclaredFields()) {
                         if (!Modifier.isStatic(f.getModifiers()) && !f.getType().isPrimitive()) {
-                            offsets.add(ObjectAddress.fieldOffset(f));
+                            offsets.add(RawAccess.objectFieldOffset(f));
                         }
                     }
                 }

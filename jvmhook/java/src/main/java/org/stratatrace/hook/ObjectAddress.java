@@ -1,7 +1,5 @@
 package org.stratatrace.hook;
 
-import java.lang.reflect.Field;
-
 /**
  * Addresses of objects, which JNI cannot give (GetPrimitiveArrayCritical is
  * for primitive arrays only). A reference slot holds either the object's
@@ -10,19 +8,15 @@ import java.lang.reflect.Field;
  * in a slot, asks the JVM for their data address through JNI, and solves for
  * base and shift, checking the answer on a third probe. When that fails (ZGC's
  * coloured pointers, an unknown encoding) object arrays are not reported and
- * object graphs are not walked.
- *
- * Also the rest of sun.misc.Unsafe the walker uses ({@link RawAccess}):
- * reference and field reads, field offsets, and native memory for its
- * bitmaps.
+ * object graphs are not walked. The slots are read through {@link RawAccess}.
  */
 final class ObjectAddress {
     private ObjectAddress() {}
 
-    static final long OBJ_BASE = baseOffset(Object[].class);
-    static final int REF_SIZE = scale(Object[].class);
-    static final long BYTE_BASE = baseOffset(byte[].class);
-    static final long LONG_BASE = baseOffset(long[].class);
+    static final long OBJ_BASE = RawAccess.arrayBaseOffset(Object[].class);
+    static final int REF_SIZE = RawAccess.arrayIndexScale(Object[].class);
+    static final long BYTE_BASE = RawAccess.arrayBaseOffset(byte[].class);
+    static final long LONG_BASE = RawAccess.arrayBaseOffset(long[].class);
 
     private static volatile boolean ok;
     private static long base;
@@ -111,53 +105,5 @@ final class ObjectAddress {
     static long addressAt(Object o, long offset) {
         long n = slot(o, offset);
         return n == 0 ? 0 : base + (n << shift);
-    }
-
-    /** Unsafe.getObject: the reference at offset of o (a field or an element). */
-    static Object reference(Object o, long offset) {
-        return RawAccess.getObject(o, offset);
-    }
-
-    /**
-     * Unsafe.objectFieldOffset of an instance field; throws for fields Unsafe
-     * will not locate (those of hidden classes and records).
-     */
-    static long fieldOffset(Field f) {
-        return RawAccess.objectFieldOffset(f);
-    }
-
-    /** The OS page size, as the JVM knows it (Unsafe.pageSize). */
-    static int pageSize() {
-        return RawAccess.pageSize();
-    }
-
-    /** Native memory of n bytes, zeroed; the caller frees it with {@link #free}. */
-    static long allocate(long n) {
-        long a = RawAccess.allocateMemory(n);
-        RawAccess.setMemory(a, n, (byte) 0);
-        return a;
-    }
-
-    static void free(long address) {
-        RawAccess.freeMemory(address);
-    }
-
-    /** The long at a native address that {@link #allocate} returned (plus an offset within it). */
-    static long peek(long address) {
-        return RawAccess.getLong(address);
-    }
-
-    static void poke(long address, long value) {
-        RawAccess.putLong(address, value);
-    }
-
-    /** Bytes per element of an array class (Unsafe.arrayIndexScale). */
-    static int scale(Class<?> arrayClass) {
-        return RawAccess.arrayIndexScale(arrayClass);
-    }
-
-    /** Offset of element 0 from the array's start (Unsafe.arrayBaseOffset). */
-    static long baseOffset(Class<?> arrayClass) {
-        return RawAccess.arrayBaseOffset(arrayClass);
     }
 }

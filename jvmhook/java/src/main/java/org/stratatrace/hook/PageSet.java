@@ -54,7 +54,7 @@ final class PageSet {
         unitShift = Long.numberOfTrailingZeros(align);
         bitmapBytes = Math.max(8, (pageSize >>> unitShift) / 8);
         cap = 64;
-        table = ObjectAddress.allocate(cap * 16L);
+        table = RawAccess.allocateZeroed(cap * 16L);
         nativeBytes = cap * 16L;
     }
 
@@ -96,7 +96,7 @@ final class PageSet {
         int mask = cap - 1;
         for (int i = mix(page) & mask;; i = (i + 1) & mask) {
             long e = table + i * 16L;
-            long k = ObjectAddress.peek(e);
+            long k = RawAccess.getLong(e);
             if (k == key) {
                 lastPage = page;
                 lastEntry = e;
@@ -106,7 +106,7 @@ final class PageSet {
                 if (!insert) {
                     return -1;
                 }
-                ObjectAddress.poke(e, key);
+                RawAccess.putLong(e, key);
                 used++;
                 lastPage = page;
                 lastEntry = e;
@@ -120,21 +120,21 @@ final class PageSet {
         long old = table;
         int oldCap = cap;
         cap = oldCap * 2;
-        table = ObjectAddress.allocate(cap * 16L);
+        table = RawAccess.allocateZeroed(cap * 16L);
         nativeBytes += cap * 16L - oldCap * 16L;
         int mask = cap - 1;
         for (int j = 0; j < oldCap; j++) {
-            long k = ObjectAddress.peek(old + j * 16L);
+            long k = RawAccess.getLong(old + j * 16L);
             if (k != 0) {
                 int i = mix(k - 1) & mask;
-                while (ObjectAddress.peek(table + i * 16L) != 0) {
+                while (RawAccess.getLong(table + i * 16L) != 0) {
                     i = (i + 1) & mask;
                 }
-                ObjectAddress.poke(table + i * 16L, k);
-                ObjectAddress.poke(table + i * 16L + 8, ObjectAddress.peek(old + j * 16L + 8));
+                RawAccess.putLong(table + i * 16L, k);
+                RawAccess.putLong(table + i * 16L + 8, RawAccess.getLong(old + j * 16L + 8));
             }
         }
-        ObjectAddress.free(old);
+        RawAccess.freeMemory(old);
     }
 
     private long bitmap() {
@@ -142,7 +142,7 @@ final class PageSet {
             if (nchunks == chunks.length) {
                 chunks = Arrays.copyOf(chunks, nchunks * 2);
             }
-            next = ObjectAddress.allocate(CHUNK);
+            next = RawAccess.allocateZeroed(CHUNK);
             left = CHUNK;
             chunks[nchunks++] = next;
             nativeBytes += CHUNK;
@@ -159,30 +159,30 @@ final class PageSet {
         if (e < 0) {
             return false;
         }
-        long b = ObjectAddress.peek(e + 8);
+        long b = RawAccess.getLong(e + 8);
         if (b == 0) {
             return false;
         }
         long bit = (addr & pageMask) >>> unitShift;
-        return (ObjectAddress.peek(b + (bit >>> 6) * 8) & (1L << bit)) != 0;
+        return (RawAccess.getLong(b + (bit >>> 6) * 8) & (1L << bit)) != 0;
     }
 
     /** Marks an object starting at addr; false when it was marked already. */
     boolean markStart(long addr) {
         long e = add(addr >>> pageShift);
-        long b = ObjectAddress.peek(e + 8);
+        long b = RawAccess.getLong(e + 8);
         if (b == 0) {
             b = bitmap();
-            ObjectAddress.poke(e + 8, b);
+            RawAccess.putLong(e + 8, b);
         }
         long bit = (addr & pageMask) >>> unitShift;
         long w = b + (bit >>> 6) * 8;
-        long v = ObjectAddress.peek(w);
+        long v = RawAccess.getLong(w);
         long m = 1L << bit;
         if ((v & m) != 0) {
             return false;
         }
-        ObjectAddress.poke(w, v | m);
+        RawAccess.putLong(w, v | m);
         return true;
     }
 
@@ -229,7 +229,7 @@ final class PageSet {
         long[] all = new long[used + nruns];
         int n = 0;
         for (int i = 0; i < cap; i++) {
-            long k = ObjectAddress.peek(table + i * 16L);
+            long k = RawAccess.getLong(table + i * 16L);
             if (k != 0) {
                 all[n++] = (k - 1) << RUN_SHIFT | 1;
             }
@@ -273,11 +273,11 @@ final class PageSet {
     void free() {
         lastPage = -1;
         if (table != 0) {
-            ObjectAddress.free(table);
+            RawAccess.freeMemory(table);
             table = 0;
         }
         for (int i = 0; i < nchunks; i++) {
-            ObjectAddress.free(chunks[i]);
+            RawAccess.freeMemory(chunks[i]);
         }
         nchunks = 0;
         cap = 0;

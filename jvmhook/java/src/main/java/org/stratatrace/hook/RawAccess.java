@@ -6,8 +6,8 @@ import java.lang.reflect.Field;
  * The hook's one use of sun.misc.Unsafe (module jdk.unsupported): reads of
  * reference slots and fields, field and array offsets, and native memory
  * for the walker's bitmaps, as static methods small enough that the JIT
- * inlines each call whole into its caller. Every other class goes through
- * {@link ObjectAddress}, which says what the addresses mean.
+ * inlines each call whole into its caller. {@link ObjectAddress} says what
+ * the values of reference slots mean.
  *
  * javac warns at every mention of sun.misc.Unsafe and has no way to silence
  * that one warning, so pom.xml compiles this file alone, before the others
@@ -51,22 +51,23 @@ final class RawAccess {
         return U.arrayIndexScale(arrayClass);
     }
 
+    /** Throws for fields Unsafe will not locate (those of hidden classes and records). */
     static long objectFieldOffset(Field f) {
         return U.objectFieldOffset(f);
     }
 
-    static long allocateMemory(long bytes) {
-        return U.allocateMemory(bytes);
-    }
-
-    static void setMemory(long address, long bytes, byte value) {
-        U.setMemory(address, bytes, value);
+    /** Native memory of n bytes, zeroed; the caller frees it with {@link #freeMemory}. */
+    static long allocateZeroed(long n) {
+        long a = U.allocateMemory(n);
+        U.setMemory(a, n, (byte) 0);
+        return a;
     }
 
     static void freeMemory(long address) {
         U.freeMemory(address);
     }
 
+    /** The long at a native address {@link #allocateZeroed} returned (plus an offset within it). */
     static long getLong(long address) {
         return U.getLong(address);
     }

@@ -361,7 +361,7 @@ final class Walker {
                 noLayout = "object alignment unknown: " + t;
             }
         }
-        int page = ObjectAddress.pageSize();
+        int page = RawAccess.pageSize();
         if (noLayout == null && (Integer.bitCount(align) != 1 || Integer.bitCount(region) != 1
                 || Integer.bitCount(page) != 1 || align * 64 > page)) {
             noLayout = "alignment " + align + ", region " + region + ", page " + page;

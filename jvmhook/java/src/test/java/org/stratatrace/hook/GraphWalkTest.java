@@ -32,7 +32,7 @@ class GraphWalkTest {
         TestLib.load();
         HotSpotDiagnosticMXBean hs = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class);
         align = Integer.parseInt(hs.getVMOption("ObjectAlignmentInBytes").getValue());
-        page = ObjectAddress.pageSize();
+        page = RawAccess.pageSize();
     }
 
     static final class Node {
@@ -173,7 +173,7 @@ class GraphWalkTest {
     /** The byte[] behind a String (its field "value", read as the walker reads it). */
     private static byte[] valueOf(String s) {
         try {
-            return (byte[]) ObjectAddress.reference(s, ObjectAddress.fieldOffset(String.class.getDeclaredField("value")));
+            return (byte[]) RawAccess.getObject(s, RawAccess.objectFieldOffset(String.class.getDeclaredField("value")));
         } catch (NoSuchFieldException e) {
             throw new AssertionError(e);
         }
