@@ -57,19 +57,24 @@ func TestFaults(t *testing.T) {
 	// and `strata hot` counts exactly the samples `strata trace` lists. The
 	// samples travel in the records' batches, which may come after the
 	// counters: wait until both views hold them.
+	type hotPage struct {
+		Samples, Reads, Writes uint64
+		Partition              int32
+	}
+	var hot []hotPage
 	var hotSamples, hotWrites, traced uint64
-	var hotLines []string
 	waitFor(t, "sampled faults in hot and trace", 30*time.Second, func() bool {
-		hotSamples, hotWrites, traced = 0, 0, 0
-		hotLines = nil
-		if out := strings.TrimSpace(runCLI(t, bin, "hot", "--collector", addr, "--app", app, "--limit", "0", "-o", "json")); out != "" {
-			hotLines = strings.Split(out, "\n")
-		}
-		for _, l := range hotLines {
-			var h struct{ Samples, Writes uint64 }
+		hot, hotSamples, hotWrites, traced = nil, 0, 0, 0
+		out := strings.TrimSpace(runCLI(t, bin, "hot", "--collector", addr, "--app", app, "--limit", "0", "-o", "json"))
+		for _, l := range strings.Split(out, "\n") {
+			if l == "" {
+				continue
+			}
+			var h hotPage
 			if err := json.Unmarshal([]byte(l), &h); err != nil {
 				t.Fatalf("hot line %q: %v", l, err)
 			}
+			hot = append(hot, h)
 			hotSamples += h.Samples
 			hotWrites += h.Writes
 		}
@@ -80,16 +85,9 @@ func TestFaults(t *testing.T) {
 		}
 		return hotSamples > 0 && hotSamples == traced
 	})
-	for _, l := range hotLines {
-		var h struct {
-			Reads     uint64
-			Partition int32
-		}
-		if err := json.Unmarshal([]byte(l), &h); err != nil {
-			t.Fatalf("hot line %q: %v", l, err)
-		}
+	for _, h := range hot {
 		if h.Reads != 0 || h.Partition < 0 || h.Partition > 3 {
-			t.Fatalf("hot page %s", l)
+			t.Fatalf("hot page %+v", h)
 		}
 	}
 	if hotWrites != hotSamples {
