@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -191,4 +192,26 @@ func pageMarks(pid int, addr, n uint64, page uint64, markers [][]byte, minBytes 
 		lo = hi
 	}
 	return marked, judged, holdsAny(m, markers), nil
+}
+
+// TestPageShares: a page two walks hold counts half to each, three a third.
+func TestPageShares(t *testing.T) {
+	const pg = 4096
+	walk := func(xs ...hooksrv.Extent) *hooksrv.Walk { return &hooksrv.Walk{Extents: xs} }
+	ws := []*hooksrv.Walk{
+		walk(hooksrv.Extent{Vaddr: 0, Length: 3 * pg}),                                                  // pages 0 1 2
+		walk(hooksrv.Extent{Vaddr: 2 * pg, Length: 2 * pg}, hooksrv.Extent{Vaddr: 10 * pg, Length: pg}), // pages 2 3 10
+		walk(hooksrv.Extent{Vaddr: 2 * pg, Length: pg}),                                                 // page 2
+	}
+	shares, shared := pageShares(ws, pg)
+	want := []float64{2*pg + pg/3.0, 2*pg + pg/3.0, pg / 3.0}
+	wantShared := []int{1, 1, 1}
+	for i := range ws {
+		if math.Abs(shares[i]-want[i]) > 1e-6 || shared[i] != wantShared[i] {
+			t.Errorf("walk %d: share %.1f, %d shared pages; want %.1f, %d", i, shares[i], shared[i], want[i], wantShared[i])
+		}
+	}
+	if sum := shares[0] + shares[1] + shares[2]; math.Abs(sum-5*pg) > 1e-6 {
+		t.Errorf("shares add up to %.1f, want the 5 distinct pages' %d", sum, 5*pg)
+	}
 }
