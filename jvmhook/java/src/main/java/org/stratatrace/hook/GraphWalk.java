@@ -10,9 +10,10 @@ import java.util.Arrays;
  * its address from the reference (decoded with the calibrated base and
  * shift), its class's {@link Layout} and size, and then:
  * <ul>
+ *   <li>an object this walk met already is skipped (cycles, sharing
+ *       within the block, many references to one object), before anything
+ *       else is read of it: the one test a repeated reference costs;
  *   <li>a stop is skipped;
- *   <li>an object this walk marked already is skipped (cycles, sharing
- *       within the block);
  *   <li>an object another valid walk holds ({@link WalkIndex}) is counted
  *       once as shared and not followed;
  *   <li>any other object is the block's: marked in the walk's
@@ -106,14 +107,14 @@ final class GraphWalk {
                 if (lay.kind == Layout.OBJECTS) {
                     Object[] arr = (Object[]) o;
                     int len = arr.length;
-                    while (cur < len && (a = ObjectAddress.addressAt(o, off = lay.base + cur * lay.scale)) == 0) {
-                        cur++; // skip nulls
+                    while (cur < len && ((a = ObjectAddress.addressAt(o, off = lay.base + cur * lay.scale)) == 0 || met(a))) {
+                        cur++; // skip nulls and objects met before
                     }
                     cur++;
                     child = cur <= len ? arr[cur - 1] : null;
                 } else {
                     long[] refs = lay.refs;
-                    while (cur < refs.length && (a = ObjectAddress.addressAt(o, off = refs[cur])) == 0) {
+                    while (cur < refs.length && ((a = ObjectAddress.addressAt(o, off = refs[cur])) == 0 || met(a))) {
                         cur++;
                     }
                     cur++;
@@ -133,6 +134,9 @@ final class GraphWalk {
                     }
                     continue;
                 }
+                if (met(a)) {
+                    continue; // the slot's new referent was met before
+                }
                 Layout cl = layouts.get(child.getClass());
                 if (cl.kind == Layout.STOP) {
                     continue;
@@ -150,10 +154,18 @@ final class GraphWalk {
         }
     }
 
+    /**
+     * Whether this walk met the object at a already, as its own or as
+     * another walk's: the one test a repeated reference costs (arrays often
+     * hold many references to a few objects: boxed small numbers, a shared
+     * default), made before anything else is read of the object.
+     */
+    private boolean met(long a) {
+        return pages.marked(a) || (shared != null && shared.marked(a));
+    }
+
+    /** Takes in an object not met before in this walk (see {@link #met}). */
     private void visit(Object o, long a, Layout l, Pacer pacer) {
-        if (pages.marked(a)) {
-            return;
-        }
         long size = l.size(o, align);
         if (index.holder(a) != null) {
             if (shared == null) {

@@ -258,6 +258,36 @@ class GraphWalkTest {
     }
 
     @Test
+    void repeatedReferencesCountOnce() {
+        // Another block's walk holds two nodes; this block's array refers
+        // to them and to three nodes of its own thousands of times over,
+        // as arrays of boxed small numbers do.
+        Node[] theirs = {new Node(null, new byte[32]), new Node(null, new byte[32])};
+        Node[] mine = {new Node(null, new byte[16]), new Node(null, new byte[16]), new Node(null, new byte[16])};
+        mine[1].next = mine[0];
+        mine[2].next = theirs[0];
+        WalkIndex index = new WalkIndex();
+        GraphWalk a = walk(index, Long.MAX_VALUE, theirs.clone());
+        PageSet held = a.pages;
+        index.add(() -> held, held.extents());
+        Object[] root = new Object[12_000];
+        for (int i = 0; i < root.length; i++) {
+            root[i] = i % 5 < 3 ? mine[i % 5] : theirs[i % 5 - 3];
+        }
+        GraphWalk b = walk(index, Long.MAX_VALUE, root);
+        try {
+            assertEquals(7, b.objects); // the array, three nodes and their arrays
+            assertEquals(size(root, mine[0], mine[1], mine[2], mine[0].data, mine[1].data, mine[2].data), b.bytes);
+            assertEquals(2, b.sharedObjects);
+            assertEquals(size(theirs[0], theirs[1]), b.sharedBytes);
+            assertCovered(b, root, mine[0], mine[1], mine[2], mine[0].data, mine[1].data, mine[2].data);
+        } finally {
+            b.pages.free();
+            held.free();
+        }
+    }
+
+    @Test
     void walkIsCutAtItsObjectLimit() {
         Node head = null;
         for (int i = 0; i < 100; i++) {
