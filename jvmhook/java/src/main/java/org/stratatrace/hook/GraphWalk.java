@@ -14,8 +14,11 @@ import java.util.Arrays;
  *       within the block, many references to one object), before anything
  *       else is read of it: the one test a repeated reference costs;
  *   <li>a stop is skipped;
- *   <li>an object another valid walk holds ({@link WalkIndex}) is counted
- *       once as shared and not followed;
+ *   <li>an object the valid walk of a block stored earlier holds
+ *       ({@link WalkIndex}) is counted once as shared and not followed;
+ *       one that the walk of a block stored later holds is taken over:
+ *       walked as this block's, that block's walk listed in
+ *       {@link #overtaken} (the caller makes it walk again);
  *   <li>any other object is the block's: marked in the walk's
  *       {@link PageSet} with the pages it covers, counted with its size, its
  *       region's witness recorded if it is the first met there, and its
@@ -69,6 +72,10 @@ final class GraphWalk {
     int witnesses;
     /** Why the last opaque class met is opaque; null if none. */
     String opaqueWhy;
+    /** The walks of later blocks that held objects this walk took over. */
+    final java.util.List<WalkIndex.Holder> overtaken = new java.util.ArrayList<>();
+    /** The order of the block being walked (WalkIndex.Holder.order). */
+    private long order;
 
     GraphWalk(Layout.Table layouts, WalkIndex index, long limit, int pageSize, int align, int regionSize) {
         this.layouts = layouts;
@@ -83,7 +90,9 @@ final class GraphWalk {
      * Walks from root. Afterwards pages holds the walk's objects (the caller
      * frees it), and the counters, witnesses and flags describe it.
      */
-    void run(Object[] root, Pacer pacer) {
+    void run(Object[] root, long order, Pacer pacer) {
+        this.order = order;
+        overtaken.clear();
         objects = bytes = sharedObjects = sharedBytes = opaqueObjects = 0;
         cut = aborted = false;
         opaqueWhy = null;
@@ -167,7 +176,12 @@ final class GraphWalk {
     /** Takes in an object not met before in this walk (see {@link #met}). */
     private void visit(Object o, long a, Layout l, Pacer pacer) {
         long size = l.size(o, align);
-        if (index.holder(a) != null) {
+        WalkIndex.Holder h = index.holder(a);
+        if (h != null && h.order() > order) {
+            if (overtaken.isEmpty() || overtaken.get(overtaken.size() - 1) != h && !overtaken.contains(h)) {
+                overtaken.add(h);
+            }
+        } else if (h != null) {
             if (shared == null) {
                 shared = new PageSet(pageSize, align);
             }

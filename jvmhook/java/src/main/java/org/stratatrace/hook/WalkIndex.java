@@ -14,6 +14,14 @@ final class WalkIndex {
     /** What the index knows of a walk: its extents and its object starts. */
     interface Holder {
         PageSet pages();
+
+        /**
+         * The order its block was stored in: an object belongs to the
+         * walk of the earliest block that reaches it (see GraphWalk).
+         */
+        default long order() {
+            return Long.MIN_VALUE;
+        }
     }
 
     private long[] lo = new long[0], hi = new long[0];

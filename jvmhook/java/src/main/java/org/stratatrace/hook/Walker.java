@@ -125,6 +125,11 @@ final class Walker {
             return pages;
         }
 
+        @Override
+        public long order() {
+            return seq;
+        }
+
         void release() {
             if (pages != null) {
                 pages.free();
@@ -491,7 +496,7 @@ final class Walker {
         int e0 = Native.gcEpoch();
         GraphWalk w = walk;
         try {
-            w.run(root, () -> pace(b));
+            w.run(root, b.seq, () -> pace(b));
         } catch (Throwable t) {
             discard(w);
             errors++;
@@ -538,6 +543,19 @@ final class Walker {
         b.witnessAddr = w.witnessAddresses();
         b.valid = true;
         index.add(b, ext);
+        for (WalkIndex.Holder h : w.overtaken) {
+            Block later = (Block) h;
+            if (later.valid) {
+                // Its walk held objects of this earlier block: walked
+                // again, it finds them shared.
+                index.remove(later);
+                later.release();
+                Native.walk(later.id, e0, Wire.WALK_STALE, 0, 0, 0, 0, 0, null, 0);
+                staleMarks++;
+                enqueue(later);
+            }
+        }
+        w.overtaken.clear();
         walks++;
         walkedObjects += w.objects;
         if (w.cut) {
@@ -551,6 +569,7 @@ final class Walker {
             w.pages = null;
         }
         w.takeWitnessObjects();
+        w.overtaken.clear();
     }
 
     /**

@@ -2,6 +2,7 @@ package org.stratatrace.hook;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -61,7 +62,7 @@ class GraphWalkTest {
         GraphWalk w = new GraphWalk(new Layout.Table(Layout.jvmStops()), index, limit, page, align, 64 << 10);
         for (int i = 0; i < 10; i++) {
             int e = Native.gcEpoch();
-            w.run(root, () -> true);
+            w.run(root, 0, () -> true);
             if (Native.gcEpoch() == e) {
                 return w;
             }
@@ -251,6 +252,42 @@ class GraphWalkTest {
             assertEquals(10, b.sharedObjects);
             assertEquals(10 * size(nodes[0]), b.sharedBytes);
             assertFalse(b.pages.marked(address(nodes[0])));
+        } finally {
+            b.pages.free();
+            held.free();
+        }
+    }
+
+    @Test
+    void anEarlierBlockTakesOverALaterOnesObjects() {
+        Node[] nodes = new Node[10];
+        for (int i = 0; i < nodes.length; i++) {
+            nodes[i] = new Node(null, new byte[64]);
+        }
+        Object[] later = nodes.clone();
+        Object[] earlier = nodes.clone();
+        WalkIndex index = new WalkIndex();
+        GraphWalk a = walk(index, Long.MAX_VALUE, later); // order 0
+        PageSet held = a.pages;
+        WalkIndex.Holder laterHolder = new WalkIndex.Holder() {
+            @Override
+            public PageSet pages() {
+                return held;
+            }
+
+            @Override
+            public long order() {
+                return 7;
+            }
+        };
+        index.add(laterHolder, held.extents());
+        GraphWalk b = walk(index, Long.MAX_VALUE, earlier); // order 0: stored before 7
+        try {
+            assertEquals(21, b.objects); // its array, the nodes and their arrays: its own
+            assertEquals(0, b.sharedObjects);
+            assertEquals(1, b.overtaken.size());
+            assertSame(laterHolder, b.overtaken.get(0));
+            assertCovered(b, (Object[]) nodes);
         } finally {
             b.pages.free();
             held.free();
