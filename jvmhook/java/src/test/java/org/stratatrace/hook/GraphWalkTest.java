@@ -232,12 +232,18 @@ class GraphWalkTest {
         return l.loadClass(name).getDeclaredConstructor().newInstance();
     }
 
-    @Test
-    void sharedObjectsBelongToTheFirstWalk() {
-        Node[] nodes = new Node[10];
-        for (int i = 0; i < nodes.length; i++) {
+    /** n nodes, each with its own 64-byte array. */
+    private static Node[] nodes(int n) {
+        Node[] nodes = new Node[n];
+        for (int i = 0; i < n; i++) {
             nodes[i] = new Node(null, new byte[64]);
         }
+        return nodes;
+    }
+
+    @Test
+    void sharedObjectsBelongToTheFirstWalk() {
+        Node[] nodes = nodes(10);
         Object[] first = nodes.clone();
         Object[] second = nodes.clone();
         WalkIndex index = new WalkIndex();
@@ -260,15 +266,11 @@ class GraphWalkTest {
 
     @Test
     void anEarlierBlockTakesOverALaterOnesObjects() {
-        Node[] nodes = new Node[10];
-        for (int i = 0; i < nodes.length; i++) {
-            nodes[i] = new Node(null, new byte[64]);
-        }
+        Node[] nodes = nodes(10);
         Object[] later = nodes.clone();
         Object[] earlier = nodes.clone();
         WalkIndex index = new WalkIndex();
-        GraphWalk a = walk(index, Long.MAX_VALUE, later); // order 0
-        PageSet held = a.pages;
+        PageSet held = walk(index, Long.MAX_VALUE, later).pages; // walked at order 0, held at 7
         WalkIndex.Holder laterHolder = new WalkIndex.Holder() {
             @Override
             public PageSet pages() {
