@@ -1,6 +1,8 @@
 package org.stratatrace.hook;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * One walk of the objects reachable from a block's array, depth first with
@@ -73,7 +75,7 @@ final class GraphWalk {
     /** Why the last opaque class met is opaque; null if none. */
     String opaqueWhy;
     /** The walks of later blocks that held objects this walk took over. */
-    final java.util.List<WalkIndex.Holder> overtaken = new java.util.ArrayList<>();
+    final List<WalkIndex.Holder> overtaken = new ArrayList<>();
     /** The order of the block being walked (WalkIndex.Holder.order). */
     private long order;
 
@@ -178,7 +180,7 @@ final class GraphWalk {
         long size = l.size(o, align);
         WalkIndex.Holder h = index.holder(a);
         if (h != null && h.order() > order) {
-            if (overtaken.isEmpty() || overtaken.get(overtaken.size() - 1) != h && !overtaken.contains(h)) {
+            if (!overtaken.contains(h)) { // one or two walks: a list is enough
                 overtaken.add(h);
             }
         } else if (h != null) {

@@ -548,10 +548,7 @@ final class Walker {
             if (later.valid) {
                 // Its walk held objects of this earlier block: walked
                 // again, it finds them shared.
-                index.remove(later);
-                later.release();
-                Native.walk(later.id, e0, Wire.WALK_STALE, 0, 0, 0, 0, 0, null, 0);
-                staleMarks++;
+                markStale(later, e0);
                 enqueue(later);
             }
         }
@@ -618,10 +615,7 @@ final class Walker {
             }
             stale.sort((x, y) -> Long.compare(x.seq, y.seq));
             for (Block b : stale) {
-                index.remove(b);
-                b.release();
-                Native.walk(b.id, e, Wire.WALK_STALE, 0, 0, 0, 0, 0, null, 0);
-                staleMarks++;
+                markStale(b, e);
                 if (full || b.old) {
                     b.youngMoves = 0;
                     enqueue(b);
@@ -644,6 +638,14 @@ final class Walker {
             Native.checked(e);
             checkedEpoch = e;
         }
+    }
+
+    /** Ends a valid walk: out of the index, its memory freed, STALE sent at epoch. */
+    private void markStale(Block b, int epoch) {
+        index.remove(b);
+        b.release();
+        Native.walk(b.id, epoch, Wire.WALK_STALE, 0, 0, 0, 0, 0, null, 0);
+        staleMarks++;
     }
 
     private static final int NONE = 0, YOUNG = 1, FULL = 2;
