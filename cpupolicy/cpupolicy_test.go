@@ -1,6 +1,7 @@
 package cpupolicy
 
 import (
+	"errors"
 	"os"
 	"runtime"
 	"strconv"
@@ -29,13 +30,16 @@ func lockedThread(t *testing.T, policy uint32) int {
 	return <-tid
 }
 
-func threadPolicy(t *testing.T, tid int) (policy uint32, nice int32) {
+func threadPolicy(t *testing.T, tid int) (policy uint32, nice int32, alive bool) {
 	t.Helper()
 	a, err := unix.SchedGetAttr(tid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return 0, 0, false // the thread exited after /proc/self/task listed it
+	}
 	if err != nil {
 		t.Fatalf("thread %d: %v", tid, err)
 	}
-	return a.Policy, a.Nice
+	return a.Policy, a.Nice, true
 }
 
 // TestBatch: every thread of the process that ran under
@@ -50,7 +54,9 @@ func TestBatch(t *testing.T) {
 	}
 	before := map[int]uint32{}
 	for _, tid := range tids(t) {
-		before[tid], _ = threadPolicy(t, tid)
+		if p, _, alive := threadPolicy(t, tid); alive {
+			before[tid] = p
+		}
 	}
 	t.Cleanup(func() {
 		for _, tid := range tids(t) {
@@ -62,7 +68,10 @@ func TestBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tid := range tids(t) {
-		p, nice := threadPolicy(t, tid)
+		p, nice, alive := threadPolicy(t, tid)
+		if !alive {
+			continue
+		}
 		switch {
 		case tid == idle:
 			if p != unix.SCHED_IDLE {
@@ -80,7 +89,7 @@ func TestBatch(t *testing.T) {
 	}
 	for i := range 3 {
 		tid := lockedThread(t, unix.SCHED_NORMAL)
-		if p, nice := threadPolicy(t, tid); p != unix.SCHED_BATCH || nice != 12 {
+		if p, nice, _ := threadPolicy(t, tid); p != unix.SCHED_BATCH || nice != 12 {
 			t.Errorf("thread %d started after (%d): policy %d nice %d, want SCHED_BATCH at 12", tid, i, p, nice)
 		}
 	}
@@ -90,7 +99,9 @@ func TestBatch(t *testing.T) {
 func TestNormal(t *testing.T) {
 	before := map[int]uint32{}
 	for _, tid := range tids(t) {
-		before[tid], _ = threadPolicy(t, tid)
+		if p, _, alive := threadPolicy(t, tid); alive {
+			before[tid] = p
+		}
 	}
 	if err := Set(false, 0); err != nil {
 		t.Fatal(err)
