@@ -65,7 +65,7 @@ APT_PKGS += gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qe
 VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/stratatrace/strata/agent.Version=$(VERSION) -X github.com/stratatrace/strata/collector/server.Version=$(VERSION) -X main.version=$(VERSION)
 
-.PHONY: help deps deps-spark spark-home generate build jvmhook workloads smtt test bench demo fuzz clean check-generated vmlinux images image-debs yarncluster yarn test-yarn version
+.PHONY: help deps deps-spark spark-home generate build jvmhook workloads smtt smtt-pool test bench demo fuzz clean check-generated vmlinux images image-debs yarncluster yarn test-yarn version
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -202,6 +202,10 @@ workloads: $(WORKLOAD_JARS) ## build SMTT's eight Spark workloads against each i
 
 smtt: build ## SMTT's evaluation: the eight workloads with and without tracing, paired; table + chart in bin/smtt
 	STRATA_BIN=$(abspath $(BIN)) $(GO) run ./test/workloads/smtt -out $(BIN)/smtt $(SMTT_FLAGS)
+
+smtt-pool: ## pool the SMTT tables kept in docs/smtt-runs, one table per Spark version, in bin/smtt
+	for v in $$(ls docs/smtt-runs/*.json | sed -n 's/.*-spark\([0-9.]*\)-.*/\1/p' | sort -u); do \
+		$(GO) run ./test/workloads/smtt -pool -out $(BIN)/smtt docs/smtt-runs/*-spark$$v-*.json || exit 1; done
 
 jvmhook: $(HOOK_JAR) $(HOOK_LIB) $(SPARKJOBS) ## build the Java agent (Maven) and libstratahook.so (gcc)
 

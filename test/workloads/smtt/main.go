@@ -7,13 +7,19 @@
 // the job heuristics the collector ran on them.
 //
 // Usage: smtt [-spark 3.5,4] [-size small] [-storage LEVEL] [-pairs 2]
-// [-workloads A,B] [-hook-options walk=off,...] [-out DIR]; bin/ is
-// $STRATA_BIN or ./bin. Without
+// [-workloads A,B] [-hook-options walk=off,...] [-agent-args "..."]
+// [-out DIR]; bin/ is $STRATA_BIN or ./bin. Without
 // -storage each workload caches at its own levels. The untraced runs run
 // with the agent and the collector stopped (nothing of Strata on the node),
 // the traced runs with both started again beforehand. Files written to DIR:
 // smtt-<spark>.txt (the table), smtt-<spark>.json, smtt-<spark>.svg and
 // .png (the chart).
+//
+// smtt -pool [-out DIR] FILE.json... runs nothing: it puts the runs of
+// earlier tables of one kind (Spark version, size, storage level, hook
+// options, agent flags) together into smtt-<version>-pooled.{txt,json}, so
+// that runs made at different times answer with more pairs than one
+// table holds (docs/smtt-runs keeps the project's).
 package main
 
 import (
@@ -24,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -43,6 +50,8 @@ type config struct {
 	hookOptions string
 	agentArgs   string
 	pairs       int
+	tables      int // tables pooled into this one (-pool); 0 for a run
+	pairsMax    int // with tables: the most pairs a workload has (pairs: the fewest)
 	workloads   []string
 	out         string
 	bin         string
@@ -53,6 +62,7 @@ type config struct {
 func main() {
 	var c config
 	var series, names string
+	var pooled bool
 	flag.StringVar(&series, "spark", "3.5", "Spark series to run, comma-separated (3.5, 4)")
 	flag.StringVar(&c.size, "size", "small", "workload input size: small, medium, large or xlarge (1, 4, 16, 64 times the inputs)")
 	flag.StringVar(&c.storage, "storage", "", "storage level of every cache the workloads set up (default: each at its own level)")
@@ -61,6 +71,7 @@ func main() {
 	flag.IntVar(&c.pairs, "pairs", 2, "paired runs (one without, one with tracing, order alternating) per workload")
 	flag.StringVar(&names, "workloads", strings.Join(workloads.Names, ","), "workloads to run, comma-separated")
 	flag.StringVar(&c.out, "out", "bin/smtt", "directory for the table, JSON and chart")
+	flag.BoolVar(&pooled, "pool", false, "run nothing: pool the tables of earlier runs (their JSON files, the arguments) into one")
 	flag.Parse()
 	c.series = strings.Split(series, ",")
 	c.workloads = strings.Split(names, ",")
@@ -74,7 +85,12 @@ func main() {
 		c.samples = filepath.Join(c.root, "..", "shared", "data")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, c, os.Stdout)
+	var err error
+	if pooled {
+		err = pool(flag.Args(), c, os.Stdout)
+	} else {
+		err = run(ctx, c, os.Stdout)
+	}
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "smtt:", err)
@@ -188,6 +204,11 @@ func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writ
 		fmt.Fprintf(stdout, "agent flags added: %s\n", c.agentArgs)
 	}
 
+	version, err := exec.CommandContext(ctx, filepath.Join(bin, "strata"), "version").Output()
+	if err != nil {
+		return fmt.Errorf("strata version: %w", err)
+	}
+	started := time.Now()
 	var rows []*row
 	var apps []string
 	for i, w := range c.workloads {
@@ -269,22 +290,23 @@ func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writ
 	}
 
 	base := filepath.Join(c.out, "smtt-"+series)
-	var table strings.Builder
-	writeTable(&table, e.SparkVersion(), c, rows)
+	var text strings.Builder
+	writeTable(&text, e.SparkVersion(), c, rows)
 	if len(findings) == 0 {
-		fmt.Fprintf(&table, "\nHistory server (Spark %s) vs event logs%s: no difference in %d applications\n", e.SparkVersion(),
+		fmt.Fprintf(&text, "\nHistory server (Spark %s) vs event logs%s: no difference in %d applications\n", e.SparkVersion(),
 			map[bool]string{true: " and recorded REST responses", false: ""}[haveRecorded], len(apps)+map[bool]int{true: 1}[haveRecorded])
 	} else {
-		fmt.Fprintf(&table, "\nHistory server (Spark %s) findings:\n", e.SparkVersion())
+		fmt.Fprintf(&text, "\nHistory server (Spark %s) findings:\n", e.SparkVersion())
 		for _, f := range findings {
-			fmt.Fprintf(&table, "  %s\n", f)
+			fmt.Fprintf(&text, "  %s\n", f)
 		}
 	}
-	io.WriteString(stdout, "\n"+table.String())
-	if err := os.WriteFile(base+".txt", []byte(table.String()), 0o644); err != nil {
+	io.WriteString(stdout, "\n"+text.String())
+	if err := os.WriteFile(base+".txt", []byte(text.String()), 0o644); err != nil {
 		return err
 	}
-	js, _ := json.MarshalIndent(map[string]any{"spark": e.SparkVersion(), "size": c.size, "storage": storageName(c.storage), "pairs": c.pairs, "rows": rows, "findings": findings}, "", "  ")
+	js, _ := json.MarshalIndent(table{Spark: e.SparkVersion(), Size: c.size, Storage: storageName(c.storage), HookOptions: c.hookOptions, AgentArgs: c.agentArgs, Pairs: c.pairs,
+		Strata: strings.Fields(string(version) + " -")[1], Started: started.UTC().Format(time.RFC3339), Rows: rows, Findings: findings}, "", "  ")
 	if err := os.WriteFile(base+".json", js, 0o644); err != nil {
 		return err
 	}
@@ -316,8 +338,17 @@ func writeTable(w io.Writer, version string, c config, rows []*row) {
 	if c.hookOptions != "" {
 		hook = ", hook options " + c.hookOptions
 	}
-	fmt.Fprintf(w, "SMTT's evaluation on Spark %s (local[2], size %s, storage %s%s, %d paired runs, medians)\n\n", version, c.size,
-		storageName(c.storage), hook, c.pairs)
+	runs := fmt.Sprint(c.pairs)
+	if c.pairsMax > c.pairs {
+		runs += fmt.Sprintf("–%d", c.pairsMax)
+	}
+	if c.tables > 0 {
+		runs += fmt.Sprintf(" paired runs from %d tables", c.tables)
+	} else {
+		runs += " paired runs"
+	}
+	fmt.Fprintf(w, "SMTT's evaluation on Spark %s (local[2], size %s, storage %s%s, %s, medians)\n\n", version, c.size,
+		storageName(c.storage), hook, runs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "WORKLOAD\tWALL WITHOUT\tWALL WITH\tOVERHEAD\tNOISE\tPAIRS (95%)\tFIXED\tWORK\tCPU OVERHEAD\tRECORDS\tPAGES RESOLVED\tRDD OCC (RSS / NODE)\tFAULTS/RDD\tFILL FAULTS/RDD\tPAGE-WALK SHARE\tJOB")
 	var walls, cpus, pairs, works, fixed []float64
