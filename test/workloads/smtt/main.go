@@ -204,9 +204,9 @@ func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writ
 		fmt.Fprintf(stdout, "agent flags added: %s\n", c.agentArgs)
 	}
 
-	version, err := exec.CommandContext(ctx, filepath.Join(bin, "strata"), "version").Output()
+	version, err := strataVersion(ctx, bin)
 	if err != nil {
-		return fmt.Errorf("strata version: %w", err)
+		return err
 	}
 	started := time.Now()
 	var rows []*row
@@ -306,7 +306,7 @@ func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writ
 		return err
 	}
 	js, _ := json.MarshalIndent(table{Spark: e.SparkVersion(), Size: c.size, Storage: storageName(c.storage), HookOptions: c.hookOptions, AgentArgs: c.agentArgs, Pairs: c.pairs,
-		Strata: strings.Fields(string(version) + " -")[1], Started: started.UTC().Format(time.RFC3339), Rows: rows, Findings: findings}, "", "  ")
+		Strata: version, Started: started.UTC().Format(time.RFC3339), Rows: rows, Findings: findings}, "", "  ")
 	if err := os.WriteFile(base+".json", js, 0o644); err != nil {
 		return err
 	}
@@ -324,6 +324,20 @@ func runSeries(ctx context.Context, c config, bin, series string, stdout io.Writ
 		return fmt.Errorf("%d differences between the history server and the other reads", len(findings))
 	}
 	return nil
+}
+
+// strataVersion is the version bin's binaries were built at: the second
+// word of `strata version` ("strata VERSION GOVERSION").
+func strataVersion(ctx context.Context, bin string) (string, error) {
+	out, err := exec.CommandContext(ctx, filepath.Join(bin, "strata"), "version").Output()
+	if err != nil {
+		return "", fmt.Errorf("strata version: %w", err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) < 2 {
+		return "", fmt.Errorf("strata version: unexpected output %q", out)
+	}
+	return f[1], nil
 }
 
 // The issue's targets for the wall overhead of tracing.

@@ -45,8 +45,7 @@ func pool(files []string, c config, stdout io.Writer) error {
 		return errors.New("check flags: -pool needs the JSON files of earlier runs as arguments")
 	}
 	var first table
-	var kinds []table // each file's table without its rows
-	var order []string
+	var order, names, from []string // workloads in order met; the files' names; their lines under "Pooled from:"
 	byName := map[string]*row{}
 	for i, f := range files {
 		var t table
@@ -60,7 +59,8 @@ func pool(files []string, c config, stdout io.Writer) error {
 		if len(t.Rows) == 0 || t.Spark == "" {
 			return fmt.Errorf("read table %s: no Spark version or no workloads in it", f)
 		}
-		kinds = append(kinds, table{Strata: t.Strata, Started: t.Started})
+		names = append(names, filepath.Base(f))
+		from = append(from, fmt.Sprintf("  %s (Strata %s, started %s)\n", filepath.Base(f), orDash(t.Strata), orDash(t.Started)))
 		if i == 0 {
 			first = t
 		} else if k, k0 := t.kind(), first.kind(); k != k0 {
@@ -99,10 +99,7 @@ func pool(files []string, c config, stdout io.Writer) error {
 	}
 	var out strings.Builder
 	writeTable(&out, first.Spark, c, rows)
-	fmt.Fprintln(&out, "\nPooled from:")
-	for i, f := range files {
-		fmt.Fprintf(&out, "  %s (Strata %s, started %s)\n", filepath.Base(f), orDash(kinds[i].Strata), orDash(kinds[i].Started))
-	}
+	fmt.Fprintf(&out, "\nPooled from:\n%s", strings.Join(from, ""))
 	io.WriteString(stdout, out.String())
 	if err := os.MkdirAll(c.out, 0o755); err != nil {
 		return fmt.Errorf("create output dir: %w", err)
@@ -110,10 +107,6 @@ func pool(files []string, c config, stdout io.Writer) error {
 	base := filepath.Join(c.out, "smtt-"+first.Spark+"-pooled")
 	if err := os.WriteFile(base+".txt", []byte(out.String()), 0o644); err != nil {
 		return err
-	}
-	names := make([]string, len(files))
-	for i, f := range files {
-		names[i] = filepath.Base(f)
 	}
 	first.Pairs, first.Rows, first.Findings, first.PooledFrom, first.Strata, first.Started = c.pairs, rows, nil, names, "", ""
 	js, _ := json.MarshalIndent(first, "", "  ")

@@ -74,7 +74,7 @@ final class GraphWalk {
     int witnesses;
     /** Why the last opaque class met is opaque; null if none. */
     String opaqueWhy;
-    /** The walks of later blocks that held objects this walk took over. */
+    /** The walks of later blocks that held objects the last run took over. */
     final List<WalkIndex.Holder> overtaken = new ArrayList<>();
     /** The order of the block being walked (WalkIndex.Holder.order). */
     private long order;

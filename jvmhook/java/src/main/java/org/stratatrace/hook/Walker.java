@@ -552,7 +552,6 @@ final class Walker {
                 enqueue(later);
             }
         }
-        w.overtaken.clear();
         walks++;
         walkedObjects += w.objects;
         if (w.cut) {
@@ -566,7 +565,6 @@ final class Walker {
             w.pages = null;
         }
         w.takeWitnessObjects();
-        w.overtaken.clear();
     }
 
     /**
