@@ -128,10 +128,19 @@ type row struct {
 	Output         any       `json:"output"` // what the workload computed
 }
 
+// seconds and durations convert the runs' times for the JSON and back.
 func seconds(ds []time.Duration) []float64 {
 	out := make([]float64, len(ds))
 	for i, d := range ds {
 		out[i] = d.Seconds()
+	}
+	return out
+}
+
+func durations(s []float64) []time.Duration {
+	out := make([]time.Duration, len(s))
+	for i, v := range s {
+		out[i] = time.Duration(v * float64(time.Second))
 	}
 	return out
 }

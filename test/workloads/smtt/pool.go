@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/stratatrace/strata/test/workloads"
 )
@@ -133,12 +132,4 @@ func (p *row) add(r *row) {
 	p.App, p.Records, p.Pages, p.RDDs = r.App, r.Records, r.Pages, r.RDDs
 	p.OfRSS, p.OfNode, p.RDDFaults, p.RDDFillFaults = r.OfRSS, r.OfNode, r.RDDFaults, r.RDDFillFaults
 	p.PageWalk, p.Severity, p.Output = r.PageWalk, r.Severity, r.Output
-}
-
-func durations(s []float64) []time.Duration {
-	out := make([]time.Duration, len(s))
-	for i, v := range s {
-		out[i] = time.Duration(v * float64(time.Second))
-	}
-	return out
 }
