@@ -71,26 +71,30 @@ func TestBatch(t *testing.T) {
 	if err := Set(true, 12); err != nil {
 		t.Fatal(err)
 	}
+	if b := before[idle]; b.policy != unix.SCHED_IDLE {
+		t.Fatalf("thread %d listed as %+v, want SCHED_IDLE", idle, b)
+	}
+	if b := before[niced]; b.policy != unix.SCHED_NORMAL || b.nice != 15 {
+		t.Fatalf("thread %d listed as %+v, want SCHED_NORMAL at nice 15", niced, b)
+	}
+	// What each thread should run under now: a thread of another policy
+	// keeps it and its nice; a SCHED_NORMAL one goes to SCHED_BATCH at nice
+	// 12 or its own higher nice (niced's 15; a thread of an earlier -count
+	// run still exiting); a thread started after the listing, at 12.
 	for _, tid := range tids(t) {
 		p, nice, alive := threadPolicy(t, tid)
 		if !alive {
 			continue
 		}
+		want, listed := before[tid]
 		switch {
-		case tid == idle:
-			if p != unix.SCHED_IDLE {
-				t.Errorf("thread %d started under SCHED_IDLE: policy %d after, want it kept", tid, p)
-			}
-		case before[tid].policy == unix.SCHED_NORMAL && p != unix.SCHED_BATCH:
-			t.Errorf("thread %d: policy %d, want SCHED_BATCH (%d)", tid, p, unix.SCHED_BATCH)
+		case !listed:
+			want = attr{unix.SCHED_BATCH, 12}
+		case want.policy == unix.SCHED_NORMAL || want.policy == unix.SCHED_BATCH:
+			want = attr{unix.SCHED_BATCH, max(12, want.nice)}
 		}
-		// A thread of an earlier run of this test (-count) may still be
-		// exiting with its own nice above 12: it keeps it, as niced does.
-		switch b, ok := before[tid]; {
-		case tid == niced && nice != 15:
-			t.Errorf("thread %d had nice 15: %d after, want it kept", tid, nice)
-		case tid != idle && ok && b.policy == unix.SCHED_NORMAL && nice != max(12, b.nice):
-			t.Errorf("thread %d: nice %d before, %d after, want %d", tid, b.nice, nice, max(12, b.nice))
+		if got := (attr{p, nice}); got != want {
+			t.Errorf("thread %d (listed before: %v, as %+v): %+v after, want %+v", tid, listed, before[tid], got, want)
 		}
 	}
 	for i := range 3 {
