@@ -311,9 +311,11 @@ func TestFairQueueUIDBudget(t *testing.T) {
 // TestPoolUIDBudgetBoundsResolving: a peer resolving touched memory back
 // to back is stretched by its budget to at least its resolving CPU time
 // (what it was charged) over its share, while a peer of another uid still resolves a small range within
-// a slice's time.
+// a slice's time. The peer resolves until it has been charged four bursts,
+// however fast this machine reads pagemap.
 func TestPoolUIDBudgetBoundsResolving(t *testing.T) {
-	const size, rounds = 256 << 20, 5
+	const size, maxRounds = 256 << 20, 200
+	const burst = 50 * time.Millisecond
 	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		t.Fatal(err)
@@ -326,9 +328,16 @@ func TestPoolUIDBudgetBoundsResolving(t *testing.T) {
 	base := uint64(uintptr(unsafe.Pointer(&mem[0])))
 	small := otherProcess(t)
 	peer := Tenant{UID: 1000, PID: uint32(os.Getpid())}
+	var work time.Duration // the peer's time holding a Resolver, as charged
 	resolveAll := func(p *Pool) time.Duration {
 		start := time.Now()
-		for range rounds {
+		for range maxRounds {
+			p.q.mu.Lock()
+			charged := work
+			p.q.mu.Unlock()
+			if charged >= 4*burst {
+				break
+			}
 			out := make([]Result, 1)
 			if err := p.ResolveFor(peer, []Request{{VAddr: base, Length: size, CPUNode: -1}}, out); err != nil {
 				t.Fatal(err)
@@ -346,8 +355,7 @@ func TestPoolUIDBudgetBoundsResolving(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	p.q.burst = 0.05
-	var work time.Duration // the peer's time holding a Resolver, as charged
+	p.q.burst = burst.Seconds()
 	p.q.held = func(tn Tenant, d time.Duration) {
 		if tn == peer {
 			work += d
@@ -360,7 +368,7 @@ func TestPoolUIDBudgetBoundsResolving(t *testing.T) {
 		select {
 		case took := <-done:
 			p.q.mu.Lock()
-			want := time.Duration(float64(work-50*time.Millisecond) / share * 0.9)
+			want := time.Duration(float64(work-burst) / share * 0.9)
 			p.q.mu.Unlock()
 			t.Logf("resolving %v, at %.0f%% of a CPU %v (%d debts), the other uid's worst wait %v", work, share*100, took, p.BudgetSpent(), smallWorst)
 			if took < want {
