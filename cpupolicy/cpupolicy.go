@@ -4,15 +4,23 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // Set puts every SCHED_NORMAL thread of this process under SCHED_BATCH
 // when batch is true, and raises every SCHED_NORMAL or SCHED_BATCH thread's
-// nice value to nice where it is lower. The thread list is read again until
-// it shows no thread not yet set.
+// nice value to nice where it is lower.
+//
+// Set reads the thread list until quietReads readings in a row, settle
+// apart, list the same threads and none not yet set. One reading is not
+// enough: a thread being cloned while Set runs copied its creator's old
+// policy and is listed only once the clone completes, and a reading taken
+// while other threads exit can miss a live one. After maxReads readings
+// Set returns with the threads it has set.
 func Set(batch bool, nice int) error {
 	if nice < -20 || nice > 19 {
 		return fmt.Errorf("cpu policy: nice %d, want -20 to 19", nice)
@@ -22,7 +30,8 @@ func Set(batch bool, nice int) error {
 		policy = unix.SCHED_BATCH
 	}
 	done := map[int]bool{}
-	for {
+	var last []int
+	for quiet, reads := 0, 0; quiet < quietReads && reads < maxReads; reads++ {
 		tids, err := threads()
 		if err != nil {
 			return fmt.Errorf("cpu policy: %w", err)
@@ -38,13 +47,25 @@ func Set(batch bool, nice int) error {
 				return fmt.Errorf("cpu policy of thread %d: %w", tid, err)
 			}
 		}
-		if set == 0 {
-			return nil
+		if set == 0 && slices.Equal(tids, last) {
+			quiet++
+			time.Sleep(settle)
+		} else {
+			quiet = 0
 		}
+		last = tids
 	}
+	return nil
 }
 
-// threads lists the ids of this process's threads (/proc/self/task).
+const (
+	quietReads = 3                // readings in a row that must agree
+	settle     = time.Millisecond // between them
+	maxReads   = 1000             // a process whose threads never settle
+)
+
+// threads lists the ids of this process's threads (/proc/self/task), in
+// ascending order.
 func threads() ([]int, error) {
 	ents, err := os.ReadDir("/proc/self/task")
 	if err != nil {
@@ -56,6 +77,7 @@ func threads() ([]int, error) {
 			tids = append(tids, tid)
 		}
 	}
+	slices.Sort(tids)
 	return tids, nil
 }
 

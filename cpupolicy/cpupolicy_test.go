@@ -6,16 +6,20 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // lockedThread runs a goroutine on an OS thread of its own until the test
 // ends; policy, if not SCHED_NORMAL, is set on that thread first. It
-// returns the thread's id.
+// returns the thread's id. At cleanup the thread ends and is waited for:
+// a listing of /proc/self/task can skip live threads while others exit,
+// so no thread of this test may still be exiting when a later test or
+// -count run lists the threads.
 func lockedThread(t *testing.T, policy uint32) int {
 	t.Helper()
-	tid, stop := make(chan int), make(chan struct{})
+	tids, stop := make(chan int), make(chan struct{})
 	go func() {
 		runtime.LockOSThread() // exits with the goroutine: the thread ends
 		if policy != unix.SCHED_NORMAL {
@@ -23,11 +27,26 @@ func lockedThread(t *testing.T, policy uint32) int {
 				t.Error(err)
 			}
 		}
-		tid <- unix.Gettid()
+		tids <- unix.Gettid()
 		<-stop
 	}()
-	t.Cleanup(func() { close(stop) })
-	return <-tid
+	tid := <-tids
+	t.Cleanup(func() {
+		close(stop)
+		if tid == os.Getpid() {
+			return // the main thread, which Go parks for good instead
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			if _, err := unix.SchedGetAttr(tid, 0); errors.Is(err, unix.ESRCH) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("thread %d still there 10 s after its goroutine ended", tid)
+				return
+			}
+		}
+	})
+	return tid
 }
 
 func threadPolicy(t *testing.T, tid int) (policy uint32, nice int32, alive bool) {
@@ -48,8 +67,10 @@ func threadPolicy(t *testing.T, tid int) (policy uint32, nice int32, alive bool)
 // afterwards inherit SCHED_BATCH and nice 12 (above the nice the package's other tests set).
 func TestBatch(t *testing.T) {
 	idle := lockedThread(t, unix.SCHED_IDLE)
+	// niced's policy is set along with its nice: its goroutine may have
+	// been given a thread an earlier -count run left under SCHED_BATCH.
 	niced := lockedThread(t, unix.SCHED_NORMAL)
-	if err := unix.Setpriority(unix.PRIO_PROCESS, niced, 15); err != nil {
+	if err := unix.SchedSetAttr(niced, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL, Nice: 15}, 0); err != nil {
 		t.Fatal(err)
 	}
 	type attr struct {
@@ -79,8 +100,9 @@ func TestBatch(t *testing.T) {
 	}
 	// What each thread should run under now: a thread of another policy
 	// keeps it and its nice; a SCHED_NORMAL one goes to SCHED_BATCH at nice
-	// 12 or its own higher nice (niced's 15; a thread of an earlier -count
-	// run still exiting); a thread started after the listing, at 12.
+	// 12 or its own higher nice (niced's 15; the main thread, which keeps
+	// the nice of an earlier -count run's niced that Go parked on it); a
+	// thread started after the listing, at 12.
 	for _, tid := range tids(t) {
 		p, nice, alive := threadPolicy(t, tid)
 		if !alive {
