@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -129,10 +130,11 @@ func TestBatchesCutByEncodedSize(t *testing.T) {
 }
 
 // TestPageCacheBounded: pages kept for reuse stop at MaxCacheBytes; a block
-// that did not fit is resolved again on its next access.
+// that did not fit is resolved again on its next access. (A reuse window
+// of an hour: only the cache bound decides, not how soon the access came.)
 func TestPageCacheBounded(t *testing.T) {
 	res := &scatterResolver{runPages: 1}
-	a := New(res, &memSink{}, Config{MaxCacheBytes: 300 * runOverhead})
+	a := New(res, &memSink{}, Config{MaxCacheBytes: 300 * runOverhead, ReuseWindow: time.Hour})
 	s := &hooksrv.Session{PID: 3, AppID: "app"}
 	ctx := context.Background()
 	a.HandleEvent(ctx, ev(s, hooksrv.EventRegister, stratav1.AccessKind_ACCESS_KIND_ALLOC, 1, 0x10000000, 256*4096)) // 256 runs: kept

@@ -239,10 +239,12 @@ func TestBusyAtStartLooksAgain(t *testing.T) {
 	f.thisMachine()
 	f.fixedTried = true
 	var held atomic.Bool
+	var refused atomic.Int64 // reads of a state answered EBUSY
 	held.Store(true)
 	s := f.sysfs()
 	s.refuse = func(rel string) error {
 		if held.Load() && strings.HasSuffix(rel, "/state") {
+			refused.Add(1)
 			return syscall.EBUSY
 		}
 		return nil
@@ -260,8 +262,15 @@ func TestBusyAtStartLooksAgain(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
+	opened := refused.Load()
 	go func() { defer close(done); h.Run(ctx, func() []Block { return nil }, &heatSink{}) }()
-	time.Sleep(200 * time.Millisecond) // still busy: Run keeps looking
+	// Still busy: Run keeps looking (a look reads a state at least twice,
+	// before and after busyWait) and stays unavailable.
+	for deadline := time.Now().Add(5 * time.Second); refused.Load() < opened+4; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d busy reads of a state since Open, want Run to look again", refused.Load()-opened)
+		}
+	}
 	if h.Mode() != Unavailable {
 		t.Fatalf("mode %v while busy", h.Mode())
 	}

@@ -54,16 +54,24 @@ func TestSessionCaps(t *testing.T) {
 }
 
 // TestIdleSessionClosed: no frame for IdleTimeout after HELLO closes the
-// session, its blocks freed; a session that keeps sending DROPPED stays.
+// session, its blocks freed; a session that keeps sending DROPPED stays,
+// here for twice the timeout.
 func TestIdleSessionClosed(t *testing.T) {
-	ts := startServer(t, Config{IdleTimeout: 300 * time.Millisecond})
+	const idleTimeout = 500 * time.Millisecond
+	ts := startServer(t, Config{IdleTimeout: idleTimeout})
 	idle := dial(t, ts.Path())
 	idle.send(hello("app-idle"))
 	idle.send(register(1, 0x7f0000001000, me))
 	alive := dial(t, ts.Path())
 	alive.send(hello("app-alive"))
-	for range 8 { // 800 ms, beyond the idle timeout, with keepalives
-		time.Sleep(100 * time.Millisecond)
+	// Keepalives at a twentieth of the timeout: only a stall of this whole
+	// process for nearly the timeout can make one late.
+	start := time.Now()
+	for time.Since(start) < 2*idleTimeout || ts.Refusals().Idle == 0 {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("idle session still open after %v", time.Since(start))
+		}
+		time.Sleep(idleTimeout / 20)
 		alive.send(&Dropped{})
 	}
 	idle.waitClosed()

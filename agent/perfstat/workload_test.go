@@ -173,16 +173,26 @@ func TestWorkloadCountersProcfs(t *testing.T) {
 	}
 	fault(t, 256, 4)
 	spinCPU(t, 100*time.Millisecond) // at least a few 10 ms ticks
-	sleeping, exit := make(chan struct{}), make(chan struct{})
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+	// A thread that sleeps 50 times, then exits: a goroutine that ends
+	// locked to its thread ends the thread, unless it is the main thread.
+	tid, exit := make(chan int), make(chan struct{})
+	var sleeper func()
+	sleeper = func() {
+		runtime.LockOSThread()
+		if unix.Gettid() == os.Getpid() {
+			go sleeper() // on another thread while this one holds the main one
+			<-exit
+			runtime.UnlockOSThread()
+			return
+		}
 		for i := 0; i < 50; i++ {
 			time.Sleep(time.Millisecond)
 		}
-		close(sleeping)
-		<-exit
-	}()
-	<-sleeping
+		tid <- unix.Gettid()
+		<-exit // never unlocked
+	}
+	go sleeper()
+	task := "/proc/self/task/" + strconv.Itoa(<-tid)
 	got, err := w.Read()
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +201,14 @@ func TestWorkloadCountersProcfs(t *testing.T) {
 		t.Errorf("procfs counters: %+v", got)
 	}
 	close(exit)
-	time.Sleep(50 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(task); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still there 10 s after its goroutine ended", task)
+		}
+	}
 	again, err := w.Read()
 	if err != nil {
 		t.Fatal(err)

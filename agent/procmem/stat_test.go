@@ -45,9 +45,17 @@ func TestProcStatSelf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 256<<12)
-	for i := 0; i < len(buf); i += 4096 {
-		buf[i] = 1
+	// A fresh mapping: heap memory may be pages an earlier test (or -count
+	// iteration) already faulted in.
+	ps := os.Getpagesize()
+	mem, err := unix.Mmap(-1, 0, 256*ps, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	unix.Madvise(mem, unix.MADV_NOHUGEPAGE) // one fault per page
+	for i := 0; i < len(mem); i += ps {
+		mem[i] = 1
 	}
 	after, err := fs.ProcStat(os.Getpid())
 	if err != nil {

@@ -144,6 +144,8 @@ func TestPoller(t *testing.T) {
 	}
 }
 
+// Run polls at every interval until its context ends and then returns
+// nil; a job is stored once however many polls see it.
 func TestRunStopsWithContext(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := gen.WriteMRJob(dir, gen.MRJob{Maps: 2}); err != nil {
@@ -151,17 +153,28 @@ func TestRunStopsWithContext(t *testing.T) {
 	}
 	eng := engine(t)
 	sink := &memSink{}
-	p, err := New(Config{Sources: []string{dir, filepath.Join(dir, "absent")}, Interval: 10 * time.Millisecond, Logger: quiet()}, eng, sink)
+	// The context ends after the fifth poll, however long each took.
+	const stopAfter = 5
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	polls := 0
+	onPoll := func(Stats, error, time.Duration) {
+		if polls++; polls == stopAfter {
+			cancel()
+		}
+	}
+	p, err := New(Config{Sources: []string{dir, filepath.Join(dir, "absent")}, Interval: 10 * time.Millisecond, Logger: quiet(), OnPoll: onPoll}, eng, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
 	if err := p.Run(ctx); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	if polls != stopAfter {
+		t.Errorf("Run went on for %d polls, want it to stop after poll %d, when its context ended", polls, stopAfter)
+	}
 	if sink.puts != 1 {
-		t.Errorf("%d puts, want 1", sink.puts)
+		t.Errorf("%d puts in %d polls, want 1", sink.puts, polls)
 	}
 	if _, err := New(Config{}, eng, sink); err != ErrNoSources {
 		t.Errorf("no sources: %v", err)

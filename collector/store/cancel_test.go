@@ -79,14 +79,23 @@ func TestAppendCancelledAtEachStep(t *testing.T) {
 	for i, step := range store.WriteSteps {
 		seq := uint64(i + 1)
 		ctx, cancel := context.WithCancel(context.Background())
+		returned := make(chan struct{})
 		store.SetWriteHook(s, func(at string) error {
 			if at == step {
 				cancel()
-				time.Sleep(20 * time.Millisecond) // the caller sees ctx end mid-write
+				// The write waits here until Append has returned, so the
+				// caller sees ctx end mid-write however slowly it runs; a
+				// caller that waits for the write instead gets its outcome
+				// once this bound lets the write go on, and fails below.
+				select {
+				case <-returned:
+				case <-time.After(30 * time.Second):
+				}
 			}
 			return nil
 		})
 		_, err := s.Append(ctx, storetest.Sample(seq))
+		close(returned)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("step %s: append = %v, want the caller told context.Canceled", step, err)
 		}
