@@ -15,8 +15,9 @@ import (
 // when batch is true, and raises every SCHED_NORMAL or SCHED_BATCH thread's
 // nice value to nice where it is lower.
 //
-// Set reads the thread list until quietReads readings in a row, settle
-// apart, list the same threads and none not yet set. One reading is not
+// Set reads the thread list, setting each thread it has not yet seen,
+// until quietReads readings in a row, settle apart, each list the same
+// threads as the one before (so all of them set). One reading is not
 // enough: a thread being cloned while Set runs copied its creator's old
 // policy and is listed only once the clone completes, and a reading taken
 // while other threads exit can miss a live one. After maxReads readings
@@ -36,18 +37,16 @@ func Set(batch bool, nice int) error {
 		if err != nil {
 			return fmt.Errorf("cpu policy: %w", err)
 		}
-		set := 0
 		for _, tid := range tids {
 			if done[tid] {
 				continue
 			}
 			done[tid] = true
-			set++
 			if err := setThread(tid, policy, int32(nice)); err != nil && !errors.Is(err, unix.ESRCH) {
 				return fmt.Errorf("cpu policy of thread %d: %w", tid, err)
 			}
 		}
-		if set == 0 && slices.Equal(tids, last) {
+		if slices.Equal(tids, last) { // so none was new: all set
 			quiet++
 			time.Sleep(settle)
 		} else {

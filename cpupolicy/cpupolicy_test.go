@@ -2,6 +2,7 @@ package cpupolicy
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/stratatrace/strata/test/testenv"
 )
 
 // lockedThread runs a goroutine on an OS thread of its own until the test
@@ -36,14 +39,11 @@ func lockedThread(t *testing.T, policy uint32) int {
 		if tid == os.Getpid() {
 			return // the main thread, which Go parks for good instead
 		}
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-			if _, err := unix.SchedGetAttr(tid, 0); errors.Is(err, unix.ESRCH) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("thread %d still there 10 s after its goroutine ended", tid)
-				return
-			}
+		if err := testenv.WaitFor(fmt.Sprintf("thread %d to end", tid), 10*time.Second, nil, func() bool {
+			_, err := unix.SchedGetAttr(tid, 0)
+			return errors.Is(err, unix.ESRCH)
+		}); err != nil {
+			t.Error(err)
 		}
 	})
 	return tid

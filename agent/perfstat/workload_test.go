@@ -201,13 +201,11 @@ func TestWorkloadCountersProcfs(t *testing.T) {
 		t.Errorf("procfs counters: %+v", got)
 	}
 	close(exit)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(task); errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still there 10 s after its goroutine ended", task)
-		}
+	if err := testenv.WaitFor(task+" gone", 10*time.Second, nil, func() bool {
+		_, err := os.Stat(task)
+		return errors.Is(err, os.ErrNotExist)
+	}); err != nil {
+		t.Fatal(err)
 	}
 	again, err := w.Read()
 	if err != nil {

@@ -336,9 +336,9 @@ func TestPoolUIDBudgetBoundsResolving(t *testing.T) {
 		start := time.Now()
 		for range maxRounds {
 			p.q.mu.Lock()
-			charged, debts := work, p.q.spent
+			charged := work
 			p.q.mu.Unlock()
-			if charged >= 4*burst && debts > 0 {
+			if charged >= 4*burst && p.BudgetSpent() > 0 {
 				break
 			}
 			out := make([]Result, 1)
