@@ -538,25 +538,29 @@ func pageShares(ws []*hooksrv.Walk, pageSize uint64) (shares []float64, shared [
 }
 
 // extentMarks reads every extent of the walk of the block registered as
-// reg: 90 % of the pages hold a marker, and every extent some but one that
-// holds the block's array of references (the array is the block's too, and
-// marks nothing).
+// reg: 90 % of the pages hold the partition's bytes — a marker, or the
+// block's array of references (the array is the block's too, and marks
+// nothing) — and every extent a marker but one that holds the array.
 func extentMarks(pid int, reg hooksrv.Event, ext []hooksrv.Extent, markers [][]byte) error {
+	array := hooksrv.Extent{Vaddr: reg.Vaddr, Length: reg.Length}
 	marked, judged := 0, 0
+	var each []string
 	for _, x := range ext {
-		m, j, whole, err := pageMarks(pid, x.Vaddr, x.Length, uint64(reg.Session.PageSize), markers, 64)
+		m, j, whole, err := pageMarks(pid, x.Vaddr, x.Length, uint64(reg.Session.PageSize), markers, 64, array)
 		if err != nil {
 			return err
 		}
-		array := reg.Vaddr < x.Vaddr+x.Length && x.Vaddr < reg.Vaddr+reg.Length
-		if !whole && !array {
+		holdsArray := reg.Vaddr < x.Vaddr+x.Length && x.Vaddr < reg.Vaddr+reg.Length
+		if !whole && !holdsArray {
 			return fmt.Errorf("extent %#x+%d holds no marker of the partition", x.Vaddr, x.Length)
 		}
 		marked += m
 		judged += j
+		each = append(each, fmt.Sprintf("%#x+%d: %d of %d", x.Vaddr, x.Length, m, j))
 	}
 	if judged == 0 || marked*10 < judged*9 {
-		return fmt.Errorf("%d of %d pages hold the partition's markers", marked, judged)
+		return fmt.Errorf("%d of %d pages hold the partition's bytes (array %#x+%d; extents %s)",
+			marked, judged, reg.Vaddr, reg.Length, strings.Join(each, ", "))
 	}
 	return nil
 }

@@ -175,8 +175,10 @@ func holdsAny(b []byte, markers [][]byte) bool {
 // pageMarks reads [addr, addr+n) of pid page by page and counts the pages
 // that hold one of the markers, of those with at least minBytes of the
 // range (a range's last few bytes on a page cannot hold a whole marker);
-// whole is whether the range holds one at all.
-func pageMarks(pid int, addr, n uint64, page uint64, markers [][]byte, minBytes uint64) (marked, judged int, whole bool, err error) {
+// whole is whether the range holds one at all. A page that holds any of
+// own, the block's array of references (which holds no marker), counts as
+// marked: those bytes are the block's.
+func pageMarks(pid int, addr, n uint64, page uint64, markers [][]byte, minBytes uint64, own hooksrv.Extent) (marked, judged int, whole bool, err error) {
 	m, err := readMem(pid, addr, n)
 	if err != nil {
 		return 0, 0, false, err
@@ -185,7 +187,8 @@ func pageMarks(pid int, addr, n uint64, page uint64, markers [][]byte, minBytes 
 		hi := min((lo/page+1)*page, addr+n)
 		if hi-lo >= minBytes {
 			judged++
-			if holdsAny(m[lo-addr:hi-addr], markers) {
+			ownLo, ownHi := max(lo, own.Vaddr), min(hi, own.Vaddr+own.Length)
+			if holdsAny(m[lo-addr:hi-addr], markers) || ownHi > ownLo {
 				marked++
 			}
 		}

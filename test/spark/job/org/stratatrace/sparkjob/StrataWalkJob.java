@@ -300,12 +300,16 @@ public final class StrataWalkJob {
         return "cast(" + (DF_INT + tag * 256) + " + " + pid + " as int)";
     }
 
-    /** A record's strings: "STRATA-OBJ-r%06d-p%06d-" then a letter, the record and padding, STRING chars. */
+    /**
+     * A record's strings: "STRATA-OBJ-r%06d-p%06d-" then a letter and the record, padded with
+     * the same marker again to STRING chars, so that any 54 bytes of a string hold a whole one.
+     */
     static final class Strings {
         private final byte[] template;
 
         Strings(int rdd, int p) {
-            template = String.format("STRATA-OBJ-r%06d-p%06d-k%08d-%s", rdd, p, 0, "x".repeat(STRING))
+            String marker = String.format("STRATA-OBJ-r%06d-p%06d-", rdd, p);
+            template = (marker + "k00000000-" + marker.repeat(STRING / marker.length() + 1))
                     .substring(0, STRING).getBytes(StandardCharsets.US_ASCII);
         }
 
